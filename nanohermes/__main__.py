@@ -1,0 +1,5 @@
+"""`python -m nanohermes` runs the command line."""
+
+from nanohermes.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,106 @@
+"""Every error nanohermes raises on purpose. Stdlib only.
+
+    NanoHermesError              .hint: one short "how to fix it" phrase, or ""
+    ├── ConfigError              bad flag, setting, config file or environment value
+    ├── LLMError                 the model endpoint failed (after retries)
+    │   ├── EndpointUnreachable  connect error / DNS / refused
+    │   ├── RateLimited          429 after every retry
+    │   ├── AuthError            401 / 403
+    │   ├── PaymentRequired      402
+    │   ├── ModelNotFound        404
+    │   ├── ContextOverflow      400/413 saying the prompt is too long
+    │   ├── IncompleteStream     the stream ended without finish reason or [DONE]
+    │   ├── ServerError          5xx after every retry
+    │   ├── BadResponse          4xx not listed above, or a body that is not a chat completion
+    │   └── StreamError          an {"error": ...} chunk inside an HTTP 200 stream
+    ├── ToolError                a tool refused or failed (becomes an ERROR result for the model)
+    ├── StoreError               memory.json could not be read or written
+    │   └── MemoryRejected       remember() refused a text (empty, injection, invisible Unicode)
+    ├── SessionError             a session file is corrupt, unreadable or unwritable
+    └── Cancelled                the user pressed Ctrl-C
+"""
+
+from __future__ import annotations
+
+
+class NanoHermesError(Exception):
+    """Base of every deliberate error. `str(err)` is one line meant for the user."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def one_line(self) -> str:
+        message = " ".join(str(self).split())
+        return f"{message} ({self.hint})" if self.hint else message
+
+
+class ConfigError(NanoHermesError):
+    pass
+
+
+class LLMError(NanoHermesError):
+    def __init__(self, message: str, hint: str = "", status: int | None = None) -> None:
+        super().__init__(message, hint)
+        self.status = status
+
+
+class EndpointUnreachable(LLMError):
+    pass
+
+
+class RateLimited(LLMError):
+    pass
+
+
+class AuthError(LLMError):
+    pass
+
+
+class PaymentRequired(LLMError):
+    pass
+
+
+class ModelNotFound(LLMError):
+    pass
+
+
+class ContextOverflow(LLMError):
+    pass
+
+
+class IncompleteStream(LLMError):
+    pass
+
+
+class ServerError(LLMError):
+    pass
+
+
+class BadResponse(LLMError):
+    pass
+
+
+class StreamError(LLMError):
+    pass
+
+
+class ToolError(NanoHermesError):
+    pass
+
+
+class StoreError(NanoHermesError):
+    pass
+
+
+class MemoryRejected(StoreError):
+    pass
+
+
+class SessionError(NanoHermesError):
+    pass
+
+
+class Cancelled(NanoHermesError):
+    def __init__(self, message: str = "interrupted by user") -> None:
+        super().__init__(message)

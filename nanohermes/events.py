@@ -1,0 +1,85 @@
+"""What the agent (and the model client inside it) emits and the UI renders. Stdlib only.
+
+The core never prints: it yields these, and `nanohermes.ui` decides how they look.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from nanohermes.types import ToolCall, ToolResult, Usage
+
+NoteLevel = Literal["info", "warning", "error", "debug"]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the assistant's answer as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (`reasoning_content` / `reasoning`), shown dimmed."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """The client is waiting before retrying a request."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    """A tool call was approved and dispatched. `summary` is its key argument, e.g. the path."""
+
+    call: ToolCall
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    """A tool call ended. Emitted in call order; `result.content` is what the model gets."""
+
+    result: ToolResult
+    summary: str = ""
+    elapsed: float = 0.0
+
+
+@dataclass(frozen=True)
+class Note:
+    """A one-line remark for the user: memories saved, compaction, a refused call, an error."""
+
+    text: str
+    level: NoteLevel = "info"
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """The context was compacted (automatically or by /compact)."""
+
+    before_chars: int
+    after_chars: int
+    summarized: bool = True
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    """The turn ended. `completed` is False when interrupted, stopped at max_iterations, or failed."""
+
+    completed: bool
+    reason: str = "done"
+    usage: Usage = field(default_factory=Usage)
+    answer: str = ""
+
+
+Event = TextDelta | ReasoningDelta | Retrying | ToolStarted | ToolFinished | Note | Compacted | TurnFinished
+StreamItem = TextDelta | ReasoningDelta | Retrying
+"""What a model stream yields before its final ChatResult."""

@@ -1,0 +1,126 @@
+"""Plain data shared by every layer. Stdlib only.
+
+Messages stay in the OpenAI chat-completions wire format (plain dicts) everywhere: that is what the
+endpoint takes, what the session file stores and what the memory excerpt reads, so no layer converts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+"""One chat message in wire format: {"role": ..., "content": ..., "tool_calls"?, "tool_call_id"?}."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call the model asked for. `arguments` is the JSON text exactly as the model sent it."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments or "{}"},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        function = data.get("function") or {}
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = "{}" if arguments is None else _json_text(arguments)
+        return cls(id=str(data.get("id") or ""), name=str(function.get("name") or ""), arguments=arguments)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What one tool call produced, as text for the model."""
+
+    call_id: str
+    name: str
+    content: str
+    ok: bool = True
+
+    def to_message(self) -> Message:
+        return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts reported by the endpoint; zero when it reported none."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
+        if not isinstance(data, dict):
+            return cls()
+        prompt = _as_int(data.get("prompt_tokens"))
+        completion = _as_int(data.get("completion_tokens"))
+        total = _as_int(data.get("total_tokens")) or prompt + completion
+        return cls(prompt, completion, total)
+
+
+@dataclass
+class ChatResult:
+    """One finished model response (streamed or not)."""
+
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def to_message(self) -> Message:
+        """The assistant message to append to the history.
+
+        Reasoning is kept under `reasoning_content`; the model client decides whether to send it back.
+        """
+        message: Message = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
+        return message
+
+
+def message_text(message: Message) -> str:
+    """The text of a message's content, joining the text parts of multimodal content."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        return "\n".join(part for part in parts if isinstance(part, str))
+    return ""
+
+
+def _as_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _json_text(value: Any) -> str:
+    import json  # local: only reached for malformed stored calls
+
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,26 @@
+"""Shared fixtures. Every test runs with HOME and every nanohermes directory in a temp dir."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_CLEARED_PREFIXES = ("NANOHERMES_", "OPENAI_")
+_LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HOME/USERPROFILE at a fresh temp dir and clear settings from the real environment."""
+    home = tmp_path_factory.mktemp("home")
+    for name in list(os.environ):
+        if name.startswith(_CLEARED_PREFIXES) or name in _LOCALE_VARS:
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.setenv("NANOHERMES_MEMORY_DIR", str(home / ".nanohermes"))
+    monkeypatch.setenv("NANOHERMES_SESSIONS_DIR", str(home / ".nanohermes" / "sessions"))
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    return home
