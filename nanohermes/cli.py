@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="nanohermes",
         description="A coding agent for the terminal that remembers your preferences across sessions.",
-        epilog="Memory commands: nanohermes memory list | search QUERY [--explain] | forget ID | stats | path",
+        epilog="Memory: nanohermes memory list | search QUERY [--explain] | forget ID | stats | path",
     )
     add = parser.add_argument
     add("--session", metavar="NAME|PATH", help="resume or create a session (a name, or a .json path)")

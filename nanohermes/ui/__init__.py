@@ -1,0 +1,1 @@
+"""Terminal UI: the only package that imports rich or prompt_toolkit."""

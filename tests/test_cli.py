@@ -1,0 +1,129 @@
+"""The real console script: every bad input ends in one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nanohermes import __version__
+
+
+def nanohermes_command() -> list[str]:
+    script = Path(sys.executable).parent / "nanohermes"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("nanohermes")
+    return [found] if found else [sys.executable, "-m", "nanohermes"]
+
+
+def run(args: list[str], home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "HOME": str(home), **(env or {})}
+    return subprocess.run(
+        [*nanohermes_command(), *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("nanohermes: error: ")
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_version(isolated_home: Path) -> None:
+    result = run(["--version"], isolated_home)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"nanohermes {__version__}"
+
+
+def test_python_dash_m_works(isolated_home: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "nanohermes", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert __version__ in result.stdout
+
+
+def test_help_lists_every_flag(isolated_home: Path) -> None:
+    result = run(["--help"], isolated_home)
+    assert result.returncode == 0
+    for flag in (
+        "--session",
+        "--continue",
+        "--model",
+        "--base-url",
+        "--permission",
+        "--no-memory",
+        "--memory-dir",
+        "--config",
+        "-p",
+        "--json",
+        "--yes",
+        "--local",
+        "--verbose",
+        "--version",
+        "memory list",
+    ):
+        assert flag in result.stdout, flag
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "fragments"),
+    [
+        (["--bogus"], {}, ["unrecognized arguments: --bogus"]),
+        (["--permission", "yolo"], {}, ["unknown permission mode 'yolo'", "read-only, ask, auto"]),
+        ([], {"NANOHERMES_MAX_RETRIES": "lots"}, ["NANOHERMES_MAX_RETRIES", "'lots'"]),
+        ([], {"NANOHERMES_PERMISSION": "yolo"}, ["NANOHERMES_PERMISSION"]),
+        (["--json"], {}, ["--json needs -p"]),
+        (["--session", "a", "--continue"], {}, ["--session or --continue"]),
+        (["--config", "/nonexistent/nh.toml"], {}, ["/nonexistent/nh.toml", "does not exist"]),
+        (["memory"], {}, ["memory needs an action"]),
+        (["memory", "frobnicate"], {}, ["invalid choice"]),
+    ],
+)
+def test_bad_input_gives_one_line_and_exit_2(
+    isolated_home: Path, args: list[str], env: dict[str, str], fragments: list[str]
+) -> None:
+    assert_one_line_error(run(args, isolated_home, env), *fragments)
+
+
+def test_malformed_config_names_file_and_line(isolated_home: Path, tmp_path: Path) -> None:
+    config = tmp_path / "broken.toml"
+    config.write_text('model = "ok"\nmax_retries = = 3\n', encoding="utf-8")
+    assert_one_line_error(run(["--config", str(config)], isolated_home), str(config), "line 2")
+
+
+def test_bad_value_in_config_names_file_and_line(isolated_home: Path, tmp_path: Path) -> None:
+    config = tmp_path / "values.toml"
+    config.write_text('model = "ok"\n\nmax_retries = "lots"\n', encoding="utf-8")
+    assert_one_line_error(run(["--config", str(config)], isolated_home), str(config), "line 3", "max_retries")
+
+
+def test_unreadable_config_is_one_line(isolated_home: Path, tmp_path: Path) -> None:
+    config = tmp_path / "dir.toml"
+    config.mkdir()
+    assert_one_line_error(run(["--config", str(config)], isolated_home), str(config))
+
+
+def test_verbose_may_show_details_but_still_ends_with_the_line(isolated_home: Path) -> None:
+    result = run(["--verbose"], isolated_home, {"NANOHERMES_MAX_RETRIES": "lots"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("nanohermes: error: ")
