@@ -1,155 +1,47 @@
 """Command line: parse arguments, build Settings once, dispatch. Errors end in one line, never a traceback.
 
-Heavy modules (pydantic, httpx, rich, prompt_toolkit) are imported only after parsing, so `--version`
-and `--help` stay fast.
+Only `sys` is imported up front: `--version` answers before argparse, pydantic, httpx, rich or
+prompt_toolkit load, and every other path imports what it needs after parsing.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-import traceback
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import NoReturn
 
 from nanohermes import __version__
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~10 ms at start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from nanohermes.cliargs import CliOptions, MemoryArgs
+
+__all__ = ["CliOptions", "MemoryArgs", "main"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-PERMISSION_CHOICES = ("read-only", "ask", "auto")
-MEMORY_ACTIONS = ("list", "search", "forget", "stats", "path")
 
 
-class UsageError(Exception):
-    """A bad command line; reported as one line with exit code 2."""
+def __getattr__(name: str) -> Any:
+    """`nanohermes.cli.CliOptions` and `.MemoryArgs` stay importable without loading argparse early."""
+    if name in ("CliOptions", "MemoryArgs"):
+        from nanohermes import cliargs
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-@dataclass(frozen=True)
-class MemoryArgs:
-    """`nanohermes memory ACTION [ARG] [--explain]`."""
-
-    action: str
-    argument: str = ""
-    explain: bool = False
-
-
-@dataclass(frozen=True)
-class CliOptions:
-    """Everything the command line said, beyond the settings it overrides."""
-
-    session: str | None = None
-    continue_last: bool = False
-    config: Path | None = None
-    prompt: str | None = None
-    json_output: bool = False
-    yes: bool = False
-    local: bool = False
-    verbose: bool = False
-    memory: MemoryArgs | None = None
-    overrides: dict[str, object] = field(default_factory=dict)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="nanohermes",
-        description="A coding agent for the terminal that remembers your preferences across sessions.",
-        epilog="Memory: nanohermes memory list | search QUERY [--explain] | forget ID | stats | path",
-    )
-    add = parser.add_argument
-    add("--session", metavar="NAME|PATH", help="resume or create a session (a name, or a .json path)")
-    add("--continue", dest="continue_last", action="store_true", help="resume the most recent session")
-    add("--model", metavar="M", help="model name sent to the endpoint")
-    add("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8080/v1")
-    add("--permission", metavar="MODE", help="read-only | ask | auto (default: ask)")
-    add("--no-memory", action="store_true", help="turn long-term memory off for this run")
-    add("--memory-dir", metavar="DIR", help="directory holding memory.json (default: ~/.nanohermes)")
-    add("--config", metavar="FILE", help="config TOML file (default: ~/.nanohermes/config.toml)")
-    add("-p", "--prompt", metavar="PROMPT", help="run one turn non-interactively ('-' reads stdin)")
-    add("--json", dest="json_output", action="store_true", help="with -p: print one JSON object")
-    add("--yes", action="store_true", help="with -p: allow writes and shell commands without asking")
-    add("--local", action="store_true", help="start the bundled small model offline (extra 'local')")
-    add("--verbose", action="store_true", help="show details: retries, distillation, tracebacks")
-    add("--version", action="version", version=f"nanohermes {__version__}", help="print the version")
-    return parser
-
-
-def build_memory_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="nanohermes memory", description="Inspect and edit long-term memory.")
-    parser.add_argument("--memory-dir", metavar="DIR", help="directory holding memory.json")
-    parser.add_argument("--config", metavar="FILE", help="config TOML file")
-    parser.add_argument("--verbose", action="store_true", help="show details")
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
-    actions.add_parser("list", help="list every memory")
-    search = actions.add_parser("search", help="search memories with BM25")
-    search.add_argument("query", nargs="+", help="words to search for")
-    search.add_argument("--explain", action="store_true", help="show each term's BM25 contribution")
-    forget = actions.add_parser("forget", help="delete one memory by id")
-    forget.add_argument("id", help="the id shown by 'memory list'")
-    actions.add_parser("stats", help="counts per kind, file size and path")
-    actions.add_parser("path", help="print the path of memory.json")
-    return parser
-
-
-def parse_args(argv: Sequence[str]) -> CliOptions:
-    if argv and argv[0] == "memory":
-        return _parse_memory(list(argv[1:]))
-    ns = build_parser().parse_args(list(argv))
-    if ns.permission is not None and ns.permission not in PERMISSION_CHOICES:
-        raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: read-only, ask, auto")
-    if ns.json_output and ns.prompt is None:
-        raise UsageError("--json needs -p PROMPT")
-    if ns.session is not None and ns.continue_last:
-        raise UsageError("use either --session or --continue, not both")
-    if ns.local and ns.base_url is not None:
-        raise UsageError("--local starts its own endpoint; drop --base-url")
-    overrides: dict[str, object] = {
-        "model": ns.model,
-        "base_url": ns.base_url,
-        "permission": ns.permission,
-        "memory_dir": ns.memory_dir,
-    }
-    if ns.no_memory:
-        overrides["memory"] = False
-    return CliOptions(
-        session=ns.session,
-        continue_last=ns.continue_last,
-        config=Path(ns.config) if ns.config else None,
-        prompt=ns.prompt,
-        json_output=ns.json_output,
-        yes=ns.yes,
-        local=ns.local,
-        verbose=ns.verbose,
-        overrides={k: v for k, v in overrides.items() if v is not None},
-    )
-
-
-def _parse_memory(argv: list[str]) -> CliOptions:
-    ns = build_memory_parser().parse_args(argv)
-    if ns.action is None:
-        raise UsageError("memory needs an action: list | search QUERY [--explain] | forget ID | stats | path")
-    argument = " ".join(ns.query) if ns.action == "search" else getattr(ns, "id", "")
-    memory = MemoryArgs(ns.action, argument, bool(getattr(ns, "explain", False)))
-    overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir else {}
-    return CliOptions(
-        config=Path(ns.config) if ns.config else None,
-        verbose=ns.verbose,
-        memory=memory,
-        overrides=overrides,
-    )
+        return getattr(cliargs, name)
+    raise AttributeError(name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:
+        print(f"nanohermes {__version__}")
+        return EXIT_OK
     verbose = "--verbose" in args
+    from nanohermes.cliargs import UsageError, parse_args
+
     try:
         options = parse_args(args)
         return _dispatch(options)
@@ -179,6 +71,8 @@ def _report(err: Exception, verbose: bool) -> int:
     from nanohermes.errors import ConfigError, NanoHermesError
 
     if verbose:
+        import traceback
+
         traceback.print_exc()
     if isinstance(err, ConfigError):
         return _fail(err.one_line(), EXIT_USAGE)
