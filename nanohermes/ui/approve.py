@@ -1,0 +1,160 @@
+"""Approvals in `ask` mode: show the diff or the command, then read one key: y / n / a(lways).
+
+The tool runner calls the approver from the agent's worker thread while the main thread owns the
+terminal (it is rendering the turn). So `TerminalApprover.__call__` does not touch the terminal from
+the worker: it posts a `PendingApproval` to the main thread (through the function given to `attach`)
+and waits; the main thread shows it and answers with `answer`. Called on the main thread itself (no
+turn running), it asks directly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rich.syntax import Syntax
+from rich.text import Text
+
+from nanohermes.protocols import ApprovalRequest, Decision
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from nanohermes.cancel import CancelToken
+
+KEYS: dict[str, Decision] = {"y": Decision.YES, "n": Decision.NO, "a": Decision.ALWAYS}
+QUESTION = "Allow? [y]es / [n]o / [a]lways for this session: "
+SHELL_TOOLS = ("run_shell", "shell", "bash")
+MAX_DETAIL_LINES = 60
+
+KeyReader = Callable[[str], str]
+"""Shows a question and returns the one key pressed (lower-case); raises KeyboardInterrupt on Ctrl-C."""
+
+
+class PendingApproval:
+    """One question from the worker thread, answered once by the main thread."""
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        self.request = request
+        self._done = threading.Event()
+        self._decision = Decision.NO
+
+    def resolve(self, decision: Decision) -> None:
+        if not self._done.is_set():
+            self._decision = decision
+            self._done.set()
+
+    def wait(self, cancel: CancelToken | None, poll: float = 0.2) -> Decision:
+        """Block until answered; a cancelled turn answers no."""
+        while not self._done.wait(poll):
+            if cancel is not None and cancel.cancelled:
+                self.resolve(Decision.NO)
+        return self._decision
+
+
+class TerminalApprover:
+    """The `protocols.Approver` of the REPL."""
+
+    def __init__(self, console: Console, read_key: KeyReader | None = None) -> None:
+        self.console = console
+        self._read_key = read_key or read_one_key
+        self._lock = threading.Lock()
+        self._post: Callable[[PendingApproval], None] | None = None
+        self._cancel: CancelToken | None = None
+        self._owner = threading.get_ident()
+
+    def attach(self, post: Callable[[PendingApproval], None], cancel: CancelToken) -> None:
+        """While a turn runs: questions from other threads go to `post` (the main thread's queue)."""
+        with self._lock:
+            self._post, self._cancel = post, cancel
+
+    def detach(self) -> None:
+        with self._lock:
+            self._post, self._cancel = None, None
+
+    def __call__(self, request: ApprovalRequest) -> Decision:
+        with self._lock:
+            post, cancel = self._post, self._cancel
+        if threading.get_ident() == self._owner or post is None:
+            return self.ask(request)
+        if cancel is not None and cancel.cancelled:
+            return Decision.NO
+        pending = PendingApproval(request)
+        post(pending)
+        return pending.wait(cancel)
+
+    def answer(self, pending: PendingApproval) -> Decision:
+        """Main thread: ask the user about a posted request and hand the decision to the worker.
+
+        A Ctrl-C while asking answers no, then propagates so the REPL cancels the turn."""
+        try:
+            decision = self.ask(pending.request)
+        except BaseException:
+            pending.resolve(Decision.NO)  # unblock the worker before Ctrl-C propagates
+            raise
+        pending.resolve(decision)
+        return decision
+
+    def ask(self, request: ApprovalRequest) -> Decision:
+        self.show(request)
+        try:
+            key = self._read_key(QUESTION)
+        except KeyboardInterrupt:
+            self.console.print(Text("  → no (interrupted)", style="yellow"))
+            raise
+        decision = KEYS.get(key.lower()[:1], Decision.NO)
+        label = {Decision.YES: "yes", Decision.NO: "no", Decision.ALWAYS: "always for this session"}
+        style = "red" if decision is Decision.NO else "green"
+        self.console.print(Text(f"  → {label[decision]}", style=style))
+        return decision
+
+    def show(self, request: ApprovalRequest) -> None:
+        self.console.print(Text.assemble(("? ", "bold yellow"), (request.title, "bold")))
+        detail = _clip(request.detail)
+        if not detail.strip():
+            return
+        lexer = "bash" if request.tool in SHELL_TOOLS else "diff"
+        syntax = Syntax(detail, lexer, theme="ansi_dark", word_wrap=True, background_color="default")
+        self.console.print(syntax)
+
+
+def _clip(detail: str) -> str:
+    lines = detail.rstrip("\n").split("\n")
+    if len(lines) <= MAX_DETAIL_LINES:
+        return "\n".join(lines)
+    hidden = len(lines) - MAX_DETAIL_LINES
+    return "\n".join([*lines[:MAX_DETAIL_LINES], f"… {hidden} more lines"])
+
+
+def read_one_key(question: str) -> str:
+    """Ask `question` and return the first of y / n / a pressed (Enter or Esc mean n)."""
+    from prompt_toolkit.application import Application
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    from prompt_toolkit.layout import FormattedTextControl, Layout, Window
+
+    bindings = KeyBindings()
+
+    def bind(key: str, result: str) -> None:
+        @bindings.add(key)
+        def _(event: KeyPressEvent) -> None:
+            event.app.exit(result=result)
+
+    for key in KEYS:
+        bind(key, key)
+        bind(key.upper(), key)
+    bind("enter", "n")
+    bind("escape", "n")
+
+    @bindings.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        event.app.exit(exception=KeyboardInterrupt())
+
+    control = FormattedTextControl([("bold", question)], show_cursor=True)
+    app: Application[str] = Application(
+        layout=Layout(Window(control, height=1, dont_extend_height=True)),
+        key_bindings=bindings,
+        full_screen=False,
+        erase_when_done=True,
+    )
+    return app.run()

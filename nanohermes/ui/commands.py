@@ -1,0 +1,278 @@
+"""Slash commands: a dict of small functions, each with a usage and a one-line description for /help."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+
+from nanohermes.errors import NanoHermesError
+from nanohermes.types import message_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from nanohermes.cancel import CancelToken
+    from nanohermes.events import Event
+    from nanohermes.ui.seams import MemoryStoreLike, RuntimeLike
+
+PERMISSION_MODES = ("read-only", "ask", "auto")
+EventSource = Callable[["CancelToken"], Iterator["Event"]]
+
+
+@dataclass
+class CommandContext:
+    """What a command may touch. `run_events` runs an agent operation like a turn (worker thread,
+    rendered events, Ctrl-C cancels it)."""
+
+    runtime: RuntimeLike
+    console: Console
+    run_events: Callable[[EventSource], None]
+    permission: str
+    exit_requested: bool = False
+
+    def say(self, text: str, style: str = "") -> None:
+        self.console.print(Text(text, style=style), overflow="fold")
+
+    def fail(self, text: str) -> None:
+        self.console.print(Text(text, style="red"), overflow="fold")
+
+
+Handler = Callable[[CommandContext, str], None]
+
+
+@dataclass(frozen=True)
+class Command:
+    usage: str
+    description: str
+    handler: Handler
+
+
+def context_chars(runtime: RuntimeLike) -> int:
+    """Characters in the live context (what compaction measures)."""
+    total = 0
+    for message in runtime.agent.messages:
+        total += len(message_text(message))
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                total += len(str(function.get("arguments") or ""))
+    return total
+
+
+def resume_hint(session_path: Path, sessions_dir: Path) -> str:
+    """The command line that resumes a session: its name when it lives in sessions_dir, else its path."""
+    if session_path.parent == sessions_dir and session_path.suffix == ".json":
+        return f"nanohermes --session {shlex.quote(session_path.stem)}"
+    return f"nanohermes --session {shlex.quote(str(session_path))}"
+
+
+# -- the commands ---------------------------------------------------------------------------------
+
+
+def cmd_help(ctx: CommandContext, arg: str) -> None:
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()
+    for command in COMMANDS.values():
+        table.add_row(command.usage, command.description)
+    ctx.console.print(table)
+    ctx.say(
+        "Enter sends · Esc Enter (or Alt+Enter) adds a line · @path completes files · "
+        "Ctrl-C stops a turn · Ctrl-D exits",
+        "dim",
+    )
+
+
+def cmd_exit(ctx: CommandContext, arg: str) -> None:
+    ctx.exit_requested = True
+
+
+def cmd_reset(ctx: CommandContext, arg: str) -> None:
+    ctx.runtime.agent.reset()
+    ctx.say("conversation cleared (long-term memory kept)", "dim")
+
+
+def cmd_compact(ctx: CommandContext, arg: str) -> None:
+    agent = ctx.runtime.agent
+    ctx.run_events(lambda cancel: agent.compact(cancel))
+
+
+def cmd_memory(ctx: CommandContext, arg: str) -> None:
+    store = ctx.runtime.store
+    if store is None:
+        ctx.fail("memory is off for this run (--no-memory or memory = false)")
+        return
+    action, _, rest = arg.strip().partition(" ")
+    action = action or "list"
+    if action == "list":
+        _memory_list(ctx, store)
+    elif action == "search" and rest.strip():
+        _memory_search(ctx, store, rest.strip())
+    elif action == "forget" and rest.strip():
+        memory_id = rest.strip()
+        if store.forget(memory_id):
+            ctx.say(f"forgot {memory_id}", "dim")
+        else:
+            ctx.fail(f"no memory with id {memory_id} (/memory list shows the ids)")
+    elif action == "stats":
+        _memory_stats(ctx, store)
+    else:
+        ctx.fail("usage: /memory [list | search QUERY | forget ID | stats]")
+
+
+def _kind_name(kind: object) -> str:
+    return str(getattr(kind, "value", kind))
+
+
+def _memory_list(ctx: CommandContext, store: MemoryStoreLike) -> None:
+    entries = store.load()
+    if not entries:
+        ctx.say("no memories yet", "dim")
+        return
+    table = Table(show_header=True, box=None, padding=(0, 2, 0, 0), header_style="dim")
+    for name in ("id", "kind", "text"):
+        table.add_column(name, overflow="fold")
+    for entry in entries:
+        table.add_row(entry.id, _kind_name(entry.kind), entry.text)
+    ctx.console.print(table)
+    ctx.say(f"{len(entries)} memories", "dim")
+
+
+def _memory_search(ctx: CommandContext, store: MemoryStoreLike, query: str) -> None:
+    hits = store.search(query, 8)
+    if not hits:
+        ctx.say("no matching memories", "dim")
+        return
+    table = Table(show_header=True, box=None, padding=(0, 2, 0, 0), header_style="dim")
+    for name in ("score", "id", "kind", "text"):
+        table.add_column(name, overflow="fold")
+    for score, entry in hits:
+        table.add_row(f"{score:.2f}", entry.id, _kind_name(entry.kind), entry.text)
+    ctx.console.print(table)
+
+
+def _memory_stats(ctx: CommandContext, store: MemoryStoreLike) -> None:
+    entries = store.load()
+    counts: dict[str, int] = {}
+    for entry in entries:
+        counts[_kind_name(entry.kind)] = counts.get(_kind_name(entry.kind), 0) + 1
+    parts = ", ".join(f"{kind} {count}" for kind, count in sorted(counts.items())) or "none"
+    path = ctx.runtime.settings.memory_file
+    size = path.stat().st_size if path.exists() else 0
+    ctx.say(f"{len(entries)} memories ({parts}) · {size:,} bytes · {path}")
+
+
+def cmd_session(ctx: CommandContext, arg: str) -> None:
+    agent = ctx.runtime.agent
+    settings = ctx.runtime.settings
+    ctx.say(f"session {agent.session_path}")
+    ctx.say(
+        f"{len(agent.messages)} messages · {context_chars(ctx.runtime):,} characters of context · "
+        f"model {agent.model}",
+        "dim",
+    )
+    ctx.say(f"resume with: {resume_hint(agent.session_path, settings.sessions_dir)}", "dim")
+
+
+def cmd_sessions(ctx: CommandContext, arg: str) -> None:
+    sessions_dir = ctx.runtime.settings.sessions_dir
+    try:
+        files = sorted(sessions_dir.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError as err:
+        ctx.fail(f"cannot list {sessions_dir}: {err.strerror or err}")
+        return
+    if not files:
+        ctx.say(f"no saved sessions in {sessions_dir}", "dim")
+        return
+    current = ctx.runtime.agent.session_path
+    now = time.time()
+    for path in files[:15]:
+        mark = "*" if path == current else " "
+        age = _age(now - path.stat().st_mtime)
+        ctx.say(f"{mark} {path.stem:<28} {age:>9} ago   {resume_hint(path, sessions_dir)}")
+    if len(files) > 15:
+        ctx.say(f"… and {len(files) - 15} older ones in {sessions_dir}", "dim")
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit}"
+    return f"{int(seconds)} s"
+
+
+def cmd_model(ctx: CommandContext, arg: str) -> None:
+    name = arg.strip()
+    agent = ctx.runtime.agent
+    if not name:
+        ctx.say(f"model: {agent.model}")
+        return
+    agent.set_model(name)
+    ctx.say(f"model set to {name} (from the next request)", "dim")
+
+
+def cmd_permission(ctx: CommandContext, arg: str) -> None:
+    mode = arg.strip()
+    if not mode:
+        ctx.say(f"permission: {ctx.permission} (choices: {', '.join(PERMISSION_MODES)})")
+        return
+    if mode not in PERMISSION_MODES:
+        ctx.fail(f"unknown permission mode '{mode}'; use one of: {', '.join(PERMISSION_MODES)}")
+        return
+    ctx.runtime.agent.set_permission(mode)
+    ctx.permission = mode
+    ctx.say(f"permission set to {mode}", "dim")
+
+
+def cmd_tokens(ctx: CommandContext, arg: str) -> None:
+    usage = ctx.runtime.agent.usage
+    ctx.say(
+        f"tokens so far: {usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion "
+        f"= {usage.total_tokens:,}"
+    )
+    threshold = ctx.runtime.settings.compact_threshold_chars
+    chars = context_chars(ctx.runtime)
+    ctx.say(f"context: {chars:,} characters ({100 * chars // threshold}% of the compaction threshold)", "dim")
+
+
+COMMANDS: dict[str, Command] = {
+    "/help": Command("/help", "list the commands and keys", cmd_help),
+    "/exit": Command("/exit", "save the session and quit (also Ctrl-D)", cmd_exit),
+    "/reset": Command("/reset", "clear the conversation; long-term memory stays", cmd_reset),
+    "/compact": Command("/compact", "summarise older messages now to free context", cmd_compact),
+    "/memory": Command(
+        "/memory [list|search Q|forget ID|stats]", "show, search or edit long-term memory", cmd_memory
+    ),
+    "/session": Command("/session", "this session's file, size and how to resume it", cmd_session),
+    "/sessions": Command("/sessions", "recent sessions and how to resume them", cmd_sessions),
+    "/model": Command("/model [NAME]", "show or switch the model", cmd_model),
+    "/permission": Command("/permission [MODE]", "show or set read-only | ask | auto", cmd_permission),
+    "/tokens": Command("/tokens", "tokens used so far and context fill", cmd_tokens),
+}
+
+
+def is_command(text: str) -> bool:
+    """A line is a command when its first word looks like `/name` (a path like /usr/x is a message)."""
+    first = text.strip().split(maxsplit=1)[0] if text.strip() else ""
+    return first.startswith("/") and first[1:].replace("-", "").isalpha()
+
+
+def dispatch(ctx: CommandContext, text: str) -> None:
+    name, _, arg = text.strip().partition(" ")
+    command = COMMANDS.get(name.lower())
+    if command is None:
+        close = [n for n in COMMANDS if n.startswith(name.lower()[:3])]
+        hint = f" — did you mean {close[0]}?" if close else ""
+        ctx.fail(f"unknown command {name}{hint} (/help lists them)")
+        return
+    try:
+        command.handler(ctx, arg)
+    except NanoHermesError as err:
+        ctx.fail(err.one_line())

@@ -1,0 +1,92 @@
+"""Split streamed Markdown into closed blocks and an open tail. Pure text logic, no rich.
+
+The renderer prints each block once, when it closes, and re-renders only the open tail, so a long
+answer costs the same per token as a short one.
+"""
+
+from __future__ import annotations
+
+import re
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _fence_marker(line: str) -> str | None:
+    match = _FENCE.match(line)
+    return match.group(1) if match else None
+
+
+class MarkdownSplitter:
+    """Feed text as it streams; `feed` returns the blocks that closed.
+
+    A block closes at a blank line outside a code fence, or at the line that closes a fence.
+    """
+
+    def __init__(self) -> None:
+        self._closed_lines: list[str] = []
+        self._partial = ""
+        self._fence: str | None = None
+
+    @property
+    def in_fence(self) -> bool:
+        return self._fence is not None
+
+    @property
+    def tail(self) -> str:
+        """The open block: complete lines not yet closed plus the line being written."""
+        if not self._closed_lines:
+            return self._partial
+        return "\n".join(self._closed_lines) + "\n" + self._partial
+
+    def feed(self, text: str) -> list[str]:
+        blocks: list[str] = []
+        data = self._partial + text
+        *lines, self._partial = data.split("\n")
+        for line in lines:
+            block = self._take_line(line)
+            if block:
+                blocks.append(block)
+        return blocks
+
+    def finish(self) -> str:
+        """Everything left, as one block (may be empty)."""
+        rest = self.tail
+        self._closed_lines = []
+        self._partial = ""
+        self._fence = None
+        return rest.strip("\n")
+
+    def _take_line(self, line: str) -> str | None:
+        marker = _fence_marker(line)
+        if self._fence is not None:
+            self._closed_lines.append(line)
+            closes = marker and marker[0] == self._fence[0] and len(marker) >= len(self._fence)
+            if closes and not line.strip()[len(marker or "") :].strip():
+                self._fence = None
+                return self._close()
+            return None
+        if marker:
+            self._fence = marker
+            self._closed_lines.append(line)
+            return None
+        if not line.strip():
+            return self._close()
+        self._closed_lines.append(line)
+        return None
+
+    def _close(self) -> str | None:
+        block = "\n".join(self._closed_lines).strip("\n")
+        self._closed_lines = []
+        return block or None
+
+
+def visible_tail(tail: str, max_lines: int) -> str:
+    """The last `max_lines` lines of an open block, re-opening its code fence when one was cut off."""
+    lines = tail.split("\n")
+    if len(lines) <= max_lines:
+        return tail
+    keep = lines[-max(1, max_lines - 1) :]
+    opener = next((line for line in lines if _fence_marker(line)), None)
+    if opener is not None and lines.index(opener) < len(lines) - len(keep):
+        return "\n".join([opener.strip(), *keep])
+    return "\n".join(lines[-max_lines:])

@@ -1,0 +1,262 @@
+"""Render the agent's events with rich: Markdown answers, dimmed reasoning and notes, one line per tool.
+
+Streaming stays smooth on long answers: closed Markdown blocks are printed once, and only the open
+block (the paragraph or code block being written) lives in a `Live` region that refreshes at a fixed
+rate. Works on any rich `Console`, so tests use `Console(file=StringIO())`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING
+
+from rich.console import Group, RenderableType
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
+
+from nanohermes.events import (
+    Compacted,
+    Event,
+    Note,
+    ReasoningDelta,
+    Retrying,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
+from nanohermes.types import ToolCall
+from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+KEY_ARGUMENTS = ("path", "command", "pattern", "query", "glob", "id", "description", "kind", "text")
+NOTE_STYLES = {"info": "dim", "debug": "dim", "warning": "yellow", "error": "bold red"}
+CODE_THEME = "monokai"
+_LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
+
+
+def key_argument(call: ToolCall, width: int = 60) -> str:
+    """The argument that says what a call is about (its path, command, pattern…), shortened."""
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError:
+        return shorten(call.arguments, width)
+    if not isinstance(arguments, dict):
+        return ""
+    for name in KEY_ARGUMENTS:
+        value = arguments.get(name)
+        if isinstance(value, str) and value:
+            return shorten(value, width)
+    return ""
+
+
+def shorten(text: str, width: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: max(1, width - 1)] + "…"
+
+
+def human_size(content: str) -> str:
+    size = len(content.encode("utf-8", errors="replace"))
+    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    amount = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
+    return f"{lines} line{'s' if lines != 1 else ''}, {amount}"
+
+
+class Renderer:
+    """Turns events into terminal output. One instance per REPL; `begin_turn`/`end_turn` around a turn."""
+
+    def __init__(self, console: Console, *, refresh_per_second: float = 10) -> None:
+        self.console = console
+        self._fps = refresh_per_second
+        self._live: Live | None = None
+        self._text = MarkdownSplitter()
+        self._reasoning = ""
+        self._running: dict[str, str] = {}
+        self._waiting = False
+        self._label = "thinking…"
+        self._printed_answer = False
+
+    # -- turn lifecycle -------------------------------------------------------------------------
+
+    def begin_turn(self, label: str = "thinking…") -> None:
+        self._text = MarkdownSplitter()
+        self._reasoning = ""
+        self._running.clear()
+        self._waiting = True
+        self._label = label
+        self._printed_answer = False
+        self._start_live()
+
+    def end_turn(self) -> None:
+        """Flush what is left and stop the live region (safe to call twice, or after Ctrl-C)."""
+        self._flush_reasoning()
+        self._flush_text()
+        self._waiting = False
+        self._running.clear()
+        self._stop_live()
+
+    def pause(self) -> None:
+        """Release the terminal (for an approval question); `resume` takes it back."""
+        self._flush_reasoning()
+        self._flush_text()
+        self._stop_live()
+
+    def resume(self) -> None:
+        self._start_live()
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self._on_text(event.text)
+        elif isinstance(event, ReasoningDelta):
+            self._on_reasoning(event.text)
+        elif isinstance(event, ToolStarted):
+            self._on_tool_started(event)
+        elif isinstance(event, ToolFinished):
+            self._on_tool_finished(event)
+        elif isinstance(event, Note):
+            self.note(event.text, event.level)
+        elif isinstance(event, Retrying):
+            self.note(f"retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}")
+        elif isinstance(event, Compacted):
+            self._on_compacted(event)
+        elif isinstance(event, TurnFinished):
+            self._on_finished(event)
+        self._refresh()
+
+    def note(self, text: str, level: str = "info") -> None:
+        """One line: dimmed for info, yellow for warnings, red for errors."""
+        self._flush_reasoning()
+        self._flush_text()
+        style = NOTE_STYLES.get(level, "dim")
+        prefix = "error: " if level == "error" and not text.lower().startswith("error") else ""
+        self.console.print(Text(prefix + " ".join(text.split()), style=style), overflow="fold")
+
+    def error(self, text: str) -> None:
+        self.note(text, "error")
+
+    # -- handlers -------------------------------------------------------------------------------
+
+    def _on_text(self, text: str) -> None:
+        if not text:
+            return
+        self._flush_reasoning()
+        self._waiting = False
+        for block in self._text.feed(text):
+            self._print_markdown(block)
+
+    def _on_reasoning(self, text: str) -> None:
+        self._reasoning += text
+        *lines, self._reasoning = self._reasoning.split("\n")
+        for line in lines:
+            self.console.print(Text(line, style="dim italic"), overflow="fold")
+
+    def _on_tool_started(self, event: ToolStarted) -> None:
+        self._flush_reasoning()
+        self._flush_text()
+        self._waiting = False
+        summary = event.summary or key_argument(event.call)
+        self._running[event.call.id] = f"{event.call.name} {summary}".strip()
+
+    def _on_tool_finished(self, event: ToolFinished) -> None:
+        self._flush_reasoning()
+        self._flush_text()
+        result = event.result
+        self._running.pop(result.call_id, None)
+        summary = event.summary
+        line = Text("  ")
+        line.append("✓ " if result.ok else "✗ ", style="green" if result.ok else "red")
+        line.append(result.name, style="bold")
+        if summary:
+            line.append(" " + shorten(summary, 60), style="cyan")
+        if result.ok:
+            line.append(f" · {human_size(result.content)}", style="dim")
+        else:
+            first = next((ln for ln in result.content.splitlines() if ln.strip()), "failed")
+            line.append(f" · {shorten(first, 90)}", style="red")
+        if event.elapsed >= 0.05:
+            line.append(f" · {event.elapsed:.1f}s", style="dim")
+        self.console.print(line, overflow="ellipsis", no_wrap=True)
+
+    def _on_compacted(self, event: Compacted) -> None:
+        saved = event.before_chars - event.after_chars
+        how = "summarized" if event.summarized else "trimmed"
+        self.note(
+            f"context compacted ({how}): {event.before_chars:,} → {event.after_chars:,} characters, "
+            f"saved {saved:,}"
+        )
+
+    def _on_finished(self, event: TurnFinished) -> None:
+        self._flush_reasoning()
+        self._flush_text()
+        self._waiting = False
+        if event.completed:
+            return
+        if event.reason == "interrupted":
+            self.note("interrupted", "warning")
+        elif event.reason not in ("done", "error", "failed"):
+            self.note(f"turn stopped: {event.reason}", "warning")
+
+    # -- output helpers -------------------------------------------------------------------------
+
+    def _print_markdown(self, block: str) -> None:
+        from rich.markdown import Markdown  # markdown-it and pygments load on the first answer only
+
+        if self._printed_answer and not _LIST_ITEM.match(block):  # rich already opens lists with one
+            self.console.print()
+        self.console.print(Markdown(block, code_theme=CODE_THEME))
+        self._printed_answer = True
+
+    def _flush_text(self) -> None:
+        rest = self._text.finish()
+        if rest.strip():
+            self._print_markdown(rest)
+
+    def _flush_reasoning(self) -> None:
+        if self._reasoning:
+            self.console.print(Text(self._reasoning, style="dim italic"), overflow="fold")
+            self._reasoning = ""
+
+    def _live_renderable(self) -> RenderableType:
+        parts: list[RenderableType] = []
+        if self._reasoning:
+            parts.append(Text(self._reasoning, style="dim italic"))
+        tail = self._text.tail
+        if tail.strip():
+            from rich.markdown import Markdown
+
+            height = max(3, self.console.size.height - 4)
+            parts.append(Markdown(visible_tail(tail, height), code_theme=CODE_THEME))
+        for label in self._running.values():
+            parts.append(Spinner("dots", Text(" " + shorten(label, 70), style="dim")))
+        if self._waiting and not parts:
+            parts.append(Spinner("dots", Text(" " + self._label, style="dim")))
+        return Group(*parts)
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(self._live_renderable())
+
+    def _start_live(self) -> None:
+        if self._live is not None or not self.console.is_terminal:
+            return
+        self._live = Live(
+            self._live_renderable(),
+            console=self.console,
+            refresh_per_second=self._fps,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._live.start()
+
+    def _stop_live(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            live.update(Group())
+            live.stop()

@@ -1,0 +1,92 @@
+"""What the UI needs from the objects `wiring.build_runtime` composes, as Protocols.
+
+The UI sits above the agent but never imports the composition root; the REPL gets a builder callable
+and works with whatever satisfies these shapes (tests pass small fakes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from nanohermes.cancel import CancelToken
+from nanohermes.events import Event
+from nanohermes.protocols import Approver
+from nanohermes.types import Message, Usage
+
+if TYPE_CHECKING:
+    from nanohermes.cliargs import CliOptions
+    from nanohermes.settings import Settings
+
+
+class ChatAgent(Protocol):
+    """The agent as the REPL drives it (implemented by `nanohermes.agent.Agent`)."""
+
+    def run(self, user_content: str, cancel: CancelToken | None = None, /) -> Iterator[Event]: ...
+
+    def compact(self, cancel: CancelToken | None = None, /) -> Iterator[Event]: ...
+
+    def reset(self) -> object: ...
+
+    def save(self) -> object: ...
+
+    def wait_for_distillation(self, timeout: float | None = None, /) -> object: ...
+
+    def drain_background_events(self) -> list[Event]: ...
+
+    def set_model(self, name: str, /) -> object: ...
+
+    def set_permission(self, mode: str, /) -> object: ...
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+
+    @property
+    def usage(self) -> Usage: ...
+
+    @property
+    def session_path(self) -> Path: ...
+
+    @property
+    def model(self) -> str: ...
+
+
+class MemoryEntry(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def kind(self) -> Any: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
+
+
+class MemoryStoreLike(Protocol):
+    """The slice of `nanohermes.memory.MemoryStore` that /memory uses."""
+
+    def load(self) -> Sequence[MemoryEntry]: ...
+
+    def search(self, query: str, top_k: int = ..., /) -> Sequence[tuple[float, MemoryEntry]]: ...
+
+    def forget(self, memory_id: str, /) -> bool: ...
+
+
+class RuntimeLike(Protocol):
+    """`wiring.Runtime` as the REPL sees it."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def agent(self) -> ChatAgent: ...
+
+    @property
+    def store(self) -> MemoryStoreLike | None: ...
+
+
+RuntimeBuilder = Callable[["CliOptions", "Settings", Approver | None], RuntimeLike]
