@@ -1,0 +1,257 @@
+"""Tools as plain functions: the JSON schema comes from the signature and the docstring.
+
+    def read_file(path: str, offset: int = 1) -> str:
+        '''Read a text file.
+
+        Args:
+            path: file path relative to the workspace
+            offset: first line to show (1-based)
+        '''
+
+`tool_from_function(read_file)` gives a `Tool` whose `parameters` is the JSON schema the model sees.
+Parameters annotated `CallContext` or `CancelToken` are not shown to the model: the runner passes the
+call's context / cancel token in them.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import json
+import re
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import ToolError
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What the runner hands a tool besides its arguments."""
+
+    cancel: CancelToken = field(default_factory=CancelToken)
+    granted: frozenset[Path] = frozenset()
+    """Paths outside the workspace the user allowed for this call."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool offered to the model.
+
+    `mutating` tools (writes, edits, shell) need approval in `ask` mode and are not offered in
+    `read-only` mode. `path_arg` names the argument holding a workspace path (checked for confinement
+    before dispatch; calls on the same path run in call order). `summary_arg` is the argument shown
+    in ToolStarted. `approval_kind` groups tools for "always for this session" answers.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    func: Callable[..., str]
+    mutating: bool = False
+    path_arg: str | None = None
+    summary_arg: str | None = None
+    approval_kind: str = ""
+    context_arg: str | None = None
+    cancel_arg: str | None = None
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI `tools` entry."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.parameters.get("required", []))
+
+    def parse_arguments(self, raw: str) -> dict[str, Any]:
+        """Decode and check the model's JSON arguments. Raises ToolError with a one-line reason."""
+        text = (raw or "").strip() or "{}"
+        try:
+            args = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ToolError(
+                f"arguments for {self.name} are not valid JSON ({err.msg} at char {err.pos})"
+            ) from None
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ToolError(f"arguments for {self.name} must be a JSON object, got {type(args).__name__}")
+        props: dict[str, Any] = self.parameters.get("properties", {})
+        unknown = sorted(set(args) - set(props))
+        if unknown:
+            allowed = ", ".join(props) or "none"
+            raise ToolError(f"{self.name} got unknown argument(s) {', '.join(unknown)}; allowed: {allowed}")
+        missing = [name for name in self.required if args.get(name) is None]
+        if missing:
+            raise ToolError(f"{self.name} is missing required argument(s): {', '.join(missing)}")
+        return {name: _coerce(self.name, name, value, props[name]) for name, value in args.items()}
+
+
+def tool_from_function(
+    func: Callable[..., str],
+    *,
+    mutating: bool = False,
+    name: str | None = None,
+    path_arg: str | None = None,
+    summary_arg: str | None = None,
+    approval_kind: str | None = None,
+) -> Tool:
+    """Build a Tool from a function's signature (types, defaults) and docstring (description, Args:)."""
+    description, arg_docs = parse_docstring(inspect.getdoc(func) or "")
+    hints = typing.get_type_hints(func)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    context_arg = cancel_arg = None
+    for param in inspect.signature(func).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(param.name, str)
+        if annotation is CallContext:
+            context_arg = param.name
+            continue
+        if annotation is CancelToken:
+            cancel_arg = param.name
+            continue
+        prop = json_schema_for(annotation)
+        if param.name in arg_docs:
+            prop["description"] = arg_docs[param.name]
+        if param.default is param.empty:
+            required.append(param.name)
+        elif param.default is not None:
+            prop["default"] = param.default.value if isinstance(param.default, enum.Enum) else param.default
+        properties[param.name] = prop
+    parameters: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+    tool_name = name or func.__name__
+    return Tool(
+        name=tool_name,
+        description=description or tool_name.replace("_", " "),
+        parameters=parameters,
+        func=func,
+        mutating=mutating,
+        path_arg=path_arg,
+        summary_arg=summary_arg or (required[0] if required else next(iter(properties), None)),
+        approval_kind=approval_kind or tool_name,
+        context_arg=context_arg,
+        cancel_arg=cancel_arg,
+    )
+
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def json_schema_for(annotation: Any) -> dict[str, Any]:
+    """JSON schema of a (simple) Python annotation: str, int, float, bool, Optional, list, Literal."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(members) == 1:
+            return json_schema_for(members[0])
+        return {"anyOf": [json_schema_for(member) for member in members]}
+    if origin is typing.Literal:
+        values = list(typing.get_args(annotation))
+        return {"type": _JSON_TYPES.get(type(values[0]), "string"), "enum": values}
+    if origin in (list, tuple, set, frozenset):
+        items = typing.get_args(annotation)
+        return {"type": "array", "items": json_schema_for(items[0]) if items else {}}
+    if origin is dict or annotation is dict:
+        return {"type": "object"}
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return {"type": "string", "enum": [member.value for member in annotation]}
+    if annotation in _JSON_TYPES:
+        return {"type": _JSON_TYPES[annotation]}
+    raise TypeError(f"no JSON schema for annotation {annotation!r}")
+
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$")
+_ARG_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {argument: description})."""
+    description: list[str] = []
+    args: dict[str, str] = {}
+    section = current = ""
+    arg_indent = -1
+    for line in doc.splitlines():
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        heading = _SECTION.match(stripped)
+        if heading and indent == 0:
+            section, current, arg_indent = heading.group(1), "", -1
+        elif not section:
+            description.append(line)
+        elif section in ("Args", "Arguments", "Parameters") and stripped:
+            match = _ARG_LINE.match(stripped)
+            if match and (arg_indent < 0 or indent <= arg_indent):
+                arg_indent = indent
+                current = match.group(1)
+                args[current] = match.group(2).strip()
+            elif current:
+                args[current] = f"{args[current]} {stripped}"
+    return "\n".join(description).strip(), args
+
+
+def _coerce(tool: str, name: str, value: Any, schema: dict[str, Any]) -> Any:
+    """Accept what small models commonly send ("10" for 10, "true" for true); refuse the rest."""
+    if value is None:
+        return None
+    coerced = _coerce_type(value, schema.get("type"))
+    if coerced is _BAD:
+        kind = str(schema.get("type"))
+        raise ToolError(f"{tool}: argument {name} must be {_article(kind)}, got {json.dumps(value)[:60]}")
+    if "enum" in schema and coerced not in schema["enum"]:
+        raise ToolError(f"{tool}: argument {name} must be one of {', '.join(map(str, schema['enum']))}")
+    return coerced
+
+
+_BAD = object()
+
+
+def _coerce_type(value: Any, kind: Any) -> Any:
+    if kind == "string":
+        if isinstance(value, str):
+            return value
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else _BAD
+    if kind in ("integer", "number"):
+        number = _as_number(value)
+        if number is None:
+            return _BAD
+        if kind == "number":
+            return number
+        return int(number) if float(number).is_integer() else _BAD
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        return _BAD
+    if kind == "array":
+        return value if isinstance(value, list) else _BAD
+    if kind == "object":
+        return value if isinstance(value, dict) else _BAD
+    return value
+
+
+def _as_number(value: Any) -> int | float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value) if any(c in value for c in ".eE") else int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _article(kind: str) -> str:
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"

@@ -1,0 +1,302 @@
+"""read_file, write_file, edit_file — confined to the workspace, binary-safe, UTF-8 honest."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from nanohermes.errors import ToolError
+from nanohermes.tools.base import CallContext
+from nanohermes.tools.paths import Workspace
+
+READ_DEFAULT_LIMIT = 2000
+"""Lines shown by read_file when no limit is given."""
+READ_MAX_LINE_CHARS = 2000
+"""Longer lines are cut in read_file output."""
+READ_COUNT_MAX_BYTES = 64 * 1024 * 1024
+"""read_file stops counting lines past the window in files bigger than this."""
+EDIT_MAX_BYTES = 8 * 1024 * 1024
+"""edit_file refuses files bigger than this."""
+SNIFF_BYTES = 8192
+DIFF_MAX_LINES = 400
+
+
+def looks_binary(sample: bytes) -> bool:
+    """A NUL byte, or mostly non-printable bytes, in the first bytes of a file."""
+    if not sample:
+        return False
+    if b"\x00" in sample:
+        return True
+    try:
+        sample.decode("utf-8")
+        return False
+    except UnicodeDecodeError as err:
+        if err.start >= len(sample) - 4:  # a character cut by the sample's end
+            return False
+    control = sum(1 for byte in sample if byte < 32 and byte not in b"\t\n\r\f\b\x1b")
+    return control / len(sample) > 0.10
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    exact: bool
+    """True when the bytes were valid UTF-8 (so text encodes back to the same bytes)."""
+
+
+def decode(data: bytes) -> Decoded:
+    try:
+        return Decoded(data.decode("utf-8"), True)
+    except UnicodeDecodeError:
+        return Decoded(data.decode("utf-8", errors="replace"), False)
+
+
+def unified_diff(before: str | None, after: str, label: str) -> str:
+    """A unified diff of a change, cut to DIFF_MAX_LINES lines."""
+    lines = list(
+        difflib.unified_diff(
+            (before or "").splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile="/dev/null" if before is None else f"a/{label}",
+            tofile=f"b/{label}",
+        )
+    )
+    text = "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+    shown = text.splitlines()
+    if len(shown) > DIFF_MAX_LINES:
+        more = len(shown) - DIFF_MAX_LINES
+        return "\n".join(shown[:DIFF_MAX_LINES]) + f"\n[… {more} more diff lines …]"
+    return text.rstrip("\n") or "(no change)"
+
+
+class FileTools:
+    """The file tools of one workspace. Methods are turned into tools by the runner."""
+
+    def __init__(self, workspace: Workspace, max_chars: int = 20_000) -> None:
+        self.workspace = workspace
+        self.max_chars = max_chars
+
+    # -- read -------------------------------------------------------------------------------------
+
+    def read_file(
+        self, path: str, offset: int = 1, limit: int = READ_DEFAULT_LIMIT, *, ctx: CallContext
+    ) -> str:
+        """Read a text file from the workspace; lines come numbered like `cat -n`.
+
+        Args:
+            path: file path, relative to the workspace
+            offset: first line to show (1-based)
+            limit: how many lines to show at most
+        """
+        if offset < 1:
+            raise ToolError("offset must be 1 or more (lines are numbered from 1)")
+        if limit < 1:
+            raise ToolError("limit must be 1 or more")
+        resolved = self.workspace.resolve(path, ctx.granted)
+        fd = self.workspace.open_file(resolved, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as handle:
+            if looks_binary(handle.read(SNIFF_BYTES)):
+                size = os.fstat(handle.fileno()).st_size
+                raise ToolError(f"{path} is a binary file ({size} bytes); not shown")
+            handle.seek(0)
+            return self._numbered(handle, path, offset, limit)
+
+    def _numbered(self, handle: BinaryIO, path: str, offset: int, limit: int) -> str:
+        huge = os.fstat(handle.fileno()).st_size > READ_COUNT_MAX_BYTES
+        out: list[str] = []
+        used = 0
+        number = 0
+        last_shown = offset - 1
+        exact = True
+        counting = True
+        budget = max(200, self.max_chars - 200)
+        while True:
+            line = _read_line(handle)
+            if line is None:
+                break
+            number += 1
+            if number < offset:
+                continue
+            if number >= offset + limit or used > budget:
+                if huge:
+                    counting = False
+                    break
+                continue
+            decoded = decode(line.rstrip(b"\r\n"))
+            exact = exact and decoded.exact
+            text = decoded.text
+            if len(text) > READ_MAX_LINE_CHARS:
+                text = text[:READ_MAX_LINE_CHARS] + f" [… line cut at {READ_MAX_LINE_CHARS} characters]"
+            entry = f"{number:6}\t{text}"
+            out.append(entry)
+            used += len(entry) + 1
+            last_shown = number
+        return self._footer(out, path, offset, last_shown, number if counting else None, exact)
+
+    @staticmethod
+    def _footer(out: list[str], path: str, offset: int, last: int, total: int | None, exact: bool) -> str:
+        if total == 0:
+            return f"{path} is empty"
+        if total is not None and offset > total:
+            raise ToolError(f"offset {offset} is past the end of {path} ({total} lines)")
+        notes: list[str] = []
+        if not exact:
+            notes.append("[not valid UTF-8: undecodable bytes are shown as \ufffd]")
+        if total is None or last < total:
+            of = f"of {total}" if total is not None else "of a very large file"
+            notes.append(f"[showing lines {offset}-{last} {of}; read on with offset={last + 1}]")
+        return "\n".join(out + notes)
+
+    # -- write ------------------------------------------------------------------------------------
+
+    def write_file(self, path: str, content: str, *, ctx: CallContext) -> str:
+        """Create or overwrite a file in the workspace with the given content.
+
+        Args:
+            path: file path, relative to the workspace (missing directories are created)
+            content: the complete new content of the file
+        """
+        resolved = self.workspace.resolve(path, ctx.granted)
+        existed = resolved.exists()
+        data = content.encode("utf-8")
+        self.workspace.replace_into(resolved, data)
+        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        verb = "Overwrote" if existed else "Created"
+        return f"{verb} {self.workspace.relative(resolved)} ({lines} lines, {len(data)} bytes)"
+
+    def preview_write(self, resolved: Path, content: str, current: str | None) -> str:
+        """Diff shown for approval. `current` is the file's content as earlier calls will leave it."""
+        before = current if current is not None else self._current_text(resolved)
+        return unified_diff(before, content, self.workspace.relative(resolved))
+
+    # -- edit -------------------------------------------------------------------------------------
+
+    def edit_file(self, path: str, old: str, new: str, replace_all: bool = False, *, ctx: CallContext) -> str:
+        """Replace an exact piece of text in a file. `old` must occur exactly once unless replace_all.
+
+        Args:
+            path: file path, relative to the workspace
+            old: the exact text to replace, including whitespace; add surrounding lines to make it unique
+            new: the replacement text
+            replace_all: replace every occurrence instead of requiring exactly one
+        """
+        resolved = self.workspace.resolve(path, ctx.granted)
+        text = self._editable_text(resolved, path)
+        updated, count = apply_edit(text, old, new, replace_all, path)
+        self.workspace.replace_into(resolved, updated.encode("utf-8"))
+        where = f"{count} occurrences" if count > 1 else "1 occurrence"
+        return f"Edited {self.workspace.relative(resolved)}: replaced {where}"
+
+    def preview_edit(
+        self, resolved: Path, path: str, old: str, new: str, replace_all: bool, current: str | None
+    ) -> tuple[str, str]:
+        """(diff, new text) for approval; raises ToolError when the edit would fail."""
+        text = current if current is not None else self._editable_text(resolved, path)
+        updated, _ = apply_edit(text, old, new, replace_all, path)
+        return unified_diff(text, updated, self.workspace.relative(resolved)), updated
+
+    def _editable_text(self, resolved: Path, path: str) -> str:
+        fd = self.workspace.open_file(resolved, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(EDIT_MAX_BYTES + 1)
+        if len(data) > EDIT_MAX_BYTES:
+            raise ToolError(f"{path} is larger than {EDIT_MAX_BYTES // (1024 * 1024)} MB; not edited")
+        if looks_binary(data[:SNIFF_BYTES]):
+            raise ToolError(f"{path} is a binary file; not edited")
+        decoded = decode(data)
+        if not decoded.exact:
+            raise ToolError(
+                f"{path} is not valid UTF-8: an edit would not write back the same bytes; not edited "
+                "(use run_shell with a byte-safe tool if it must change)"
+            )
+        return decoded.text
+
+    def _current_text(self, resolved: Path) -> str | None:
+        """The file's text for a diff, or None when it does not exist (binary shown as a note)."""
+        try:
+            fd = self.workspace.open_file(resolved, os.O_RDONLY)
+        except ToolError:
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(EDIT_MAX_BYTES + 1)
+        if looks_binary(data[:SNIFF_BYTES]) or len(data) > EDIT_MAX_BYTES:
+            return f"(binary or very large file, {len(data)}+ bytes)\n"
+        return decode(data).text
+
+
+def _read_line(handle: BinaryIO, max_bytes: int = 64 * 1024) -> bytes | None:
+    """The next line (cut at max_bytes, rest of the line skipped), or None at the end."""
+    readline = handle.readline
+    line = readline(max_bytes)
+    if not line:
+        return None
+    if not line.endswith(b"\n"):
+        rest = readline(max_bytes)
+        while rest and not rest.endswith(b"\n"):
+            rest = readline(max_bytes)
+    return line
+
+
+def apply_edit(text: str, old: str, new: str, replace_all: bool, path: str) -> tuple[str, int]:
+    """Replace `old` by `new` in `text`. Raises ToolError (with the closest match) when it cannot."""
+    if old == "":
+        raise ToolError("old is empty: give the exact text to replace (use write_file to create a file)")
+    if old == new:
+        raise ToolError("old and new are the same: nothing to change")
+    if old not in text and "\r\n" in text and "\r\n" not in old:
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")  # the file uses CRLF
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(f"old text not found in {path}. {closest_match(text, old)}")
+    if count > 1 and not replace_all:
+        lines = _occurrence_lines(text, old)
+        raise ToolError(
+            f"old text occurs {count} times in {path} (lines {lines}); include more surrounding lines "
+            "to make it unique, or set replace_all=true"
+        )
+    return text.replace(old, new) if replace_all else text.replace(old, new, 1), count
+
+
+def _occurrence_lines(text: str, old: str, shown: int = 8) -> str:
+    numbers: list[int] = []
+    start = text.find(old)
+    while start >= 0 and len(numbers) < shown:
+        numbers.append(text.count("\n", 0, start) + 1)
+        start = text.find(old, start + 1)
+    return ", ".join(map(str, numbers)) + (", …" if text.count(old) > shown else "")
+
+
+def closest_match(text: str, old: str, max_windows: int = 20_000) -> str:
+    """Describe the lines of `text` most similar to `old` (same number of lines)."""
+    lines = text.splitlines()
+    wanted = old.strip("\n").splitlines() or [old]
+    size = len(wanted)
+    target = "\n".join(line.strip() for line in wanted)
+    best, best_at = 0.0, -1
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(target)
+    for start in range(0, max(1, min(len(lines) - size + 1, max_windows))):
+        window = "\n".join(line.strip() for line in lines[start : start + size])
+        matcher.set_seq1(window)
+        if matcher.real_quick_ratio() <= best or matcher.quick_ratio() <= best:
+            continue
+        ratio = matcher.ratio()
+        if ratio > best:
+            best, best_at = ratio, start
+    if best_at < 0 or best < 0.4:
+        return "No similar text found; read the file again before editing."
+    snippet = "\n".join(lines[best_at : best_at + size])
+    if len(snippet) > 1500:
+        snippet = snippet[:1500] + " […]"
+    end = best_at + size
+    hint = " (it differs in whitespace only)" if _same_ignoring_space(snippet, old) else ""
+    return f"Closest match{hint}, lines {best_at + 1}-{end} ({best:.0%} similar):\n{snippet}"
+
+
+def _same_ignoring_space(a: str, b: str) -> bool:
+    return "".join(a.split()) == "".join(b.split())

@@ -1,0 +1,224 @@
+"""Workspace confinement.
+
+A tool path is resolved against the workspace root with every symlink followed; when the result lies
+outside the root (`..`, an absolute path, a symlink pointing out) it is refused, unless the user
+granted that path for the call. Checking is not enough on its own: a symlink can be swapped in after
+the check. So files are then opened by walking the *resolved* path one component at a time from the
+root with `O_NOFOLLOW` (directories opened relative to their parent's descriptor): any symlink met on
+the way — which the resolved path cannot legitimately contain — makes the open fail, and the call is
+refused. Where the platform lacks `dir_fd`/`O_NOFOLLOW`, the opened file's `fstat` is compared with the
+path re-resolved after opening instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from nanohermes.errors import ToolError
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+SAFE_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
+
+
+class OutsideWorkspace(ToolError):
+    """A path resolved outside the workspace and was not granted."""
+
+    def __init__(self, given: str, resolved: Path, root: Path) -> None:
+        super().__init__(
+            f"path {given!r} resolves to {resolved}, outside the workspace {root}; refused",
+            hint="use a path inside the workspace",
+        )
+        self.resolved = resolved
+
+
+class Workspace:
+    """The directory tools may touch, and safe ways to open things in it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).expanduser().resolve()
+
+    def resolve(self, path: str, granted: frozenset[Path] = frozenset()) -> Path:
+        """The absolute, symlink-free path `path` names. Raises OutsideWorkspace or ToolError."""
+        if not isinstance(path, str) or not path.strip():
+            raise ToolError("path is empty")
+        if "\x00" in path:
+            raise ToolError("path contains a NUL byte")
+        candidate = Path(path.strip()).expanduser()
+        if not candidate.is_absolute():
+            candidate = self.root / candidate
+        try:
+            resolved = candidate.resolve(strict=False)
+        except (OSError, RuntimeError) as err:  # symlink loop
+            raise ToolError(f"cannot resolve {path!r}: {err}") from None
+        if not self.allows(resolved, granted):
+            raise OutsideWorkspace(path, resolved, self.root)
+        return resolved
+
+    def allows(self, resolved: Path, granted: frozenset[Path] = frozenset()) -> bool:
+        if resolved.is_relative_to(self.root):
+            return True
+        return any(resolved.is_relative_to(g) for g in granted)
+
+    def relative(self, resolved: Path) -> str:
+        """How to show a resolved path: relative to the root when inside it."""
+        if resolved.is_relative_to(self.root):
+            return resolved.relative_to(self.root).as_posix() or "."
+        return str(resolved)
+
+    # -- opening --------------------------------------------------------------------------------
+
+    def open_file(self, resolved: Path, flags: int, mode: int = 0o666, *, create_dirs: bool = False) -> int:
+        """Open `resolved` (from `resolve`) refusing any symlink met on the way. Returns a raw fd."""
+        flags |= _NOFOLLOW | _CLOEXEC | _BINARY
+        if not SAFE_WALK:
+            return self._open_checked(resolved, flags, mode, create_dirs)
+        parent = self._open_dir_chain(resolved.parent, create=create_dirs)
+        try:
+            fd = os.open(resolved.name, flags, mode, dir_fd=parent)
+        except OSError as err:
+            raise _translate(err, resolved) from None
+        finally:
+            os.close(parent)
+        return self._refuse_special(fd, resolved)
+
+    def open_dir(self, resolved: Path) -> int:
+        """A directory descriptor for `resolved`, refusing symlinks anywhere on the path."""
+        if not SAFE_WALK:
+            fd = os.open(resolved, os.O_RDONLY | _CLOEXEC)
+            self._verify_same(fd, resolved)
+            return fd
+        return self._open_dir_chain(resolved, create=False)
+
+    @contextlib.contextmanager
+    def dir_fd(self, resolved: Path) -> Iterator[int]:
+        fd = self.open_dir(resolved)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def replace_into(self, resolved: Path, data: bytes) -> None:
+        """Write `data` to `resolved` atomically (temp file + rename in the same, safely opened dir)."""
+        parent = self._open_dir_chain(resolved.parent, create=True) if SAFE_WALK else -1
+        temp_name = f".{resolved.name}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
+        try:
+            old_mode = _existing_mode(resolved.name, parent, resolved)
+            kwargs = {"dir_fd": parent} if parent >= 0 else {}
+            target = temp_name if parent >= 0 else str(resolved.parent / temp_name)
+            fd = os.open(
+                target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, 0o666, **kwargs
+            )
+            try:
+                with os.fdopen(fd, "wb", closefd=False) as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(fd)
+                if old_mode is not None and hasattr(os, "fchmod"):
+                    os.fchmod(fd, old_mode)
+            finally:
+                os.close(fd)
+            if parent >= 0:
+                os.replace(temp_name, resolved.name, src_dir_fd=parent, dst_dir_fd=parent)
+            else:
+                os.replace(target, resolved)
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                if parent >= 0:
+                    os.unlink(temp_name, dir_fd=parent)
+            raise _translate(err, resolved) from None
+        finally:
+            if parent >= 0:
+                os.close(parent)
+
+    def _open_dir_chain(self, directory: Path, *, create: bool) -> int:
+        """Open `directory` by walking from `/` with O_NOFOLLOW on every component."""
+        fd = os.open(directory.anchor or "/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        try:
+            for part in directory.parts[1:]:
+                fd = self._step(fd, part, directory, create)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _step(self, fd: int, part: str, whole: Path, create: bool) -> int:
+        flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+        try:
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                child = os.open(part, flags, dir_fd=fd)
+        except OSError as err:
+            raise _translate(err, whole) from None
+        finally:
+            os.close(fd)
+        return child
+
+    def _open_checked(self, resolved: Path, flags: int, mode: int, create_dirs: bool) -> int:
+        if create_dirs:
+            resolved.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(resolved, flags, mode)
+        except OSError as err:
+            raise _translate(err, resolved) from None
+        self._verify_same(fd, resolved)
+        return self._refuse_special(fd, resolved)
+
+    def _verify_same(self, fd: int, resolved: Path) -> None:
+        """Fallback check: the open file is the one the path names now, and still inside."""
+        try:
+            again = resolved.resolve(strict=True)
+            same = again == resolved and os.path.samestat(os.fstat(fd), os.stat(again))
+        except OSError:
+            same = False
+        if not same:
+            os.close(fd)
+            raise ToolError(
+                f"{resolved} changed while it was being opened (a symlink was swapped in); refused"
+            )
+
+    @staticmethod
+    def _refuse_special(fd: int, resolved: Path) -> int:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            return fd
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise ToolError(f"{resolved} is {what}")
+
+
+def _existing_mode(name: str, parent: int, resolved: Path) -> int | None:
+    try:
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False) if parent >= 0 else os.lstat(resolved)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise ToolError(f"{resolved} became a symlink after it was checked; refused")
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{resolved} is a directory")
+    return stat.S_IMODE(st.st_mode)
+
+
+def _translate(err: OSError, path: Path) -> ToolError:
+    """One-line ToolError for an OSError met while opening `path`."""
+    if err.errno == errno.ELOOP or (err.errno == errno.ENOTDIR and path.exists()):
+        return ToolError(f"{path}: a symlink was swapped in after the path was checked; refused")
+    if err.errno == errno.ENOENT:
+        return ToolError(f"{path}: no such file or directory")
+    if err.errno == errno.EISDIR:
+        return ToolError(f"{path} is a directory")
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return ToolError(f"{path}: permission denied")
+    return ToolError(f"{path}: {err.strerror or err}")

@@ -1,0 +1,221 @@
+"""run_shell: one command in its own process group, with a timeout, killable, output capped as read.
+
+The command runs in a new session (`start_new_session`), so it and everything it starts share one
+process group; on timeout or cancellation the whole group gets SIGTERM, then SIGKILL after a short
+grace. Each stream is read in chunks by its own thread into a `CappedBuffer` keeping only a head and a
+tail, so a command printing 10 MB never holds more than the cap in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+from nanohermes.errors import Cancelled, ToolError
+from nanohermes.tools.base import CallContext
+
+SHELL_TIMEOUT_MAX = 1800.0
+"""A call may ask for a longer timeout than the setting, up to this (or the setting, if larger)."""
+KILL_GRACE = 0.5
+"""Seconds between SIGTERM and SIGKILL of the process group."""
+PIPE_GRACE = 2.0
+"""After the shell exits, how long background processes may keep its output pipes open."""
+CHUNK = 64 * 1024
+
+
+class CappedBuffer:
+    """Keeps the first and last `limit // 2` bytes written, and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(1, limit // 2)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def write(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> str:
+        tail = self.tail[-self.half :] if self.tail else b""
+        omitted = self.total - len(self.head) - len(tail)
+        head_text = self.head.decode("utf-8", errors="replace")
+        tail_text = bytes(tail).decode("utf-8", errors="replace")
+        if omitted > 0:
+            return f"{head_text}\n[… {omitted} bytes omitted …]\n{tail_text}"
+        return head_text + tail_text
+
+
+def _pump(stream: IO[bytes], sink: CappedBuffer) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := stream.read1(CHUNK) if hasattr(stream, "read1") else stream.read(CHUNK):
+            sink.write(chunk)
+
+
+class ShellTool:
+    def __init__(self, workspace: Path, *, timeout: float = 120.0, max_chars: int = 20_000) -> None:
+        self.cwd = workspace
+        self.default_timeout = timeout
+        self.max_timeout = max(SHELL_TIMEOUT_MAX, timeout)
+        self.max_chars = max_chars
+
+    def run_shell(self, command: str, timeout: float | None = None, *, ctx: CallContext) -> str:
+        """Run a shell command in the workspace directory and report its exit code and output.
+
+        Args:
+            command: the command line, run by the system shell
+            timeout: seconds before the command and everything it started are killed
+        """
+        if not command.strip():
+            raise ToolError("command is empty")
+        limit, note = self._timeout(timeout)
+        ctx.cancel.raise_if_cancelled()
+        process = self._start(command)
+        out, err = CappedBuffer(self.max_chars), CappedBuffer(self.max_chars)
+        readers = [
+            threading.Thread(target=_pump, args=(process.stdout, out), daemon=True),
+            threading.Thread(target=_pump, args=(process.stderr, err), daemon=True),
+        ]
+        for reader in readers:
+            reader.start()
+
+        def stop() -> None:  # runs in the cancelling thread: signal only, never wait
+            signal_group(process, signal.SIGTERM)
+
+        unregister = ctx.cancel.on_cancel(stop)
+        try:
+            timed_out = self._wait(process, limit, ctx)
+            lingering = _join(readers, PIPE_GRACE)
+            if lingering:  # background processes still hold the pipes
+                kill_group(process)
+                _join(readers, PIPE_GRACE)
+        finally:
+            unregister()
+            if process.poll() is None:
+                kill_group(process)
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+        if ctx.cancel.cancelled:
+            raise Cancelled()
+        return self._report(process.returncode, out, err, timed_out, limit, note, lingering)
+
+    def _timeout(self, requested: float | None) -> tuple[float, str]:
+        if requested is None:
+            return self.default_timeout, ""
+        if requested <= 0:
+            raise ToolError("timeout must be a positive number of seconds")
+        if requested > self.max_timeout:
+            return self.max_timeout, f"(timeout capped at {self.max_timeout:g} s)"
+        return float(requested), ""
+
+    def _start(self, command: str) -> subprocess.Popen[bytes]:
+        windows = sys.platform == "win32"
+        try:
+            return subprocess.Popen(
+                command,
+                shell=True,
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=not windows,
+                creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if windows else 0,
+            )
+        except OSError as err:
+            raise ToolError(f"could not start the shell: {err.strerror or err}") from None
+
+    @staticmethod
+    def _wait(process: subprocess.Popen[bytes], limit: float, ctx: CallContext) -> bool:
+        """Wait for the shell; True when it ran past `limit` (its group is then killed)."""
+        deadline = time.monotonic() + limit
+        while not ctx.cancel.cancelled:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                kill_group(process)
+                return True
+            try:
+                process.wait(timeout=min(remaining, 0.25))
+                return False
+            except subprocess.TimeoutExpired:
+                continue
+        kill_group(process)
+        return False
+
+    @staticmethod
+    def _report(
+        code: int | None,
+        out: CappedBuffer,
+        err: CappedBuffer,
+        timed_out: bool,
+        limit: float,
+        note: str,
+        lingering: bool,
+    ) -> str:
+        if timed_out:
+            head = f"timed out after {limit:g} s: the command and its process group were killed"
+        elif code is not None and code < 0:
+            head = f"killed by signal {-code}"
+        else:
+            head = f"exit code: {code}"
+        lines = [" ".join(part for part in (head, note) if part)]
+        if lingering:
+            lines.append("(background processes kept the output open; they were stopped)")
+        for label, buffer in (("stdout", out), ("stderr", err)):
+            text = buffer.text().rstrip("\n")
+            lines.append(f"{label}:\n{text}" if text else f"{label}: (empty)")
+        return "\n".join(lines)
+
+
+def summarize(result: str) -> str:
+    """ToolFinished summary for a shell result: its first line."""
+    return result.split("\n", 1)[0][:80]
+
+
+def signal_group(process: subprocess.Popen[bytes], signum: int) -> bool:
+    """Send `signum` to the command's process group; False when the group is gone. Never blocks."""
+    if sys.platform == "win32":
+        with contextlib.suppress(OSError):
+            subprocess.run(
+                ["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True, check=False
+            )
+        return False
+    try:
+        os.killpg(process.pid, signum)  # start_new_session: the shell leads its own group
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group, then SIGKILL it after KILL_GRACE (members ignoring TERM included)."""
+    if not signal_group(process, signal.SIGTERM):
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=KILL_GRACE)
+    signal_group(process, getattr(signal, "SIGKILL", signal.SIGTERM))
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=KILL_GRACE)
+
+
+def _join(threads: list[threading.Thread], timeout: float) -> bool:
+    """Join the threads within `timeout` seconds in all; True when some are still running."""
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return any(thread.is_alive() for thread in threads)
