@@ -1,0 +1,218 @@
+"""Tool calls: streamed deltas → complete calls, and calls written as text.
+
+Servers stream tool calls in many shapes. The accumulator assigns each delta to a call by, in order:
+a known `id`; a new `id` that only continues the current call (LM Studio sends a fresh id with an empty
+name on every chunk; some proxies repeat the name under fresh ids) while that call's arguments are not
+yet a complete JSON object; the `index` (or the last call when `index` is missing). A delta that names
+a tool while the call it would join already holds complete arguments starts a new call (several calls
+at index 0 without ids). Repeated names (llama-cpp-python, LiteLLM) are not doubled; name fragments
+are joined; arguments fragments are concatenated exactly as sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nanohermes.types import ToolCall
+
+
+def new_call_id() -> str:
+    """An id for a call the server sent without one."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+@dataclass
+class _Slot:
+    id: str
+    index: int | None
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+    _checked_len: int = -1
+    _complete: bool = False
+
+    def arguments(self) -> str:
+        if len(self.parts) > 1:
+            self.parts = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+    def arguments_complete(self) -> bool:
+        """True once the arguments so far parse as a JSON object (cheap: only re-checked on a `}`)."""
+        text = self.arguments()
+        if len(text) == self._checked_len:
+            return self._complete
+        self._checked_len = len(text)
+        stripped = text.rstrip()
+        self._complete = False
+        if stripped.endswith("}"):
+            try:
+                self._complete = isinstance(json.loads(stripped), dict)
+            except ValueError:
+                self._complete = False
+        return self._complete
+
+
+class ToolCallAccumulator:
+    """Feed every `delta.tool_calls` entry to `add`; read the finished calls from `calls()`."""
+
+    def __init__(self, new_id: Callable[[], str] = new_call_id) -> None:
+        self._new_id = new_id
+        self._slots: list[_Slot] = []
+        self._by_id: dict[str, _Slot] = {}
+        self._by_index: dict[int, _Slot] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._slots)
+
+    def add(self, delta: Mapping[str, Any]) -> None:
+        call_id = _text(delta.get("id"))
+        raw_index = delta.get("index")
+        index = raw_index if isinstance(raw_index, int) and not isinstance(raw_index, bool) else None
+        function = delta.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        name = _text(function.get("name"))
+        arguments = function.get("arguments")
+        slot = self._slot_for(call_id, index, name, has_arguments=bool(arguments))
+        if name and name != slot.name:
+            # A repeated or cumulative name replaces; a fragment is appended.
+            slot.name = name if name.startswith(slot.name) else slot.name + name
+        if isinstance(arguments, str):
+            if arguments:
+                slot.parts.append(arguments)
+        elif isinstance(arguments, Mapping):
+            slot.parts = [json.dumps(arguments, ensure_ascii=False)]
+
+    def _slot_for(self, call_id: str, index: int | None, name: str, *, has_arguments: bool) -> _Slot:
+        if call_id and call_id in self._by_id:
+            return self._by_id[call_id]
+        current = self._current(index)
+        if call_id:
+            if current is not None and _continues(current, name):
+                self._by_id[call_id] = current  # LM Studio: a fresh id on every chunk
+                return current
+            return self._start(call_id, index)
+        if current is None:
+            return self._start("", index)
+        if name and current.name and current.arguments_complete() and (has_arguments or name != current.name):
+            return self._start("", index)  # several calls at one index, without ids
+        return current
+
+    def _current(self, index: int | None) -> _Slot | None:
+        if index is not None:
+            return self._by_index.get(index)
+        return self._slots[-1] if self._slots else None
+
+    def _start(self, call_id: str, index: int | None) -> _Slot:
+        slot = _Slot(id=call_id, index=index)
+        self._slots.append(slot)
+        if call_id:
+            self._by_id[call_id] = slot
+        if index is not None:
+            self._by_index[index] = slot
+        return slot
+
+    def calls(self) -> list[ToolCall]:
+        """The accumulated calls in order; ids synthesised when missing; empty arguments become `{}`."""
+        result: list[ToolCall] = []
+        for slot in self._slots:
+            arguments = slot.arguments()
+            if not slot.name and not arguments.strip():
+                continue
+            call_id = slot.id or self._new_id()
+            text = arguments if arguments.strip() else "{}"
+            result.append(ToolCall(id=call_id, name=slot.name.strip(), arguments=text))
+        return result
+
+
+def _continues(current: _Slot, name: str) -> bool:
+    """Whether a delta under a new id continues `current` rather than starting a call: it has no
+    name (LM Studio) or repeats the name, while `current`'s arguments are begun and incomplete."""
+    if current.arguments_complete():
+        return False
+    if not name:
+        return True
+    return name == current.name and bool(current.arguments().strip())
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Calls written as text (models served without a tool-call parser)
+
+_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+_FENCED = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.DOTALL)
+
+
+def extract_text_tool_calls(content: str, tool_names: set[str]) -> tuple[str, list[ToolCall]]:
+    """Find `<tool_call>{…}</tool_call>` blocks, or a message that is only a bare (or fenced)
+    `{"name": …, "arguments": …}` object (or a list of them), naming offered tools.
+
+    Returns the text left once the calls are removed, and the calls (fresh ids, arguments as JSON
+    text). Blocks that are not valid JSON or name no offered tool stay in the text untouched.
+    """
+    if "<tool_call>" in content:
+        kept: list[str] = []
+        calls: list[ToolCall] = []
+        last = 0
+        for match in _TAGGED.finditer(content):
+            found = _parse_calls(match.group(1), tool_names, need_arguments=False)
+            if found is None:
+                continue
+            kept.append(content[last : match.start()])
+            last = match.end()
+            calls.extend(found)
+        if calls:
+            kept.append(content[last:])
+            return "".join(kept).strip(), calls
+    stripped = content.strip()
+    fenced = _FENCED.match(stripped)
+    candidate = fenced.group(1) if fenced else stripped
+    if candidate[:1] in ("{", "["):
+        found = _parse_calls(candidate, tool_names, need_arguments=True)
+        if found:
+            return "", found
+    return content, []
+
+
+def _parse_calls(text: str, tool_names: set[str], *, need_arguments: bool) -> list[ToolCall] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    items = value if isinstance(value, list) else [value]
+    calls: list[ToolCall] = []
+    for item in items:
+        call = _parse_call(item, tool_names, need_arguments=need_arguments)
+        if call is None:
+            return None
+        calls.append(call)
+    return calls or None
+
+
+def _parse_call(item: Any, tool_names: set[str], *, need_arguments: bool) -> ToolCall | None:
+    if not isinstance(item, dict):
+        return None
+    if isinstance(item.get("function"), dict):  # {"type": "function", "function": {...}}
+        item = item["function"]
+    name = item.get("name")
+    if not isinstance(name, str) or name not in tool_names:
+        return None
+    key = "arguments" if "arguments" in item else "parameters" if "parameters" in item else None
+    if key is None and need_arguments:
+        return None
+    arguments = item.get(key) if key else None
+    if arguments is None:
+        text = "{}"
+    elif isinstance(arguments, str):
+        text = arguments.strip() or "{}"
+    elif isinstance(arguments, dict):
+        text = json.dumps(arguments, ensure_ascii=False)
+    else:
+        return None
+    return ToolCall(id=new_call_id(), name=name, arguments=text)

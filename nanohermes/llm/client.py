@@ -1,0 +1,416 @@
+"""ChatClient: any OpenAI-compatible `/chat/completions` endpoint over httpx, no SDK.
+
+Seams for tests: the `httpx.Client` (respx / MockTransport), `sleep(seconds, cancel) -> cancelled`
+for backoff waits, `clock()` for the total deadline, `wall_clock()` for HTTP-date `Retry-After`, and
+`random()` for jitter. Nothing here waits for real when those are injected.
+"""
+
+from __future__ import annotations
+
+import json
+import random as _random
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from nanohermes import __version__
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import (
+    Cancelled,
+    ConfigError,
+    EndpointUnreachable,
+    IncompleteStream,
+    LLMError,
+    ServerError,
+)
+from nanohermes.events import ReasoningDelta, Retrying, StreamItem, TextDelta
+from nanohermes.llm.failures import (
+    RETRY_AFTER_MAX,
+    RETRY_STATUSES,
+    Target,
+    backoff_delay,
+    is_quota_exhausted,
+    parse_retry_after,
+    server_message,
+    status_error,
+)
+from nanohermes.llm.response import StreamAssembler, parse_completion
+from nanohermes.llm.sse import Marker, iter_chunks
+from nanohermes.llm.wire import build_body
+from nanohermes.types import ChatResult, Message
+
+if TYPE_CHECKING:
+    from nanohermes.settings import Settings
+
+SleepFn = Callable[[float, CancelToken | None], bool]
+"""Wait `seconds`; return True when `cancel` fired meanwhile (the wait must then end at once)."""
+
+CONNECT_TIMEOUT = 10.0
+MIN_TOTAL_DEADLINE = 600.0
+_ERROR_BODY_LIMIT = 64 * 1024
+
+
+def real_sleep(seconds: float, cancel: CancelToken | None) -> bool:
+    if cancel is not None:
+        return cancel.wait(seconds)
+    time.sleep(seconds)
+    return False
+
+
+class ChatClient:
+    """Implements `nanohermes.protocols.ChatModel`."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str | None = None,
+        api_key: str | None = None,
+        http_client: httpx.Client | None = None,
+        max_retries: int = 3,
+        request_timeout: float = 120.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        total_timeout: float | None = None,
+        send_reasoning: bool = False,
+        sleep: SleepFn = real_sleep,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.url = f"{self.base_url}/chat/completions"
+        self.model = model
+        self._api_key = api_key
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx.Client()
+        self.max_retries = max_retries
+        self._timeout = httpx.Timeout(
+            connect=connect_timeout, read=request_timeout, write=request_timeout, pool=connect_timeout
+        )
+        self.total_timeout = total_timeout or max(MIN_TOTAL_DEADLINE, 5 * request_timeout)
+        self.send_reasoning = send_reasoning
+        self._sleep = sleep
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._random = random
+
+    @classmethod
+    def from_settings(cls, settings: Settings, http_client: httpx.Client | None = None) -> ChatClient:
+        return cls(
+            base_url=settings.base_url,
+            model=settings.model,
+            api_key=settings.api_key_value(),
+            http_client=http_client,
+            max_retries=settings.max_retries,
+            request_timeout=settings.request_timeout,
+            send_reasoning=settings.send_reasoning,
+        )
+
+    def close(self) -> None:
+        """Close the HTTP client if this object created it (an injected one belongs to the caller)."""
+        if self._owns_http:
+            self._http.close()
+
+    # -- public API -------------------------------------------------------------------------------
+
+    def stream(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        model: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Iterator[StreamItem | ChatResult]:
+        target = self._target(model)
+        body = build_body(target.model, messages, tools, stream=True, send_reasoning=self.send_reasoning)
+        response = yield from self._open(body, target, cancel)
+        if _is_json(response):  # the server ignored `stream: true`
+            result = parse_completion(self._read_body(response, cancel), target)
+            yield from _replay(result)
+            yield result
+            return
+        assembler = StreamAssembler(target)
+        if (yield from self._read_stream(response, assembler, cancel)):
+            yield assembler.result()
+            return
+        # No finish reason and no [DONE]: the calls may be cut short, so none of them is trusted.
+        yield Retrying(1, 0.0, "the stream ended early; retrying once without streaming")
+        try:
+            result = self._complete(messages, tools, target, cancel)
+        except (Cancelled, IncompleteStream):
+            raise
+        except LLMError as err:
+            raise IncompleteStream(
+                f"the stream from {self.url} ended before the answer was complete, "
+                f"and the retry without streaming failed: {err.one_line()}",
+                "try again; if it repeats, check the server's logs",
+                err.status,
+            ) from err
+        yield from _replay(result)
+        yield result
+
+    def complete(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        model: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> ChatResult:
+        return self._complete(messages, tools, self._target(model), cancel)
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    def _target(self, model: str | None) -> Target:
+        name = model or self.model
+        if not name:
+            raise ConfigError("no model is set", "pass --model NAME or set NANOHERMES_MODEL")
+        return Target(model=name, url=self.url, has_key=bool(self._api_key))
+
+    def _complete(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        target: Target,
+        cancel: CancelToken | None,
+    ) -> ChatResult:
+        body = build_body(target.model, messages, tools, stream=False, send_reasoning=self.send_reasoning)
+        opening = self._open(body, target, cancel)
+        while True:  # the Retrying events of a non-streaming request have nobody to show them to
+            try:
+                next(opening)
+            except StopIteration as done:
+                response: httpx.Response = done.value
+                break
+        text = self._read_body(response, cancel)
+        if "event-stream" in response.headers.get("content-type", "").lower():  # streamed anyway
+            assembler = StreamAssembler(target)
+            for chunk in iter_chunks(text.splitlines()):
+                if chunk is Marker.DONE:
+                    break
+                assembler.feed(chunk)
+            return assembler.result()
+        return parse_completion(text, target)
+
+    def _request(self, body: dict[str, Any]) -> httpx.Request:
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream" if body.get("stream") else "application/json",
+            "user-agent": f"nanohermes/{__version__}",
+        }
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        return self._http.build_request(
+            "POST", self.url, content=content, headers=headers, timeout=self._timeout
+        )
+
+    def _open(
+        self, body: dict[str, Any], target: Target, cancel: CancelToken | None
+    ) -> Generator[Retrying, None, httpx.Response]:
+        """Send until a 2xx answer, retrying per SPEC §8 (yielding Retrying before each wait)."""
+        retries = 0
+        while True:
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            delay: float | None = None
+            try:
+                response = self._send(self._request(body), cancel)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as err:
+                failure: LLMError = self._unreachable(err, retries)
+                reason = f"cannot reach the endpoint ({_describe(err)})"
+            except httpx.TimeoutException as err:
+                raise ServerError(
+                    f"{self.url} sent no answer within {self._timeout.read:g} s ({_describe(err)})",
+                    "raise request_timeout, or check the server is not overloaded",
+                ) from None
+            except httpx.HTTPError as err:
+                raise self._unreachable(err, retries) from None
+            else:
+                if response.status_code < 300:
+                    return response
+                text = self._read_error(response)
+                status = response.status_code
+                if status in (400, 422) and "stream_options" in text and "stream_options" in body:
+                    body = {key: value for key, value in body.items() if key != "stream_options"}
+                    continue  # an older server that rejects stream_options: ask again without it
+                failure = status_error(status, text, target, retries)
+                if status not in RETRY_STATUSES or (
+                    status == 429 and is_quota_exhausted(server_message(text))
+                ):
+                    raise failure
+                delay = parse_retry_after(response.headers, self._wall_clock())
+                if delay is not None and delay > RETRY_AFTER_MAX:
+                    raise type(failure)(
+                        f"{failure} (the server asks to wait {delay:.0f} s before retrying)",
+                        failure.hint,
+                        status,
+                    )
+                reason = f"HTTP {status}"
+            if retries >= self.max_retries:
+                raise failure
+            retries += 1
+            wait = delay if delay is not None else backoff_delay(retries, self._random)
+            yield Retrying(retries, wait, reason)
+            if self._sleep(wait, cancel):
+                raise Cancelled()
+
+    def _unreachable(self, err: httpx.HTTPError, retries: int) -> EndpointUnreachable:
+        after = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
+        return EndpointUnreachable(
+            f"cannot reach {self.url}{after}: {_describe(err)}",
+            "check --base-url and that the server is running",
+        )
+
+    def _send(self, request: httpx.Request, cancel: CancelToken | None) -> httpx.Response:
+        """`send(stream=True)`; with a cancel token, in a worker thread so that cancelling does not wait
+        for the server's first byte (prompt processing on a local model can take minutes)."""
+        if cancel is None:
+            return self._http.send(request, stream=True)
+        return _CancellableSend(self._http, request, cancel).run(self.total_timeout)
+
+    def _read_error(self, response: httpx.Response) -> str:
+        try:
+            data = b""
+            for piece in response.iter_bytes():
+                data += piece
+                if len(data) >= _ERROR_BODY_LIMIT:
+                    break
+            return data.decode("utf-8", "replace")
+        except httpx.HTTPError:
+            return ""
+        finally:
+            response.close()
+
+    def _read_body(self, response: httpx.Response, cancel: CancelToken | None) -> str:
+        deadline = self._clock() + self.total_timeout
+        unregister = cancel.on_cancel(response.close) if cancel is not None else _nothing
+        parts: list[bytes] = []
+        try:
+            for piece in response.iter_bytes():
+                parts.append(piece)
+                self._check(deadline, cancel)
+        except (httpx.HTTPError, httpx.StreamError, OSError, ValueError) as err:
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled() from None
+            raise IncompleteStream(
+                f"the answer from {self.url} was cut off: {_describe(err)}", "try again"
+            ) from None
+        finally:
+            unregister()
+            response.close()
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        return b"".join(parts).decode(response.encoding or "utf-8", "replace")
+
+    def _read_stream(
+        self, response: httpx.Response, assembler: StreamAssembler, cancel: CancelToken | None
+    ) -> Generator[StreamItem, None, bool]:
+        """Yield the stream's deltas; return whether it ended properly ([DONE] or EOF after finish)."""
+        deadline = self._clock() + self.total_timeout
+        unregister = cancel.on_cancel(response.close) if cancel is not None else _nothing
+        try:
+            for chunk in iter_chunks(self._lines(response, deadline, cancel)):
+                if chunk is Marker.DONE:
+                    return True
+                yield from assembler.feed(chunk)
+        except (httpx.HTTPError, httpx.StreamError, OSError, ValueError):
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled() from None
+            # A cut connection after the finish reason loses nothing but the usage chunk.
+        finally:
+            unregister()
+            response.close()
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        return assembler.finish_reason is not None
+
+    def _lines(self, response: httpx.Response, deadline: float, cancel: CancelToken | None) -> Iterator[str]:
+        for line in response.iter_lines():
+            self._check(deadline, cancel)
+            yield line
+
+    def _check(self, deadline: float, cancel: CancelToken | None) -> None:
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled()
+        if self._clock() > deadline:
+            raise IncompleteStream(
+                f"the answer from {self.url} took longer than the {self.total_timeout:g} s total deadline",
+                "raise request_timeout, or check the server is not stuck sending keep-alives",
+            )
+
+
+class _CancellableSend:
+    """Runs `send` in a daemon thread; `run` returns its response, or raises Cancelled at once.
+
+    A response that arrives after cancellation is closed by the worker, so no connection leaks."""
+
+    def __init__(self, http: httpx.Client, request: httpx.Request, cancel: CancelToken) -> None:
+        self._http = http
+        self._request = request
+        self._cancel = cancel
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._response: httpx.Response | None = None
+        self._error: BaseException | None = None
+
+    def run(self, limit: float) -> httpx.Response:
+        unregister = self._cancel.on_cancel(self._done.set)
+        try:
+            threading.Thread(target=self._work, name="nanohermes-send", daemon=True).start()
+            self._done.wait(limit)
+        finally:
+            unregister()
+        with self._lock:
+            if self._response is None and self._error is None or self._cancel.cancelled:
+                self._abandoned = True
+                if self._response is not None:
+                    self._response.close()
+                raise (
+                    Cancelled()
+                    if self._cancel.cancelled
+                    else httpx.ReadTimeout("no answer", request=self._request)
+                )
+            if self._error is not None:
+                raise self._error
+            assert self._response is not None
+            return self._response
+
+    def _work(self) -> None:
+        try:
+            response = self._http.send(self._request, stream=True)
+        except BaseException as err:  # handed to the waiting thread, which re-raises it
+            with self._lock:
+                self._error = err
+        else:
+            with self._lock:
+                if self._abandoned:
+                    response.close()
+                else:
+                    self._response = response
+        self._done.set()
+
+
+def _is_json(response: httpx.Response) -> bool:
+    kind = response.headers.get("content-type", "").lower()
+    return "json" in kind and "event-stream" not in kind
+
+
+def _replay(result: ChatResult) -> Iterator[StreamItem]:
+    if result.reasoning:
+        yield ReasoningDelta(result.reasoning)
+    if result.content:
+        yield TextDelta(result.content)
+
+
+def _describe(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+
+
+def _nothing() -> None:
+    return None

@@ -1,0 +1,159 @@
+"""Chat-completion answers → ChatResult: the streamed chunks (StreamAssembler) or one JSON body."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nanohermes.errors import BadResponse
+from nanohermes.events import ReasoningDelta, StreamItem, TextDelta
+from nanohermes.llm.accumulate import ToolCallAccumulator, new_call_id
+from nanohermes.llm.failures import Target, payload_error
+from nanohermes.llm.sse import Chunk
+from nanohermes.types import ChatResult, ToolCall, Usage
+
+
+def find_usage(data: dict[str, Any]) -> Usage | None:
+    """Usage from top-level `usage`, `choices[0].usage` (some local servers) or `x_groq.usage`."""
+    candidates: list[Any] = [data.get("usage")]
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        candidates.append(choices[0].get("usage"))
+    groq = data.get("x_groq")
+    if isinstance(groq, dict):
+        candidates.append(groq.get("usage"))
+    for candidate in candidates:
+        usage = Usage.from_dict(candidate)
+        if usage.total_tokens:
+            return usage
+    return None
+
+
+def _reasoning_of(part: dict[str, Any]) -> str:
+    for key in ("reasoning_content", "reasoning"):
+        value = part.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "".join(t for t in texts if isinstance(t, str))
+    return ""
+
+
+class StreamAssembler:
+    """Turns stream chunks into deltas to show, and the final ChatResult."""
+
+    def __init__(self, target: Target) -> None:
+        self._target = target
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls = ToolCallAccumulator()
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+        self.started = False
+
+    def feed(self, chunk: Chunk) -> list[StreamItem]:
+        """Take one chunk. Raises an LLMError for an `error` chunk (even inside HTTP 200)."""
+        self.started = True
+        if chunk.get("error"):
+            raise payload_error(chunk["error"], self._target, in_stream=True)
+        if "usage" in chunk or "x_groq" in chunk or "choices" in chunk:
+            usage = find_usage(chunk)
+            if usage is not None:
+                self.usage = usage
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return []
+        choice = choices[0]
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            message = choice.get("message")
+            delta = message if isinstance(message, dict) else {}
+        items: list[StreamItem] = []
+        reasoning = _reasoning_of(delta)
+        if reasoning:
+            self._reasoning.append(reasoning)
+            items.append(ReasoningDelta(reasoning))
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            self._content.append(text)
+            items.append(TextDelta(text))
+        tool_calls = delta.get("tool_calls")
+        if isinstance(tool_calls, list):
+            for call in tool_calls:
+                if isinstance(call, dict):
+                    self._calls.add(call)
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str) and finish:
+            if finish == "error":
+                raise payload_error(
+                    choice.get("error") or "finish_reason: error", self._target, in_stream=True
+                )
+            self.finish_reason = finish
+        return items
+
+    def result(self) -> ChatResult:
+        return ChatResult(
+            content="".join(self._content),
+            reasoning="".join(self._reasoning),
+            tool_calls=self._calls.calls(),
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+        )
+
+
+def parse_completion(body: str, target: Target) -> ChatResult:
+    """A non-streaming answer. Raises BadResponse (or the mapped error) when it is not one."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise BadResponse(
+            f"the endpoint's answer is not JSON: {' '.join(body.split())[:120]!r}",
+            "check --base-url points at an OpenAI-compatible /v1 endpoint",
+        ) from None
+    if not isinstance(data, dict):
+        raise BadResponse("the endpoint's answer is not a chat completion (not a JSON object)")
+    if data.get("error"):
+        raise payload_error(data["error"], target, in_stream=False)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise BadResponse(
+            "the endpoint's answer has no choices", "check --base-url points at a chat-completions endpoint"
+        )
+    choice = choices[0]
+    message = choice.get("message")
+    message = message if isinstance(message, dict) else {}
+    finish = choice.get("finish_reason")
+    return ChatResult(
+        content=_content_text(message.get("content")),
+        reasoning=_reasoning_of(message),
+        tool_calls=_message_calls(message.get("tool_calls")),
+        finish_reason=finish if isinstance(finish, str) and finish else None,
+        usage=find_usage(data) or Usage(),
+    )
+
+
+def _message_calls(raw: Any) -> list[ToolCall]:
+    if not isinstance(raw, list):
+        return []
+    calls: list[ToolCall] = []
+    for item in raw:
+        if not isinstance(item, dict):
+            continue
+        call = ToolCall.from_dict(item)
+        if not call.name and not call.arguments.strip():
+            continue
+        calls.append(
+            ToolCall(
+                id=call.id or new_call_id(),
+                name=call.name,
+                arguments=call.arguments if call.arguments.strip() else "{}",
+            )
+        )
+    return calls

@@ -1,0 +1,103 @@
+"""The outgoing request: history messages cleaned into what strict servers accept, and the JSON body.
+
+Rules servers enforce (vLLM, Mistral, DeepSeek, Groq reject requests that break them):
+- an assistant message with tool calls has `content: ""`, never null or missing;
+- tool-call arguments are JSON text, sent exactly as the model produced them (empty → `{}`);
+- tool results are plain strings;
+- every tool call gets a result right after its assistant message (a missing one, e.g. after a crash,
+  is filled with an ERROR result rather than letting the server reject the whole conversation);
+- `reasoning_content`/`reasoning` is removed unless `send_reasoning` (DeepSeek thinking mode with tools).
+The caller's messages are never modified.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nanohermes.types import Message, message_text
+
+MISSING_RESULT = "ERROR: no result was recorded for this tool call (the turn was interrupted)"
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+
+
+def prepare_messages(messages: list[Message], *, send_reasoning: bool = False) -> list[Message]:
+    out: list[Message] = []
+    pending: list[str] = []  # call ids of the last assistant message still waiting for a result
+    for message in messages:
+        role = message.get("role")
+        if role != "tool" and pending:
+            out.extend(_missing_result(call_id) for call_id in pending)
+            pending = []
+        clean = dict(message)
+        if not send_reasoning:
+            for key in _REASONING_KEYS:
+                clean.pop(key, None)
+        if role == "assistant":
+            calls = [_clean_call(call) for call in clean.get("tool_calls") or [] if isinstance(call, dict)]
+            if calls:
+                clean["tool_calls"] = calls
+                if not isinstance(clean.get("content"), str):
+                    clean["content"] = message_text(clean) if clean.get("content") else ""
+                pending = [call["id"] for call in calls]
+            else:
+                clean.pop("tool_calls", None)
+                if clean.get("content") is None:
+                    clean["content"] = ""
+        elif role == "tool":
+            clean["content"] = _as_text(clean.get("content"))
+            call_id = clean.get("tool_call_id")
+            if call_id in pending:
+                pending.remove(call_id)
+        out.append(clean)
+    out.extend(_missing_result(call_id) for call_id in pending)
+    return out
+
+
+def _clean_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    function = dict(function) if isinstance(function, dict) else {}
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        function["arguments"] = arguments if arguments.strip() else "{}"
+    elif arguments is None:
+        function["arguments"] = "{}"
+    else:
+        function["arguments"] = json.dumps(arguments, ensure_ascii=False)
+    function["name"] = function.get("name") if isinstance(function.get("name"), str) else ""
+    return {**call, "id": str(call.get("id") or ""), "type": "function", "function": function}
+
+
+def _as_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        return message_text({"content": content})
+    return json.dumps(content, ensure_ascii=False)
+
+
+def _missing_result(call_id: str) -> Message:
+    return {"role": "tool", "tool_call_id": call_id, "content": MISSING_RESULT}
+
+
+def build_body(
+    model: str,
+    messages: list[Message],
+    tools: list[dict[str, Any]] | None,
+    *,
+    stream: bool,
+    send_reasoning: bool,
+    include_usage: bool = True,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": prepare_messages(messages, send_reasoning=send_reasoning),
+        "stream": stream,
+    }
+    if tools:
+        body["tools"] = tools
+    if stream and include_usage:
+        body["stream_options"] = {"include_usage": True}
+    return body
