@@ -1,0 +1,112 @@
+"""Compaction (SPEC §4.3): what is kept, what is archived, pairs never split, fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from nanohermes.compaction import (
+    DROPPED_PREFIX,
+    SUMMARY_PREFIX,
+    compact,
+    split_point,
+    summary_request,
+    total_chars,
+    transcript,
+)
+from nanohermes.errors import BadResponse, Cancelled
+from nanohermes.types import Message
+
+
+def _call(call_id: str, name: str = "read_file") -> dict[str, object]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+def _session(turns: int, tool_output: int = 10) -> list[Message]:
+    messages: list[Message] = [{"role": "system", "content": "SYSTEM"}]
+    for n in range(turns):
+        messages.append({"role": "user", "content": f"question {n}"})
+        messages.append({"role": "assistant", "content": "", "tool_calls": [_call(f"c{n}")]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "x" * tool_output})
+        messages.append({"role": "assistant", "content": f"answer {n}"})
+    return messages
+
+
+def test_split_point_never_separates_tool_results_from_their_call() -> None:
+    messages = _session(5)
+    for keep in range(1, len(messages)):
+        cut = split_point(messages, keep)
+        assert cut >= 1
+        assert messages[cut]["role"] != "tool"
+
+
+def test_summary_replaces_the_middle_and_everything_removed_is_returned() -> None:
+    messages = _session(40, tool_output=4000)
+    assert total_chars(messages) > 120_000
+    seen: list[list[Message]] = []
+
+    def summarize(middle: list[Message]) -> str:
+        seen.append(middle)
+        return "Goal: answer questions."
+
+    result = compact(messages, keep=10, summarize=summarize)
+    assert result is not None
+    assert result.summarized
+    assert result.messages[0] == {"role": "system", "content": "SYSTEM"}
+    assert result.messages[1]["content"].startswith(SUMMARY_PREFIX)
+    assert "Goal: answer questions." in result.messages[1]["content"]
+    tail = result.messages[2:]
+    assert tail == messages[len(messages) - len(tail) :]
+    assert 10 <= len(tail) <= 12
+    assert result.removed == messages[1 : len(messages) - len(tail)]
+    assert result.after_chars < result.before_chars
+    # old tool outputs were shortened before being handed to the summariser
+    assert max(len(m["content"]) for m in seen[0] if m["role"] == "tool") < 500
+
+
+def test_shortening_tool_outputs_alone_can_be_enough() -> None:
+    messages = _session(20, tool_output=8000)
+
+    def summarize(middle: list[Message]) -> str:
+        raise AssertionError("should not be asked to summarise")
+
+    result = compact(messages, keep=10, summarize=summarize, threshold=120_000)
+    assert result is not None
+    assert not result.summarized
+    assert len(result.messages) == len(messages)
+    assert result.after_chars <= 120_000
+    assert all(m["role"] == "tool" and len(m["content"]) == 8000 for m in result.removed)
+
+
+def test_failed_summary_drops_the_middle_with_a_note() -> None:
+    messages = _session(10, tool_output=50)
+
+    def summarize(middle: list[Message]) -> str:
+        raise BadResponse("the endpoint said no")
+
+    result = compact(messages, keep=4, summarize=summarize)
+    assert result is not None
+    assert not result.summarized
+    assert result.messages[1]["content"].startswith(DROPPED_PREFIX)
+    assert "the endpoint said no" in result.note
+    assert len(result.removed) + len(result.messages) - 2 == len(messages) - 1
+
+
+def test_cancel_during_summary_propagates_and_nothing_to_compact_is_none() -> None:
+    def cancelled(middle: list[Message]) -> str:
+        raise Cancelled()
+
+    with pytest.raises(Cancelled):
+        compact(_session(5), keep=2, summarize=cancelled)
+    assert compact(_session(1), keep=10, summarize=cancelled) is None
+
+
+def test_transcript_keeps_head_and_tail_and_request_shape() -> None:
+    messages = [{"role": "user", "content": f"m{n} " + "y" * 500} for n in range(400)]
+    text = transcript(messages, max_chars=10_000)
+    assert text.startswith("[user] m0 ")
+    assert "m399" in text
+    assert "characters left out" in text
+    request = summary_request(_session(1))
+    assert [m["role"] for m in request] == ["system", "user"]
+    assert "[tool result]" in request[1]["content"]
+    assert "read_file" in request[1]["content"]
