@@ -66,6 +66,12 @@ def context_chars(runtime: RuntimeLike) -> int:
     return total
 
 
+def session_file(runtime: RuntimeLike) -> Path | None:
+    """The agent's session file, or None when this conversation is not saved."""
+    path = runtime.agent.session_path
+    return Path(path) if path else None
+
+
 def resume_hint(session_path: Path, sessions_dir: Path) -> str:
     """The command line that resumes a session: its name when it lives in sessions_dir, else its path."""
     if session_path.parent == sessions_dir and session_path.suffix == ".json":
@@ -172,13 +178,15 @@ def _memory_stats(ctx: CommandContext, store: MemoryStoreLike) -> None:
 def cmd_session(ctx: CommandContext, arg: str) -> None:
     agent = ctx.runtime.agent
     settings = ctx.runtime.settings
-    ctx.say(f"session {agent.session_path}")
+    path = session_file(ctx.runtime)
+    ctx.say(f"session {path}" if path else "this conversation is not saved to a session file")
     ctx.say(
         f"{len(agent.messages)} messages · {context_chars(ctx.runtime):,} characters of context · "
         f"model {agent.model}",
         "dim",
     )
-    ctx.say(f"resume with: {resume_hint(agent.session_path, settings.sessions_dir)}", "dim")
+    if path:
+        ctx.say(f"resume with: {resume_hint(path, settings.sessions_dir)}", "dim")
 
 
 def cmd_sessions(ctx: CommandContext, arg: str) -> None:
@@ -191,7 +199,7 @@ def cmd_sessions(ctx: CommandContext, arg: str) -> None:
     if not files:
         ctx.say(f"no saved sessions in {sessions_dir}", "dim")
         return
-    current = ctx.runtime.agent.session_path
+    current = session_file(ctx.runtime)
     now = time.time()
     for path in files[:15]:
         mark = "*" if path == current else " "

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 KEY_ARGUMENTS = ("path", "command", "pattern", "query", "glob", "id", "description", "kind", "text")
 NOTE_STYLES = {"info": "dim", "debug": "dim", "warning": "yellow", "error": "bold red"}
 CODE_THEME = "monokai"
+EXPLAINED_REASONS = ("done", "interrupted", "error", "max_iterations")
+"""TurnFinished reasons the agent already explained with a Note."""
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
 
 
@@ -197,9 +199,7 @@ class Renderer:
         self._waiting = False
         if event.completed:
             return
-        if event.reason == "interrupted":
-            self.note("interrupted", "warning")
-        elif event.reason not in ("done", "error", "failed"):
+        if event.reason not in EXPLAINED_REASONS:
             self.note(f"turn stopped: {event.reason}", "warning")
 
     # -- output helpers -------------------------------------------------------------------------

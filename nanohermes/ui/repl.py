@@ -112,11 +112,11 @@ class Repl:
         self.console.print(Text(line, style="dim"))
         earlier = sum(1 for m in agent.messages if m.get("role") in ("user", "assistant"))
         if earlier:
-            self.console.print(Text(f"resumed {agent.session_path.stem}: {earlier} messages", style="dim"))
+            self.console.print(Text(f"resumed {self._session_name()}: {earlier} messages", style="dim"))
         self._update_fill()
 
     def _shutdown(self) -> int:
-        from nanohermes.ui.commands import resume_hint
+        from nanohermes.ui.commands import resume_hint, session_file
 
         agent = self.runtime.agent
         try:
@@ -129,9 +129,19 @@ class Repl:
         except KeyboardInterrupt:
             self.renderer.note("stopped waiting for memory distillation", "warning")
         self._show_background_events()
-        hint = resume_hint(agent.session_path, self.runtime.settings.sessions_dir)
+        path = session_file(self.runtime)
+        if path is None:
+            self.console.print("This conversation was not saved to a session file.")
+            return 0
+        hint = resume_hint(path, self.runtime.settings.sessions_dir)
         self.console.print(f"Session saved. Resume it with: [bold]{hint}[/bold]", highlight=False)
         return 0
+
+    def _session_name(self) -> str:
+        from nanohermes.ui.commands import session_file
+
+        path = session_file(self.runtime)
+        return path.stem if path else "unsaved"
 
     def _show_background_events(self) -> None:
         for event in self.runtime.agent.drain_background_events():
@@ -151,7 +161,7 @@ class Repl:
 
         agent = self.runtime.agent
         hint = "Ctrl-C again to exit" if time.monotonic() < self._hint_until else ""
-        return toolbar_text(agent.model, self.ctx.permission, agent.session_path.stem, self._fill, hint)
+        return toolbar_text(agent.model, self.ctx.permission, self._session_name(), self._fill, hint)
 
 
 def _cwd() -> Path:

@@ -1,0 +1,150 @@
+"""Slash commands against a fake runtime, output captured from a plain console."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from ui_fakes import FakeEntry, FakeRuntime, FakeStore, fake_runtime, plain_console
+
+from nanohermes.cancel import CancelToken
+from nanohermes.events import Compacted
+from nanohermes.ui.commands import COMMANDS, CommandContext, EventSource, dispatch, is_command, resume_hint
+from nanohermes.ui.render import Renderer
+
+SPEC_COMMANDS = [
+    "/help",
+    "/exit",
+    "/reset",
+    "/compact",
+    "/memory",
+    "/session",
+    "/sessions",
+    "/model",
+    "/permission",
+    "/tokens",
+]
+
+
+class Harness:
+    """A command context on a fake runtime; `run` returns what one command printed."""
+
+    def __init__(self, store: FakeStore | None = None) -> None:
+        self.console, self.out = plain_console(120)
+        self.runtime: FakeRuntime = fake_runtime(store)
+        self.renderer = Renderer(self.console)
+        self.ctx = CommandContext(self.runtime, self.console, self._run_events, permission="ask")
+
+    def _run_events(self, source: EventSource) -> None:
+        for event in source(CancelToken()):
+            self.renderer.handle(event)
+
+    def run(self, text: str) -> str:
+        start = len(self.out.getvalue())
+        dispatch(self.ctx, text)
+        return self.out.getvalue()[start:]
+
+
+def test_every_spec_command_exists_and_help_lists_each_with_a_description() -> None:
+    assert sorted(COMMANDS) == sorted(SPEC_COMMANDS)
+    h = Harness()
+    text = h.run("/help")
+    for name, command in COMMANDS.items():
+        line = next(ln for ln in text.splitlines() if ln.startswith(name))
+        assert command.description in line
+    assert "Ctrl-D" in text
+
+
+def test_is_command_tells_commands_from_paths() -> None:
+    assert is_command("/help")
+    assert is_command("  /memory search foo")
+    assert not is_command("/usr/bin/python crashes, why?")
+    assert not is_command("hello /help")
+    assert not is_command("")
+
+
+def test_unknown_command_is_one_line_with_a_suggestion() -> None:
+    h = Harness()
+    assert h.run("/hepl").strip() == "unknown command /hepl — did you mean /help? (/help lists them)"
+
+
+def test_exit_reset_model_permission_tokens() -> None:
+    h = Harness()
+    runtime = h.runtime
+    agent = runtime.agent
+    list(agent.run("hi"))
+    assert len(agent.messages) == 3
+    assert "cleared" in h.run("/reset")
+    assert len(agent.messages) == 1
+    assert h.run("/model").strip() == "model: fake-model"
+    h.run("/model deepseek-chat")
+    assert agent.model == "deepseek-chat"
+    assert "unknown permission mode 'yolo'" in h.run("/permission yolo")
+    assert agent.permission == "ask"
+    h.run("/permission auto")
+    assert agent.permission == "auto"
+    assert h.ctx.permission == "auto"
+    assert "auto" in h.run("/permission")
+    assert "10 prompt + 5 completion = 15" in h.run("/tokens")
+    assert not h.ctx.exit_requested
+    h.run("/exit")
+    assert h.ctx.exit_requested
+
+
+def test_compact_runs_through_run_events() -> None:
+    h = Harness()
+    out = h.run("/compact")
+    assert "5,000 → 1,000" in out
+    assert isinstance(next(iter(fake_runtime().agent.compact())), Compacted)
+
+
+def test_memory_subcommands() -> None:
+    store = FakeStore(
+        [FakeEntry("a1", "preference", "use pnpm not npm"), FakeEntry("b2", "fact", "db is pg")]
+    )
+    h = Harness(store)
+    listing = h.run("/memory")
+    assert "a1" in listing
+    assert "use pnpm not npm" in listing
+    assert "2 memories" in listing
+    assert "use pnpm" in h.run("/memory search pnpm")
+    assert "no matching memories" in h.run("/memory search zebra")
+    assert "forgot a1" in h.run("/memory forget a1")
+    assert "no memory with id a1" in h.run("/memory forget a1")
+    assert "1 memories (fact 1)" in h.run("/memory stats")
+    assert "usage: /memory" in h.run("/memory search")
+
+
+def test_memory_off() -> None:
+    h = Harness(None)
+    assert "memory is off" in h.run("/memory list")
+
+
+def test_session_and_sessions(tmp_path: Path) -> None:
+    h = Harness()
+    runtime = h.runtime
+    sessions = runtime.settings.sessions_dir
+    sessions.mkdir(parents=True)
+    for number, name in enumerate(["old", "20260101-120000", "newest"]):
+        (sessions / f"{name}.json").write_text("{}")
+        os.utime(sessions / f"{name}.json", (1_700_000_000 + number, 1_700_000_000 + number))
+    text = h.run("/session")
+    assert "20260101-120000.json" in text
+    assert "nanohermes --session 20260101-120000" in text
+    listing = h.run("/sessions").splitlines()
+    assert [line.split()[0] for line in listing[:2]] == ["newest", "*"]
+    assert "nanohermes --session old" in listing[2]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("SESS/work.json", "nanohermes --session work"),
+        ("/tmp/my session.json", "nanohermes --session '/tmp/my session.json'"),
+    ],
+)
+def test_resume_hint(path: str, expected: str) -> None:
+    sessions_dir = Path("/home/u/.nanohermes/sessions")
+    session = sessions_dir / path.removeprefix("SESS/") if path.startswith("SESS/") else Path(path)
+    assert resume_hint(session, sessions_dir) == expected

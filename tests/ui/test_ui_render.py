@@ -1,0 +1,134 @@
+"""The renderer on a plain StringIO console: Markdown blocks, tool lines, notes, errors."""
+
+from __future__ import annotations
+
+from ui_fakes import plain_console
+
+from nanohermes.events import (
+    Compacted,
+    Note,
+    ReasoningDelta,
+    Retrying,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
+from nanohermes.types import ToolCall, ToolResult
+from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
+from nanohermes.ui.render import Renderer, human_size, key_argument
+
+ANSWER = "# Plan\n\nFirst **bold** words\nwrap here.\n\n```python\ndef f():\n\n    return 1\n```\nDone.\n"
+
+
+def test_splitter_closes_blocks_at_blank_lines_but_not_inside_fences() -> None:
+    splitter = MarkdownSplitter()
+    blocks: list[str] = []
+    for char in ANSWER:
+        blocks += splitter.feed(char)
+    assert blocks == [
+        "# Plan",
+        "First **bold** words\nwrap here.",
+        "```python\ndef f():\n\n    return 1\n```",
+    ]
+    assert splitter.tail == "Done.\n"
+    assert splitter.finish() == "Done."
+    assert splitter.finish() == ""
+
+
+def test_splitter_tail_is_only_the_open_block() -> None:
+    splitter = MarkdownSplitter()
+    splitter.feed("para one\n\nsecond para, half writ")
+    assert splitter.tail == "second para, half writ"
+    splitter.feed("ten\n~~~\ncode")
+    assert splitter.in_fence
+    assert splitter.tail == "second para, half written\n~~~\ncode"
+
+
+def test_visible_tail_reopens_a_cut_code_fence() -> None:
+    tail = "```sh\n" + "\n".join(f"line {n}" for n in range(50))
+    shown = visible_tail(tail, 10)
+    assert shown.splitlines()[0] == "```sh"
+    assert shown.splitlines()[-1] == "line 49"
+    assert len(shown.splitlines()) == 10
+    assert visible_tail("short", 10) == "short"
+
+
+def test_streamed_answer_renders_as_markdown_once() -> None:
+    console, out = plain_console()
+    renderer = Renderer(console)
+    renderer.begin_turn()
+    for char in ANSWER:
+        renderer.handle(TextDelta(char))
+    renderer.handle(TurnFinished(True, "done"))
+    renderer.end_turn()
+    text = out.getvalue()
+    assert "**" not in text
+    assert "```" not in text
+    assert "First bold words wrap here." in text
+    assert "def f():" in text
+    assert "return 1" in text
+    assert text.count("Plan") == 1
+    assert text.count("Done.") == 1
+    assert text.index("Plan") < text.index("First") < text.index("def f") < text.index("Done.")
+
+
+def test_tool_lines_are_compact_with_name_argument_outcome_and_size() -> None:
+    console, out = plain_console()
+    renderer = Renderer(console)
+    renderer.begin_turn()
+    renderer.handle(TextDelta("Let me look."))
+    call = ToolCall("c1", "read_file", '{"path": "src/app.py"}')
+    renderer.handle(ToolStarted(call, "src/app.py"))
+    renderer.handle(ToolFinished(ToolResult("c1", "read_file", "a\nb\nc\n"), "src/app.py", 0.25))
+    renderer.handle(ToolFinished(ToolResult("c2", "run_shell", "ERROR: exit 2\ntrace", ok=False), "make"))
+    renderer.end_turn()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("Let me look.")  # text before the tools is flushed first
+    assert lines[1] == "  ✓ read_file src/app.py · 3 lines, 6 B · 0.2s"
+    assert lines[2] == "  ✗ run_shell make · ERROR: exit 2"
+
+
+def test_notes_retries_compaction_and_errors_are_single_lines() -> None:
+    console, out = plain_console()
+    renderer = Renderer(console)
+    renderer.handle(Note("Saved 2 memories"))
+    renderer.handle(Retrying(2, 1.5, "HTTP 503"))
+    renderer.handle(Compacted(150_000, 40_000, summarized=True))
+    renderer.handle(Note("endpoint unreachable:\n  connection refused", "error"))
+    renderer.handle(TurnFinished(False, "interrupted"))
+    renderer.handle(TurnFinished(False, "weird"))
+    assert out.getvalue().splitlines() == [
+        "Saved 2 memories",
+        "retrying in 1.5s (attempt 2): HTTP 503",
+        "context compacted (summarized): 150,000 → 40,000 characters, saved 110,000",
+        "error: endpoint unreachable: connection refused",
+        "turn stopped: weird",
+    ]
+
+
+def test_reasoning_is_printed_before_the_answer() -> None:
+    console, out = plain_console()
+    renderer = Renderer(console)
+    renderer.begin_turn()
+    renderer.handle(ReasoningDelta("weigh option A\nthen B"))
+    renderer.handle(TextDelta("Answer"))
+    renderer.end_turn()
+    assert [line.rstrip() for line in out.getvalue().splitlines()] == ["weigh option A", "then B", "Answer"]
+
+
+def test_key_argument_and_size_helpers() -> None:
+    assert key_argument(ToolCall("1", "run_shell", '{"command": "ls -la", "timeout": 5}')) == "ls -la"
+    assert key_argument(ToolCall("1", "grep", '{"pattern": "x", "path": "src"}')) == "src"
+    assert key_argument(ToolCall("1", "x", "not json")) == "not json"
+    assert key_argument(ToolCall("1", "x", "[1]")) == ""
+    assert human_size("") == "0 lines, 0 B"
+    assert human_size("x" * 2048) == "1 line, 2.0 KB"
+
+
+def test_tool_line_falls_back_to_key_argument_while_running() -> None:
+    console, _ = plain_console()
+    renderer = Renderer(console)
+    renderer.handle(ToolStarted(ToolCall("c9", "run_shell", '{"command": "pytest -q"}')))
+    spinner = renderer._live_renderable().renderables[0]
+    assert "run_shell pytest -q" in str(spinner.text)
