@@ -143,7 +143,9 @@ class Workspace:
         fd = os.open(directory.anchor or "/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
         try:
             for part in directory.parts[1:]:
-                fd = self._step(fd, part, directory, create)
+                child = self._step(fd, part, directory, create)
+                os.close(fd)
+                fd = child
         except BaseException:
             os.close(fd)
             raise
@@ -162,8 +164,6 @@ class Workspace:
                 child = os.open(part, flags, dir_fd=fd)
         except OSError as err:
             raise _translate(err, whole) from None
-        finally:
-            os.close(fd)
         return child
 
     def _open_checked(self, resolved: Path, flags: int, mode: int, create_dirs: bool) -> int:

@@ -1,0 +1,18 @@
+"""The tool layer: what the agent can do in the workspace, and what it may not (SPEC §5, §6).
+
+`ToolRunner` (the agent's `ToolExecutor`), `Tool` / `tool_from_function` (a tool from a plain
+function), `CallContext` (what a tool gets besides its arguments).
+"""
+
+from nanohermes.tools.base import CallContext, Tool, tool_from_function
+from nanohermes.tools.runner import INTERRUPTED, PERMISSION_MODES, ToolRunner, cap_output
+
+__all__ = [
+    "INTERRUPTED",
+    "PERMISSION_MODES",
+    "CallContext",
+    "Tool",
+    "ToolRunner",
+    "cap_output",
+    "tool_from_function",
+]

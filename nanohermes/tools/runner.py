@@ -1,0 +1,359 @@
+"""ToolRunner: the agent's `ToolExecutor` — which tools are offered, approvals, dispatch, results.
+
+One batch (the calls of one assistant message): each call is checked (known tool, valid arguments,
+path inside the workspace) and, in `ask` mode, approved one by one in call order; approved calls are
+dispatched at once to a thread pool, calls on the same path chained in call order. Results come back
+in call order, capped at `tool_output_chars`. Nothing raises out of `run_calls`: every failure is an
+`ERROR: …` result for the model, and on cancellation unfinished calls get `interrupted by user`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import Cancelled, ConfigError, NanoHermesError
+from nanohermes.events import Event, ToolFinished, ToolStarted
+from nanohermes.protocols import ApprovalRequest, Approver, Decision
+from nanohermes.tools.base import CallContext, Tool, tool_from_function
+from nanohermes.tools.files import FileTools
+from nanohermes.tools.paths import OutsideWorkspace, Workspace
+from nanohermes.tools.search import SearchTools
+from nanohermes.tools.shell import ShellTool
+from nanohermes.types import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from nanohermes.memory import MemoryStore
+    from nanohermes.settings import Settings
+
+PERMISSION_MODES = ("read-only", "ask", "auto")
+INTERRUPTED = "interrupted by user"
+MAX_WORKERS = 8
+NO_APPROVER = (
+    "ERROR: {tool} was refused: writes, edits and shell commands need approval and this run cannot "
+    "ask for it. Re-run with --yes or --permission auto to allow them."
+)
+DECLINED = "refused: the user declined this {tool} call. Do not retry it; ask the user how to proceed."
+
+
+def cap_output(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters, keeping its head and tail around a note."""
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - 50)
+    head = keep // 2
+    tail = keep - head
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[len(text) - tail :]}"
+
+
+@dataclass
+class _Prepared:
+    call: ToolCall
+    tool: Tool
+    args: dict[str, Any]
+    resolved: Path | None
+    granted: frozenset[Path]
+    summary: str
+
+
+@dataclass
+class _Slot:
+    call: ToolCall
+    summary: str = ""
+    result: ToolResult | None = None
+    future: concurrent.futures.Future[ToolResult] | None = None
+    started: float = field(default_factory=time.monotonic)
+
+
+class ToolRunner:
+    """Implements `nanohermes.protocols.ToolExecutor` for one workspace."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        permission: str,
+        approver: Approver | None,
+        store: MemoryStore | None,
+        tool_output_chars: int = 20_000,
+        shell_timeout: float = 120.0,
+    ) -> None:
+        self.workspace = Workspace(workspace)
+        self.max_chars = tool_output_chars
+        self._approver = approver
+        self._files = FileTools(self.workspace, max_chars=tool_output_chars)
+        self._search = SearchTools(self.workspace)
+        self._shell = ShellTool(self.workspace.root, timeout=shell_timeout, max_chars=tool_output_chars)
+        self._tools: dict[str, Tool] = {}
+        self._always: set[str] = set()
+        self._granted: set[Path] = set()
+        self.permission = "ask"
+        self.set_permission(permission)
+        for tool in self._builtin_tools():
+            self.register(tool)
+        if store is not None:
+            from nanohermes.tools.memory import MemoryTools
+
+            for tool in MemoryTools(store).tools():
+                self.register(tool)
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, workspace: Path, approver: Approver | None, store: MemoryStore | None
+    ) -> ToolRunner:
+        return cls(
+            workspace,
+            permission=settings.permission,
+            approver=approver,
+            store=store,
+            tool_output_chars=settings.tool_output_chars,
+            shell_timeout=settings.shell_timeout,
+        )
+
+    def _builtin_tools(self) -> list[Tool]:
+        files, search = self._files, self._search
+        return [
+            tool_from_function(files.read_file, path_arg="path"),
+            tool_from_function(files.write_file, mutating=True, path_arg="path", approval_kind="edit"),
+            tool_from_function(files.edit_file, mutating=True, path_arg="path", approval_kind="edit"),
+            tool_from_function(search.list_files, path_arg="path"),
+            tool_from_function(search.grep, path_arg="path"),
+            tool_from_function(self._shell.run_shell, mutating=True, approval_kind="shell"),
+        ]
+
+    # -- what is offered ------------------------------------------------------------------------
+
+    def register(self, tool: Tool) -> None:
+        """Add (or replace) a tool, e.g. the agent layer's `task`."""
+        self._tools[tool.name] = tool
+
+    def set_permission(self, mode: str) -> None:
+        if mode not in PERMISSION_MODES:
+            raise ConfigError(f"unknown permission mode {mode!r}", hint="use read-only, ask or auto")
+        self.permission = mode
+
+    def _offered(self, tool: Tool) -> bool:
+        return not (self.permission == "read-only" and tool.mutating)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema() for tool in self._tools.values() if self._offered(tool)]
+
+    def names(self) -> set[str]:
+        return {tool.name for tool in self._tools.values() if self._offered(tool)}
+
+    # -- one batch ------------------------------------------------------------------------------
+
+    def run_calls(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
+        if not calls:
+            return
+        slots: list[_Slot] = []
+        chains: dict[Path, concurrent.futures.Future[ToolResult]] = {}
+        previews: dict[Path, str] = {}
+        pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=min(MAX_WORKERS, len(calls)), thread_name_prefix="nanohermes-tool"
+        )
+        try:
+            for call in calls:
+                if cancel.cancelled:
+                    slots.append(_Slot(call, result=_result(call, INTERRUPTED, ok=False)))
+                    continue
+                prepared = self._prepare(call, previews)
+                if isinstance(prepared, ToolResult):
+                    slots.append(_Slot(call, result=prepared))
+                    continue
+                after = chains.get(prepared.resolved) if prepared.resolved else None
+                future = pool.submit(self._execute, prepared, cancel, after)
+                if prepared.resolved is not None:
+                    chains[prepared.resolved] = future
+                slots.append(_Slot(call, summary=prepared.summary, future=future))
+                yield ToolStarted(call, prepared.summary)
+            yield from self._collect(slots, cancel)
+        finally:
+            pool.shutdown(wait=not cancel.cancelled, cancel_futures=True)
+
+    def _collect(self, slots: list[_Slot], cancel: CancelToken) -> Iterator[Event]:
+        wake = threading.Event()
+        unregister = cancel.on_cancel(wake.set)
+        for slot in slots:
+            if slot.future is not None:
+                slot.future.add_done_callback(lambda _: wake.set())
+        try:
+            for slot in slots:
+                result = slot.result or self._await(slot, cancel, wake)
+                yield ToolFinished(result, _finish_summary(result), time.monotonic() - slot.started)
+        finally:
+            unregister()
+
+    @staticmethod
+    def _await(slot: _Slot, cancel: CancelToken, wake: threading.Event) -> ToolResult:
+        future = slot.future
+        assert future is not None
+        while True:
+            wake.clear()
+            if future.done() or cancel.cancelled:
+                break
+            wake.wait(1.0)
+        if future.done() and not future.cancelled():
+            return future.result()
+        future.cancel()
+        return _result(slot.call, INTERRUPTED, ok=False)
+
+    def _execute(
+        self,
+        prepared: _Prepared,
+        cancel: CancelToken,
+        after: concurrent.futures.Future[ToolResult] | None,
+    ) -> ToolResult:
+        """Run one call in a worker thread. Never raises."""
+        if after is not None:
+            concurrent.futures.wait([after])
+        call, tool = prepared.call, prepared.tool
+        if cancel.cancelled:
+            return _result(call, INTERRUPTED, ok=False)
+        kwargs = dict(prepared.args)
+        if tool.context_arg:
+            kwargs[tool.context_arg] = CallContext(cancel, prepared.granted)
+        if tool.cancel_arg:
+            kwargs[tool.cancel_arg] = cancel
+        try:
+            return _result(call, cap_output(str(tool.func(**kwargs)), self.max_chars))
+        except Cancelled:
+            return _result(call, INTERRUPTED, ok=False)
+        except NanoHermesError as err:
+            return _result(call, cap_output(f"ERROR: {err.one_line()}", self.max_chars), ok=False)
+        except OSError as err:
+            where = f": {err.filename}" if err.filename else ""
+            return _result(call, f"ERROR: {err.strerror or err}{where}", ok=False)
+        except Exception as err:  # a bug in a tool must not end the turn: report it to the model
+            return _result(call, f"ERROR: {tool.name} failed: {type(err).__name__}: {err}", ok=False)
+
+    # -- checks and approvals (in the calling thread, one call at a time) -----------------------
+
+    def _prepare(self, call: ToolCall, previews: dict[Path, str]) -> _Prepared | ToolResult:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            available = ", ".join(sorted(self.names()))
+            return _result(call, f"ERROR: unknown tool {call.name!r}; available: {available}", ok=False)
+        if not self._offered(tool):
+            return _result(call, f"ERROR: {tool.name} is not available in read-only mode", ok=False)
+        try:
+            args = tool.parse_arguments(call.arguments)
+            resolved, granted = self._check_path(tool, args)
+            if tool.mutating and self.permission == "ask" and tool.approval_kind not in self._always:
+                self._approve(tool, args, resolved, previews)
+        except _Refused as refused:
+            return _result(call, refused.text, ok=False)
+        except Cancelled:
+            return _result(call, INTERRUPTED, ok=False)
+        except NanoHermesError as err:
+            return _result(call, f"ERROR: {err.one_line()}", ok=False)
+        return _Prepared(call, tool, args, resolved, granted, self._summary(tool, args))
+
+    def _check_path(self, tool: Tool, args: dict[str, Any]) -> tuple[Path | None, frozenset[Path]]:
+        if not tool.path_arg:
+            return None, frozenset(self._granted)
+        default = tool.parameters["properties"][tool.path_arg].get("default", ".")
+        path = str(args.get(tool.path_arg) or default)
+        try:
+            return self.workspace.resolve(path, frozenset(self._granted)), frozenset(self._granted)
+        except OutsideWorkspace as err:
+            if self.permission != "ask" or self._approver is None:
+                raise
+            title = f"{tool.name} wants a path outside the workspace: {err.resolved}"
+            decision = self._ask(ApprovalRequest(tool.name, title, str(err.resolved)))
+            if decision is Decision.NO:
+                raise _Refused(f"ERROR: {err.one_line()}") from None
+            if decision is Decision.ALWAYS:
+                self._granted.add(err.resolved)
+            return err.resolved, frozenset(self._granted | {err.resolved})
+
+    def _approve(
+        self, tool: Tool, args: dict[str, Any], resolved: Path | None, previews: dict[Path, str]
+    ) -> None:
+        if self._approver is None:
+            raise _Refused(NO_APPROVER.format(tool=tool.name))
+        title, detail, after = self._describe(tool, args, resolved, previews)
+        decision = self._ask(ApprovalRequest(tool.name, title, detail))
+        if decision is Decision.NO:
+            raise _Refused(DECLINED.format(tool=tool.name))
+        if decision is Decision.ALWAYS:
+            self._always.add(tool.approval_kind)
+        if resolved is not None and after is not None:
+            previews[resolved] = after
+
+    def _ask(self, request: ApprovalRequest) -> Decision:
+        assert self._approver is not None
+        decision = self._approver(request)
+        return decision if isinstance(decision, Decision) else Decision.NO
+
+    def _describe(
+        self, tool: Tool, args: dict[str, Any], resolved: Path | None, previews: dict[Path, str]
+    ) -> tuple[str, str, str | None]:
+        """(title, detail, file text after the call) for an approval request."""
+        files = self._files
+        if tool.func == files.write_file and resolved is not None:
+            content = str(args["content"])
+            verb = "Overwrite" if resolved in previews or resolved.exists() else "Create"
+            diff = files.preview_write(resolved, content, previews.get(resolved))
+            return f"{verb} {self.workspace.relative(resolved)}", diff, content
+        if tool.func == files.edit_file and resolved is not None:
+            diff, after = files.preview_edit(
+                resolved,
+                str(args["path"]),
+                args["old"],
+                args["new"],
+                bool(args.get("replace_all")),
+                previews.get(resolved),
+            )
+            return f"Edit {self.workspace.relative(resolved)}", diff, after
+        if tool.func == self._shell.run_shell:
+            timeout = args.get("timeout")
+            suffix = f" (timeout {timeout:g} s)" if isinstance(timeout, int | float) else ""
+            return f"Run a shell command in {self.workspace.root}{suffix}", str(args["command"]), None
+        return f"Run {tool.name}", json.dumps(args, ensure_ascii=False, indent=2), None
+
+    @staticmethod
+    def _summary(tool: Tool, args: dict[str, Any]) -> str:
+        if not tool.summary_arg:
+            return ""
+        value = args.get(tool.summary_arg)
+        if value is None:
+            value = tool.parameters["properties"].get(tool.summary_arg, {}).get("default", "")
+        text = " ".join(str(value).split())
+        return text if len(text) <= 200 else text[:199] + "…"
+
+
+class _Refused(NanoHermesError):
+    """A call refused before dispatch; `text` is the whole result."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _result(call: ToolCall, content: str, ok: bool = True) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, content=content, ok=ok)
+
+
+def _finish_summary(result: ToolResult) -> str:
+    """Outcome and size, e.g. "ok · 12 lines, 340 chars" or "error · old text not found …"."""
+    content = result.content
+    if content == INTERRUPTED:
+        return "interrupted"
+    first = content.split("\n", 1)[0]
+    size = f"{content.count(chr(10)) + 1} lines, {len(content)} chars"
+    if result.ok and first.startswith(("exit code:", "timed out", "killed by signal")):
+        return f"{first} · {size}"
+    if result.ok:
+        return f"ok · {size}"
+    outcome = "refused" if first.startswith("refused") or "was refused" in first else "error"
+    detail = first.removeprefix("ERROR: ")
+    return f"{outcome} · {detail[:100]}"
