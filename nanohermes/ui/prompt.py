@@ -12,7 +12,9 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory
+from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.output import Output
 
 PROMPT = "❯ "
 CONTINUATION = "· "
@@ -106,9 +108,14 @@ def make_session(
     completer: Completer,
     toolbar: Callable[[], FormattedText],
     bindings: KeyBindings,
+    *,
+    input: Input | None = None,  # noqa: A002 - prompt_toolkit's name; tests pass a pipe
+    output: Output | None = None,
 ) -> PromptSession[str]:
     history_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     return PromptSession(
+        input=input,
+        output=output,
         history=FileHistory(str(history_file)),
         completer=completer,
         complete_while_typing=True,
