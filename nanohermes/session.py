@@ -205,10 +205,12 @@ def _mtime(path: Path) -> float:
 
 
 def _ensure_private_dir(directory: Path) -> None:
-    if not directory.is_dir():
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create `directory` and any missing parents as 0700 (existing ones are left as they are)."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    for path in reversed(missing):
+        path.mkdir(mode=0o700, exist_ok=True)
         with contextlib.suppress(OSError):
-            directory.chmod(0o700)
+            path.chmod(0o700)
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -1,16 +1,181 @@
-"""Composition root for chat: builds the model client, memory store, tools and agent, then runs the
-REPL or one-shot mode. Part of the `cli` layer: it may import every other layer."""
+"""Composition root for chat: builds the model client, memory store, tools, sub-agents and agent, then
+runs the REPL or one-shot mode. Part of the `cli` layer: it may import every other layer.
+
+The UI gets `build_runtime` as a callable (it never imports this module), so tests can hand it fakes.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes.errors import ConfigError
+from nanohermes.errors import ConfigError, SessionError
+from nanohermes.events import Note
 
 if TYPE_CHECKING:
-    from nanohermes.cli import CliOptions
+    from nanohermes.agent import Agent
+    from nanohermes.cliargs import CliOptions
+    from nanohermes.llm import ChatClient
+    from nanohermes.memory import MemoryStore
+    from nanohermes.protocols import Approver
+    from nanohermes.session import SessionData, SessionFile
     from nanohermes.settings import Settings
+    from nanohermes.tools.runner import ToolRunner
+
+EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parent.parent / "config" / "agents"
+LOCAL_COMPACT_THRESHOLD = 16_000
+"""The bundled model has an 8k-token context: compact much earlier than the 120,000-char default."""
+
+
+@dataclass
+class Runtime:
+    """Everything one chat needs, built once."""
+
+    settings: Settings
+    agent: Agent
+    store: MemoryStore | None
+    client: ChatClient
+    runner: ToolRunner
+    session_path: Path
+
+
+class _NoticeRelay:
+    """Store notices (e.g. "memory.json was unreadable, moved to …") → agent notes, even early ones."""
+
+    def __init__(self) -> None:
+        self.target: Callable[[Note], None] | None = None
+        self.pending: list[Note] = []
+
+    def __call__(self, message: str) -> None:
+        note = Note(message, "warning")
+        if self.target is None:
+            self.pending.append(note)
+        else:
+            self.target(note)
+
+    def attach(self, target: Callable[[Note], None]) -> None:
+        self.target = target
+        for note in self.pending:
+            target(note)
+        self.pending.clear()
+
+
+def build_runtime(options: CliOptions, settings: Settings, approver: Approver | None) -> Runtime:
+    """Build client, store, tools, sub-agents and the agent (resuming a session when asked).
+
+    One-shot mode (`-p`) never asks: `approver` is ignored there and `--yes` means permission `auto`.
+    """
+    from nanohermes.agent import Agent, AgentConfig
+    from nanohermes.llm import ChatClient
+    from nanohermes.prompts import base_system_prompt
+    from nanohermes.tools.runner import ToolRunner
+
+    if not settings.model:
+        raise ConfigError("no model configured", "give --model NAME or set NANOHERMES_MODEL")
+    if options.prompt is not None:
+        approver = None
+        if options.yes:
+            settings = settings.with_changes(permission="auto")
+    workspace = Path.cwd()
+    session, resumed = open_session(options, settings)
+    relay = _NoticeRelay()
+    store = _open_store(settings, relay)
+    client = ChatClient.from_settings(settings)
+    runner = ToolRunner.from_settings(settings, workspace, approver, store)
+    if resumed is not None:
+        resumed.workspace = str(workspace)
+    secret = settings.api_key_value()
+    agent = Agent(
+        client,
+        runner,
+        AgentConfig.from_settings(settings, verbose=options.verbose),
+        base_system_prompt(workspace, memory=store is not None),
+        session=session,
+        store=store,
+        resumed=resumed,
+        workspace=str(workspace),
+        secrets=(secret,) if secret else (),
+    )
+    relay.attach(agent.post_note)
+    _add_task_tool(agent, client, runner, store, settings, workspace)
+    return Runtime(settings, agent, store, client, runner, session.path)
+
+
+def open_session(options: CliOptions, settings: Settings) -> tuple[SessionFile, SessionData | None]:
+    """The session file to use, and its contents when resuming. Raises SessionError."""
+    from nanohermes.session import SessionFile, latest_session, new_session_path, resolve_session_path
+
+    if options.session is not None:
+        path = resolve_session_path(settings.sessions_dir, options.session)
+    elif options.continue_last:
+        found = latest_session(settings.sessions_dir)
+        if found is None:
+            raise SessionError(
+                f"no session to continue in {settings.sessions_dir}",
+                "start one by running without --continue",
+            )
+        path = found
+    else:
+        path = new_session_path(settings.sessions_dir)
+    if path.exists() and not path.is_file():
+        raise SessionError(f"session path {path} is not a file", "give a .json file path or a session name")
+    session = SessionFile(path)
+    return session, (session.load() if session.exists() else None)
+
+
+def _open_store(settings: Settings, relay: _NoticeRelay) -> MemoryStore | None:
+    if not settings.memory:
+        return None
+    from nanohermes.memory import MemoryStore
+
+    return MemoryStore(settings.memory_dir, on_notice=relay)
+
+
+def _add_task_tool(
+    agent: Agent,
+    client: ChatClient,
+    runner: ToolRunner,
+    store: MemoryStore | None,
+    settings: Settings,
+    workspace: Path,
+) -> None:
+    from nanohermes.subagents import SubAgentRunner, load_definitions, make_task_tool
+
+    definitions, problems = load_definitions([EXAMPLE_AGENTS_DIR, settings.agents_dir])
+    for problem in problems:
+        agent.post_note(Note(problem, "warning"))
+    sub = SubAgentRunner(
+        client,
+        runner,
+        workspace=workspace,
+        model_name=lambda: agent.model,
+        store=store,
+        max_iterations=settings.max_iterations,
+        language=settings.language,
+    )
+    runner.register(make_task_tool(definitions, sub))
 
 
 def run_chat(options: CliOptions, settings: Settings) -> int:
-    raise ConfigError("chat is not built yet in this version", "use 'nanohermes memory …' for now")
+    """`nanohermes [...]`: one-shot with -p, the REPL otherwise; --local first starts the bundled model."""
+    with contextlib.ExitStack() as stack:
+        if options.local:
+            from nanohermes.localserver import local_endpoint
+
+            endpoint = stack.enter_context(local_endpoint(settings.state_dir, options.verbose))
+            settings = settings.with_changes(
+                base_url=endpoint.base_url,
+                model=endpoint.model,
+                distill_model=None,
+                compact_threshold_chars=min(settings.compact_threshold_chars, LOCAL_COMPACT_THRESHOLD),
+            )
+        if options.prompt is not None:
+            from nanohermes.ui.oneshot import run_oneshot
+
+            return run_oneshot(options, settings, build_runtime)
+        from nanohermes.ui.repl import run_repl
+
+        return run_repl(options, settings, build_runtime)

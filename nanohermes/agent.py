@@ -1,0 +1,381 @@
+"""The agent loop (SPEC §4.1). Headless: it yields events; the UI renders them.
+
+    run(user_content)
+      inject memory block → append user message → step() until a _TurnOver is raised:
+        step: compact if needed → stream the model → append the assistant message →
+              no tool calls? raise _TurnOver(completed) : run the calls, append results in order
+      every early exit (answer, max_iterations, Ctrl-C, model error) ends in ONE except-chain
+      → save the session → distill in the background if completed → TurnFinished
+
+Whatever happens, the history stays valid for the next request: every tool call gets a result
+("interrupted by user" when it got none) and an interrupted reply is kept, marked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from nanohermes.cancel import CancelToken
+from nanohermes.compaction import compact, summary_request, total_chars
+from nanohermes.errors import Cancelled, ContextOverflow, IncompleteStream, LLMError, SessionError, StoreError
+from nanohermes.events import Compacted, Event, Note, TextDelta, ToolFinished, TurnFinished
+from nanohermes.llm import extract_text_tool_calls
+from nanohermes.memory import distill_messages, parse_distill, save_distilled, worth_distilling
+from nanohermes.prompts import with_memory_block
+from nanohermes.protocols import ChatModel, ToolExecutor
+from nanohermes.session import SessionData, SessionFile
+from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage
+
+if TYPE_CHECKING:
+    from nanohermes.memory import MemoryStore
+    from nanohermes.settings import Settings
+
+INTERRUPTED = "interrupted by user"
+
+
+class AgentTools(ToolExecutor, Protocol):
+    """The tool executor plus the permission switch (`nanohermes.tools.ToolRunner`)."""
+
+    def set_permission(self, mode: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    model: str
+    distill_model: str | None = None
+    """None: distil with the current chat model (follows /model)."""
+    max_iterations: int = 50
+    compact_threshold_chars: int = 120_000
+    compact_keep_messages: int = 10
+    language: str = "en"
+    verbose: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, verbose: bool = False) -> AgentConfig:
+        return cls(
+            model=settings.model or "",
+            distill_model=settings.distill_model,
+            max_iterations=settings.max_iterations,
+            compact_threshold_chars=settings.compact_threshold_chars,
+            compact_keep_messages=settings.compact_keep_messages,
+            language=settings.language,
+            verbose=verbose,
+        )
+
+
+class _TurnOver(Exception):
+    """An early (or normal) exit from the loop, caught in one place in `run`."""
+
+    def __init__(self, completed: bool, reason: str, note: Note | None = None, answer: str = "") -> None:
+        super().__init__(reason)
+        self.completed, self.reason, self.note, self.answer = completed, reason, note, answer
+
+
+@dataclass
+class _Turn:
+    user_message: Message
+    had_tools: bool = False
+    usage: Usage = field(default_factory=Usage)
+    partial: list[str] | None = None
+    """Text streamed so far by the current model call; None when no call is streaming."""
+
+
+class Agent:
+    """One conversation: messages, memory injection, tools, compaction, session file, distillation."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        tools: AgentTools,
+        config: AgentConfig,
+        system_prompt: str,
+        *,
+        session: SessionFile,
+        store: MemoryStore | None = None,
+        resumed: SessionData | None = None,
+        workspace: str = "",
+        secrets: tuple[str, ...] = (),
+    ) -> None:
+        self._model, self._tools, self._config = model, tools, config
+        self._model_name = config.model
+        self._store, self._session, self._secrets = store, session, secrets
+        self._system = system_prompt
+        self._data = resumed or SessionData(model=config.model, workspace=workspace)
+        history = [m for m in self._data.messages if m.get("role") != "system"]
+        self._messages: list[Message] = [{"role": "system", "content": system_prompt}, *history]
+        self._archive: list[Message] = list(self._data.archive)
+        self._usage = self._data.usage
+        self._block = ""
+        self._lock = threading.Lock()
+        self._background: list[Event] = []
+        self._threads: list[threading.Thread] = []
+        self._bg_cancel = CancelToken()
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        return self._messages
+
+    @property
+    def archive(self) -> list[Message]:
+        return self._archive
+
+    @property
+    def usage(self) -> Usage:
+        with self._lock:
+            return self._usage
+
+    @property
+    def session_path(self) -> Path:
+        return self._session.path
+
+    @property
+    def model(self) -> str:
+        return self._model_name
+
+    @property
+    def distill_model(self) -> str:
+        return self._config.distill_model or self._model_name
+
+    def set_model(self, name: str) -> None:
+        self._model_name = name.strip() or self._model_name
+
+    def set_permission(self, mode: str) -> None:
+        self._tools.set_permission(mode)
+
+    def post_note(self, note: Note) -> None:
+        """Queue a note for the UI (background distillation, store notices)."""
+        with self._lock:
+            self._background.append(note)
+
+    def drain_background_events(self) -> list[Event]:
+        with self._lock:
+            events, self._background = self._background, []
+        return events
+
+    # -- a turn ----------------------------------------------------------------------------------
+
+    def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
+        """One user turn (SPEC §4.1). Ends with exactly one TurnFinished."""
+        cancel = cancel or CancelToken()
+        turn = _Turn({"role": "user", "content": user_content})
+        yield from self._inject_memory(user_content)
+        self._messages.append(turn.user_message)
+        try:
+            over = yield from self._loop(turn, cancel)
+        except GeneratorExit:  # the caller stopped listening: keep the history valid and saved
+            self._interrupt(turn)
+            self._save_quietly()
+            raise
+        if over.note:
+            yield over.note
+        yield from self._save_with_note()
+        if over.completed:
+            self._start_distillation(turn)
+        yield TurnFinished(over.completed, over.reason, turn.usage, over.answer)
+
+    def _loop(self, turn: _Turn, cancel: CancelToken) -> Generator[Event, None, _TurnOver]:
+        try:
+            for _ in range(self._config.max_iterations):
+                yield from self._step(turn, cancel)
+            limit = self._config.max_iterations
+            raise _TurnOver(False, "max_iterations", Note(f"stopped after {limit} model calls", "warning"))
+        except _TurnOver as over:
+            return over
+        except Cancelled:
+            self._interrupt(turn)
+            return _TurnOver(False, "interrupted", Note(INTERRUPTED, "warning"))
+        except LLMError as err:
+            turn.partial = None
+            return _TurnOver(False, "error", Note(err.one_line(), "error"))
+
+    def _step(self, turn: _Turn, cancel: CancelToken) -> Iterator[Event]:
+        yield from self._compact_if_needed(cancel)
+        result = yield from self._call_model(turn, cancel)
+        calls = result.tool_calls
+        if not calls and result.content:
+            result.content, calls = extract_text_tool_calls(result.content, self._tools.names())
+            result.tool_calls = calls
+        self._messages.append(result.to_message())
+        turn.partial = None
+        if not calls:
+            raise _TurnOver(True, "done", answer=result.content)
+        turn.had_tools = True
+        yield from self._run_tools(calls, cancel)
+        cancel.raise_if_cancelled()
+
+    def _call_model(self, turn: _Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
+        try:
+            return (yield from self._stream(turn, cancel))
+        except ContextOverflow:
+            compacted = yield from self._compact(cancel, threshold=None)
+            if not compacted:
+                raise
+            return (yield from self._stream(turn, cancel))
+
+    def _stream(self, turn: _Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
+        turn.partial = []
+        result: ChatResult | None = None
+        tools = self._tools.schemas() or None
+        for item in self._model.stream(self._messages, tools, model=self._model_name, cancel=cancel):
+            if isinstance(item, ChatResult):
+                result = item
+                continue
+            if isinstance(item, TextDelta):
+                turn.partial.append(item.text)
+            yield item
+        if result is None:
+            raise IncompleteStream("the model stream ended without a result", "try again")
+        turn.usage += result.usage
+        with self._lock:
+            self._usage += result.usage
+        return result
+
+    def _run_tools(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
+        """Results are appended in call order; calls without a result get `interrupted by user`."""
+        results: list[ToolResult] = []
+        try:
+            for event in self._tools.run_calls(calls, cancel):
+                if isinstance(event, ToolFinished):
+                    results.append(event.result)
+                yield event
+        finally:
+            for index, call in enumerate(calls):
+                got = results[index] if index < len(results) else None
+                result = got or ToolResult(call.id, call.name, INTERRUPTED, ok=False)
+                self._messages.append({**result.to_message(), "tool_call_id": call.id})
+
+    def _interrupt(self, turn: _Turn) -> None:
+        """Keep a partially streamed reply, marked, when the turn was cut during the stream."""
+        if turn.partial is None:
+            return
+        text = "".join(turn.partial).rstrip()
+        turn.partial = None
+        marker = f"[{INTERRUPTED}]"
+        self._messages.append({"role": "assistant", "content": f"{text}\n\n{marker}" if text else marker})
+
+    # -- memory ----------------------------------------------------------------------------------
+
+    def _inject_memory(self, query: str) -> Iterator[Event]:
+        if self._store is None:
+            return
+        try:
+            block = self._store.block_for_turn(query, self._block, self._config.language)
+        except StoreError as err:
+            yield Note(f"memory not available for this turn: {err.one_line()}", "warning")
+            return
+        if block != self._block or self._messages[0].get("content") != self._system:
+            self._block = block
+            self._messages[0] = {"role": "system", "content": with_memory_block(self._system, block)}
+
+    def _start_distillation(self, turn: _Turn) -> None:
+        if self._store is None or not worth_distilling(str(turn.user_message["content"]), turn.had_tools):
+            return
+        start = next((i for i, m in enumerate(self._messages) if m is turn.user_message), 1)
+        excerpt = list(self._messages[start:])
+        thread = threading.Thread(
+            target=self._distill, args=(excerpt,), name="nanohermes-distill", daemon=True
+        )
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def _distill(self, excerpt: list[Message]) -> None:
+        store = self._store
+        if store is None:
+            return
+        try:
+            result = self._model.complete(
+                distill_messages(excerpt), None, model=self.distill_model, cancel=self._bg_cancel
+            )
+            saved = save_distilled(store, parse_distill(result.content), source="auto")
+        except Exception as err:  # background thread: failures are silent unless --verbose
+            if self._config.verbose:
+                self.post_note(Note(f"distillation failed: {type(err).__name__}: {err}", "debug"))
+            return
+        with self._lock:
+            self._usage += result.usage
+        if saved:
+            self.post_note(Note(f"{saved} {'memory' if saved == 1 else 'memories'} saved"))
+        elif self._config.verbose:
+            self.post_note(Note("distillation found nothing durable to remember", "debug"))
+
+    def wait_for_distillation(self, timeout: float | None = None) -> bool:
+        """Wait for running distillations; True when none is left running."""
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(timeout)
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
+            return not self._threads
+
+    # -- compaction, reset, persistence ----------------------------------------------------------
+
+    def compact(self, cancel: CancelToken | None = None) -> Iterator[Event]:
+        """/compact: summarise everything but the recent messages now."""
+        done = yield from self._compact(cancel or CancelToken(), threshold=None)
+        if not done:
+            yield Note("nothing to compact yet")
+            return
+        yield from self._save_with_note()
+
+    def _compact_if_needed(self, cancel: CancelToken) -> Iterator[Event]:
+        threshold = self._config.compact_threshold_chars
+        if total_chars(self._messages) > threshold:
+            yield from self._compact(cancel, threshold=threshold)
+
+    def _compact(self, cancel: CancelToken, *, threshold: int | None) -> Generator[Event, None, bool]:
+        def summarize(middle: list[Message]) -> str:
+            result = self._model.complete(
+                summary_request(middle), None, model=self._model_name, cancel=cancel
+            )
+            with self._lock:
+                self._usage += result.usage
+            return result.content
+
+        outcome = compact(
+            self._messages, keep=self._config.compact_keep_messages, summarize=summarize, threshold=threshold
+        )
+        if outcome is None:
+            return False
+        self._messages[:] = outcome.messages
+        self._archive.extend(outcome.removed)
+        if outcome.note:
+            yield Note(outcome.note, "warning")
+        yield Compacted(outcome.before_chars, outcome.after_chars, outcome.summarized)
+        return True
+
+    def reset(self) -> None:
+        """/reset: clear the conversation (kept in the archive), keep the system prompt."""
+        self._archive.extend(self._messages[1:])
+        self._block = ""
+        self._messages[:] = [{"role": "system", "content": self._system}]
+
+    def save(self) -> None:
+        """Write the session file. Raises SessionError."""
+        data = self._data
+        data.model, data.messages, data.archive, data.usage = (
+            self._model_name,
+            self._messages,
+            self._archive,
+            self.usage,
+        )
+        self._session.save(data, secrets=self._secrets)
+
+    def _save_with_note(self) -> Iterator[Event]:
+        try:
+            self.save()
+        except SessionError as err:
+            yield Note(err.one_line(), "error")
+
+    def _save_quietly(self) -> None:
+        try:
+            self.save()
+        except SessionError as err:
+            self.post_note(Note(err.one_line(), "error"))

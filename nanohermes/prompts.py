@@ -1,0 +1,76 @@
+"""System prompt assembly (SPEC §4.5): base prompt, workspace, platform, date, AGENTS.md — then the
+memory block last (via `nanohermes.memory.set_block`), so the stable prefix stays cacheable."""
+
+from __future__ import annotations
+
+import platform
+from datetime import date
+from pathlib import Path
+
+from nanohermes.memory import set_block
+
+AGENTS_FILE = "AGENTS.md"
+AGENTS_MAX_CHARS = 20_000
+
+BASE_PROMPT = """\
+You are nanohermes, a coding agent working in the user's terminal. You help with software tasks in \
+the workspace: read and search code, edit files, run commands, explain and fix things.
+
+Work like a careful senior engineer: look before you change (read_file, list_files, grep), make the \
+smallest change that does the job, keep the project's style, and check your work (run the tests or \
+the command) when you can. Paths are relative to the workspace. When you are done, answer briefly: \
+what you did and anything the user must know. Ask only when you truly cannot proceed."""
+
+MEMORY_GUIDE = """\
+You have a long-term memory shared across sessions (memory_save, memory_search, memory_forget). \
+Save with memory_save only what will still be true and useful in future, unrelated sessions: the \
+user's stable preferences, corrections (what the user rejected and the right way), lessons paid for \
+(a pitfall met, an approach proven), and stable facts about the project or environment. Never save \
+one-off state (today's branch, a temporary file, the current task's progress), secrets, or what the \
+code itself already says. One self-contained sentence per memory. Memories retrieved for this turn \
+appear at the end of this prompt; the user's current instruction always wins over them."""
+
+NO_MEMORY_GUIDE = "Long-term memory is off for this session: do not promise to remember anything."
+
+
+def base_system_prompt(
+    workspace: Path,
+    *,
+    memory: bool,
+    extra: str = "",
+    today: date | None = None,
+    platform_name: str | None = None,
+) -> str:
+    """The system prompt without a memory block. `extra` replaces the base role (sub-agents)."""
+    parts = [extra.strip() or BASE_PROMPT, MEMORY_GUIDE if memory else NO_MEMORY_GUIDE]
+    parts.append(
+        f"Workspace: {workspace}\n"
+        f"Platform: {platform_name or _platform()}\n"
+        f"Date: {(today or date.today()).isoformat()}"
+    )
+    agents = read_agents_md(workspace)
+    if agents:
+        parts.append(f"Project instructions from {AGENTS_FILE} (the workspace root):\n\n{agents}")
+    return "\n\n".join(parts)
+
+
+def with_memory_block(system: str, block: str) -> str:
+    """`system` with its memory block replaced by `block` (removed when `block` is empty)."""
+    return set_block(system, block)
+
+
+def read_agents_md(workspace: Path) -> str:
+    """The workspace's AGENTS.md (capped), or "" when absent or unreadable."""
+    path = workspace / AGENTS_FILE
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+    if len(text) > AGENTS_MAX_CHARS:
+        cut = len(text) - AGENTS_MAX_CHARS
+        text = text[:AGENTS_MAX_CHARS] + f"\n[… {cut} more characters of {AGENTS_FILE} not shown]"
+    return text
+
+
+def _platform() -> str:
+    return f"{platform.system() or 'unknown'} {platform.release()}".strip()

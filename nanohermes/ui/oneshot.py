@@ -1,0 +1,176 @@
+"""`nanohermes -p PROMPT`: one non-interactive turn. Plain text only (no terminal libraries).
+
+The final answer goes to stdout (or one JSON object with `--json`); progress, notes and errors go to
+stderr. Exit 0 when the turn completed, 1 when it failed (one line saying why), 2 for a usage or
+configuration problem, 130 when interrupted. It waits for the turn's distillation before exiting.
+Ctrl-C cancels the turn cleanly (the session keeps a valid history); a second Ctrl-C aborts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TextIO
+
+from nanohermes.cancel import CancelToken
+from nanohermes.events import Compacted, Event, Note, Retrying, ToolFinished, ToolStarted, TurnFinished
+from nanohermes.types import Usage
+from nanohermes.ui.setup_hint import EXIT_NO_MODEL, missing_model_message
+
+if TYPE_CHECKING:
+    from nanohermes.cliargs import CliOptions
+    from nanohermes.settings import Settings
+    from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DISTILL_GRACE = 5.0
+
+
+@dataclass
+class _Outcome:
+    """What the turn produced, gathered from its events."""
+
+    completed: bool = False
+    reason: str = "error"
+    answer: str = ""
+    usage: Usage = field(default_factory=Usage)
+    errors: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
+    """Run one turn for `-p`. Returns the exit code."""
+    if settings.model is None and not options.local:
+        print(missing_model_message(settings), file=sys.stderr)
+        return EXIT_NO_MODEL
+    prompt = read_prompt(options.prompt or "", sys.stdin)
+    if not prompt.strip():
+        return _fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
+    runtime = build_runtime(options, settings, None)
+    agent = runtime.agent
+    outcome = _Outcome()
+    cancel = CancelToken()
+    for event in agent.drain_background_events():  # notices from start-up (memory file, agents)
+        _progress(event, options.verbose)
+    with _sigint_cancels(cancel):
+        for event in agent.run(prompt, cancel):
+            _record(event, outcome)
+            _progress(event, options.verbose)
+    agent.wait_for_distillation(settings.request_timeout + DISTILL_GRACE)
+    for event in agent.drain_background_events():
+        _progress(event, options.verbose)
+    return _report(options, runtime, outcome)
+
+
+def read_prompt(value: str, stdin: TextIO) -> str:
+    """`-p -` reads the whole prompt from standard input."""
+    return stdin.read() if value == "-" else value
+
+
+def _record(event: Event, outcome: _Outcome) -> None:
+    if isinstance(event, ToolStarted):
+        call = event.call
+        outcome.tool_calls.append({"id": call.id, "name": call.name, "arguments": _arguments(call.arguments)})
+    elif isinstance(event, ToolFinished):
+        for entry in outcome.tool_calls:
+            if entry["id"] == event.result.call_id and "ok" not in entry:
+                entry.update(ok=event.result.ok, summary=event.summary)
+                break
+        else:  # refused or invalid before dispatch: no ToolStarted
+            result = event.result
+            outcome.tool_calls.append(
+                {"id": result.call_id, "name": result.name, "ok": False, "summary": event.summary}
+            )
+    elif isinstance(event, Note) and event.level == "error":
+        outcome.errors.append(event.text)
+    elif isinstance(event, TurnFinished):
+        outcome.completed, outcome.reason = event.completed, event.reason
+        outcome.answer, outcome.usage = event.answer, event.usage
+
+
+def _progress(event: Event, verbose: bool) -> None:
+    line = _progress_line(event, verbose)
+    if line:
+        print(line, file=sys.stderr, flush=True)
+
+
+def _progress_line(event: Event, verbose: bool) -> str:
+    if isinstance(event, ToolStarted):
+        return f"· {event.call.name} {event.summary}".rstrip()
+    if isinstance(event, ToolFinished):
+        return f"  {event.result.name}: {event.summary}" if verbose or not event.result.ok else ""
+    if isinstance(event, Note) and event.level != "error" and (verbose or event.level != "debug"):
+        return f"nanohermes: {event.text}"
+    if isinstance(event, Compacted):
+        saved = event.before_chars - event.after_chars
+        return f"nanohermes: context compacted, {saved:,} characters saved"
+    if isinstance(event, Retrying) and verbose:
+        return f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
+    return ""
+
+
+def _report(options: CliOptions, runtime: RuntimeLike, outcome: _Outcome) -> int:
+    error = _error_line(outcome)
+    if options.json_output:
+        payload = {
+            "answer": outcome.answer,
+            "session": str(runtime.agent.session_path),
+            "usage": outcome.usage.to_dict(),
+            "tool_calls": outcome.tool_calls,
+            "completed": outcome.completed,
+            "error": error or None,
+        }
+        print(json.dumps(payload, ensure_ascii=False))
+    elif outcome.completed:
+        print(outcome.answer)
+    if outcome.completed:
+        return EXIT_OK
+    return _fail(error, EXIT_INTERRUPTED if outcome.reason == "interrupted" else EXIT_FAILED)
+
+
+def _error_line(outcome: _Outcome) -> str:
+    if outcome.completed:
+        return ""
+    if outcome.reason == "interrupted":
+        return "interrupted by user"
+    if outcome.reason == "max_iterations":
+        return "the turn stopped at max_iterations before the model finished (raise max_iterations)"
+    return outcome.errors[0] if outcome.errors else f"the turn did not complete ({outcome.reason})"
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"nanohermes: error: {' '.join(message.split())}", file=sys.stderr)
+    return code
+
+
+def _arguments(text: str) -> Any:
+    try:
+        return json.loads(text or "{}")
+    except ValueError:
+        return text
+
+
+@contextlib.contextmanager
+def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
+    """First Ctrl-C cancels the turn (clean history); a second one raises KeyboardInterrupt."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if cancel.cancelled:
+            raise KeyboardInterrupt
+        print("nanohermes: interrupting… (Ctrl-C again to abort)", file=sys.stderr, flush=True)
+        cancel.cancel()
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread: leave Ctrl-C alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
