@@ -1,0 +1,74 @@
+"""Long-term memory without a vector database (SPEC §3): one JSON file, BM25, CJK bigrams.
+
+Stdlib only (plus `filelock` for the cross-process lock); no HTTP, no UI. Every name of SPEC §3.0
+is importable from here.
+"""
+
+from __future__ import annotations
+
+from nanohermes.memory.block import BLOCK_END, BLOCK_START, render_block, set_block
+from nanohermes.memory.bm25 import Explanation, TermScore
+from nanohermes.memory.constants import (
+    EXCERPT_CHARS,
+    EXCERPT_MESSAGE_CHARS,
+    INJECT_CHAR_BUDGET,
+    INJECT_TOP_K,
+    K1,
+    MAX_ENTRIES,
+    MAX_KEYS,
+    MAX_TEXT,
+    B,
+)
+from nanohermes.memory.distill import (
+    DISTILL_SYSTEM_PROMPT,
+    Distilled,
+    distill_messages,
+    excerpt_from,
+    parse_distill,
+    save_distilled,
+    worth_distilling,
+)
+from nanohermes.memory.entry import Entry
+from nanohermes.memory.kinds import KIND_NAMES, Kind
+from nanohermes.memory.security import redact
+from nanohermes.memory.stats import MemoryStats
+from nanohermes.memory.store import MEMORY_FILE, MemoryStore
+from nanohermes.memory.text import normalize, tokenize
+from nanohermes.memory.tools import forget_memory, save_memory, search_memory
+
+__all__ = [
+    "B",
+    "BLOCK_END",
+    "BLOCK_START",
+    "DISTILL_SYSTEM_PROMPT",
+    "EXCERPT_CHARS",
+    "EXCERPT_MESSAGE_CHARS",
+    "INJECT_CHAR_BUDGET",
+    "INJECT_TOP_K",
+    "K1",
+    "KIND_NAMES",
+    "MAX_ENTRIES",
+    "MAX_KEYS",
+    "MAX_TEXT",
+    "MEMORY_FILE",
+    "Distilled",
+    "Entry",
+    "Explanation",
+    "Kind",
+    "MemoryStats",
+    "MemoryStore",
+    "TermScore",
+    "distill_messages",
+    "excerpt_from",
+    "forget_memory",
+    "normalize",
+    "parse_distill",
+    "redact",
+    "render_block",
+    "save_distilled",
+    "save_memory",
+    "search_memory",
+    "set_block",
+    "tokenize",
+    "worth_distilling",
+]

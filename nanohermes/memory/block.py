@@ -1,0 +1,51 @@
+"""The memory block injected at the end of the system message (SPEC §3.6)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nanohermes.memory.constants import INJECT_CHAR_BUDGET
+from nanohermes.memory.entry import Entry
+
+BLOCK_START = "=== Long-term memory (retrieved from past sessions) ==="
+BLOCK_END = "=== End long-term memory ==="
+
+_HEADER = {
+    "en": (
+        "Memories retrieved from past sessions (distilled automatically; for reference only — "
+        "the user's current instruction wins):"
+    ),
+    "zh": "以下是从过往会话中检索到的相关记忆（由对话自动提炼，仅供参考；用户当前指令优先）：",
+}
+
+
+def render_block(entries: Sequence[Entry], lang: str = "en") -> str:
+    """The block for `entries` (best first): "" for none; lines stop before the character budget."""
+    lines: list[str] = []
+    used = 0
+    for entry in entries:
+        line = f"- [{entry.kind.label(lang)}] {entry.text}"
+        cost = len(line) + 1  # with its newline
+        if used + cost > INJECT_CHAR_BUDGET:
+            break
+        used += cost
+        lines.append(line)
+    if not lines:
+        return ""
+    header = _HEADER.get(lang, _HEADER["en"])
+    return "\n".join([BLOCK_START, header, "", *lines, "", BLOCK_END])
+
+
+def set_block(system: str, block: str) -> str:
+    """`system` with its old block (if any) replaced by `block`, which goes at the very end."""
+    start = system.find(BLOCK_START)
+    if start >= 0:
+        end_at = system.find(BLOCK_END, start)
+        end = len(system) if end_at < 0 else end_at + len(BLOCK_END)
+        system = system[:start] + system[end:]
+    base = system.rstrip()
+    if not block:
+        return base
+    if not base:
+        return block
+    return f"{base}\n\n{block}"

@@ -1,0 +1,137 @@
+"""Okapi BM25 over an immutable snapshot of the store (SPEC §3.5), with per-term explanations.
+
+The index holds, per term, the postings {document: term frequency}. A term's per-document score
+contributions are computed on first use and memoised for the snapshot's lifetime, so a warm query
+costs one dictionary merge over the postings of its terms, and loading a changed file costs no more
+than counting terms.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from nanohermes.memory.constants import K1, B
+
+
+@dataclass(frozen=True)
+class TermScore:
+    """One query term's part in one document's score."""
+
+    term: str
+    tf: int
+    df: int
+    idf: float
+    contribution: float
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a document scored what it did: the sum of its terms' contributions."""
+
+    score: float
+    terms: tuple[TermScore, ...]
+    doc_len: int
+    avgdl: float
+    n_docs: int
+
+
+def query_terms(tokens: Iterable[str]) -> list[str]:
+    """Each distinct query token once, in query order."""
+    return list(dict.fromkeys(tokens))
+
+
+def idf(n_docs: int, df: int) -> float:
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+class Bm25Index:
+    """BM25 over a fixed list of token lists (document i = docs[i])."""
+
+    def __init__(self, docs: Sequence[Sequence[str]]) -> None:
+        self.n_docs = len(docs)
+        self.doc_len = [len(doc) for doc in docs]
+        self.avgdl = sum(self.doc_len) / self.n_docs if self.n_docs else 0.0
+        postings: dict[str, dict[int, int]] = {}
+        for index, doc in enumerate(docs):
+            for term, tf in Counter(doc).items():
+                found = postings.get(term)
+                if found is None:
+                    postings[term] = {index: tf}
+                else:
+                    found[index] = tf
+        self._postings = postings
+        self._contributions: dict[str, dict[int, float]] = {}
+        self._k_doc: list[float] | None = None
+
+    def _saturation(self) -> list[float]:
+        """Per document: K1 · (1 − B + B · len / max(avgdl, 1)), the length part of the denominator."""
+        if self._k_doc is None:
+            avgdl = max(self.avgdl, 1.0)
+            self._k_doc = [K1 * (1.0 - B + B * length / avgdl) for length in self.doc_len]
+        return self._k_doc
+
+    def df(self, term: str) -> int:
+        return len(self._postings.get(term, ()))
+
+    def contributions(self, term: str) -> dict[int, float]:
+        """{document: this term's score contribution} for every document holding `term`."""
+        cached = self._contributions.get(term)
+        if cached is not None:
+            return cached
+        postings = self._postings.get(term)
+        if not postings:
+            return {}
+        weight = idf(self.n_docs, len(postings))
+        saturation = self._saturation()
+        boost = K1 + 1.0
+        result = {doc: weight * (tf * boost) / (tf + saturation[doc]) for doc, tf in postings.items()}
+        self._contributions[term] = result
+        return result
+
+    def scores(self, terms: Sequence[str]) -> dict[int, float]:
+        """{document: score} for every document matching at least one of `terms` (distinct)."""
+        parts = [self.contributions(term) for term in terms]
+        parts = [part for part in parts if part]
+        if not parts:
+            return {}
+        if len(parts) == 1:
+            return parts[0]
+        parts.sort(key=len, reverse=True)
+        total = dict(parts[0])
+        get = total.get
+        for part in parts[1:]:
+            for doc, value in part.items():
+                total[doc] = get(doc, 0.0) + value
+        return total
+
+    def explain(self, terms: Sequence[str], doc: int) -> Explanation:
+        parts: list[TermScore] = []
+        for term in terms:
+            postings = self._postings.get(term, {})
+            tf = postings.get(doc, 0)
+            if tf:
+                value = self.contributions(term)[doc]
+                parts.append(TermScore(term, tf, len(postings), idf(self.n_docs, len(postings)), value))
+        score = sum(part.contribution for part in parts)
+        return Explanation(score, tuple(parts), self.doc_len[doc], self.avgdl, self.n_docs)
+
+
+def top(scores: dict[int, float], k: int, tiebreak: Sequence[int]) -> list[tuple[float, int]]:
+    """The k best (score, document), by score descending, then larger `tiebreak` (newer ts), then
+    earlier document. Zero and negative scores are dropped."""
+    if k <= 0 or not scores:
+        return []
+    if len(scores) > 4 * k:
+        threshold = heapq.nlargest(k, scores.values())[-1]
+        candidates = [(doc, s) for doc, s in scores.items() if s >= threshold]
+    else:
+        candidates = list(scores.items())
+    ranked = sorted(
+        ((s, doc) for doc, s in candidates if s > 0.0),
+        key=lambda item: (-item[0], -tiebreak[item[1]], item[1]),
+    )
+    return ranked[:k]

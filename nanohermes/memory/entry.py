@@ -1,0 +1,133 @@
+"""One memory and the memory.json format (SPEC §3.2): v1 with ids; the seed's files load too."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from nanohermes.memory.constants import MAX_KEY_CHARS, MAX_KEYS
+from nanohermes.memory.kinds import Kind
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One long-term memory. `keys` are extra search terms: indexed, never shown in the block."""
+
+    id: str
+    kind: Kind
+    text: str
+    source: str = ""
+    ts: int = 0
+    keys: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind.value,
+            "text": self.text,
+            "source": self.source,
+            "ts": self.ts,
+        }
+        if self.keys:
+            data["keys"] = list(self.keys)
+        return data
+
+
+class FormatError(ValueError):
+    """memory.json does not hold a memory store."""
+
+
+def derive_id(kind: Kind, text: str, taken: set[str] | dict[str, Any]) -> str:
+    """A short stable id from kind and text (8 hex digits), made unique against `taken`.
+
+    Deterministic, so every process reading the same legacy file (no ids) derives the same ids.
+    """
+    seed = f"{kind.value}\n{text}"
+    for attempt in range(1000):
+        material = seed if attempt == 0 else f"{seed}\n{attempt}"
+        candidate = hashlib.sha1(material.encode("utf-8")).hexdigest()[:8]
+        if candidate not in taken:
+            return candidate
+    raise RuntimeError("could not derive a unique memory id")  # 1000 collisions of 32-bit hashes
+
+
+def clean_keys(raw: object) -> tuple[str, ...]:
+    """At most MAX_KEYS distinct non-empty strings of at most MAX_KEY_CHARS characters."""
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list | tuple):
+        return ()
+    keys: dict[str, None] = {}
+    for item in raw:
+        if isinstance(item, str):
+            key = " ".join(item.split())[:MAX_KEY_CHARS].strip()
+            if key:
+                keys[key] = None
+    return tuple(keys)[:MAX_KEYS]
+
+
+def parse_document(raw: bytes) -> tuple[list[Entry], int]:
+    """The entries and format version of memory.json's bytes; FormatError if it is not a store."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise FormatError(f"not valid JSON: {err}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries", []), list):
+        raise FormatError("no 'entries' list at the top level")
+    version = data.get("version", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise FormatError(f"bad version {version!r}")
+    return entries_from_list(data.get("entries", [])), version
+
+
+def entries_from_list(items: list[Any]) -> list[Entry]:
+    """Entries from stored dicts: a bad kind or empty text drops the entry; other fields default."""
+    entries: list[Entry] = []
+    taken: dict[str, None] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        kind = Kind.parse(item.get("kind"))
+        text = item.get("text")
+        if kind is None or not isinstance(text, str) or not text.strip():
+            continue
+        text = text.strip()
+        source = item.get("source")
+        ts = item.get("ts")
+        entry_id = item.get("id")
+        if not isinstance(entry_id, str) or not entry_id.strip() or entry_id in taken:
+            entry_id = derive_id(kind, text, taken)
+        taken[entry_id] = None
+        entries.append(
+            Entry(
+                id=entry_id,
+                kind=kind,
+                text=text,
+                source=source if isinstance(source, str) else "",
+                ts=_as_ts(ts),
+                keys=clean_keys(item.get("keys")),
+            )
+        )
+    return entries
+
+
+def _as_ts(value: object) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
+        return max(int(value), 0)
+    return 0
+
+
+def dump_document(entries: list[Entry]) -> bytes:
+    """memory.json v1: one entry per line, so the file stays readable and diffs stay small."""
+    lines = [json.dumps(entry.to_dict(), ensure_ascii=False) for entry in entries]
+    body = ",\n    ".join(lines)
+    entries_part = f"[\n    {body}\n  ]" if lines else "[]"
+    return f'{{\n  "version": {FORMAT_VERSION},\n  "entries": {entries_part}\n}}\n'.encode()

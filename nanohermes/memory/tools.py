@@ -1,0 +1,57 @@
+"""The memory tools' logic (SPEC §3.8) as plain functions; the tool layer wraps them."""
+
+from __future__ import annotations
+
+from nanohermes.errors import StoreError, ToolError
+from nanohermes.memory.kinds import Kind, unknown_kind_message
+from nanohermes.memory.store import MemoryStore
+
+MAX_SEARCH_K = 20
+
+
+def save_memory(store: MemoryStore, kind: str, text: str) -> str:
+    """memory_save: store one preference, correction, lesson or fact (source `tool`)."""
+    parsed = Kind.parse(kind)
+    if parsed is None:
+        raise ToolError(unknown_kind_message(kind))
+    try:
+        added = store.remember(parsed, text, source="tool")
+    except StoreError as err:  # MemoryRejected included: the reason is the message
+        raise ToolError(err.one_line()) from None
+    total = len(store)
+    if added:
+        return f"Saved ({parsed.value}); {total} memories in total"
+    return f"Duplicate of an existing memory, nothing added; {total} memories in total"
+
+
+def search_memory(store: MemoryStore, query: str, k: int = 4) -> str:
+    """memory_search: the best k memories for `query`, with id, kind, score and text."""
+    if not isinstance(query, str) or not query.strip():
+        raise ToolError("memory_search needs a non-empty query")
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise ToolError(f"k must be an integer, not {k!r}")
+    k = max(1, min(k, MAX_SEARCH_K))
+    try:
+        hits = store.search(query, top_k=k)
+    except StoreError as err:
+        raise ToolError(err.one_line()) from None
+    if not hits:
+        return "no matching memories"
+    lines = [f"{len(hits)} matching memor{'y' if len(hits) == 1 else 'ies'}:"]
+    lines += [f"- id={e.id} kind={e.kind.value} score={score:.2f}: {e.text}" for score, e in hits]
+    return "\n".join(lines)
+
+
+def forget_memory(store: MemoryStore, memory_id: str) -> str:
+    """memory_forget: delete one memory by its id (as shown by memory_search)."""
+    if not isinstance(memory_id, str) or not memory_id.strip():
+        raise ToolError("memory_forget needs the id of a memory (memory_search shows ids)")
+    memory_id = memory_id.strip()
+    entry = store.get(memory_id)
+    try:
+        removed = entry is not None and store.forget(memory_id)
+    except StoreError as err:
+        raise ToolError(err.one_line()) from None
+    if not removed or entry is None:
+        raise ToolError(f"no memory with id {memory_id!r}; memory_search shows ids")
+    return f"Forgot memory {memory_id} ({entry.kind.value}: {entry.text}); {len(store)} memories left"

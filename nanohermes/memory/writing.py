@@ -1,0 +1,31 @@
+"""What `remember` does to a text before it is stored (SPEC §3.4 step 1 and §6)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from nanohermes.errors import MemoryRejected
+from nanohermes.memory.constants import MAX_TEXT
+from nanohermes.memory.entry import clean_keys
+from nanohermes.memory.security import redact, refusal_reason
+from nanohermes.memory.text import cut_text
+
+
+def prepare_text(text: object) -> str:
+    """Trimmed, checked, redacted, on one line, at most MAX_TEXT characters. Raises MemoryRejected."""
+    if not isinstance(text, str):
+        raise MemoryRejected(f"memory text must be a string, not {type(text).__name__}")
+    text = text.strip()
+    if not text:
+        raise MemoryRejected("memory text is empty; nothing to remember")
+    reason = refusal_reason(text)
+    if reason is not None:
+        raise MemoryRejected(reason)
+    one_line = " ".join(redact(text).split())  # the block shows one line per memory
+    return cut_text(one_line, MAX_TEXT)
+
+
+def prepare_keys(keys: Iterable[str]) -> tuple[str, ...]:
+    """Search keys: redacted, without unsafe ones, de-duplicated, at most MAX_KEYS."""
+    safe = [redact(key) for key in keys if isinstance(key, str) and refusal_reason(key) is None]
+    return clean_keys(safe)

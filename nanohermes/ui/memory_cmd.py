@@ -1,0 +1,165 @@
+"""`nanohermes memory list | search QUERY [--explain] | forget ID | stats | path`.
+
+Works without any model endpoint: it only reads and edits memory.json. Tables go to stdout; notes
+and errors to stderr, errors as one line with exit code 2 for a bad argument (unknown id, empty
+query) and 1 when the file cannot be read or written.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from nanohermes.cli import MemoryArgs
+from nanohermes.errors import StoreError
+from nanohermes.memory import Entry, Kind, MemoryStore
+from nanohermes.settings import Settings
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+MIN_PREFIX = 4
+SEARCH_LIMIT = 10
+
+
+class _BadArgument(Exception):
+    """A user mistake on the command line: one line, exit 2."""
+
+
+def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | None = None) -> int:
+    """Run one memory action; returns the exit code."""
+    out = console or Console(highlight=False, soft_wrap=False)
+    store = MemoryStore(settings.memory_dir, on_notice=_note)
+    actions: dict[str, Callable[[Console, MemoryStore, MemoryArgs, str], None]] = {
+        "list": _list,
+        "search": _search,
+        "forget": _forget,
+        "stats": _stats,
+        "path": _path,
+    }
+    action = actions.get(args.action)
+    if action is None:
+        return _error(f"unknown memory action {args.action!r}; use list, search, forget, stats or path", 2)
+    try:
+        action(out, store, args, settings.language)
+    except _BadArgument as err:
+        return _error(str(err), EXIT_USAGE)
+    except StoreError as err:
+        return _error(err.one_line(), EXIT_FAILURE)
+    return EXIT_OK
+
+
+def _note(message: str) -> None:
+    print(f"nanohermes: note: {' '.join(message.split())}", file=sys.stderr)
+
+
+def _error(message: str, code: int) -> int:
+    print(f"nanohermes: error: {' '.join(message.split())}", file=sys.stderr)
+    return code
+
+
+def _when(ts: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts > 0 else "-"
+
+
+def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+    entries = store.load()
+    if not entries:
+        out.print(f"No memories yet ({escape(str(store.path))}).")
+        return
+    table = Table(title=f"{len(entries)} memories — {escape(str(store.path))}", title_justify="left")
+    table.add_column("id", no_wrap=True, style="cyan")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("source", no_wrap=True, style="dim")
+    table.add_column("saved", no_wrap=True, style="dim")
+    table.add_column("text")
+    for entry in entries:
+        table.add_row(
+            entry.id, entry.kind.label(lang), escape(entry.source), _when(entry.ts), escape(entry.text)
+        )
+    out.print(table)
+
+
+def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+    query = args.argument.strip()
+    if not query:
+        raise _BadArgument("memory search needs a query, e.g. nanohermes memory search deploy")
+    hits = store.search(query, top_k=SEARCH_LIMIT)
+    if not hits:
+        out.print(f"No matching memories for {escape(repr(query))}.")
+        return
+    table = Table(title=f"{len(hits)} best matches for {escape(repr(query))}", title_justify="left")
+    for column in ("#", "score", "id", "kind", "text"):
+        table.add_column(column, no_wrap=column != "text")
+    for rank, (score, entry) in enumerate(hits, start=1):
+        table.add_row(str(rank), f"{score:.3f}", entry.id, entry.kind.label(lang), escape(entry.text))
+    out.print(table)
+    if args.explain:
+        for rank, (score, entry) in enumerate(hits, start=1):
+            _explain(out, store, query, entry, rank, score)
+
+
+def _explain(out: Console, store: MemoryStore, query: str, entry: Entry, rank: int, score: float) -> None:
+    why = store.explain(query, entry)
+    title = (
+        f"#{rank} {entry.id}  score {score:.4f} = sum of term contributions  "
+        f"(doc length {why.doc_len}, average {why.avgdl:.1f}, {why.n_docs} memories)"
+    )
+    table = Table(title=title, title_justify="left", show_edge=False)
+    for column in ("term", "tf", "df", "idf", "contribution"):
+        table.add_column(column, justify="left" if column == "term" else "right")
+    for part in why.terms:
+        table.add_row(
+            escape(part.term), str(part.tf), str(part.df), f"{part.idf:.4f}", f"{part.contribution:.4f}"
+        )
+    out.print(table)
+
+
+def _resolve(store: MemoryStore, wanted: str) -> Entry:
+    """The entry with this id, or the one whose id starts with this (≥ 4 characters) prefix."""
+    wanted = wanted.strip()
+    if not wanted:
+        raise _BadArgument("memory forget needs an id (nanohermes memory list shows them)")
+    exact = store.get(wanted)
+    if exact is not None:
+        return exact
+    matches = [e for e in store.load() if len(wanted) >= MIN_PREFIX and e.id.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise _BadArgument(f"id prefix {wanted!r} matches {len(matches)} memories; give more characters")
+    raise _BadArgument(f"no memory with id {wanted!r} (nanohermes memory list shows the ids)")
+
+
+def _forget(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+    entry = _resolve(store, args.argument)
+    if not store.forget(entry.id):  # removed by another process in between
+        raise _BadArgument(f"no memory with id {entry.id!r} (nanohermes memory list shows the ids)")
+    out.print(f"Forgot {entry.id} [{escape(entry.kind.label(lang))}] {escape(entry.text)}")
+    out.print(f"{len(store)} memories left.", style="dim")
+
+
+def _stats(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+    stats = store.stats()
+    table = Table(show_header=False, title="Long-term memory", title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("file", escape(str(stats.path)) + ("" if stats.exists else " (not created yet)"))
+    table.add_row("size", f"{stats.size_bytes:,} bytes")
+    table.add_row("memories", f"{stats.total} of at most {stats.max_entries}")
+    for kind in Kind:
+        table.add_row(f"  {kind.label(lang)}", str(stats.per_kind[kind]))
+    sources = ", ".join(f"{escape(name)} {count}" for name, count in stats.per_source.items()) or "-"
+    table.add_row("sources", sources)
+    table.add_row("oldest", _when(stats.oldest_ts or 0))
+    table.add_row("newest", _when(stats.newest_ts or 0))
+    out.print(table)
+
+
+def _path(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+    print(store.path)  # plain, for scripts: $(nanohermes memory path)
