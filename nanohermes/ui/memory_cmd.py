@@ -77,7 +77,7 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
     table.add_column("kind", no_wrap=True)
     table.add_column("source", no_wrap=True, style="dim")
     table.add_column("saved", no_wrap=True, style="dim")
-    table.add_column("text")
+    table.add_column("text", overflow="fold")
     for entry in entries:
         table.add_row(
             entry.id, entry.kind.label(lang), escape(entry.source), _when(entry.ts), escape(entry.text)
@@ -95,7 +95,7 @@ def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
         return
     table = Table(title=f"{len(hits)} best matches for {escape(repr(query))}", title_justify="left")
     for column in ("#", "score", "id", "kind", "text"):
-        table.add_column(column, no_wrap=column != "text")
+        table.add_column(column, no_wrap=column != "text", overflow="fold")
     for rank, (score, entry) in enumerate(hits, start=1):
         table.add_row(str(rank), f"{score:.3f}", entry.id, entry.kind.label(lang), escape(entry.text))
     out.print(table)
@@ -106,11 +106,13 @@ def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
 
 def _explain(out: Console, store: MemoryStore, query: str, entry: Entry, rank: int, score: float) -> None:
     why = store.explain(query, entry)
-    title = (
-        f"#{rank} {entry.id}  score {score:.4f} = sum of term contributions  "
-        f"(doc length {why.doc_len}, average {why.avgdl:.1f}, {why.n_docs} memories)"
+    out.print()
+    out.print(
+        f"[bold]#{rank} {entry.id}[/bold]  score {score:.4f} = sum of the term contributions "
+        f"(BM25 k1=1.2 b=0.75; document length {why.doc_len} tokens, average {why.avgdl:.1f}, "
+        f"{why.n_docs} memories)"
     )
-    table = Table(title=title, title_justify="left", show_edge=False)
+    table = Table(show_edge=False)
     for column in ("term", "tf", "df", "idf", "contribution"):
         table.add_column(column, justify="left" if column == "term" else "right")
     for part in why.terms:
