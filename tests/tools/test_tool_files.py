@@ -1,0 +1,131 @@
+"""read_file, write_file, edit_file: numbering, paging, caps, binary, non-UTF-8, edit errors."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from nanohermes.errors import ToolError
+from nanohermes.tools.base import CallContext
+from nanohermes.tools.files import READ_MAX_LINE_CHARS, FileTools, apply_edit, looks_binary
+from nanohermes.tools.paths import Workspace
+
+CTX = CallContext()
+
+
+@pytest.fixture
+def files(workspace: Path) -> FileTools:
+    return FileTools(Workspace(workspace), max_chars=20_000)
+
+
+def test_read_numbers_lines_and_pages(workspace: Path, files: FileTools) -> None:
+    (workspace / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    whole = files.read_file("f.txt", ctx=CTX)
+    assert whole.splitlines()[0] == "     1\tline 1"
+    assert whole.splitlines()[-1] == "    10\tline 10"
+    page = files.read_file("f.txt", offset=4, limit=3, ctx=CTX)
+    assert page.splitlines()[:3] == ["     4\tline 4", "     5\tline 5", "     6\tline 6"]
+    assert "[showing lines 4-6 of 10; read on with offset=7]" in page
+
+
+def test_read_errors(workspace: Path, files: FileTools) -> None:
+    (workspace / "f.txt").write_text("one\n")
+    (workspace / "empty.txt").write_text("")
+    (workspace / "dir").mkdir()
+    with pytest.raises(ToolError, match="past the end"):
+        files.read_file("f.txt", offset=5, ctx=CTX)
+    with pytest.raises(ToolError, match="offset must be"):
+        files.read_file("f.txt", offset=0, ctx=CTX)
+    with pytest.raises(ToolError, match="no such file"):
+        files.read_file("missing.txt", ctx=CTX)
+    with pytest.raises(ToolError, match="directory"):
+        files.read_file("dir", ctx=CTX)
+    assert files.read_file("empty.txt", ctx=CTX) == "empty.txt is empty"
+
+
+def test_read_is_capped_in_characters_and_long_lines_are_cut(workspace: Path) -> None:
+    files = FileTools(Workspace(workspace), max_chars=1_000)
+    (workspace / "big.txt").write_text("".join(f"{i:05} " + "x" * 90 + "\n" for i in range(5_000)))
+    (workspace / "wide.txt").write_text("y" * (READ_MAX_LINE_CHARS * 3) + "\nshort\n")
+    out = files.read_file("big.txt", ctx=CTX)
+    assert len(out) < 1_500
+    assert "of 5000; read on with offset=" in out
+    wide = FileTools(Workspace(workspace), max_chars=20_000).read_file("wide.txt", ctx=CTX)
+    assert f"line cut at {READ_MAX_LINE_CHARS} characters" in wide
+    assert wide.splitlines()[1] == "     2\tshort"
+
+
+def test_binary_files_are_refused(workspace: Path, files: FileTools) -> None:
+    (workspace / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    (workspace / "noisy.bin").write_bytes(bytes([1, 2, 3, 4, 5, 6, 0x80, 0x81]) * 100)
+    for name in ("img.png", "noisy.bin"):
+        with pytest.raises(ToolError, match="binary file"):
+            files.read_file(name, ctx=CTX)
+        with pytest.raises(ToolError, match="binary file"):
+            files.edit_file(name, "PNG", "JPG", ctx=CTX)
+    assert looks_binary(b"plain text\twith tabs\n") is False
+    assert looks_binary("caf\u00e9 \u4e2d\u6587".encode()) is False
+
+
+def test_non_utf8_is_read_with_replacement_and_not_edited(workspace: Path, files: FileTools) -> None:
+    latin1 = "caf\u00e9 cr\u00e8me\nsecond line\n".encode("latin-1")
+    (workspace / "latin1.txt").write_bytes(latin1)
+    out = files.read_file("latin1.txt", ctx=CTX)
+    assert "caf\ufffd cr\ufffdme" in out
+    assert "not valid UTF-8" in out
+    with pytest.raises(ToolError, match="not valid UTF-8.*would not write back the same bytes"):
+        files.edit_file("latin1.txt", "second", "2nd", ctx=CTX)
+    assert (workspace / "latin1.txt").read_bytes() == latin1
+
+
+def test_write_creates_directories_and_keeps_the_mode(workspace: Path, files: FileTools) -> None:
+    assert files.write_file("a/b/c.txt", "x\ny\n", ctx=CTX) == "Created a/b/c.txt (2 lines, 4 bytes)"
+    assert (workspace / "a/b/c.txt").read_text() == "x\ny\n"
+    script = workspace / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert files.write_file("run.sh", "#!/bin/sh\necho hi\n", ctx=CTX).startswith("Overwrote run.sh")
+    assert stat.S_IMODE(os.stat(script).st_mode) == 0o755
+    assert [p.name for p in workspace.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_edit_replaces_exactly_once(workspace: Path, files: FileTools) -> None:
+    (workspace / "m.py").write_text("def f():\n    return 1\n")
+    assert files.edit_file("m.py", "return 1", "return 2", ctx=CTX) == "Edited m.py: replaced 1 occurrence"
+    assert (workspace / "m.py").read_text() == "def f():\n    return 2\n"
+
+
+def test_edit_missing_old_shows_the_closest_match(workspace: Path, files: FileTools) -> None:
+    (workspace / "m.py").write_text("def alpha():\n    value = compute(1, 2)\n    return value\n")
+    with pytest.raises(ToolError) as info:
+        files.edit_file("m.py", "value = compute(1,2)", "value = 3", ctx=CTX)
+    message = str(info.value)
+    assert "old text not found in m.py" in message
+    assert "Closest match (it differs in whitespace only), lines 2-2" in message
+    assert "value = compute(1, 2)" in message
+    with pytest.raises(ToolError, match="No similar text found"):
+        files.edit_file("m.py", "zzzz qqqq", "x", ctx=CTX)
+
+
+def test_edit_ambiguous_old_names_the_lines(workspace: Path, files: FileTools) -> None:
+    (workspace / "t.txt").write_text("a = 1\nb = 2\na = 1\n")
+    with pytest.raises(ToolError, match=r"occurs 2 times in t.txt \(lines 1, 3\).*replace_all=true"):
+        files.edit_file("t.txt", "a = 1", "a = 9", ctx=CTX)
+    assert files.edit_file("t.txt", "a = 1", "a = 9", replace_all=True, ctx=CTX).endswith("2 occurrences")
+    assert (workspace / "t.txt").read_text() == "a = 9\nb = 2\na = 9\n"
+
+
+def test_edit_input_errors() -> None:
+    with pytest.raises(ToolError, match="old is empty"):
+        apply_edit("abc", "", "x", False, "f")
+    with pytest.raises(ToolError, match="the same"):
+        apply_edit("abc", "b", "b", False, "f")
+
+
+def test_edit_keeps_crlf_line_endings(workspace: Path, files: FileTools) -> None:
+    (workspace / "w.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    files.edit_file("w.txt", "one\ntwo", "uno\ndos", ctx=CTX)
+    assert (workspace / "w.txt").read_bytes() == b"uno\r\ndos\r\nthree\r\n"

@@ -1,0 +1,128 @@
+"""run_shell: exit code and streams, timeouts that kill the whole group, output capped while read."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import Cancelled, ToolError
+from nanohermes.tools.base import CallContext
+from nanohermes.tools.shell import SHELL_TIMEOUT_MAX, CappedBuffer, ShellTool
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and process groups")
+
+
+def is_gone(pid: int) -> bool:
+    """True when `pid` no longer runs (a zombie waiting for a non-reaping init counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")
+
+
+def wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if is_gone(pid):
+            return True
+        time.sleep(0.05)
+    return is_gone(pid)
+
+
+def test_exit_code_and_both_streams(workspace: Path) -> None:
+    out = ShellTool(workspace).run_shell("echo out; echo err >&2; pwd; exit 3", ctx=CallContext())
+    assert out.splitlines()[0] == "exit code: 3"
+    assert f"stdout:\nout\n{workspace.resolve()}" in out
+    assert "stderr:\nerr" in out
+    quiet = ShellTool(workspace).run_shell("true", ctx=CallContext())
+    assert quiet == "exit code: 0\nstdout: (empty)\nstderr: (empty)"
+
+
+def test_timeout_kills_the_shell_and_its_grandchild(workspace: Path) -> None:
+    shell = ShellTool(workspace, timeout=120)
+    pidfile = workspace / "grandchild.pid"
+    began = time.monotonic()
+    out = shell.run_shell(f"sleep 1000 & echo $! > {pidfile}; sleep 1000", timeout=1, ctx=CallContext())
+    elapsed = time.monotonic() - began
+    grandchild = int(pidfile.read_text())
+    assert out.startswith("timed out after 1 s: the command and its process group were killed")
+    assert elapsed < 1 + 2, f"took {elapsed:.1f} s"
+    assert wait_gone(grandchild, (1 + 2) - elapsed), "the backgrounded sleep survived"
+
+
+def test_group_members_ignoring_sigterm_are_killed_too(workspace: Path) -> None:
+    pidfile = workspace / "stubborn.pid"
+    command = f"sh -c 'trap \"\" TERM; echo $$ > {pidfile}; sleep 1000' & sleep 1000"
+    began = time.monotonic()
+    ShellTool(workspace).run_shell(command, timeout=0.5, ctx=CallContext())
+    for _ in range(40):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        time.sleep(0.05)
+    assert wait_gone(int(pidfile.read_text()), 2.5 - (time.monotonic() - began))
+
+
+def test_ten_megabytes_of_output_arrive_within_the_cap(workspace: Path) -> None:
+    shell = ShellTool(workspace, max_chars=20_000)
+    script = "import sys; [sys.stdout.write(f'{i:09d}\\n') for i in range(1_000_000)]"
+    out = shell.run_shell(f'{sys.executable} -c "{script}"', ctx=CallContext())
+    assert out.startswith("exit code: 0")
+    assert len(out) < 20_000 + 200
+    assert "000000000\n000000001" in out  # head kept
+    assert "000999999" in out  # tail kept
+    assert "[… 9980000 bytes omitted …]" in out
+
+
+def test_capped_buffer_never_grows_past_twice_its_limit() -> None:
+    buffer = CappedBuffer(1000)
+    for _ in range(10_000):
+        buffer.write(b"z" * 1024)
+        assert len(buffer.head) + len(buffer.tail) <= 2 * 1000
+    assert buffer.total == 10_000 * 1024
+    assert buffer.text().count("z") == 1000
+
+
+def test_timeout_override_is_bounded(workspace: Path) -> None:
+    shell = ShellTool(workspace, timeout=5)
+    assert shell._timeout(None) == (5, "")
+    assert shell._timeout(30) == (30, "")
+    limit, note = shell._timeout(SHELL_TIMEOUT_MAX * 10)
+    assert limit == SHELL_TIMEOUT_MAX
+    assert "capped" in note
+    with pytest.raises(ToolError, match="positive"):
+        shell._timeout(0)
+    with pytest.raises(ToolError, match="empty"):
+        shell.run_shell("   ", ctx=CallContext())
+
+
+def test_cancellation_kills_the_group_at_once(workspace: Path) -> None:
+    cancel = CancelToken()
+    pidfile = workspace / "child.pid"
+    threading.Timer(0.5, cancel.cancel).start()
+    began = time.monotonic()
+    with pytest.raises(Cancelled):
+        ShellTool(workspace).run_shell(
+            f"sleep 1000 & echo $! > {pidfile}; sleep 1000", ctx=CallContext(cancel=cancel)
+        )
+    assert time.monotonic() - began < 0.5 + 2
+    assert wait_gone(int(pidfile.read_text()), 2)
+
+
+def test_background_process_holding_the_pipes_is_stopped(workspace: Path) -> None:
+    pidfile = workspace / "bg.pid"
+    out = ShellTool(workspace).run_shell(f"sleep 1000 & echo $! > {pidfile}; echo started", ctx=CallContext())
+    assert out.startswith("exit code: 0")
+    assert "background processes kept the output open" in out
+    assert "started" in out
+    assert wait_gone(int(pidfile.read_text()), 2)
