@@ -1,0 +1,137 @@
+"""System prompt (SPEC §4.5) and sub-agents (SPEC §4.6): definitions, the task tool, memory for the task."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+from agent_scripted import ScriptedModel, calls, text
+
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import ModelNotFound, ToolError
+from nanohermes.memory import BLOCK_START, MemoryStore
+from nanohermes.prompts import AGENTS_MAX_CHARS, base_system_prompt, read_agents_md, with_memory_block
+from nanohermes.subagents import (
+    BUILTIN_AGENTS,
+    SubAgentRunner,
+    load_definitions,
+    make_task_tool,
+    parse_definition,
+)
+from nanohermes.tools.runner import ToolRunner
+from nanohermes.types import ToolCall
+
+REPO_AGENTS = Path(__file__).resolve().parents[2] / "config" / "agents"
+
+
+def test_system_prompt_has_workspace_platform_date_agents_md_and_block_last(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("Use tabs.\nRun make check before committing.", encoding="utf-8")
+    prompt = base_system_prompt(tmp_path, memory=True, today=date(2026, 3, 4), platform_name="Linux 6.1")
+    assert f"Workspace: {tmp_path}" in prompt
+    assert "Platform: Linux 6.1" in prompt
+    assert "Date: 2026-03-04" in prompt
+    assert "memory_save" in prompt
+    assert prompt.rstrip().endswith("Run make check before committing.")
+    block = f"{BLOCK_START}\n- [Preference] tabs\n=== End long-term memory ==="
+    assert with_memory_block(prompt, block).endswith(block)
+    assert with_memory_block(with_memory_block(prompt, block), "") == prompt
+    assert "memory_save" not in base_system_prompt(tmp_path, memory=False)
+
+
+def test_agents_md_absent_or_huge(tmp_path: Path) -> None:
+    assert read_agents_md(tmp_path) == ""
+    (tmp_path / "AGENTS.md").write_text("x" * (AGENTS_MAX_CHARS + 50), encoding="utf-8")
+    assert read_agents_md(tmp_path).endswith("[… 50 more characters of AGENTS.md not shown]")
+
+
+def test_definitions_parse_load_and_override(tmp_path: Path) -> None:
+    user_dir = tmp_path / "agents"
+    user_dir.mkdir()
+    (user_dir / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: Reviews diffs\ntools: read_file, grep\n---\nYou review code.",
+        encoding="utf-8",
+    )
+    (user_dir / "explore.md").write_text("You explore differently.", encoding="utf-8")
+    (user_dir / "broken.md").write_text("---\nname: x\nno end", encoding="utf-8")
+    found, problems = load_definitions([REPO_AGENTS, user_dir])
+    assert {"general", "explore", "reviewer"} <= set(found)
+    assert found["reviewer"].tools == ("read_file", "grep")
+    assert found["reviewer"].prompt == "You review code."
+    assert found["explore"].prompt == "You explore differently."  # the user's file wins
+    assert found["explore"].tools is None
+    assert len(problems) == 1
+    assert "broken.md" in problems[0]
+    assert "never closed" in problems[0]
+    with pytest.raises(ValueError, match="empty"):
+        parse_definition("---\nname: a\n---\n", "x", "a")
+    with pytest.raises(ValueError, match="letters"):
+        parse_definition("---\nname: a b\n---\nhi", "x", "a")
+
+
+def test_repository_example_agents_are_valid() -> None:
+    files = sorted(REPO_AGENTS.glob("*.md"))
+    assert files
+    for path in files:
+        definition = parse_definition(path.read_text(encoding="utf-8"), str(path), path.stem)
+        assert definition.description
+        assert definition.tools
+
+
+def _runner(tmp_path: Path, store: MemoryStore | None) -> ToolRunner:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "notes.txt").write_text("the answer is 42\n", encoding="utf-8")
+    return ToolRunner(workspace, permission="auto", approver=None, store=store)
+
+
+def test_task_tool_runs_its_own_loop_with_memory_for_the_task_and_restricted_tools(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "mem")
+    store.remember("preference", "Report numbers in hexadecimal", source="user")
+    runner = _runner(tmp_path, store)
+    model = ScriptedModel()
+    model.completions = [
+        calls(("read_file", {"path": "notes.txt"}), ("write_file", {"path": "x", "content": "y"})),
+        text("Found it: 0x2a."),
+    ]
+    workspace = tmp_path / "ws"
+    sub = SubAgentRunner(model, runner, workspace=workspace, model_name=lambda: "sub-model", store=store)
+    definitions = {d.name: d for d in BUILTIN_AGENTS}
+    runner.register(make_task_tool(definitions, sub))
+    assert "task" in runner.names()
+    [result] = [
+        e.result
+        for e in runner.run_calls(
+            [ToolCall("t1", "task", '{"agent": "explore", "task": "find the answer number in hexadecimal"}')],
+            CancelToken(),
+        )
+        if hasattr(e, "result")
+    ]
+    assert result.content == "Found it: 0x2a."
+    first, second = model.complete_requests
+    assert first["model"] == "sub-model"
+    assert "read-only exploration sub-agent" in first["messages"][0]["content"]
+    assert "hexadecimal" in first["messages"][0]["content"].split(BLOCK_START)[1]  # memory for the task text
+    offered = {t["function"]["name"] for t in first["tools"]}
+    assert offered == {"read_file", "list_files", "grep", "memory_search"}
+    tool_results = [m for m in second["messages"] if m["role"] == "tool"]
+    assert "the answer is 42" in tool_results[0]["content"]
+    assert tool_results[1]["content"].startswith("ERROR: tool 'write_file' is not available")
+    assert not (tmp_path / "ws" / "x").exists()
+    assert model.distill_requests == []  # sub-agents never distill
+
+
+def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
+    runner = _runner(tmp_path, None)
+    model = ScriptedModel()
+    model.completions = [ModelNotFound("model 'sub' not found")]
+    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", max_iterations=1)
+    tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
+    with pytest.raises(ToolError, match="unknown sub-agent 'nobody'; available: general, explore"):
+        tool.func(agent="nobody", task="x", cancel=CancelToken())
+    with pytest.raises(ToolError, match="model 'sub' not found"):
+        tool.func(agent="general", task="do it", cancel=CancelToken())
+    model.completions = [calls(("list_files", {}))]
+    with pytest.raises(ToolError, match="stopped after 1 model calls"):
+        tool.func(agent="general", task="do it", cancel=CancelToken())
+    assert "task" not in sub.allowed(BUILTIN_AGENTS[0])
