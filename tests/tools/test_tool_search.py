@@ -1,0 +1,146 @@
+"""list_files and grep: the .gitignore subset, .git skipped, globs, caps, regex errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nanohermes.errors import ToolError
+from nanohermes.tools.base import CallContext
+from nanohermes.tools.paths import Workspace
+from nanohermes.tools.search import (
+    GREP_MAX_MATCHES,
+    LIST_MAX_ENTRIES,
+    SearchTools,
+    is_ignored,
+    parse_gitignore,
+)
+
+CTX = CallContext()
+
+
+def tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+@pytest.fixture
+def search(workspace: Path) -> SearchTools:
+    return SearchTools(Workspace(workspace))
+
+
+@pytest.mark.parametrize(
+    ("patterns", "path", "is_dir", "ignored"),
+    [
+        ("*.log", "a.log", False, True),
+        ("*.log", "deep/er/a.log", False, True),
+        ("*.log\n!keep.log", "keep.log", False, False),
+        ("build/", "build", True, True),
+        ("build/", "build", False, False),  # dir-only pattern, a file named build stays
+        ("/top.txt", "top.txt", False, True),
+        ("/top.txt", "sub/top.txt", False, False),  # anchored
+        ("doc/*.md", "doc/a.md", False, True),
+        ("doc/*.md", "x/doc/a.md", False, False),  # inner slash anchors too
+        ("**/cache", "a/b/cache", True, True),
+        ("logs/**", "logs/x/y.txt", False, True),
+        ("a/**/z", "a/z", False, True),
+        ("a/**/z", "a/b/c/z", False, True),
+        ("file?.txt", "file1.txt", False, True),
+        ("file?.txt", "file10.txt", False, False),
+        ("[abc].py", "b.py", False, True),
+        ("[!abc].py", "b.py", False, False),
+        ("# comment\n\n  \n", "# comment", False, False),
+        ("\\#hash", "#hash", False, True),
+        ("\\!bang", "!bang", False, True),
+        ("trailing   ", "trailing", False, True),
+    ],
+)
+def test_gitignore_subset(patterns: str, path: str, is_dir: bool, ignored: bool) -> None:
+    assert is_ignored(parse_gitignore(patterns), path, is_dir) is ignored
+
+
+def test_list_respects_gitignore_and_skips_git(workspace: Path, search: SearchTools) -> None:
+    tree(
+        workspace,
+        {
+            ".gitignore": "*.log\nbuild/\n!important.log\n",
+            ".git/config": "[core]\n",
+            ".git/objects/ab": "blob",
+            "src/app.py": "print('hi')\n",
+            "src/debug.log": "noise\n",
+            "important.log": "keep me\n",
+            "build/out.bin": "x",
+            "src/sub/.gitignore": "generated.py\n",
+            "src/sub/generated.py": "x = 1\n",
+            "src/sub/hand.py": "y = 2\n",
+            "generated.py": "not ignored at the root\n",
+        },
+    )
+    listing = search.list_files(ctx=CTX).splitlines()
+    assert listing == [
+        ".gitignore",
+        "generated.py",
+        "important.log",
+        "src/app.py",
+        "src/sub/.gitignore",
+        "src/sub/hand.py",
+    ]
+    assert search.list_files("src/sub", ctx=CTX).splitlines() == ["src/sub/.gitignore", "src/sub/hand.py"]
+    assert search.list_files(glob="*.py", ctx=CTX).splitlines() == [
+        "generated.py",
+        "src/app.py",
+        "src/sub/hand.py",
+    ]
+    assert search.list_files(glob="src/**/*.py", ctx=CTX).splitlines() == ["src/app.py", "src/sub/hand.py"]
+    assert search.list_files(glob="*.rs", ctx=CTX) == "no files matching '*.rs' under ."
+
+
+def test_list_errors_and_cap(workspace: Path, search: SearchTools) -> None:
+    (workspace / "f.txt").write_text("x")
+    with pytest.raises(ToolError, match="not a directory"):
+        search.list_files("f.txt", ctx=CTX)
+    with pytest.raises(ToolError, match="no such directory"):
+        search.list_files("nope", ctx=CTX)
+    many = workspace / "many"
+    many.mkdir()
+    for i in range(LIST_MAX_ENTRIES + 5):
+        (many / f"{i:05}.txt").write_text("")
+    out = search.list_files("many", ctx=CTX).splitlines()
+    assert len(out) == LIST_MAX_ENTRIES + 1
+    assert out[-1] == "[… 5 more files; narrow it with path or glob]"
+
+
+def test_grep_finds_lines_and_respects_gitignore(workspace: Path, search: SearchTools) -> None:
+    tree(
+        workspace,
+        {
+            ".gitignore": "vendor/\n",
+            "a.py": "import os\nTODO: fix\n",
+            "b/c.txt": "nothing\ntodo lower\nTODO again\n",
+            "vendor/lib.py": "TODO vendored\n",
+        },
+    )
+    (workspace / "blob.bin").write_bytes(b"TODO\x00\x01\x02")
+    assert search.grep("TODO", ctx=CTX).splitlines() == ["a.py:2: TODO: fix", "b/c.txt:3: TODO again"]
+    assert search.grep("(?i)todo", path="b", ctx=CTX).splitlines() == [
+        "b/c.txt:2: todo lower",
+        "b/c.txt:3: TODO again",
+    ]
+    assert search.grep("TODO", glob="*.py", ctx=CTX) == "a.py:2: TODO: fix"
+    assert search.grep("import", path="a.py", ctx=CTX) == "a.py:1: import os"
+    assert search.grep("absent", ctx=CTX) == "no matches for 'absent'"
+
+
+def test_grep_cap_and_regex_errors(workspace: Path, search: SearchTools) -> None:
+    (workspace / "many.txt").write_text("hit\n" * (GREP_MAX_MATCHES + 7))
+    out = search.grep("hit", ctx=CTX).splitlines()
+    assert len(out) == GREP_MAX_MATCHES + 1
+    assert out[-1] == "[… 7 more matches not shown; narrow the pattern, path or glob]"
+    with pytest.raises(ToolError) as info:
+        search.grep("([unclosed", ctx=CTX)
+    message = info.value.one_line()
+    assert message.startswith("invalid regular expression '([unclosed':")
+    assert "\n" not in message
