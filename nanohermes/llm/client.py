@@ -7,8 +7,10 @@ for backoff waits, `clock()` for the total deadline, `wall_clock()` for HTTP-dat
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random as _random
+import socket
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -287,7 +289,7 @@ class ChatClient:
 
     def _read_body(self, response: httpx.Response, cancel: CancelToken | None) -> str:
         deadline = self._clock() + self.total_timeout
-        unregister = cancel.on_cancel(response.close) if cancel is not None else _nothing
+        unregister = cancel.on_cancel(lambda: _abort(response)) if cancel is not None else _nothing
         parts: list[bytes] = []
         try:
             for piece in response.iter_bytes():
@@ -311,7 +313,7 @@ class ChatClient:
     ) -> Generator[StreamItem, None, bool]:
         """Yield the stream's deltas; return whether it ended properly ([DONE] or EOF after finish)."""
         deadline = self._clock() + self.total_timeout
-        unregister = cancel.on_cancel(response.close) if cancel is not None else _nothing
+        unregister = cancel.on_cancel(lambda: _abort(response)) if cancel is not None else _nothing
         try:
             for chunk in iter_chunks(self._lines(response, deadline, cancel)):
                 if chunk is Marker.DONE:
@@ -393,6 +395,19 @@ class _CancellableSend:
                 else:
                     self._response = response
         self._done.set()
+
+
+def _abort(response: httpx.Response) -> None:
+    """Called from the cancelling thread: shut the socket down so a `recv` blocked in the reading
+    thread returns at once (closing the file descriptor alone does not wake it on Linux). The reading
+    thread then sees the cancellation and closes the response itself."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):  # already closed by the server or the reader
+            sock.shutdown(socket.SHUT_RDWR)
+        return
+    response.close()  # not a socket (a mock transport): closing is all there is
 
 
 def _is_json(response: httpx.Response) -> bool:

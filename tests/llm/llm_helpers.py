@@ -33,7 +33,9 @@ def sse_lines(chunks: Iterable[dict[str, Any] | str]) -> str:
     return "".join(parts)
 
 
-def completion(content: str = "", tool_calls: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+def completion(
+    content: str = "", tool_calls: list[dict[str, Any]] | None = None, **extra: Any
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
@@ -97,3 +99,10 @@ def run_stream(client: ChatClient, **kwargs: Any) -> tuple[list[Any], ChatResult
     assert isinstance(result, ChatResult)
     assert not any(isinstance(item, ChatResult) for item in items[:-1])
     return items[:-1], result
+
+
+def consume(stream: Iterable[object], seen: list[object], react: Callable[[object], None]) -> None:
+    """Iterate `stream`, recording each item and calling `react` on it (e.g. to cancel mid-way)."""
+    for item in stream:
+        seen.append(item)
+        react(item)

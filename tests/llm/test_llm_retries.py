@@ -77,14 +77,23 @@ def test_backoff_is_exponential_with_jitter_and_capped_at_30s() -> None:
     assert [i.attempt for i in items if isinstance(i, Retrying)] == list(range(1, 9))
     for jitter, first in ((0.0, 0.5), (1.0, 1.0)):
         sleep = FakeSleep()
-        run_stream(make_client(Recorder(error(502), sse_response(OK_STREAM)), sleep=sleep, random=lambda j=jitter: j))
+        run_stream(
+            make_client(Recorder(error(502), sse_response(OK_STREAM)), sleep=sleep, random=lambda j=jitter: j)
+        )
         assert sleep.waits == [first]
 
 
 @pytest.mark.parametrize(
     ("status", "kind"),
-    [(408, ServerError), (409, ServerError), (429, RateLimited), (500, ServerError), (502, ServerError),
-     (503, ServerError), (504, ServerError)],
+    [
+        (408, ServerError),
+        (409, ServerError),
+        (429, RateLimited),
+        (500, ServerError),
+        (502, ServerError),
+        (503, ServerError),
+        (504, ServerError),
+    ],
 )
 def test_retryable_statuses_are_retried_max_retries_times(status: int, kind: type[LLMError]) -> None:
     sleep = FakeSleep()

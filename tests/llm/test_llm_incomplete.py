@@ -1,0 +1,111 @@
+"""A stream that ends without a finish reason or [DONE] never yields its tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from llm_helpers import Recorder, completion, fixture_bytes, make_client, run_stream, sse_lines, sse_response
+
+from nanohermes.errors import IncompleteStream
+from nanohermes.events import Retrying, TextDelta
+from nanohermes.llm import ChatClient
+from nanohermes.types import ChatResult
+
+
+def _cut_stream() -> httpx.Response:
+    return sse_response(fixture_bytes("cut_mid_call.sse"))
+
+
+def test_stream_cut_mid_call_yields_no_call_and_retries_without_streaming() -> None:
+    fallback = completion("I will not run that.")
+    recorder = Recorder(_cut_stream(), httpx.Response(200, json=fallback))
+    items, result = run_stream(make_client(recorder))
+    assert result.tool_calls == []
+    assert result.content == "I will not run that."
+    assert [b["stream"] for b in recorder.bodies] == [True, False]
+    assert any(isinstance(i, Retrying) and "without streaming" in i.reason for i in items)
+    assert TextDelta("I will not run that.") in items
+
+
+def test_the_fallback_answer_provides_the_calls_not_the_cut_stream() -> None:
+    call = {
+        "id": "call_ok",
+        "type": "function",
+        "function": {"name": "run_shell", "arguments": '{"command": "ls"}'},
+    }
+    recorder = Recorder(_cut_stream(), httpx.Response(200, json=completion("", [call])))
+    _, result = run_stream(make_client(recorder))
+    assert [(c.id, c.arguments) for c in result.tool_calls] == [("call_ok", '{"command": "ls"}')]
+
+
+def test_when_the_fallback_fails_too_a_clear_error_is_raised_and_no_call_escapes() -> None:
+    recorder = Recorder(_cut_stream(), httpx.Response(400, json={"error": {"message": "tools unsupported"}}))
+    client = make_client(recorder)
+    seen: list[object] = []
+    with pytest.raises(IncompleteStream) as caught:
+        seen.extend(client.stream([{"role": "user", "content": "hi"}]))
+    assert not any(isinstance(item, ChatResult) for item in seen)
+    message = caught.value.one_line()
+    assert "ended before the answer was complete" in message
+    assert "tools unsupported" in message
+    assert len(recorder.requests) == 2
+
+
+def test_text_only_stream_without_end_is_also_incomplete() -> None:
+    body = sse_lines([{"choices": [{"index": 0, "delta": {"content": "half an ans"}}]}])
+    recorder = Recorder(sse_response(body), httpx.Response(200, json=completion("a whole answer")))
+    _, result = run_stream(make_client(recorder))
+    assert result.content == "a whole answer"
+
+
+def test_connection_dropped_mid_stream_is_incomplete() -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":'
+        yield b'{"name":"write_file","arguments":"{\\"path\\": \\"x\\"}"}}]}}]}\n\n'
+        raise httpx.ReadError("connection reset by peer")
+
+    recorder = Recorder(
+        httpx.Response(200, content=chunks(), headers={"content-type": "text/event-stream"}),
+        httpx.Response(200, json=completion("retried")),
+    )
+    _, result = run_stream(make_client(recorder))
+    assert result.tool_calls == []
+    assert result.content == "retried"
+
+
+def test_drop_after_finish_reason_loses_nothing() -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'data: {"choices":[{"index":0,"delta":{"content":"done"},"finish_reason":"stop"}]}\n\n'
+        raise httpx.ReadError("connection reset by peer")
+
+    recorder = Recorder(httpx.Response(200, content=chunks(), headers={"content-type": "text/event-stream"}))
+    _, result = run_stream(make_client(recorder))
+    assert result.content == "done"
+    assert len(recorder.requests) == 1
+
+
+def test_total_deadline_ends_an_endless_keep_alive_stream() -> None:
+    clock = [0.0]
+
+    def keep_alives() -> Iterator[bytes]:
+        while True:
+            clock[0] += 10.0
+            yield b": keep-alive\n\n"
+
+    recorder = Recorder(
+        httpx.Response(200, content=keep_alives(), headers={"content-type": "text/event-stream"})
+    )
+    client = ChatClient(
+        base_url="http://llm.test/v1",
+        model="m",
+        http_client=httpx.Client(transport=httpx.MockTransport(recorder)),
+        total_timeout=300.0,
+        clock=lambda: clock[0],
+    )
+    with pytest.raises(IncompleteStream) as caught:
+        list(client.stream([{"role": "user", "content": "hi"}]))
+    assert "300 s total deadline" in str(caught.value)
+    assert 300.0 <= clock[0] <= 320.0
+    assert len(recorder.requests) == 1
