@@ -133,16 +133,24 @@ def parse_distill(text: object) -> list[Distilled]:
     if not isinstance(text, str):
         return []
     trimmed = text.strip()
-    part = _span(trimmed, "[", "]") or _span(trimmed, "{", "}") or trimmed
-    try:
-        value: Any = json.loads(part)
-    except (ValueError, RecursionError):
-        return []
+    candidates = [_span(trimmed, "[", "]"), _span(trimmed, "{", "}"), trimmed]
+    if 0 <= trimmed.find("{") < trimmed.find("["):
+        candidates[0], candidates[1] = candidates[1], candidates[0]  # an object wrapping the array
+    value = _first_json(part for part in candidates if part)
     if isinstance(value, dict):
         value = value.get("memories", value.get("entries"))
     if not isinstance(value, list):
         return []
     return [item for item in map(_distilled, value) if item is not None]
+
+
+def _first_json(parts: Iterable[str]) -> Any:
+    for part in parts:
+        try:
+            return json.loads(part)
+        except (ValueError, RecursionError):
+            continue
+    return None
 
 
 def _span(text: str, open_char: str, close_char: str) -> str | None:
