@@ -13,7 +13,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rich.syntax import Syntax
 from rich.text import Text
 
 from nanohermes.protocols import ApprovalRequest, Decision
@@ -114,6 +113,8 @@ class TerminalApprover:
         detail = _clip(request.detail)
         if not detail.strip():
             return
+        from rich.syntax import Syntax  # pygments loads on the first question, not at start-up
+
         lexer = "bash" if request.tool in SHELL_TOOLS else "diff"
         syntax = Syntax(detail, lexer, theme="ansi_dark", word_wrap=True, background_color="default")
         self.console.print(syntax)

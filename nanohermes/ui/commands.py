@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.table import Table
 from rich.text import Text
 
 from nanohermes.errors import NanoHermesError
@@ -17,6 +16,7 @@ from nanohermes.types import message_text
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from nanohermes.cancel import CancelToken
     from nanohermes.events import Event
@@ -31,11 +31,16 @@ class CommandContext:
     """What a command may touch. `run_events` runs an agent operation like a turn (worker thread,
     rendered events, Ctrl-C cancels it)."""
 
-    runtime: RuntimeLike
+    runtime_source: Callable[[], RuntimeLike]
     console: Console
     run_events: Callable[[EventSource], None]
     permission: str
     exit_requested: bool = False
+
+    @property
+    def runtime(self) -> RuntimeLike:
+        """The runtime (the REPL may still be building it in the background: this waits)."""
+        return self.runtime_source()
 
     def say(self, text: str, style: str = "") -> None:
         self.console.print(Text(text, style=style), overflow="fold")
@@ -82,7 +87,18 @@ def resume_hint(session_path: Path, sessions_dir: Path) -> str:
 # -- the commands ---------------------------------------------------------------------------------
 
 
+def _table(*columns: str, header: bool = True) -> Table:
+    from rich.table import Table  # loaded on first use: keeps the prompt fast
+
+    table = Table(show_header=header, box=None, padding=(0, 2, 0, 0), header_style="dim")
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    return table
+
+
 def cmd_help(ctx: CommandContext, arg: str) -> None:
+    from rich.table import Table
+
     table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
@@ -142,9 +158,7 @@ def _memory_list(ctx: CommandContext, store: MemoryStoreLike) -> None:
     if not entries:
         ctx.say("no memories yet", "dim")
         return
-    table = Table(show_header=True, box=None, padding=(0, 2, 0, 0), header_style="dim")
-    for name in ("id", "kind", "text"):
-        table.add_column(name, overflow="fold")
+    table = _table("id", "kind", "text")
     for entry in entries:
         table.add_row(entry.id, _kind_name(entry.kind), entry.text)
     ctx.console.print(table)
@@ -156,9 +170,7 @@ def _memory_search(ctx: CommandContext, store: MemoryStoreLike, query: str) -> N
     if not hits:
         ctx.say("no matching memories", "dim")
         return
-    table = Table(show_header=True, box=None, padding=(0, 2, 0, 0), header_style="dim")
-    for name in ("score", "id", "kind", "text"):
-        table.add_column(name, overflow="fold")
+    table = _table("score", "id", "kind", "text")
     for score, entry in hits:
         table.add_row(f"{score:.2f}", entry.id, _kind_name(entry.kind), entry.text)
     ctx.console.print(table)

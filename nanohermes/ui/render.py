@@ -11,9 +11,6 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from rich.console import Group, RenderableType
-from rich.live import Live
-from rich.spinner import Spinner
 from rich.text import Text
 
 from nanohermes.events import (
@@ -31,7 +28,8 @@ from nanohermes.types import ToolCall
 from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, RenderableType
+    from rich.live import Live
 
 KEY_ARGUMENTS = ("path", "command", "pattern", "query", "glob", "id", "description", "kind", "text")
 NOTE_STYLES = {"info": "dim", "debug": "dim", "warning": "yellow", "error": "bold red"}
@@ -223,6 +221,9 @@ class Renderer:
             self._reasoning = ""
 
     def _live_renderable(self) -> RenderableType:
+        from rich.console import Group
+        from rich.spinner import Spinner
+
         parts: list[RenderableType] = []
         if self._reasoning:
             parts.append(Text(self._reasoning, style="dim italic"))
@@ -245,6 +246,8 @@ class Renderer:
     def _start_live(self) -> None:
         if self._live is not None or not self.console.is_terminal:
             return
+        from rich.live import Live
+
         self._live = Live(
             self._live_renderable(),
             console=self.console,
@@ -258,5 +261,5 @@ class Renderer:
     def _stop_live(self) -> None:
         live, self._live = self._live, None
         if live is not None:
-            live.update(Group())
+            live.update(Text(""))
             live.stop()

@@ -1,7 +1,9 @@
 """The interactive loop: read a line, run a slash command or a turn, render, repeat; save on the way out.
 
-Start-up stays fast: nothing here touches the network, and the heavy pieces (Markdown, pygments) load
-on the first answer, not before the prompt.
+Start-up stays fast: nothing here touches the network; the prompt is drawn before the core (agent,
+model client, memory, tools) is even imported — a new session builds it in the background while the
+user types (resuming builds it first, so a bad session file is reported before any prompt); Markdown
+and pygments load on the first answer.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ if TYPE_CHECKING:
     from nanohermes.cliargs import CliOptions
     from nanohermes.settings import Settings
     from nanohermes.ui.approve import TerminalApprover
-    from nanohermes.ui.commands import CommandContext, EventSource
+    from nanohermes.ui.commands import EventSource
+    from nanohermes.ui.loader import RuntimeLoader
     from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
 
 HINT_SECONDS = 2.0
@@ -31,40 +34,45 @@ HINT_SECONDS = 2.0
 
 def run_repl(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
     """Chat in the terminal until /exit, Ctrl-D or Ctrl-C twice. Returns the exit code."""
-    if settings.model is None and not options.local:
+    if not settings.model:
         print(missing_model_message(settings), file=sys.stderr)
         return EXIT_NO_MODEL
     from rich.console import Console
 
     from nanohermes.ui.approve import TerminalApprover
+    from nanohermes.ui.loader import RuntimeLoader
 
     console = Console(highlight=False)
     approver = TerminalApprover(console)
-    runtime = build_runtime(options, settings, approver)
-    return Repl(runtime, console, approver).loop()
+    loader = RuntimeLoader(lambda: build_runtime(options, settings, approver))
+    if options.session is not None or options.continue_last:
+        loader.load_now()
+    return Repl(loader, settings, console, approver).loop()
 
 
 class Repl:
-    def __init__(self, runtime: RuntimeLike, console: Console, approver: TerminalApprover | None) -> None:
+    def __init__(
+        self, loader: RuntimeLoader, settings: Settings, console: Console, approver: TerminalApprover | None
+    ) -> None:
         from nanohermes.ui.commands import COMMANDS, PERMISSION_MODES, CommandContext
         from nanohermes.ui.prompt import ReplCompleter, key_bindings, make_session
         from nanohermes.ui.render import Renderer
         from nanohermes.ui.turn import TurnDriver
 
-        self.runtime = runtime
+        self.loader = loader
+        self.settings = settings
         self.console = console
         self.renderer = Renderer(console)
         self.driver = TurnDriver(self.renderer, approver)
-        self.ctx: CommandContext = CommandContext(
-            runtime, console, self._run_events, permission=runtime.settings.permission
-        )
+        self.ctx = CommandContext(self._runtime, console, self._run_events, permission=settings.permission)
         self._fill = 0
         self._hint_until = 0.0
         arguments = {"/permission": PERMISSION_MODES, "/memory": ("list", "search", "forget", "stats")}
-        completer = ReplCompleter(COMMANDS, arguments, root=_cwd())
+        completer = ReplCompleter(COMMANDS, arguments, root=Path.cwd())
         self.session: PromptSession[str] = make_session(
-            runtime.settings.history_file, completer, self._toolbar, key_bindings(self._first_interrupt)
+            settings.history_file, completer, self._toolbar, key_bindings(self._first_interrupt)
         )
+        loader.on_done = self._built
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -75,7 +83,7 @@ class Repl:
         while not self.ctx.exit_requested:
             self._show_background_events()
             try:
-                text = self.session.prompt([("class:prompt bold", PROMPT)])
+                text = self.session.prompt([("class:prompt bold", PROMPT)], pre_run=self._pre_run)
             except (EOFError, ExitRequested):
                 break
             except KeyboardInterrupt:
@@ -94,7 +102,7 @@ class Repl:
         if is_command(text):
             dispatch(self.ctx, text)
         else:
-            agent = self.runtime.agent
+            agent = self._runtime().agent
             self._run_events(lambda cancel: agent.run(text, cancel))
         self._update_fill()
 
@@ -102,56 +110,92 @@ class Repl:
         self.driver.run(source)
         self._update_fill()
 
+    def _runtime(self) -> RuntimeLike:
+        if self.loader.ready:
+            return self.loader.get()
+        with self.console.status("starting…", spinner="dots"):
+            return self.loader.get()
+
+    # -- start-up in the background -------------------------------------------------------------
+
+    def _pre_run(self) -> None:
+        """Inside the prompt, before its first frame: report a failed build, or start building right
+        after the frame is drawn."""
+        app = self.session.app
+        error = self.loader.error
+        if error is not None:
+            app.exit(exception=error)
+        elif not self.loader.ready and app.loop is not None:
+            app.loop.call_soon(self.loader.start)
+
+    def _built(self, error: Exception | None) -> None:
+        """Builder thread: redraw the toolbar (session name), or end the prompt to show the error."""
+        app = self.session.app
+        loop = app.loop
+        if not app.is_running or loop is None:
+            return
+        if error is None:
+            app.invalidate()
+        else:
+            loop.call_soon_threadsafe(lambda: app.exit(exception=error) if app.is_running else None)
+
     # -- around the loop ------------------------------------------------------------------------
 
     def _banner(self) -> None:
         from rich.text import Text
 
-        agent = self.runtime.agent
-        line = f"nanohermes {__version__} · {agent.model} · /help for commands · Ctrl-D to exit"
+        line = f"nanohermes {__version__} · {self.settings.model} · /help for commands · Ctrl-D to exit"
         self.console.print(Text(line, style="dim"))
-        earlier = sum(1 for m in agent.messages if m.get("role") in ("user", "assistant"))
-        if earlier:
-            self.console.print(Text(f"resumed {self._session_name()}: {earlier} messages", style="dim"))
-        self._update_fill()
+        if self.loader.ready:
+            agent = self.loader.get().agent
+            earlier = sum(1 for m in agent.messages if m.get("role") in ("user", "assistant"))
+            if earlier:
+                self.console.print(Text(f"resumed {self._session_name()}: {earlier} messages", style="dim"))
+            self._update_fill()
 
     def _shutdown(self) -> int:
         from nanohermes.ui.commands import resume_hint, session_file
 
-        agent = self.runtime.agent
+        runtime = self._runtime()
+        agent = runtime.agent
         try:
             agent.save()
         except NanoHermesError as err:
             self.renderer.error(f"could not save the session: {err.one_line()}")
         try:
             with self.console.status("finishing memory distillation…", spinner="dots"):
-                agent.wait_for_distillation(self.runtime.settings.request_timeout + 5)
+                agent.wait_for_distillation(runtime.settings.request_timeout + 5)
         except KeyboardInterrupt:
             self.renderer.note("stopped waiting for memory distillation", "warning")
         self._show_background_events()
-        path = session_file(self.runtime)
+        path = session_file(runtime)
         if path is None:
             self.console.print("This conversation was not saved to a session file.")
             return 0
-        hint = resume_hint(path, self.runtime.settings.sessions_dir)
+        hint = resume_hint(path, runtime.settings.sessions_dir)
         self.console.print(f"Session saved. Resume it with: [bold]{hint}[/bold]", highlight=False)
         return 0
 
-    def _session_name(self) -> str:
-        from nanohermes.ui.commands import session_file
-
-        path = session_file(self.runtime)
-        return path.stem if path else "unsaved"
-
     def _show_background_events(self) -> None:
-        for event in self.runtime.agent.drain_background_events():
-            self.renderer.handle(event)
+        if self.loader.ready:
+            for event in self.loader.get().agent.drain_background_events():
+                self.renderer.handle(event)
 
     def _update_fill(self) -> None:
         from nanohermes.ui.commands import context_chars
 
-        threshold = max(1, self.runtime.settings.compact_threshold_chars)
-        self._fill = min(999, context_chars(self.runtime) * 100 // threshold)
+        if self.loader.ready:
+            runtime = self.loader.get()
+            threshold = max(1, runtime.settings.compact_threshold_chars)
+            self._fill = min(999, context_chars(runtime) * 100 // threshold)
+
+    def _session_name(self) -> str:
+        from nanohermes.ui.commands import session_file
+
+        if not self.loader.ready:
+            return "new session"
+        path = session_file(self.loader.get())
+        return path.stem if path else "unsaved"
 
     def _first_interrupt(self) -> None:
         self._hint_until = time.monotonic() + HINT_SECONDS
@@ -159,10 +203,6 @@ class Repl:
     def _toolbar(self) -> FormattedText:
         from nanohermes.ui.prompt import toolbar_text
 
-        agent = self.runtime.agent
+        model = self.loader.get().agent.model if self.loader.ready else str(self.settings.model)
         hint = "Ctrl-C again to exit" if time.monotonic() < self._hint_until else ""
-        return toolbar_text(agent.model, self.ctx.permission, self._session_name(), self._fill, hint)
-
-
-def _cwd() -> Path:
-    return Path.cwd()
+        return toolbar_text(model, self.ctx.permission, self._session_name(), self._fill, hint)

@@ -34,7 +34,7 @@ class Harness:
         self.console, self.out = plain_console(120)
         self.runtime: FakeRuntime = fake_runtime(store)
         self.renderer = Renderer(self.console)
-        self.ctx = CommandContext(self.runtime, self.console, self._run_events, permission="ask")
+        self.ctx = CommandContext(lambda: self.runtime, self.console, self._run_events, permission="ask")
 
     def _run_events(self, source: EventSource) -> None:
         for event in source(CancelToken()):
