@@ -17,7 +17,7 @@ tag, count = sys.argv[2], int(sys.argv[3])
 print("ready", flush=True)
 sys.stdin.readline()
 for i in range(count):
-    store.remember("fact", f"process {tag} wrote distinct memory number {i} {tag}x{i}", source="test")
+    store.remember("fact", f"writer {tag} note {i:03d} marker w{tag}n{i:03d}end", source="test")
 """
 
 LOOP_WRITER = """
@@ -28,7 +28,7 @@ store = MemoryStore(Path(sys.argv[1]))
 tag = sys.argv[2]
 i = 0
 while True:
-    store.remember("lesson", f"crash round {tag} entry {i} keeps the file whole {tag}q{i}", source="test")
+    store.remember("lesson", f"crash round {tag} entry {i:06d} keeps the file whole", source="test")
     if i == 0:
         print("writing", flush=True)
     i += 1
