@@ -107,7 +107,11 @@ class Workspace:
 
     def replace_into(self, resolved: Path, data: bytes) -> None:
         """Write `data` to `resolved` atomically (temp file + rename in the same, safely opened dir)."""
-        parent = self._open_dir_chain(resolved.parent, create=True) if SAFE_WALK else -1
+        parent = (
+            self._open_dir_chain(resolved.parent, create=True)
+            if SAFE_WALK
+            else self._checked_parent(resolved)
+        )
         temp_name = f".{resolved.name}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
         try:
             old_mode = _existing_mode(resolved.name, parent, resolved)
@@ -137,6 +141,18 @@ class Workspace:
         finally:
             if parent >= 0:
                 os.close(parent)
+
+    def _checked_parent(self, resolved: Path) -> int:
+        """Fallback for replace_into: create the parent, and refuse it if it now resolves elsewhere."""
+        try:
+            resolved.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise _translate(err, resolved.parent) from None
+        if resolved.parent.resolve() != resolved.parent:
+            raise ToolError(
+                f"{resolved.parent} changed after it was checked (a symlink swapped in?); refused"
+            )
+        return -1
 
     def _open_dir_chain(self, directory: Path, *, create: bool) -> int:
         """Open `directory` by walking from `/` with O_NOFOLLOW on every component."""

@@ -1,10 +1,11 @@
 """ToolRunner: the agent's `ToolExecutor` — which tools are offered, approvals, dispatch, results.
 
 One batch (the calls of one assistant message): each call is checked (known tool, valid arguments,
-path inside the workspace) and, in `ask` mode, approved one by one in call order; approved calls are
-dispatched at once to a thread pool, calls on the same path chained in call order. Results come back
-in call order, capped at `tool_output_chars`. Nothing raises out of `run_calls`: every failure is an
-`ERROR: …` result for the model, and on cancellation unfinished calls get `interrupted by user`.
+path inside the workspace) and, in `ask` mode, approved one by one in call order; then the approved
+calls are dispatched together to a thread pool, calls on the same path chained in call order.
+Results come back in call order, capped at `tool_output_chars`. Nothing raises out of `run_calls`:
+every failure is an `ERROR: …` result for the model, and on cancellation unfinished calls get
+`interrupted by user`.
 """
 
 from __future__ import annotations
@@ -154,30 +155,39 @@ class ToolRunner:
     def run_calls(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
         if not calls:
             return
+        prepared = self._prepare_all(calls, cancel)
         slots: list[_Slot] = []
         chains: dict[Path, concurrent.futures.Future[ToolResult]] = {}
-        previews: dict[Path, str] = {}
         pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=min(MAX_WORKERS, len(calls)), thread_name_prefix="nanohermes-tool"
         )
         try:
-            for call in calls:
-                if cancel.cancelled:
-                    slots.append(_Slot(call, result=_result(call, INTERRUPTED, ok=False)))
+            for call, ready in zip(calls, prepared, strict=True):
+                if isinstance(ready, ToolResult) or cancel.cancelled:
+                    done = ready if isinstance(ready, ToolResult) else _result(call, INTERRUPTED, ok=False)
+                    slots.append(_Slot(call, result=done))
                     continue
-                prepared = self._prepare(call, previews)
-                if isinstance(prepared, ToolResult):
-                    slots.append(_Slot(call, result=prepared))
-                    continue
-                after = chains.get(prepared.resolved) if prepared.resolved else None
-                future = pool.submit(self._execute, prepared, cancel, after)
-                if prepared.resolved is not None:
-                    chains[prepared.resolved] = future
-                slots.append(_Slot(call, summary=prepared.summary, future=future))
-                yield ToolStarted(call, prepared.summary)
+                after = chains.get(ready.resolved) if ready.resolved else None
+                future = pool.submit(self._execute, ready, cancel, after)
+                if ready.resolved is not None:
+                    chains[ready.resolved] = future
+                slots.append(_Slot(call, summary=ready.summary, future=future))
+                yield ToolStarted(call, ready.summary)
             yield from self._collect(slots, cancel)
         finally:
             pool.shutdown(wait=not cancel.cancelled, cancel_futures=True)
+
+    def _prepare_all(self, calls: list[ToolCall], cancel: CancelToken) -> list[_Prepared | ToolResult]:
+        """Check every call and ask its approvals, in call order, before anything is dispatched
+        (so the user sees the whole plan, and a "no" stops a call before any of its batch runs)."""
+        previews: dict[Path, str] = {}
+        prepared: list[_Prepared | ToolResult] = []
+        for call in calls:
+            if cancel.cancelled:
+                prepared.append(_result(call, INTERRUPTED, ok=False))
+            else:
+                prepared.append(self._prepare(call, previews))
+        return prepared
 
     def _collect(self, slots: list[_Slot], cancel: CancelToken) -> Iterator[Event]:
         wake = threading.Event()

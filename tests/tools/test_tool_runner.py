@@ -13,7 +13,8 @@ from tool_helpers import FakeApprover, args, auto_runner, call, results, run, st
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import ConfigError
 from nanohermes.events import ToolFinished, ToolStarted
-from nanohermes.protocols import Decision
+from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.settings import load_settings
 from nanohermes.tools import INTERRUPTED, ToolRunner, cap_output, tool_from_function
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell")
@@ -302,3 +303,44 @@ def test_a_crashing_tool_becomes_an_error_result(workspace: Path) -> None:
     got = results(run(runner, [call("broken")]))
     assert got[0].content == "ERROR: broken failed: ValueError: boom"
     assert not got[0].ok
+
+
+@posix_only
+def test_every_approval_is_asked_before_anything_runs(workspace: Path) -> None:
+    ran_before_second_answer: list[bool] = []
+
+    def approver(request: ApprovalRequest) -> Decision:
+        if request.tool == "write_file":
+            ran_before_second_answer.append((workspace / "first").exists())
+            return Decision.NO
+        return Decision.YES
+
+    runner = ToolRunner(workspace, permission="ask", approver=approver, store=None)
+    calls = [
+        call("run_shell", args(command="touch first"), "sh"),
+        call("write_file", args(path="w", content="x"), "w"),
+    ]
+    events = run(runner, calls)
+    assert ran_before_second_answer == [False]
+    assert [e.call.id for e in started(events)] == ["sh"]
+    assert (workspace / "first").exists()
+
+
+def test_an_edit_that_cannot_apply_is_an_error_without_asking(workspace: Path) -> None:
+    (workspace / "e.txt").write_text("alpha\n")
+    approver = FakeApprover(Decision.YES)
+    got = results(
+        run(ask_runner(workspace, approver), [call("edit_file", args(path="e.txt", old="beta", new="x"))])
+    )
+    assert got[0].content.startswith("ERROR: old text not found in e.txt.")
+    assert approver.requests == []
+
+
+def test_from_settings_takes_mode_caps_and_timeout(workspace: Path) -> None:
+    settings = load_settings(
+        {"permission": "read-only", "tool_output_chars": 300, "shell_timeout": 7}, environ={}
+    )
+    runner = ToolRunner.from_settings(settings, workspace, None, None)
+    assert runner.permission == "read-only"
+    assert runner.max_chars == 300
+    assert runner._shell.default_timeout == 7
