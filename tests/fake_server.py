@@ -59,7 +59,7 @@ class Reply:
 
 @dataclass(frozen=True)
 class Recorded:
-    """One request as received."""
+    """One request as received (header names lower-cased)."""
 
     path: str
     headers: dict[str, str]
@@ -180,7 +180,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        reply = self.fake._take(Recorded(self.path, dict(self.headers.items()), body))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        reply = self.fake._take(Recorded(self.path, headers, body))
         stream = bool(body.get("stream"))
         model = str(body.get("model") or "fake")
         try:
