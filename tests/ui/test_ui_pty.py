@@ -1,0 +1,278 @@
+"""The real `nanohermes` REPL in a pseudo-terminal (pexpect) against the fake server on loopback.
+
+Every expect is bounded; on failure the assertion shows the tail of what the terminal received.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+from fake_server import FakeServer
+from fake_server import fake_server as fake_server  # noqa: F401 - the fixture
+
+from nanohermes.types import message_text
+
+pytestmark = pytest.mark.pty
+
+PROMPT = "❯"
+WAIT = 15
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
+
+
+def plain(text: str) -> str:
+    return ANSI.sub("", text)
+
+
+class Terminal:
+    """One `nanohermes` process in a pty, with its whole output kept for diagnostics."""
+
+    def __init__(self, server: FakeServer, workspace: Path, *args: str) -> None:
+        executable = Path(sys.executable).with_name("nanohermes")
+        env = dict(os.environ)
+        env.update(
+            NANOHERMES_MODEL="fake-model",
+            NANOHERMES_BASE_URL=server.url,
+            NANOHERMES_API_KEY="test-key",
+            TERM="xterm-256color",
+            COLUMNS="100",
+            LINES="40",
+            PROMPT_TOOLKIT_NO_CPR="1",  # pexpect never answers cursor-position requests
+        )
+        self.log = io.StringIO()
+        self.child = pexpect.spawn(
+            str(executable),
+            list(args),
+            env=env,
+            cwd=str(workspace),
+            encoding="utf-8",
+            dimensions=(40, 100),
+            timeout=WAIT,
+        )
+        self.child.logfile_read = self.log
+
+    def expect(self, pattern: str, timeout: float = WAIT) -> str:
+        """Wait for a literal text; returns the plain text received before it."""
+        try:
+            self.child.expect_exact(pattern, timeout=timeout)
+        except (pexpect.TIMEOUT, pexpect.EOF):
+            tail = plain(self.log.getvalue())[-1500:]
+            pytest.fail(f"did not see {pattern!r} within {timeout}s; terminal tail:\n{tail}")
+        return plain(self.child.before or "")
+
+    def prompt(self) -> None:
+        self.expect(PROMPT)
+
+    def send(self, keys: str) -> None:
+        self.child.send(keys)
+
+    def exit_code(self, timeout: float = WAIT) -> int:
+        self.child.expect(pexpect.EOF, timeout=timeout)
+        self.child.close()
+        assert self.child.exitstatus is not None, self.child.signalstatus
+        return int(self.child.exitstatus)
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.terminate(force=True)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def terminals(fake_server: FakeServer, workspace: Path) -> Iterator[list[Terminal]]:  # noqa: F811
+    opened: list[Terminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()
+
+
+def start(terminals: list[Terminal], server: FakeServer, workspace: Path, *args: str) -> Terminal:
+    terminal = Terminal(server, workspace, *args)
+    terminals.append(terminal)
+    terminal.prompt()
+    return terminal
+
+
+def user_texts(body: dict[str, object]) -> list[str]:
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    return [message_text(m) for m in messages if m.get("role") == "user"]
+
+
+def test_chat_turn_renders_markdown_and_returns_to_the_prompt(
+    fake_server: FakeServer,
+    workspace: Path,
+    terminals: list[Terminal],  # noqa: F811
+) -> None:
+    fake_server.push_text("Here is **the plan**:\n\n```python\nprint('hi')\n```\nDone here.")
+    term = start(terminals, fake_server, workspace, "--no-memory")
+    term.send("hello\r")
+    shown = term.expect("Done here.")
+    assert "the plan" in shown
+    assert "**" not in shown  # rendered as Markdown, not raw
+    assert "print('hi')" in shown
+    term.prompt()
+    assert user_texts(fake_server.bodies[0])[-1] == "hello"
+    term.send("/exit\r")
+    assert term.exit_code() == 0
+
+
+def test_ctrl_c_cancels_a_slow_stream_and_the_next_turn_keeps_history(
+    fake_server: FakeServer,
+    workspace: Path,
+    terminals: list[Terminal],  # noqa: F811
+) -> None:
+    fake_server.push_text("Once upon a time " + "and then more " * 300, delay=0.05)
+    fake_server.push_text("Second answer.")
+    term = start(terminals, fake_server, workspace, "--no-memory")
+    term.send("tell a story\r")
+    term.expect("Once upon")
+    term.send("\x03")
+    term.expect("interrupted by user", timeout=5)
+    term.prompt()
+    term.send("and now?\r")
+    term.expect("Second answer.")
+    term.prompt()
+    second = fake_server.bodies[1]["messages"]
+    roles = [m["role"] for m in second]
+    assert user_texts(fake_server.bodies[1])[-2:] == ["tell a story", "and now?"]
+    assert roles[-3:] == ["user", "assistant", "user"]
+    assert message_text(second[-2]).startswith("Once upon a time")
+    term.send("\x04")
+    assert term.exit_code() == 0
+
+
+def test_ctrl_d_exits_zero_and_the_autosaved_session_resumes(
+    fake_server: FakeServer,
+    workspace: Path,
+    terminals: list[Terminal],  # noqa: F811
+) -> None:
+    fake_server.push_text("Noted, blue.")
+    term = start(terminals, fake_server, workspace)
+    term.send("my color: blue\r")
+    term.expect("Noted, blue.")
+    term.prompt()
+    term.send("\x04")
+    farewell = term.expect("\n", timeout=WAIT) + term.child.read()
+    assert term.exit_code() == 0
+    match = re.search(r"nanohermes --session (\S+)", plain(farewell))
+    assert match, farewell
+    name = match.group(1)
+    fake_server.push_text("You said blue.")
+    again = start(terminals, fake_server, workspace, "--session", name)
+    assert "2 messages" in plain(again.log.getvalue())
+    again.send("which color?\r")
+    again.expect("You said blue.")
+    again.prompt()
+    last_chat = [b for b in fake_server.bodies if user_texts(b)[-1:] == ["which color?"]][0]
+    assert user_texts(last_chat)[-2:] == ["my color: blue", "which color?"]
+    again.send("\x04")
+    assert again.exit_code() == 0
+
+
+def test_help_lists_every_command(
+    fake_server: FakeServer,
+    workspace: Path,
+    terminals: list[Terminal],  # noqa: F811
+) -> None:
+    term = start(terminals, fake_server, workspace, "--no-memory")
+    term.send("/help\r")
+    shown = term.expect("Ctrl-D exits")
+    for command in (
+        "/help",
+        "/exit",
+        "/reset",
+        "/compact",
+        "/memory",
+        "/session",
+        "/sessions",
+        "/model",
+        "/permission",
+        "/tokens",
+    ):
+        assert command in shown
+    term.prompt()
+    term.send("\x03")
+    term.send("\x03")
+    assert term.exit_code() == 0
+
+
+def test_approval_answered_no_then_yes(
+    fake_server: FakeServer,
+    workspace: Path,
+    terminals: list[Terminal],  # noqa: F811
+) -> None:
+    write = ("write_file", {"path": "notes.txt", "content": "approved text\n"})
+    fake_server.push_tool_calls([write])
+    fake_server.push_text("Understood, not written.")
+    fake_server.push_tool_calls([write])
+    fake_server.push_text("Written.")
+    term = start(terminals, fake_server, workspace, "--no-memory", "--permission", "ask")
+    term.send("write the notes\r")
+    shown = term.expect("Allow?")
+    assert "notes.txt" in shown
+    assert "+approved text" in shown
+    term.send("n")
+    term.expect("Understood, not written.")
+    term.prompt()
+    assert not (workspace / "notes.txt").exists()
+    refused = [m for m in fake_server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert "declined" in message_text(refused[-1])
+    term.send("ok, write it\r")
+    term.expect("Allow?")
+    term.send("y")
+    term.expect("Written.")
+    term.prompt()
+    assert (workspace / "notes.txt").read_text() == "approved text\n"
+    term.send("\x04")
+    assert term.exit_code() == 0
+
+
+def test_multi_line_input_arrives_as_one_message(
+    fake_server: FakeServer,
+    workspace: Path,
+    terminals: list[Terminal],  # noqa: F811
+) -> None:
+    fake_server.push_text("Got two lines.")
+    fake_server.push_text("Got the paste.")
+    term = start(terminals, fake_server, workspace, "--no-memory")
+    term.send("first line\x1b\rsecond line\r")
+    term.expect("Got two lines.")
+    term.prompt()
+    term.send("see:\x1b[200~def f():\n    return 1\x1b[201~\r")
+    term.expect("Got the paste.")
+    term.prompt()
+    assert user_texts(fake_server.bodies[0])[-1] == "first line\nsecond line"
+    assert user_texts(fake_server.bodies[1])[-1] == "see:def f():\n    return 1"
+    term.send("\x04")
+    assert term.exit_code() == 0
+
+
+def test_no_model_configured_explains_the_settings_and_exits_2(workspace: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NANOHERMES_MODEL")}
+    child = pexpect.spawn(
+        str(Path(sys.executable).with_name("nanohermes")),
+        [],
+        env=env,
+        cwd=str(workspace),
+        encoding="utf-8",
+        timeout=WAIT,
+    )
+    child.expect(pexpect.EOF, timeout=WAIT)
+    child.close()
+    text = plain(child.before or "")
+    assert child.exitstatus == 2
+    for needle in ("no model configured", "OPENAI_API_KEY", "api.deepseek.com", "11434", "config.toml"):
+        assert needle in text
