@@ -175,7 +175,10 @@ class ShellTool:
             head = f"exit code: {code}"
         lines = [" ".join(part for part in (head, note) if part)]
         if lingering:
-            lines.append("(background processes kept the output open; they were stopped)")
+            lines.append(
+                "(background processes kept the output open and were stopped; "
+                "redirect their output to keep them running)"
+            )
         for label, buffer in (("stdout", out), ("stderr", err)):
             text = buffer.text().rstrip("\n")
             lines.append(f"{label}:\n{text}" if text else f"{label}: (empty)")

@@ -126,3 +126,17 @@ def test_background_process_holding_the_pipes_is_stopped(workspace: Path) -> Non
     assert "background processes kept the output open" in out
     assert "started" in out
     assert wait_gone(int(pidfile.read_text()), 2)
+
+
+def test_background_process_with_redirected_output_keeps_running(workspace: Path) -> None:
+    pidfile = workspace / "server.pid"
+    out = ShellTool(workspace).run_shell(
+        f"sleep 30 > /dev/null 2>&1 & echo $! > {pidfile}; echo launched", ctx=CallContext()
+    )
+    pid = int(pidfile.read_text())
+    try:
+        assert "background processes" not in out
+        assert "launched" in out
+        assert not is_gone(pid)
+    finally:
+        os.kill(pid, 9)
