@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import random as _random
-import socket
-import threading
 import time
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -26,6 +24,7 @@ from nanohermes.errors import (
     EndpointUnreachable,
     IncompleteStream,
     LLMError,
+    NanoHermesError,
     ServerError,
 )
 from nanohermes.events import ReasoningDelta, Retrying, StreamItem, TextDelta
@@ -39,6 +38,7 @@ from nanohermes.llm.failures import (
     server_message,
     status_error,
 )
+from nanohermes.llm.interrupt import SendWorkers, abort_response
 from nanohermes.llm.response import StreamAssembler, parse_completion
 from nanohermes.llm.sse import Marker, iter_chunks
 from nanohermes.llm.wire import build_body
@@ -98,6 +98,7 @@ class ChatClient:
         self._clock = clock
         self._wall_clock = wall_clock
         self._random = random
+        self._workers = SendWorkers()
 
     @classmethod
     def from_settings(cls, settings: Settings, http_client: httpx.Client | None = None) -> ChatClient:
@@ -113,6 +114,7 @@ class ChatClient:
 
     def close(self) -> None:
         """Close the HTTP client if this object created it (an injected one belongs to the caller)."""
+        self._workers.close()
         if self._owns_http:
             self._http.close()
 
@@ -272,7 +274,7 @@ class ChatClient:
         for the server's first byte (prompt processing on a local model can take minutes)."""
         if cancel is None:
             return self._http.send(request, stream=True)
-        return _CancellableSend(self._http, request, cancel).run(self.total_timeout)
+        return self._workers.send(self._http, request, cancel, self.total_timeout)
 
     def _read_error(self, response: httpx.Response) -> str:
         try:
@@ -289,7 +291,7 @@ class ChatClient:
 
     def _read_body(self, response: httpx.Response, cancel: CancelToken | None) -> str:
         deadline = self._clock() + self.total_timeout
-        unregister = cancel.on_cancel(lambda: _abort(response)) if cancel is not None else _nothing
+        unregister = cancel.on_cancel(lambda: abort_response(response)) if cancel is not None else _nothing
         parts: list[bytes] = []
         try:
             for piece in response.iter_bytes():
@@ -313,10 +315,12 @@ class ChatClient:
     ) -> Generator[StreamItem, None, bool]:
         """Yield the stream's deltas; return whether it ended properly ([DONE] or EOF after finish)."""
         deadline = self._clock() + self.total_timeout
-        unregister = cancel.on_cancel(lambda: _abort(response)) if cancel is not None else _nothing
+        unregister = cancel.on_cancel(lambda: abort_response(response)) if cancel is not None else _nothing
         try:
-            for chunk in iter_chunks(self._lines(response, deadline, cancel)):
+            lines = self._lines(response, deadline, cancel)
+            for chunk in iter_chunks(lines):
                 if chunk is Marker.DONE:
+                    _drain(lines)
                     return True
                 yield from assembler.feed(chunk)
         except (httpx.HTTPError, httpx.StreamError, OSError, ValueError):
@@ -345,69 +349,13 @@ class ChatClient:
             )
 
 
-class _CancellableSend:
-    """Runs `send` in a daemon thread; `run` returns its response, or raises Cancelled at once.
-
-    A response that arrives after cancellation is closed by the worker, so no connection leaks."""
-
-    def __init__(self, http: httpx.Client, request: httpx.Request, cancel: CancelToken) -> None:
-        self._http = http
-        self._request = request
-        self._cancel = cancel
-        self._done = threading.Event()
-        self._lock = threading.Lock()
-        self._abandoned = False
-        self._response: httpx.Response | None = None
-        self._error: BaseException | None = None
-
-    def run(self, limit: float) -> httpx.Response:
-        unregister = self._cancel.on_cancel(self._done.set)
-        try:
-            threading.Thread(target=self._work, name="nanohermes-send", daemon=True).start()
-            self._done.wait(limit)
-        finally:
-            unregister()
-        with self._lock:
-            if self._response is None and self._error is None or self._cancel.cancelled:
-                self._abandoned = True
-                if self._response is not None:
-                    self._response.close()
-                raise (
-                    Cancelled()
-                    if self._cancel.cancelled
-                    else httpx.ReadTimeout("no answer", request=self._request)
-                )
-            if self._error is not None:
-                raise self._error
-            assert self._response is not None
-            return self._response
-
-    def _work(self) -> None:
-        try:
-            response = self._http.send(self._request, stream=True)
-        except BaseException as err:  # handed to the waiting thread, which re-raises it
-            with self._lock:
-                self._error = err
-        else:
-            with self._lock:
-                if self._abandoned:
-                    response.close()
-                else:
-                    self._response = response
-        self._done.set()
-
-
-def _abort(response: httpx.Response) -> None:
-    """Called from the cancelling thread: shut the socket down so a `recv` blocked in the reading
-    thread returns at once (closing the file descriptor alone does not wake it on Linux). The reading
-    thread then sees the cancellation and closes the response itself."""
-    stream = response.extensions.get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
-    if isinstance(sock, socket.socket):
-        with contextlib.suppress(OSError):  # already closed by the server or the reader
-            sock.shutdown(socket.SHUT_RDWR)
-        return
-    response.close()  # not a socket (a mock transport): closing is all there is
+def _drain(lines: Iterator[str]) -> None:
+    """Read what follows `[DONE]` (normally only the end of the body) so that the connection goes back
+    to the pool; breaking off early would cost a new TCP/TLS handshake on the next request. The OpenAI
+    SDK drains the same way; the read timeout, the total deadline and cancellation still bound it."""
+    with contextlib.suppress(httpx.HTTPError, httpx.StreamError, OSError, ValueError, NanoHermesError):
+        for _ in lines:
+            pass
 
 
 def _is_json(response: httpx.Response) -> bool:

@@ -20,6 +20,8 @@ class Script:
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
     delay: float = 0.0
     hold: float = 0.0
+    keep_alive: bool = False
+    """Send a content-length and keep the connection open for the next request."""
 
 
 class LoopbackServer:
@@ -28,6 +30,7 @@ class LoopbackServer:
         self.bodies: list[dict[str, Any]] = []
         self.release = threading.Event()
         self.disconnected = threading.Event()
+        self.connections = 0
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,6 +39,10 @@ class LoopbackServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
+            def setup(self) -> None:
+                owner.connections += 1
+                super().setup()
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 owner.bodies.append(json.loads(self.rfile.read(length)))
@@ -43,7 +50,10 @@ class LoopbackServer:
                 self.send_response(script.status)
                 for key, value in script.headers.items():
                     self.send_header(key, value)
-                self.send_header("connection", "close")
+                if script.keep_alive:
+                    self.send_header("content-length", str(sum(len(p) for p in script.pieces)))
+                else:
+                    self.send_header("connection", "close")
                 self.end_headers()
                 try:
                     for piece in script.pieces:
@@ -57,7 +67,7 @@ class LoopbackServer:
                         self.wfile.flush()
                 except OSError:
                     owner.disconnected.set()
-                self.close_connection = True
+                self.close_connection = not script.keep_alive
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

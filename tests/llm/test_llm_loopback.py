@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import httpx
@@ -144,3 +145,30 @@ def test_injected_http_client_is_used_and_left_open() -> None:
         http.close()
     assert result.content == "a"
     assert json.dumps(server.bodies[0]).count('"stream": false') == 1
+
+
+def _send_threads() -> int:
+    return sum(1 for thread in threading.enumerate() if thread.name == "nanohermes-send")
+
+
+def _final(items: Iterable[object]) -> ChatResult:
+    result = list(items)[-1]
+    assert isinstance(result, ChatResult)
+    return result
+
+
+def test_connection_is_reused_after_done_and_send_threads_are_reused() -> None:
+    before = _send_threads()
+    messages = [{"role": "user", "content": "q"}]
+    with LoopbackServer() as server:
+        for word in ("one", "two", "three", "four"):
+            server.scripts.append(Script(sse_pieces(text_chunks([word])), keep_alive=True))
+        client = _client(server)
+        answers = [client.complete(messages, cancel=CancelToken()).content]
+        answers += [_final(client.stream(messages, cancel=CancelToken())).content for _ in range(2)]
+        answers.append(_final(client.stream(messages)).content)
+        assert _send_threads() - before <= 1, "one worker thread serves sequential requests"
+        client.close()
+        connections = server.connections
+    assert answers == ["one", "two", "three", "four"]
+    assert connections == 1, "reading past [DONE] returns the connection to the pool"
