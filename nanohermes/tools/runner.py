@@ -96,6 +96,7 @@ class ToolRunner:
         self._tools: dict[str, Tool] = {}
         self._always: set[str] = set()
         self._granted: set[Path] = set()
+        self._asking = threading.Lock()  # sub-agents in parallel `task` calls share this runner
         self.permission = "ask"
         self.set_permission(permission)
         for tool in self._builtin_tools():
@@ -243,7 +244,8 @@ class ToolRunner:
             where = f": {err.filename}" if err.filename else ""
             return _result(call, f"ERROR: {err.strerror or err}{where}", ok=False)
         except Exception as err:  # a bug in a tool must not end the turn: report it to the model
-            return _result(call, f"ERROR: {tool.name} failed: {type(err).__name__}: {err}", ok=False)
+            reason = " ".join(str(err).split())
+            return _result(call, f"ERROR: {tool.name} failed: {type(err).__name__}: {reason}", ok=False)
 
     # -- checks and approvals (in the calling thread, one call at a time) -----------------------
 
@@ -301,7 +303,8 @@ class ToolRunner:
 
     def _ask(self, request: ApprovalRequest) -> Decision:
         assert self._approver is not None
-        decision = self._approver(request)
+        with self._asking:
+            decision = self._approver(request)
         return decision if isinstance(decision, Decision) else Decision.NO
 
     def _describe(

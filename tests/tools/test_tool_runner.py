@@ -344,3 +344,30 @@ def test_from_settings_takes_mode_caps_and_timeout(workspace: Path) -> None:
     assert runner.permission == "read-only"
     assert runner.max_chars == 300
     assert runner._shell.default_timeout == 7
+
+
+def test_approvals_from_parallel_batches_are_asked_one_at_a_time(workspace: Path) -> None:
+    """Sub-agents of parallel `task` calls share one runner: the UI must never get two questions at once."""
+    inside = 0
+    most = 0
+    lock = threading.Lock()
+
+    def approver(request: ApprovalRequest) -> Decision:
+        nonlocal inside, most
+        with lock:
+            inside += 1
+            most = max(most, inside)
+        time.sleep(0.05)
+        with lock:
+            inside -= 1
+        return Decision.YES
+
+    runner = ToolRunner(workspace, permission="ask", approver=approver, store=None)
+    batches = [[call("write_file", args(path=f"f{i}.txt", content=str(i)))] for i in range(4)]
+    threads = [threading.Thread(target=run, args=(runner, batch)) for batch in batches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert most == 1
+    assert sorted(p.name for p in workspace.iterdir()) == ["f0.txt", "f1.txt", "f2.txt", "f3.txt"]
