@@ -100,6 +100,7 @@ def bench_parsing(chunks: int) -> None:
     print(f"stream parsing: {chunks} chunks, {len(body) / 1e6:.1f} MB, {counted[-1] - 1} deltas yielded")
     rate_full, rate_bare = chunks / full, chunks / bare
     print(f"  whole client (httpx + SSE + accumulator): {rate_full:,.0f} chunks/s ({full * 1e3:.1f} ms)")
+    print(f"  events yielded by the whole client:        {(counted[-1] - 1) / full:,.0f} deltas/s")
     print(f"  SSE reader + assembler alone:             {rate_bare:,.0f} chunks/s ({bare * 1e3:.1f} ms)")
 
 
@@ -123,12 +124,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(head.encode() + ANSWER)  # one write: no Nagle/delayed-ACK stall in the figures
 
 
-def bench_overhead(requests: int) -> None:
+def start_server() -> tuple[ThreadingHTTPServer, str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     host, port = server.server_address[:2]
-    base = f"http://{host!s}:{port}/v1"
+    return server, f"http://{host!s}:{port}/v1"
+
+
+def bench_overhead(requests: int) -> None:
+    server, base = start_server()
     http = httpx.Client()
     client = ChatClient(base_url=base, model="m", http_client=http)
     body = json.dumps({"model": "m", "messages": MESSAGES, "stream": True}).encode()

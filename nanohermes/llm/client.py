@@ -19,8 +19,10 @@ import httpx
 from nanohermes import __version__
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import (
+    BadResponse,
     Cancelled,
     ConfigError,
+    ContextOverflow,
     EndpointUnreachable,
     IncompleteStream,
     LLMError,
@@ -131,6 +133,12 @@ class ChatClient:
         target = self._target(model)
         body = build_body(target.model, messages, tools, stream=True, send_reasoning=self.send_reasoning)
         response = yield from self._open(body, target, cancel)
+        if "html" in response.headers.get("content-type", "").lower():
+            response.close()
+            raise BadResponse(
+                f"{self.url} answered with a web page, not a chat completion",
+                "check --base-url: it should be the API root, often ending in /v1",
+            )
         if _is_json(response):  # the server ignored `stream: true`
             result = parse_completion(self._read_body(response, cancel), target)
             yield from _replay(result)
@@ -144,7 +152,7 @@ class ChatClient:
         yield Retrying(1, 0.0, "the stream ended early; retrying once without streaming")
         try:
             result = self._complete(messages, tools, target, cancel)
-        except (Cancelled, IncompleteStream):
+        except (Cancelled, IncompleteStream, ContextOverflow):
             raise
         except LLMError as err:
             raise IncompleteStream(

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from llm_helpers import Recorder, completion, fixture_bytes, make_client, run_stream, sse_lines, sse_response
 
-from nanohermes.errors import IncompleteStream
+from nanohermes.errors import ContextOverflow, IncompleteStream
 from nanohermes.events import Retrying, TextDelta
 from nanohermes.llm import ChatClient
 from nanohermes.types import ChatResult
@@ -109,3 +109,10 @@ def test_total_deadline_ends_an_endless_keep_alive_stream() -> None:
     assert "300 s total deadline" in str(caught.value)
     assert 300.0 <= clock[0] <= 320.0
     assert len(recorder.requests) == 1
+
+
+def test_context_overflow_on_the_fallback_is_not_hidden() -> None:
+    overflow = httpx.Response(400, json={"error": {"message": "maximum context length exceeded"}})
+    recorder = Recorder(sse_response(fixture_bytes("cut_mid_call.sse")), overflow)
+    with pytest.raises(ContextOverflow):
+        run_stream(make_client(recorder))

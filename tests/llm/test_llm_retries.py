@@ -297,3 +297,13 @@ def test_error_object_in_a_200_json_answer_is_raised() -> None:
     with pytest.raises(BadResponse) as caught:
         make_client(Recorder(httpx.Response(200, json=body))).complete([{"role": "user", "content": "q"}])
     assert "upstream failed" in str(caught.value)
+
+
+def test_html_page_instead_of_a_stream_points_at_base_url() -> None:
+    page = httpx.Response(200, text="<html>Welcome</html>", headers={"content-type": "text/html"})
+    recorder = Recorder(page)
+    with pytest.raises(BadResponse) as caught:
+        run_stream(make_client(recorder))
+    assert "web page" in str(caught.value)
+    assert "--base-url" in caught.value.hint
+    assert len(recorder.requests) == 1
