@@ -66,6 +66,7 @@ class Bm25Index:
         self._postings = postings
         self._contributions: dict[str, dict[int, float]] = {}
         self._k_doc: list[float] | None = None
+        self._max: dict[str, float] = {}
 
     def _saturation(self) -> list[float]:
         """Per document: K1 · (1 − B + B · len / max(avgdl, 1)), the length part of the denominator."""
@@ -108,6 +109,46 @@ class Bm25Index:
                 total[doc] = get(doc, 0.0) + value
         return total
 
+    def _max_contribution(self, term: str) -> float:
+        found = self._max.get(term)
+        if found is None:
+            found = max(self.contributions(term).values(), default=0.0)
+            self._max[term] = found
+        return found
+
+    def search(self, terms: Sequence[str], k: int, tiebreak: Sequence[int]) -> list[tuple[float, int]]:
+        """The exact top k (see `top`), skipping work that cannot change it (MaxScore pruning).
+
+        Terms are merged strongest first. Once k candidates exist and the best score the remaining
+        terms could still give a new document is below the current k-th score, no document outside
+        the candidates can reach the top k, so the remaining terms only complete the candidates'
+        scores. Every returned score is the full BM25 sum.
+        """
+        parts = [(self._max_contribution(t), self.contributions(t)) for t in terms]
+        parts = sorted((part for part in parts if part[1]), key=lambda part: part[0], reverse=True)
+        if not parts or k <= 0:
+            return []
+        remaining = [0.0] * (len(parts) + 1)
+        for i in range(len(parts) - 1, -1, -1):
+            remaining[i] = remaining[i + 1] + parts[i][0]
+        total: dict[int, float] = dict(parts[0][1])
+        done = 1
+        while done < len(parts):
+            reachable = remaining[0] - remaining[done]  # no candidate can score more than this yet
+            if (
+                len(total) >= k
+                and remaining[done] < reachable
+                and remaining[done] < heapq.nlargest(k, total.values())[-1]
+            ):
+                break
+            get = total.get
+            for doc, value in parts[done][1].items():
+                total[doc] = get(doc, 0.0) + value
+            done += 1
+        for _, part in parts[done:]:
+            _complete(total, part)
+        return top(total, k, tiebreak)
+
     def explain(self, terms: Sequence[str], doc: int) -> Explanation:
         parts: list[TermScore] = []
         for term in terms:
@@ -118,6 +159,20 @@ class Bm25Index:
                 parts.append(TermScore(term, tf, len(postings), idf(self.n_docs, len(postings)), value))
         score = sum(part.contribution for part in parts)
         return Explanation(score, tuple(parts), self.doc_len[doc], self.avgdl, self.n_docs)
+
+
+def _complete(total: dict[int, float], part: dict[int, float]) -> None:
+    """Add `part` to the documents already in `total` (no new documents)."""
+    if len(part) < len(total):
+        for doc, value in part.items():
+            if doc in total:
+                total[doc] += value
+    else:
+        get = part.get
+        for doc in total:
+            extra = get(doc)
+            if extra is not None:
+                total[doc] += extra
 
 
 def top(scores: dict[int, float], k: int, tiebreak: Sequence[int]) -> list[tuple[float, int]]:

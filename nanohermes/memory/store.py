@@ -133,7 +133,7 @@ class MemoryStore:
         terms = bm25.query_terms(tokenize(query))
         if not terms or not snap.entries:
             return []
-        ranked = bm25.top(snap.index.scores(terms), top_k, snap.ts)
+        ranked = snap.index.search(terms, top_k, snap.ts)
         return [(score, snap.entries[doc]) for score, doc in ranked]
 
     def explain(self, query: str, entry: Entry | str) -> bm25.Explanation:

@@ -9,6 +9,7 @@ from pathlib import Path
 from memory_helpers import raw_entry, write_raw
 
 from nanohermes.memory import MemoryStore, tokenize
+from nanohermes.memory.bm25 import Bm25Index, top
 
 ZH = "部署前端后端测试数据库缓存配置脚本发布上线回复中文代码注释经验偏好纠正事实日志错误版本依赖构建运行"
 EN = ["deploy", "test", "cache", "build", "docker", "redis", "python", "pytest", "ruff", "uv", "node"]
@@ -77,6 +78,11 @@ def test_scores_match_reference_on_random_mixed_corpus(tmp_path: Path) -> None:
         for score, entry in hits:
             assert abs(score - expected[by_id[entry.id]]) < 1e-9
             checked += 1
+        top4 = store.search(query, top_k=4)  # the pruned path must give the exact same top 4
+        order = sorted(range(len(entries)), key=lambda i: (-expected[i], -entries[i].ts, i))
+        best = [i for i in order[:4] if expected[i] > 0]
+        assert [round(score, 9) for score, _ in top4] == [round(expected[i], 9) for i in best]
+        assert [e.id for _, e in top4] == [entries[i].id for i in best]
         ranked = [s for s, _ in hits]
         assert ranked == sorted(ranked, reverse=True)
         if hits:
@@ -97,3 +103,23 @@ def test_top_k_cut_and_zero_scores_dropped(tmp_path: Path) -> None:
     assert [e.ts for _, e in store.search("docker", top_k=3)] == [29, 28, 27]
     assert store.search("", top_k=4) == []
     assert store.search("！？", top_k=4) == []
+
+
+def test_pruned_search_equals_full_scoring_on_skewed_corpus() -> None:
+    rng = random.Random(99)
+    common = ["the", "build", "uses", "cache"]
+    docs = []
+    for i in range(2000):
+        doc = [rng.choice(common) for _ in range(rng.randint(2, 12))]
+        if i % 97 == 0:
+            doc.append(f"rare{i % 5}")
+        docs.append(doc)
+    index = Bm25Index(docs)
+    ts = [rng.randint(0, 3) for _ in docs]
+    for _ in range(200):
+        terms = list(dict.fromkeys([f"rare{rng.randint(0, 6)}", *rng.sample(common, rng.randint(1, 4))]))
+        k = rng.choice([1, 4, 10])
+        pruned = index.search(terms, k, ts)
+        full = top(index.scores(terms), k, ts)
+        assert [doc for _, doc in pruned] == [doc for _, doc in full]
+        assert all(abs(a - b) < 1e-9 for (a, _), (b, _) in zip(pruned, full, strict=True))
