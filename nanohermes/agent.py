@@ -13,6 +13,7 @@ Whatever happens, the history stays valid for the next request: every tool call 
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
@@ -114,6 +115,8 @@ class Agent:
         self._background: list[Event] = []
         self._threads: list[threading.Thread] = []
         self._bg_cancel = CancelToken()
+        self._writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nh-session")
+        self._writes: list[concurrent.futures.Future[None]] = []
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -170,11 +173,11 @@ class Agent:
             over = yield from self._loop(turn, cancel)
         except GeneratorExit:  # the caller stopped listening: keep the history valid and saved
             self._interrupt(turn)
-            self._save_quietly()
+            self._save_in_background()
             raise
         if over.note:
             yield over.note
-        yield from self._save_with_note()
+        self._save_in_background()
         if over.completed:
             self._start_distillation(turn)
         yield TurnFinished(over.completed, over.reason, turn.usage, over.answer)
@@ -323,7 +326,7 @@ class Agent:
         if not done:
             yield Note("nothing to compact yet")
             return
-        yield from self._save_with_note()
+        self._save_in_background()
 
     def _compact_if_needed(self, cancel: CancelToken) -> Iterator[Event]:
         threshold = self._config.compact_threshold_chars
@@ -358,24 +361,38 @@ class Agent:
         self._messages[:] = [{"role": "system", "content": self._system}]
 
     def save(self) -> None:
-        """Write the session file. Raises SessionError."""
+        """Write the session file now, after any pending background write. Raises SessionError."""
+        self._submit_save().result()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait for pending background writes of the session file; True when none is left."""
+        with self._lock:
+            pending = list(self._writes)
+        done, not_done = concurrent.futures.wait(pending, timeout)
+        return not not_done
+
+    def _submit_save(self) -> concurrent.futures.Future[None]:
+        """Snapshot and render here (consistent with this thread); write + fsync in the writer thread,
+        in submission order, so a turn never waits on the disk."""
         data = self._data
         data.model, data.messages, data.archive, data.usage = (
             self._model_name,
-            self._messages,
-            self._archive,
+            list(self._messages),
+            list(self._archive),
             self.usage,
         )
-        self._session.save(data, secrets=self._secrets)
+        text = SessionFile.render(data, secrets=self._secrets)
+        with self._lock:
+            future = self._writer.submit(self._session.write, text)
+            self._writes = [f for f in self._writes if not f.done()] + [future]
+        return future
 
-    def _save_with_note(self) -> Iterator[Event]:
-        try:
-            self.save()
-        except SessionError as err:
-            yield Note(err.one_line(), "error")
+    def _save_in_background(self) -> None:
+        self._submit_save().add_done_callback(self._report_save)
 
-    def _save_quietly(self) -> None:
-        try:
-            self.save()
-        except SessionError as err:
+    def _report_save(self, future: concurrent.futures.Future[None]) -> None:
+        err = future.exception()
+        if isinstance(err, SessionError):
             self.post_note(Note(err.one_line(), "error"))
+        elif err is not None:
+            self.post_note(Note(f"could not save the session: {type(err).__name__}: {err}", "error"))

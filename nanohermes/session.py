@@ -94,11 +94,20 @@ class SessionFile:
 
     def save(self, data: SessionData, *, secrets: tuple[str, ...] = ()) -> None:
         """Write atomically with `updated` set to now. Raises SessionError when it cannot."""
+        self.write(self.render(data, secrets=secrets))
+
+    @staticmethod
+    def render(data: SessionData, *, secrets: tuple[str, ...] = ()) -> str:
+        """The file's text for `data` (with `updated` set to now and secrets redacted)."""
         data.updated = now_iso()
         text = json.dumps(data.to_dict(), ensure_ascii=False, indent=1)
         for secret in secrets:
             if secret and len(secret) >= 4:
                 text = text.replace(secret, REDACTED)
+        return text
+
+    def write(self, text: str) -> None:
+        """Write `text` (from `render`) atomically: temp file, fsync, rename. Raises SessionError."""
         try:
             _ensure_private_dir(self.path.parent)
             _atomic_write(self.path, text)

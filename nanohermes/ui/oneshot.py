@@ -18,6 +18,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nanohermes.cancel import CancelToken
+from nanohermes.errors import NanoHermesError
 from nanohermes.events import Compacted, Event, Note, Retrying, ToolFinished, ToolStarted, TurnFinished
 from nanohermes.types import Usage
 from nanohermes.ui.setup_hint import EXIT_NO_MODEL, missing_model_message
@@ -62,6 +63,10 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
             _record(event, outcome)
             _progress(event, options.verbose)
     agent.wait_for_distillation(settings.request_timeout + DISTILL_GRACE)
+    try:
+        agent.save()
+    except NanoHermesError as err:
+        _progress(Note(f"could not save the session: {err.one_line()}", "warning"), options.verbose)
     for event in agent.drain_background_events():
         _progress(event, options.verbose)
     return _report(options, runtime, outcome)

@@ -188,6 +188,7 @@ def test_cancel_during_the_stream_keeps_the_partial_reply_marked(tmp_path: Path)
         "role": "assistant",
         "content": "I was about to say something\n\n[interrupted by user]",
     }
+    assert agent.flush(10)
     assert SessionFile(agent.session_path).load().messages[-1] == agent.messages[-1]
     assert agent.wait_for_distillation(5)
     assert model.distill_requests == []
@@ -224,6 +225,7 @@ def test_abandoned_generator_still_leaves_a_valid_saved_history(tmp_path: Path) 
         if isinstance(event, ToolFinished):
             break  # the caller stops listening after the first result (generator closed)
     assert_valid_history(agent.messages)
+    assert agent.flush(10)
     assert_valid_history(SessionFile(agent.session_path).load().messages)
 
 
@@ -276,6 +278,7 @@ def test_threshold_compaction_keeps_system_summary_recent_and_archive(tmp_path: 
     assert sent[1]["content"].endswith("Goal: stress test.")
     assert sent[2:] == history[-9:] + [{"role": "user", "content": "last one"}]
     assert agent.messages[-1] == {"role": "assistant", "content": "final"}
+    assert agent.flush(10)
     saved = SessionFile(agent.session_path).load()
     assert saved.archive == history[1:-9]
     assert saved.messages[1]["content"].startswith("[Summary of the earlier conversation")
@@ -307,6 +310,7 @@ def test_usage_model_switch_and_secret_never_saved(tmp_path: Path) -> None:
     assert agent.wait_for_distillation(10)
     assert model.distill_requests[0]["model"] == "other-model"  # the distill model follows /model
     assert agent.usage.total_tokens == 15 + 15  # the turn and its distillation
+    agent.save()
     text_on_disk = agent.session_path.read_text(encoding="utf-8")
     assert "sk-SECRET-key-0123456789" not in text_on_disk
     assert '"model": "other-model"' in text_on_disk
