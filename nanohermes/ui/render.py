@@ -24,7 +24,7 @@ from nanohermes.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.types import ToolCall
+from nanohermes.types import ToolCall, ToolResult
 from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
 
 if TYPE_CHECKING:
@@ -59,6 +59,12 @@ def shorten(text: str, width: int) -> str:
     return line if len(line) <= width else line[: max(1, width - 1)] + "…"
 
 
+def _outcome(result: ToolResult) -> str:
+    if result.ok:
+        return human_size(result.content)
+    return next((ln for ln in result.content.splitlines() if ln.strip()), "failed")
+
+
 def human_size(content: str) -> str:
     size = len(content.encode("utf-8", errors="replace"))
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
@@ -76,6 +82,7 @@ class Renderer:
         self._text = MarkdownSplitter()
         self._reasoning = ""
         self._running: dict[str, str] = {}
+        self._arguments: dict[str, str] = {}
         self._waiting = False
         self._label = "thinking…"
         self._printed_answer = False
@@ -86,6 +93,7 @@ class Renderer:
         self._text = MarkdownSplitter()
         self._reasoning = ""
         self._running.clear()
+        self._arguments.clear()
         self._waiting = True
         self._label = label
         self._printed_answer = False
@@ -160,25 +168,26 @@ class Renderer:
         self._flush_reasoning()
         self._flush_text()
         self._waiting = False
-        summary = event.summary or key_argument(event.call)
-        self._running[event.call.id] = f"{event.call.name} {summary}".strip()
+        argument = event.summary or key_argument(event.call)
+        self._arguments[event.call.id] = argument
+        self._running[event.call.id] = f"{event.call.name} {argument}".strip()
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
+        """`name argument · outcome and size · time`, e.g. `✓ read_file src/a.py · 12 lines, 340 chars`."""
         self._flush_reasoning()
         self._flush_text()
         result = event.result
         self._running.pop(result.call_id, None)
-        summary = event.summary
+        argument = self._arguments.pop(result.call_id, "")
+        outcome = event.summary.removeprefix("ok · ") if event.summary else _outcome(result)
+        interrupted = outcome == "interrupted"
         line = Text("  ")
-        line.append("✓ " if result.ok else "✗ ", style="green" if result.ok else "red")
+        mark, style = ("✓ ", "green") if result.ok else ("⏹ ", "yellow") if interrupted else ("✗ ", "red")
+        line.append(mark, style=style)
         line.append(result.name, style="bold")
-        if summary:
-            line.append(" " + shorten(summary, 60), style="cyan")
-        if result.ok:
-            line.append(f" · {human_size(result.content)}", style="dim")
-        else:
-            first = next((ln for ln in result.content.splitlines() if ln.strip()), "failed")
-            line.append(f" · {shorten(first, 90)}", style="red")
+        if argument:
+            line.append(" " + shorten(argument, 60), style="cyan")
+        line.append(f" · {shorten(outcome, 100)}", style="dim" if result.ok else style)
         if event.elapsed >= 0.05:
             line.append(f" · {event.elapsed:.1f}s", style="dim")
         self.console.print(line, overflow="ellipsis", no_wrap=True)

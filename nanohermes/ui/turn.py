@@ -7,10 +7,14 @@ worker, and turns Ctrl-C into `CancelToken.cancel()` at once, then drains the wo
 
 from __future__ import annotations
 
+import contextlib
 import queue
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from nanohermes.cancel import CancelToken
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 
 EventSource = Callable[[CancelToken], Iterator[Event]]
 STOP_GRACE_SECONDS = 10.0
+POLL_SECONDS = 0.1
 
 
 class _End:
@@ -47,62 +52,98 @@ class TurnDriver:
             self.approver.attach(items.put, token)
         worker = threading.Thread(target=_work, args=(source, token, items), name="nh-turn", daemon=True)
         self.renderer.begin_turn(label)
-        interrupted = False
+        restore = _cancel_on_sigint(token)
         try:
-            worker.start()
-            try:
-                self._pump(items)
-            except KeyboardInterrupt:
-                interrupted = True
-                token.cancel()
-                self._drain_after_cancel(items, worker)
+            with quiet_terminal():
+                worker.start()
+                self._pump(items, token)
         finally:
+            restore()
             self.renderer.end_turn()
             if self.approver is not None:
                 self.approver.detach()
-        return not interrupted
+        return not token.cancelled
 
-    def _pump(self, items: queue.Queue[_Item]) -> None:
+    def _pump(self, items: queue.Queue[_Item], token: CancelToken) -> None:
+        """Render until the worker ends; after a cancel, give it STOP_GRACE_SECONDS to wind down."""
+        cancelled_at: float | None = None
         while True:
-            item = items.get()
-            if isinstance(item, _End):
-                return
-            self._show(item)
-
-    def _show(self, item: Event | PendingApproval) -> None:
-        if isinstance(item, PendingApproval):
-            self.renderer.pause()
             try:
-                if self.approver is not None:
-                    self.approver.answer(item)
-                else:
-                    item.resolve(Decision.NO)
-            finally:
-                self.renderer.resume()
-        else:
-            self.renderer.handle(item)
-
-    def _drain_after_cancel(self, items: queue.Queue[_Item], worker: threading.Thread) -> None:
-        """Render what the cancelled worker still emits; more Ctrl-C presses are ignored here."""
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        while time.monotonic() < deadline:
-            try:
-                item = items.get(timeout=max(0.01, deadline - time.monotonic()))
+                item = items.get(timeout=POLL_SECONDS)
             except queue.Empty:
-                break
-            except KeyboardInterrupt:
+                if token.cancelled:
+                    cancelled_at = cancelled_at or time.monotonic()
+                    if time.monotonic() - cancelled_at > STOP_GRACE_SECONDS:
+                        self.renderer.note(
+                            "the interrupted turn is still stopping in the background", "warning"
+                        )
+                        return
+                continue
+            except KeyboardInterrupt:  # no SIGINT handler here (not the main thread)
+                token.cancel()
                 continue
             if isinstance(item, _End):
                 return
-            if isinstance(item, PendingApproval):
-                item.resolve(Decision.NO)
-                continue
             try:
-                self.renderer.handle(item)
-            except KeyboardInterrupt:
-                continue
-        if worker.is_alive():
-            self.renderer.note("the interrupted turn is still stopping in the background", "warning")
+                self._show(item, token)
+            except KeyboardInterrupt:  # Ctrl-C pressed inside an approval question
+                token.cancel()
+
+    def _show(self, item: Event | PendingApproval, token: CancelToken) -> None:
+        if not isinstance(item, PendingApproval):
+            self.renderer.handle(item)
+            return
+        if token.cancelled or self.approver is None:
+            item.resolve(Decision.NO)
+            return
+        self.renderer.pause()
+        try:
+            self.approver.answer(item)
+        finally:
+            self.renderer.resume()
+
+
+@contextlib.contextmanager
+def quiet_terminal() -> Iterator[None]:
+    """While a turn streams, keys typed are not echoed (they would break the live region, and the
+    terminal's own `^C` echo would shift it); they stay buffered for the next prompt. Ctrl-C still
+    sends SIGINT. No-op when stdin is not a terminal or on systems without termios."""
+    try:
+        import termios
+    except ImportError:  # Windows
+        yield
+        return
+    fd = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else -1
+    if fd < 0:
+        yield
+        return
+    saved = termios.tcgetattr(fd)
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | termios.ECHOCTL)
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _cancel_on_sigint(token: CancelToken) -> Callable[[], None]:
+    """While a turn runs, Ctrl-C (SIGINT) cancels it instead of raising KeyboardInterrupt mid-render.
+
+    The cancel itself runs on a short-lived thread: its callbacks (closing the stream, killing a
+    process group) must not run inside a signal handler on a thread that may hold their locks."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        threading.Thread(target=token.cancel, name="nh-cancel", daemon=True).start()
+
+    previous = signal.signal(signal.SIGINT, handler)
+
+    def restore() -> None:
+        signal.signal(signal.SIGINT, previous)
+
+    return restore
 
 
 def _work(source: EventSource, token: CancelToken, items: queue.Queue[_Item]) -> None:

@@ -78,15 +78,30 @@ def test_tool_lines_are_compact_with_name_argument_outcome_and_size() -> None:
     renderer = Renderer(console)
     renderer.begin_turn()
     renderer.handle(TextDelta("Let me look."))
-    call = ToolCall("c1", "read_file", '{"path": "src/app.py"}')
-    renderer.handle(ToolStarted(call, "src/app.py"))
-    renderer.handle(ToolFinished(ToolResult("c1", "read_file", "a\nb\nc\n"), "src/app.py", 0.25))
-    renderer.handle(ToolFinished(ToolResult("c2", "run_shell", "ERROR: exit 2\ntrace", ok=False), "make"))
+    read = ToolCall("c1", "read_file", '{"path": "src/app.py"}')
+    shell = ToolCall("c2", "run_shell", '{"command": "make test"}')
+    renderer.handle(ToolStarted(read, "src/app.py"))
+    renderer.handle(ToolStarted(shell))  # no summary: the key argument is taken from the call
+    renderer.handle(ToolFinished(ToolResult("c1", "read_file", "a\nb\nc\n"), "ok · 3 lines, 6 chars", 0.25))
+    renderer.handle(ToolFinished(ToolResult("c2", "run_shell", "ERROR: exit 2\ntrace", ok=False)))
+    renderer.handle(
+        ToolFinished(
+            ToolResult("c3", "write_file", "refused: the user declined", ok=False),
+            "refused · the user declined",
+        )
+    )
+    renderer.handle(ToolFinished(ToolResult("c4", "grep", "interrupted by user", ok=False), "interrupted"))
+    renderer.handle(ToolFinished(ToolResult("c5", "list_files", "x\ny")))
     renderer.end_turn()
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("Let me look.")  # text before the tools is flushed first
-    assert lines[1] == "  ✓ read_file src/app.py · 3 lines, 6 B · 0.2s"
-    assert lines[2] == "  ✗ run_shell make · ERROR: exit 2"
+    assert lines[1:] == [
+        "  ✓ read_file src/app.py · 3 lines, 6 chars · 0.2s",
+        "  ✗ run_shell make test · ERROR: exit 2",
+        "  ✗ write_file · refused · the user declined",
+        "  ⏹ grep · interrupted",
+        "  ✓ list_files · 2 lines, 3 B",
+    ]
 
 
 def test_notes_retries_compaction_and_errors_are_single_lines() -> None:
