@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import nanohermes
 
@@ -25,14 +27,19 @@ CORE_MODULES = (
     "localserver",
 )
 UI_LIBRARIES = ("rich", "prompt_toolkit")
+PACKAGE_DIR = Path(nanohermes.__file__).parent
 
 
-def _loaded_after_import(modules: list[str]) -> set[str]:
+def _loaded_after_import(modules: list[str], baseline: tuple[str, ...] = ()) -> set[str]:
+    """Modules loaded by importing `modules`, minus those the `baseline` imports load on their own."""
     code = (
         "import importlib, json, sys\n"
+        f"for name in {list(baseline)!r}:\n"
+        "    importlib.import_module(name)\n"
+        "before = set(sys.modules)\n"
         f"for name in {modules!r}:\n"
         "    importlib.import_module(name)\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
@@ -48,7 +55,8 @@ def _existing(names: tuple[str, ...]) -> list[str]:
 def test_core_modules_never_import_ui_libraries() -> None:
     modules = _existing(CORE_MODULES + CORE_PACKAGES)
     assert "nanohermes.settings" in modules
-    loaded = _loaded_after_import(modules)
+    # httpx itself pulls in rich (for its optional `httpx` CLI) when rich is installed: not our import.
+    loaded = _loaded_after_import(modules, baseline=("httpx",))
     leaked = sorted(name for name in loaded if name.split(".")[0] in UI_LIBRARIES)
     assert leaked == []
 
@@ -76,3 +84,18 @@ def test_version_imports_nothing_heavy() -> None:
     )
     loaded = {name.split(".")[0] for name in json.loads(result.stdout.splitlines()[-1])}
     assert not loaded & {"pydantic", "pydantic_settings", "httpx", "rich", "prompt_toolkit"}
+
+
+def test_only_ui_code_names_ui_libraries() -> None:
+    offenders = []
+    for path in PACKAGE_DIR.rglob("*.py"):
+        if path.relative_to(PACKAGE_DIR).parts[0] == "ui":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in UI_LIBRARIES]
+    assert offenders == []
