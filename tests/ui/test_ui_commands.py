@@ -148,3 +148,20 @@ def test_resume_hint(path: str, expected: str) -> None:
     sessions_dir = Path("/home/u/.nanohermes/sessions")
     session = sessions_dir / path.removeprefix("SESS/") if path.startswith("SESS/") else Path(path)
     assert resume_hint(session, sessions_dir) == expected
+
+
+def test_memory_command_on_the_real_store(tmp_path: Path) -> None:
+    from nanohermes.memory import MemoryStore
+
+    store = MemoryStore(tmp_path / "mem")
+    assert store.remember("preference", "Always use pnpm instead of npm in this repo", source="user")
+    assert store.remember("fact", "The database is PostgreSQL 16", source="user")
+    h = Harness()
+    h.runtime.store = store
+    listing = h.run("/memory list")
+    first = store.load()[0]
+    assert first.id in listing
+    assert "preference" in listing
+    assert "Always use pnpm" in h.run("/memory search pnpm")
+    assert f"forgot {first.id}" in h.run(f"/memory forget {first.id}")
+    assert [e.text for e in store.load()] == ["The database is PostgreSQL 16"]

@@ -45,8 +45,8 @@ def test_errors_in_the_worker_become_one_red_line() -> None:
         raise LLMError("endpoint said no", "check the key")
 
     def crashing(cancel: CancelToken) -> Iterator[Event]:
+        yield from ()
         raise ValueError("bad")
-        yield TextDelta("never")
 
     assert driver.run(failing) is True
     assert driver.run(crashing) is True

@@ -14,6 +14,7 @@ from nanohermes.cancel import CancelToken
 from nanohermes.events import Compacted, Event, Note, TextDelta, TurnFinished
 from nanohermes.settings import Settings, load_settings
 from nanohermes.types import Message, Usage
+from nanohermes.ui.seams import MemoryStoreLike
 
 
 def plain_console(width: int = 100) -> tuple[Console, StringIO]:
@@ -124,7 +125,7 @@ class FakeAgent:
 class FakeRuntime:
     settings: Settings
     agent: FakeAgent
-    store: FakeStore | None
+    store: MemoryStoreLike | None
 
 
 def fake_runtime(store: FakeStore | None = None, **settings: Any) -> FakeRuntime:
