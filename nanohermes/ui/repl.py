@@ -20,6 +20,8 @@ from nanohermes.ui.setup_hint import EXIT_NO_MODEL, missing_model_message
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.formatted_text import FormattedText
+    from prompt_toolkit.input import Input
+    from prompt_toolkit.output import Output
     from rich.console import Console
 
     from nanohermes.cliargs import CliOptions
@@ -52,8 +54,15 @@ def run_repl(options: CliOptions, settings: Settings, build_runtime: RuntimeBuil
 
 class Repl:
     def __init__(
-        self, loader: RuntimeLoader, settings: Settings, console: Console, approver: TerminalApprover | None
+        self,
+        loader: RuntimeLoader,
+        settings: Settings,
+        console: Console,
+        approver: TerminalApprover | None,
+        *,
+        terminal: tuple[Input, Output] | None = None,
     ) -> None:
+        """`terminal`: the prompt's input and output (tests pass a pipe); the real terminal otherwise."""
         from nanohermes.ui.commands import COMMANDS, PERMISSION_MODES, CommandContext
         from nanohermes.ui.prompt import ReplCompleter, key_bindings, make_session
         from nanohermes.ui.render import Renderer
@@ -69,8 +78,10 @@ class Repl:
         self._hint_until = 0.0
         arguments = {"/permission": PERMISSION_MODES, "/memory": ("list", "search", "forget", "stats")}
         completer = ReplCompleter(COMMANDS, arguments, root=Path.cwd())
+        keys = key_bindings(self._first_interrupt)
+        source, sink = terminal or (None, None)
         self.session: PromptSession[str] = make_session(
-            settings.history_file, completer, self._toolbar, key_bindings(self._first_interrupt)
+            settings.history_file, completer, self._toolbar, keys, input=source, output=sink
         )
         loader.on_done = self._built
 

@@ -1,0 +1,96 @@
+"""The Repl loop on a prompt_toolkit pipe with a fake runtime: background start-up, turns, commands,
+exit paths, and a start-up failure that must end the prompt with the error."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from io import StringIO
+
+import pytest
+from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from ui_fakes import FakeRuntime, fake_runtime, plain_console
+
+from nanohermes.errors import SessionError
+from nanohermes.events import Note
+from nanohermes.ui.loader import RuntimeLoader
+from nanohermes.ui.repl import Repl
+from nanohermes.ui.seams import RuntimeLike
+
+
+@pytest.fixture
+def pipe() -> Iterator[PipeInput]:
+    with create_pipe_input() as pipe_input:
+        yield pipe_input
+
+
+def make_repl(pipe: PipeInput, loader: RuntimeLoader, runtime: FakeRuntime) -> tuple[Repl, StringIO]:
+    console, out = plain_console()
+    repl = Repl(loader, runtime.settings, console, None, terminal=(pipe, DummyOutput()))
+    return repl, out
+
+
+def test_new_session_builds_in_the_background_and_runs_turns_and_commands(pipe: PipeInput) -> None:
+    runtime = fake_runtime()
+    threads: list[str] = []
+
+    def build() -> RuntimeLike:
+        threads.append(threading.current_thread().name)
+        return runtime
+
+    runtime.agent.background.append(Note("Saved 1 memory (preference)"))
+    repl, out = make_repl(pipe, RuntimeLoader(build), runtime)
+    pipe.send_text("hello\r/tokens\r\x04")
+    assert repl.loop() == 0
+    text = out.getvalue()
+    assert threads == ["nh-build"]
+    assert "echo: hello" in text
+    assert "tokens so far: 10 prompt + 5 completion = 15" in text
+    assert "Saved 1 memory (preference)" in text
+    assert runtime.agent.saved == 1
+    assert runtime.agent.waited == 1
+    assert text.rstrip().endswith("Resume it with: nanohermes --session 20260101-120000")
+
+
+def test_resumed_session_is_built_first_and_announced(pipe: PipeInput) -> None:
+    runtime = fake_runtime()
+    list(runtime.agent.run("earlier question"))
+    loader = RuntimeLoader(lambda: runtime)
+    assert loader.load_now() is runtime
+    repl, out = make_repl(pipe, loader, runtime)
+    pipe.send_text("/exit\r")
+    assert repl.loop() == 0
+    assert "resumed 20260101-120000: 2 messages" in out.getvalue()
+
+
+def test_ctrl_c_twice_on_an_empty_line_exits_after_saving(pipe: PipeInput) -> None:
+    runtime = fake_runtime()
+    repl, _ = make_repl(pipe, RuntimeLoader(lambda: runtime), runtime)
+    pipe.send_text("half a thought\x03\x03\x03")  # the first clears the line; two more exit
+    assert repl.loop() == 0
+    assert runtime.agent.saved == 1
+    assert [m["role"] for m in runtime.agent.messages] == ["system"]
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+def test_a_failed_background_build_ends_the_prompt_with_its_error(pipe: PipeInput, delay: float) -> None:
+    runtime = fake_runtime()
+
+    def build() -> RuntimeLike:
+        time.sleep(delay)
+        raise SessionError("session file x.json is not valid JSON", "start fresh")
+
+    repl, _ = make_repl(pipe, RuntimeLoader(build), runtime)
+    with pytest.raises(SessionError, match="not valid JSON"):
+        repl.loop()  # nothing typed: the failure itself must end the prompt
+
+
+def test_loader_get_reraises_on_the_caller_thread() -> None:
+    loader = RuntimeLoader(lambda: (_ for _ in ()).throw(SessionError("broken")))
+    loader.start()
+    with pytest.raises(SessionError, match="broken"):
+        loader.get()
+    assert isinstance(loader.error, SessionError)
+    assert not loader.ready
