@@ -7,6 +7,7 @@ The UI gets `build_runtime` as a callable (it never imports this module), so tes
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +173,13 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
                 distill_model=None,
                 compact_threshold_chars=min(settings.compact_threshold_chars, LOCAL_COMPACT_THRESHOLD),
             )
+            if options.verbose:
+                print(
+                    f"nanohermes: local model {endpoint.model} at {endpoint.base_url} "
+                    f"(pid {endpoint.pid}, log {endpoint.log_path})",
+                    file=sys.stderr,
+                    flush=True,
+                )
         if options.prompt is not None:
             from nanohermes.ui.oneshot import run_oneshot
 

@@ -108,6 +108,7 @@ def test_distillation_goes_to_the_real_server_and_parses(workspace: Path, isolat
     assert "distillation found nothing durable" in err or "saved" in err
     logs = _server_logs(isolated_home)
     assert len(logs) == 1, "--verbose keeps the server log"
+    assert f"log {logs[0]})" in err, "--verbose says where the server and its log are"
     posts = logs[0].read_text(errors="replace").count('"POST /v1/chat/completions HTTP/1.1" 200')
     assert posts >= 2, "the turn and its distillation both went to the local server"
     memory = isolated_home / ".nanohermes" / "memory.json"
