@@ -125,9 +125,16 @@ def _as_ts(value: object) -> int:
     return 0
 
 
-def dump_document(entries: list[Entry]) -> bytes:
-    """memory.json v1: one entry per line, so the file stays readable and diffs stay small."""
-    lines = [json.dumps(entry.to_dict(), ensure_ascii=False) for entry in entries]
+def entry_line(entry: Entry) -> str:
+    return json.dumps(entry.to_dict(), ensure_ascii=False)
+
+
+def dump_lines(lines: list[str]) -> bytes:
+    """memory.json v1 from entry lines: one entry per line, so the file stays readable and diffs small."""
     body = ",\n    ".join(lines)
     entries_part = f"[\n    {body}\n  ]" if lines else "[]"
     return f'{{\n  "version": {FORMAT_VERSION},\n  "entries": {entries_part}\n}}\n'.encode()
+
+
+def dump_document(entries: list[Entry]) -> bytes:
+    return dump_lines([entry_line(entry) for entry in entries])

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 import threading
@@ -33,9 +32,11 @@ from nanohermes.memory.entry import (
     Entry,
     FormatError,
     derive_id,
-    dump_document,
+    dump_lines,
+    entry_line,
     parse_document,
 )
+from nanohermes.memory.fileio import free_name, fsync_dir, read_all, unlink_quietly, write_all
 from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.locking import lock_for
 from nanohermes.memory.stats import MemoryStats, compute_stats
@@ -112,6 +113,7 @@ class MemoryStore:
         self._lock = lock_for(self.path)
         self._snapshot: _Snapshot | None = None
         self._tokens: dict[Entry, list[str]] = {}
+        self._lines: dict[Entry, str] = {}  # each entry's JSON line, reused by the next write
 
     # ----------------------------------------------------------------- reading
 
@@ -237,7 +239,7 @@ class MemoryStore:
             return self._quarantine(f"cannot open it: {err.strerror or err}")
         try:
             identity = _identity(os.fstat(fd))
-            raw = _read_all(fd)
+            raw = read_all(fd)
             entries, version = parse_document(raw)
         except (OSError, FormatError) as err:
             os.close(fd)
@@ -269,11 +271,11 @@ class MemoryStore:
             if fd >= 0:  # another process may have repaired or replaced it meanwhile
                 try:
                     identity = _identity(os.fstat(fd))
-                    entries, version = parse_document(_read_all(fd))
+                    entries, version = parse_document(read_all(fd))
                     return self._install(entries, version, identity, fd)
                 except (OSError, FormatError):
                     os.close(fd)
-            broken = _free_name(self.path.with_name(f"{MEMORY_FILE}.broken-{int(time.time())}"))
+            broken = free_name(self.path.with_name(f"{MEMORY_FILE}.broken-{int(time.time())}"))
             try:
                 os.replace(self.path, broken)
             except OSError as err:
@@ -302,7 +304,9 @@ class MemoryStore:
     def _write(self, entries: list[Entry]) -> None:
         """Replace memory.json atomically with `entries`; on failure the old file stays as it was."""
         self._prepare_dir()
-        data = dump_document(entries)
+        cache = self._lines
+        lines = {entry: cache.get(entry) or entry_line(entry) for entry in entries}  # ids are unique
+        data = dump_lines(list(lines.values()))
         try:
             fd, temp = tempfile.mkstemp(dir=self.dir, prefix=_TEMP_PREFIX, suffix=_TEMP_SUFFIX)
         except OSError as err:
@@ -310,16 +314,17 @@ class MemoryStore:
         try:
             if os.name == "posix":
                 os.fchmod(fd, 0o600)
-            _write_all(fd, data)
+            write_all(fd, data)
             os.fsync(fd)
             os.replace(temp, self.path)
         except BaseException as err:
             os.close(fd)
-            _unlink_quietly(temp)
+            unlink_quietly(temp)
             if isinstance(err, OSError):
                 raise StoreError(f"cannot write {self.path}: {err.strerror or err}") from None
             raise
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
+        self._lines = lines
         self._install(entries, FORMAT_VERSION, _identity(os.fstat(fd)), fd)
 
     def _make_dir(self) -> None:
@@ -338,7 +343,7 @@ class MemoryStore:
         self._make_dir()
         try:
             for leftover in self.dir.glob(f"{_TEMP_PREFIX}*{_TEMP_SUFFIX}"):
-                _unlink_quietly(str(leftover))  # we hold the lock: no live writer owns a temp file
+                unlink_quietly(str(leftover))  # we hold the lock: no live writer owns a temp file
         except OSError as err:
             raise StoreError(f"cannot list {self.dir}: {err.strerror or err}") from None
 
@@ -355,45 +360,3 @@ def trim(entries: list[Entry], limit: int = MAX_ENTRIES) -> None:
     while len(entries) > limit:
         victim = max(range(len(entries)), key=lambda i: (entries[i].kind.eviction_rank, -entries[i].ts, -i))
         del entries[victim]
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable. Not every platform or file system can fsync a directory."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):  # EINVAL where the file system cannot; the data is synced
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _unlink_quietly(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-
-
-def _free_name(path: Path) -> Path:
-    candidate, n = path, 1
-    while candidate.exists():
-        n += 1
-        candidate = path.with_name(f"{path.name}-{n}")
-    return candidate
