@@ -97,11 +97,9 @@ def _table(*columns: str, header: bool = True) -> Table:
 
 
 def cmd_help(ctx: CommandContext, arg: str) -> None:
-    from rich.table import Table
-
-    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
-    table.add_column(style="bold cyan", no_wrap=True)
-    table.add_column()
+    table = _table("command", "what it does", header=False)
+    table.columns[0].style = "bold cyan"
+    table.columns[0].no_wrap = True
     for command in COMMANDS.values():
         table.add_row(command.usage, command.description)
     ctx.console.print(table)

@@ -113,6 +113,7 @@ def make_session(
     output: Output | None = None,
 ) -> PromptSession[str]:
     history_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    history_file.touch(mode=0o600, exist_ok=True)  # what you type is private, like sessions
     return PromptSession(
         input=input,
         output=output,

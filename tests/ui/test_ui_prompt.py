@@ -41,7 +41,9 @@ def session(pipe: PipeInput, tmp_path: Path, interrupts: list[int] | None = None
 def test_enter_sends_and_history_persists(pipe: PipeInput, tmp_path: Path) -> None:
     pipe.send_text("hello there\r")
     assert session(pipe, tmp_path).prompt("> ") == "hello there"
-    assert "hello there" in (tmp_path / "state" / "history").read_text()
+    history = tmp_path / "state" / "history"
+    assert "hello there" in history.read_text()
+    assert history.stat().st_mode & 0o777 == 0o600
 
 
 def test_escape_enter_inserts_a_newline(pipe: PipeInput, tmp_path: Path) -> None:
