@@ -191,6 +191,7 @@ class Renderer:
         if event.elapsed >= 0.05:
             line.append(f" · {event.elapsed:.1f}s", style="dim")
         self.console.print(line, overflow="ellipsis", no_wrap=True)
+        self._waiting = not self._running  # the model is called again with the results: spin meanwhile
 
     def _on_compacted(self, event: Compacted) -> None:
         saved = event.before_chars - event.after_chars
