@@ -231,7 +231,7 @@ class ChatClient:
             delay: float | None = None
             try:
                 response = self._send(self._request(body), cancel)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as err:
+            except _RETRYABLE_TRANSPORT as err:
                 failure: LLMError = self._unreachable(err, retries)
                 reason = f"cannot reach the endpoint ({_describe(err)})"
             except httpx.TimeoutException as err:
@@ -246,9 +246,10 @@ class ChatClient:
                     return response
                 text = self._read_error(response)
                 status = response.status_code
-                if status in (400, 422) and "stream_options" in text and "stream_options" in body:
-                    body = {key: value for key, value in body.items() if key != "stream_options"}
-                    continue  # an older server that rejects stream_options: ask again without it
+                rejected = _rejected_option(status, text, body)
+                if rejected:  # an older server that rejects an optional field: ask again without it
+                    body = {key: value for key, value in body.items() if key != rejected}
+                    continue
                 failure = status_error(status, text, target, retries)
                 if status not in RETRY_STATUSES or (
                     status == 429 and is_quota_exhausted(server_message(text))
@@ -385,3 +386,23 @@ def _describe(err: BaseException) -> str:
 
 def _nothing() -> None:
     return None
+
+
+# Errors raised by `send()` before any response byte arrived, so retrying cannot duplicate an answer.
+# ReadError/WriteError included: a server may close a pooled keep-alive connection right after an
+# empty streamed body (llama-cpp-python with tools), and the next request on it gets ECONNRESET.
+_RETRYABLE_TRANSPORT = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.RemoteProtocolError,
+    httpx.ReadError,
+    httpx.WriteError,
+)
+_OPTIONAL_FIELDS = ("stream_options", "tool_choice")
+
+
+def _rejected_option(status: int, text: str, body: dict[str, Any]) -> str | None:
+    """The optional request field a 400/422 complains about, if any (then we ask again without it)."""
+    if status not in (400, 422):
+        return None
+    return next((name for name in _OPTIONAL_FIELDS if name in body and name in text), None)

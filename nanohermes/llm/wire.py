@@ -98,6 +98,9 @@ def build_body(
     }
     if tools:
         body["tools"] = tools
+        # Explicit, because some servers (llama-cpp-python's chatml-function-calling) leave the tools
+        # out of the prompt without it. A server that rejects the field gets the request again without.
+        body["tool_choice"] = "auto"
     if stream and include_usage:
         body["stream_options"] = {"include_usage": True}
     return body

@@ -307,3 +307,36 @@ def test_html_page_instead_of_a_stream_points_at_base_url() -> None:
     assert "web page" in str(caught.value)
     assert "--base-url" in caught.value.hint
     assert len(recorder.requests) == 1
+
+
+TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]
+
+
+def test_tools_are_sent_with_tool_choice_auto() -> None:
+    recorder = Recorder(sse_response(OK_STREAM))
+    run_stream(make_client(recorder), tools=TOOLS)
+    assert recorder.bodies[0]["tool_choice"] == "auto"
+    assert recorder.bodies[0]["tools"] == TOOLS
+
+
+def test_tool_choice_rejected_is_resent_without_it() -> None:
+    recorder = Recorder(
+        error(400, '"auto" tool choice requires --enable-auto-tool-choice (tool_choice)'),
+        sse_response(OK_STREAM),
+    )
+    _, result = run_stream(make_client(recorder), tools=TOOLS)
+    assert result.content == "ok"
+    assert "tool_choice" not in recorder.bodies[1]
+    assert recorder.bodies[1]["tools"] == TOOLS
+
+
+def test_connection_reset_before_any_byte_is_retried() -> None:
+    def reset(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadError("[Errno 104] Connection reset by peer", request=request)
+
+    sleep = FakeSleep()
+    recorder = Recorder(reset, sse_response(OK_STREAM))
+    items, result = run_stream(make_client(recorder, sleep=sleep))
+    assert result.content == "ok"
+    assert len(recorder.requests) == 2
+    assert isinstance(items[0], Retrying)
