@@ -1,23 +1,23 @@
 """Every error nanohermes raises on purpose. Stdlib only.
 
-    NanoHermesError              .hint: one short "how to fix it" phrase, or ""
-    ├── ConfigError              bad flag, setting, config file or environment value
-    ├── LLMError                 the model endpoint failed (after retries)
-    │   ├── EndpointUnreachable  connect error / DNS / refused
-    │   ├── RateLimited          429 after every retry
-    │   ├── AuthError            401 / 403
-    │   ├── PaymentRequired      402
-    │   ├── ModelNotFound        404
-    │   ├── ContextOverflow      400/413 saying the prompt is too long
-    │   ├── IncompleteStream     the stream ended without finish reason or [DONE]
-    │   ├── ServerError          5xx after every retry
-    │   ├── BadResponse          4xx not listed above, or a body that is not a chat completion
-    │   └── StreamError          an {"error": ...} chunk inside an HTTP 200 stream
-    ├── ToolError                a tool refused or failed (becomes an ERROR result for the model)
-    ├── StoreError               memory.json could not be read or written
-    │   └── MemoryRejected       remember() refused a text (empty, injection, invisible Unicode)
-    ├── SessionError             a session file is corrupt, unreadable or unwritable
-    └── Cancelled                the user pressed Ctrl-C
+NanoHermesError              .hint: one short "how to fix it" phrase, or ""
+├── ConfigError              bad flag, setting, config file or environment value
+├── LLMError                 the model endpoint failed (after retries)
+│   ├── EndpointUnreachable  connect error / DNS / refused
+│   ├── RateLimited          429 after every retry
+│   ├── AuthError            401 / 403
+│   ├── PaymentRequired      402
+│   ├── ModelNotFound        404
+│   ├── ContextOverflow      400/413 saying the prompt is too long
+│   ├── IncompleteStream     the stream ended without finish reason or [DONE]
+│   ├── ServerError          5xx after every retry
+│   ├── BadResponse          4xx not listed above, or a body that is not a chat completion
+│   └── StreamError          an {"error": ...} chunk inside an HTTP 200 stream
+├── ToolError                a tool refused or failed (becomes an ERROR result for the model)
+├── StoreError               memory.json could not be read or written
+│   └── MemoryRejected       remember() refused a text (empty, injection, invisible Unicode)
+├── SessionError             a session file is corrupt, unreadable or unwritable
+└── Cancelled                the user pressed Ctrl-C
 """
 
 from __future__ import annotations
