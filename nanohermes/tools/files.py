@@ -167,7 +167,8 @@ class FileTools:
         self.workspace.replace_into(resolved, data)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         verb = "Overwrote" if existed else "Created"
-        return f"{verb} {self.workspace.relative(resolved)} ({lines} lines, {len(data)} bytes)"
+        unit = "line" if lines == 1 else "lines"
+        return f"{verb} {self.workspace.relative(resolved)} ({lines} {unit}, {len(data)} bytes)"
 
     def preview_write(self, resolved: Path, content: str, current: str | None) -> str:
         """Diff shown for approval. `current` is the file's content as earlier calls will leave it."""

@@ -362,7 +362,8 @@ def _finish_summary(result: ToolResult) -> str:
     if content == INTERRUPTED:
         return "interrupted"
     first = content.split("\n", 1)[0]
-    size = f"{content.count(chr(10)) + 1} lines, {len(content)} chars"
+    lines = content.count("\n") + 1
+    size = f"{lines} {'line' if lines == 1 else 'lines'}, {len(content)} chars"
     if result.ok and first.startswith(("exit code:", "timed out", "killed by signal")):
         return f"{first} · {size}"
     if result.ok:
