@@ -101,7 +101,7 @@ def cmd_help(ctx: CommandContext, arg: str) -> None:
     table.columns[0].style = "bold cyan"
     table.columns[0].no_wrap = True
     for command in COMMANDS.values():
-        table.add_row(command.usage, command.description)
+        table.add_row(Text(command.usage), Text(command.description))
     ctx.console.print(table)
     ctx.say(
         "Enter sends · Esc Enter (or Alt+Enter) adds a line · @path completes files · "
@@ -158,7 +158,7 @@ def _memory_list(ctx: CommandContext, store: MemoryStoreLike) -> None:
         return
     table = _table("id", "kind", "text")
     for entry in entries:
-        table.add_row(entry.id, _kind_name(entry.kind), entry.text)
+        table.add_row(entry.id, _kind_name(entry.kind), Text(entry.text))
     ctx.console.print(table)
     ctx.say(f"{len(entries)} memories", "dim")
 
@@ -170,7 +170,7 @@ def _memory_search(ctx: CommandContext, store: MemoryStoreLike, query: str) -> N
         return
     table = _table("score", "id", "kind", "text")
     for score, entry in hits:
-        table.add_row(f"{score:.2f}", entry.id, _kind_name(entry.kind), entry.text)
+        table.add_row(f"{score:.2f}", entry.id, _kind_name(entry.kind), Text(entry.text))
     ctx.console.print(table)
 
 

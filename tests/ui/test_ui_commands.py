@@ -116,6 +116,14 @@ def test_memory_subcommands() -> None:
     assert "usage: /memory" in h.run("/memory search")
 
 
+def test_texts_are_shown_literally_not_as_rich_markup() -> None:
+    store = FakeStore([FakeEntry("c3", "lesson", "wrap [bold]x[/bold] and [list|y] in code")])
+    h = Harness(store)
+    assert "[list|search Q|forget ID|stats]" in h.run("/help")
+    assert "wrap [bold]x[/bold] and [list|y] in code" in h.run("/memory list")
+    assert "[bold]x[/bold]" in h.run("/memory search wrap")
+
+
 def test_memory_off() -> None:
     h = Harness(None)
     assert "memory is off" in h.run("/memory list")
