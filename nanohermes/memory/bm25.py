@@ -1,9 +1,10 @@
 """Okapi BM25 over an immutable snapshot of the store (SPEC §3.5), with per-term explanations.
 
 The index holds, per term, the postings {document: term frequency}. A term's per-document score
-contributions are computed on first use and memoised for the snapshot's lifetime, so a warm query
-costs one dictionary merge over the postings of its terms, and loading a changed file costs no more
-than counting terms.
+contributions (and its bitsets for topk.py) are computed on first use and memoised for the
+snapshot's lifetime, so loading a changed file costs no more than counting terms. A warm top-k query
+runs a branch and bound over the terms' bitsets (topk.py) that opens only the documents that could
+still enter the top k; a large k falls back to merging the postings (MaxScore).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from nanohermes.memory import topk
 from nanohermes.memory.constants import K1, B
 
 
@@ -67,6 +69,7 @@ class Bm25Index:
         self._contributions: dict[str, dict[int, float]] = {}
         self._k_doc: list[float] | None = None
         self._max: dict[str, float] = {}
+        self._layout: topk.Layout | None = None
 
     def _saturation(self) -> list[float]:
         """Per document: K1 · (1 − B + B · len / max(avgdl, 1)), the length part of the denominator."""
@@ -116,7 +119,32 @@ class Bm25Index:
             self._max[term] = found
         return found
 
+    def _term_bits(self, term: str, layout: topk.Layout) -> topk.TermBits:
+        found = layout.terms.get(term)
+        if found is None:
+            postings = self._postings[term]
+            weight = idf(self.n_docs, len(postings))
+            found = topk.make_bits(postings, self.contributions(term), weight, K1 + 1.0, layout)
+            layout.terms[term] = found
+        return found
+
     def search(self, terms: Sequence[str], k: int, tiebreak: Sequence[int]) -> list[tuple[float, int]]:
+        """The exact top k (see `top`): branch and bound (topk.py), or a merge where that is cheaper."""
+        if k <= 0:
+            return []
+        if k > 16:
+            return self.merge_search(terms, k, tiebreak)
+        layout = self._layout
+        if layout is None or layout.tiebreak is not tiebreak:
+            layout = self._layout = topk.make_layout(self._saturation(), tiebreak)
+        postings = self._postings
+        parts = [self._term_bits(t, layout) for t in terms if t in postings]
+        if not parts:
+            return []
+        parts.sort(key=_by_top, reverse=True)
+        return topk.BranchAndBound(parts, layout, k).run()
+
+    def merge_search(self, terms: Sequence[str], k: int, tiebreak: Sequence[int]) -> list[tuple[float, int]]:
         """The exact top k (see `top`), skipping work that cannot change it (MaxScore pruning).
 
         Terms are merged strongest first. Once k candidates exist and the best score the remaining
@@ -159,6 +187,10 @@ class Bm25Index:
                 parts.append(TermScore(term, tf, len(postings), idf(self.n_docs, len(postings)), value))
         score = sum(part.contribution for part in parts)
         return Explanation(score, tuple(parts), self.doc_len[doc], self.avgdl, self.n_docs)
+
+
+def _by_top(term: topk.TermBits) -> float:
+    return term.top
 
 
 def _complete(total: dict[int, float], part: dict[int, float]) -> None:

@@ -123,3 +123,26 @@ def test_pruned_search_equals_full_scoring_on_skewed_corpus() -> None:
         full = top(index.scores(terms), k, ts)
         assert [doc for _, doc in pruned] == [doc for _, doc in full]
         assert all(abs(a - b) < 1e-9 for (a, _), (b, _) in zip(pruned, full, strict=True))
+
+
+def test_pruned_search_equals_full_scoring_with_many_ties() -> None:
+    """Repeated documents (equal scores), equal and distinct ts, tf > 1, k above the hit count."""
+    rng = random.Random(7)
+    words = ["deploy", "cache", "the", "build", "部署", "缓存", "rare"]
+    shapes = [[rng.choice(words) for _ in range(rng.randint(1, 6))] for _ in range(25)]
+    docs = [list(rng.choice(shapes)) for _ in range(1500)]
+    ts = [rng.randint(0, 5) for _ in docs]
+    index = Bm25Index(docs)
+    for _ in range(300):
+        terms = list(dict.fromkeys(rng.sample(words, rng.randint(1, 4))))
+        k = rng.choice([1, 2, 4, 7, 16, 40])
+        full = top(index.scores(terms), k, ts)
+        pruned = index.search(terms, k, ts)
+        assert [doc for _, doc in pruned] == [doc for _, doc in full]
+        assert all(abs(a - b) < 1e-9 for (a, _), (b, _) in zip(pruned, full, strict=True))
+    few = [["alpha"], ["beta", "gamma"], ["alpha", "alpha", "beta"]] + [["filler"]] * 50
+    small = Bm25Index(few)
+    hits = small.search(["alpha", "beta"], 10, [0] * len(few))
+    assert [doc for _, doc in hits] == [doc for _, doc in top(small.scores(["alpha", "beta"]), 10, [0] * 53)]
+    assert len(hits) == 3
+    assert small.search(["missing"], 4, [0] * 53) == []
