@@ -108,6 +108,7 @@ class MemoryStore:
     def __init__(self, dir: Path | str, *, on_notice: Callable[[str], None] | None = None) -> None:
         self.dir = Path(dir).expanduser()
         self.path = self.dir / MEMORY_FILE
+        self._path = os.fspath(self.path)  # os.stat takes a str faster than a Path
         self.notices: list[str] = []
         self._on_notice = on_notice
         self._lock = lock_for(self.path)
@@ -213,13 +214,19 @@ class MemoryStore:
 
     def _current(self) -> _Snapshot:
         try:
-            st = os.stat(self.path)
+            st = os.stat(self._path)
         except FileNotFoundError:
             return self._empty()
         except OSError as err:
             return self._quarantine(f"cannot stat it: {err.strerror or err}")
         snap = self._snapshot
-        if snap is not None and snap.identity == _identity(st):
+        if snap is not None and snap.identity == (
+            st.st_dev,
+            st.st_ino,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            st.st_size,
+        ):  # _identity(st), inline: this runs on every search
             return snap
         return self._reload()
 

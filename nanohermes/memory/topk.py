@@ -16,7 +16,6 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 # Prune only when the bound is below the k-th score by more than rounding could explain.
 _SAFETY = 1.0 + 1e-9
@@ -52,6 +51,7 @@ class TermBits:
     any_bound: tuple[float, float]
     top: float
     signature: int  # equal bitsets, equal signature
+    pair: tuple[tuple[float, float], ...]  # (any_bound,) where tf can exceed 1, else ()
 
 
 def make_layout(saturation: Sequence[float], tiebreak: Sequence[int]) -> Layout:
@@ -91,149 +91,150 @@ def make_bits(
         (weight * tf_max * boost, float(tf_max)),
         max(contributions.values()),
         hash((one, more)),
+        ((weight * tf_max * boost, float(tf_max)),) if tf_max > 1 else (),
     )
 
 
-class _Group(NamedTuple):
-    """Query terms with the same documents and frequencies (such as the bigrams of one word)."""
-
-    bits: TermBits
-    members: tuple[int, ...]
-    single: float  # the sum of the members' single bounds
-    pairs: tuple[tuple[float, float], ...]  # the members' any bounds, where their tf can exceed 1
+Pairs = tuple[tuple[float, float], ...]
+# Query terms with the same documents and frequencies (such as the bigrams of one word): the bitsets
+# (tf = 1, tf ≥ 2, none), the members (a bitmask of term indices), the sum of their single bounds
+# and their any bounds where tf can exceed 1.
+Group = tuple[int, int, int, int, float, Pairs]
 
 
-def _groups(terms: Sequence[TermBits]) -> list[_Group]:
-    groups: list[_Group] = []
+def _groups(terms: Sequence[TermBits]) -> list[Group]:
+    groups: list[Group] = []
     seen: dict[int, int] = {}
     for j, term in enumerate(terms):
         g = seen.get(term.signature)
-        if g is not None:
-            first = groups[g].bits
-            if first.single == term.single and first.multiple == term.multiple:
-                old = groups[g]
-                pairs = old.pairs + (term.any_bound,) if term.any_bound[1] > 1.0 else old.pairs
-                groups[g] = _Group(first, (*old.members, j), old.single + term.single_bound, pairs)
-                continue
-        seen[term.signature] = len(groups)
-        pairs = (term.any_bound,) if term.any_bound[1] > 1.0 else ()
-        groups.append(_Group(term, (j,), term.single_bound, pairs))
+        if g is not None and groups[g][0] == term.single and groups[g][1] == term.multiple:
+            one, more, lack, members, single, pairs = groups[g]
+            groups[g] = (one, more, lack, members | 1 << j, single + term.single_bound, pairs + term.pair)
+        else:
+            seen[term.signature] = len(groups)
+            groups.append((term.single, term.multiple, term.lacking, 1 << j, term.single_bound, term.pair))
     return groups
+
+
+def _rests(groups: Sequence[Group]) -> list[tuple[float, Pairs]]:
+    """Per depth i: over groups i…, the single bounds of terms with tf_max 1, the others' any bounds."""
+    rests: list[tuple[float, Pairs]] = [(0.0, ())]
+    for group in reversed(groups):
+        single, pairs = group[4], group[5]
+        rest_single, rest_pairs = rests[-1]
+        rests.append((rest_single, pairs + rest_pairs) if pairs else (rest_single + single, rest_pairs))
+    rests.reverse()
+    return rests
+
+
+def _bound(saturation: float, single: float, pairs: Pairs, more: Pairs) -> float:
+    """The most a document of this saturation can score: single / (1 + sat) + Σ a / (b + sat)."""
+    total = single / (1.0 + saturation)
+    for numerator, tf in pairs:
+        total += numerator / (tf + saturation)
+    for numerator, tf in more:
+        total += numerator / (tf + saturation)
+    return total * _SAFETY
 
 
 class BranchAndBound:
     """One query's top k over `terms`, given in the summation order."""
 
+    __slots__ = ("contributions", "groups", "rests", "layout", "sat_at", "k", "heap", "theta", "last")
+
     def __init__(self, terms: Sequence[TermBits], layout: Layout, k: int) -> None:
-        self.terms = terms
+        self.contributions = [term.contributions for term in terms]
         self.groups = groups = _groups(terms)
-        # Over groups i…: the single bounds of terms with tf_max 1, and the others' any bounds.
-        self.rest_single = rest_single = [0.0]
-        Pairs = tuple[tuple[float, float], ...]
-        self.rest_pairs: list[Pairs] = [()]
-        rest_pairs = self.rest_pairs
-        for _, _, single, pairs in reversed(groups):
-            if pairs:
-                rest_single.append(rest_single[-1])
-                rest_pairs.append(pairs + rest_pairs[-1])
-            else:
-                rest_single.append(rest_single[-1] + single)
-                rest_pairs.append(rest_pairs[-1])
-        rest_single.reverse()
-        rest_pairs.reverse()
+        self.last = len(groups)
+        self.rests = _rests(groups)
         self.layout = layout
+        self.sat_at = layout.sat_at
         self.k = k
         self.heap: list[tuple[float, int, int]] = []  # (score, tiebreak, -doc): the worst on top
         self.theta = -1.0  # the k-th best score once k documents are held; nothing is pruned before
 
     def run(self) -> list[tuple[float, int]]:
-        self._visit(0, self.layout.everything, (), 0.0, ())
+        self._visit(0, self.layout.everything, 0, 0.0, ())
         return [(score, -negated) for score, _, negated in sorted(self.heap, reverse=True)]
 
-    def _open(self, docs: int, i: int, single: float, pairs: tuple[tuple[float, float], ...]) -> bool:
-        """Whether a branch could still hold a document of the top k."""
-        if self.theta <= 0.0:
-            return True
-        saturation = self.layout.sat_at[docs.bit_length() - 1]
-        total = (single + self.rest_single[i]) / (1.0 + saturation)
-        for numerator, tf in pairs:
-            total += numerator / (tf + saturation)
-        for numerator, tf in self.rest_pairs[i]:
-            total += numerator / (tf + saturation)
-        return total * _SAFETY >= self.theta
-
-    def _visit(
-        self, i: int, docs: int, held: tuple[int, ...], single: float, pairs: tuple[tuple[float, float], ...]
-    ) -> None:
+    def _visit(self, i: int, docs: int, held: int, single: float, pairs: Pairs) -> None:
         """`docs` hold the terms in `held` (bounded by `single` and `pairs`) and lack the other terms
-        of the groups before `i`."""
-        if i == len(self.groups):
-            if not held:
-                return
-            held = tuple(sorted(held))
-            if pairs:
+        of the groups before `i`. A branch is opened unless its bound is below the k-th score."""
+        if i == self.last:
+            if held:
                 self._scan(docs, held, single, pairs)
-            else:
-                self._scan_uniform(docs, held)
             return
-        group = self.groups[i]
-        found = docs & group.bits.single
-        if found and self._open(found, i + 1, single + group.single, pairs):
-            self._visit(i + 1, found, held + group.members, single + group.single, pairs)
-        found = docs & group.bits.multiple
-        if found and self._open(found, i + 1, single, pairs + group.pairs):
-            self._visit(i + 1, found, held + group.members, single, pairs + group.pairs)
-        found = docs & group.bits.lacking
-        if found and (held or i + 1 < len(self.groups)) and self._open(found, i + 1, single, pairs):
-            self._visit(i + 1, found, held, single, pairs)
+        one, more, lack, members, group_single, group_pairs = self.groups[i]
+        j = i + 1
+        rest_single, rest_pairs = self.rests[j]
+        sat_at = self.sat_at
+        found = docs & one
+        if found:
+            total = single + group_single
+            if (
+                self.theta <= 0.0
+                or _bound(sat_at[found.bit_length() - 1], total + rest_single, pairs, rest_pairs)
+                >= self.theta
+            ):
+                self._visit(j, found, held | members, total, pairs)
+        found = docs & more
+        if found:
+            joined = pairs + group_pairs
+            if (
+                self.theta <= 0.0
+                or _bound(sat_at[found.bit_length() - 1], single + rest_single, joined, rest_pairs)
+                >= self.theta
+            ):
+                self._visit(j, found, held | members, single, joined)
+        found = docs & lack
+        if (
+            found
+            and (held or j < self.last)
+            and (
+                self.theta <= 0.0
+                or _bound(sat_at[found.bit_length() - 1], single + rest_single, pairs, rest_pairs)
+                >= self.theta
+            )
+        ):
+            self._visit(j, found, held, single, pairs)
 
-    def _offer(self, score: float, doc: int) -> bool:
-        """Put `doc` in the top k if it belongs there; False if it does not."""
-        heap = self.heap
-        key = (score, self.layout.tiebreak[doc], -doc)
-        if len(heap) < self.k:
-            heapq.heappush(heap, key)
-            if len(heap) == self.k:
-                self.theta = heap[0][0]
-            return True
-        if key > heap[0]:
-            heapq.heapreplace(heap, key)
-            self.theta = heap[0][0]
-            return True
-        return False
+    def _scan(self, docs: int, held: int, single: float, pairs: Pairs) -> None:
+        """Score the documents of one term pattern, shortest first, while they can still enter.
 
-    def _scan_uniform(self, docs: int, held: tuple[int, ...]) -> None:
-        """Every held term has tf 1: documents of one length score exactly alike, and the layout
-        puts the better tie first, so once one fails to enter the rest of its length cannot."""
-        contributions = [self.terms[j].contributions for j in held]
+        Where every held term has tf 1 (no `pairs`), documents of one length score exactly alike and
+        the layout puts the better tie first, so once one fails to enter the rest of its length
+        cannot, and once one scores below the k-th score no longer one can do better."""
+        parts = [part for j, part in enumerate(self.contributions) if held >> j & 1]
         layout = self.layout
+        doc_at, block_start, tiebreak, sat_at = (
+            layout.doc_at,
+            layout.block_start,
+            layout.tiebreak,
+            self.sat_at,
+        )
+        heap, k, theta = self.heap, self.k, self.theta
         while docs:
             position = docs.bit_length() - 1
-            doc = layout.doc_at[position]
+            if pairs and theta > 0.0 and _bound(sat_at[position], single, pairs, ()) < theta:
+                break
+            doc = doc_at[position]
             score = 0.0
-            for part in contributions:
+            for part in parts:
                 score += part[doc]
-            if score < self.theta:
-                return  # longer documents score no more
-            if self._offer(score, doc):
-                docs ^= 1 << position
+            key = (score, tiebreak[doc], -doc)
+            if len(heap) < k:
+                heapq.heappush(heap, key)
+                if len(heap) == k:
+                    theta = heap[0][0]
+            elif key > heap[0]:
+                heapq.heapreplace(heap, key)
+                theta = heap[0][0]
+            elif pairs:
+                pass
+            elif score < theta:
+                break  # longer documents of this pattern score no more
             else:
-                docs &= (1 << layout.block_start[position]) - 1
-
-    def _scan(
-        self, docs: int, held: tuple[int, ...], single: float, pairs: tuple[tuple[float, float], ...]
-    ) -> None:
-        """Score the documents of one term pattern, shortest first, while they can still enter."""
-        contributions = [self.terms[j].contributions for j in held]
-        layout = self.layout
-        end = len(self.groups)
-        while docs:
-            position = docs.bit_length() - 1
-            if not self._open(docs, end, single, pairs):
-                return
-            doc = layout.doc_at[position]
-            score = 0.0
-            for part in contributions:
-                score += part[doc]
-            self._offer(score, doc)
+                docs &= (1 << block_start[position]) - 1  # nor do the rest of this length
+                continue
             docs ^= 1 << position
+        self.theta = theta
