@@ -47,6 +47,7 @@ class Settings(BaseSettings):
     tool_output_chars: int = Field(20_000, ge=200)
     language: Literal["en", "zh"] = "en"
     send_reasoning: bool = False
+    max_output_tokens: int | None = Field(None, ge=1)
 
     @field_validator("base_url")
     @classmethod

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parent.parent / "config" / "agents"
 LOCAL_COMPACT_THRESHOLD = 16_000
+LOCAL_MAX_OUTPUT_TOKENS = 1024
+"""A cap for the bundled model unless the user set one: SmolLM2-135M sometimes repeats itself until its
+8k context is full, which takes minutes on a laptop CPU."""
 """The bundled model has an 8k-token context: compact much earlier than the 120,000-char default."""
 
 
@@ -172,6 +175,7 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
                 model=endpoint.model,
                 distill_model=None,
                 compact_threshold_chars=min(settings.compact_threshold_chars, LOCAL_COMPACT_THRESHOLD),
+                max_output_tokens=settings.max_output_tokens or LOCAL_MAX_OUTPUT_TOKENS,
             )
             if options.verbose:
                 print(

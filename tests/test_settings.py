@@ -153,3 +153,17 @@ def test_every_setting_is_documented_in_the_example_config() -> None:
     text = example.read_text(encoding="utf-8")
     missing = [name for name in SETTING_NAMES if f"{name} =" not in text and f"# {name} =" not in text]
     assert missing == []
+
+
+def test_max_output_tokens_reaches_the_client(tmp_path: Path) -> None:
+    from nanohermes.llm import ChatClient
+
+    settings = load_settings({}, environ={"HOME": str(tmp_path), "NANOHERMES_MAX_OUTPUT_TOKENS": "256"})
+    client = ChatClient.from_settings(settings)
+    try:
+        assert client.max_tokens == 256
+    finally:
+        client.close()
+    assert load_settings({}, environ={"HOME": str(tmp_path)}).max_output_tokens is None
+    with pytest.raises(ConfigError, match="NANOHERMES_MAX_OUTPUT_TOKENS"):
+        load_settings({}, environ={"HOME": str(tmp_path), "NANOHERMES_MAX_OUTPUT_TOKENS": "0"})

@@ -79,6 +79,7 @@ class ChatClient:
         connect_timeout: float = CONNECT_TIMEOUT,
         total_timeout: float | None = None,
         send_reasoning: bool = False,
+        max_tokens: int | None = None,
         sleep: SleepFn = real_sleep,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
@@ -96,6 +97,7 @@ class ChatClient:
         )
         self.total_timeout = total_timeout or max(MIN_TOTAL_DEADLINE, 5 * request_timeout)
         self.send_reasoning = send_reasoning
+        self.max_tokens = max_tokens
         self._sleep = sleep
         self._clock = clock
         self._wall_clock = wall_clock
@@ -112,6 +114,7 @@ class ChatClient:
             max_retries=settings.max_retries,
             request_timeout=settings.request_timeout,
             send_reasoning=settings.send_reasoning,
+            max_tokens=settings.max_output_tokens,
         )
 
     def close(self) -> None:
@@ -131,7 +134,7 @@ class ChatClient:
         cancel: CancelToken | None = None,
     ) -> Iterator[StreamItem | ChatResult]:
         target = self._target(model)
-        body = build_body(target.model, messages, tools, stream=True, send_reasoning=self.send_reasoning)
+        body = self._body(target, messages, tools, stream=True)
         response = yield from self._open(body, target, cancel)
         if "html" in response.headers.get("content-type", "").lower():
             response.close()
@@ -189,7 +192,7 @@ class ChatClient:
         target: Target,
         cancel: CancelToken | None,
     ) -> ChatResult:
-        body = build_body(target.model, messages, tools, stream=False, send_reasoning=self.send_reasoning)
+        body = self._body(target, messages, tools, stream=False)
         opening = self._open(body, target, cancel)
         while True:  # the Retrying events of a non-streaming request have nobody to show them to
             try:
@@ -206,6 +209,18 @@ class ChatClient:
                 assembler.feed(chunk)
             return assembler.result()
         return parse_completion(text, target)
+
+    def _body(
+        self, target: Target, messages: list[Message], tools: list[dict[str, Any]] | None, *, stream: bool
+    ) -> dict[str, Any]:
+        return build_body(
+            target.model,
+            messages,
+            tools,
+            stream=stream,
+            send_reasoning=self.send_reasoning,
+            max_tokens=self.max_tokens,
+        )
 
     def _request(self, body: dict[str, Any]) -> httpx.Request:
         headers = {
@@ -398,7 +413,7 @@ _RETRYABLE_TRANSPORT = (
     httpx.ReadError,
     httpx.WriteError,
 )
-_OPTIONAL_FIELDS = ("stream_options", "tool_choice")
+_OPTIONAL_FIELDS = ("stream_options", "tool_choice", "max_tokens")
 
 
 def _rejected_option(status: int, text: str, body: dict[str, Any]) -> str | None:

@@ -90,6 +90,7 @@ def build_body(
     stream: bool,
     send_reasoning: bool,
     include_usage: bool = True,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
@@ -101,6 +102,8 @@ def build_body(
         # Explicit, because some servers (llama-cpp-python's chatml-function-calling) leave the tools
         # out of the prompt without it. A server that rejects the field gets the request again without.
         body["tool_choice"] = "auto"
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
     if stream and include_usage:
         body["stream_options"] = {"include_usage": True}
     return body

@@ -340,3 +340,21 @@ def test_connection_reset_before_any_byte_is_retried() -> None:
     assert result.content == "ok"
     assert len(recorder.requests) == 2
     assert isinstance(items[0], Retrying)
+
+
+def test_max_tokens_is_sent_only_when_set() -> None:
+    recorder = Recorder(sse_response(OK_STREAM), sse_response(OK_STREAM))
+    run_stream(make_client(recorder))
+    run_stream(make_client(recorder, max_tokens=1024))
+    assert "max_tokens" not in recorder.bodies[0]
+    assert recorder.bodies[1]["max_tokens"] == 1024
+
+
+def test_max_tokens_rejected_is_resent_without_it() -> None:
+    recorder = Recorder(
+        error(400, "Unsupported parameter: 'max_tokens' is not supported with this model."),
+        sse_response(OK_STREAM),
+    )
+    _, result = run_stream(make_client(recorder, max_tokens=50))
+    assert result.content == "ok"
+    assert "max_tokens" not in recorder.bodies[1]
