@@ -29,7 +29,7 @@ from nanohermes.errors import (
     NanoHermesError,
     ServerError,
 )
-from nanohermes.events import ReasoningDelta, Retrying, StreamItem, TextDelta
+from nanohermes.events import Retrying, StreamItem
 from nanohermes.llm.failures import (
     RETRY_AFTER_MAX,
     RETRY_STATUSES,
@@ -41,9 +41,9 @@ from nanohermes.llm.failures import (
     status_error,
 )
 from nanohermes.llm.interrupt import SendWorkers, abort_response
-from nanohermes.llm.response import StreamAssembler, parse_completion
+from nanohermes.llm.response import StreamAssembler, parse_completion, replay_deltas
 from nanohermes.llm.sse import Marker, iter_chunks
-from nanohermes.llm.wire import build_body
+from nanohermes.llm.wire import build_body, rejected_optional_field
 from nanohermes.types import ChatResult, Message
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ class ChatClient:
             )
         if _is_json(response):  # the server ignored `stream: true`
             result = parse_completion(self._read_body(response, cancel), target)
-            yield from _replay(result)
+            yield from replay_deltas(result)
             yield result
             return
         assembler = StreamAssembler(target)
@@ -164,7 +164,7 @@ class ChatClient:
                 "try again; if it repeats, check the server's logs",
                 err.status,
             ) from err
-        yield from _replay(result)
+        yield from replay_deltas(result)
         yield result
 
     def complete(
@@ -261,7 +261,7 @@ class ChatClient:
                     return response
                 text = self._read_error(response)
                 status = response.status_code
-                rejected = _rejected_option(status, text, body)
+                rejected = rejected_optional_field(status, text, body)
                 if rejected:  # an older server that rejects an optional field: ask again without it
                     body = {key: value for key, value in body.items() if key != rejected}
                     continue
@@ -387,13 +387,6 @@ def _is_json(response: httpx.Response) -> bool:
     return "json" in kind and "event-stream" not in kind
 
 
-def _replay(result: ChatResult) -> Iterator[StreamItem]:
-    if result.reasoning:
-        yield ReasoningDelta(result.reasoning)
-    if result.content:
-        yield TextDelta(result.content)
-
-
 def _describe(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return text or type(err).__name__
@@ -413,11 +406,3 @@ _RETRYABLE_TRANSPORT = (
     httpx.ReadError,
     httpx.WriteError,
 )
-_OPTIONAL_FIELDS = ("stream_options", "tool_choice", "max_tokens")
-
-
-def _rejected_option(status: int, text: str, body: dict[str, Any]) -> str | None:
-    """The optional request field a 400/422 complains about, if any (then we ask again without it)."""
-    if status not in (400, 422):
-        return None
-    return next((name for name in _OPTIONAL_FIELDS if name in body and name in text), None)

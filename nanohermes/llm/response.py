@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from nanohermes.errors import BadResponse
@@ -157,3 +158,11 @@ def _message_calls(raw: Any) -> list[ToolCall]:
             )
         )
     return calls
+
+
+def replay_deltas(result: ChatResult) -> Iterator[StreamItem]:
+    """The deltas a non-streamed result would have streamed (so the UI shows it the same way)."""
+    if result.reasoning:
+        yield ReasoningDelta(result.reasoning)
+    if result.content:
+        yield TextDelta(result.content)

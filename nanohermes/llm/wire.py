@@ -107,3 +107,14 @@ def build_body(
     if stream and include_usage:
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+OPTIONAL_FIELDS = ("stream_options", "tool_choice", "max_tokens")
+"""Fields some servers reject; the request is then sent again without the one named in the error."""
+
+
+def rejected_optional_field(status: int, text: str, body: dict[str, Any]) -> str | None:
+    """The optional request field a 400/422 error text complains about, if any."""
+    if status not in (400, 422):
+        return None
+    return next((name for name in OPTIONAL_FIELDS if name in body and name in text), None)
