@@ -116,3 +116,39 @@ def test_context_overflow_on_the_fallback_is_not_hidden() -> None:
     recorder = Recorder(sse_response(fixture_bytes("cut_mid_call.sse")), overflow)
     with pytest.raises(ContextOverflow):
         run_stream(make_client(recorder))
+
+
+def test_llama_cpp_python_silent_tool_stream_then_its_non_streamed_call() -> None:
+    """Recorded from llama-cpp-python 0.3 (chatml-function-calling, tool_choice auto): when the model
+    picks a tool, the streamed answer is HTTP 200 text/event-stream with an EMPTY body; the
+    non-streamed retry has content null, an id like call__0_<name>_cmpl-…, arguments with a trailing
+    space, and a legacy `function_call` whose name ends in a colon."""
+    arguments = '{"path": "README.md"} '
+    message = {
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call__0_read_file_cmpl-56effa77",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": arguments},
+            }
+        ],
+        "role": "assistant",
+        "function_call": {"name": "read_file:", "arguments": arguments},
+    }
+    fallback = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 212, "completion_tokens": 9, "total_tokens": 221},
+    }
+    recorder = Recorder(sse_response(b""), httpx.Response(200, json=fallback))
+    items, result = run_stream(
+        make_client(recorder), tools=[{"type": "function", "function": {"name": "read_file"}}]
+    )
+    assert any(isinstance(item, Retrying) for item in items)
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
+        ("call__0_read_file_cmpl-56effa77", "read_file", arguments)
+    ]
+    assert result.content == ""
+    assert result.usage.total_tokens == 221
