@@ -11,7 +11,6 @@ from typing import NoReturn
 from nanohermes import __version__
 
 PERMISSION_CHOICES = ("read-only", "ask", "auto")
-MEMORY_ACTIONS = ("list", "search", "forget", "stats", "path")
 
 
 class UsageError(Exception):

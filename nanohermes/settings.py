@@ -63,10 +63,6 @@ class Settings(BaseSettings):
         return value.strip() or None if isinstance(value, str) else value
 
     @property
-    def effective_distill_model(self) -> str | None:
-        return self.distill_model or self.model
-
-    @property
     def memory_file(self) -> Path:
         return self.memory_dir / "memory.json"
 

@@ -6,6 +6,7 @@ endpoint takes, what the session file stores and what the memory excerpt reads, 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ class ToolCall:
         function = data.get("function") or {}
         arguments = function.get("arguments")
         if not isinstance(arguments, str):
-            arguments = "{}" if arguments is None else _json_text(arguments)
+            arguments = "{}" if arguments is None else json.dumps(arguments, ensure_ascii=False)
         return cls(id=str(data.get("id") or ""), name=str(function.get("name") or ""), arguments=arguments)
 
 
@@ -118,9 +119,3 @@ def message_text(message: Message) -> str:
 
 def _as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _json_text(value: Any) -> str:
-    import json  # local: only reached for malformed stored calls
-
-    return json.dumps(value, ensure_ascii=False)

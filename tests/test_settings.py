@@ -33,7 +33,7 @@ def test_defaults_follow_the_spec(tmp_path: Path) -> None:
     assert settings.tool_output_chars == 20_000
     assert settings.language == "en"
     assert settings.send_reasoning is False
-    assert settings.effective_distill_model is None
+    assert settings.distill_model is None
 
 
 def test_each_layer_overrides_the_next(tmp_path: Path) -> None:
@@ -84,11 +84,13 @@ def test_bad_api_key_type_does_not_echo_the_value(tmp_path: Path) -> None:
     assert "12345678" not in str(err.value)
 
 
-def test_distill_model_defaults_to_model(tmp_path: Path) -> None:
+def test_distill_model_is_passed_to_the_agent_unset_or_set(tmp_path: Path) -> None:
+    from nanohermes.agent import AgentConfig
+
     settings = load_settings({"model": "m1"}, environ={"HOME": str(tmp_path)})
-    assert settings.effective_distill_model == "m1"
+    assert AgentConfig.from_settings(settings).distill_model is None  # the agent then uses `model`
     settings = load_settings({"model": "m1", "distill_model": "small"}, environ={"HOME": str(tmp_path)})
-    assert settings.effective_distill_model == "small"
+    assert AgentConfig.from_settings(settings).distill_model == "small"
 
 
 @pytest.mark.parametrize(
