@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from nanohermes.compaction import total_chars
 from nanohermes.errors import NanoHermesError
-from nanohermes.types import message_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -60,15 +60,8 @@ class Command:
 
 
 def context_chars(runtime: RuntimeLike) -> int:
-    """Characters in the live context (what compaction measures)."""
-    total = 0
-    for message in runtime.agent.messages:
-        total += len(message_text(message))
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict):
-                total += len(str(function.get("arguments") or ""))
-    return total
+    """Characters in the live context, measured exactly as compaction measures them."""
+    return total_chars(list(runtime.agent.messages))
 
 
 def session_file(runtime: RuntimeLike) -> Path | None:

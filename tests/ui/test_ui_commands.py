@@ -9,6 +9,7 @@ import pytest
 from ui_fakes import FakeEntry, FakeRuntime, FakeStore, fake_runtime, plain_console
 
 from nanohermes.cancel import CancelToken
+from nanohermes.compaction import total_chars
 from nanohermes.events import Compacted
 from nanohermes.ui.commands import COMMANDS, CommandContext, EventSource, dispatch, is_command, resume_hint
 from nanohermes.ui.render import Renderer
@@ -90,6 +91,29 @@ def test_exit_reset_model_permission_tokens() -> None:
     assert not h.ctx.exit_requested
     h.run("/exit")
     assert h.ctx.exit_requested
+
+
+def test_context_fill_is_what_compaction_measures() -> None:
+    h = Harness()
+    h.runtime.agent.messages.extend(
+        [
+            {"role": "user", "content": "x" * 2_000},
+            {
+                "role": "assistant",
+                "content": "",
+                "reasoning_content": "r" * 300,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "y" * 600},
+        ]
+    )
+    chars = total_chars(h.runtime.agent.messages)
+    assert chars == 3 + 2_000 + 300 + len("read_file") + 2 + 600  # reasoning and tool names count too
+    assert f"{chars:,} characters of context" in h.run("/session")
+    percent = 100 * chars // h.runtime.settings.compact_threshold_chars
+    assert f"context: {chars:,} characters ({percent}% of the compaction threshold)" in h.run("/tokens")
 
 
 def test_compact_runs_through_run_events() -> None:
