@@ -65,9 +65,6 @@ class ToolCallAccumulator:
         self._by_id: dict[str, _Slot] = {}
         self._by_index: dict[int, _Slot] = {}
 
-    def __bool__(self) -> bool:
-        return bool(self._slots)
-
     def add(self, delta: Mapping[str, Any]) -> None:
         call_id = _text(delta.get("id"))
         raw_index = delta.get("index")
@@ -117,15 +114,19 @@ class ToolCallAccumulator:
 
     def calls(self) -> list[ToolCall]:
         """The accumulated calls in order; ids synthesised when missing; empty arguments become `{}`."""
-        result: list[ToolCall] = []
-        for slot in self._slots:
-            arguments = slot.arguments()
-            if not slot.name and not arguments.strip():
-                continue
-            call_id = slot.id or self._new_id()
-            text = arguments if arguments.strip() else "{}"
-            result.append(ToolCall(id=call_id, name=slot.name.strip(), arguments=text))
-        return result
+        found = (finished_call(slot.id, slot.name, slot.arguments(), self._new_id) for slot in self._slots)
+        return [call for call in found if call is not None]
+
+
+def finished_call(
+    call_id: str, name: str, arguments: str, new_id: Callable[[], str] = new_call_id
+) -> ToolCall | None:
+    """A call as the loop gets it (streamed or not): None when it holds neither a name nor arguments;
+    a missing id synthesised; empty arguments `{}`."""
+    if not name and not arguments.strip():
+        return None
+    text = arguments if arguments.strip() else "{}"
+    return ToolCall(id=call_id or new_id(), name=name.strip(), arguments=text)
 
 
 def _continues(current: _Slot, name: str) -> bool:

@@ -34,8 +34,10 @@ from nanohermes.llm.failures import (
     RETRY_AFTER_MAX,
     RETRY_STATUSES,
     Target,
+    after_retries,
     backoff_delay,
     is_quota_exhausted,
+    one_line,
     parse_retry_after,
     server_message,
     status_error,
@@ -287,9 +289,8 @@ class ChatClient:
                 raise Cancelled()
 
     def _unreachable(self, err: httpx.HTTPError, retries: int) -> EndpointUnreachable:
-        after = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
         return EndpointUnreachable(
-            f"cannot reach {self.url}{after}: {_describe(err)}",
+            f"cannot reach {self.url}{after_retries(retries)}: {_describe(err)}",
             "check --base-url and that the server is running",
         )
 
@@ -388,8 +389,7 @@ def _is_json(response: httpx.Response) -> bool:
 
 
 def _describe(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return text or type(err).__name__
+    return one_line(str(err)) or type(err).__name__
 
 
 def _nothing() -> None:

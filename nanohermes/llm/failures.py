@@ -79,6 +79,11 @@ def one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def after_retries(retries: int) -> str:
+    """` after 3 retries` for an error message, or nothing when none were spent."""
+    return f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
+
+
 def is_context_overflow(message: str) -> bool:
     lowered = message.lower()
     return any(marker in lowered for marker in OVERFLOW_MARKERS)
@@ -93,7 +98,7 @@ def status_error(status: int, body: str, target: Target, retries: int = 0) -> LL
     """The error for a non-2xx answer. `retries` is how many retries were spent before giving up."""
     detail = server_message(body)
     said = f": {detail}" if detail else ""
-    after = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
+    after = after_retries(retries)
     if status in OVERFLOW_STATUSES and is_context_overflow(detail):
         return ContextOverflow(
             f"the conversation is too long for {target.model}'s context window{said}", OVERFLOW_HINT, status

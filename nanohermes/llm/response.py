@@ -8,9 +8,10 @@ from typing import Any
 
 from nanohermes.errors import BadResponse
 from nanohermes.events import ReasoningDelta, StreamItem, TextDelta
-from nanohermes.llm.accumulate import ToolCallAccumulator, new_call_id
-from nanohermes.llm.failures import Target, payload_error
+from nanohermes.llm.accumulate import ToolCallAccumulator, finished_call
+from nanohermes.llm.failures import Target, one_line, payload_error
 from nanohermes.llm.sse import Chunk
+from nanohermes.llm.wire import REASONING_KEYS
 from nanohermes.types import ChatResult, ToolCall, Usage
 
 
@@ -31,7 +32,7 @@ def find_usage(data: dict[str, Any]) -> Usage | None:
 
 
 def _reasoning_of(part: dict[str, Any]) -> str:
-    for key in ("reasoning_content", "reasoning"):
+    for key in REASONING_KEYS:
         value = part.get(key)
         if isinstance(value, str) and value:
             return value
@@ -57,11 +58,9 @@ class StreamAssembler:
         self._calls = ToolCallAccumulator()
         self.finish_reason: str | None = None
         self.usage = Usage()
-        self.started = False
 
     def feed(self, chunk: Chunk) -> list[StreamItem]:
         """Take one chunk. Raises an LLMError for an `error` chunk (even inside HTTP 200)."""
-        self.started = True
         if chunk.get("error"):
             raise payload_error(chunk["error"], self._target, in_stream=True)
         if "usage" in chunk or "x_groq" in chunk or "choices" in chunk:
@@ -115,7 +114,7 @@ def parse_completion(body: str, target: Target) -> ChatResult:
         data = json.loads(body)
     except ValueError:
         raise BadResponse(
-            f"the endpoint's answer is not JSON: {' '.join(body.split())[:120]!r}",
+            f"the endpoint's answer is not JSON: {one_line(body, 120)!r}",
             "check --base-url points at an OpenAI-compatible /v1 endpoint",
         ) from None
     if not isinstance(data, dict):
@@ -143,21 +142,9 @@ def parse_completion(body: str, target: Target) -> ChatResult:
 def _message_calls(raw: Any) -> list[ToolCall]:
     if not isinstance(raw, list):
         return []
-    calls: list[ToolCall] = []
-    for item in raw:
-        if not isinstance(item, dict):
-            continue
-        call = ToolCall.from_dict(item)
-        if not call.name and not call.arguments.strip():
-            continue
-        calls.append(
-            ToolCall(
-                id=call.id or new_call_id(),
-                name=call.name,
-                arguments=call.arguments if call.arguments.strip() else "{}",
-            )
-        )
-    return calls
+    parsed = (ToolCall.from_dict(item) for item in raw if isinstance(item, dict))
+    found = (finished_call(call.id, call.name, call.arguments) for call in parsed)
+    return [call for call in found if call is not None]
 
 
 def replay_deltas(result: ChatResult) -> Iterator[StreamItem]:

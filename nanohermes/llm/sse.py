@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal
 
 from nanohermes.errors import BadResponse
+from nanohermes.llm.failures import one_line
 
 
 class Marker(enum.Enum):
@@ -73,14 +74,11 @@ def _decode(payload: str) -> Chunk | Literal[Marker.DONE]:
         value = json.loads(text)
     except ValueError:
         raise BadResponse(
-            f"the endpoint sent a stream event that is not JSON: {_preview(text)}",
+            f"the endpoint sent a stream event that is not JSON: {one_line(text, 120)}",
             "check --base-url points at an OpenAI-compatible /v1 endpoint",
         ) from None
     if not isinstance(value, dict):
-        raise BadResponse(f"the endpoint sent a stream event that is not a JSON object: {_preview(text)}")
+        raise BadResponse(
+            f"the endpoint sent a stream event that is not a JSON object: {one_line(text, 120)}"
+        )
     return value
-
-
-def _preview(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -18,7 +18,7 @@ from typing import Any
 from nanohermes.types import Message, message_text
 
 MISSING_RESULT = "ERROR: no result was recorded for this tool call (the turn was interrupted)"
-_REASONING_KEYS = ("reasoning_content", "reasoning")
+REASONING_KEYS = ("reasoning_content", "reasoning")
 
 
 def prepare_messages(messages: list[Message], *, send_reasoning: bool = False) -> list[Message]:
@@ -31,7 +31,7 @@ def prepare_messages(messages: list[Message], *, send_reasoning: bool = False) -
             pending = []
         clean = dict(message)
         if not send_reasoning:
-            for key in _REASONING_KEYS:
+            for key in REASONING_KEYS:
                 clean.pop(key, None)
         if role == "assistant":
             calls = [_clean_call(call) for call in clean.get("tool_calls") or [] if isinstance(call, dict)]
@@ -89,7 +89,6 @@ def build_body(
     *,
     stream: bool,
     send_reasoning: bool,
-    include_usage: bool = True,
     max_tokens: int | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
@@ -104,7 +103,7 @@ def build_body(
         body["tool_choice"] = "auto"
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
-    if stream and include_usage:
+    if stream:
         body["stream_options"] = {"include_usage": True}
     return body
 

@@ -256,6 +256,7 @@ def test_complete_sends_no_stream_and_parses_calls() -> None:
     calls = [
         {"id": "", "type": "function", "function": {"name": "read_file", "arguments": {"path": "a"}}},
         {"id": "c2", "type": "function", "function": {"name": "list_dir", "arguments": ""}},
+        {"id": "c3", "type": "function", "function": {"name": "", "arguments": " "}},  # holds nothing
     ]
     recorder = Recorder(httpx.Response(200, json=completion("", calls)))
     result = make_client(recorder).complete([{"role": "user", "content": "hi"}], model="other")
@@ -267,6 +268,7 @@ def test_complete_sends_no_stream_and_parses_calls() -> None:
     assert result.tool_calls[0].id.startswith("call_")
     assert json.loads(result.tool_calls[0].arguments) == {"path": "a"}
     assert result.tool_calls[1].arguments == "{}"
+    assert len(result.tool_calls) == 2
 
 
 def test_complete_retries_like_stream() -> None:
