@@ -6,26 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
-from ui_fakes import FakeEntry, FakeRuntime, FakeStore, fake_runtime, plain_console
+from ui_fakes import SPEC_COMMANDS, FakeEntry, FakeRuntime, FakeStore, fake_runtime, plain_console
 
 from nanohermes.cancel import CancelToken
 from nanohermes.compaction import total_chars
 from nanohermes.events import Compacted
 from nanohermes.ui.commands import COMMANDS, CommandContext, EventSource, dispatch, is_command, resume_hint
 from nanohermes.ui.render import Renderer
-
-SPEC_COMMANDS = [
-    "/help",
-    "/exit",
-    "/reset",
-    "/compact",
-    "/memory",
-    "/session",
-    "/sessions",
-    "/model",
-    "/permission",
-    "/tokens",
-]
 
 
 class Harness:

@@ -9,13 +9,14 @@ import io
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pexpect
 import pytest
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server  # noqa: F401 - the fixture
+from ui_fakes import SPEC_COMMANDS
 
 from nanohermes.types import message_text
 
@@ -30,31 +31,39 @@ def plain(text: str) -> str:
     return ANSI.sub("", text)
 
 
+def spawn(workspace: Path, args: tuple[str, ...], env: dict[str, str]) -> pexpect.spawn:
+    """The installed `nanohermes` in a 40×100 pty, started in `workspace`."""
+    return pexpect.spawn(
+        str(Path(sys.executable).with_name("nanohermes")),
+        list(args),
+        env=env,
+        cwd=str(workspace),
+        encoding="utf-8",
+        dimensions=(40, 100),
+        timeout=WAIT,
+    )
+
+
+def server_env(server: FakeServer) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        NANOHERMES_MODEL="fake-model",
+        NANOHERMES_BASE_URL=server.url,
+        NANOHERMES_API_KEY="test-key",
+        TERM="xterm-256color",
+        COLUMNS="100",
+        LINES="40",
+        PROMPT_TOOLKIT_NO_CPR="1",  # pexpect never answers cursor-position requests
+    )
+    return env
+
+
 class Terminal:
     """One `nanohermes` process in a pty, with its whole output kept for diagnostics."""
 
-    def __init__(self, server: FakeServer, workspace: Path, *args: str) -> None:
-        executable = Path(sys.executable).with_name("nanohermes")
-        env = dict(os.environ)
-        env.update(
-            NANOHERMES_MODEL="fake-model",
-            NANOHERMES_BASE_URL=server.url,
-            NANOHERMES_API_KEY="test-key",
-            TERM="xterm-256color",
-            COLUMNS="100",
-            LINES="40",
-            PROMPT_TOOLKIT_NO_CPR="1",  # pexpect never answers cursor-position requests
-        )
+    def __init__(self, workspace: Path, args: tuple[str, ...], env: dict[str, str]) -> None:
         self.log = io.StringIO()
-        self.child = pexpect.spawn(
-            str(executable),
-            list(args),
-            env=env,
-            cwd=str(workspace),
-            encoding="utf-8",
-            dimensions=(40, 100),
-            timeout=WAIT,
-        )
+        self.child = spawn(workspace, args, env)
         self.child.logfile_read = self.log
 
     def expect(self, pattern: str, timeout: float = WAIT) -> str:
@@ -90,19 +99,23 @@ def workspace(tmp_path: Path) -> Path:
     return path
 
 
+Launch = Callable[..., Terminal]
+
+
 @pytest.fixture
-def terminals(fake_server: FakeServer, workspace: Path) -> Iterator[list[Terminal]]:  # noqa: F811
+def launch(fake_server: FakeServer, workspace: Path) -> Iterator[Launch]:  # noqa: F811
+    """`launch(*args)`: `nanohermes *args` against the fake server, once its prompt is drawn."""
     opened: list[Terminal] = []
-    yield opened
+
+    def start(*args: str) -> Terminal:
+        terminal = Terminal(workspace, args, server_env(fake_server))
+        opened.append(terminal)
+        terminal.prompt()
+        return terminal
+
+    yield start
     for terminal in opened:
         terminal.close()
-
-
-def start(terminals: list[Terminal], server: FakeServer, workspace: Path, *args: str) -> Terminal:
-    terminal = Terminal(server, workspace, *args)
-    terminals.append(terminal)
-    terminal.prompt()
-    return terminal
 
 
 def user_texts(body: dict[str, object]) -> list[str]:
@@ -113,11 +126,10 @@ def user_texts(body: dict[str, object]) -> list[str]:
 
 def test_chat_turn_renders_markdown_and_returns_to_the_prompt(
     fake_server: FakeServer,
-    workspace: Path,
-    terminals: list[Terminal],  # noqa: F811
+    launch: Launch,
 ) -> None:
     fake_server.push_text("Here is **the plan**:\n\n```python\nprint('hi')\n```\nDone here.")
-    term = start(terminals, fake_server, workspace, "--no-memory")
+    term = launch("--no-memory")
     term.send("hello\r")
     shown = term.expect("Done here.")
     assert "the plan" in shown
@@ -131,12 +143,11 @@ def test_chat_turn_renders_markdown_and_returns_to_the_prompt(
 
 def test_ctrl_c_cancels_a_slow_stream_and_the_next_turn_keeps_history(
     fake_server: FakeServer,
-    workspace: Path,
-    terminals: list[Terminal],  # noqa: F811
+    launch: Launch,
 ) -> None:
     fake_server.push_text("Once upon a time " + "and then more " * 300, delay=0.05)
     fake_server.push_text("Second answer.")
-    term = start(terminals, fake_server, workspace, "--no-memory")
+    term = launch("--no-memory")
     term.send("tell a story\r")
     term.expect("Once upon")
     term.send("\x03")
@@ -154,13 +165,9 @@ def test_ctrl_c_cancels_a_slow_stream_and_the_next_turn_keeps_history(
     assert term.exit_code() == 0
 
 
-def test_ctrl_d_exits_zero_and_the_autosaved_session_resumes(
-    fake_server: FakeServer,
-    workspace: Path,
-    terminals: list[Terminal],  # noqa: F811
-) -> None:
+def test_ctrl_d_exits_zero_and_the_autosaved_session_resumes(fake_server: FakeServer, launch: Launch) -> None:
     fake_server.push_text("Noted, blue.")
-    term = start(terminals, fake_server, workspace)
+    term = launch()
     term.send("my color: blue\r")
     term.expect("Noted, blue.")
     term.prompt()
@@ -171,7 +178,7 @@ def test_ctrl_d_exits_zero_and_the_autosaved_session_resumes(
     assert match, farewell
     name = match.group(1)
     fake_server.push_text("You said blue.")
-    again = start(terminals, fake_server, workspace, "--session", name)
+    again = launch("--session", name)
     assert "2 messages" in plain(again.log.getvalue())
     again.send("which color?\r")
     again.expect("You said blue.")
@@ -182,26 +189,11 @@ def test_ctrl_d_exits_zero_and_the_autosaved_session_resumes(
     assert again.exit_code() == 0
 
 
-def test_help_lists_every_command(
-    fake_server: FakeServer,
-    workspace: Path,
-    terminals: list[Terminal],  # noqa: F811
-) -> None:
-    term = start(terminals, fake_server, workspace, "--no-memory")
+def test_help_lists_every_command(launch: Launch) -> None:
+    term = launch("--no-memory")
     term.send("/help\r")
     shown = term.expect("Ctrl-D exits")
-    for command in (
-        "/help",
-        "/exit",
-        "/reset",
-        "/compact",
-        "/memory",
-        "/session",
-        "/sessions",
-        "/model",
-        "/permission",
-        "/tokens",
-    ):
+    for command in SPEC_COMMANDS:
         assert command in shown
     term.prompt()
     term.send("\x03")
@@ -209,17 +201,13 @@ def test_help_lists_every_command(
     assert term.exit_code() == 0
 
 
-def test_approval_answered_no_then_yes(
-    fake_server: FakeServer,
-    workspace: Path,
-    terminals: list[Terminal],  # noqa: F811
-) -> None:
+def test_approval_answered_no_then_yes(fake_server: FakeServer, workspace: Path, launch: Launch) -> None:
     write = ("write_file", {"path": "notes.txt", "content": "approved text\n"})
     fake_server.push_tool_calls([write])
     fake_server.push_text("Understood, not written.")
     fake_server.push_tool_calls([write])
     fake_server.push_text("Written.")
-    term = start(terminals, fake_server, workspace, "--no-memory", "--permission", "ask")
+    term = launch("--no-memory", "--permission", "ask")
     term.send("write the notes\r")
     shown = term.expect("Allow?")
     assert "notes.txt" in shown
@@ -240,14 +228,10 @@ def test_approval_answered_no_then_yes(
     assert term.exit_code() == 0
 
 
-def test_multi_line_input_arrives_as_one_message(
-    fake_server: FakeServer,
-    workspace: Path,
-    terminals: list[Terminal],  # noqa: F811
-) -> None:
+def test_multi_line_input_arrives_as_one_message(fake_server: FakeServer, launch: Launch) -> None:
     fake_server.push_text("Got two lines.")
     fake_server.push_text("Got the paste.")
-    term = start(terminals, fake_server, workspace, "--no-memory")
+    term = launch("--no-memory")
     term.send("first line\x1b\rsecond line\r")
     term.expect("Got two lines.")
     term.prompt()
@@ -262,14 +246,7 @@ def test_multi_line_input_arrives_as_one_message(
 
 def test_no_model_configured_explains_the_settings_and_exits_2(workspace: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NANOHERMES_MODEL")}
-    child = pexpect.spawn(
-        str(Path(sys.executable).with_name("nanohermes")),
-        [],
-        env=env,
-        cwd=str(workspace),
-        encoding="utf-8",
-        timeout=WAIT,
-    )
+    child = spawn(workspace, (), env)
     child.expect(pexpect.EOF, timeout=WAIT)
     child.close()
     text = plain(child.before or "")

@@ -16,6 +16,20 @@ from nanohermes.settings import Settings, load_settings
 from nanohermes.types import Message, Usage
 from nanohermes.ui.seams import MemoryStoreLike
 
+SPEC_COMMANDS = (
+    "/help",
+    "/exit",
+    "/reset",
+    "/compact",
+    "/memory",
+    "/session",
+    "/sessions",
+    "/model",
+    "/permission",
+    "/tokens",
+)
+"""The slash commands SPEC §7 names, written out here (not derived from COMMANDS) so tests check them."""
+
 
 def plain_console(width: int = 100) -> tuple[Console, StringIO]:
     out = StringIO()
