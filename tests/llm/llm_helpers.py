@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -106,3 +107,14 @@ def consume(stream: Iterable[object], seen: list[object], react: Callable[[objec
     for item in stream:
         seen.append(item)
         react(item)
+
+
+def cancel_soon_after(kind: type, cancel: CancelToken, delay: float = 0.1) -> Callable[[object], None]:
+    """A `consume` reaction: on an item of `kind`, cancel `delay` s later from a timer thread (like
+    Ctrl-C arriving while the client blocks in the next wait or read)."""
+
+    def react(item: object) -> None:
+        if isinstance(item, kind):
+            threading.Timer(delay, cancel.cancel).start()
+
+    return react

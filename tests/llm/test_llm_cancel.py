@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from llm_helpers import Recorder, consume, make_client, sse_lines
+from llm_helpers import Recorder, cancel_soon_after, consume, make_client, sse_lines
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled
@@ -28,11 +28,7 @@ def test_cancel_during_a_real_backoff_wait_ends_it_at_once() -> None:
     client = make_client(recorder, sleep=real_sleep)
     seen: list[object] = []
     started = time.monotonic()
-
-    def react(item: object) -> None:
-        if isinstance(item, Retrying):
-            threading.Timer(0.1, cancel.cancel).start()
-
+    react = cancel_soon_after(Retrying, cancel)
     with pytest.raises(Cancelled):
         consume(client.stream([{"role": "user", "content": "hi"}], cancel=cancel), seen, react)
     assert time.monotonic() - started < LIMIT

@@ -111,6 +111,7 @@ def test_error_chunk_inside_http_200_is_raised() -> None:
     seen: list[Any] = []
     with pytest.raises(StreamError) as caught:
         seen.extend(client.stream([{"role": "user", "content": "hi"}]))
+    assert seen == [TextDelta("Partial")], "what came before the error was shown; no result followed"
     assert "Provider disconnected unexpectedly" in str(caught.value)
     assert "\n" not in caught.value.one_line()
 

@@ -10,7 +10,6 @@ from llm_helpers import Recorder, completion, fixture_bytes, make_client, run_st
 
 from nanohermes.errors import ContextOverflow, IncompleteStream
 from nanohermes.events import Retrying, TextDelta
-from nanohermes.llm import ChatClient
 from nanohermes.types import ChatResult
 
 
@@ -97,13 +96,7 @@ def test_total_deadline_ends_an_endless_keep_alive_stream() -> None:
     recorder = Recorder(
         httpx.Response(200, content=keep_alives(), headers={"content-type": "text/event-stream"})
     )
-    client = ChatClient(
-        base_url="http://llm.test/v1",
-        model="m",
-        http_client=httpx.Client(transport=httpx.MockTransport(recorder)),
-        total_timeout=300.0,
-        clock=lambda: clock[0],
-    )
+    client = make_client(recorder, total_timeout=300.0, clock=lambda: clock[0])
     with pytest.raises(IncompleteStream) as caught:
         list(client.stream([{"role": "user", "content": "hi"}]))
     assert "300 s total deadline" in str(caught.value)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable
 from typing import Any
 
 import httpx
 import pytest
-from llm_helpers import consume
+from llm_helpers import FakeSleep, cancel_soon_after, consume, run_stream
 from llm_loopback import LoopbackServer, Script, sse_pieces, text_chunks
 
 from nanohermes.cancel import CancelToken
@@ -87,11 +86,7 @@ def test_cancel_during_a_silent_stream_returns_at_once() -> None:
         cancel = CancelToken()
         seen: list[object] = []
         started = time.monotonic()
-
-        def react(item: object) -> None:
-            if isinstance(item, TextDelta):
-                threading.Timer(0.1, cancel.cancel).start()
-
+        react = cancel_soon_after(TextDelta, cancel)
         with pytest.raises(Cancelled):
             consume(client.stream([{"role": "user", "content": "hi"}], cancel=cancel), seen, react)
         elapsed = time.monotonic() - started
@@ -117,20 +112,15 @@ def test_cancel_while_the_server_has_not_answered_yet() -> None:
 def test_unreachable_endpoint_names_the_url_and_the_flag() -> None:
     with LoopbackServer() as server:
         url = server.base_url
-    sleeps: list[float] = []
-
-    def no_wait(seconds: float, cancel: CancelToken | None) -> bool:
-        sleeps.append(seconds)
-        return False
-
-    client = ChatClient(base_url=url, model="m", max_retries=1, sleep=no_wait, random=lambda: 0.0)
+    sleep = FakeSleep()
+    client = ChatClient(base_url=url, model="m", max_retries=1, sleep=sleep, random=lambda: 0.0)
     events: list[object] = []
     with pytest.raises(EndpointUnreachable) as caught:
         events.extend(client.stream([{"role": "user", "content": "hi"}]))
     client.close()
     assert f"cannot reach {url}/chat/completions" in str(caught.value)
     assert "--base-url" in caught.value.hint
-    assert sleeps == [0.5]
+    assert sleep.waits == [0.5]
     assert isinstance(events[0], Retrying)
 
 
@@ -151,12 +141,6 @@ def _send_threads() -> int:
     return sum(1 for thread in threading.enumerate() if thread.name == "nanohermes-send")
 
 
-def _final(items: Iterable[object]) -> ChatResult:
-    result = list(items)[-1]
-    assert isinstance(result, ChatResult)
-    return result
-
-
 def test_connection_is_reused_after_done_and_send_threads_are_reused() -> None:
     before = _send_threads()
     messages = [{"role": "user", "content": "q"}]
@@ -165,8 +149,8 @@ def test_connection_is_reused_after_done_and_send_threads_are_reused() -> None:
             server.scripts.append(Script(sse_pieces(text_chunks([word])), keep_alive=True))
         client = _client(server)
         answers = [client.complete(messages, cancel=CancelToken()).content]
-        answers += [_final(client.stream(messages, cancel=CancelToken())).content for _ in range(2)]
-        answers.append(_final(client.stream(messages)).content)
+        answers += [run_stream(client, messages=messages, cancel=CancelToken())[1].content for _ in range(2)]
+        answers.append(run_stream(client, messages=messages)[1].content)
         assert _send_threads() - before <= 1, "one worker thread serves sequential requests"
         client.close()
         connections = server.connections

@@ -227,6 +227,19 @@ def test_read_timeout_before_the_answer_is_not_retried() -> None:
     assert len(recorder.requests) == 1
 
 
+def test_connect_timeout_is_10s_and_the_read_timeout_is_request_timeout() -> None:
+    recorder = Recorder(sse_response(OK_STREAM))
+    client = make_client(recorder, request_timeout=45)
+    run_stream(client)
+    assert recorder.requests[0].extensions["timeout"] == {
+        "connect": 10.0,
+        "read": 45,
+        "write": 45,
+        "pool": 10.0,
+    }
+    assert client.total_timeout == 600.0, "a total deadline bounds even a stream kept alive by comments"
+
+
 def test_redirect_names_the_fix() -> None:
     recorder = Recorder(httpx.Response(301, headers={"location": "https://llm.test/v1/chat/completions"}))
     with pytest.raises(BadResponse) as caught:
@@ -284,13 +297,18 @@ def test_complete_accepts_a_streamed_answer() -> None:
 
 
 @pytest.mark.parametrize(
-    "body",
-    ["<html>502 Bad Gateway</html>", "[1, 2]", '{"object": "list", "data": []}'],
+    ("body", "fragment"),
+    [
+        ("<html>502 Bad\nGateway</html>", "not JSON: '<html>502 Bad Gateway</html>'"),
+        ("[1, 2]", "not a chat completion"),
+        ('{"object": "list", "data": []}', "has no choices"),
+    ],
 )
-def test_complete_rejects_bodies_that_are_not_chat_completions(body: str) -> None:
+def test_complete_rejects_bodies_that_are_not_chat_completions(body: str, fragment: str) -> None:
     recorder = Recorder(httpx.Response(200, text=body, headers={"content-type": "application/json"}))
     with pytest.raises(BadResponse) as caught:
         make_client(recorder).complete([{"role": "user", "content": "q"}])
+    assert fragment in caught.value.one_line()
     assert "\n" not in caught.value.one_line()
 
 
