@@ -27,8 +27,7 @@ import httpx
 from nanohermes.cancel import CancelToken
 from nanohermes.llm import ChatClient
 from nanohermes.llm.failures import Target
-from nanohermes.llm.response import StreamAssembler
-from nanohermes.llm.sse import Marker, iter_chunks
+from nanohermes.llm.response import assemble
 from nanohermes.types import ChatResult
 
 MESSAGES = [{"role": "user", "content": "hello"}]
@@ -87,12 +86,7 @@ def bench_parsing(chunks: int) -> None:
     lines = body.decode().splitlines()
 
     def reader_only() -> None:
-        assembler = StreamAssembler(Target("m", "u", False))
-        for chunk in iter_chunks(lines):
-            if chunk is Marker.DONE:
-                break
-            assembler.feed(chunk)
-        assembler.result()
+        assemble(lines, Target("m", "u", False))
 
     whole_client()
     full = best_of(5, whole_client)

@@ -43,7 +43,7 @@ from nanohermes.llm.failures import (
     status_error,
 )
 from nanohermes.llm.interrupt import SendWorkers, abort_response
-from nanohermes.llm.response import StreamAssembler, parse_completion, replay_deltas
+from nanohermes.llm.response import StreamAssembler, assemble, parse_completion, replay_deltas
 from nanohermes.llm.sse import Marker, iter_chunks
 from nanohermes.llm.wire import build_body, rejected_optional_field
 from nanohermes.types import ChatResult, Message
@@ -204,12 +204,7 @@ class ChatClient:
                 break
         text = self._read_body(response, cancel)
         if "event-stream" in response.headers.get("content-type", "").lower():  # streamed anyway
-            assembler = StreamAssembler(target)
-            for chunk in iter_chunks(text.splitlines()):
-                if chunk is Marker.DONE:
-                    break
-                assembler.feed(chunk)
-            return assembler.result()
+            return assemble(text.splitlines(), target)
         return parse_completion(text, target)
 
     def _body(

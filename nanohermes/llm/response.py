@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from nanohermes.errors import BadResponse
+from nanohermes.errors import BadResponse, IncompleteStream
 from nanohermes.events import ReasoningDelta, StreamItem, TextDelta
 from nanohermes.llm.accumulate import ToolCallAccumulator, finished_call
 from nanohermes.llm.failures import Target, one_line, payload_error
-from nanohermes.llm.sse import Chunk
+from nanohermes.llm.sse import Chunk, Marker, iter_chunks
 from nanohermes.llm.wire import REASONING_KEYS
 from nanohermes.types import ChatResult, ToolCall, Usage
 
@@ -106,6 +106,19 @@ class StreamAssembler:
             finish_reason=self.finish_reason,
             usage=self.usage,
         )
+
+
+def assemble(lines: Iterable[str], target: Target) -> ChatResult:
+    """A whole event stream read at once (a server that streamed although asked not to). One that ends
+    without [DONE] or a finish reason is cut short: IncompleteStream, so that no half call runs."""
+    assembler = StreamAssembler(target)
+    for chunk in iter_chunks(lines):
+        if chunk is Marker.DONE:
+            return assembler.result()
+        assembler.feed(chunk)
+    if assembler.finish_reason is None:
+        raise IncompleteStream(f"the answer from {target.url} ended before it was complete", "try again")
+    return assembler.result()
 
 
 def parse_completion(body: str, target: Target) -> ChatResult:

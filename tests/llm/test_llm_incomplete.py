@@ -145,3 +145,17 @@ def test_llama_cpp_python_silent_tool_stream_then_its_non_streamed_call() -> Non
     ]
     assert result.content == ""
     assert result.usage.total_tokens == 221
+
+
+def test_a_cut_stream_sent_to_a_non_streaming_request_is_not_trusted_either() -> None:
+    """A server that streams although asked not to, and whose stream is cut: complete() must not hand
+    back the half call, and neither must the non-streaming retry of stream()."""
+    with pytest.raises(IncompleteStream) as caught:
+        make_client(Recorder(_cut_stream())).complete([{"role": "user", "content": "hi"}])
+    assert "http://llm.test/v1/chat/completions" in str(caught.value)
+    recorder = Recorder(_cut_stream(), _cut_stream())
+    seen: list[object] = []
+    with pytest.raises(IncompleteStream):
+        seen.extend(make_client(recorder).stream([{"role": "user", "content": "hi"}]))
+    assert not any(isinstance(item, ChatResult) for item in seen)
+    assert [b["stream"] for b in recorder.bodies] == [True, False]
