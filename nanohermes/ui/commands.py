@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,12 +18,10 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from nanohermes.cancel import CancelToken
-    from nanohermes.events import Event
     from nanohermes.ui.seams import MemoryStoreLike, RuntimeLike
+    from nanohermes.ui.turn import EventSource
 
 PERMISSION_MODES = ("read-only", "ask", "auto")
-EventSource = Callable[["CancelToken"], Iterator["Event"]]
 
 
 @dataclass

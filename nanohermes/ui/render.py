@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 KEY_ARGUMENTS = ("path", "command", "pattern", "query", "glob", "id", "description", "kind", "text")
 NOTE_STYLES = {"info": "dim", "debug": "dim", "warning": "yellow", "error": "bold red"}
 CODE_THEME = "monokai"
+REFRESH_PER_SECOND = 10
 EXPLAINED_REASONS = ("done", "interrupted", "error", "max_iterations")
 """TurnFinished reasons the agent already explained with a Note."""
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
@@ -75,27 +76,24 @@ def human_size(content: str) -> str:
 class Renderer:
     """Turns events into terminal output. One instance per REPL; `begin_turn`/`end_turn` around a turn."""
 
-    def __init__(self, console: Console, *, refresh_per_second: float = 10) -> None:
+    def __init__(self, console: Console) -> None:
         self.console = console
-        self._fps = refresh_per_second
         self._live: Live | None = None
         self._text = MarkdownSplitter()
         self._reasoning = ""
         self._running: dict[str, str] = {}
         self._arguments: dict[str, str] = {}
         self._waiting = False
-        self._label = "thinking…"
         self._printed_answer = False
 
     # -- turn lifecycle -------------------------------------------------------------------------
 
-    def begin_turn(self, label: str = "thinking…") -> None:
+    def begin_turn(self) -> None:
         self._text = MarkdownSplitter()
         self._reasoning = ""
         self._running.clear()
         self._arguments.clear()
         self._waiting = True
-        self._label = label
         self._printed_answer = False
         self._start_live()
 
@@ -246,7 +244,7 @@ class Renderer:
         for label in self._running.values():
             parts.append(Spinner("dots", Text(" " + shorten(label, 70), style="dim")))
         if self._waiting and not parts:
-            parts.append(Spinner("dots", Text(" " + self._label, style="dim")))
+            parts.append(Spinner("dots", Text(" thinking…", style="dim")))
         return Group(*parts)
 
     def _refresh(self) -> None:
@@ -261,7 +259,7 @@ class Renderer:
         self._live = Live(
             self._live_renderable(),
             console=self.console,
-            refresh_per_second=self._fps,
+            refresh_per_second=REFRESH_PER_SECOND,
             transient=True,
             redirect_stdout=False,
             redirect_stderr=False,

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from nanohermes.cliargs import CliOptions
     from nanohermes.settings import Settings
     from nanohermes.ui.approve import TerminalApprover
-    from nanohermes.ui.commands import EventSource
     from nanohermes.ui.loader import RuntimeLoader
     from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
+    from nanohermes.ui.turn import EventSource
 
 HINT_SECONDS = 2.0
 

@@ -44,14 +44,14 @@ class TurnDriver:
         self.renderer = renderer
         self.approver = approver
 
-    def run(self, source: EventSource, label: str = "thinking…") -> bool:
+    def run(self, source: EventSource) -> bool:
         """Run `source` to the end; True when it finished without being interrupted."""
         token = CancelToken()
         items: queue.Queue[_Item] = queue.Queue()
         if self.approver is not None:
             self.approver.attach(items.put, token)
         worker = threading.Thread(target=_work, args=(source, token, items), name="nh-turn", daemon=True)
-        self.renderer.begin_turn(label)
+        self.renderer.begin_turn()
         restore = _cancel_on_sigint(token)
         try:
             with quiet_terminal():

@@ -11,8 +11,9 @@ from ui_fakes import SPEC_COMMANDS, FakeEntry, FakeRuntime, FakeStore, fake_runt
 from nanohermes.cancel import CancelToken
 from nanohermes.compaction import total_chars
 from nanohermes.events import Compacted
-from nanohermes.ui.commands import COMMANDS, CommandContext, EventSource, dispatch, is_command, resume_hint
+from nanohermes.ui.commands import COMMANDS, CommandContext, dispatch, is_command, resume_hint
 from nanohermes.ui.render import Renderer
+from nanohermes.ui.turn import EventSource
 
 
 class Harness:

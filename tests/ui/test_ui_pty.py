@@ -15,7 +15,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from fake_server import FakeServer
-from fake_server import fake_server as fake_server  # noqa: F401 - the fixture
+from fake_server import fake_server as fake_server
 from ui_fakes import SPEC_COMMANDS
 
 from nanohermes.types import message_text
@@ -103,7 +103,7 @@ Launch = Callable[..., Terminal]
 
 
 @pytest.fixture
-def launch(fake_server: FakeServer, workspace: Path) -> Iterator[Launch]:  # noqa: F811
+def launch(fake_server: FakeServer, workspace: Path) -> Iterator[Launch]:
     """`launch(*args)`: `nanohermes *args` against the fake server, once its prompt is drawn."""
     opened: list[Terminal] = []
 
