@@ -68,7 +68,6 @@ class _Prepared:
 @dataclass
 class _Slot:
     call: ToolCall
-    summary: str = ""
     result: ToolResult | None = None
     future: concurrent.futures.Future[ToolResult] | None = None
     started: float = field(default_factory=time.monotonic)
@@ -172,7 +171,7 @@ class ToolRunner:
                 future = pool.submit(self._execute, ready, cancel, after)
                 if ready.resolved is not None:
                     chains[ready.resolved] = future
-                slots.append(_Slot(call, summary=ready.summary, future=future))
+                slots.append(_Slot(call, future=future))
                 yield ToolStarted(call, ready.summary)
             yield from self._collect(slots, cancel)
         finally:
@@ -223,7 +222,7 @@ class ToolRunner:
         cancel: CancelToken,
         after: concurrent.futures.Future[ToolResult] | None,
     ) -> ToolResult:
-        """Run one call in a worker thread. Never raises."""
+        """Run one call in a worker thread. Never raises; the result, error or not, is capped."""
         if after is not None:
             concurrent.futures.wait([after])
         call, tool = prepared.call, prepared.tool
@@ -234,18 +233,8 @@ class ToolRunner:
             kwargs[tool.context_arg] = CallContext(cancel, prepared.granted)
         if tool.cancel_arg:
             kwargs[tool.cancel_arg] = cancel
-        try:
-            return _result(call, cap_output(str(tool.func(**kwargs)), self.max_chars))
-        except Cancelled:
-            return _result(call, INTERRUPTED, ok=False)
-        except NanoHermesError as err:
-            return _result(call, cap_output(f"ERROR: {err.one_line()}", self.max_chars), ok=False)
-        except OSError as err:
-            where = f": {err.filename}" if err.filename else ""
-            return _result(call, f"ERROR: {err.strerror or err}{where}", ok=False)
-        except Exception as err:  # a bug in a tool must not end the turn: report it to the model
-            reason = " ".join(str(err).split())
-            return _result(call, f"ERROR: {tool.name} failed: {type(err).__name__}: {reason}", ok=False)
+        content, ok = _invoke(tool, kwargs)
+        return _result(call, cap_output(content, self.max_chars), ok)
 
     # -- checks and approvals (in the calling thread, one call at a time) -----------------------
 
@@ -350,6 +339,22 @@ class _Refused(NanoHermesError):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
+
+
+def _invoke(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, bool]:
+    """(content, ok) of one tool call; every failure is an `ERROR: …` content."""
+    try:
+        return str(tool.func(**kwargs)), True
+    except Cancelled:
+        return INTERRUPTED, False
+    except NanoHermesError as err:
+        return f"ERROR: {err.one_line()}", False
+    except OSError as err:
+        where = f": {err.filename}" if err.filename else ""
+        return f"ERROR: {err.strerror or err}{where}", False
+    except Exception as err:  # a bug in a tool must not end the turn: report it to the model
+        reason = " ".join(str(err).split())
+        return f"ERROR: {tool.name} failed: {type(err).__name__}: {reason}", False
 
 
 def _result(call: ToolCall, content: str, ok: bool = True) -> ToolResult:

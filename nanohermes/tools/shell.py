@@ -3,7 +3,9 @@
 The command runs in a new session (`start_new_session`), so it and everything it starts share one
 process group; on timeout or cancellation the whole group gets SIGTERM, then SIGKILL after a short
 grace. Each stream is read in chunks by its own thread into a `CappedBuffer` keeping only a head and a
-tail, so a command printing 10 MB never holds more than the cap in memory.
+tail, so a command printing 10 MB never holds more than the cap in memory. The report (exit code, both
+streams, their notes) fits the cap as a whole, so the runner never cuts it again and the note the model
+sees says how many bytes the command really printed beyond it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ KILL_GRACE = 0.5
 PIPE_GRACE = 2.0
 """After the shell exits, how long background processes may keep its output pipes open."""
 CHUNK = 64 * 1024
+STREAM_OVERHEAD = 48
+"""Characters of the report kept for each stream's label and its "[… N bytes omitted …]" note."""
 
 
 class CappedBuffer:
@@ -50,11 +54,22 @@ class CappedBuffer:
             if len(self.tail) > 2 * self.half:
                 del self.tail[: len(self.tail) - self.half]
 
-    def text(self) -> str:
-        tail = self.tail[-self.half :] if self.tail else b""
-        omitted = self.total - len(self.head) - len(tail)
-        head_text = self.head.decode("utf-8", errors="replace")
-        tail_text = bytes(tail).decode("utf-8", errors="replace")
+    @property
+    def shown(self) -> int:
+        """Bytes `text()` shows when not given a smaller limit."""
+        return min(self.total, 2 * self.half)
+
+    def text(self, limit: int | None = None) -> str:
+        """What was written, cut to at most `limit` bytes (default: all it can show), head and tail
+        around a note of how many bytes were left out."""
+        limit = 2 * self.half if limit is None else max(0, min(limit, 2 * self.half))
+        complete = self.total == len(self.head) + len(self.tail)  # nothing dropped while writing
+        head = bytes(self.head[: limit // 2])
+        rest = bytes(self.head[len(head) :] + self.tail) if complete else bytes(self.tail)
+        tail = rest[max(0, len(rest) - (limit - len(head))) :]
+        omitted = self.total - len(head) - len(tail)
+        head_text = head.decode("utf-8", errors="replace")
+        tail_text = tail.decode("utf-8", errors="replace")
         if omitted > 0:
             return f"{head_text}\n[… {omitted} bytes omitted …]\n{tail_text}"
         return head_text + tail_text
@@ -157,8 +172,8 @@ class ShellTool:
         kill_group(process)
         return False
 
-    @staticmethod
     def _report(
+        self,
         code: int | None,
         out: CappedBuffer,
         err: CappedBuffer,
@@ -179,15 +194,22 @@ class ShellTool:
                 "(background processes kept the output open and were stopped; "
                 "redirect their output to keep them running)"
             )
-        for label, buffer in (("stdout", out), ("stderr", err)):
-            text = buffer.text().rstrip("\n")
+        room = self.max_chars - sum(len(line) + 1 for line in lines) - 2 * STREAM_OVERHEAD
+        shares = _share(max(0, room), out.shown, err.shown)
+        for label, buffer, share in (("stdout", out, shares[0]), ("stderr", err, shares[1])):
+            text = buffer.text(share).rstrip("\n")
             lines.append(f"{label}:\n{text}" if text else f"{label}: (empty)")
         return "\n".join(lines)
 
 
-def summarize(result: str) -> str:
-    """ToolFinished summary for a shell result: its first line."""
-    return result.split("\n", 1)[0][:80]
+def _share(room: int, first: int, second: int) -> tuple[int, int]:
+    """Split `room` between two streams of `first` and `second` bytes: the smaller one gets what it
+    needs, up to half; the other one the rest."""
+    if first <= second:
+        small = min(first, room // 2)
+        return small, room - small
+    small = min(second, room // 2)
+    return room - small, small
 
 
 def signal_group(process: subprocess.Popen[bytes], signum: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -89,6 +90,34 @@ def test_results_are_capped_keeping_head_and_tail(workspace: Path) -> None:
     assert "\n[… 4558 characters omitted …]\n" in content
     assert cap_output("x" * 1000, 200).count("[… 850 characters omitted …]") == 1
     assert cap_output("short", 200) == "short"
+
+
+@posix_only
+def test_a_long_shell_result_keeps_its_own_note_of_what_was_cut(workspace: Path) -> None:
+    """The shell report fits the cap, so the runner does not cut it again and hide the shell's note."""
+    runner = auto_runner(workspace, tool_output_chars=2_000)
+    command = f"{sys.executable} -c \"import sys; sys.stdout.write('x' * 1_000_000)\""
+    content = results(run(runner, [call("run_shell", args(command=command))]))[0].content
+    assert len(content) <= 2_000
+    assert "characters omitted" not in content
+    match = re.search(r"\[… (\d+) bytes omitted …\]", content)
+    assert match is not None
+    stdout = content.split("stdout:\n", 1)[1].split("\nstderr:", 1)[0]
+    assert int(match.group(1)) + stdout.count("x") == 1_000_000
+
+
+def test_error_results_are_capped_too(workspace: Path) -> None:
+    def loud_crash() -> str:
+        """Fails with a long message."""
+        raise ValueError("why " * 1_000)
+
+    runner = auto_runner(workspace, tool_output_chars=300)
+    runner.register(tool_from_function(loud_crash))
+    got = results(run(runner, [call("loud_crash")]))[0]
+    assert not got.ok
+    assert got.content.startswith("ERROR: loud_crash failed: ValueError: why why")
+    assert len(got.content) <= 300
+    assert "characters omitted" in got.content
 
 
 def test_approval_yes_shows_the_diff_then_writes(workspace: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -73,15 +74,22 @@ def test_group_members_ignoring_sigterm_are_killed_too(workspace: Path) -> None:
     assert wait_gone(int(pidfile.read_text()), 2.5 - (time.monotonic() - began))
 
 
+def omitted_around(section: str) -> tuple[str, int, str]:
+    """(head, bytes omitted, tail) of a stream section cut around its note."""
+    match = re.search(r"\n\[… (\d+) bytes omitted …\]\n", section)
+    assert match is not None, section[:200]
+    return section[: match.start()], int(match.group(1)), section[match.end() :]
+
+
 def test_ten_megabytes_of_output_arrive_within_the_cap(workspace: Path) -> None:
     shell = ShellTool(workspace, max_chars=20_000)
     script = "import sys; [sys.stdout.write(f'{i:09d}\\n') for i in range(1_000_000)]"
     out = shell.run_shell(f'{sys.executable} -c "{script}"', ctx=CallContext())
-    assert out.startswith("exit code: 0")
-    assert len(out) < 20_000 + 200
-    assert "000000000\n000000001" in out  # head kept
-    assert "000999999" in out  # tail kept
-    assert "[… 9980000 bytes omitted …]" in out
+    assert out.startswith("exit code: 0\nstdout:\n000000000\n000000001")  # head kept
+    assert out.endswith("000999999\nstderr: (empty)")  # tail kept
+    assert 19_500 < len(out) <= 20_000  # the whole report fits the cap: the runner never cuts it again
+    head, omitted, tail = omitted_around(out.split("stdout:\n", 1)[1].split("\nstderr:", 1)[0])
+    assert len(head) + omitted + len(tail) + 1 == 10_000_000  # + the final newline, stripped
 
 
 def test_capped_buffer_never_grows_past_twice_its_limit() -> None:
@@ -91,6 +99,38 @@ def test_capped_buffer_never_grows_past_twice_its_limit() -> None:
         assert len(buffer.head) + len(buffer.tail) <= 2 * 1000
     assert buffer.total == 10_000 * 1024
     assert buffer.text().count("z") == 1000
+
+
+def test_capped_buffer_cuts_to_a_smaller_limit_and_counts_what_it_left_out() -> None:
+    whole = CappedBuffer(1000)
+    whole.write(b"0123456789")
+    assert whole.text() == "0123456789"
+    assert whole.text(6) == "012\n[… 4 bytes omitted …]\n789"
+    assert whole.text(0) == "\n[… 10 bytes omitted …]\n"
+    dropped = CappedBuffer(10)
+    dropped.write(b"abcde" + b"x" * 100 + b"vwxyz")
+    assert dropped.shown == 10
+    assert dropped.text() == "abcde\n[… 100 bytes omitted …]\nvwxyz"
+    assert dropped.text(4) == "ab\n[… 106 bytes omitted …]\nyz"
+
+
+def test_both_streams_share_the_cap_and_keep_their_notes(workspace: Path) -> None:
+    script = (
+        "import sys; sys.stdout.write('OUT-HEAD' + 'o' * 100_000 + 'OUT-TAIL'); "
+        "sys.stderr.write('ERR-HEAD' + 'e' * 100_000 + 'ERR-TAIL')"
+    )
+    shell = ShellTool(workspace, max_chars=2_000)
+    out = shell.run_shell(f'{sys.executable} -c "{script}"', ctx=CallContext())
+    assert len(out) <= 2_000
+    stdout, stderr = out.removeprefix("exit code: 0\nstdout:\n").split("\nstderr:\n")
+    for section, name in ((stdout, "OUT"), (stderr, "ERR")):
+        head, omitted, tail = omitted_around(section)
+        assert head.startswith(f"{name}-HEAD")
+        assert tail.endswith(f"{name}-TAIL")
+        assert len(head) + omitted + len(tail) == 100_016
+    small = shell.run_shell("echo short >&2; yes | head -c 50000", ctx=CallContext())
+    assert small.endswith("stderr:\nshort")  # the small stream whole, the big one takes the rest
+    assert 1_900 < len(small) <= 2_000
 
 
 def test_timeout_override_is_bounded(workspace: Path) -> None:
