@@ -166,14 +166,10 @@ def _memory_search(ctx: CommandContext, store: MemoryStoreLike, query: str) -> N
 
 
 def _memory_stats(ctx: CommandContext, store: MemoryStoreLike) -> None:
-    entries = store.load()
-    counts: dict[str, int] = {}
-    for entry in entries:
-        counts[_kind_name(entry.kind)] = counts.get(_kind_name(entry.kind), 0) + 1
-    parts = ", ".join(f"{kind} {count}" for kind, count in sorted(counts.items())) or "none"
-    path = ctx.runtime.settings.memory_file
-    size = path.stat().st_size if path.exists() else 0
-    ctx.say(f"{len(entries)} memories ({parts}) · {size:,} bytes · {path}")
+    stats = store.stats()
+    counts = sorted((_kind_name(kind), count) for kind, count in stats.per_kind.items() if count)
+    parts = ", ".join(f"{kind} {count}" for kind, count in counts) or "none"
+    ctx.say(f"{stats.total} memories ({parts}) · {stats.size_bytes:,} bytes · {stats.path}")
 
 
 def cmd_session(ctx: CommandContext, arg: str) -> None:

@@ -6,7 +6,7 @@ and works with whatever satisfies these shapes (tests pass small fakes).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -62,8 +62,21 @@ class MemoryEntry(Protocol):
     @property
     def text(self) -> str: ...
 
+
+class MemoryStatsLike(Protocol):
+    """The part of `nanohermes.memory.MemoryStats` that /memory stats shows."""
+
     @property
-    def source(self) -> str: ...
+    def path(self) -> Path: ...
+
+    @property
+    def size_bytes(self) -> int: ...
+
+    @property
+    def total(self) -> int: ...
+
+    @property
+    def per_kind(self) -> Mapping[Any, int]: ...
 
 
 class MemoryStoreLike(Protocol):
@@ -74,6 +87,8 @@ class MemoryStoreLike(Protocol):
     def search(self, query: str, top_k: int = ..., /) -> Sequence[tuple[float, MemoryEntry]]: ...
 
     def forget(self, memory_id: str, /) -> bool: ...
+
+    def stats(self) -> MemoryStatsLike: ...
 
 
 class RuntimeLike(Protocol):

@@ -10,7 +10,6 @@ from ui_fakes import SPEC_COMMANDS, FakeEntry, FakeRuntime, FakeStore, fake_runt
 
 from nanohermes.cancel import CancelToken
 from nanohermes.compaction import total_chars
-from nanohermes.events import Compacted
 from nanohermes.ui.commands import COMMANDS, CommandContext, dispatch, is_command, resume_hint
 from nanohermes.ui.render import Renderer
 from nanohermes.ui.turn import EventSource
@@ -24,8 +23,10 @@ class Harness:
         self.runtime: FakeRuntime = fake_runtime(store)
         self.renderer = Renderer(self.console)
         self.ctx = CommandContext(lambda: self.runtime, self.console, self._run_events, permission="ask")
+        self.operations = 0
 
     def _run_events(self, source: EventSource) -> None:
+        self.operations += 1
         for event in source(CancelToken()):
             self.renderer.handle(event)
 
@@ -107,8 +108,8 @@ def test_context_fill_is_what_compaction_measures() -> None:
 def test_compact_runs_through_run_events() -> None:
     h = Harness()
     out = h.run("/compact")
-    assert "5,000 → 1,000" in out
-    assert isinstance(next(iter(fake_runtime().agent.compact())), Compacted)
+    assert h.operations == 1  # like a turn: worker thread, Ctrl-C cancels it
+    assert out.strip() == "context compacted (summarized): 5,000 → 1,000 characters, saved 4,000"
 
 
 def test_memory_subcommands() -> None:
@@ -124,7 +125,7 @@ def test_memory_subcommands() -> None:
     assert "no matching memories" in h.run("/memory search zebra")
     assert "forgot a1" in h.run("/memory forget a1")
     assert "no memory with id a1" in h.run("/memory forget a1")
-    assert "1 memories (fact 1)" in h.run("/memory stats")
+    assert h.run("/memory stats").strip() == "1 memories (fact 1) · 100 bytes · /fake/memory.json"
     assert "usage: /memory" in h.run("/memory search")
 
 
@@ -183,5 +184,9 @@ def test_memory_command_on_the_real_store(tmp_path: Path) -> None:
     assert first.id in listing
     assert "preference" in listing
     assert "Always use pnpm" in h.run("/memory search pnpm")
+    size = store.path.stat().st_size
+    h.console.width = 400  # the temp path on one line
+    stats = h.run("/memory stats").strip()
+    assert stats == f"2 memories (fact 1, preference 1) · {size:,} bytes · {store.path}"
     assert f"forgot {first.id}" in h.run(f"/memory forget {first.id}")
     assert [e.text for e in store.load()] == ["The database is PostgreSQL 16"]

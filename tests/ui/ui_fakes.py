@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -41,7 +42,6 @@ class FakeEntry:
     id: str
     kind: str
     text: str
-    source: str = "user"
 
 
 @dataclass
@@ -60,6 +60,18 @@ class FakeStore:
         before = len(self.entries)
         self.entries = [e for e in self.entries if e.id != memory_id]
         return len(self.entries) < before
+
+    def stats(self) -> FakeStats:
+        per_kind = Counter(e.kind for e in self.entries)
+        return FakeStats(Path("/fake/memory.json"), 100 * len(self.entries), len(self.entries), per_kind)
+
+
+@dataclass(frozen=True)
+class FakeStats:
+    path: Path
+    size_bytes: int
+    total: int
+    per_kind: Mapping[str, int]
 
 
 class FakeAgent:
