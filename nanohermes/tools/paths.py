@@ -75,14 +75,15 @@ class Workspace:
 
     # -- opening --------------------------------------------------------------------------------
 
-    def open_file(self, resolved: Path, flags: int, mode: int = 0o666, *, create_dirs: bool = False) -> int:
-        """Open `resolved` (from `resolve`) refusing any symlink met on the way. Returns a raw fd."""
+    def open_file(self, resolved: Path, flags: int) -> int:
+        """Open the existing file `resolved` (from `resolve`) refusing any symlink met on the way.
+        Returns a raw fd. (Writes go through `replace_into`.)"""
         flags |= _NOFOLLOW | _CLOEXEC | _BINARY
         if not SAFE_WALK:
-            return self._open_checked(resolved, flags, mode, create_dirs)
-        parent = self._open_dir_chain(resolved.parent, create=create_dirs)
+            return self._open_checked(resolved, flags)
+        parent = self._open_dir_chain(resolved.parent, create=False)
         try:
-            fd = os.open(resolved.name, flags, mode, dir_fd=parent)
+            fd = os.open(resolved.name, flags, dir_fd=parent)
         except OSError as err:
             raise _translate(err, resolved) from None
         finally:
@@ -182,11 +183,9 @@ class Workspace:
             raise _translate(err, whole) from None
         return child
 
-    def _open_checked(self, resolved: Path, flags: int, mode: int, create_dirs: bool) -> int:
-        if create_dirs:
-            resolved.parent.mkdir(parents=True, exist_ok=True)
+    def _open_checked(self, resolved: Path, flags: int) -> int:
         try:
-            fd = os.open(resolved, flags, mode)
+            fd = os.open(resolved, flags)
         except OSError as err:
             raise _translate(err, resolved) from None
         self._verify_same(fd, resolved)

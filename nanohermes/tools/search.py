@@ -315,9 +315,10 @@ class SearchTools:
 
     def _search_file(self, file: Path, regex: re.Pattern[str], ctx: CallContext) -> Iterator[tuple[int, str]]:
         try:
-            if not self.workspace.allows(file.resolve(), ctx.granted):
+            real = file.resolve()
+            if not self.workspace.allows(real, ctx.granted):
                 return  # a symlink pointing out of the workspace
-            fd = self.workspace.open_file(file.resolve(), os.O_RDONLY)
+            fd = self.workspace.open_file(real, os.O_RDONLY)
         except (ToolError, OSError):
             return
         with os.fdopen(fd, "rb") as handle:

@@ -42,13 +42,9 @@ def escape_corpus(workspace: Path, outside: Path) -> list[str]:
 @needs_symlinks
 def test_every_escape_is_refused_by_resolve(workspace: Path, outside: Path) -> None:
     ws = Workspace(workspace)
-    corpus = escape_corpus(workspace, outside)
-    refused = 0
-    for path in corpus:
+    for path in escape_corpus(workspace, outside):
         with pytest.raises(OutsideWorkspace, match="outside the workspace"):
             ws.resolve(path)
-        refused += 1
-    assert refused == len(corpus)
 
 
 @needs_symlinks
@@ -87,33 +83,28 @@ def test_symlink_inside_the_workspace_is_followed(workspace: Path) -> None:
 
 
 @needs_symlinks
-def test_directory_swapped_for_a_symlink_after_the_check_is_refused(workspace: Path, outside: Path) -> None:
+@pytest.mark.parametrize(
+    ("checked_path", "swapped", "target"),
+    [("d/secret.txt", "d", ""), ("f.txt", "f.txt", "secret.txt")],
+    ids=["directory", "file"],
+)
+def test_path_swapped_for_a_symlink_after_the_check_is_refused(
+    workspace: Path, outside: Path, checked_path: str, swapped: str, target: str
+) -> None:
     ws = Workspace(workspace)
-    (workspace / "d").mkdir()
-    (workspace / "d" / "secret.txt").write_text("inside\n")
-    checked = ws.resolve("d/secret.txt")
-    (workspace / "d" / "secret.txt").unlink()
-    (workspace / "d").rmdir()
-    (workspace / "d").symlink_to(outside)  # the swap, between check and open
+    (workspace / checked_path).parent.mkdir(exist_ok=True)
+    (workspace / checked_path).write_text("inside\n")
+    checked = ws.resolve(checked_path)
+    (workspace / checked_path).unlink()
+    if swapped != checked_path:
+        (workspace / swapped).rmdir()
+    (workspace / swapped).symlink_to(outside / target)  # the swap, between check and open
     with pytest.raises(ToolError, match="symlink"):
         ws.open_file(checked, os.O_RDONLY)
     with pytest.raises(ToolError, match="symlink"):
         ws.replace_into(checked, b"pwned")
     assert (outside / "secret.txt").read_text() == "TOP-SECRET\n"
-
-
-@needs_symlinks
-def test_file_swapped_for_a_symlink_after_the_check_is_refused(workspace: Path, outside: Path) -> None:
-    ws = Workspace(workspace)
-    (workspace / "f.txt").write_text("inside\n")
-    checked = ws.resolve("f.txt")
-    (workspace / "f.txt").unlink()
-    (workspace / "f.txt").symlink_to(outside / "secret.txt")
-    with pytest.raises(ToolError, match="symlink"):
-        ws.open_file(checked, os.O_RDONLY)
-    with pytest.raises(ToolError, match="symlink"):
-        ws.replace_into(checked, b"pwned")
-    assert (outside / "secret.txt").read_text() == "TOP-SECRET\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
 
 
 @needs_symlinks
@@ -123,14 +114,14 @@ def test_fallback_check_compares_the_opened_file(workspace: Path, outside: Path)
     (workspace / "d").mkdir()
     (workspace / "d" / "f.txt").write_text("inside\n")
     checked = ws.resolve("d/f.txt")
-    fd = ws._open_checked(checked, os.O_RDONLY, 0o666, False)
+    fd = ws._open_checked(checked, os.O_RDONLY)
     os.close(fd)
     (workspace / "d" / "f.txt").unlink()
     (workspace / "d").rmdir()
     (workspace / "d").symlink_to(outside)
     (outside / "f.txt").write_text("outside\n")
     with pytest.raises(ToolError, match="swapped"):
-        ws._open_checked(checked, os.O_RDONLY, 0o666, False)
+        ws._open_checked(checked, os.O_RDONLY)
 
 
 @needs_symlinks
@@ -140,7 +131,7 @@ def test_walk_does_not_follow_symlinked_directories(workspace: Path, outside: Pa
     search = SearchTools(Workspace(workspace))
     listing = search.list_files(ctx=CallContext())
     assert "link_dir/secret.txt" not in listing
-    assert "TOP-SECRET\n" not in search.grep("TOP-SECRET", ctx=CallContext())
+    assert search.grep("TOP-SECRET", ctx=CallContext()) == "a.txt:1: TOP-SECRET lookalike? no: plain"
     assert "link_dir" not in search.grep("SECRET", ctx=CallContext())
 
 
