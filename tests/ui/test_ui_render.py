@@ -6,6 +6,7 @@ from ui_fakes import plain_console
 
 from nanohermes.events import (
     Compacted,
+    Event,
     Note,
     ReasoningDelta,
     Retrying,
@@ -19,6 +20,17 @@ from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
 from nanohermes.ui.render import Renderer, human_size, key_argument
 
 ANSWER = "# Plan\n\nFirst **bold** words\nwrap here.\n\n```python\ndef f():\n\n    return 1\n```\nDone.\n"
+
+
+def rendered(*events: Event) -> str:
+    """What one turn of these events prints on a plain 100-column console."""
+    console, out = plain_console()
+    renderer = Renderer(console)
+    renderer.begin_turn()
+    for event in events:
+        renderer.handle(event)
+    renderer.end_turn()
+    return out.getvalue()
 
 
 def test_splitter_closes_blocks_at_blank_lines_but_not_inside_fences() -> None:
@@ -55,14 +67,7 @@ def test_visible_tail_reopens_a_cut_code_fence() -> None:
 
 
 def test_streamed_answer_renders_as_markdown_once() -> None:
-    console, out = plain_console()
-    renderer = Renderer(console)
-    renderer.begin_turn()
-    for char in ANSWER:
-        renderer.handle(TextDelta(char))
-    renderer.handle(TurnFinished(True, "done"))
-    renderer.end_turn()
-    text = out.getvalue()
+    text = rendered(*(TextDelta(char) for char in ANSWER), TurnFinished(True, "done"))
     assert "**" not in text
     assert "```" not in text
     assert "First bold words wrap here." in text
@@ -74,26 +79,21 @@ def test_streamed_answer_renders_as_markdown_once() -> None:
 
 
 def test_tool_lines_are_compact_with_name_argument_outcome_and_size() -> None:
-    console, out = plain_console()
-    renderer = Renderer(console)
-    renderer.begin_turn()
-    renderer.handle(TextDelta("Let me look."))
     read = ToolCall("c1", "read_file", '{"path": "src/app.py"}')
     shell = ToolCall("c2", "run_shell", '{"command": "make test"}')
-    renderer.handle(ToolStarted(read, "src/app.py"))
-    renderer.handle(ToolStarted(shell))  # no summary: the key argument is taken from the call
-    renderer.handle(ToolFinished(ToolResult("c1", "read_file", "a\nb\nc\n"), "ok · 3 lines, 6 chars", 0.25))
-    renderer.handle(ToolFinished(ToolResult("c2", "run_shell", "ERROR: exit 2\ntrace", ok=False)))
-    renderer.handle(
+    lines = rendered(
+        TextDelta("Let me look."),
+        ToolStarted(read, "src/app.py"),
+        ToolStarted(shell),  # no summary: the key argument is taken from the call
+        ToolFinished(ToolResult("c1", "read_file", "a\nb\nc\n"), "ok · 3 lines, 6 chars", 0.25),
+        ToolFinished(ToolResult("c2", "run_shell", "ERROR: exit 2\ntrace", ok=False)),
         ToolFinished(
             ToolResult("c3", "write_file", "refused: the user declined", ok=False),
             "refused · the user declined",
-        )
-    )
-    renderer.handle(ToolFinished(ToolResult("c4", "grep", "interrupted by user", ok=False), "interrupted"))
-    renderer.handle(ToolFinished(ToolResult("c5", "list_files", "x\ny")))
-    renderer.end_turn()
-    lines = out.getvalue().splitlines()
+        ),
+        ToolFinished(ToolResult("c4", "grep", "interrupted by user", ok=False), "interrupted"),
+        ToolFinished(ToolResult("c5", "list_files", "x\ny")),
+    ).splitlines()
     assert lines[0].startswith("Let me look.")  # text before the tools is flushed first
     assert lines[1:] == [
         "  ✓ read_file src/app.py · 3 lines, 6 chars · 0.2s",
@@ -105,15 +105,15 @@ def test_tool_lines_are_compact_with_name_argument_outcome_and_size() -> None:
 
 
 def test_notes_retries_compaction_and_errors_are_single_lines() -> None:
-    console, out = plain_console()
-    renderer = Renderer(console)
-    renderer.handle(Note("Saved 2 memories"))
-    renderer.handle(Retrying(2, 1.5, "HTTP 503"))
-    renderer.handle(Compacted(150_000, 40_000, summarized=True))
-    renderer.handle(Note("endpoint unreachable:\n  connection refused", "error"))
-    renderer.handle(TurnFinished(False, "interrupted"))
-    renderer.handle(TurnFinished(False, "weird"))
-    assert out.getvalue().splitlines() == [
+    text = rendered(
+        Note("Saved 2 memories"),
+        Retrying(2, 1.5, "HTTP 503"),
+        Compacted(150_000, 40_000, summarized=True),
+        Note("endpoint unreachable:\n  connection refused", "error"),
+        TurnFinished(False, "interrupted"),
+        TurnFinished(False, "weird"),
+    )
+    assert text.splitlines() == [
         "Saved 2 memories",
         "retrying in 1.5s (attempt 2): HTTP 503",
         "context compacted (summarized): 150,000 → 40,000 characters, saved 110,000",
@@ -123,13 +123,8 @@ def test_notes_retries_compaction_and_errors_are_single_lines() -> None:
 
 
 def test_reasoning_is_printed_before_the_answer() -> None:
-    console, out = plain_console()
-    renderer = Renderer(console)
-    renderer.begin_turn()
-    renderer.handle(ReasoningDelta("weigh option A\nthen B"))
-    renderer.handle(TextDelta("Answer"))
-    renderer.end_turn()
-    assert [line.rstrip() for line in out.getvalue().splitlines()] == ["weigh option A", "then B", "Answer"]
+    text = rendered(ReasoningDelta("weigh option A\nthen B"), TextDelta("Answer"))
+    assert [line.rstrip() for line in text.splitlines()] == ["weigh option A", "then B", "Answer"]
 
 
 def test_key_argument_and_size_helpers() -> None:
