@@ -25,17 +25,15 @@ from nanohermes.compaction import compact, summary_request, total_chars
 from nanohermes.errors import Cancelled, ContextOverflow, IncompleteStream, LLMError, SessionError, StoreError
 from nanohermes.events import Compacted, Event, Note, TextDelta, ToolFinished, TurnFinished
 from nanohermes.llm import extract_text_tool_calls
-from nanohermes.memory import distill_messages, parse_distill, save_distilled, worth_distilling
-from nanohermes.prompts import with_memory_block
+from nanohermes.memory import distill_messages, parse_distill, save_distilled, set_block, worth_distilling
 from nanohermes.protocols import ChatModel, ToolExecutor
 from nanohermes.session import SessionData, SessionFile
+from nanohermes.tools.runner import INTERRUPTED
 from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
     from nanohermes.settings import Settings
-
-INTERRUPTED = "interrupted by user"
 
 
 class AgentTools(ToolExecutor, Protocol):
@@ -105,33 +103,36 @@ class Agent:
         self._model_name = config.model
         self._store, self._session, self._secrets = store, session, secrets
         self._system = system_prompt
-        self._data = resumed or SessionData(model=config.model, workspace=workspace)
+        # The session file's content; its messages, archive and usage are the live state (no copies).
+        self._data = resumed or SessionData()
+        self._data.workspace = workspace or self._data.workspace
         history = [m for m in self._data.messages if m.get("role") != "system"]
-        self._messages: list[Message] = [{"role": "system", "content": system_prompt}, *history]
-        self._archive: list[Message] = list(self._data.archive)
-        self._usage = self._data.usage
+        self._data.messages = [{"role": "system", "content": system_prompt}, *history]
         self._block = ""
         self._lock = threading.Lock()
         self._background: list[Event] = []
         self._threads: list[threading.Thread] = []
         self._bg_cancel = CancelToken()
         self._writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nh-session")
-        self._writes: list[concurrent.futures.Future[None]] = []
 
     # -- state -----------------------------------------------------------------------------------
 
     @property
     def messages(self) -> list[Message]:
-        return self._messages
+        return self._data.messages
 
     @property
     def archive(self) -> list[Message]:
-        return self._archive
+        return self._data.archive
 
     @property
     def usage(self) -> Usage:
         with self._lock:
-            return self._usage
+            return self._data.usage
+
+    def _add_usage(self, usage: Usage) -> None:
+        with self._lock:
+            self._data.usage += usage
 
     @property
     def session_path(self) -> Path:
@@ -168,7 +169,7 @@ class Agent:
         cancel = cancel or CancelToken()
         turn = _Turn({"role": "user", "content": user_content})
         yield from self._inject_memory(user_content)
-        self._messages.append(turn.user_message)
+        self.messages.append(turn.user_message)
         try:
             over = yield from self._loop(turn, cancel)
         except GeneratorExit:  # the caller stopped listening: keep the history valid and saved
@@ -204,7 +205,7 @@ class Agent:
         if not calls and result.content:
             result.content, calls = extract_text_tool_calls(result.content, self._tools.names())
             result.tool_calls = calls
-        self._messages.append(result.to_message())
+        self.messages.append(result.to_message())
         turn.partial = None
         if not calls:
             raise _TurnOver(True, "done", answer=result.content)
@@ -225,7 +226,7 @@ class Agent:
         turn.partial = []
         result: ChatResult | None = None
         tools = self._tools.schemas() or None
-        for item in self._model.stream(self._messages, tools, model=self._model_name, cancel=cancel):
+        for item in self._model.stream(self.messages, tools, model=self._model_name, cancel=cancel):
             if isinstance(item, ChatResult):
                 result = item
                 continue
@@ -235,8 +236,7 @@ class Agent:
         if result is None:
             raise IncompleteStream("the model stream ended without a result", "try again")
         turn.usage += result.usage
-        with self._lock:
-            self._usage += result.usage
+        self._add_usage(result.usage)
         return result
 
     def _run_tools(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
@@ -251,7 +251,7 @@ class Agent:
             for index, call in enumerate(calls):
                 got = results[index] if index < len(results) else None
                 result = got or ToolResult(call.id, call.name, INTERRUPTED, ok=False)
-                self._messages.append({**result.to_message(), "tool_call_id": call.id})
+                self.messages.append({**result.to_message(), "tool_call_id": call.id})
 
     def _interrupt(self, turn: _Turn) -> None:
         """Keep a partially streamed reply, marked, when the turn was cut during the stream."""
@@ -260,7 +260,7 @@ class Agent:
         text = "".join(turn.partial).rstrip()
         turn.partial = None
         marker = f"[{INTERRUPTED}]"
-        self._messages.append({"role": "assistant", "content": f"{text}\n\n{marker}" if text else marker})
+        self.messages.append({"role": "assistant", "content": f"{text}\n\n{marker}" if text else marker})
 
     # -- memory ----------------------------------------------------------------------------------
 
@@ -272,15 +272,15 @@ class Agent:
         except StoreError as err:
             yield Note(f"memory not available for this turn: {err.one_line()}", "warning")
             return
-        if block != self._block or self._messages[0].get("content") != self._system:
+        if block != self._block:
             self._block = block
-            self._messages[0] = {"role": "system", "content": with_memory_block(self._system, block)}
+            self.messages[0] = {"role": "system", "content": set_block(self._system, block)}
 
     def _start_distillation(self, turn: _Turn) -> None:
         if self._store is None or not worth_distilling(str(turn.user_message["content"]), turn.had_tools):
             return
-        start = next((i for i, m in enumerate(self._messages) if m is turn.user_message), 1)
-        excerpt = list(self._messages[start:])
+        start = next((i for i, m in enumerate(self.messages) if m is turn.user_message), 1)
+        excerpt = list(self.messages[start:])
         thread = threading.Thread(
             target=self._distill, args=(excerpt,), name="nanohermes-distill", daemon=True
         )
@@ -301,8 +301,7 @@ class Agent:
             if self._config.verbose:
                 self.post_note(Note(f"distillation failed: {type(err).__name__}: {err}", "debug"))
             return
-        with self._lock:
-            self._usage += result.usage
+        self._add_usage(result.usage)
         if saved:
             self.post_note(Note(f"{saved} {'memory' if saved == 1 else 'memories'} saved"))
         elif self._config.verbose:
@@ -330,7 +329,7 @@ class Agent:
 
     def _compact_if_needed(self, cancel: CancelToken) -> Iterator[Event]:
         threshold = self._config.compact_threshold_chars
-        if total_chars(self._messages) > threshold:
+        if total_chars(self.messages) > threshold:
             yield from self._compact(cancel, threshold=threshold)
 
     def _compact(self, cancel: CancelToken, *, threshold: int | None) -> Generator[Event, None, bool]:
@@ -338,17 +337,16 @@ class Agent:
             result = self._model.complete(
                 summary_request(middle), None, model=self._model_name, cancel=cancel
             )
-            with self._lock:
-                self._usage += result.usage
+            self._add_usage(result.usage)
             return result.content
 
         outcome = compact(
-            self._messages, keep=self._config.compact_keep_messages, summarize=summarize, threshold=threshold
+            self.messages, keep=self._config.compact_keep_messages, summarize=summarize, threshold=threshold
         )
         if outcome is None:
             return False
-        self._messages[:] = outcome.messages
-        self._archive.extend(outcome.removed)
+        self.messages[:] = outcome.messages
+        self.archive.extend(outcome.removed)
         if outcome.note:
             yield Note(outcome.note, "warning")
         yield Compacted(outcome.before_chars, outcome.after_chars, outcome.summarized)
@@ -356,9 +354,9 @@ class Agent:
 
     def reset(self) -> None:
         """/reset: clear the conversation (kept in the archive), keep the system prompt."""
-        self._archive.extend(self._messages[1:])
+        self.archive.extend(self.messages[1:])
         self._block = ""
-        self._messages[:] = [{"role": "system", "content": self._system}]
+        self.messages[:] = [{"role": "system", "content": self._system}]
 
     def save(self) -> None:
         """Write the session file now, after any pending background write. Raises SessionError."""
@@ -366,26 +364,18 @@ class Agent:
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for pending background writes of the session file; True when none is left."""
-        with self._lock:
-            pending = list(self._writes)
-        done, not_done = concurrent.futures.wait(pending, timeout)
-        return not not_done
+        try:  # the writer is one thread, first in first out: a no-op runs after every earlier write
+            self._writer.submit(lambda: None).result(timeout)
+        except concurrent.futures.TimeoutError:
+            return False
+        return True
 
     def _submit_save(self) -> concurrent.futures.Future[None]:
-        """Snapshot and render here (consistent with this thread); write + fsync in the writer thread,
+        """Render here (a snapshot consistent with this thread); write + fsync in the writer thread,
         in submission order, so a turn never waits on the disk."""
-        data = self._data
-        data.model, data.messages, data.archive, data.usage = (
-            self._model_name,
-            list(self._messages),
-            list(self._archive),
-            self.usage,
-        )
-        text = SessionFile.render(data, secrets=self._secrets)
-        with self._lock:
-            future = self._writer.submit(self._session.write, text)
-            self._writes = [f for f in self._writes if not f.done()] + [future]
-        return future
+        self._data.model = self._model_name
+        text = SessionFile.render(self._data, secrets=self._secrets)
+        return self._writer.submit(self._session.write, text)
 
     def _save_in_background(self) -> None:
         self._submit_save().add_done_callback(self._report_save)

@@ -1,13 +1,11 @@
-"""System prompt assembly (SPEC §4.5): base prompt, workspace, platform, date, AGENTS.md — then the
-memory block last (via `nanohermes.memory.set_block`), so the stable prefix stays cacheable."""
+"""System prompt assembly (SPEC §4.5): base prompt, workspace, platform, date, AGENTS.md. The memory
+block goes last (callers use `nanohermes.memory.set_block`), so the stable prefix stays cacheable."""
 
 from __future__ import annotations
 
 import platform
 from datetime import date
 from pathlib import Path
-
-from nanohermes.memory import set_block
 
 AGENTS_FILE = "AGENTS.md"
 AGENTS_MAX_CHARS = 20_000
@@ -52,11 +50,6 @@ def base_system_prompt(
     if agents:
         parts.append(f"Project instructions from {AGENTS_FILE} (the workspace root):\n\n{agents}")
     return "\n\n".join(parts)
-
-
-def with_memory_block(system: str, block: str) -> str:
-    """`system` with its memory block replaced by `block` (removed when `block` is empty)."""
-    return set_block(system, block)
 
 
 def read_agents_md(workspace: Path) -> str:

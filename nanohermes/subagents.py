@@ -26,9 +26,11 @@ from nanohermes.cancel import CancelToken
 from nanohermes.errors import LLMError, ToolError
 from nanohermes.events import ToolFinished
 from nanohermes.llm import extract_text_tool_calls
-from nanohermes.prompts import base_system_prompt, with_memory_block
+from nanohermes.memory import set_block
+from nanohermes.prompts import base_system_prompt
 from nanohermes.protocols import ChatModel, ToolExecutor
 from nanohermes.tools.base import Tool
+from nanohermes.tools.runner import INTERRUPTED
 from nanohermes.types import Message, ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -134,7 +136,7 @@ class SubAgentRunner:
         base = base_system_prompt(self._workspace, memory=self._store is not None, extra=definition.prompt)
         if self._store is None:
             return base
-        return with_memory_block(base, self._store.retrieve_block(task, lang=self._language))
+        return set_block(base, self._store.retrieve_block(task, lang=self._language))
 
     def allowed(self, definition: AgentDefinition) -> set[str]:
         names = self._tools.names() - {TASK_TOOL}
@@ -181,7 +183,7 @@ class SubAgentRunner:
                 results.append(ToolResult(call.id, call.name, text, ok=False))
                 continue
             got = next(by_position, None)
-            results.append(got or ToolResult(call.id, call.name, "interrupted by user", ok=False))
+            results.append(got or ToolResult(call.id, call.name, INTERRUPTED, ok=False))
         return results
 
 

@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 
 EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parent.parent / "config" / "agents"
 LOCAL_COMPACT_THRESHOLD = 16_000
+"""The bundled model has an 8k-token context: compact much earlier than the 120,000-char default."""
 LOCAL_MAX_OUTPUT_TOKENS = 1024
 """A cap for the bundled model unless the user set one: SmolLM2-135M sometimes repeats itself until its
 8k context is full, which takes minutes on a laptop CPU."""
-"""The bundled model has an 8k-token context: compact much earlier than the 120,000-char default."""
 
 
 @dataclass
@@ -41,9 +41,6 @@ class Runtime:
     settings: Settings
     agent: Agent
     store: MemoryStore | None
-    client: ChatClient
-    runner: ToolRunner
-    session_path: Path
 
 
 class _NoticeRelay:
@@ -89,8 +86,6 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
     store = _open_store(settings, relay)
     client = ChatClient.from_settings(settings)
     runner = ToolRunner.from_settings(settings, workspace, approver, store)
-    if resumed is not None:
-        resumed.workspace = str(workspace)
     secret = settings.api_key_value()
     agent = Agent(
         client,
@@ -105,7 +100,7 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
     )
     relay.attach(agent.post_note)
     _add_task_tool(agent, client, runner, store, settings, workspace)
-    return Runtime(settings, agent, store, client, runner, session.path)
+    return Runtime(settings, agent, store)
 
 
 def open_session(options: CliOptions, settings: Settings) -> tuple[SessionFile, SessionData | None]:

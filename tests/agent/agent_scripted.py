@@ -6,13 +6,14 @@ import copy
 import json
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from nanohermes.cancel import CancelToken
 from nanohermes.events import StreamItem, TextDelta
 from nanohermes.memory import DISTILL_SYSTEM_PROMPT
 from nanohermes.types import ChatResult, Message, ToolCall, Usage
 
+T = TypeVar("T")
 Step = ChatResult | BaseException | Callable[[list[Message], CancelToken], Iterator[StreamItem | ChatResult]]
 
 
@@ -47,9 +48,8 @@ class ScriptedModel:
         model: str | None = None,
         cancel: CancelToken | None = None,
     ) -> Iterator[StreamItem | ChatResult]:
-        with self._lock:
-            self.stream_requests.append({"messages": copy.deepcopy(messages), "tools": tools, "model": model})
-            step = self.steps.pop(0) if self.steps else text("(script exhausted)")
+        default = text("(script exhausted)")
+        step = self._take(self.stream_requests, self.steps, default, messages, tools, model)
         if isinstance(step, BaseException):
             raise step
         if isinstance(step, ChatResult):
@@ -67,19 +67,29 @@ class ScriptedModel:
         model: str | None = None,
         cancel: CancelToken | None = None,
     ) -> ChatResult:
-        request = {"messages": copy.deepcopy(messages), "tools": tools, "model": model}
         if messages and messages[0].get("content") == DISTILL_SYSTEM_PROMPT:
-            with self._lock:
-                self.distill_requests.append(request)
-                answer = self.distill.pop(0) if self.distill else "[]"
+            answer = self._take(self.distill_requests, self.distill, "[]", messages, tools, model)
             self.distilled.set()
             return text(answer)
-        with self._lock:
-            self.complete_requests.append(request)
-            step = self.completions.pop(0) if self.completions else text("(no completion scripted)")
+        default = text("(no completion scripted)")
+        step = self._take(self.complete_requests, self.completions, default, messages, tools, model)
         if isinstance(step, BaseException):
             raise step
         return step
+
+    def _take(
+        self,
+        log: list[dict[str, Any]],
+        queue: list[T],
+        default: T,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        model: str | None,
+    ) -> T:
+        """Record the request in `log` and pop the next scripted answer from `queue` (else `default`)."""
+        with self._lock:
+            log.append({"messages": copy.deepcopy(messages), "tools": tools, "model": model})
+            return queue.pop(0) if queue else default
 
 
 def assert_valid_history(messages: list[Message]) -> None:

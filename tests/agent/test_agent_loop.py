@@ -6,11 +6,12 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from agent_scripted import ScriptedModel, assert_valid_history, calls, text
 
 from nanohermes.agent import Agent, AgentConfig
 from nanohermes.cancel import CancelToken
-from nanohermes.errors import ContextOverflow, ModelNotFound
+from nanohermes.errors import ContextOverflow, ModelNotFound, SessionError
 from nanohermes.events import Compacted, Event, Note, StreamItem, TextDelta, ToolFinished, TurnFinished
 from nanohermes.memory import BLOCK_START, MemoryStore
 from nanohermes.prompts import base_system_prompt
@@ -241,10 +242,15 @@ def test_context_overflow_compacts_once_and_retries(tmp_path: Path) -> None:
     assert [e for e in events if isinstance(e, Compacted)]
     assert "Goal: answer questions." in agent.messages[1]["content"]
     assert len(agent.archive) > 0
-    model.steps = [ContextOverflow("still too long"), ContextOverflow("still too long")]
-    model.completions = [text("Goal again.")]
+    assert len(model.stream_requests) == 8 + 2  # the overflowing request and one retry
+    assert len(model.complete_requests) == 1  # one summary
+    model.steps = [ContextOverflow("still too long"), ContextOverflow("still too long"), text("never")]
+    model.completions = [text("Goal again."), text("never")]
     failed = run(agent, "and another")
     assert finished(failed).reason == "error"
+    assert len(model.stream_requests) == 10 + 2  # one compaction, one retry, then the error
+    assert len(model.complete_requests) == 2
+    assert agent.messages[-1] == {"role": "user", "content": "and another"}
 
 
 def test_threshold_compaction_keeps_system_summary_recent_and_archive(tmp_path: Path) -> None:
@@ -266,6 +272,7 @@ def test_threshold_compaction_keeps_system_summary_recent_and_archive(tmp_path: 
         "NEW SYSTEM",
         session=session,
         resumed=session.load(),
+        workspace=str(workspace),
     )
     assert agent.messages[0] == {"role": "system", "content": "NEW SYSTEM"}  # rebuilt on resume
     assert sum(len(str(m["content"])) for m in agent.messages) > 120_000
@@ -281,6 +288,7 @@ def test_threshold_compaction_keeps_system_summary_recent_and_archive(tmp_path: 
     assert agent.flush(10)
     saved = SessionFile(agent.session_path).load()
     assert saved.archive == history[1:-9]
+    assert (saved.id, saved.workspace) == (data.id, str(workspace))  # same session, current workspace
     assert saved.messages[1]["content"].startswith("[Summary of the earlier conversation")
 
 
@@ -314,3 +322,41 @@ def test_usage_model_switch_and_secret_never_saved(tmp_path: Path) -> None:
     text_on_disk = agent.session_path.read_text(encoding="utf-8")
     assert "sk-SECRET-key-0123456789" not in text_on_disk
     assert '"model": "other-model"' in text_on_disk
+
+
+class _GatedSession(SessionFile):
+    """A session file whose writes wait for `gate`, and fail with `failure` when it is set."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.gate = threading.Event()
+        self.failure: SessionError | None = None
+
+    def write(self, text: str) -> None:
+        assert self.gate.wait(10)
+        if self.failure is not None:
+            raise self.failure
+        super().write(text)
+
+
+def test_session_writes_stay_off_the_turn_flush_waits_and_failures_become_notes(tmp_path: Path) -> None:
+    model = ScriptedModel([text("one"), text("two")])
+    session = _GatedSession(tmp_path / "sessions" / "gated.json")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    runner = ToolRunner(workspace, permission="auto", approver=None, store=None)
+    agent = Agent(model, runner, AgentConfig(model="m"), "SYSTEM", session=session)
+    assert finished(run(agent, "first")).completed  # the turn did not wait for the blocked disk
+    assert not agent.flush(0.05)
+    assert not session.path.exists()
+    session.gate.set()
+    assert agent.flush(10)
+    assert SessionFile(session.path).load().messages[-1] == {"role": "assistant", "content": "one"}
+    session.failure = SessionError("cannot write session file gated.json: disk full", "free some space")
+    assert finished(run(agent, "second")).completed
+    assert agent.flush(10)
+    notes = [(e.level, e.text) for e in agent.drain_background_events() if isinstance(e, Note)]
+    assert notes == [("error", session.failure.one_line())]
+    with pytest.raises(SessionError, match="disk full"):
+        agent.save()
+    assert SessionFile(session.path).load().messages[-1] == {"role": "assistant", "content": "one"}

@@ -10,8 +10,9 @@ from agent_scripted import ScriptedModel, calls, text
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import ModelNotFound, ToolError
-from nanohermes.memory import BLOCK_START, MemoryStore
-from nanohermes.prompts import AGENTS_MAX_CHARS, base_system_prompt, read_agents_md, with_memory_block
+from nanohermes.events import ToolFinished
+from nanohermes.memory import BLOCK_START, MemoryStore, set_block
+from nanohermes.prompts import AGENTS_MAX_CHARS, base_system_prompt, read_agents_md
 from nanohermes.subagents import (
     BUILTIN_AGENTS,
     SubAgentRunner,
@@ -34,8 +35,8 @@ def test_system_prompt_has_workspace_platform_date_agents_md_and_block_last(tmp_
     assert "memory_save" in prompt
     assert prompt.rstrip().endswith("Run make check before committing.")
     block = f"{BLOCK_START}\n- [Preference] tabs\n=== End long-term memory ==="
-    assert with_memory_block(prompt, block).endswith(block)
-    assert with_memory_block(with_memory_block(prompt, block), "") == prompt
+    assert set_block(prompt, block).endswith(block)
+    assert set_block(set_block(prompt, block), "") == prompt
     assert "memory_save" not in base_system_prompt(tmp_path, memory=False)
 
 
@@ -127,6 +128,15 @@ def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
     model.completions = [ModelNotFound("model 'sub' not found")]
     sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", max_iterations=1)
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
+    runner.register(tool)
+    task_call = ToolCall("t1", "task", '{"agent": "general", "task": "do it"}')
+    unknown = ToolCall("t2", "task", '{"agent": "nobody", "task": "x"}')
+    events = runner.run_calls([task_call, unknown], CancelToken())
+    results = [e.result for e in events if isinstance(e, ToolFinished)]
+    assert [(r.call_id, r.ok) for r in results] == [("t1", False), ("t2", False)]
+    assert results[0].content.startswith("ERROR: sub-agent 'general' failed: model 'sub' not found")
+    assert results[1].content == "ERROR: task: argument agent must be one of general, explore"
+    model.completions = [ModelNotFound("model 'sub' not found")]
     with pytest.raises(ToolError, match="unknown sub-agent 'nobody'; available: general, explore"):
         tool.func(agent="nobody", task="x", cancel=CancelToken())
     with pytest.raises(ToolError, match="model 'sub' not found"):
