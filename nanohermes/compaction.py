@@ -91,9 +91,11 @@ def compact(
         return None
     before = total_chars(messages)
     shortened, originals = shorten_tool_outputs(middle)
-    if threshold is not None and total_chars(head + shortened + tail) <= threshold and originals:
+    if threshold is not None and originals:
         new = head + shortened + tail
-        return Compaction(new, originals, before, total_chars(new), summarized=False)
+        after = total_chars(new)
+        if after <= threshold:
+            return Compaction(new, originals, before, after, summarized=False)
     try:
         summary = summarize(shortened).strip()
     except Cancelled:

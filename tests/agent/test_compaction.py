@@ -75,6 +75,12 @@ def test_shortening_tool_outputs_alone_can_be_enough() -> None:
     assert len(result.messages) == len(messages)
     assert result.after_chars <= 120_000
     assert all(m["role"] == "tool" and len(m["content"]) == 8000 for m in result.removed)
+    # when shortening is not enough, the middle is summarised and archived in full (not shortened)
+    summarised = compact(messages, keep=10, summarize=lambda middle: "Goal: x.", threshold=20_000)
+    assert summarised is not None
+    assert summarised.summarized
+    assert summarised.after_chars < result.after_chars  # the kept tail alone is over 20,000
+    assert summarised.removed == messages[1 : len(messages) - len(summarised.messages) + 2]
 
 
 def test_failed_summary_drops_the_middle_with_a_note() -> None:
