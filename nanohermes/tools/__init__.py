@@ -4,8 +4,9 @@
 function), `CallContext` (what a tool gets besides its arguments).
 """
 
+from nanohermes.settings import PERMISSION_MODES
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
-from nanohermes.tools.runner import INTERRUPTED, PERMISSION_MODES, ToolRunner, cap_output
+from nanohermes.tools.runner import INTERRUPTED, ToolRunner, cap_output
 
 __all__ = [
     "INTERRUPTED",

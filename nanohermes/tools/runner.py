@@ -23,6 +23,7 @@ from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ConfigError, NanoHermesError
 from nanohermes.events import Event, ToolFinished, ToolStarted
 from nanohermes.protocols import ApprovalRequest, Approver, Decision
+from nanohermes.settings import PERMISSION_MODES
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.files import FileTools
 from nanohermes.tools.paths import OutsideWorkspace, Workspace
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
     from nanohermes.settings import Settings
 
-PERMISSION_MODES = ("read-only", "ask", "auto")
 INTERRUPTED = "interrupted by user"
 MAX_WORKERS = 8
 NO_APPROVER = (
