@@ -31,7 +31,7 @@ class CommandContext:
 
     runtime_source: Callable[[], RuntimeLike]
     console: Console
-    run_events: Callable[[EventSource], None]
+    run_events: Callable[[EventSource], object]
     permission: str
     exit_requested: bool = False
 

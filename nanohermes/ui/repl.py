@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from nanohermes.ui.approve import TerminalApprover
     from nanohermes.ui.loader import RuntimeLoader
     from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
-    from nanohermes.ui.turn import EventSource
 
 HINT_SECONDS = 2.0
 
@@ -73,7 +72,7 @@ class Repl:
         self.console = console
         self.renderer = Renderer(console)
         self.driver = TurnDriver(self.renderer, approver)
-        self.ctx = CommandContext(self._runtime, console, self._run_events, permission=settings.permission)
+        self.ctx = CommandContext(self._runtime, console, self.driver.run, permission=settings.permission)
         self._fill = 0
         self._hint_until = 0.0
         arguments = {"/permission": PERMISSION_MODES, "/memory": ("list", "search", "forget", "stats")}
@@ -114,12 +113,8 @@ class Repl:
             dispatch(self.ctx, text)
         else:
             agent = self._runtime().agent
-            self._run_events(lambda cancel: agent.run(text, cancel))
-        self._update_fill()
-
-    def _run_events(self, source: EventSource) -> None:
-        self.driver.run(source)
-        self._update_fill()
+            self.driver.run(lambda cancel: agent.run(text, cancel))
+        self._update_fill()  # after a turn or a command (/reset, /compact)
 
     def _runtime(self) -> RuntimeLike:
         if self.loader.ready:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from io import StringIO
 
 import pytest
+from prompt_toolkit.formatted_text import to_plain_text
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from ui_fakes import FakeRuntime, fake_runtime, plain_console
@@ -52,6 +53,18 @@ def test_new_session_builds_in_the_background_and_runs_turns_and_commands(pipe: 
     assert runtime.agent.saved == 1
     assert runtime.agent.waited == 1
     assert text.rstrip().endswith("Resume it with: nanohermes --session 20260101-120000")
+
+
+def test_toolbar_shows_the_context_fill_after_turns_and_commands(pipe: PipeInput) -> None:
+    runtime = fake_runtime(compact_threshold_chars=1_000)
+    repl, _ = make_repl(pipe, RuntimeLoader(lambda: runtime), runtime)
+    fills: list[str] = []
+    repl.session.app.after_render += lambda app: fills.append(to_plain_text(repl._toolbar()))
+    pipe.send_text("x" * 200 + "\r/reset\r\x04")
+    assert repl.loop() == 0
+    # sys 3 + user 200 + "echo: " 6 + 200 = 409 of 1,000 after the turn; back to 3 after /reset
+    assert any("context 40%" in fill for fill in fills)
+    assert "context 0%" in fills[-1]
 
 
 def test_resumed_session_is_built_first_and_announced(pipe: PipeInput) -> None:
