@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from nanohermes import __version__
+from nanohermes.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~10 ms at start-up
 if TYPE_CHECKING:
@@ -18,11 +19,6 @@ if TYPE_CHECKING:
     from nanohermes.cliargs import CliOptions, MemoryArgs
 
 __all__ = ["CliOptions", "MemoryArgs", "main"]
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 def __getattr__(name: str) -> Any:

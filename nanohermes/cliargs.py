@@ -10,8 +10,6 @@ from typing import NoReturn
 
 from nanohermes import __version__
 
-PERMISSION_CHOICES = ("read-only", "ask", "auto")
-
 
 class UsageError(Exception):
     """A bad command line; reported as one line with exit code 2."""
@@ -92,7 +90,9 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
     if argv and argv[0] == "memory":
         return _parse_memory(list(argv[1:]))
     ns = build_parser().parse_args(list(argv))
-    if ns.permission is not None and ns.permission not in PERMISSION_CHOICES:
+    from nanohermes.settings import PERMISSION_MODES  # settings load right after parsing anyway
+
+    if ns.permission is not None and ns.permission not in PERMISSION_MODES:
         raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: read-only, ask, auto")
     if ns.json_output and ns.prompt is None:
         raise UsageError("--json needs -p PROMPT")

@@ -22,6 +22,12 @@ NanoHermesError              .hint: one short "how to fix it" phrase, or ""
 
 from __future__ import annotations
 
+# Process exit codes, shared by the command line, one-shot mode and the memory commands.
+EXIT_OK = 0
+EXIT_FAILURE = 1  # the model, a tool, a file: something failed
+EXIT_USAGE = 2  # a bad flag, setting or config, or no model configured
+EXIT_INTERRUPTED = 130  # Ctrl-C
+
 
 class NanoHermesError(Exception):
     """Base of every deliberate error. `str(err)` is one line meant for the user."""

@@ -179,24 +179,30 @@ def new_session_path(sessions_dir: Path, now: datetime | None = None) -> Path:
 
 def latest_session(sessions_dir: Path) -> Path | None:
     """The most recently updated session file (by modification time), or None."""
-    files = _session_files(sessions_dir)
-    return max(files, key=_mtime) if files else None
+    files = recent_session_files(sessions_dir)
+    return files[0][0] if files else None
+
+
+def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
+    """Session files with their modification times, newest first (one stat per file)."""
+    stamped = [(path, _mtime(path)) for path in _session_files(sessions_dir)]
+    return sorted(stamped, key=lambda item: item[1], reverse=True)
+
+
+def describe_session(path: Path) -> SessionInfo:
+    """What `/sessions` shows of one file; an unreadable file gets a title saying so."""
+    try:
+        data = SessionFile(path).load()
+    except SessionError:
+        return SessionInfo(path, "", 0, "(unreadable session file)")
+    first = next((m for m in data.messages if m.get("role") == "user"), None)
+    title = " ".join(message_text(first).split())[:60] if first else "(empty)"
+    return SessionInfo(path, data.updated, len(data.messages), title)
 
 
 def list_sessions(sessions_dir: Path, limit: int = 10) -> list[SessionInfo]:
-    """Recent sessions, newest first; unreadable files are listed with a title saying so."""
-    files = sorted(_session_files(sessions_dir), key=_mtime, reverse=True)[:limit]
-    infos: list[SessionInfo] = []
-    for path in files:
-        try:
-            data = SessionFile(path).load()
-        except SessionError:
-            infos.append(SessionInfo(path, "", 0, "(unreadable session file)"))
-            continue
-        first = next((m for m in data.messages if m.get("role") == "user"), None)
-        title = " ".join(message_text(first).split())[:60] if first else "(empty)"
-        infos.append(SessionInfo(path, data.updated, len(data.messages), title))
-    return infos
+    """Recent sessions, newest first."""
+    return [describe_session(path) for path, _ in recent_session_files(sessions_dir)[:limit]]
 
 
 def _session_files(sessions_dir: Path) -> list[Path]:

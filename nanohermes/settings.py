@@ -10,7 +10,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
@@ -21,7 +21,7 @@ from nanohermes.errors import ConfigError
 ENV_PREFIX = "NANOHERMES_"
 ENV_FALLBACKS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
 PermissionMode = Literal["read-only", "ask", "auto"]
-PERMISSION_MODES: tuple[str, ...] = ("read-only", "ask", "auto")
+PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 
 
 class Settings(BaseSettings):

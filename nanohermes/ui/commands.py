@@ -13,6 +13,8 @@ from rich.text import Text
 
 from nanohermes.compaction import total_chars
 from nanohermes.errors import NanoHermesError
+from nanohermes.session import describe_session, recent_session_files
+from nanohermes.settings import PERMISSION_MODES
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from nanohermes.ui.seams import MemoryStoreLike, RuntimeLike
     from nanohermes.ui.turn import EventSource
 
-PERMISSION_MODES = ("read-only", "ask", "auto")
+SESSIONS_SHOWN = 15
 
 
 @dataclass
@@ -188,22 +190,21 @@ def cmd_session(ctx: CommandContext, arg: str) -> None:
 
 def cmd_sessions(ctx: CommandContext, arg: str) -> None:
     sessions_dir = ctx.runtime.settings.sessions_dir
-    try:
-        files = sorted(sessions_dir.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-    except OSError as err:
-        ctx.fail(f"cannot list {sessions_dir}: {err.strerror or err}")
-        return
+    files = recent_session_files(sessions_dir)
     if not files:
         ctx.say(f"no saved sessions in {sessions_dir}", "dim")
         return
     current = session_file(ctx.runtime)
     now = time.time()
-    for path in files[:15]:
+    for path, modified in files[:SESSIONS_SHOWN]:
         mark = "*" if path == current else " "
-        age = _age(now - path.stat().st_mtime)
-        ctx.say(f"{mark} {path.stem:<28} {age:>9} ago   {resume_hint(path, sessions_dir)}")
-    if len(files) > 15:
-        ctx.say(f"… and {len(files) - 15} older ones in {sessions_dir}", "dim")
+        title = describe_session(path).title
+        ctx.say(
+            f"{mark} {path.stem:<20} {_age(now - modified):>7} ago  {title[:36]:<36}  "
+            f"{resume_hint(path, sessions_dir)}"
+        )
+    if len(files) > SESSIONS_SHOWN:
+        ctx.say(f"… and {len(files) - SESSIONS_SHOWN} older ones in {sessions_dir}", "dim")
 
 
 def _age(seconds: float) -> str:

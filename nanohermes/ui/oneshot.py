@@ -18,17 +18,16 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nanohermes.cancel import CancelToken
-from nanohermes.errors import NanoHermesError
+from nanohermes.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, NanoHermesError
 from nanohermes.events import Compacted, Event, Note, Retrying, ToolFinished, ToolStarted, TurnFinished
 from nanohermes.types import Usage
-from nanohermes.ui.setup_hint import EXIT_NO_MODEL, missing_model_message
+from nanohermes.ui.setup_hint import missing_model_message
 
 if TYPE_CHECKING:
     from nanohermes.cliargs import CliOptions
     from nanohermes.settings import Settings
     from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DISTILL_GRACE = 5.0
 
 
@@ -48,7 +47,7 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     """Run one turn for `-p`. Returns the exit code."""
     if settings.model is None and not options.local:
         print(missing_model_message(settings), file=sys.stderr)
-        return EXIT_NO_MODEL
+        return EXIT_USAGE
     prompt = read_prompt(options.prompt or "", sys.stdin)
     if not prompt.strip():
         return _fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
@@ -135,7 +134,7 @@ def _report(options: CliOptions, runtime: RuntimeLike, outcome: _Outcome) -> int
         print(outcome.answer)
     if outcome.completed:
         return EXIT_OK
-    return _fail(error, EXIT_INTERRUPTED if outcome.reason == "interrupted" else EXIT_FAILED)
+    return _fail(error, EXIT_INTERRUPTED if outcome.reason == "interrupted" else EXIT_FAILURE)
 
 
 def _error_line(outcome: _Outcome) -> str:

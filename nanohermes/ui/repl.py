@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes import __version__
-from nanohermes.errors import NanoHermesError
-from nanohermes.ui.setup_hint import EXIT_NO_MODEL, missing_model_message
+from nanohermes.errors import EXIT_USAGE, NanoHermesError
+from nanohermes.ui.setup_hint import missing_model_message
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -37,7 +37,7 @@ def run_repl(options: CliOptions, settings: Settings, build_runtime: RuntimeBuil
     """Chat in the terminal until /exit, Ctrl-D or Ctrl-C twice. Returns the exit code."""
     if not settings.model:
         print(missing_model_message(settings), file=sys.stderr)
-        return EXIT_NO_MODEL
+        return EXIT_USAGE
     from rich.console import Console
 
     from nanohermes.ui.approve import TerminalApprover
@@ -62,7 +62,8 @@ class Repl:
         terminal: tuple[Input, Output] | None = None,
     ) -> None:
         """`terminal`: the prompt's input and output (tests pass a pipe); the real terminal otherwise."""
-        from nanohermes.ui.commands import COMMANDS, PERMISSION_MODES, CommandContext
+        from nanohermes.settings import PERMISSION_MODES
+        from nanohermes.ui.commands import COMMANDS, CommandContext
         from nanohermes.ui.prompt import ReplCompleter, key_bindings, make_session
         from nanohermes.ui.render import Renderer
         from nanohermes.ui.turn import TurnDriver

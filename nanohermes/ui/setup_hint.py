@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from nanohermes.settings import Settings
 
-EXIT_NO_MODEL = 2
-
 
 def missing_model_message(settings: Settings) -> str:
     """Which settings to give, with examples for OpenAI, DeepSeek and a local server."""

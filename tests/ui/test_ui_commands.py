@@ -10,6 +10,7 @@ from ui_fakes import SPEC_COMMANDS, FakeEntry, FakeRuntime, FakeStore, fake_runt
 
 from nanohermes.cancel import CancelToken
 from nanohermes.compaction import total_chars
+from nanohermes.session import SessionData, SessionFile
 from nanohermes.ui.commands import COMMANDS, CommandContext, dispatch, is_command, resume_hint
 from nanohermes.ui.render import Renderer
 from nanohermes.ui.turn import EventSource
@@ -156,6 +157,18 @@ def test_session_and_sessions(tmp_path: Path) -> None:
     listing = h.run("/sessions").splitlines()
     assert [line.split()[0] for line in listing[:2]] == ["newest", "*"]
     assert "nanohermes --session old" in listing[2]
+    assert "(unreadable session file)" in listing[0]
+
+
+def test_sessions_shows_each_sessions_first_message(tmp_path: Path) -> None:
+    h = Harness()
+    sessions = h.runtime.settings.sessions_dir
+    data = SessionData()
+    data.messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "fix the  flaky\ntest"}]
+    SessionFile(sessions / "work.json").save(data)
+    line = next(ln for ln in h.run("/sessions").splitlines() if ln.split()[0] == "work")
+    assert "fix the flaky test" in line
+    assert "nanohermes --session work" in line
 
 
 @pytest.mark.parametrize(
