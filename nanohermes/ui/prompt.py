@@ -26,6 +26,17 @@ class ExitRequested(Exception):
     """Ctrl-C twice on an empty line: leave the REPL (like Ctrl-D)."""
 
 
+class ExitWindow:
+    """Ctrl-C on an empty line opens a 2 s window in which a second one exits. A new prompt closes it,
+    so a Ctrl-C at the next prompt after a quick turn is a first Ctrl-C again."""
+
+    def __init__(self) -> None:
+        self.opened_at: float | None = None
+
+    def close(self) -> None:
+        self.opened_at = None
+
+
 class ReplCompleter(Completer):
     """Slash commands (and their fixed arguments) at the start of the line; paths after `@`."""
 
@@ -76,11 +87,10 @@ class ReplCompleter(Completer):
                 return
 
 
-def key_bindings(on_first_interrupt: Callable[[], None]) -> KeyBindings:
+def key_bindings(window: ExitWindow, on_first_interrupt: Callable[[], None]) -> KeyBindings:
     """Esc Enter / Alt+Enter insert a newline; Ctrl-C clears the line, or exits when pressed twice
     within 2 s on an empty line. (Pasted text keeps its newlines: prompt_toolkit's bracketed paste.)"""
     bindings = KeyBindings()
-    last_interrupt = [0.0]
 
     @bindings.add("escape", "enter")
     def _newline(event: KeyPressEvent) -> None:
@@ -91,13 +101,13 @@ def key_bindings(on_first_interrupt: Callable[[], None]) -> KeyBindings:
         buffer = event.current_buffer
         if buffer.text:
             buffer.reset()
-            last_interrupt[0] = 0.0
+            window.close()
             return
         now = time.monotonic()
-        if now - last_interrupt[0] <= EXIT_WINDOW_SECONDS:
+        if window.opened_at is not None and now - window.opened_at <= EXIT_WINDOW_SECONDS:
             event.app.exit(exception=ExitRequested())
             return
-        last_interrupt[0] = now
+        window.opened_at = now
         on_first_interrupt()
 
     return bindings

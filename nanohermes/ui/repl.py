@@ -64,7 +64,7 @@ class Repl:
         """`terminal`: the prompt's input and output (tests pass a pipe); the real terminal otherwise."""
         from nanohermes.settings import PERMISSION_MODES
         from nanohermes.ui.commands import COMMANDS, CommandContext
-        from nanohermes.ui.prompt import ReplCompleter, key_bindings, make_session
+        from nanohermes.ui.prompt import ExitWindow, ReplCompleter, key_bindings, make_session
         from nanohermes.ui.render import Renderer
         from nanohermes.ui.turn import TurnDriver
 
@@ -78,7 +78,8 @@ class Repl:
         self._hint_until = 0.0
         arguments = {"/permission": PERMISSION_MODES, "/memory": ("list", "search", "forget", "stats")}
         completer = ReplCompleter(COMMANDS, arguments, root=Path.cwd())
-        keys = key_bindings(self._first_interrupt)
+        self._exit_window = ExitWindow()
+        keys = key_bindings(self._exit_window, self._first_interrupt)
         source, sink = terminal or (None, None)
         self.session: PromptSession[str] = make_session(
             settings.history_file, completer, self._toolbar, keys, input=source, output=sink
@@ -128,6 +129,7 @@ class Repl:
     def _pre_run(self) -> None:
         """Inside the prompt, before its first frame: report a failed build, or start building right
         after the frame is drawn."""
+        self._exit_window.close()
         app = self.session.app
         error = self.loader.error
         if error is not None:

@@ -14,7 +14,14 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from nanohermes.ui.commands import COMMANDS
-from nanohermes.ui.prompt import ExitRequested, ReplCompleter, key_bindings, make_session, toolbar_text
+from nanohermes.ui.prompt import (
+    ExitRequested,
+    ExitWindow,
+    ReplCompleter,
+    key_bindings,
+    make_session,
+    toolbar_text,
+)
 
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 
@@ -25,14 +32,16 @@ def pipe() -> Iterator[PipeInput]:
         yield pipe_input
 
 
-def session(pipe: PipeInput, tmp_path: Path, interrupts: list[int] | None = None) -> PromptSession[str]:
+def session(
+    pipe: PipeInput, tmp_path: Path, interrupts: list[int] | None = None, window: ExitWindow | None = None
+) -> PromptSession[str]:
     calls = interrupts if interrupts is not None else []
     completer = ReplCompleter(COMMANDS, {}, tmp_path)
     return make_session(
         tmp_path / "state" / "history",
         completer,
         lambda: FormattedText([("", "toolbar")]),
-        key_bindings(lambda: calls.append(1)),
+        key_bindings(window or ExitWindow(), lambda: calls.append(1)),
         input=pipe,
         output=DummyOutput(),
     )
@@ -66,6 +75,17 @@ def test_ctrl_c_clears_a_line_then_twice_on_empty_exits(pipe: PipeInput, tmp_pat
     with pytest.raises(ExitRequested):
         prompt.prompt("> ")
     assert interrupts == [1]
+
+
+def test_a_new_prompt_closes_the_exit_window(pipe: PipeInput, tmp_path: Path) -> None:
+    interrupts: list[int] = []
+    window = ExitWindow()
+    prompt = session(pipe, tmp_path, interrupts, window)
+    pipe.send_text("\x03quick message\r")
+    assert prompt.prompt("> ") == "quick message"
+    pipe.send_text("\x03next\r")  # within 2 s, but at a new prompt: a first Ctrl-C again
+    assert prompt.prompt("> ", pre_run=window.close) == "next"
+    assert interrupts == [1, 1]
 
 
 def test_ctrl_d_on_empty_line_ends_input(pipe: PipeInput, tmp_path: Path) -> None:
