@@ -13,7 +13,7 @@ outputs) is returned in `removed`, for the session file's archive. Never touches
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from nanohermes.errors import Cancelled, NanoHermesError
@@ -57,7 +57,7 @@ def message_chars(message: Message) -> int:
     return size
 
 
-def total_chars(messages: list[Message]) -> int:
+def total_chars(messages: Iterable[Message]) -> int:
     return sum(message_chars(m) for m in messages)
 
 
@@ -135,7 +135,7 @@ def transcript(messages: list[Message], max_chars: int = TRANSCRIPT_CHARS) -> st
     if len(text) <= max_chars:
         return text
     half = max_chars // 2
-    return f"{text[:half]}\n[… {len(text) - max_chars} characters left out …]\n{text[-half:]}"
+    return f"{text[:half]}\n[… {len(text) - 2 * half} characters left out …]\n{text[-half:]}"
 
 
 def summary_request(messages: list[Message]) -> list[Message]:

@@ -61,7 +61,7 @@ class Command:
 
 def context_chars(runtime: RuntimeLike) -> int:
     """Characters in the live context, measured exactly as compaction measures them."""
-    return total_chars(list(runtime.agent.messages))
+    return total_chars(runtime.agent.messages)
 
 
 def session_file(runtime: RuntimeLike) -> Path | None:

@@ -112,6 +112,9 @@ def test_transcript_keeps_head_and_tail_and_request_shape() -> None:
     assert text.startswith("[user] m0 ")
     assert "m399" in text
     assert "characters left out" in text
+    whole = "\n".join(f"[user] m{n} " + "y" * 500 for n in range(400))
+    odd = transcript(messages, max_chars=10_001)  # shows 2 × 5,000 characters
+    assert f"[… {len(whole) - 10_000} characters left out …]" in odd
     request = summary_request(_session(1))
     assert [m["role"] for m in request] == ["system", "user"]
     assert "[tool result]" in request[1]["content"]
