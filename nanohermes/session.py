@@ -13,10 +13,8 @@ overwritten by this module.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.errors import SessionError
+from nanohermes.fileio import atomic_write, ensure_private_dir
 from nanohermes.types import Message, Usage, message_text
 
 SESSION_VERSION = 1
@@ -109,8 +108,8 @@ class SessionFile:
     def write(self, text: str) -> None:
         """Write `text` (from `render`) atomically: temp file, fsync, rename. Raises SessionError."""
         try:
-            _ensure_private_dir(self.path.parent)
-            _atomic_write(self.path, text)
+            ensure_private_dir(self.path.parent)
+            atomic_write(self.path, text.encode("utf-8"))
         except OSError as err:
             raise SessionError(
                 f"cannot write session file {self.path}: {_reason(err)}", "check the directory's permissions"
@@ -217,30 +216,6 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
-
-
-def _ensure_private_dir(directory: Path) -> None:
-    """Create `directory` and any missing parents as 0700 (existing ones are left as they are)."""
-    missing = [d for d in (directory, *directory.parents) if not d.exists()]
-    for path in reversed(missing):
-        path.mkdir(mode=0o700, exist_ok=True)
-        with contextlib.suppress(OSError):
-            path.chmod(0o700)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _reason(err: Exception) -> str:

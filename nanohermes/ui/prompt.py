@@ -16,6 +16,8 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output
 
+from nanohermes.fileio import ensure_private_dir
+
 PROMPT = "❯ "
 CONTINUATION = "· "
 EXIT_WINDOW_SECONDS = 2.0
@@ -122,7 +124,7 @@ def make_session(
     input: Input | None = None,  # noqa: A002 - prompt_toolkit's name; tests pass a pipe
     output: Output | None = None,
 ) -> PromptSession[str]:
-    history_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ensure_private_dir(history_file.parent)
     history_file.touch(mode=0o600, exist_ok=True)  # what you type is private, like sessions
     return PromptSession(
         input=input,

@@ -1,0 +1,71 @@
+"""Private, crash-safe files: the one implementation behind memory.json and session files. Stdlib only.
+
+A write goes to a temp file (0600) in the same directory, is fsynced, renamed over the target with
+`os.replace`, and the directory is fsynced so the rename survives a crash: readers see the old file
+or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def ensure_private_dir(directory: Path) -> None:
+    """Create `directory` and any missing parents as 0700; existing ones are left as they are.
+    Raises OSError."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    for path in reversed(missing):
+        path.mkdir(mode=0o700, exist_ok=True)
+        if os.name == "posix":
+            os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename durable. Not every platform or file system can fsync a directory."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):  # EINVAL where the file system cannot; the data is synced
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def atomic_write(
+    path: Path, data: bytes, *, temp_prefix: str | None = None, keep_open: bool = False
+) -> int | None:
+    """Replace `path` with `data` atomically (file mode 0600). On failure the old file is untouched, the
+    temp file is removed and the OSError propagates. Returns the new file's descriptor when `keep_open`
+    (the caller closes it), else None."""
+    prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+    try:
+        if os.name == "posix":
+            os.fchmod(fd, 0o600)
+        write_all(fd, data)
+        os.fsync(fd)
+        os.replace(temp, path)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    fsync_dir(path.parent)
+    if keep_open:
+        return fd
+    os.close(fd)
+    return None
