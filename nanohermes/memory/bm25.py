@@ -4,19 +4,27 @@ The index holds, per term, the postings {document: term frequency}. A term's per
 contributions (and its bitsets for topk.py) are computed on first use and memoised for the
 snapshot's lifetime, so loading a changed file costs no more than counting terms. A warm top-k query
 runs a branch and bound over the terms' bitsets (topk.py) that opens only the documents that could
-still enter the top k; a large k falls back to merging the postings (MaxScore).
+still enter the top k; a large k or a long query merges the postings instead (MaxScore).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from nanohermes.memory import topk
 from nanohermes.memory.constants import K1, B
+
+# Branch and bound pays off for a small k (the injected top 4, the CLI's top 10) and a short query.
+# Its branches multiply with the query's terms (a pasted page against 500 memories: 100 ms a turn,
+# and a RecursionError past about 1,000 terms), so a larger k or a longer query merges the postings.
+BRANCH_MAX_K = 16
+BRANCH_MAX_TERMS = 16
+_BY_TOP = operator.attrgetter("top")  # terms are summed in descending `TermBits.top` order
 
 
 @dataclass(frozen=True)
@@ -132,7 +140,7 @@ class Bm25Index:
         """The exact top k (see `top`): branch and bound (topk.py), or a merge where that is cheaper."""
         if k <= 0:
             return []
-        if k > 16:
+        if k > BRANCH_MAX_K or len(terms) > BRANCH_MAX_TERMS:
             return self.merge_search(terms, k, tiebreak)
         layout = self._layout
         if layout is None or layout.tiebreak is not tiebreak:
@@ -141,7 +149,7 @@ class Bm25Index:
         parts = [self._term_bits(t, layout) for t in terms if t in postings]
         if not parts:
             return []
-        parts.sort(key=_by_top, reverse=True)
+        parts.sort(key=_BY_TOP, reverse=True)
         return topk.BranchAndBound(parts, layout, k).run()
 
     def merge_search(self, terms: Sequence[str], k: int, tiebreak: Sequence[int]) -> list[tuple[float, int]]:
@@ -187,10 +195,6 @@ class Bm25Index:
                 parts.append(TermScore(term, tf, len(postings), idf(self.n_docs, len(postings)), value))
         score = sum(part.contribution for part in parts)
         return Explanation(score, tuple(parts), self.doc_len[doc], self.avgdl, self.n_docs)
-
-
-def _by_top(term: topk.TermBits) -> float:
-    return term.top
 
 
 def _complete(total: dict[int, float], part: dict[int, float]) -> None:

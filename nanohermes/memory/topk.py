@@ -159,43 +159,27 @@ class BranchAndBound:
 
     def _visit(self, i: int, docs: int, held: int, single: float, pairs: Pairs) -> None:
         """`docs` hold the terms in `held` (bounded by `single` and `pairs`) and lack the other terms
-        of the groups before `i`. A branch is opened unless its bound is below the k-th score."""
+        of the groups before `i`. It is dropped on entry when its bound (its shortest document with
+        the most the groups from `i` on could add) is below the k-th score."""
+        theta = self.theta
+        if theta > 0.0:
+            rest_single, rest_pairs = self.rests[i]
+            if _bound(self.sat_at[docs.bit_length() - 1], single + rest_single, pairs, rest_pairs) < theta:
+                return
         if i == self.last:
             if held:
                 self._scan(docs, held, single, pairs)
             return
         one, more, lack, members, group_single, group_pairs = self.groups[i]
         j = i + 1
-        rest_single, rest_pairs = self.rests[j]
-        sat_at = self.sat_at
         found = docs & one
         if found:
-            total = single + group_single
-            if (
-                self.theta <= 0.0
-                or _bound(sat_at[found.bit_length() - 1], total + rest_single, pairs, rest_pairs)
-                >= self.theta
-            ):
-                self._visit(j, found, held | members, total, pairs)
+            self._visit(j, found, held | members, single + group_single, pairs)
         found = docs & more
         if found:
-            joined = pairs + group_pairs
-            if (
-                self.theta <= 0.0
-                or _bound(sat_at[found.bit_length() - 1], single + rest_single, joined, rest_pairs)
-                >= self.theta
-            ):
-                self._visit(j, found, held | members, single, joined)
+            self._visit(j, found, held | members, single, pairs + group_pairs)
         found = docs & lack
-        if (
-            found
-            and (held or j < self.last)
-            and (
-                self.theta <= 0.0
-                or _bound(sat_at[found.bit_length() - 1], single + rest_single, pairs, rest_pairs)
-                >= self.theta
-            )
-        ):
+        if found and (held or j < self.last):
             self._visit(j, found, held, single, pairs)
 
     def _scan(self, docs: int, held: int, single: float, pairs: Pairs) -> None:

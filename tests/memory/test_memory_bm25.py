@@ -146,3 +146,19 @@ def test_pruned_search_equals_full_scoring_with_many_ties() -> None:
     assert [doc for _, doc in hits] == [doc for _, doc in top(small.scores(["alpha", "beta"]), 10, [0] * 53)]
     assert len(hits) == 3
     assert small.search(["missing"], 4, [0] * 53) == []
+
+
+def test_long_query_is_exact_without_deep_recursion() -> None:
+    """A pasted page is a query of hundreds of distinct terms: still the exact top k, never a
+    RecursionError (one level of branch and bound per term) or a walk over every term pattern."""
+    rng = random.Random(3)
+    docs = [[f"w{i}", f"w{i // 3}", rng.choice(["the", "build", "cache"])] for i in range(1500)]
+    index = Bm25Index(docs)
+    ts = [rng.randint(0, 9) for _ in docs]
+    many = [f"w{i}" for i in range(1200)] + ["cache"]
+    for k, terms in [(1, many), (4, many), (16, many)] + [(4, rng.sample(many, n)) for n in (17, 30, 60)]:
+        hits = index.search(terms, k, ts)
+        full = top(index.scores(terms), k, ts)
+        assert len(hits) == k
+        assert [doc for _, doc in hits] == [doc for _, doc in full]
+        assert all(abs(a - b) < 1e-9 for (a, _), (b, _) in zip(hits, full, strict=True))
