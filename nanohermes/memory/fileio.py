@@ -1,4 +1,4 @@
-"""Small file operations for the store: whole reads and writes, durable renames, free names."""
+"""Small file operations for the store: whole reads, quiet unlinks, free names (writes: nanohermes.fileio)."""
 
 from __future__ import annotations
 
@@ -12,28 +12,6 @@ def read_all(fd: int) -> bytes:
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make the rename durable. Not every platform or file system can fsync a directory."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):  # EINVAL where the file system cannot; the data is synced
-            os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def unlink_quietly(path: str) -> None:

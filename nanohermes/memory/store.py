@@ -7,8 +7,9 @@
   inode number cannot be reused while it is cached: two writes within one timestamp tick that leave
   the same size still differ in inode, and the cache can never serve stale entries.
 - Every read-modify-write (remember, forget, moving a corrupt file aside) holds the in-process lock
-  and the cross-process file lock (locking.py), re-reads the file under them, and writes a temp file
-  (0600) in the same directory: write, fsync, `os.replace`, fsync the directory.
+  and the cross-process file lock (locking.py), re-reads the file under them, and writes through
+  `nanohermes.fileio.atomic_write` (temp file 0600 in the same directory, fsync, `os.replace`, fsync
+  the directory).
 - A file that cannot be read or parsed is never overwritten: it is renamed to
   `memory.json.broken-<ts>` and `on_notice` gets one line saying so.
 """
@@ -16,7 +17,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 import time
 import weakref
@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from nanohermes.errors import MemoryRejected, StoreError
+from nanohermes.fileio import atomic_write, ensure_private_dir
 from nanohermes.memory import bm25
 from nanohermes.memory.block import render_block
 from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES, SHORT_MESSAGE_CHARS
@@ -36,7 +37,7 @@ from nanohermes.memory.entry import (
     entry_line,
     parse_document,
 )
-from nanohermes.memory.fileio import free_name, fsync_dir, read_all, unlink_quietly, write_all
+from nanohermes.memory.fileio import free_name, read_all, unlink_quietly
 from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.locking import lock_for
 from nanohermes.memory.stats import MemoryStats, compute_stats
@@ -45,7 +46,7 @@ from nanohermes.memory.writing import prepare_keys, prepare_text
 
 MEMORY_FILE = "memory.json"
 _TEMP_PREFIX = ".memory.json."
-_TEMP_SUFFIX = ".tmp"
+_TEMP_SUFFIX = ".tmp"  # as nanohermes.fileio.atomic_write names its temp files
 _HOLD_INODE = os.name == "posix"
 _LABEL_TOKENS: dict[Kind, list[str]] = {
     kind: tokenize(kind.label("en")) + tokenize(kind.label("zh")) + [kind.value] for kind in Kind
@@ -315,33 +316,17 @@ class MemoryStore:
         lines = {entry: cache.get(entry) or entry_line(entry) for entry in entries}  # ids are unique
         data = dump_lines(list(lines.values()))
         try:
-            fd, temp = tempfile.mkstemp(dir=self.dir, prefix=_TEMP_PREFIX, suffix=_TEMP_SUFFIX)
+            fd = atomic_write(self.path, data, temp_prefix=_TEMP_PREFIX, keep_open=True)
         except OSError as err:
-            raise StoreError(f"cannot write to {self.dir}: {err.strerror or err}") from None
-        try:
-            if os.name == "posix":
-                os.fchmod(fd, 0o600)
-            write_all(fd, data)
-            os.fsync(fd)
-            os.replace(temp, self.path)
-        except BaseException as err:
-            os.close(fd)
-            unlink_quietly(temp)
-            if isinstance(err, OSError):
-                raise StoreError(f"cannot write {self.path}: {err.strerror or err}") from None
-            raise
-        fsync_dir(self.dir)
+            raise StoreError(f"cannot write {self.path}: {err.strerror or err}") from None
+        assert fd is not None  # keep_open: the new file's descriptor, kept by the snapshot
         self._lines = lines
         self._install(entries, FORMAT_VERSION, _identity(os.fstat(fd)), fd)
 
     def _make_dir(self) -> None:
         """Create the memory directory, 0700, if it is missing (an existing one is left as it is)."""
-        if self.dir.is_dir():
-            return
         try:
-            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if os.name == "posix":
-                os.chmod(self.dir, 0o700)
+            ensure_private_dir(self.dir)
         except OSError as err:
             raise StoreError(f"cannot create {self.dir}: {err.strerror or err}") from None
 
