@@ -44,7 +44,9 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
     }
     action = actions.get(args.action)
     if action is None:
-        return _error(f"unknown memory action {args.action!r}; use list, search, forget, stats or path", 2)
+        return _error(
+            f"unknown memory action {args.action!r}; use list, search, forget, stats or path", EXIT_USAGE
+        )
     try:
         action(out, store, args, settings.language)
     except _BadArgument as err:
@@ -80,7 +82,11 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
     table.add_column("text", overflow="fold")
     for entry in entries:
         table.add_row(
-            entry.id, entry.kind.label(lang), escape(entry.source), _when(entry.ts), escape(entry.text)
+            escape(entry.id),
+            entry.kind.label(lang),
+            escape(entry.source),
+            _when(entry.ts),
+            escape(entry.text),
         )
     out.print(table)
 
@@ -97,7 +103,7 @@ def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
     for column in ("#", "score", "id", "kind", "text"):
         table.add_column(column, no_wrap=column != "text", overflow="fold")
     for rank, (score, entry) in enumerate(hits, start=1):
-        table.add_row(str(rank), f"{score:.3f}", entry.id, entry.kind.label(lang), escape(entry.text))
+        table.add_row(str(rank), f"{score:.3f}", escape(entry.id), entry.kind.label(lang), escape(entry.text))
     out.print(table)
     if args.explain:
         for rank, (score, entry) in enumerate(hits, start=1):
@@ -108,7 +114,7 @@ def _explain(out: Console, store: MemoryStore, query: str, entry: Entry, rank: i
     why = store.explain(query, entry)
     out.print()
     out.print(
-        f"[bold]#{rank} {entry.id}[/bold]  score {score:.4f} = sum of the term contributions "
+        f"[bold]#{rank} {escape(entry.id)}[/bold]  score {score:.4f} = sum of the term contributions "
         f"(BM25 k1=1.2 b=0.75; document length {why.doc_len} tokens, average {why.avgdl:.1f}, "
         f"{why.n_docs} memories)"
     )
@@ -142,7 +148,7 @@ def _forget(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
     entry = _resolve(store, args.argument)
     if not store.forget(entry.id):  # removed by another process in between
         raise _BadArgument(f"no memory with id {entry.id!r} (nanohermes memory list shows the ids)")
-    out.print(f"Forgot {entry.id} [{escape(entry.kind.label(lang))}] {escape(entry.text)}")
+    out.print(f"Forgot {escape(entry.id)} [{escape(entry.kind.label(lang))}] {escape(entry.text)}")
     out.print(f"{len(store)} memories left.", style="dim")
 
 

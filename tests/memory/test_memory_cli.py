@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from memory_helpers import write_raw
 
 from nanohermes.memory import MemoryStore
 
@@ -98,3 +99,21 @@ def test_corrupt_file_is_reported_once_and_kept(memory_dir: Path) -> None:
     assert len(list(memory_dir.glob("memory.json.broken-*"))) == 1
     again = run("list")
     assert "moved to" not in again.stderr
+
+
+def test_markup_in_ids_and_sources_from_the_file_is_shown_literally(memory_dir: Path) -> None:
+    """Ids come from the file (hand-edited, another program): '[/x]' must not reach rich as markup."""
+    write_raw(
+        memory_dir, [{"id": "[/x]", "kind": "fact", "text": "deploy via make", "source": "[/y]", "ts": 1}]
+    )
+    listed = run("list")
+    assert listed.returncode == 0, listed.stderr
+    assert "[/x]" in listed.stdout
+    assert "[/y]" in listed.stdout
+    found = run("search", "deploy", "--explain")
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.count("[/x]") == 2  # the table row and the explanation heading
+    forgot = run("forget", "[/x]")
+    assert forgot.returncode == 0, forgot.stderr
+    assert "Forgot [/x] [Fact] deploy via make" in forgot.stdout
+    assert MemoryStore(memory_dir).load() == []
