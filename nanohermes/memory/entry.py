@@ -134,7 +134,3 @@ def dump_lines(lines: list[str]) -> bytes:
     body = ",\n    ".join(lines)
     entries_part = f"[\n    {body}\n  ]" if lines else "[]"
     return f'{{\n  "version": {FORMAT_VERSION},\n  "entries": {entries_part}\n}}\n'.encode()
-
-
-def dump_document(entries: list[Entry]) -> bytes:
-    return dump_lines([entry_line(entry) for entry in entries])

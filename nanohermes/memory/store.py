@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -48,6 +49,7 @@ MEMORY_FILE = "memory.json"
 _TEMP_PREFIX = ".memory.json."
 _TEMP_SUFFIX = ".tmp"  # as nanohermes.fileio.atomic_write names its temp files
 _HOLD_INODE = os.name == "posix"
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 _LABEL_TOKENS: dict[Kind, list[str]] = {
     kind: tokenize(kind.label("en")) + tokenize(kind.label("zh")) + [kind.value] for kind in Kind
 }
@@ -240,19 +242,25 @@ class MemoryStore:
 
     def _reload(self) -> _Snapshot:
         try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            fd = os.open(self.path, _READ_FLAGS)
         except FileNotFoundError:
             return self._empty()
         except OSError as err:
             return self._quarantine(f"cannot open it: {err.strerror or err}")
         try:
-            identity = _identity(os.fstat(fd))
-            raw = read_all(fd)
-            entries, version = parse_document(raw)
+            return self._install_open(fd)
         except (OSError, FormatError) as err:
-            os.close(fd)
             reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
             return self._quarantine(reason)
+
+    def _install_open(self, fd: int) -> _Snapshot:
+        """Parse and install the file open at `fd`. On OSError or FormatError, `fd` is closed."""
+        try:
+            identity = _identity(os.fstat(fd))
+            entries, version = parse_document(read_all(fd))
+        except BaseException:
+            os.close(fd)
+            raise
         return self._install(entries, version, identity, fd)
 
     def _install(self, entries: Sequence[Entry], version: int, identity: Identity, fd: int) -> _Snapshot:
@@ -271,18 +279,14 @@ class MemoryStore:
         """Move an unreadable memory.json aside (never overwrite it), tell the user once, start empty."""
         with self._lock.hold():
             try:
-                fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                fd = os.open(self.path, _READ_FLAGS)
             except FileNotFoundError:
                 return self._empty()
             except OSError:
                 fd = -1
             if fd >= 0:  # another process may have repaired or replaced it meanwhile
-                try:
-                    identity = _identity(os.fstat(fd))
-                    entries, version = parse_document(read_all(fd))
-                    return self._install(entries, version, identity, fd)
-                except (OSError, FormatError):
-                    os.close(fd)
+                with contextlib.suppress(OSError, FormatError):
+                    return self._install_open(fd)
             broken = free_name(self.path.with_name(f"{MEMORY_FILE}.broken-{int(time.time())}"))
             try:
                 os.replace(self.path, broken)
