@@ -31,10 +31,6 @@ class Kind(StrEnum):
         """0 is evicted last (preference), 3 first (fact)."""
         return _RANKS[self]
 
-    @property
-    def meaning(self) -> str:
-        return _MEANINGS[self]
-
 
 KIND_NAMES: tuple[str, ...] = tuple(kind.value for kind in Kind)
 
@@ -45,12 +41,6 @@ _LABELS: dict[Kind, tuple[str, str]] = {
     Kind.FACT: ("Fact", "事实"),
 }
 _RANKS: dict[Kind, int] = {Kind.PREFERENCE: 0, Kind.CORRECTION: 1, Kind.LESSON: 2, Kind.FACT: 3}
-_MEANINGS: dict[Kind, str] = {
-    Kind.PREFERENCE: "a stable user preference (style, workflow, deliverable format)",
-    Kind.CORRECTION: "something the user rejected, and the right way they gave instead",
-    Kind.LESSON: "a pitfall met or an approach proven to work",
-    Kind.FACT: "a durable project or environment fact",
-}
 _ALIASES: dict[str, Kind] = {
     **{kind.value: kind for kind in Kind},
     "lesson-learned": Kind.LESSON,

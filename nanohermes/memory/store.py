@@ -112,7 +112,6 @@ class MemoryStore:
         self.dir = Path(dir).expanduser()
         self.path = self.dir / MEMORY_FILE
         self._path = os.fspath(self.path)  # os.stat takes a str faster than a Path
-        self.notices: list[str] = []
         self._on_notice = on_notice
         self._lock = lock_for(self.path)
         self._snapshot: _Snapshot | None = None
@@ -302,7 +301,6 @@ class MemoryStore:
             return self._empty()
 
     def _notify(self, message: str) -> None:
-        self.notices.append(message)
         if self._on_notice is not None:
             self._on_notice(message)
 

@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nanohermes.memory import Entry, Kind
-
 CHILD_WRITER = """
 import sys
 from pathlib import Path
@@ -51,9 +49,3 @@ def raw_entry(kind: str, text: str, ts: int, entry_id: str | None = None) -> dic
     if entry_id is not None:
         data["id"] = entry_id
     return data
-
-
-def entry(kind: Kind, text: str, ts: int = 0, keys: tuple[str, ...] = ()) -> Entry:
-    return Entry(
-        id=f"id{abs(hash((kind, text))) % 10**8}", kind=kind, text=text, source="t", ts=ts, keys=keys
-    )
