@@ -25,6 +25,7 @@ CORE_MODULES = (
     "agent",
     "subagents",
     "localserver",
+    "fileio",
 )
 UI_LIBRARIES = ("rich", "prompt_toolkit")
 PACKAGE_DIR = Path(nanohermes.__file__).parent

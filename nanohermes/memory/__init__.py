@@ -34,7 +34,7 @@ from nanohermes.memory.security import redact
 from nanohermes.memory.stats import MemoryStats
 from nanohermes.memory.store import MEMORY_FILE, MemoryStore
 from nanohermes.memory.text import normalize, tokenize
-from nanohermes.memory.tools import forget_memory, save_memory, search_memory
+from nanohermes.memory.tools import forget_memory, resolve_id, save_memory, search_memory
 
 __all__ = [
     "B",
@@ -61,6 +61,7 @@ __all__ = [
     "distill_messages",
     "excerpt_from",
     "forget_memory",
+    "resolve_id",
     "normalize",
     "parse_distill",
     "redact",

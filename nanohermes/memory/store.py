@@ -46,6 +46,7 @@ from nanohermes.memory.text import is_duplicate, normalize, tokenize
 from nanohermes.memory.writing import prepare_keys, prepare_text
 
 MEMORY_FILE = "memory.json"
+MIN_ID_PREFIX = 4
 _TEMP_PREFIX = ".memory.json."
 _TEMP_SUFFIX = ".tmp"  # as nanohermes.fileio.atomic_write names its temp files
 _HOLD_INODE = os.name == "posix"
@@ -128,6 +129,17 @@ class MemoryStore:
         snap = self._current()
         index = snap.by_id.get(entry_id)
         return None if index is None else snap.entries[index]
+
+    def matching_ids(self, wanted: str) -> list[str]:
+        """`[wanted]` when it is an id; else the ids starting with it when it has at least
+        MIN_ID_PREFIX characters (so `forget 3f9a` works), in file order; else []."""
+        wanted = wanted.strip()
+        snap = self._current()
+        if wanted in snap.by_id:
+            return [wanted]
+        if len(wanted) < MIN_ID_PREFIX:
+            return []
+        return [entry.id for entry in snap.entries if entry.id.startswith(wanted)]
 
     def __len__(self) -> int:
         return len(self._current().entries)

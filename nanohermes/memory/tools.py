@@ -46,7 +46,7 @@ def forget_memory(store: MemoryStore, memory_id: str) -> str:
     """memory_forget: delete one memory by its id (as shown by memory_search)."""
     if not isinstance(memory_id, str) or not memory_id.strip():
         raise ToolError("memory_forget needs the id of a memory (memory_search shows ids)")
-    memory_id = memory_id.strip()
+    memory_id = resolve_id(store, memory_id, "memory_search shows ids")
     entry = store.get(memory_id)
     try:
         removed = entry is not None and store.forget(memory_id)
@@ -55,3 +55,14 @@ def forget_memory(store: MemoryStore, memory_id: str) -> str:
     if not removed or entry is None:
         raise ToolError(f"no memory with id {memory_id!r}; memory_search shows ids")
     return f"Forgot memory {memory_id} ({entry.kind.value}: {entry.text}); {len(store)} memories left"
+
+
+def resolve_id(store: MemoryStore, wanted: str, hint: str) -> str:
+    """The id `wanted` names: itself, or the one id it is a prefix of. ToolError (ending with `hint`)
+    when it names none or several."""
+    matches = store.matching_ids(wanted)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise ToolError(f"id prefix {wanted.strip()!r} matches {len(matches)} memories; give more characters")
+    raise ToolError(f"no memory with id {wanted.strip()!r}; {hint}")

@@ -129,15 +129,22 @@ def cmd_memory(ctx: CommandContext, arg: str) -> None:
     elif action == "search" and rest.strip():
         _memory_search(ctx, store, rest.strip())
     elif action == "forget" and rest.strip():
-        memory_id = rest.strip()
-        if store.forget(memory_id):
-            ctx.say(f"forgot {memory_id}", "dim")
-        else:
-            ctx.fail(f"no memory with id {memory_id} (/memory list shows the ids)")
+        _memory_forget(ctx, store, rest.strip())
     elif action == "stats":
         _memory_stats(ctx, store)
     else:
         ctx.fail("usage: /memory [list | search QUERY | forget ID | stats]")
+
+
+def _memory_forget(ctx: CommandContext, store: MemoryStoreLike, wanted: str) -> None:
+    """Forget by id, or by a unique id prefix of 4+ characters (as `nanohermes memory forget`)."""
+    matches = store.matching_ids(wanted)
+    if len(matches) > 1:
+        ctx.fail(f"id prefix {wanted!r} matches {len(matches)} memories; give more characters")
+    elif matches and store.forget(matches[0]):
+        ctx.say(f"forgot {matches[0]}", "dim")
+    else:
+        ctx.fail(f"no memory with id {wanted} (/memory list shows the ids)")
 
 
 def _kind_name(kind: object) -> str:
@@ -151,7 +158,7 @@ def _memory_list(ctx: CommandContext, store: MemoryStoreLike) -> None:
         return
     table = _table("id", "kind", "text")
     for entry in entries:
-        table.add_row(entry.id, _kind_name(entry.kind), Text(entry.text))
+        table.add_row(Text(entry.id), _kind_name(entry.kind), Text(entry.text))
     ctx.console.print(table)
     ctx.say(f"{len(entries)} memories", "dim")
 
@@ -163,7 +170,7 @@ def _memory_search(ctx: CommandContext, store: MemoryStoreLike, query: str) -> N
         return
     table = _table("score", "id", "kind", "text")
     for score, entry in hits:
-        table.add_row(f"{score:.2f}", entry.id, _kind_name(entry.kind), Text(entry.text))
+        table.add_row(f"{score:.2f}", Text(entry.id), _kind_name(entry.kind), Text(entry.text))
     ctx.console.print(table)
 
 

@@ -16,14 +16,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from nanohermes.cli import MemoryArgs
-from nanohermes.errors import StoreError
-from nanohermes.memory import Entry, Kind, MemoryStore
+from nanohermes.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, StoreError, ToolError
+from nanohermes.memory import Entry, Kind, MemoryStore, resolve_id
 from nanohermes.settings import Settings
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-MIN_PREFIX = 4
 SEARCH_LIMIT = 10
 
 
@@ -130,18 +126,15 @@ def _explain(out: Console, store: MemoryStore, query: str, entry: Entry, rank: i
 
 def _resolve(store: MemoryStore, wanted: str) -> Entry:
     """The entry with this id, or the one whose id starts with this (≥ 4 characters) prefix."""
-    wanted = wanted.strip()
-    if not wanted:
+    if not wanted.strip():
         raise _BadArgument("memory forget needs an id (nanohermes memory list shows them)")
-    exact = store.get(wanted)
-    if exact is not None:
-        return exact
-    matches = [e for e in store.load() if len(wanted) >= MIN_PREFIX and e.id.startswith(wanted)]
-    if len(matches) == 1:
-        return matches[0]
-    if len(matches) > 1:
-        raise _BadArgument(f"id prefix {wanted!r} matches {len(matches)} memories; give more characters")
-    raise _BadArgument(f"no memory with id {wanted!r} (nanohermes memory list shows the ids)")
+    try:
+        entry = store.get(resolve_id(store, wanted, "nanohermes memory list shows the ids"))
+    except ToolError as err:
+        raise _BadArgument(str(err)) from None
+    if entry is None:  # removed by another process in between
+        raise _BadArgument(f"no memory with id {wanted.strip()!r} (nanohermes memory list shows the ids)")
+    return entry
 
 
 def _forget(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:

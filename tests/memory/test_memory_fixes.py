@@ -74,6 +74,23 @@ def test_forget_removes_one_entry(tmp_path: Path) -> None:
         forget_memory(store, "deadbeef")
 
 
+def test_ids_resolve_exactly_or_by_a_unique_prefix_of_four(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path)
+    for n in range(40):  # enough ids that some share a 1-character prefix
+        store.remember("fact", f"service {n} listens on port {8000 + n}")
+    ids = [e.id for e in store.load()]
+    first = ids[0]
+    assert store.matching_ids(first) == [first]
+    assert store.matching_ids(f"  {first[:4]} ") == [i for i in ids if i.startswith(first[:4])]
+    assert store.matching_ids(first[:3]) == []  # too short to mean anything
+    assert store.matching_ids("zzzz") == []
+    shared = next(i[:1] for i in ids if sum(j.startswith(i[:1]) for j in ids) > 1)
+    assert store.matching_ids(shared) == []
+    unique = next(i for i in ids if sum(j.startswith(i[:4]) for j in ids) == 1)
+    assert f"Forgot memory {unique} " in forget_memory(store, unique[:4])  # the model may use a prefix too
+    assert unique not in [e.id for e in store.load()]
+
+
 def test_cut_at_sentence_boundary_never_mid_word() -> None:
     sentence = "Run the migrations before the tests. "
     text = sentence * 20

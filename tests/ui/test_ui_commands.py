@@ -201,5 +201,12 @@ def test_memory_command_on_the_real_store(tmp_path: Path) -> None:
     h.console.width = 400  # the temp path on one line
     stats = h.run("/memory stats").strip()
     assert stats == f"2 memories (fact 1, preference 1) · {size:,} bytes · {store.path}"
-    assert f"forgot {first.id}" in h.run(f"/memory forget {first.id}")
+    assert f"forgot {first.id}" in h.run(f"/memory forget {first.id[:4]}")  # a prefix, as the CLI takes
     assert [e.text for e in store.load()] == ["The database is PostgreSQL 16"]
+
+
+def test_memory_ids_with_markup_are_shown_literally() -> None:
+    h = Harness(FakeStore([FakeEntry("[/x]", "fact", "hand-edited"), FakeEntry("abcd1234", "fact", "y")]))
+    assert "[/x]" in h.run("/memory list")
+    assert "[/x]" in h.run("/memory search hand")
+    assert "forgot abcd1234" in h.run("/memory forget abcd")

@@ -61,6 +61,12 @@ class FakeStore:
         self.entries = [e for e in self.entries if e.id != memory_id]
         return len(self.entries) < before
 
+    def matching_ids(self, wanted: str) -> list[str]:
+        ids = [e.id for e in self.entries]
+        if wanted in ids:
+            return [wanted]
+        return [i for i in ids if len(wanted) >= 4 and i.startswith(wanted)]
+
     def stats(self) -> FakeStats:
         per_kind = Counter(e.kind for e in self.entries)
         return FakeStats(Path("/fake/memory.json"), 100 * len(self.entries), len(self.entries), per_kind)
