@@ -11,6 +11,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Literal, overload
 
 
 def ensure_private_dir(directory: Path) -> None:
@@ -43,6 +44,18 @@ def write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+@overload
+def atomic_write(
+    path: Path, data: bytes, *, temp_prefix: str | None = None, keep_open: Literal[False] = False
+) -> None: ...
+
+
+@overload
+def atomic_write(
+    path: Path, data: bytes, *, temp_prefix: str | None = None, keep_open: Literal[True]
+) -> int: ...
 
 
 def atomic_write(

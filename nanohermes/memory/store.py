@@ -333,7 +333,6 @@ class MemoryStore:
             fd = atomic_write(self.path, data, temp_prefix=_TEMP_PREFIX, keep_open=True)
         except OSError as err:
             raise StoreError(f"cannot write {self.path}: {err.strerror or err}") from None
-        assert fd is not None  # keep_open: the new file's descriptor, kept by the snapshot
         self._lines = lines
         self._install(entries, FORMAT_VERSION, _identity(os.fstat(fd)), fd)
 
