@@ -22,13 +22,20 @@ from typing import TYPE_CHECKING, Protocol
 
 from nanohermes.cancel import CancelToken
 from nanohermes.compaction import compact, summary_request, total_chars
-from nanohermes.errors import Cancelled, ContextOverflow, IncompleteStream, LLMError, SessionError, StoreError
+from nanohermes.errors import (
+    INTERRUPTED,
+    Cancelled,
+    ContextOverflow,
+    IncompleteStream,
+    LLMError,
+    SessionError,
+    StoreError,
+)
 from nanohermes.events import Compacted, Event, Note, TextDelta, ToolFinished, TurnFinished
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import distill_messages, parse_distill, save_distilled, set_block, worth_distilling
 from nanohermes.protocols import ChatModel, ToolExecutor
 from nanohermes.session import SessionData, SessionFile
-from nanohermes.tools.runner import INTERRUPTED
 from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage
 
 if TYPE_CHECKING:

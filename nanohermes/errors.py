@@ -28,6 +28,9 @@ EXIT_FAILURE = 1  # the model, a tool, a file: something failed
 EXIT_USAGE = 2  # a bad flag, setting or config, or no model configured
 EXIT_INTERRUPTED = 130  # Ctrl-C
 
+INTERRUPTED = "interrupted by user"
+"""What Ctrl-C leaves behind: the result of every unanswered tool call, the mark on a cut reply."""
+
 
 class NanoHermesError(Exception):
     """Base of every deliberate error. `str(err)` is one line meant for the user."""
@@ -108,5 +111,5 @@ class SessionError(NanoHermesError):
 
 
 class Cancelled(NanoHermesError):
-    def __init__(self, message: str = "interrupted by user") -> None:
+    def __init__(self, message: str = INTERRUPTED) -> None:
         super().__init__(message)

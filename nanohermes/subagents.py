@@ -23,14 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.cancel import CancelToken
-from nanohermes.errors import LLMError, ToolError
+from nanohermes.errors import INTERRUPTED, LLMError, ToolError
 from nanohermes.events import ToolFinished
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import set_block
 from nanohermes.prompts import base_system_prompt
 from nanohermes.protocols import ChatModel, ToolExecutor
 from nanohermes.tools.base import Tool
-from nanohermes.tools.runner import INTERRUPTED
 from nanohermes.types import Message, ToolCall, ToolResult
 
 if TYPE_CHECKING:

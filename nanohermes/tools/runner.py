@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, ConfigError, NanoHermesError
+from nanohermes.errors import INTERRUPTED, Cancelled, ConfigError, NanoHermesError
 from nanohermes.events import Event, ToolFinished, ToolStarted
 from nanohermes.protocols import ApprovalRequest, Approver, Decision
 from nanohermes.settings import PERMISSION_MODES
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
     from nanohermes.settings import Settings
 
-INTERRUPTED = "interrupted by user"
 MAX_WORKERS = 8
 NO_APPROVER = (
     "ERROR: {tool} was refused: writes, edits and shell commands need approval and this run cannot "

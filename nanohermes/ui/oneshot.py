@@ -18,7 +18,14 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nanohermes.cancel import CancelToken
-from nanohermes.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, NanoHermesError
+from nanohermes.errors import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    INTERRUPTED,
+    NanoHermesError,
+)
 from nanohermes.events import Compacted, Event, Note, Retrying, ToolFinished, ToolStarted, TurnFinished
 from nanohermes.types import Usage
 from nanohermes.ui.setup_hint import missing_model_message
@@ -141,7 +148,7 @@ def _error_line(outcome: _Outcome) -> str:
     if outcome.completed:
         return ""
     if outcome.reason == "interrupted":
-        return "interrupted by user"
+        return INTERRUPTED
     if outcome.reason == "max_iterations":
         return "the turn stopped at max_iterations before the model finished (raise max_iterations)"
     return outcome.errors[0] if outcome.errors else f"the turn did not complete ({outcome.reason})"
