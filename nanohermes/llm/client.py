@@ -32,14 +32,12 @@ from nanohermes.errors import (
 from nanohermes.events import Retrying, StreamItem
 from nanohermes.llm.failures import (
     RETRY_AFTER_MAX,
-    RETRY_STATUSES,
     Target,
     after_retries,
     backoff_delay,
-    is_quota_exhausted,
+    is_retryable,
     one_line,
     parse_retry_after,
-    server_message,
     status_error,
 )
 from nanohermes.llm.interrupt import SendWorkers, abort_response
@@ -262,12 +260,10 @@ class ChatClient:
                 if rejected:  # an older server that rejects an optional field: ask again without it
                     body = {key: value for key, value in body.items() if key != rejected}
                     continue
-                failure = status_error(status, text, target, retries)
-                if status not in RETRY_STATUSES or (
-                    status == 429 and is_quota_exhausted(server_message(text))
-                ):
-                    raise failure
                 delay = parse_retry_after(response.headers, self._wall_clock())
+                failure = status_error(status, text, target, retries, retry_after=delay is not None)
+                if not is_retryable(failure):
+                    raise failure
                 if delay is not None and delay > RETRY_AFTER_MAX:
                     raise type(failure)(
                         f"{failure} (the server asks to wait {delay:.0f} s before retrying)",

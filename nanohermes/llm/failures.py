@@ -20,19 +20,17 @@ from nanohermes.errors import (
     ServerError,
     StreamError,
 )
+from nanohermes.llm.overflow import (
+    ErrorInfo,
+    is_context_overflow,
+    is_quota_exhausted,
+    is_request_too_large,
+    read_error,
+)
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
-OVERFLOW_STATUSES = frozenset({400, 413})
-OVERFLOW_MARKERS = (
-    "context_length",
-    "maximum context length",
-    "context size",
-    "context window",
-    "exceed_context",
-    "token limit",
-    "too long",
-)
-QUOTA_MARKERS = ("insufficient_quota", "exceeded your current quota", "billing")
+OVERFLOW_STATUSES = frozenset({400, 413, 422, 500})
+TOO_LARGE_STATUSES = frozenset({413, 429})
 BACKOFF_BASE = 1.0
 BACKOFF_CAP = 30.0
 RETRY_AFTER_MAX = 120.0
@@ -51,27 +49,17 @@ class Target:
 
 def server_message(body: str) -> str:
     """The human part of an error body (`error.message`, `error`, `message`, `detail`), one line."""
+    return one_line(body_info(body).message or body.strip())
+
+
+def body_info(body: str) -> ErrorInfo:
+    """An error body's message and codes (a JSON body, or plain text as the message)."""
     text = body.strip()
     try:
         data: Any = json.loads(text)
     except ValueError:
-        return one_line(text)
-    return one_line(payload_message(data) or text)
-
-
-def payload_message(data: Any) -> str:
-    if isinstance(data, str):
-        return data
-    if isinstance(data, list) and data:
-        return payload_message(data[0])
-    if not isinstance(data, dict):
-        return ""
-    for key in ("error", "message", "detail", "msg"):
-        if key in data:
-            found = payload_message(data[key])
-            if found:
-                return found
-    return ""
+        return ErrorInfo(text, frozenset())
+    return read_error(data)
 
 
 def one_line(text: str, limit: int = 300) -> str:
@@ -84,25 +72,41 @@ def after_retries(retries: int) -> str:
     return f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
 
 
-def is_context_overflow(message: str) -> bool:
-    lowered = message.lower()
-    return any(marker in lowered for marker in OVERFLOW_MARKERS)
+def is_retryable(err: LLMError) -> bool:
+    """Whether sending the same request again may succeed (a rate limit or a server hiccup)."""
+    return isinstance(err, RateLimited | ServerError) and err.status in RETRY_STATUSES
 
 
-def is_quota_exhausted(message: str) -> bool:
-    lowered = message.lower()
-    return any(marker in lowered for marker in QUOTA_MARKERS)
-
-
-def status_error(status: int, body: str, target: Target, retries: int = 0) -> LLMError:
-    """The error for a non-2xx answer. `retries` is how many retries were spent before giving up."""
-    detail = server_message(body)
+def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> ContextOverflow | None:
+    """The ContextOverflow an error body describes, if it describes one (see nanohermes.llm.overflow)."""
+    detail = one_line(info.message)
     said = f": {detail}" if detail else ""
-    after = after_retries(retries)
-    if status in OVERFLOW_STATUSES and is_context_overflow(detail):
+    if status in TOO_LARGE_STATUSES and is_request_too_large(info):
+        return ContextOverflow(
+            f"the request is larger than {target.model}'s per-minute token limit at this endpoint "
+            f"(HTTP {status}){said}",
+            "the conversation will be compacted; a plan with higher limits avoids this",
+            status,
+        )
+    if (status is None or status in OVERFLOW_STATUSES) and is_context_overflow(info):
         return ContextOverflow(
             f"the conversation is too long for {target.model}'s context window{said}", OVERFLOW_HINT, status
         )
+    return None
+
+
+def status_error(
+    status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
+) -> LLMError:
+    """The error for a non-2xx answer. `retries` is how many retries were spent before giving up;
+    `retry_after` whether the server asked to retry later (then quota words mean a rate limit)."""
+    info = body_info(body)
+    detail = one_line(info.message or body.strip())
+    said = f": {detail}" if detail else ""
+    after = after_retries(retries)
+    overflow = overflow_error(info, status, target)
+    if overflow is not None:
+        return overflow
     if status == 401:
         problem = "the endpoint rejected the API key" if target.has_key else "the endpoint needs an API key"
         return AuthError(f"{problem} (401){said}", KEY_HINT, status)
@@ -112,7 +116,7 @@ def status_error(status: int, body: str, target: Target, retries: int = 0) -> LL
             f"{KEY_HINT}; make sure the key may use this model",
             status,
         )
-    if status == 402 or (status == 429 and is_quota_exhausted(detail)):
+    if status == 402 or (status == 429 and is_quota_exhausted(info, retry_after=retry_after)):
         return PaymentRequired(
             f"the account is out of credit ({status}){said}",
             "add credit or check billing at the provider",
@@ -147,12 +151,12 @@ def status_error(status: int, body: str, target: Target, retries: int = 0) -> LL
 
 def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     """The error for an `{"error": …}` object sent inside an HTTP 200 answer."""
-    detail = one_line(payload_message(error) or json.dumps(error, ensure_ascii=False))
+    info = read_error(error)
+    detail = one_line(info.message or json.dumps(error, ensure_ascii=False))
     code = _numeric_code(error)
-    if is_context_overflow(detail):
-        return ContextOverflow(
-            f"the conversation is too long for {target.model}'s context window: {detail}", OVERFLOW_HINT, code
-        )
+    overflow = overflow_error(info, code, target)
+    if overflow is not None:
+        return overflow
     if code is not None and code in (401, 402, 403, 404, 429):
         return status_error(code, json.dumps({"error": detail}), target)
     where = "in the middle of the stream" if in_stream else "instead of an answer"

@@ -172,7 +172,7 @@ def test_429_quota_exhausted_is_payment_not_rate_limit() -> None:
         (400, "context_length_exceeded"),
         (400, "the request exceeds the available context size, try increasing it"),
         (413, "Prompt is too long"),
-        (400, "input exceeds token limit"),
+        (400, "Prompt exceeds max length"),
         (400, "exceed_context_size_error"),
     ],
 )
