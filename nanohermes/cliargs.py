@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--config", metavar="FILE", help="config TOML file (default: ~/.nanohermes/config.toml)")
     add("-p", "--prompt", metavar="PROMPT", help="run one turn non-interactively ('-' reads stdin)")
     add("--json", dest="json_output", action="store_true", help="with -p: print one JSON object")
-    add("--yes", action="store_true", help="with -p: allow writes and shell commands without asking")
+    add("--yes", action="store_true", help="allow writes and shell commands without asking (= auto)")
     add("--local", action="store_true", help="start the bundled small model offline (extra 'local')")
     add("--verbose", action="store_true", help="show details: retries, distillation, tracebacks")
     add("--version", action="version", version=f"nanohermes {__version__}", help="print the version")
@@ -94,6 +94,8 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
 
     if ns.permission is not None and ns.permission not in PERMISSION_MODES:
         raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: read-only, ask, auto")
+    if ns.yes and ns.permission == "read-only":
+        raise UsageError("--yes cannot widen --permission read-only; drop one of them")
     if ns.json_output and ns.prompt is None:
         raise UsageError("--json needs -p PROMPT")
     if ns.session is not None and ns.continue_last:

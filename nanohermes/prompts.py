@@ -3,12 +3,17 @@ block goes last (callers use `nanohermes.memory.set_block`), so the stable prefi
 
 from __future__ import annotations
 
+import errno
+import os
 import platform
+import stat
 from datetime import date
 from pathlib import Path
 
 AGENTS_FILE = "AGENTS.md"
 AGENTS_MAX_CHARS = 20_000
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 BASE_PROMPT = """\
 You are nanohermes, a coding agent working in the user's terminal. You help with software tasks in \
@@ -38,31 +43,79 @@ def base_system_prompt(
     extra: str = "",
     today: date | None = None,
     platform_name: str | None = None,
+    agents_md: str | None = None,
 ) -> str:
-    """The system prompt without a memory block. `extra` replaces the base role (sub-agents)."""
+    """The system prompt without a memory block. `extra` replaces the base role (sub-agents).
+    `agents_md`: the AGENTS.md text already read (`load_agents_md`); None reads it here."""
     parts = [extra.strip() or BASE_PROMPT, MEMORY_GUIDE if memory else NO_MEMORY_GUIDE]
     parts.append(
         f"Workspace: {workspace}\n"
         f"Platform: {platform_name or _platform()}\n"
         f"Date: {(today or date.today()).isoformat()}"
     )
-    agents = read_agents_md(workspace)
+    agents = read_agents_md(workspace) if agents_md is None else agents_md
     if agents:
         parts.append(f"Project instructions from {AGENTS_FILE} (the workspace root):\n\n{agents}")
     return "\n\n".join(parts)
 
 
 def read_agents_md(workspace: Path) -> str:
-    """The workspace's AGENTS.md (capped), or "" when absent or unreadable."""
+    """The workspace's AGENTS.md (capped), or "" when absent, unreadable or refused."""
+    return load_agents_md(workspace)[0]
+
+
+def load_agents_md(workspace: Path) -> tuple[str, str]:
+    """(text, note): AGENTS.md's text, at most AGENTS_MAX_CHARS of it, read only when it is a regular
+    file whose real path is inside the workspace; else "" and a note saying why it was ignored (no
+    note when there is no AGENTS.md). Never follows a link out, never blocks on a FIFO or a device."""
     path = workspace / AGENTS_FILE
     try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return ""
-    if len(text) > AGENTS_MAX_CHARS:
-        cut = len(text) - AGENTS_MAX_CHARS
-        text = text[:AGENTS_MAX_CHARS] + f"\n[… {cut} more characters of {AGENTS_FILE} not shown]"
-    return text
+        os.lstat(path)
+        root = workspace.resolve(strict=True)
+        real = path.resolve(strict=True)
+    except FileNotFoundError:
+        return "", ""
+    except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop on older Pythons
+        return "", _ignored(f"it cannot be resolved ({_reason(err)})")
+    if not real.is_relative_to(root):
+        return "", _ignored(f"it links to {real}, outside the workspace")
+    try:
+        data, size = _read_regular(real, 4 * AGENTS_MAX_CHARS + 4)  # UTF-8: at most 4 bytes a character
+    except OSError as err:
+        return "", _ignored(_reason(err))
+    text = data.decode("utf-8", errors="replace")
+    if len(text) <= AGENTS_MAX_CHARS and len(data) == size:
+        return text.strip(), ""
+    kept = text[:AGENTS_MAX_CHARS]
+    cut = size - len(kept.encode("utf-8", errors="replace"))
+    return kept.strip() + f"\n[… {cut} more bytes of {AGENTS_FILE} not shown]", ""
+
+
+def _read_regular(path: Path, limit: int) -> tuple[bytes, int]:
+    """At most `limit` bytes of the regular file `path`, and its size. Raises OSError for anything
+    else: the open never blocks (O_NONBLOCK), and a FIFO, socket or device is refused unread."""
+    flags = os.O_RDONLY | _NONBLOCK | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0 and (chunk := os.read(fd, min(left, 65536))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks), st.st_size
+    finally:
+        os.close(fd)
+
+
+def _ignored(why: str) -> str:
+    return f"{AGENTS_FILE} ignored: {why}"
+
+
+def _reason(err: BaseException) -> str:
+    return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
 
 
 def _platform() -> str:

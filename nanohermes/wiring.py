@@ -67,19 +67,18 @@ class _NoticeRelay:
 def build_runtime(options: CliOptions, settings: Settings, approver: Approver | None) -> Runtime:
     """Build client, store, tools, sub-agents and the agent (resuming a session when asked).
 
-    One-shot mode (`-p`) never asks: `approver` is ignored there and `--yes` means permission `auto`.
+    One-shot mode (`-p`) never asks: `approver` is ignored there. `--yes` means permission `auto`.
     """
     from nanohermes.agent import Agent, AgentConfig
     from nanohermes.llm import ChatClient
-    from nanohermes.prompts import base_system_prompt
+    from nanohermes.prompts import base_system_prompt, load_agents_md
     from nanohermes.tools.runner import ToolRunner
 
     if not settings.model:
         raise ConfigError("no model configured", "give --model NAME or set NANOHERMES_MODEL")
     if options.prompt is not None:
         approver = None
-        if options.yes:
-            settings = settings.with_changes(permission="auto")
+    settings = apply_yes(options, settings)
     workspace = Path.cwd()
     session, resumed = open_session(options, settings)
     relay = _NoticeRelay()
@@ -87,11 +86,12 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
     client = ChatClient.from_settings(settings)
     runner = ToolRunner.from_settings(settings, workspace, approver, store)
     secret = settings.api_key_value()
+    agents_md, agents_note = load_agents_md(workspace)
     agent = Agent(
         client,
         runner,
         AgentConfig.from_settings(settings, verbose=options.verbose),
-        base_system_prompt(workspace, memory=store is not None),
+        base_system_prompt(workspace, memory=store is not None, agents_md=agents_md),
         session=session,
         store=store,
         resumed=resumed,
@@ -99,8 +99,22 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
         secrets=(secret,) if secret else (),
     )
     relay.attach(agent.post_note)
+    if agents_note:
+        agent.post_note(Note(agents_note, "warning"))
     _add_task_tool(agent, client, runner, store, settings, workspace)
     return Runtime(settings, agent, store)
+
+
+def apply_yes(options: CliOptions, settings: Settings) -> Settings:
+    """`--yes` means permission `auto` for this run; it never widens a configured `read-only`."""
+    if not options.yes:
+        return settings
+    if settings.permission == "read-only":
+        raise ConfigError(
+            "--yes cannot widen permission read-only (set in the config file or environment)",
+            "drop --yes, or give --permission auto",
+        )
+    return settings.with_changes(permission="auto")
 
 
 def open_session(options: CliOptions, settings: Settings) -> tuple[SessionFile, SessionData | None]:
@@ -160,6 +174,7 @@ def _add_task_tool(
 
 def run_chat(options: CliOptions, settings: Settings) -> int:
     """`nanohermes [...]`: one-shot with -p, the REPL otherwise; --local first starts the bundled model."""
+    settings = apply_yes(options, settings)
     with contextlib.ExitStack() as stack:
         if options.local:
             from nanohermes.localserver import local_endpoint

@@ -43,7 +43,7 @@ def test_system_prompt_has_workspace_platform_date_agents_md_and_block_last(tmp_
 def test_agents_md_absent_or_huge(tmp_path: Path) -> None:
     assert read_agents_md(tmp_path) == ""
     (tmp_path / "AGENTS.md").write_text("x" * (AGENTS_MAX_CHARS + 50), encoding="utf-8")
-    assert read_agents_md(tmp_path).endswith("[… 50 more characters of AGENTS.md not shown]")
+    assert read_agents_md(tmp_path).endswith("[… 50 more bytes of AGENTS.md not shown]")
 
 
 def test_definitions_parse_load_and_override(tmp_path: Path) -> None:

@@ -1,0 +1,157 @@
+"""Issue #19 end to end: a hostile repository, a hostile model and a full disk, through the real
+`nanohermes` console script against the fake loopback endpoint. Every subprocess has a timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_server import FakeServer
+from fake_server import fake_server as fake_server
+
+SCRIPT = Path(sys.executable).with_name("nanohermes")
+KEY = "sk-hardening-SECRET-0123456789abcdef"
+DISTILL = "durable long-term memories"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+def nh(
+    server: FakeServer, cwd: Path, *args: str, key: str = KEY, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NANOHERMES_API_KEY": key}
+    command = [str(SCRIPT), "--base-url", server.url, "--model", "fake-model", *args]
+    return subprocess.run(
+        command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def sessions_dir() -> Path:
+    return Path(os.environ["NANOHERMES_SESSIONS_DIR"])
+
+
+def memory_file() -> Path:
+    return Path(os.environ["NANOHERMES_MEMORY_DIR"]) / "memory.json"
+
+
+def chat_bodies(server: FakeServer) -> list[dict[str, Any]]:
+    return [b for b in server.bodies if DISTILL not in json.dumps(b)]
+
+
+def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.startswith("nanohermes: error: ")]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "internal error" not in result.stderr
+    return lines[0]
+
+
+# -- 1. --permission read-only --yes ---------------------------------------------------------------
+
+
+def test_read_only_with_yes_is_a_usage_error_and_writes_nothing(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    fake_server.push_tool_calls([("write_file", {"path": "out.txt", "content": "x"})])
+    done = nh(fake_server, workspace, "--permission", "read-only", "--yes", "-p", "write out.txt")
+    assert done.returncode == 2
+    assert "--yes" in one_error_line(done)
+    assert "read-only" in one_error_line(done)
+    assert fake_server.requests == []
+    assert not (workspace / "out.txt").exists()
+
+
+def test_yes_never_widens_read_only_from_the_config(
+    fake_server: FakeServer, workspace: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "nh.toml"
+    config.write_text('permission = "read-only"\n', encoding="utf-8")
+    fake_server.push_tool_calls([("run_shell", {"command": "touch out.txt"})])
+    done = nh(fake_server, workspace, "--config", str(config), "--yes", "-p", "touch out.txt")
+    assert done.returncode == 2
+    assert "read-only" in one_error_line(done)
+    assert not (workspace / "out.txt").exists()
+
+
+def test_read_only_alone_offers_no_writing_tool(fake_server: FakeServer, workspace: Path) -> None:
+    fake_server.push_text("Nothing written.")
+    done = nh(fake_server, workspace, "--permission", "read-only", "-p", "write out.txt")
+    assert done.returncode == 0, done.stderr
+    offered = {t["function"]["name"] for t in chat_bodies(fake_server)[0]["tools"]}
+    assert "read_file" in offered
+    assert not offered & {"write_file", "edit_file", "run_shell"}
+
+
+# -- 2. AGENTS.md ----------------------------------------------------------------------------------
+
+
+def system_prompt(server: FakeServer) -> str:
+    content = chat_bodies(server)[0]["messages"][0]["content"]
+    assert isinstance(content, str)
+    return content
+
+
+def test_agents_md_symlinked_outside_is_never_sent_nor_stored(
+    fake_server: FakeServer, workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAsecretkeybody\n", "utf-8")
+    (workspace / "AGENTS.md").symlink_to(outside / "id_rsa")
+    fake_server.push_text("Hi.")
+    done = nh(fake_server, workspace, "--session", "s", "-p", "hello")
+    assert done.returncode == 0, done.stderr
+    assert "AGENTS.md ignored" in done.stderr
+    assert "outside the workspace" in done.stderr
+    assert "secretkeybody" not in json.dumps(fake_server.bodies)
+    assert "secretkeybody" not in (sessions_dir() / "s.json").read_text(encoding="utf-8")
+
+
+def test_agents_md_symlink_inside_the_workspace_is_read(fake_server: FakeServer, workspace: Path) -> None:
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "rules.md").write_text("Project rule: use tabs.", encoding="utf-8")
+    (workspace / "AGENTS.md").symlink_to(Path("docs") / "rules.md")
+    fake_server.push_text("Hi.")
+    done = nh(fake_server, workspace, "-p", "hello")
+    assert done.returncode == 0, done.stderr
+    assert "Project rule: use tabs." in system_prompt(fake_server)
+
+
+@pytest.mark.timeout(60)
+def test_agents_md_fifo_does_not_hang_start_up(fake_server: FakeServer, workspace: Path) -> None:
+    os.mkfifo(workspace / "AGENTS.md")
+    fake_server.push_text("Hi.")
+    done = nh(fake_server, workspace, "-p", "hello", timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "AGENTS.md ignored: not a regular file" in done.stderr
+    assert "Project instructions" not in system_prompt(fake_server)
+
+
+@pytest.mark.timeout(60)
+def test_agents_md_linked_to_dev_zero_is_ignored(fake_server: FakeServer, workspace: Path) -> None:
+    (workspace / "AGENTS.md").symlink_to("/dev/zero")
+    fake_server.push_text("Hi.")
+    done = nh(fake_server, workspace, "-p", "hello", timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "AGENTS.md ignored" in done.stderr
+    assert "Project instructions" not in system_prompt(fake_server)
+
+
+def test_huge_agents_md_is_read_only_up_to_the_cap(fake_server: FakeServer, workspace: Path) -> None:
+    (workspace / "AGENTS.md").write_bytes(b"rule. " * 2_000_000)  # 12 MB
+    fake_server.push_text("Hi.")
+    done = nh(fake_server, workspace, "-p", "hello")
+    assert done.returncode == 0, done.stderr
+    prompt = system_prompt(fake_server)
+    assert "more bytes of AGENTS.md not shown" in prompt
+    assert len(prompt) < 30_000
