@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import inspect
 import json
+import math
 import re
 import types
 import typing
@@ -206,6 +207,7 @@ def _coerce(tool: str, name: str, value: Any, schema: dict[str, Any]) -> Any:
     coerced = _coerce_type(value, schema.get("type"))
     if coerced is _BAD:
         kind = str(schema.get("type"))
+        kind = "finite number" if kind == "number" else kind
         raise ToolError(f"{tool}: argument {name} must be {_article(kind)}, got {json.dumps(value)[:60]}")
     if "enum" in schema and coerced not in schema["enum"]:
         raise ToolError(f"{tool}: argument {name} must be one of {', '.join(map(str, schema['enum']))}")
@@ -222,7 +224,7 @@ def _coerce_type(value: Any, kind: Any) -> Any:
         return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else _BAD
     if kind in ("integer", "number"):
         number = _as_number(value)
-        if number is None:
+        if number is None or not math.isfinite(number):  # NaN and infinity are never meant
             return _BAD
         if kind == "number":
             return number

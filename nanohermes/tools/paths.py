@@ -25,6 +25,7 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 SAFE_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
 
 
@@ -51,7 +52,12 @@ class Workspace:
             raise ToolError("path is empty")
         if "\x00" in path:
             raise ToolError("path contains a NUL byte")
-        candidate = Path(path.strip()).expanduser()
+        try:
+            candidate = Path(path.strip()).expanduser()
+        except (RuntimeError, KeyError, OSError) as err:  # `~nosuchuser/x`, or no home directory
+            raise ToolError(
+                f"cannot expand {path!r}: {err}", hint="give a path inside the workspace"
+            ) from None
         if not candidate.is_absolute():
             candidate = self.root / candidate
         try:
@@ -78,11 +84,12 @@ class Workspace:
     def open_file(self, resolved: Path, flags: int) -> int:
         """Open the existing file `resolved` (from `resolve`) refusing any symlink met on the way.
         Returns a raw fd. (Writes go through `replace_into`.)"""
-        flags |= _NOFOLLOW | _CLOEXEC | _BINARY
+        flags |= _NOFOLLOW | _CLOEXEC | _BINARY | _NONBLOCK  # a FIFO swapped in cannot block the open
         if not SAFE_WALK:
             return self._open_checked(resolved, flags)
         parent = self._open_dir_chain(resolved.parent, create=False)
         try:
+            _refuse_special_name(resolved.name, parent, resolved)
             fd = os.open(resolved.name, flags, dir_fd=parent)
         except OSError as err:
             raise _translate(err, resolved) from None
@@ -185,6 +192,7 @@ class Workspace:
 
     def _open_checked(self, resolved: Path, flags: int) -> int:
         try:
+            _refuse_special_name(str(resolved), None, resolved)
             fd = os.open(resolved, flags)
         except OSError as err:
             raise _translate(err, resolved) from None
@@ -208,10 +216,33 @@ class Workspace:
     def _refuse_special(fd: int, resolved: Path) -> int:
         mode = os.fstat(fd).st_mode
         if stat.S_ISREG(mode):
+            if _NONBLOCK:
+                os.set_blocking(fd, True)
             return fd
         os.close(fd)
-        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-        raise ToolError(f"{resolved} is {what}")
+        raise _not_regular(resolved, mode)
+
+
+def is_special(mode: int) -> bool:
+    """A FIFO, socket or device: never opened by a tool (opening or reading one can block for ever)."""
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+
+
+def _refuse_special_name(name: str, parent: int | None, resolved: Path) -> None:
+    """Refuse a FIFO, socket or device before opening it (opening some devices has effects)."""
+    try:
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False) if parent is not None else os.lstat(name)
+    except OSError:
+        return  # the open that follows reports it
+    if is_special(st.st_mode):
+        raise _not_regular(resolved, st.st_mode)
+
+
+def _not_regular(resolved: Path, mode: int) -> ToolError:
+    if stat.S_ISDIR(mode):
+        return ToolError(f"{resolved} is a directory")
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+    return ToolError(f"{resolved} is not a regular file ({kind}); not opened")
 
 
 def _existing_mode(name: str, parent: int, resolved: Path) -> int | None:

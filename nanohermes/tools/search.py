@@ -12,19 +12,26 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nanohermes.errors import ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import SNIFF_BYTES, looks_binary
-from nanohermes.tools.paths import SAFE_WALK, Workspace
+from nanohermes.tools.paths import SAFE_WALK, Workspace, is_special
+
+if TYPE_CHECKING:
+    import regex
 
 LIST_MAX_ENTRIES = 1000
 GREP_MAX_MATCHES = 200
 GREP_MAX_LINE_CHARS = 300
 GREP_MAX_FILE_BYTES = 16 * 1024 * 1024
+GREP_FILE_SECONDS = 3.0
+"""Time limit for searching one file: a pattern that backtracks catastrophically is stopped."""
 ALWAYS_SKIPPED = frozenset({".git"})
 
 
@@ -189,6 +196,8 @@ class Walker:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except OSError:
                 continue
+            if is_special(st.st_mode):
+                continue  # FIFOs, sockets and devices are never listed nor opened
             is_dir = stat.S_ISDIR(st.st_mode)
             if is_ignored(rules, rel, is_dir):
                 continue
@@ -218,6 +227,11 @@ class Walker:
             if entry.name in ALWAYS_SKIPPED:
                 continue
             rel = f"{base}/{entry.name}" if base else entry.name
+            try:
+                if is_special(entry.stat(follow_symlinks=False).st_mode):
+                    continue
+            except OSError:
+                continue
             is_dir = entry.is_dir(follow_symlinks=False)
             if is_ignored(rules, rel, is_dir):
                 continue
@@ -237,10 +251,24 @@ def glob_filter(glob: str | None) -> re.Pattern[str] | None:
         raise ToolError(f"invalid glob {glob!r}") from None
 
 
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """`pattern` compiled by the `regex` engine (Python `re` syntax), whose searches take a timeout
+    and release the GIL, so a catastrophic pattern can be stopped and never freezes Ctrl-C."""
+    import regex  # imported on the first grep only
+
+    try:
+        return regex.compile(pattern, regex.VERSION0)
+    except regex.error as err:
+        raise ToolError(f"invalid regular expression {pattern!r}: {err}") from None
+    except (RecursionError, OverflowError, ValueError):
+        raise ToolError(f"regular expression {pattern!r} is too complex") from None
+
+
 class SearchTools:
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: Workspace, *, file_seconds: float = GREP_FILE_SECONDS) -> None:
         self.workspace = workspace
         self.walker = Walker(workspace)
+        self.file_seconds = file_seconds
 
     def list_files(self, path: str = ".", glob: str | None = None, *, ctx: CallContext) -> str:
         """List the files under a directory of the workspace (recursively), skipping what .gitignore
@@ -274,12 +302,7 @@ class SearchTools:
             path: file or directory to search, relative to the workspace
             glob: only search files matching this pattern, e.g. "*.py"
         """
-        try:
-            regex = re.compile(pattern)
-        except re.error as err:
-            raise ToolError(f"invalid regular expression {pattern!r}: {err}") from None
-        except (RecursionError, OverflowError):
-            raise ToolError(f"regular expression {pattern!r} is too complex") from None
+        compiled = compile_pattern(pattern)
         resolved = self.workspace.resolve(path, ctx.granted)
         wanted = glob_filter(glob)
         files: Iterator[Path]
@@ -290,17 +313,18 @@ class SearchTools:
                 if not found.is_dir and not (wanted and not wanted.fullmatch(found.rel))
             )
         else:
+            os.close(self.workspace.open_file(resolved, os.O_RDONLY))  # a FIFO or device: ERROR
             files = iter([resolved])
-        return self._grep_files(regex, files, pattern, ctx)
+        return self._grep_files(compiled, files, pattern, ctx)
 
     def _grep_files(
-        self, regex: re.Pattern[str], files: Iterator[Path], pattern: str, ctx: CallContext
+        self, compiled: regex.Pattern[str], files: Iterator[Path], pattern: str, ctx: CallContext
     ) -> str:
         hits: list[str] = []
         more = 0
         for file in files:
             ctx.cancel.raise_if_cancelled()
-            for line_no, line in self._search_file(file, regex, ctx):
+            for line_no, line in self._search_file(file, compiled, pattern, ctx):
                 if len(hits) >= GREP_MAX_MATCHES:
                     more += 1
                     continue
@@ -313,7 +337,9 @@ class SearchTools:
             hits.append(f"[… {more} more matches not shown; narrow the pattern, path or glob]")
         return "\n".join(hits)
 
-    def _search_file(self, file: Path, regex: re.Pattern[str], ctx: CallContext) -> Iterator[tuple[int, str]]:
+    def _search_file(
+        self, file: Path, compiled: regex.Pattern[str], pattern: str, ctx: CallContext
+    ) -> Iterator[tuple[int, str]]:
         try:
             real = file.resolve()
             if not self.workspace.allows(real, ctx.granted):
@@ -325,9 +351,22 @@ class SearchTools:
             if os.fstat(fd).st_size > GREP_MAX_FILE_BYTES or looks_binary(handle.read(SNIFF_BYTES)):
                 return
             handle.seek(0)
+            deadline = time.monotonic() + self.file_seconds
             for number, raw in enumerate(handle, start=1):
+                if number % 1024 == 0:
+                    ctx.cancel.raise_if_cancelled()
                 line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if regex.search(line):
+                try:
+                    found = compiled.search(
+                        line, timeout=max(0.0, deadline - time.monotonic()), concurrent=True
+                    )
+                except TimeoutError:
+                    raise ToolError(
+                        f"pattern {pattern!r} took more than {self.file_seconds:g} s on "
+                        f"{self.workspace.relative(real)} (line {number}) and was stopped",
+                        hint="simplify it: nested repetition such as (a|aa)+ backtracks exponentially",
+                    ) from None
+                if found:
                     yield number, line
 
     def _directory(self, path: str, ctx: CallContext) -> Path:

@@ -11,6 +11,7 @@ sees says how many bytes the command really printed beyond it.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -23,8 +24,6 @@ from typing import IO
 from nanohermes.errors import Cancelled, ToolError
 from nanohermes.tools.base import CallContext
 
-SHELL_TIMEOUT_MAX = 1800.0
-"""A call may ask for a longer timeout than the setting, up to this (or the setting, if larger)."""
 KILL_GRACE = 0.5
 """Seconds between SIGTERM and SIGKILL of the process group."""
 PIPE_GRACE = 2.0
@@ -85,7 +84,6 @@ class ShellTool:
     def __init__(self, workspace: Path, *, timeout: float = 120.0, max_chars: int = 20_000) -> None:
         self.cwd = workspace
         self.default_timeout = timeout
-        self.max_timeout = max(SHELL_TIMEOUT_MAX, timeout)
         self.max_chars = max_chars
 
     def run_shell(self, command: str, timeout: float | None = None, *, ctx: CallContext) -> str:
@@ -131,12 +129,20 @@ class ShellTool:
         return self._report(process.returncode, out, err, timed_out, limit, note, lingering)
 
     def _timeout(self, requested: float | None) -> tuple[float, str]:
+        """The limit for one call: the setting, or less when the model asks for less. NaN, infinite,
+        zero or negative values are refused; more than the setting is capped at it, never unbounded."""
         if requested is None:
             return self.default_timeout, ""
-        if requested <= 0:
-            raise ToolError("timeout must be a positive number of seconds")
-        if requested > self.max_timeout:
-            return self.max_timeout, f"(timeout capped at {self.max_timeout:g} s)"
+        if not math.isfinite(requested) or requested <= 0:
+            raise ToolError(
+                f"timeout must be a positive, finite number of seconds (at most {self.default_timeout:g}), "
+                f"not {requested!r}"
+            )
+        if requested > self.default_timeout:
+            return (
+                self.default_timeout,
+                f"(timeout capped at the shell_timeout setting, {self.default_timeout:g} s)",
+            )
         return float(requested), ""
 
     def _start(self, command: str) -> subprocess.Popen[bytes]:

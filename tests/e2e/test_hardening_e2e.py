@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +157,123 @@ def test_huge_agents_md_is_read_only_up_to_the_cap(fake_server: FakeServer, work
     prompt = system_prompt(fake_server)
     assert "more bytes of AGENTS.md not shown" in prompt
     assert len(prompt) < 30_000
+
+
+# -- tools: 6 (bad paths), 9 (special files), 10 (grep bounded), 11 (shell timeout) ---------------
+
+
+def tool_results(server: FakeServer, request: int = 1) -> list[str]:
+    messages = chat_bodies(server)[request]["messages"]
+    return [m["content"] for m in messages if m["role"] == "tool"]
+
+
+def test_unexpandable_home_path_is_an_error_result(fake_server: FakeServer, workspace: Path) -> None:
+    fake_server.push_tool_calls([("read_file", {"path": "~nosuchuser-nh19/x"})])
+    fake_server.push_text("That path does not exist.")
+    done = nh(fake_server, workspace, "--session", "s", "-p", "read it")
+    assert done.returncode == 0, done.stderr
+    assert "internal error" not in done.stderr
+    [result] = tool_results(fake_server)
+    assert result.startswith("ERROR: ")
+    assert "~nosuchuser-nh19/x" in result
+    saved = json.loads((sessions_dir() / "s.json").read_text(encoding="utf-8"))
+    assert saved["messages"][-1]["content"] == "That path does not exist."
+
+
+@pytest.mark.timeout(60)
+def test_read_file_and_grep_never_open_a_fifo(fake_server: FakeServer, workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    (workspace / "notes.txt").write_text("needle here\n", encoding="utf-8")
+    fake_server.push_tool_calls(
+        [("read_file", {"path": "pipe"}), ("grep", {"pattern": "needle"}), ("list_files", {})]
+    )
+    fake_server.push_text("Done.")
+    done = nh(fake_server, workspace, "-p", "look", timeout=30)
+    assert done.returncode == 0, done.stderr
+    read, grep, listing = tool_results(fake_server)
+    assert read.startswith("ERROR: ")
+    assert "not a regular file (a FIFO)" in read
+    assert grep == "notes.txt:1: needle here"
+    assert listing == "notes.txt"
+
+
+@pytest.mark.timeout(60)
+def test_grep_with_a_single_fifo_path_is_an_error_result(fake_server: FakeServer, workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    fake_server.push_tool_calls([("grep", {"pattern": "x", "path": "pipe"})])
+    fake_server.push_text("Done.")
+    done = nh(fake_server, workspace, "-p", "look", timeout=30)
+    assert done.returncode == 0, done.stderr
+    [result] = tool_results(fake_server)
+    assert "not a regular file" in result
+
+
+@pytest.mark.timeout(60)
+def test_catastrophic_grep_is_stopped_with_an_error_naming_the_pattern(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("a" * 40 + "b\n", encoding="utf-8")
+    fake_server.push_tool_calls([("grep", {"pattern": "(a+)+$"}), ("grep", {"pattern": "(a|aa)+$"})])
+    fake_server.push_text("Done.")
+    done = nh(fake_server, workspace, "--session", "s", "-p", "search", timeout=40)
+    assert done.returncode == 0, done.stderr
+    nested, alternation = tool_results(fake_server)
+    assert nested == "no matches for '(a+)+$'"  # the engine needs no backtracking for this one
+    assert alternation.startswith("ERROR: pattern '(a|aa)+$' took more than")
+    assert "a.txt" in alternation
+    assert (sessions_dir() / "s.json").exists()
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_works_during_a_catastrophic_grep(fake_server: FakeServer, workspace: Path) -> None:
+    for index in range(3):
+        (workspace / f"f{index}.txt").write_text("a" * 40 + "b\n", encoding="utf-8")
+    fake_server.push_tool_calls([("grep", {"pattern": "(a|aa)+$"})])
+    env = {**os.environ, "NANOHERMES_API_KEY": KEY}
+    command = [str(SCRIPT), "--base-url", fake_server.url, "--model", "m", "--session", "s", "-p", "go"]
+    process = subprocess.Popen(
+        command, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert fake_server.wait_for_requests(1, timeout=20)
+        time.sleep(1.0)  # the grep is running now
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=15)
+    finally:
+        process.kill()
+    assert "interrupting" in stderr
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    saved = json.loads((sessions_dir() / "s.json").read_text(encoding="utf-8"))
+    assert saved["messages"][-1]["role"] == "tool"
+
+
+@pytest.mark.parametrize("raw", ["NaN", "Infinity", "-Infinity", "1e999", "-5", '"nan"'])
+@pytest.mark.timeout(60)
+def test_shell_timeout_nan_infinite_or_negative_is_refused(
+    fake_server: FakeServer, workspace: Path, raw: str
+) -> None:
+    fake_server.push_tool_calls([("run_shell", f'{{"command": "sleep 30; touch late", "timeout": {raw}}}')])
+    fake_server.push_text("Refused.")
+    done = nh(fake_server, workspace, "--yes", "-p", "run it", timeout=25)
+    assert done.returncode == 0, done.stderr
+    [result] = tool_results(fake_server)
+    assert result.startswith("ERROR: ")
+    assert "timeout must be a" in result
+    assert "finite" in result
+    assert not (workspace / "late").exists()
+
+
+@pytest.mark.timeout(60)
+def test_shell_timeout_above_the_setting_is_capped_at_it(
+    fake_server: FakeServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_server.push_tool_calls([("run_shell", {"command": "sleep 30", "timeout": 100000})])
+    fake_server.push_text("Timed out.")
+    monkeypatch.setenv("NANOHERMES_SHELL_TIMEOUT", "1")
+    done = nh(fake_server, workspace, "--yes", "-p", "run it", timeout=25)
+    assert done.returncode == 0, done.stderr
+    [result] = tool_results(fake_server)
+    assert result.startswith("timed out after 1 s")
+    assert "capped at the shell_timeout setting" in result
