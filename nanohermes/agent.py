@@ -14,6 +14,7 @@ Whatever happens, the history stays valid for the next request: every tool call 
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import threading
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from nanohermes.cancel import CancelToken
 from nanohermes.compaction import compact, summary_request, total_chars
 from nanohermes.errors import (
     INTERRUPTED,
+    LENGTH_NOTE,
     Cancelled,
     ContextOverflow,
     IncompleteStream,
@@ -79,6 +81,33 @@ class _TurnOver(Exception):
     def __init__(self, completed: bool, reason: str, note: Note | None = None, answer: str = "") -> None:
         super().__init__(reason)
         self.completed, self.reason, self.note, self.answer = completed, reason, note, answer
+
+
+def _drop_cut_calls(result: ChatResult) -> int:
+    """With `finish_reason: length` a call may be cut mid-arguments: never run one whose arguments
+    are not a complete JSON object. Returns how many were dropped."""
+    if result.finish_reason != "length":
+        return 0
+    kept = [call for call in result.tool_calls if _complete_arguments(call.arguments)]
+    dropped = len(result.tool_calls) - len(kept)
+    result.tool_calls = kept
+    return dropped
+
+
+def _complete_arguments(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text or "{}"), dict)
+    except ValueError:
+        return False
+
+
+def _reply_over(result: ChatResult) -> _TurnOver:
+    """How a reply without tool calls ends the turn: an answer, a refusal, or an answer cut short."""
+    if result.refusal and not result.content.strip():
+        return _TurnOver(False, "refusal", Note("the model refused to answer", "error"), result.refusal)
+    if result.finish_reason == "length":
+        return _TurnOver(False, "length", Note(LENGTH_NOTE, "error"), result.content)
+    return _TurnOver(True, "done", answer=result.content)
 
 
 @dataclass
@@ -212,10 +241,14 @@ class Agent:
         if not calls and result.content:
             result.content, calls = extract_text_tool_calls(result.content, self._tools.names())
             result.tool_calls = calls
+        cut = _drop_cut_calls(result)
         self.messages.append(result.to_message())
         turn.partial = None
-        if not calls:
-            raise _TurnOver(True, "done", answer=result.content)
+        if cut:
+            yield Note(f"{cut} tool call(s) cut by the output-token cap were not run", "warning")
+        if not result.tool_calls:
+            raise _reply_over(result)
+        calls = result.tool_calls
         turn.had_tools = True
         yield from self._run_tools(calls, cancel)
         cancel.raise_if_cancelled()

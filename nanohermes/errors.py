@@ -10,6 +10,7 @@ NanoHermesError              .hint: one short "how to fix it" phrase, or ""
 │   ├── ModelNotFound        404
 │   ├── ContextOverflow      400/413 saying the prompt is too long
 │   ├── IncompleteStream     the stream ended without finish reason or [DONE]
+│   ├── EmptyAnswer          no text, no refusal, no tool call (even after a retry)
 │   ├── ServerError          5xx after every retry
 │   ├── BadResponse          4xx not listed above, or a body that is not a chat completion
 │   └── StreamError          an {"error": ...} chunk inside an HTTP 200 stream
@@ -27,6 +28,9 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # the model, a tool, a file: something failed
 EXIT_USAGE = 2  # a bad flag, setting or config, or no model configured
 EXIT_INTERRUPTED = 130  # Ctrl-C
+
+LENGTH_NOTE = "the answer was cut at the output-token cap (finish_reason: length); raise max_output_tokens"
+"""What a reply cut by the output cap ends with (REPL note, one-shot error line)."""
 
 INTERRUPTED = "interrupted by user"
 """What Ctrl-C leaves behind: the result of every unanswered tool call, the mark on a cut reply."""
@@ -79,6 +83,10 @@ class ContextOverflow(LLMError):
 
 
 class IncompleteStream(LLMError):
+    pass
+
+
+class EmptyAnswer(LLMError):
     pass
 
 

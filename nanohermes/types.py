@@ -92,13 +92,19 @@ class ChatResult:
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    refusal: str = ""
+    """The model declined (OpenAI `refusal`); shown as the answer."""
+
+    def is_empty(self) -> bool:
+        """No text, no refusal and no tool call: nothing to show or do."""
+        return not self.content.strip() and not self.refusal.strip() and not self.tool_calls
 
     def to_message(self) -> Message:
-        """The assistant message to append to the history.
+        """The assistant message to append to the history (a refusal is kept as its content).
 
         Reasoning is kept under `reasoning_content`; the model client decides whether to send it back.
         """
-        message: Message = {"role": "assistant", "content": self.content}
+        message: Message = {"role": "assistant", "content": self.content or self.refusal}
         if self.tool_calls:
             message["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         if self.reasoning:

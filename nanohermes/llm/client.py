@@ -23,6 +23,7 @@ from nanohermes.errors import (
     Cancelled,
     ConfigError,
     ContextOverflow,
+    EmptyAnswer,
     EndpointUnreachable,
     IncompleteStream,
     LLMError,
@@ -144,17 +145,36 @@ class ChatClient:
             )
         if _is_json(response):  # the server ignored `stream: true`
             result = parse_completion(self._read_body(response, cancel), target)
-            yield from replay_deltas(result)
+            problem = _empty(result)
+        else:
+            assembler = StreamAssembler(target)
+            ended = yield from self._read_stream(response, assembler, cancel)
+            result = assembler.result()
+            problem = _cut(ended, assembler) or _empty(result)
+        if not problem:
+            if _is_json(response):
+                yield from replay_deltas(result)
             yield result
             return
-        assembler = StreamAssembler(target)
-        if (yield from self._read_stream(response, assembler, cancel)):
-            yield assembler.result()
-            return
-        # No finish reason and no [DONE]: the calls may be cut short, so none of them is trusted.
-        yield Retrying(1, 0.0, "the stream ended early; retrying once without streaming")
+        if result.finish_reason == "length" and not result.tool_calls:
+            raise _empty_answer(result)  # the output cap: asking again without streaming cannot help
+        # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
+        yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
+        fallback = self._fallback(messages, tools, target, cancel)
+        if fallback.is_empty():
+            raise _empty_answer(fallback)
+        yield from replay_deltas(fallback)
+        yield fallback
+
+    def _fallback(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        target: Target,
+        cancel: CancelToken | None,
+    ) -> ChatResult:
         try:
-            result = self._complete(messages, tools, target, cancel)
+            return self._complete(messages, tools, target, cancel)
         except (Cancelled, IncompleteStream, ContextOverflow):
             raise
         except LLMError as err:
@@ -164,8 +184,6 @@ class ChatClient:
                 "try again; if it repeats, check the server's logs",
                 err.status,
             ) from err
-        yield from replay_deltas(result)
-        yield result
 
     def complete(
         self,
@@ -363,6 +381,29 @@ class ChatClient:
                 f"the answer from {self.url} took longer than the {self.total_timeout:g} s total deadline",
                 "raise request_timeout, or check the server is not stuck sending keep-alives",
             )
+
+
+def _cut(ended: bool, assembler: StreamAssembler) -> str:
+    """Why a stream cannot be trusted: it ended early, or carried no choice at all."""
+    if not ended:
+        return "the stream ended early"
+    if not assembler.saw_choice:
+        return "the stream carried no answer"
+    return ""
+
+
+def _empty(result: ChatResult) -> str:
+    return str(_empty_answer(result)) if result.is_empty() else ""
+
+
+def _empty_answer(result: ChatResult) -> EmptyAnswer:
+    reason = result.finish_reason or "none"
+    hint = (
+        "raise max_output_tokens: the reasoning used up the cap"
+        if reason == "length"
+        else "try again or rephrase; if it repeats, check the server's logs"
+    )
+    return EmptyAnswer(f"the model returned an empty answer (finish_reason: {reason})", hint)
 
 
 def _drain(lines: Iterator[str]) -> None:

@@ -10,8 +10,8 @@ from nanohermes.errors import BadResponse, IncompleteStream
 from nanohermes.events import ReasoningDelta, StreamItem, TextDelta
 from nanohermes.llm.accumulate import ToolCallAccumulator, finished_call
 from nanohermes.llm.failures import Target, one_line, payload_error
+from nanohermes.llm.parts import first_choice, reasoning_of, refusal_of, split_content
 from nanohermes.llm.sse import Chunk, Marker, iter_chunks
-from nanohermes.llm.wire import REASONING_KEYS
 from nanohermes.types import ChatResult, ToolCall, Usage
 
 
@@ -31,23 +31,6 @@ def find_usage(data: dict[str, Any]) -> Usage | None:
     return None
 
 
-def _reasoning_of(part: dict[str, Any]) -> str:
-    for key in REASONING_KEYS:
-        value = part.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [p.get("text") for p in content if isinstance(p, dict)]
-        return "".join(t for t in texts if isinstance(t, str))
-    return ""
-
-
 class StreamAssembler:
     """Turns stream chunks into deltas to show, and the final ChatResult."""
 
@@ -55,7 +38,10 @@ class StreamAssembler:
         self._target = target
         self._content: list[str] = []
         self._reasoning: list[str] = []
+        self._refusal: list[str] = []
         self._calls = ToolCallAccumulator()
+        self.saw_choice = False
+        """Whether any chunk carried a choice (a stream of only `[DONE]` or usage did not)."""
         self.finish_reason: str | None = None
         self.usage = Usage()
 
@@ -67,28 +53,15 @@ class StreamAssembler:
             usage = find_usage(chunk)
             if usage is not None:
                 self.usage = usage
-        choices = chunk.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        choice = first_choice(chunk)
+        if choice is None:
             return []
-        choice = choices[0]
+        self.saw_choice = True
         delta = choice.get("delta")
         if not isinstance(delta, dict):
             message = choice.get("message")
             delta = message if isinstance(message, dict) else {}
-        items: list[StreamItem] = []
-        reasoning = _reasoning_of(delta)
-        if reasoning:
-            self._reasoning.append(reasoning)
-            items.append(ReasoningDelta(reasoning))
-        text = delta.get("content")
-        if isinstance(text, str) and text:
-            self._content.append(text)
-            items.append(TextDelta(text))
-        tool_calls = delta.get("tool_calls")
-        if isinstance(tool_calls, list):
-            for call in tool_calls:
-                if isinstance(call, dict):
-                    self._calls.add(call)
+        items = self._take(delta)
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and finish:
             if finish == "error":
@@ -98,6 +71,27 @@ class StreamAssembler:
             self.finish_reason = finish
         return items
 
+    def _take(self, delta: dict[str, Any]) -> list[StreamItem]:
+        text, thinking = split_content(delta.get("content"))
+        items: list[StreamItem] = []
+        for reasoning in (reasoning_of(delta), thinking):
+            if reasoning:
+                self._reasoning.append(reasoning)
+                items.append(ReasoningDelta(reasoning))
+        if text:
+            self._content.append(text)
+            items.append(TextDelta(text))
+        refusal = refusal_of(delta)
+        if refusal:  # shown as the answer
+            self._refusal.append(refusal)
+            items.append(TextDelta(refusal))
+        tool_calls = delta.get("tool_calls")
+        if isinstance(tool_calls, list):
+            for call in tool_calls:
+                if isinstance(call, dict):
+                    self._calls.add(call)
+        return items
+
     def result(self) -> ChatResult:
         return ChatResult(
             content="".join(self._content),
@@ -105,6 +99,7 @@ class StreamAssembler:
             tool_calls=self._calls.calls(),
             finish_reason=self.finish_reason,
             usage=self.usage,
+            refusal="".join(self._refusal),
         )
 
 
@@ -134,21 +129,22 @@ def parse_completion(body: str, target: Target) -> ChatResult:
         raise BadResponse("the endpoint's answer is not a chat completion (not a JSON object)")
     if data.get("error"):
         raise payload_error(data["error"], target, in_stream=False)
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+    choice = first_choice(data)
+    if choice is None:
         raise BadResponse(
             "the endpoint's answer has no choices", "check --base-url points at a chat-completions endpoint"
         )
-    choice = choices[0]
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}
     finish = choice.get("finish_reason")
+    text, thinking = split_content(message.get("content"))
     return ChatResult(
-        content=_content_text(message.get("content")),
-        reasoning=_reasoning_of(message),
+        content=text,
+        reasoning=reasoning_of(message) + thinking,
         tool_calls=_message_calls(message.get("tool_calls")),
         finish_reason=finish if isinstance(finish, str) and finish else None,
         usage=find_usage(data) or Usage(),
+        refusal=refusal_of(message),
     )
 
 
@@ -166,3 +162,5 @@ def replay_deltas(result: ChatResult) -> Iterator[StreamItem]:
         yield ReasoningDelta(result.reasoning)
     if result.content:
         yield TextDelta(result.content)
+    if result.refusal:
+        yield TextDelta(result.refusal)

@@ -2,8 +2,9 @@
 
 Tolerant of what OpenAI-compatible servers really send: `:` comment lines (keep-alives), `data:` with
 or without a space, data split over several `data:` lines (joined with newlines), events not separated
-by blank lines (each line is then tried on its own), `event:`/`id:`/`retry:` fields (ignored), and a
-last event that is not followed by a blank line.
+by blank lines (each line is then tried on its own), `id:`/`retry:` fields (ignored), error events
+(`event: error`, llama.cpp's `error:` line) turned into `{"error": …}` chunks, and a last event that
+is not followed by a blank line.
 """
 
 from __future__ import annotations
@@ -27,24 +28,44 @@ Chunk = dict[str, Any]
 
 
 def iter_sse_data(lines: Iterable[str]) -> Iterator[list[str]]:
-    """Yield the `data:` lines of each event (one list per event, never empty)."""
+    """Yield the `data:` lines of each event (one list per event, never empty). An error event,
+    `event: error` + `data: …` or llama.cpp's own `error: {…}` line, comes out as `{"error": …}`."""
     data: list[str] = []
+    event = ""
     for line in lines:
         if not line:
             if data:
-                yield data
+                yield [as_error(data)] if event == "error" else data
                 data = []
+            event = ""
             continue
         if line[0] == ":":
             continue
         field, sep, value = line.partition(":")
-        if field != "data":
-            continue  # event:, id:, retry: and unknown fields carry nothing we use
         if sep and value[:1] == " ":
             value = value[1:]
-        data.append(value.rstrip("\r"))
+        value = value.rstrip("\r")
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            event = value.strip()
+        elif field == "error":  # llama.cpp's server: `error: {"code": 500, "message": …}`
+            data.append(as_error([value]))
+        # id:, retry: and unknown fields carry nothing we use
     if data:
-        yield data
+        yield [as_error(data)] if event == "error" else data
+
+
+def as_error(data: list[str]) -> str:
+    """The payload of an error event as an `{"error": …}` chunk (kept as is when it already is one)."""
+    text = "\n".join(data).strip()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    if isinstance(value, dict) and "error" in value:
+        return json.dumps(value)
+    return json.dumps({"error": value or "the server reported an error without details"})
 
 
 def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal[Marker.DONE]]:

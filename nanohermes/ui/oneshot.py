@@ -137,8 +137,8 @@ def _report(options: CliOptions, runtime: RuntimeLike, outcome: _Outcome) -> int
             "error": error or None,
         }
         print(json.dumps(payload, ensure_ascii=False))
-    elif outcome.completed:
-        print(outcome.answer)
+    elif outcome.completed or (outcome.answer and outcome.reason in ("refusal", "length")):
+        print(outcome.answer)  # a refusal or a cut answer is still shown; the exit code says it failed
     if outcome.completed:
         return EXIT_OK
     return _fail(error, EXIT_INTERRUPTED if outcome.reason == "interrupted" else EXIT_FAILURE)

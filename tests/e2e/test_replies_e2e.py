@@ -1,0 +1,81 @@
+"""End to end (`nanohermes -p` in a subprocess, fake endpoint on a real socket): an empty answer, a
+refusal and an answer cut by the output cap are never a silent success."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_server import FakeServer
+from fake_server import fake_server as fake_server
+
+SCRIPT = Path(sys.executable).with_name("nanohermes")
+REPLIES = Path(__file__).parents[1] / "llm" / "fixtures" / "replies"
+
+
+def nh(server: FakeServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [str(SCRIPT), "--base-url", server.url, "--model", "fake-model", "--yes", *args]
+    return subprocess.run(command, cwd=cwd, env=dict(os.environ), capture_output=True, text=True, timeout=60)
+
+
+def push_fixture(server: FakeServer, name: str) -> None:
+    events = [e for e in (REPLIES / name).read_text(encoding="utf-8").split("\n\n") if e.strip()]
+    server.push_sse(list(events))
+
+
+def empty_completion() -> dict[str, Any]:
+    choice = {"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}
+    return {"id": "chatcmpl-e", "object": "chat.completion", "choices": [choice]}
+
+
+def test_empty_answer_fails_the_turn(fake_server: FakeServer, tmp_path: Path) -> None:
+    push_fixture(fake_server, "llamacpp_empty_stop.sse")
+    fake_server.push_status(200, empty_completion())
+    done = nh(fake_server, tmp_path, "-p", "hello")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "the model returned an empty answer (finish_reason: stop)" in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
+def test_empty_answer_in_json_is_not_completed(fake_server: FakeServer, tmp_path: Path) -> None:
+    push_fixture(fake_server, "done_only.sse")
+    fake_server.push_status(200, empty_completion())
+    done = nh(fake_server, tmp_path, "-p", "hello", "--json")
+    assert done.returncode == 1
+    payload = json.loads(done.stdout)
+    assert payload["completed"] is False
+    assert "empty answer" in payload["error"]
+
+
+def test_refusal_is_the_answer_and_the_turn_is_not_completed(fake_server: FakeServer, tmp_path: Path) -> None:
+    push_fixture(fake_server, "openai_refusal.sse")
+    done = nh(fake_server, tmp_path, "-p", "do something bad")
+    assert done.stdout == "I'm very sorry, but I can't assist with that request.\n"
+    assert done.returncode == 1
+    assert "refused" in done.stderr
+
+
+def test_cut_answer_is_kept_and_said_to_be_cut(fake_server: FakeServer, tmp_path: Path) -> None:
+    push_fixture(fake_server, "length_partial.sse")
+    done = nh(fake_server, tmp_path, "-p", "list the steps", "--json")
+    payload = json.loads(done.stdout)
+    assert payload["answer"] == "The three steps are: first, read the"
+    assert payload["completed"] is False
+    assert "finish_reason: length" in payload["error"]
+    assert done.returncode == 1
+
+
+@pytest.mark.timeout(60)
+def test_a_tool_call_cut_by_the_cap_is_never_run(fake_server: FakeServer, tmp_path: Path) -> None:
+    push_fixture(fake_server, "length_cut_call.sse")
+    done = nh(fake_server, tmp_path, "-p", "write notes")
+    assert not (tmp_path / "notes.txt").exists()
+    assert "cut by the output-token cap were not run" in done.stderr
+    assert done.returncode == 1
+    assert len([b for b in fake_server.bodies if b.get("stream")]) == 1, "nothing was sent back to run"
