@@ -336,7 +336,10 @@ class Agent:
             result = self._model.complete(
                 distill_messages(excerpt), None, model=self.distill_model, cancel=self._bg_cancel
             )
-            saved = save_distilled(store, parse_distill(result.content), source="auto")
+            saved = save_distilled(store, parse_distill(result.content), "auto", self._distill_refused)
+        except StoreError as err:  # disk full, read-only directory, lock timeout: never silent
+            self.post_note(Note(f"memory not saved: {err.one_line()}", "warning"))
+            return
         except Exception as err:  # background thread: failures are silent unless --verbose
             if self._config.verbose:
                 self.post_note(Note(f"distillation failed: {type(err).__name__}: {err}", "debug"))
@@ -346,6 +349,10 @@ class Agent:
             self.post_note(Note(f"{saved} {'memory' if saved == 1 else 'memories'} saved"))
         elif self._config.verbose:
             self.post_note(Note("distillation found nothing durable to remember", "debug"))
+
+    def _distill_refused(self, text: str, reason: str) -> None:
+        if self._config.verbose:
+            self.post_note(Note(f"distilled memory refused: {reason}: {text!r}", "debug"))
 
     def wait_for_distillation(self, timeout: float | None = None) -> bool:
         """Wait for running distillations; True when none is left running."""

@@ -23,6 +23,7 @@ from typing import Any
 
 from nanohermes.errors import SessionError
 from nanohermes.fileio import atomic_write, ensure_private_dir
+from nanohermes.memory.security import redact_known
 from nanohermes.types import Message, Usage, message_text
 
 SESSION_VERSION = 1
@@ -100,10 +101,7 @@ class SessionFile:
         """The file's text for `data` (with `updated` set to now and secrets redacted)."""
         data.updated = now_iso()
         text = json.dumps(data.to_dict(), ensure_ascii=False, indent=1)
-        for secret in secrets:
-            if secret and len(secret) >= 4:
-                text = text.replace(secret, REDACTED)
-        return text
+        return redact_known(text, secrets, REDACTED)
 
     def write(self, text: str) -> None:
         """Write `text` (from `render`) atomically: temp file, fsync, rename. Raises SessionError."""

@@ -144,7 +144,8 @@ def _open_store(settings: Settings, relay: _NoticeRelay) -> MemoryStore | None:
         return None
     from nanohermes.memory import MemoryStore
 
-    return MemoryStore(settings.memory_dir, on_notice=relay)
+    secret = settings.api_key_value()
+    return MemoryStore(settings.memory_dir, on_notice=relay, secrets=(secret,) if secret else ())
 
 
 def _add_task_tool(

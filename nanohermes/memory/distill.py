@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -168,13 +168,20 @@ def _distilled(item: object) -> Distilled | None:
     return Distilled(kind, text.strip(), clean_keys(item.get("keys")))
 
 
-def save_distilled(store: MemoryStore, items: Iterable[Distilled], source: str = "auto") -> int:
-    """Remember each item; returns how many were added. Items `remember` rejects are skipped."""
+def save_distilled(
+    store: MemoryStore,
+    items: Iterable[Distilled],
+    source: str = "auto",
+    on_rejected: Callable[[str, str], None] | None = None,
+) -> int:
+    """Remember each item; returns how many were added. Items `remember` rejects are skipped (and
+    given to `on_rejected(text, reason)`); a StoreError (the file cannot be written) propagates."""
     added = 0
     for item in items:
         try:
             if store.remember(item.kind, item.text, source=source, keys=item.keys):
                 added += 1
-        except MemoryRejected:
-            continue
+        except MemoryRejected as err:
+            if on_rejected is not None:
+                on_rejected(item.text, err.one_line())
     return added

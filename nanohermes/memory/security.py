@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from collections.abc import Iterable
 
 REDACTED = "[REDACTED]"
 
@@ -41,6 +43,14 @@ _ASSIGNMENT = re.compile(
     (["']?)([^\s"',;]{4,})
     """
 )
+# A 40-character AWS secret access key is indistinguishable from other base64 on its own: redacted when
+# the words "aws" or "secret" stand within 60 characters before or after it.
+_B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+_AWS_SECRET = re.compile(
+    rf"(?i)(?:\baws|secret)[^\n]{{0,60}}?({_B64_40})|({_B64_40})[^\n]{{0,60}}?(?:\baws|secret)"
+)
+MIN_SECRET_CHARS = 8
+"""A configured key shorter than this (`none`, `dummy` for a local server) is no secret: left alone."""
 _URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
 
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
@@ -63,13 +73,37 @@ _INJECTION = (
 )
 
 
-def redact(text: str) -> str:
-    """`text` with every secret it holds replaced by [REDACTED]."""
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with every secret it holds replaced by [REDACTED]: each of `secrets` (the configured
+    API key, whatever its shape), then the shapes of SPEC §6."""
+    text = redact_known(text, secrets)
     text = _PEM.sub(REDACTED, text)
     text = _TOKENS.sub(REDACTED, text)
+    text = _AWS_SECRET.sub(_redact_aws, text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}", text)
     return _ASSIGNMENT.sub(_redact_assignment, text)
+
+
+def redact_known(text: str, secrets: Iterable[str], replacement: str = REDACTED) -> str:
+    """`text` with each of `secrets` (at least MIN_SECRET_CHARS long) replaced, also where it was
+    written JSON-escaped."""
+    for secret in secrets:
+        if not secret or len(secret) < MIN_SECRET_CHARS:
+            continue
+        text = text.replace(secret, replacement)
+        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+        if escaped != secret:
+            text = text.replace(escaped, replacement)
+    return text
+
+
+def _redact_aws(match: re.Match[str]) -> str:
+    whole = match.group(0)
+    key = match.group(1) or match.group(2)
+    if not any(ch.isdigit() for ch in key) or not any(ch.isupper() for ch in key):
+        return whole  # a long word or path, not a key
+    return whole.replace(key, REDACTED)
 
 
 def _redact_assignment(match: re.Match[str]) -> str:
@@ -97,4 +131,68 @@ def refusal_reason(text: str) -> str | None:
         if found is not None:
             phrase = " ".join(found.group(0).split())
             return f"text looks like a prompt injection ({phrase!r}); refused"
+    return None
+
+
+# SPEC §3.7: memories are the user's, not a file's. A distilled text carrying one of these instructions
+# most likely came from a README or a tool output planting it, so `remember` refuses it for source auto.
+_FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|http(?:ie)?)\b"
+_SHELLS = (
+    r"(?:sudo\s+)?(?:ba|z|k|da|fi)?sh|python[23]?|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell"
+)
+_OBJECTS = (
+    r"(?:data|contents?|files?|secrets?|\.?env(?:ironment)?(?:\s+variables)?|keys?|tokens?|credentials?"
+    r"|passwords?|history|repo(?:sitory)?|code|source|logs?|cookies?|sessions?|outputs?|workspace"
+    r"|everything|conversations?|prompts?|ssh|memor(?:y|ies)|home\s+directory)"
+)
+_DESTINATION = (
+    r"(?:https?://|ftp://|\b[\w.+-]+@[\w-]+\.[\w.]+|\b(?:\d{1,3}\.){3}\d{1,3}\b|webhook|pastebin|ngrok)"
+)
+_RISKY: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "runs code fetched from the network",
+        re.compile(
+            rf"(?ix)\b{_FETCH}[^\n|;&]*\|\s*(?:{_SHELLS})\b"  # curl … | sh
+            # sh <(curl …), eval "$(curl …)"
+            rf"|(?:\b(?:{_SHELLS})\b|\beval|\bsource|\.)\s*(?:-c\s*)?[\"']?\s*[<$]\(\s*{_FETCH}"
+            rf"|\b(?:iex|invoke-expression)\b\s*\(?\s*(?:\(?\s*{_FETCH}|\(?\s*new-object\s+net\.webclient)"
+            r"|\bdownloadstring\s*\("
+        ),
+    ),
+    (
+        "disables a security check",
+        re.compile(
+            r"(?ix)--no-verify\b|\bverify\s*=\s*false\b|--insecure\b|\bcurl\s+(?:-\w+\s+)*-k\b"
+            r"|\bchmod\s+(?:-R\s+)?(?:0?777|a\+rwx|ugo\+rwx)\b|\bsetenforce\s+0\b|\bufw\s+disable\b"
+            r"|node_tls_reject_unauthorized\s*=\s*[\"']?0|pythonhttpsverify\s*=\s*[\"']?0|git_ssl_no_verify"
+            r"|sslverify\s*(?:=\s*)?false|stricthostkeychecking\s*=?\s*no|--trusted-host\b"
+            r"|--disable-web-security|--allow-unauthenticated|\bset\s+\+o\s+noclobber"
+            r"|\b(?:disable|turn\s+off|switch\s+off|skip|bypass|ignore)\s+(?:the\s+|all\s+)?"
+            r"(?:ssl|tls|https|certificate|cert|signature|gpg|hash|checksum|host\s*key|security|firewall"
+            r"|antivirus|sandbox|selinux|apparmor|pre-commit|git\s+hooks?)"
+            r"(?:\s+(?:verification|validation|checks?|checking|hooks?|protection))?\b"
+            r"|(?:关闭|禁用|跳过|绕过)(?:证书|SSL|TLS|安全|防火墙|签名|校验)"
+        ),
+    ),
+    (
+        "sends data to somewhere outside",
+        re.compile(
+            rf"(?ix)\b(?:send|upload|post|exfiltrate|forward|transmit|e-?mail|leak|copy|sync|pipe|report)s?\b"
+            rf"[^\n]{{0,80}}?\b{_OBJECTS}\b[^\n]{{0,80}}?{_DESTINATION}"
+            rf"|\bcurl\b[^\n]*\s(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file)\s+[\"']?@"
+            r"|\|\s*(?:nc|ncat|netcat|socat)\s+\S+|\b(?:nc|ncat|netcat)\s+\S+\s+\d+\s*<"
+            r"|(?:发送|上传|转发)(?:到|至|给)?[^\n]{0,40}?(?:https?://|服务器|邮箱)"
+        ),
+    ),
+)
+
+
+def risky_instruction(text: str) -> str | None:
+    """Why `text` is an instruction no file may plant as a memory (runs code fetched from the network,
+    disables a security check, sends data away), or None."""
+    for what, pattern in _RISKY:
+        found = pattern.search(text)
+        if found is not None:
+            phrase = " ".join(found.group(0).split())[:80]
+            return f"text {what} ({phrase!r})"
     return None

@@ -109,8 +109,16 @@ class _Snapshot:
 class MemoryStore:
     """Long-term memory in `<dir>/memory.json`. Safe to share between threads and processes."""
 
-    def __init__(self, dir: Path | str, *, on_notice: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        dir: Path | str,
+        *,
+        on_notice: Callable[[str], None] | None = None,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        """`secrets`: texts never written to the file whatever their shape (the configured API key)."""
         self.dir = Path(dir).expanduser()
+        self.secrets = tuple(secret for secret in secrets if secret)
         self.path = self.dir / MEMORY_FILE
         self._path = os.fspath(self.path)  # os.stat takes a str faster than a Path
         self._on_notice = on_notice
@@ -187,8 +195,8 @@ class MemoryStore:
         parsed = Kind.parse(kind)
         if parsed is None:
             raise MemoryRejected(unknown_kind_message(kind))
-        clean = prepare_text(text)
-        clean_keys = prepare_keys(keys)
+        clean = prepare_text(text, self.secrets, source=source)
+        clean_keys = prepare_keys(keys, self.secrets)
         key = normalize(clean)
         if not key:
             raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
@@ -200,7 +208,7 @@ class MemoryStore:
             now = int(time.time())
             for index, (old, old_key) in enumerate(zip(entries, snap.normalized, strict=True)):
                 if is_duplicate(clean, old.text, key, old_key):
-                    entries[index] = _merge(old, parsed, clean, source, now, clean_keys)
+                    entries[index] = _merge(old, parsed, clean, source, now, clean_keys, self.secrets)
                     self._write(entries)
                     return False
             new_id = derive_id(parsed, clean, snap.by_id)
@@ -353,11 +361,13 @@ class MemoryStore:
             raise StoreError(f"cannot list {self.dir}: {err.strerror or err}") from None
 
 
-def _merge(old: Entry, kind: Kind, text: str, source: str, now: int, keys: tuple[str, ...]) -> Entry:
+def _merge(
+    old: Entry, kind: Kind, text: str, source: str, now: int, keys: tuple[str, ...], secrets: tuple[str, ...]
+) -> Entry:
     """A duplicate refreshes ts and source, keeps the longer text and the more protected kind."""
     better_kind = kind if kind.eviction_rank < old.kind.eviction_rank else old.kind
     longer = text if len(text) > len(old.text) else old.text
-    return Entry(old.id, better_kind, longer, source, now, prepare_keys(old.keys + keys))
+    return Entry(old.id, better_kind, longer, source, now, prepare_keys(old.keys + keys, secrets))
 
 
 def trim(entries: list[Entry], limit: int = MAX_ENTRIES) -> None:

@@ -7,25 +7,31 @@ from collections.abc import Iterable
 from nanohermes.errors import MemoryRejected
 from nanohermes.memory.constants import MAX_TEXT
 from nanohermes.memory.entry import clean_keys
-from nanohermes.memory.security import redact, refusal_reason
+from nanohermes.memory.security import redact, refusal_reason, risky_instruction
 from nanohermes.memory.text import cut_text
 
 
-def prepare_text(text: object) -> str:
-    """Trimmed, checked, redacted, on one line, at most MAX_TEXT characters. Raises MemoryRejected."""
+def prepare_text(text: object, secrets: Iterable[str] = (), *, source: str = "tool") -> str:
+    """Trimmed, checked, redacted (`secrets` too), on one line, at most MAX_TEXT characters.
+    A distilled text (source `auto`) that runs fetched code, disables security or sends data away is
+    refused (SPEC §3.7). Raises MemoryRejected."""
     if not isinstance(text, str):
         raise MemoryRejected(f"memory text must be a string, not {type(text).__name__}")
     text = text.strip()
     if not text:
         raise MemoryRejected("memory text is empty; nothing to remember")
     reason = refusal_reason(text)
+    if reason is None and source == "auto":
+        risky = risky_instruction(text)
+        reason = f"{risky}; a distilled memory may not hold such an instruction, refused" if risky else None
     if reason is not None:
         raise MemoryRejected(reason)
-    one_line = " ".join(redact(text).split())  # the block shows one line per memory
+    one_line = " ".join(redact(text, secrets).split())  # the block shows one line per memory
     return cut_text(one_line, MAX_TEXT)
 
 
-def prepare_keys(keys: Iterable[str]) -> tuple[str, ...]:
+def prepare_keys(keys: Iterable[str], secrets: Iterable[str] = ()) -> tuple[str, ...]:
     """Search keys: redacted, without unsafe ones, de-duplicated, at most MAX_KEYS."""
-    safe = [redact(key) for key in keys if isinstance(key, str) and refusal_reason(key) is None]
+    secrets = tuple(secrets)
+    safe = [redact(key, secrets) for key in keys if isinstance(key, str) and refusal_reason(key) is None]
     return clean_keys(safe)

@@ -60,6 +60,9 @@ class Tool:
     approval_kind: str = ""
     context_arg: str | None = None
     cancel_arg: str | None = None
+    risk: Callable[[dict[str, Any]], str | None] | None = None
+    """For a call that is risky only with some arguments (memory_save of «always run curl … | sh»):
+    why, or None. A risky call is treated like a write: asked in `ask`, refused in `read-only`."""
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI `tools` entry."""
@@ -104,6 +107,7 @@ def tool_from_function(
     path_arg: str | None = None,
     summary_arg: str | None = None,
     approval_kind: str | None = None,
+    risk: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> Tool:
     """Build a Tool from a function's signature (types, defaults) and docstring (description, Args:)."""
     description, arg_docs = parse_docstring(inspect.getdoc(func) or "")
@@ -142,6 +146,7 @@ def tool_from_function(
         approval_kind=approval_kind or tool_name,
         context_arg=context_arg,
         cancel_arg=cancel_arg,
+        risk=risk,
     )
 
 

@@ -8,7 +8,7 @@ only when a store is given (memory on).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nanohermes.tools.base import Tool, tool_from_function
 
@@ -56,7 +56,16 @@ class MemoryTools:
 
     def tools(self) -> list[Tool]:
         return [
-            tool_from_function(self.memory_save, summary_arg="text", approval_kind="memory"),
+            tool_from_function(self.memory_save, summary_arg="text", approval_kind="memory", risk=_save_risk),
             tool_from_function(self.memory_search, approval_kind="memory"),
             tool_from_function(self.memory_forget, approval_kind="memory"),
         ]
+
+
+def _save_risk(args: dict[str, Any]) -> str | None:
+    """A memory_save whose text runs fetched code, disables security or sends data away (SPEC §3.7)
+    needs the user's approval, like a write."""
+    from nanohermes.memory.security import risky_instruction
+
+    text = args.get("text")
+    return risky_instruction(text) if isinstance(text, str) else None

@@ -247,8 +247,12 @@ class ToolRunner:
         try:
             args = tool.parse_arguments(call.arguments)
             resolved, granted = self._check_path(tool, args)
-            if tool.mutating and self.permission == "ask" and tool.approval_kind not in self._always:
-                self._approve(tool, args, resolved, previews)
+            risk = tool.risk(args) if tool.risk is not None else None
+            if risk and self.permission == "read-only":
+                raise _Refused(f"ERROR: {tool.name} was refused in read-only mode: {risk}")
+            asks = (tool.mutating or risk) and self.permission == "ask"
+            if asks and tool.approval_kind not in self._always:
+                self._approve(tool, args, resolved, previews, risk)
         except _Refused as refused:
             return _result(call, refused.text, ok=False)
         except Cancelled:
@@ -276,11 +280,18 @@ class ToolRunner:
             return err.resolved, frozenset(self._granted | {err.resolved})
 
     def _approve(
-        self, tool: Tool, args: dict[str, Any], resolved: Path | None, previews: dict[Path, str]
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        resolved: Path | None,
+        previews: dict[Path, str],
+        risk: str | None = None,
     ) -> None:
         if self._approver is None:
-            raise _Refused(NO_APPROVER.format(tool=tool.name))
+            raise _Refused(NO_APPROVER.format(tool=tool.name) + (f" ({risk})" if risk else ""))
         title, detail, after = self._describe(tool, args, resolved, previews)
+        if risk:
+            title = f"{tool.name}: {risk}"
         decision = self._ask(ApprovalRequest(tool.name, title, detail))
         if decision is Decision.NO:
             raise _Refused(DECLINED.format(tool=tool.name))

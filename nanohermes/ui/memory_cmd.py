@@ -30,7 +30,8 @@ class _BadArgument(Exception):
 def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | None = None) -> int:
     """Run one memory action; returns the exit code."""
     out = console or Console(highlight=False, soft_wrap=False)
-    store = MemoryStore(settings.memory_dir, on_notice=_note)
+    secret = settings.api_key_value()
+    store = MemoryStore(settings.memory_dir, on_notice=_note, secrets=(secret,) if secret else ())
     actions: dict[str, Callable[[Console, MemoryStore, MemoryArgs, str], None]] = {
         "list": _list,
         "search": _search,

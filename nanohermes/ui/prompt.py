@@ -115,6 +115,20 @@ def key_bindings(window: ExitWindow, on_first_interrupt: Callable[[], None]) -> 
     return bindings
 
 
+class RedactingHistory(FileHistory):
+    """The input history file, minus secrets: the configured API key whatever its shape, and every
+    shape `nanohermes.memory.redact` knows. Up-arrow in this session still recalls what was typed."""
+
+    def __init__(self, path: Path, secrets: Iterable[str] = ()) -> None:
+        super().__init__(str(path))
+        self.secrets = tuple(secrets)
+
+    def store_string(self, string: str) -> None:
+        from nanohermes.memory import redact
+
+        super().store_string(redact(string, self.secrets))
+
+
 def make_session(
     history_file: Path,
     completer: Completer,
@@ -123,13 +137,14 @@ def make_session(
     *,
     input: Input | None = None,  # noqa: A002 - prompt_toolkit's name; tests pass a pipe
     output: Output | None = None,
+    secrets: Iterable[str] = (),
 ) -> PromptSession[str]:
     ensure_private_dir(history_file.parent)
     history_file.touch(mode=0o600, exist_ok=True)  # what you type is private, like sessions
     return PromptSession(
         input=input,
         output=output,
-        history=FileHistory(str(history_file)),
+        history=RedactingHistory(history_file, secrets),
         completer=completer,
         complete_while_typing=True,
         bottom_toolbar=toolbar,

@@ -82,7 +82,13 @@ class Repl:
         keys = key_bindings(self._exit_window, self._first_interrupt)
         source, sink = terminal or (None, None)
         self.session: PromptSession[str] = make_session(
-            settings.history_file, completer, self._toolbar, keys, input=source, output=sink
+            settings.history_file,
+            completer,
+            self._toolbar,
+            keys,
+            input=source,
+            output=sink,
+            secrets=[key] if (key := settings.api_key_value()) else [],
         )
         loader.on_done = self._built
 

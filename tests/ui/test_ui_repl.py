@@ -107,3 +107,16 @@ def test_loader_get_reraises_on_the_caller_thread() -> None:
         loader.get()
     assert isinstance(loader.error, SessionError)
     assert not loader.ready
+
+
+def test_the_configured_key_and_known_secret_shapes_never_reach_the_history_file(pipe: PipeInput) -> None:
+    key = "0123456789abcdef0123456789abcdef"  # an Azure-style key: no known prefix
+    runtime = fake_runtime(api_key=key)
+    repl, _ = make_repl(pipe, RuntimeLoader(lambda: runtime), runtime)
+    pipe.send_text(f"my key is {key}\rand ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 too\r\x04")
+    assert repl.loop() == 0
+    history = runtime.settings.history_file.read_text(encoding="utf-8")
+    assert "my key is [REDACTED]" in history
+    assert "and [REDACTED] too" in history
+    assert key not in history
+    assert "ghp_ABCDEF" not in history
