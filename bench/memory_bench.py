@@ -28,8 +28,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from nanohermes.memory import K1, MemoryStore, tokenize
-from nanohermes.memory.store import doc_tokens
+from nanohermes.memory import K1, MemoryStore, analyze
+from nanohermes.memory.docs import main_terms as doc_tokens
 
 
 def _words(text: str, sep: str = " ") -> list[str]:
@@ -136,7 +136,7 @@ def bench_size(n: int, n_queries: int, root: Path) -> dict[str, float]:
 
     entries = store.load()
     docs = [doc_tokens(entry) for entry in entries]
-    query_tokens = [tokenize(q) for q in queries]
+    query_tokens = [analyze(q, query=True) for q in queries]
     result.update(bench_libraries(docs, query_tokens, store, queries, entries))
     return result
 
@@ -181,7 +181,7 @@ def score_difference(model: Any, store: MemoryStore, queries: list[str], entries
     index = {entry.id: i for i, entry in enumerate(entries)}
     worst = 0.0
     for query in queries[:10]:
-        tokens = list(dict.fromkeys(tokenize(query)))
+        tokens = list(dict.fromkeys(analyze(query, query=True)))
         if not any(t in model.vocab_dict for t in tokens):
             continue
         theirs = model.get_scores(tokens)

@@ -38,7 +38,7 @@ from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import distill_messages, parse_distill, save_distilled, set_block, worth_distilling
 from nanohermes.protocols import ChatModel, ToolExecutor
 from nanohermes.session import SessionData, SessionFile
-from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage
+from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage, message_text
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
@@ -336,7 +336,10 @@ class Agent:
             result = self._model.complete(
                 distill_messages(excerpt), None, model=self.distill_model, cancel=self._bg_cancel
             )
-            saved = save_distilled(store, parse_distill(result.content), "auto", self._distill_refused)
+            # The turn's user message is each memory's context: indexed, never shown (SPEC §3.7).
+            context = message_text(excerpt[0]) if excerpt and excerpt[0].get("role") == "user" else ""
+            items = parse_distill(result.content)
+            saved = save_distilled(store, items, "auto", self._distill_refused, context=context)
         except StoreError as err:  # disk full, read-only directory, lock timeout: never silent
             self.post_note(Note(f"memory not saved: {err.one_line()}", "warning"))
             return

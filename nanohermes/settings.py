@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     permission: PermissionMode = "ask"
     memory: bool = True
     memory_dir: Path = Path("~/.nanohermes")
+    memory_max_entries: int = Field(500, ge=1, le=1_000_000)
     distill_model: str | None = None
     compact_threshold_chars: int = Field(120_000, ge=1_000)
     compact_keep_messages: int = Field(10, ge=1)

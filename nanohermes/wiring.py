@@ -145,7 +145,12 @@ def _open_store(settings: Settings, relay: _NoticeRelay) -> MemoryStore | None:
     from nanohermes.memory import MemoryStore
 
     secret = settings.api_key_value()
-    return MemoryStore(settings.memory_dir, on_notice=relay, secrets=(secret,) if secret else ())
+    return MemoryStore(
+        settings.memory_dir,
+        max_entries=settings.memory_max_entries,
+        on_notice=relay,
+        secrets=(secret,) if secret else (),
+    )
 
 
 def _add_task_tool(

@@ -6,14 +6,17 @@ is importable from here.
 
 from __future__ import annotations
 
+from nanohermes.memory.analysis import analyze
 from nanohermes.memory.block import BLOCK_END, BLOCK_START, render_block, set_block
 from nanohermes.memory.bm25 import Explanation, TermScore
 from nanohermes.memory.constants import (
+    CONTEXT_WEIGHT,
     EXCERPT_CHARS,
     EXCERPT_MESSAGE_CHARS,
     INJECT_CHAR_BUDGET,
     INJECT_TOP_K,
     K1,
+    MAX_CONTEXT,
     MAX_ENTRIES,
     MAX_KEYS,
     MAX_TEXT,
@@ -40,6 +43,7 @@ __all__ = [
     "B",
     "BLOCK_END",
     "BLOCK_START",
+    "CONTEXT_WEIGHT",
     "DISTILL_SYSTEM_PROMPT",
     "EXCERPT_CHARS",
     "EXCERPT_MESSAGE_CHARS",
@@ -47,6 +51,7 @@ __all__ = [
     "INJECT_TOP_K",
     "K1",
     "KIND_NAMES",
+    "MAX_CONTEXT",
     "MAX_ENTRIES",
     "MAX_KEYS",
     "MAX_TEXT",
@@ -58,6 +63,7 @@ __all__ = [
     "MemoryStats",
     "MemoryStore",
     "TermScore",
+    "analyze",
     "distill_messages",
     "excerpt_from",
     "forget_memory",

@@ -24,3 +24,7 @@ SHORT_MESSAGE_CHARS = 8
 """A message with fewer non-space characters and no hits keeps the previous memory block."""
 K1 = 1.2
 B = 0.75
+MAX_CONTEXT = 600
+"""Characters of an entry's context (the conversation around it): indexed, never shown."""
+CONTEXT_WEIGHT = 0.5
+"""BM25F weight of the context field: it multiplies the field's term frequencies and its length."""

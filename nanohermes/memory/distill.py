@@ -173,13 +173,15 @@ def save_distilled(
     items: Iterable[Distilled],
     source: str = "auto",
     on_rejected: Callable[[str, str], None] | None = None,
+    context: str = "",
 ) -> int:
-    """Remember each item; returns how many were added. Items `remember` rejects are skipped (and
-    given to `on_rejected(text, reason)`); a StoreError (the file cannot be written) propagates."""
+    """Remember each item, with `context` (the turn's user message: indexed, never shown); returns
+    how many were added. Items `remember` rejects are skipped (and given to `on_rejected(text,
+    reason)`); a StoreError (the file cannot be written) propagates."""
     added = 0
     for item in items:
         try:
-            if store.remember(item.kind, item.text, source=source, keys=item.keys):
+            if store.remember(item.kind, item.text, source=source, keys=item.keys, context=context):
                 added += 1
         except MemoryRejected as err:
             if on_rejected is not None:

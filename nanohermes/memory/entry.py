@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from nanohermes.memory.constants import MAX_KEY_CHARS, MAX_KEYS
+from nanohermes.memory.constants import MAX_CONTEXT, MAX_KEY_CHARS, MAX_KEYS
 from nanohermes.memory.kinds import Kind
 
 FORMAT_VERSION = 1
@@ -23,6 +23,9 @@ class Entry:
     source: str = ""
     ts: int = 0
     keys: tuple[str, ...] = field(default=())
+    context: str = ""
+    """The conversation around the memory (the user's words when it was distilled): indexed with a
+    low weight, never shown in the block or sent to the model."""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -34,6 +37,8 @@ class Entry:
         }
         if self.keys:
             data["keys"] = list(self.keys)
+        if self.context:
+            data["context"] = self.context
         return data
 
 
@@ -70,7 +75,7 @@ def clean_keys(raw: object) -> tuple[str, ...]:
     return tuple(keys)[:MAX_KEYS]
 
 
-def parse_document(raw: bytes) -> tuple[list[Entry], int]:
+def parse_document(raw: bytes, known: Known | None = None) -> tuple[list[Entry], int]:
     """The entries and format version of memory.json's bytes; FormatError if it is not a store."""
     try:
         data = json.loads(raw.decode("utf-8"))
@@ -81,38 +86,60 @@ def parse_document(raw: bytes) -> tuple[list[Entry], int]:
     version = data.get("version", 0)
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise FormatError(f"bad version {version!r}")
-    return entries_from_list(data.get("entries", [])), version
+    return entries_from_list(data.get("entries", []), known), version
 
 
-def entries_from_list(items: list[Any]) -> list[Entry]:
-    """Entries from stored dicts: a bad kind or empty text drops the entry; other fields default."""
+Known = dict[str, tuple[dict[str, Any], Entry]]
+"""Stored dicts already turned into entries, by id: an unchanged dict is not parsed again."""
+
+
+def entries_from_list(items: list[Any], known: Known | None = None) -> list[Entry]:
+    """Entries from stored dicts: a bad kind or empty text drops the entry; other fields default.
+    With `known`, a dict equal to the one an entry came from before yields that same entry."""
     entries: list[Entry] = []
     taken: dict[str, None] = {}
     for item in items:
         if not isinstance(item, dict):
             continue
-        kind = Kind.parse(item.get("kind"))
-        text = item.get("text")
-        if kind is None or not isinstance(text, str) or not text.strip():
-            continue
-        text = text.strip()
-        source = item.get("source")
-        ts = item.get("ts")
-        entry_id = item.get("id")
-        if not isinstance(entry_id, str) or not entry_id.strip() or entry_id in taken:
-            entry_id = derive_id(kind, text, taken)
-        taken[entry_id] = None
-        entries.append(
-            Entry(
-                id=entry_id,
-                kind=kind,
-                text=text,
-                source=source if isinstance(source, str) else "",
-                ts=_as_ts(ts),
-                keys=clean_keys(item.get("keys")),
-            )
-        )
+        stored_id = item.get("id")
+        if known is not None and isinstance(stored_id, str):
+            seen = known.get(stored_id)
+            if seen is not None and seen[1].id not in taken and seen[0] == item:
+                taken[seen[1].id] = None
+                entries.append(seen[1])
+                continue
+        entry = _entry_from(item, taken)
+        if entry is not None:
+            taken[entry.id] = None
+            entries.append(entry)
+            if known is not None and entry.id == stored_id:
+                known[entry.id] = (item, entry)
     return entries
+
+
+def _entry_from(item: dict[str, Any], taken: dict[str, None]) -> Entry | None:
+    kind = Kind.parse(item.get("kind"))
+    text = item.get("text")
+    if kind is None or not isinstance(text, str) or not text.strip():
+        return None
+    text = text.strip()
+    source = item.get("source")
+    entry_id = item.get("id")
+    if not isinstance(entry_id, str) or not entry_id.strip() or entry_id in taken:
+        entry_id = derive_id(kind, text, taken)
+    return Entry(
+        id=entry_id,
+        kind=kind,
+        text=text,
+        source=source if isinstance(source, str) else "",
+        ts=_as_ts(item.get("ts")),
+        keys=clean_keys(item.get("keys")),
+        context=_as_context(item.get("context")),
+    )
+
+
+def _as_context(value: object) -> str:
+    return " ".join(value.split())[:MAX_CONTEXT] if isinstance(value, str) else ""
 
 
 def _as_ts(value: object) -> int:

@@ -73,6 +73,45 @@ _INJECTION = (
 )
 
 
+_ZWJ = "\u200d"
+_BLACK_FLAG = "\U0001f3f4"
+_CANCEL_TAG = "\U000e007f"
+_EMOJI_MODIFIERS = frozenset("\ufe0e\ufe0f\u20e3") | {chr(c) for c in range(0x1F3FB, 0x1F400)}
+
+
+def _is_pictograph(char: str) -> bool:
+    return unicodedata.category(char) == "So"
+
+
+def _in_emoji(text: str, at: int) -> bool:
+    """Whether the invisible character at `at` is part of an emoji sequence: a zero-width joiner
+    between two pictographs (🧘‍♀️, 👨‍👩‍👧; a variation selector or skin tone may follow the first), or
+    a tag character of a subdivision flag (🏴 + tags + cancel tag)."""
+    char = text[at]
+    if char == _ZWJ:
+        before = at - 1
+        while before >= 0 and text[before] in _EMOJI_MODIFIERS:
+            before -= 1
+        after = text[at + 1] if at + 1 < len(text) else ""
+        return before >= 0 and _is_pictograph(text[before]) and bool(after) and _is_pictograph(after)
+    if "\U000e0020" <= char <= _CANCEL_TAG:
+        start = at
+        while start > 0 and "\U000e0020" <= text[start - 1] <= "\U000e007e":
+            start -= 1
+        end = at
+        while end < len(text) and "\U000e0020" <= text[end] <= "\U000e007e":
+            end += 1
+        return start > 0 and text[start - 1] == _BLACK_FLAG and end < len(text) and text[end] == _CANCEL_TAG
+    return False
+
+
+def invisible_removed(text: str) -> str:
+    """`text` without the invisible characters `refusal_reason` would refuse (emoji sequences kept)."""
+    if _INVISIBLE.search(text) is None:
+        return text
+    return "".join(ch for at, ch in enumerate(text) if not _INVISIBLE.match(ch) or _in_emoji(text, at))
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with every secret it holds replaced by [REDACTED]: each of `secrets` (the configured
     API key, whatever its shape), then the shapes of SPEC §6."""
@@ -121,7 +160,7 @@ def _looks_secret(value: str) -> bool:
 
 def refusal_reason(text: str) -> str | None:
     """Why `text` must not be stored (invisible Unicode, an injection phrase), or None if it may be."""
-    invisible = _INVISIBLE.search(text)
+    invisible = next((m for m in _INVISIBLE.finditer(text) if not _in_emoji(text, m.start())), None)
     if invisible is not None:
         char = invisible.group(0)
         name = unicodedata.name(char, "format character").lower()

@@ -17,33 +17,39 @@
 from __future__ import annotations
 
 import contextlib
+import heapq
+import json
 import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from itertools import compress, repeat
 from pathlib import Path
 
 from nanohermes.errors import MemoryRejected, StoreError
 from nanohermes.fileio import atomic_write, ensure_private_dir
-from nanohermes.memory import bm25
+from nanohermes.memory.analysis import analyze, analyze_words
 from nanohermes.memory.block import render_block
+from nanohermes.memory.bm25 import Explanation, query_terms
 from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES, SHORT_MESSAGE_CHARS
+from nanohermes.memory.docs import Doc, make_doc
 from nanohermes.memory.entry import (
     FORMAT_VERSION,
     Entry,
     FormatError,
+    Known,
     derive_id,
     dump_lines,
-    entry_line,
     parse_document,
 )
 from nanohermes.memory.fileio import free_name, read_all, unlink_quietly
+from nanohermes.memory.index import Index
 from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.locking import lock_for
 from nanohermes.memory.stats import MemoryStats, compute_stats
-from nanohermes.memory.text import is_duplicate, normalize, tokenize
-from nanohermes.memory.writing import prepare_keys, prepare_text
+from nanohermes.memory.text import is_duplicate, normalize
+from nanohermes.memory.writing import prepare_context, prepare_keys, prepare_text
 
 MEMORY_FILE = "memory.json"
 MIN_ID_PREFIX = 4
@@ -51,55 +57,66 @@ _TEMP_PREFIX = ".memory.json."
 _TEMP_SUFFIX = ".tmp"  # as nanohermes.fileio.atomic_write names its temp files
 _HOLD_INODE = os.name == "posix"
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
-_LABEL_TOKENS: dict[Kind, list[str]] = {
-    kind: tokenize(kind.label("en")) + tokenize(kind.label("zh")) + [kind.value] for kind in Kind
-}
 
 Identity = tuple[int, int, int, int, int]
+Delta = tuple[tuple[str, ...], tuple[Doc, ...]]
+"""What a write changed: the ids it removed, the documents it added or replaced."""
 
 
 def _identity(st: os.stat_result) -> Identity:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
-def doc_tokens(entry: Entry) -> list[str]:
-    """An entry's BM25 document: its text, its keys, its kind's labels (en + zh) and kind name."""
-    tokens = tokenize(entry.text)
-    for key in entry.keys:
-        tokens.extend(tokenize(key))
-    tokens.extend(_LABEL_TOKENS[entry.kind])
-    return tokens
-
-
 class _Snapshot:
-    """One version of memory.json, parsed and tokenized; the BM25 index is built on first search."""
+    """One version of memory.json: its entries, their documents (and, once a write needed them,
+    their JSON lines), each list in file order. A snapshot made by a write knows its parent and
+    what changed, so the index follows it without looking at the other entries."""
 
     def __init__(
-        self, entries: Sequence[Entry], version: int, identity: Identity | None, docs: list[list[str]]
+        self,
+        docs: list[Doc],
+        version: int,
+        by_id: dict[str, int] | None = None,
+        lines: list[str] | None = None,
+        parent: _Snapshot | None = None,
+        delta: Delta | None = None,
+        entries: list[Entry] | None = None,
     ) -> None:
-        self.entries = tuple(entries)
-        self.version = version
-        self.identity = identity
         self.docs = docs
-        self.by_id = {entry.id: index for index, entry in enumerate(self.entries)}
-        self.ts = [entry.ts for entry in self.entries]
-        self._index: bm25.Bm25Index | None = None
+        self.entries = [doc.entry for doc in docs] if entries is None else entries
+        self.version = version
+        self.identity: Identity | None = None
+        self.by_id = {doc.entry.id: i for i, doc in enumerate(docs)} if by_id is None else by_id
+        self.lines = lines
+        self.parent = parent
+        self.delta = delta
         self._keys: list[str] | None = None
-        self._guard = threading.Lock()
 
     @property
-    def index(self) -> bm25.Bm25Index:
-        if self._index is None:
-            with self._guard:
-                if self._index is None:
-                    self._index = bm25.Bm25Index(self.docs)
-        return self._index
-
-    @property
-    def normalized(self) -> list[str]:
+    def keys(self) -> list[str]:
+        """Each entry's normalized text (the duplicate key)."""
         if self._keys is None:
-            self._keys = [normalize(entry.text) for entry in self.entries]
+            self._keys = [doc.key for doc in self.docs]
         return self._keys
+
+    def appended(self, doc: Doc, line: str, extra: Delta) -> _Snapshot:
+        """This snapshot with `doc` appended (its line too), as a write makes it."""
+        by_id = dict(self.by_id)
+        by_id[doc.entry.id] = len(self.docs)
+        lines = None if self.lines is None else [*self.lines, line]
+        entries = [*self.entries, doc.entry]
+        snap = _Snapshot([*self.docs, doc], FORMAT_VERSION, by_id, lines, self, extra, entries)
+        if self._keys is not None:
+            snap._keys = [*self._keys, doc.key]
+        return snap
+
+    def replaced(self, index: int, doc: Doc, line: str) -> _Snapshot:
+        docs = list(self.docs)
+        docs[index] = doc
+        lines = None if self.lines is None else list(self.lines)
+        if lines is not None:
+            lines[index] = line
+        return _Snapshot(docs, FORMAT_VERSION, self.by_id, lines, self, ((), (doc,)))
 
     def anchor(self, fd: int) -> None:
         """Keep `fd` (this version's file) open while the snapshot lives, so its inode is not reused."""
@@ -107,25 +124,36 @@ class _Snapshot:
 
 
 class MemoryStore:
-    """Long-term memory in `<dir>/memory.json`. Safe to share between threads and processes."""
+    """Long-term memory in `<dir>/memory.json`. Safe to share between threads and processes.
+
+    `max_entries` is the cap (setting `memory_max_entries`): beyond it the least protected, oldest
+    entries are evicted (SPEC §3.4)."""
 
     def __init__(
         self,
         dir: Path | str,
         *,
+        max_entries: int = MAX_ENTRIES,
         on_notice: Callable[[str], None] | None = None,
         secrets: Iterable[str] = (),
     ) -> None:
         """`secrets`: texts never written to the file whatever their shape (the configured API key)."""
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise StoreError(f"memory_max_entries must be a positive integer, not {max_entries!r}")
         self.dir = Path(dir).expanduser()
         self.secrets = tuple(secret for secret in secrets if secret)
         self.path = self.dir / MEMORY_FILE
+        self.max_entries = max_entries
         self._path = os.fspath(self.path)  # os.stat takes a str faster than a Path
         self._on_notice = on_notice
         self._lock = lock_for(self.path)
+        self._mutex = threading.RLock()  # guards the index and the derived-data caches
         self._snapshot: _Snapshot | None = None
-        self._tokens: dict[Entry, list[str]] = {}
-        self._lines: dict[Entry, str] = {}  # each entry's JSON line, reused by the next write
+        self._known: Known = {}  # stored dict → entry, by id: an unchanged dict is not parsed again
+        self._docs: dict[str, Doc] = {}  # derived data by entry id
+        self._lines: dict[str, tuple[Entry, str]] = {}  # each entry's JSON line, by id
+        self._index = Index()
+        self._indexed: _Snapshot | None = None  # the snapshot the index holds
 
     # ----------------------------------------------------------------- reading
 
@@ -153,22 +181,27 @@ class MemoryStore:
         return len(self._current().entries)
 
     def search(self, query: str, top_k: int = INJECT_TOP_K) -> list[tuple[float, Entry]]:
-        """The best `top_k` entries for `query` by BM25, best first; entries scoring 0 are left out."""
-        snap = self._current()
-        terms = bm25.query_terms(tokenize(query))
-        if not terms or not snap.entries:
+        """The best `top_k` entries for `query` by BM25F, best first; entries scoring 0 are left out."""
+        terms = query_terms(analyze(query, query=True))
+        if not terms or top_k <= 0:
             return []
-        ranked = snap.index.search(terms, top_k, snap.ts)
-        return [(score, snap.entries[doc]) for score, doc in ranked]
+        with self._mutex:
+            index = self._synced(self._current())
+            return [(score, doc.entry) for score, doc in index.search(terms, top_k)]
 
-    def explain(self, query: str, entry: Entry | str) -> bm25.Explanation:
-        """Each query term's idf, tf and contribution to `entry`'s score."""
-        snap = self._current()
+    def explain(self, query: str, entry: Entry | str) -> Explanation:
+        """Each query term's idf, tf and contribution to `entry`'s score, with the words it came from."""
         entry_id = entry if isinstance(entry, str) else entry.id
-        doc = snap.by_id.get(entry_id)
-        if doc is None:
-            raise StoreError(f"no memory with id {entry_id!r}")
-        return snap.index.explain(bm25.query_terms(tokenize(query)), doc)
+        words: dict[str, list[str]] = {}
+        for term, word in analyze_words(query, query=True):
+            found = words.setdefault(term, [])
+            if word not in found:
+                found.append(word)
+        with self._mutex:
+            index = self._synced(self._current())
+            if entry_id not in index.slot_of:
+                raise StoreError(f"no memory with id {entry_id!r}")
+            return index.explain(list(words), entry_id, words)
 
     def retrieve_block(self, query: str, lang: str = "en") -> str:
         """The memory block for `query` ("" when nothing matches)."""
@@ -182,21 +215,31 @@ class MemoryStore:
         return render_block([entry for _, entry in hits], lang)
 
     def stats(self) -> MemoryStats:
-        return compute_stats(self.path, self.load(), MAX_ENTRIES)
+        return compute_stats(self.path, self.load(), self.max_entries)
 
     # ----------------------------------------------------------------- writing
 
-    def remember(self, kind: Kind | str, text: str, source: str = "tool", keys: Iterable[str] = ()) -> bool:
+    def remember(
+        self,
+        kind: Kind | str,
+        text: str,
+        source: str = "tool",
+        keys: Iterable[str] = (),
+        context: str = "",
+    ) -> bool:
         """Store one memory (SPEC §3.4). True if added, False if it duplicated an existing entry.
 
-        Raises MemoryRejected (unknown kind, empty text, invisible Unicode, injection phrase) or
-        StoreError (the file cannot be locked or written; the old file is then unchanged).
+        `context` (the conversation around it) is redacted, cut to MAX_CONTEXT and indexed with a
+        low weight; it is never shown. Raises MemoryRejected (unknown kind, empty text, invisible
+        Unicode, injection phrase) or StoreError (the file cannot be locked or written; the old
+        file is then unchanged).
         """
         parsed = Kind.parse(kind)
         if parsed is None:
             raise MemoryRejected(unknown_kind_message(kind))
         clean = prepare_text(text, self.secrets, source=source)
         clean_keys = prepare_keys(keys, self.secrets)
+        clean_context = prepare_context(context, self.secrets)
         key = normalize(clean)
         if not key:
             raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
@@ -204,17 +247,20 @@ class MemoryStore:
         with self._lock.hold():
             snap = self._current()
             self._check_writable(snap)
-            entries = list(snap.entries)
             now = int(time.time())
-            for index, (old, old_key) in enumerate(zip(entries, snap.normalized, strict=True)):
-                if is_duplicate(clean, old.text, key, old_key):
-                    entries[index] = _merge(old, parsed, clean, source, now, clean_keys, self.secrets)
-                    self._write(entries)
-                    return False
-            new_id = derive_id(parsed, clean, snap.by_id)
-            entries.append(Entry(new_id, parsed, clean, source, now, clean_keys))
-            trim(entries)
-            self._write(entries)
+            index = find_duplicate(clean, key, snap.entries, snap.keys)
+            if index is not None:
+                merged = _merge(
+                    snap.entries[index], parsed, clean, source, now, clean_keys, clean_context, self.secrets
+                )
+                self._commit(snap.replaced(index, self._doc(merged), self._line(merged)))
+                return False
+            entry = Entry(
+                derive_id(parsed, clean, snap.by_id), parsed, clean, source, now, clean_keys, clean_context
+            )
+            doc = self._doc(entry, key)
+            grown = snap.appended(doc, self._line(entry), ((), (doc,)))
+            self._commit(self._trimmed(grown))
             return True
 
     def forget(self, entry_id: str) -> bool:
@@ -227,10 +273,61 @@ class MemoryStore:
             if index is None:
                 return False
             self._check_writable(snap)
-            entries = list(snap.entries)
-            del entries[index]
-            self._write(entries)
+            self._commit(self._without(snap, {index}))
             return True
+
+    # ----------------------------------------------------------------- derived data
+
+    def _doc(self, entry: Entry, key: str | None = None) -> Doc:
+        """The entry's document, reused by id when its text, kind, keys and context are unchanged."""
+        with self._mutex:
+            cached = self._docs.get(entry.id)
+            if cached is not None and cached.same_source(entry):
+                doc = (
+                    cached
+                    if cached.entry is entry
+                    else Doc(entry, cached.tf, cached.main_len, cached.context_len, cached.key)
+                )
+            else:
+                doc = make_doc(entry, key)
+            self._docs[entry.id] = doc
+            return doc
+
+    def _line(self, entry: Entry) -> str:
+        cached = self._lines.get(entry.id)
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        data = entry.to_dict()
+        line = json.dumps(data, ensure_ascii=False)
+        self._lines[entry.id] = (entry, line)
+        self._known[entry.id] = (data, entry)  # json.loads of the line gives back an equal dict
+        return line
+
+    def _synced(self, snap: _Snapshot) -> Index:
+        """The index, brought to `snap` (call with the mutex held)."""
+        if self._indexed is not snap:
+            parent, delta = snap.parent, snap.delta
+            if parent is not None and delta is not None and self._indexed is parent:
+                self._index.apply(*delta)
+            else:
+                self._index.sync(snap.docs)
+            self._indexed = snap
+            snap.parent = None  # what the index needed; do not keep the chain of old versions alive
+        return self._index
+
+    def _trimmed(self, snap: _Snapshot) -> _Snapshot:
+        excess = len(snap.entries) - self.max_entries
+        return snap if excess <= 0 else self._without(snap, set(eviction_order(snap.entries, excess)))
+
+    def _without(self, snap: _Snapshot, drop: set[int]) -> _Snapshot:
+        docs = [doc for i, doc in enumerate(snap.docs) if i not in drop]
+        lines = None if snap.lines is None else [line for i, line in enumerate(snap.lines) if i not in drop]
+        removed = tuple(snap.docs[i].entry.id for i in drop)
+        base = snap.parent if snap.parent is not None and snap.delta is not None else snap
+        added = snap.delta[1] if base is not snap and snap.delta is not None else ()
+        kept = tuple(doc for doc in added if doc.entry.id not in removed)
+        gone = tuple(i for i in removed if all(doc.entry.id != i for doc in added))
+        return _Snapshot(docs, FORMAT_VERSION, None, lines, base, (gone, kept))
 
     # ----------------------------------------------------------------- internals
 
@@ -255,7 +352,7 @@ class MemoryStore:
     def _empty(self) -> _Snapshot:
         snap = self._snapshot
         if snap is None or snap.identity is not None:
-            snap = _Snapshot((), FORMAT_VERSION, None, [])
+            snap = _Snapshot([], FORMAT_VERSION, {}, [])
             self._snapshot = snap
         return snap
 
@@ -276,22 +373,35 @@ class MemoryStore:
         """Parse and install the file open at `fd`. On OSError or FormatError, `fd` is closed."""
         try:
             identity = _identity(os.fstat(fd))
-            entries, version = parse_document(read_all(fd))
+            with self._mutex:
+                entries, version = parse_document(read_all(fd), self._known)
+                docs = [self._doc(entry) for entry in entries]
+                self._forget_stale(entries)
         except BaseException:
             os.close(fd)
             raise
-        return self._install(entries, version, identity, fd)
+        return self._install(_Snapshot(docs, version, entries=entries), identity, fd)
 
-    def _install(self, entries: Sequence[Entry], version: int, identity: Identity, fd: int) -> _Snapshot:
-        cache = self._tokens
-        tokens = {entry: cache.get(entry) or doc_tokens(entry) for entry in entries}
-        self._tokens = tokens
-        snap = _Snapshot(entries, version, identity, [tokens[entry] for entry in entries])
+    def _forget_stale(self, entries: list[Entry]) -> None:
+        """Drop cached derived data of entries gone from the file, once it outweighs the live data."""
+        bound = 2 * len(entries) + 64
+        if len(self._docs) > bound or len(self._known) > bound or len(self._lines) > bound:
+            snap_ids = {entry.id for entry in entries}
+            self._docs = {i: d for i, d in self._docs.items() if i in snap_ids}
+            self._known = {i: k for i, k in self._known.items() if i in snap_ids}
+            self._lines = {i: line for i, line in self._lines.items() if i in snap_ids}
+
+    def _install(self, snap: _Snapshot, identity: Identity, fd: int) -> _Snapshot:
+        snap.identity = identity
         if _HOLD_INODE:
             snap.anchor(fd)
         else:
             os.close(fd)
-        self._snapshot = snap
+        with self._mutex:
+            if snap.parent is not None and self._indexed is snap.parent:
+                self._synced(snap)  # our own write: update the index by what changed
+            snap.parent = None
+            self._snapshot = snap
         return snap
 
     def _quarantine(self, reason: str) -> _Snapshot:
@@ -331,18 +441,17 @@ class MemoryStore:
                 "upgrade nanohermes to change it",
             )
 
-    def _write(self, entries: list[Entry]) -> None:
-        """Replace memory.json atomically with `entries`; on failure the old file stays as it was."""
+    def _commit(self, snap: _Snapshot) -> None:
+        """Replace memory.json atomically with `snap`'s entries; on failure the old file stays."""
         self._prepare_dir()
-        cache = self._lines
-        lines = {entry: cache.get(entry) or entry_line(entry) for entry in entries}  # ids are unique
-        data = dump_lines(list(lines.values()))
+        if snap.lines is None:
+            snap.lines = [self._line(entry) for entry in snap.entries]
+        data = dump_lines(snap.lines)
         try:
             fd = atomic_write(self.path, data, temp_prefix=_TEMP_PREFIX, keep_open=True)
         except OSError as err:
             raise StoreError(f"cannot write {self.path}: {err.strerror or err}") from None
-        self._lines = lines
-        self._install(entries, FORMAT_VERSION, _identity(os.fstat(fd)), fd)
+        self._install(snap, _identity(os.fstat(fd)), fd)
 
     def _make_dir(self) -> None:
         """Create the memory directory, 0700, if it is missing (an existing one is left as it is)."""
@@ -362,16 +471,55 @@ class MemoryStore:
 
 
 def _merge(
-    old: Entry, kind: Kind, text: str, source: str, now: int, keys: tuple[str, ...], secrets: tuple[str, ...]
+    old: Entry,
+    kind: Kind,
+    text: str,
+    source: str,
+    now: int,
+    keys: tuple[str, ...],
+    context: str,
+    secrets: tuple[str, ...],
 ) -> Entry:
-    """A duplicate refreshes ts and source, keeps the longer text and the more protected kind."""
+    """A duplicate refreshes ts and source, keeps the longer text, the more protected kind, both
+    texts' keys, and the newer context (the older one when the new memory has none)."""
     better_kind = kind if kind.eviction_rank < old.kind.eviction_rank else old.kind
     longer = text if len(text) > len(old.text) else old.text
-    return Entry(old.id, better_kind, longer, source, now, prepare_keys(old.keys + keys, secrets))
+    return Entry(
+        old.id,
+        better_kind,
+        longer,
+        source,
+        now,
+        prepare_keys(old.keys + keys, secrets),
+        context or old.context,
+    )
+
+
+def eviction_order(entries: Sequence[Entry], count: int) -> list[int]:
+    """The positions of the `count` entries to evict first: highest eviction rank, then oldest ts,
+    then earliest in the list. O(N log count)."""
+    return heapq.nsmallest(
+        count, range(len(entries)), key=lambda i: (-entries[i].kind.eviction_rank, entries[i].ts, i)
+    )
 
 
 def trim(entries: list[Entry], limit: int = MAX_ENTRIES) -> None:
-    """While over `limit`: drop the entry of highest eviction rank, oldest ts, earliest in the list."""
-    while len(entries) > limit:
-        victim = max(range(len(entries)), key=lambda i: (entries[i].kind.eviction_rank, -entries[i].ts, -i))
-        del entries[victim]
+    """Evict from `entries` (in place) until at most `limit` remain, in eviction order."""
+    excess = len(entries) - limit
+    if excess > 0:
+        drop = set(eviction_order(entries, excess))
+        entries[:] = [entry for i, entry in enumerate(entries) if i not in drop]
+
+
+def find_duplicate(text: str, key: str, entries: Sequence[Entry], keys: Sequence[str]) -> int | None:
+    """The position of the first entry `text` (normalized: `key`) duplicates (SPEC §3.4), or None.
+
+    Only entries whose key contains `key` or is contained in it can be duplicates; both tests run
+    over all keys at C speed, and only those candidates get the full test."""
+    positions = range(len(keys))
+    inside = compress(positions, map(str.__contains__, keys, repeat(key)))  # key in theirs
+    around = compress(positions, map(key.__contains__, keys))  # theirs in key
+    for i in sorted({*inside, *around}):
+        if is_duplicate(text, entries[i].text, key, keys[i]):
+            return i
+    return None

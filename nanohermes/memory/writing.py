@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from nanohermes.errors import MemoryRejected
-from nanohermes.memory.constants import MAX_TEXT
+from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
 from nanohermes.memory.entry import clean_keys
-from nanohermes.memory.security import redact, refusal_reason, risky_instruction
+from nanohermes.memory.security import invisible_removed, redact, refusal_reason, risky_instruction
 from nanohermes.memory.text import cut_text
 
 
@@ -35,3 +35,12 @@ def prepare_keys(keys: Iterable[str], secrets: Iterable[str] = ()) -> tuple[str,
     secrets = tuple(secrets)
     safe = [redact(key, secrets) for key in keys if isinstance(key, str) and refusal_reason(key) is None]
     return clean_keys(safe)
+
+
+def prepare_context(context: object, secrets: Iterable[str] = ()) -> str:
+    """The conversation around a memory: redacted, on one line, without invisible characters, at
+    most MAX_CONTEXT characters. Never shown, so it is cleaned rather than refused."""
+    if not isinstance(context, str):
+        return ""
+    one_line = " ".join(invisible_removed(redact(context, tuple(secrets))).split())
+    return cut_text(one_line, MAX_CONTEXT).rstrip("…") if one_line else ""

@@ -31,7 +31,12 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
     """Run one memory action; returns the exit code."""
     out = console or Console(highlight=False, soft_wrap=False)
     secret = settings.api_key_value()
-    store = MemoryStore(settings.memory_dir, on_notice=_note, secrets=(secret,) if secret else ())
+    store = MemoryStore(
+        settings.memory_dir,
+        max_entries=settings.memory_max_entries,
+        on_notice=_note,
+        secrets=(secret,) if secret else (),
+    )
     actions: dict[str, Callable[[Console, MemoryStore, MemoryArgs, str], None]] = {
         "list": _list,
         "search": _search,
@@ -120,7 +125,7 @@ def _explain(out: Console, store: MemoryStore, query: str, entry: Entry, rank: i
         table.add_column(column, justify="left" if column == "term" else "right")
     for part in why.terms:
         table.add_row(
-            escape(part.term), str(part.tf), str(part.df), f"{part.idf:.4f}", f"{part.contribution:.4f}"
+            escape(part.display), str(part.tf), str(part.df), f"{part.idf:.4f}", f"{part.contribution:.4f}"
         )
     out.print(table)
 

@@ -1,0 +1,93 @@
+"""Analysis for retrieval (SPEC §3.5): `tokenize`, then a Snowball English stemmer on word tokens,
+then, for queries, English and Chinese stop words (unless that would leave nothing).
+
+The stemmer is PyStemmer (Snowball in C); each word's stem is cached, so a word is stemmed once per
+process. CJK tokens (bigrams and lone characters) are never stemmed. The English stop list is the
+standard NLTK list of function words; the Chinese one holds function characters and words (的, 了,
+是, 怎么, 什么, 一下, …), and a CJK bigram made only of function characters (我的, 了吗) is a stop
+word too.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Protocol
+
+from nanohermes.memory.text import is_cjk, tokenize
+
+STOP_EN = frozenset(
+    """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
+    hers herself it its itself they them their theirs themselves what which who whom this that these
+    those am is are was were be been being have has had having do does did doing a an the and but if
+    or because as until while of at by for with about against between into through during before after
+    above below to from up down in out on off over under again further then once here there when where
+    why how all any both each few more most other some such no nor not only own same so than too very
+    can will just don should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma
+    mightn mustn needn shan shouldn wasn weren won wouldn
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""English function words (the NLTK list). `don` etc. are what the tokenizer leaves of `don't`."""
+
+_STOP_ZH_CHARS = frozenset(
+    "的了是在和与及或也都就还又把被给让对向从于以之而但则即吗呢吧啊呀嘛哦着过很太更最这那哪谁"
+    "我你您他她它们个些么啥该得地将要会能可请"
+)
+STOP_ZH = frozenset(
+    _STOP_ZH_CHARS
+    | set(
+        """
+        怎么 怎样 怎麽 什么 什麽 如何 为何 为什 哪里 哪儿 哪个 哪些 一下 一个 一些 这个 那个 这些 那些
+        这样 那样 这么 那么 这里 那里 我们 你们 他们 她们 它们 自己 可以 能够 应该 需要 是否 是不 不是
+        还是 或者 以及 而且 但是 因为 所以 如果 虽然 然后 已经 就是 只是 有没 没有 有什 有哪 请问
+        """.split()  # noqa: SIM905
+    )
+)
+"""Chinese function characters and words (as the tokenizer's bigrams)."""
+
+_MAX_CACHED_STEMS = 1 << 16
+
+
+class _Stemmer(Protocol):
+    def stemWord(self, word: str) -> str: ...  # noqa: N802 (PyStemmer's name)
+
+
+@functools.cache
+def _stemmer() -> _Stemmer:
+    import Stemmer  # PyStemmer: Snowball in C; imported on first use, off the path to the prompt
+
+    stemmer: _Stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+@functools.lru_cache(maxsize=_MAX_CACHED_STEMS)
+def stem(token: str) -> str:
+    """The Snowball English stem of a word token (`makefiles` → `makefil`); CJK tokens unchanged."""
+    if is_cjk(token[0]):
+        return token
+    return _stemmer().stemWord(token)
+
+
+def is_stop_word(token: str) -> bool:
+    """A function word: English (the NLTK list), Chinese, or a CJK bigram of two function characters."""
+    if token in STOP_EN or token in STOP_ZH:
+        return True
+    return len(token) == 2 and token[0] in _STOP_ZH_CHARS and token[1] in _STOP_ZH_CHARS
+
+
+def analyze(text: str, *, query: bool = False) -> list[str]:
+    """The terms the index and the query use: stemmed tokens; for a query, without stop words
+    unless every token is one (then all of them, so a query is never empty when it has tokens)."""
+    tokens = tokenize(text)
+    if query:
+        content = [token for token in tokens if not is_stop_word(token)]
+        tokens = content or tokens
+    return [stem(token) for token in tokens]
+
+
+def analyze_words(text: str, *, query: bool = False) -> list[tuple[str, str]]:
+    """(term, original token) pairs, as `analyze` would return the terms: for explanations."""
+    tokens = tokenize(text)
+    if query:
+        tokens = [token for token in tokens if not is_stop_word(token)] or tokens
+    return [(stem(token), token) for token in tokens]
