@@ -36,7 +36,7 @@ from nanohermes.errors import (
 from nanohermes.events import Compacted, Event, Note, TextDelta, ToolFinished, TurnFinished
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import distill_messages, parse_distill, save_distilled, set_block, worth_distilling
-from nanohermes.protocols import ChatModel, ToolExecutor
+from nanohermes.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
 from nanohermes.session import SessionData, SessionFile
 from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage, message_text
 
@@ -134,8 +134,10 @@ class Agent:
         resumed: SessionData | None = None,
         workspace: str = "",
         secrets: tuple[str, ...] = (),
+        checkpoints: TurnRecorder | None = None,
     ) -> None:
         self._model, self._tools, self._config = model, tools, config
+        self._checkpoints = checkpoints
         self._model_name = config.model
         self._store, self._session, self._secrets = store, session, secrets
         self._system = system_prompt
@@ -203,21 +205,34 @@ class Agent:
     def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """One user turn (SPEC §4.1). Ends with exactly one TurnFinished."""
         cancel = cancel or CancelToken()
-        turn = _Turn({"role": "user", "content": user_content})
+        turn = _Turn({"role": "user", "content": self._with_undo_notes(user_content)})
+        if self._checkpoints is not None:
+            self._checkpoints.begin_turn(user_content)
         yield from self._inject_memory(user_content)
         self.messages.append(turn.user_message)
         try:
             over = yield from self._loop(turn, cancel)
         except GeneratorExit:  # the caller stopped listening: keep the history valid and saved
             self._interrupt(turn)
+            self._end_checkpoint()
             self._save_in_background()
             raise
         if over.note:
             yield over.note
+        changes = self._end_checkpoint()
+        yield from _checkpoint_notes(changes)
         self._save_in_background()
         if over.completed:
             self._start_distillation(turn)
-        yield TurnFinished(over.completed, over.reason, turn.usage, over.answer)
+        yield TurnFinished(over.completed, over.reason, turn.usage, over.answer, changes.files)
+
+    def _with_undo_notes(self, user_content: str) -> str:
+        """The user's message, after a note for each turn the user undid since the last one."""
+        notes = self._checkpoints.model_notes() if self._checkpoints is not None else []
+        return "\n\n".join([*notes, user_content])
+
+    def _end_checkpoint(self) -> TurnChanges:
+        return self._checkpoints.end_turn() if self._checkpoints is not None else TurnChanges()
 
     def _loop(self, turn: _Turn, cancel: CancelToken) -> Generator[Event, None, _TurnOver]:
         try:
@@ -436,3 +451,14 @@ class Agent:
             self.post_note(Note(err.one_line(), "error"))
         elif err is not None:
             self.post_note(Note(f"could not save the session: {type(err).__name__}: {err}", "error"))
+
+
+def _checkpoint_notes(changes: TurnChanges) -> Iterator[Event]:
+    for line in changes.notes:
+        yield Note(line, "warning")
+    if changes.files:
+        count = len(changes.files)
+        shown = ", ".join(changes.files[:5]) + (f" and {count - 5} more" if count > 5 else "")
+        yield Note(
+            f"checkpoint {changes.turn}: {count} {'file' if count == 1 else 'files'} changed ({shown})"
+        )

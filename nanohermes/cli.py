@@ -58,6 +58,10 @@ def _dispatch(options: CliOptions) -> int:
         from nanohermes.ui.memory_cmd import run_memory_command
 
         return run_memory_command(options.memory, settings)
+    if options.undo is not None:
+        from nanohermes.ui.undo_cmd import run_undo_command
+
+        return run_undo_command(options.undo, settings)
     from nanohermes.wiring import run_chat
 
     return run_chat(options, settings)

@@ -30,6 +30,16 @@ class MemoryArgs:
 
 
 @dataclass(frozen=True)
+class UndoArgs:
+    """`nanohermes undo [--session S] [--list] [--to N] [--force]`."""
+
+    session: str | None = None
+    list_only: bool = False
+    to: int | None = None
+    force: bool = False
+
+
+@dataclass(frozen=True)
 class CliOptions:
     """Everything the command line said, beyond the settings it overrides."""
 
@@ -42,6 +52,7 @@ class CliOptions:
     local: bool = False
     verbose: bool = False
     memory: MemoryArgs | None = None
+    undo: UndoArgs | None = None
     overrides: dict[str, object] = field(default_factory=dict)
 
 
@@ -49,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="nanohermes",
         description="A coding agent for the terminal that remembers your preferences across sessions.",
-        epilog="Memory: nanohermes memory list | search QUERY [--explain] | forget ID | stats | path",
+        epilog="Memory: nanohermes memory list | search QUERY [--explain] | forget ID | stats | path\n"
+        "Undo:   nanohermes undo [--session S] [--list] [--to N] [--force]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
     add("--session", metavar="NAME|PATH", help="resume or create a session (a name, or a .json path)")
@@ -86,9 +99,26 @@ def build_memory_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_undo_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="nanohermes undo",
+        description="Revert the file changes of an agent turn (the last one, or back to turn N).",
+    )
+    add = parser.add_argument
+    add("--session", metavar="NAME|PATH", help="the session (default: the latest one in this workspace)")
+    add("--list", dest="list_only", action="store_true", help="list the recorded turns and their files")
+    add("--to", metavar="N", type=int, help="revert every turn from N on (back to before turn N)")
+    add("--force", action="store_true", help="overwrite files that were edited after the turn")
+    add("--config", metavar="FILE", help="config TOML file")
+    add("--verbose", action="store_true", help="show details")
+    return parser
+
+
 def parse_args(argv: Sequence[str]) -> CliOptions:
     if argv and argv[0] == "memory":
         return _parse_memory(list(argv[1:]))
+    if argv and argv[0] == "undo":
+        return _parse_undo(list(argv[1:]))
     ns = build_parser().parse_args(list(argv))
     from nanohermes.settings import PERMISSION_MODES  # settings load right after parsing anyway
 
@@ -136,3 +166,13 @@ def _parse_memory(argv: list[str]) -> CliOptions:
         memory=memory,
         overrides=overrides,
     )
+
+
+def _parse_undo(argv: list[str]) -> CliOptions:
+    ns = build_undo_parser().parse_args(argv)
+    if ns.to is not None and ns.to < 1:
+        raise UsageError("--to needs a turn number (1 or more; see nanohermes undo --list)")
+    if ns.list_only and (ns.to is not None or ns.force):
+        raise UsageError("--list only lists; drop --to and --force")
+    undo = UndoArgs(ns.session, ns.list_only, ns.to, ns.force)
+    return CliOptions(config=Path(ns.config) if ns.config else None, verbose=ns.verbose, undo=undo)

@@ -78,6 +78,8 @@ class TurnFinished:
     reason: str = "done"
     usage: Usage = field(default_factory=Usage)
     answer: str = ""
+    changed_files: tuple[str, ...] = ()
+    """Workspace files this turn changed, as its checkpoint recorded them (empty: none, or off)."""
 
 
 Event = TextDelta | ReasoningDelta | Retrying | ToolStarted | ToolFinished | Note | Compacted | TurnFinished

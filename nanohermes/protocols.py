@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from nanohermes.cancel import CancelToken
@@ -77,3 +78,30 @@ class ToolExecutor(Protocol):
         dispatched call and ToolFinished for every call in call order (refused, invalid and
         interrupted calls included), so the caller can append one tool message per call."""
         ...
+
+
+@dataclass(frozen=True)
+class TurnChanges:
+    """What a turn changed in the workspace, as its checkpoint recorded it (SPEC §11)."""
+
+    turn: int = 0
+    """The checkpoint's number; 0 when nothing was recorded."""
+    files: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    """Lines for the user (a fallback in use, a failed snapshot)."""
+
+
+class ChangeGuard(Protocol):
+    """Called by the tool runner before each changing tool call (`nanohermes.checkpoints`)."""
+
+    def before_change(self, path: Path | None, /) -> None: ...
+
+
+class TurnRecorder(Protocol):
+    """The agent's side of checkpoints: turn boundaries, and notes about undone turns for the model."""
+
+    def begin_turn(self, prompt: str, /) -> None: ...
+
+    def end_turn(self) -> TurnChanges: ...
+
+    def model_notes(self) -> list[str]: ...

@@ -22,6 +22,7 @@ ENV_PREFIX = "NANOHERMES_"
 ENV_FALLBACKS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
 PermissionMode = Literal["read-only", "ask", "auto"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
+SandboxMode = Literal["auto", "bwrap", "off"]
 
 
 class Settings(BaseSettings):
@@ -49,6 +50,9 @@ class Settings(BaseSettings):
     language: Literal["en", "zh"] = "en"
     send_reasoning: bool = False
     max_output_tokens: int | None = Field(None, ge=1)
+    checkpoints: bool = True
+    sandbox: SandboxMode = "auto"
+    sandbox_network: bool = False
 
     @field_validator("base_url")
     @classmethod

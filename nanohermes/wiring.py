@@ -18,6 +18,7 @@ from nanohermes.events import Note
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
+    from nanohermes.checkpoints import Checkpoints
     from nanohermes.cliargs import CliOptions
     from nanohermes.llm import ChatClient
     from nanohermes.memory import MemoryStore
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from nanohermes.session import SessionData, SessionFile
     from nanohermes.settings import Settings
     from nanohermes.tools.runner import ToolRunner
+    from nanohermes.tools.sandbox import Sandbox
 
 EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parent.parent / "config" / "agents"
 LOCAL_COMPACT_THRESHOLD = 16_000
@@ -41,6 +43,8 @@ class Runtime:
     settings: Settings
     agent: Agent
     store: MemoryStore | None
+    checkpoints: Checkpoints | None = None
+    sandbox: Sandbox | None = None
 
 
 class _NoticeRelay:
@@ -84,7 +88,11 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
     relay = _NoticeRelay()
     store = _open_store(settings, relay)
     client = ChatClient.from_settings(settings)
-    runner = ToolRunner.from_settings(settings, workspace, approver, store)
+    checkpoints = _checkpoints(settings, workspace, session.path)
+    sandbox = _sandbox(settings, workspace, options.config)
+    runner = ToolRunner.from_settings(
+        settings, workspace, approver, store, sandbox=sandbox, checkpoints=checkpoints
+    )
     secret = settings.api_key_value()
     agents_md, agents_note = load_agents_md(workspace)
     agent = Agent(
@@ -97,12 +105,36 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
         resumed=resumed,
         workspace=str(workspace),
         secrets=(secret,) if secret else (),
+        checkpoints=checkpoints,
     )
     relay.attach(agent.post_note)
     if agents_note:
         agent.post_note(Note(agents_note, "warning"))
+    if sandbox.startup_warning:
+        agent.post_note(Note(sandbox.startup_warning, "warning"))
     _add_task_tool(agent, client, runner, store, settings, workspace)
-    return Runtime(settings, agent, store)
+    return Runtime(settings, agent, store, checkpoints, sandbox)
+
+
+def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:
+    if not settings.checkpoints:
+        return None
+    from nanohermes.checkpoints import Checkpoints
+
+    return Checkpoints(workspace, settings.state_dir, session)
+
+
+def _sandbox(settings: Settings, workspace: Path, config: Path | None) -> Sandbox:
+    """Probe bubblewrap once (a few ms; the REPL builds this while the prompt is already up). Hidden
+    from commands: everything nanohermes keeps (memory, sessions, config with keys, checkpoints)."""
+    from nanohermes.tools.sandbox import Sandbox
+
+    hidden = [settings.state_dir, settings.memory_dir, settings.sessions_dir, Path("~/.nanohermes")]
+    if config is not None:
+        hidden.append(config)
+    return Sandbox.detect(
+        settings.sandbox, network=settings.sandbox_network, workspace=workspace, hidden=hidden
+    )
 
 
 def apply_yes(options: CliOptions, settings: Settings) -> Settings:

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import INTERRUPTED, Cancelled, ConfigError, NanoHermesError
 from nanohermes.events import Event, ToolFinished, ToolStarted
-from nanohermes.protocols import ApprovalRequest, Approver, Decision
+from nanohermes.protocols import ApprovalRequest, Approver, ChangeGuard, Decision
 from nanohermes.settings import PERMISSION_MODES
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.files import FileTools
 from nanohermes.tools.paths import OutsideWorkspace, Workspace
+from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.search import SearchTools
 from nanohermes.tools.shell import ShellTool
 from nanohermes.types import ToolCall, ToolResult
@@ -84,13 +85,19 @@ class ToolRunner:
         store: MemoryStore | None,
         tool_output_chars: int = 20_000,
         shell_timeout: float = 120.0,
+        sandbox: Sandbox | None = None,
+        checkpoints: ChangeGuard | None = None,
     ) -> None:
         self.workspace = Workspace(workspace)
         self.max_chars = tool_output_chars
         self._approver = approver
         self._files = FileTools(self.workspace, max_chars=tool_output_chars)
         self._search = SearchTools(self.workspace)
-        self._shell = ShellTool(self.workspace.root, timeout=shell_timeout, max_chars=tool_output_chars)
+        self.sandbox = sandbox or Sandbox.off()
+        self.checkpoints = checkpoints
+        self._shell = ShellTool(
+            self.workspace.root, timeout=shell_timeout, max_chars=tool_output_chars, sandbox=self.sandbox
+        )
         self._tools: dict[str, Tool] = {}
         self._always: set[str] = set()
         self._granted: set[Path] = set()
@@ -107,7 +114,14 @@ class ToolRunner:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, workspace: Path, approver: Approver | None, store: MemoryStore | None
+        cls,
+        settings: Settings,
+        workspace: Path,
+        approver: Approver | None,
+        store: MemoryStore | None,
+        *,
+        sandbox: Sandbox | None = None,
+        checkpoints: ChangeGuard | None = None,
     ) -> ToolRunner:
         return cls(
             workspace,
@@ -116,6 +130,8 @@ class ToolRunner:
             store=store,
             tool_output_chars=settings.tool_output_chars,
             shell_timeout=settings.shell_timeout,
+            sandbox=sandbox,
+            checkpoints=checkpoints,
         )
 
     def _builtin_tools(self) -> list[Tool]:
@@ -232,6 +248,8 @@ class ToolRunner:
             kwargs[tool.context_arg] = CallContext(cancel, prepared.granted)
         if tool.cancel_arg:
             kwargs[tool.cancel_arg] = cancel
+        if tool.mutating and self.checkpoints is not None:
+            self.checkpoints.before_change(prepared.resolved)  # never raises; the first one snapshots
         content, ok = _invoke(tool, kwargs)
         return _result(call, cap_output(content, self.max_chars), ok)
 

@@ -23,6 +23,7 @@ from typing import IO
 
 from nanohermes.errors import Cancelled, ToolError
 from nanohermes.tools.base import CallContext
+from nanohermes.tools.sandbox import Sandbox
 
 KILL_GRACE = 0.5
 """Seconds between SIGTERM and SIGKILL of the process group."""
@@ -81,8 +82,16 @@ def _pump(stream: IO[bytes], sink: CappedBuffer) -> None:
 
 
 class ShellTool:
-    def __init__(self, workspace: Path, *, timeout: float = 120.0, max_chars: int = 20_000) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        timeout: float = 120.0,
+        max_chars: int = 20_000,
+        sandbox: Sandbox | None = None,
+    ) -> None:
         self.cwd = workspace
+        self.sandbox = sandbox or Sandbox.off()
         self.default_timeout = timeout
         self.max_chars = max_chars
 
@@ -147,10 +156,11 @@ class ShellTool:
 
     def _start(self, command: str) -> subprocess.Popen[bytes]:
         windows = sys.platform == "win32"
+        argv = self.sandbox.argv(command)  # None: run it plainly
         try:
             return subprocess.Popen(
-                command,
-                shell=True,
+                argv or command,
+                shell=argv is None,
                 cwd=self.cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -200,12 +210,14 @@ class ShellTool:
                 "(background processes kept the output open and were stopped; "
                 "redirect their output to keep them running)"
             )
-        room = self.max_chars - sum(len(line) + 1 for line in lines) - 2 * STREAM_OVERHEAD
+        blocked = self.sandbox.blocked_note(out.text() + err.text()) if code else ""
+        used = sum(len(line) + 1 for line in (*lines, blocked) if line)
+        room = self.max_chars - used - 2 * STREAM_OVERHEAD
         shares = _share(max(0, room), out.shown, err.shown)
         for label, buffer, share in (("stdout", out, shares[0]), ("stderr", err, shares[1])):
             text = buffer.text(share).rstrip("\n")
             lines.append(f"{label}:\n{text}" if text else f"{label}: (empty)")
-        return "\n".join(lines)
+        return "\n".join([*lines, blocked] if blocked else lines)
 
 
 def _share(room: int, first: int, second: int) -> tuple[int, int]:

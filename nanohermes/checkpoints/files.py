@@ -1,0 +1,171 @@
+"""Files on disk as checkpoint states: read one, compare it, put one back.
+
+Two ways to name contents: the git blob id (`sha1("blob N\\0" + bytes)`, the shadow repository's) and
+the sha256 of a kept copy (the fallback store, `copies/<sha256>` beside the journals).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from nanohermes.checkpoints.journal import CheckpointError, FileState
+from nanohermes.fileio import atomic_write, ensure_private_dir
+
+LINK_MODE = 0o120000
+FILE_MODE = 0o100644
+EXEC_MODE = 0o100755
+
+
+def git_blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def read_current(path: Path) -> tuple[int, bytes] | None:
+    """(st_mode, bytes) of a regular file or symlink (its target), None when absent.
+
+    Raises CheckpointError for something that is neither (a directory, a FIFO, a device)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+    except OSError as err:
+        raise CheckpointError(f"cannot read {path}: {err.strerror}") from None
+    if stat.S_ISLNK(info.st_mode):
+        return info.st_mode, os.fsencode(os.readlink(path))
+    if not stat.S_ISREG(info.st_mode):
+        raise CheckpointError(f"{path} is not a regular file")
+    try:
+        return info.st_mode, path.read_bytes()
+    except OSError as err:
+        raise CheckpointError(f"cannot read {path}: {err.strerror}") from None
+
+
+def git_state(path: Path) -> FileState | None:
+    """The state git would record for `path` now."""
+    current = read_current(path)
+    if current is None:
+        return None
+    st_mode, data = current
+    if stat.S_ISLNK(st_mode):
+        return FileState(LINK_MODE, git_blob_id(data))
+    return FileState(EXEC_MODE if st_mode & stat.S_IXUSR else FILE_MODE, git_blob_id(data))
+
+
+def same_as(path: Path, state: FileState | None, store: str) -> bool:
+    """Whether `path` is now exactly `state` (contents and mode); unreadable counts as different."""
+    try:
+        now = git_state(path) if store == "git" else CopyStore.state_of(path)
+    except CheckpointError:
+        return False
+    return now == state
+
+
+class CopyStore:
+    """Kept copies of files, named by the sha256 of their bytes (shared by all sessions)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @staticmethod
+    def state_of(path: Path) -> FileState | None:
+        current = read_current(path)
+        if current is None:
+            return None
+        st_mode, data = current
+        mode = LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode)
+        return FileState(mode, hashlib.sha256(data).hexdigest())
+
+    def capture(self, path: Path) -> FileState | None:
+        """Keep a copy of `path` as it is now; its state (None when absent)."""
+        current = read_current(path)
+        if current is None:
+            return None
+        st_mode, data = current
+        digest = hashlib.sha256(data).hexdigest()
+        target = self.directory / digest[:2] / digest
+        if not target.exists():
+            try:
+                ensure_private_dir(target.parent)
+                atomic_write(target, data)
+            except OSError as err:
+                raise CheckpointError(f"cannot keep a copy of {path}: {err.strerror}") from None
+        mode = LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode)
+        return FileState(mode, digest)
+
+    def read(self, digest: str) -> bytes:
+        try:
+            return (self.directory / digest[:2] / digest).read_bytes()
+        except OSError as err:
+            raise CheckpointError(f"a kept copy is missing ({digest[:12]}): {err.strerror}") from None
+
+    def prune(self, keep: set[str]) -> None:
+        """Remove copies no journal refers to any more."""
+        if not self.directory.is_dir():
+            return
+        for copy in self.directory.glob("*/*"):
+            if copy.name not in keep:
+                with contextlib.suppress(OSError):
+                    copy.unlink()
+
+
+def remove(path: Path, root: Path) -> None:
+    """Remove a file (or symlink) the turn created, then parent directories left empty by it."""
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_dir() and not path.is_symlink():
+            raise CheckpointError(f"{path} is a directory now; move it away and undo again")
+        path.unlink()
+    parent = path.parent
+    while parent != root and parent.is_relative_to(root):
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+        parent = parent.parent
+
+
+def put_back(path: Path, root: Path, state: FileState, data: bytes, exact_mode: bool) -> None:
+    """Make `path` hold `data` with `state`'s mode (exactly, or git's executable bit only)."""
+    _clear_way(path, root)
+    if state.is_link:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        os.symlink(os.fsdecode(data), path)
+        return
+    if path.is_symlink():
+        path.unlink()
+    elif path.is_dir():
+        raise CheckpointError(f"{path} is a directory now; move it away and undo again")
+    try:
+        with open(path, "wb") as handle:  # in place: hard links and ownership stay
+            handle.write(data)
+        now = stat.S_IMODE(path.stat().st_mode)  # a new file got the umask's mode
+        os.chmod(path, stat.S_IMODE(state.mode) if exact_mode else _exec_bits(now, state.mode))
+    except OSError as err:
+        raise CheckpointError(f"cannot restore {path}: {err.strerror}") from None
+
+
+def _exec_bits(current: int, mode: int) -> int:
+    """`current` permissions with the executable bits git's `mode` implies (x wherever r is)."""
+    if mode == EXEC_MODE:
+        return current | (current & 0o444) >> 2
+    return current & ~0o111
+
+
+def _clear_way(path: Path, root: Path) -> None:
+    """Create missing parent directories inside `root`; a file or a symlink standing where a directory
+    must be is an error (a symlink could lead the write outside the workspace)."""
+    for parent in reversed(path.parents):
+        if parent == root or not parent.is_relative_to(root):
+            continue
+        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+            raise CheckpointError(f"{parent} is in the way of {path}; move it away and undo again")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CheckpointError(f"cannot create {path.parent}: {err.strerror}") from None

@@ -1,0 +1,190 @@
+"""Reading and reverting recorded turns: the diffs /diff shows, and undo (one turn, or back to turn N).
+
+Undo restores, for every file the turns touched, its state before the earliest of them: contents and
+mode put back, files the turns created removed, files they deleted recreated. Before anything is
+written it checks each file is still exactly as the last of those turns left it; files edited since
+(by the user, or anything else) are conflicts: nothing is touched unless the caller forces it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from nanohermes.checkpoints.files import put_back, remove, same_as
+from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord
+from nanohermes.checkpoints.manager import Checkpoints
+
+MAX_DIFF_LINES = 4000
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    path: str
+    status: str
+    """added, deleted, modified."""
+    lines: list[str]
+    """A unified diff without its ---/+++ header, or one line saying the file is binary."""
+
+
+@dataclass
+class UndoPlan:
+    turns: list[TurnRecord]
+    """Latest first."""
+    final: dict[str, tuple[FileState | None, str]] = field(default_factory=dict)
+    """Per path: the state to restore and the store that holds it."""
+    expected: dict[str, tuple[FileState | None, str]] = field(default_factory=dict)
+    """Per path: the state the last turn left, which the file must still have."""
+    conflicts: list[str] = field(default_factory=list)
+
+
+class History:
+    """What the REPL and `nanohermes undo` do with a session's checkpoints."""
+
+    def __init__(self, checkpoints: Checkpoints) -> None:
+        self.cp = checkpoints
+
+    def turns(self) -> list[TurnRecord]:
+        return self.cp.journal().turns
+
+    # -- diffs --------------------------------------------------------------------------------
+
+    def diff(self, all_turns: bool = False) -> tuple[list[TurnRecord], list[FileDiff]]:
+        """The last live turn's changes, or (all_turns) every live turn's, first state to last."""
+        live = self.cp.journal().live
+        chosen = live if all_turns else live[-1:]
+        first: dict[str, tuple[FileState | None, str]] = {}
+        last: dict[str, tuple[FileState | None, str]] = {}
+        for turn in chosen:
+            for change in turn.files:
+                first.setdefault(change.path, (change.before, turn.store))
+                last[change.path] = (change.after, turn.store)
+        contents = self._contents([*first.values(), *last.values()])
+        diffs = []
+        for path in sorted(first):
+            before, after = first[path][0], last[path][0]
+            if before == after:
+                continue
+            old = contents.get(before.ref, b"") if before else b""
+            new = contents.get(after.ref, b"") if after else b""
+            diffs.append(FileDiff(path, _status(before, after), render_diff(path, old, new)))
+        return chosen, diffs
+
+    def _contents(self, states: list[tuple[FileState | None, str]]) -> dict[str, bytes]:
+        git_ids = [state.ref for state, store in states if state is not None and store == "git"]
+        contents = self.cp.repo().read_blobs(git_ids) if git_ids else {}
+        for state, store in states:
+            if state is not None and store == "copies":
+                contents[state.ref] = self.cp.copies.read(state.ref)
+        return contents
+
+    # -- undo ---------------------------------------------------------------------------------
+
+    def plan(self, to: int | None = None) -> UndoPlan:
+        """What undoing the last live turn (or every live turn from number `to` on) would do."""
+        live = self.cp.journal().live
+        if not live:
+            raise CheckpointError("nothing to undo: no recorded turn changed files in this session")
+        if to is None:
+            targets = live[-1:]
+        else:
+            targets = [turn for turn in live if turn.number >= to]
+            if not any(turn.number == to for turn in live):
+                numbers = ", ".join(str(turn.number) for turn in live)
+                raise CheckpointError(f"no turn {to} to undo (turns that can be undone: {numbers})")
+        plan = UndoPlan(list(reversed(targets)))
+        for turn in plan.turns:  # latest first: the earliest turn's `before` wins
+            for change in turn.files:
+                _check_path(change.path)
+                plan.expected.setdefault(change.path, (change.after, turn.store))
+                plan.final[change.path] = (change.before, turn.store)
+        root = self.cp.workspace
+        plan.conflicts = [
+            path for path, (state, store) in plan.expected.items() if not same_as(root / path, state, store)
+        ]
+        return plan
+
+    def conflict_diffs(self, plan: UndoPlan) -> list[FileDiff]:
+        """For each conflict: how the file differs now from what the turn left."""
+        states = [plan.expected[path] for path in plan.conflicts]
+        contents = self._contents(states)
+        diffs = []
+        for path in plan.conflicts:
+            state = plan.expected[path][0]
+            left = contents.get(state.ref, b"") if state else b""
+            target = self.cp.workspace / path
+            try:
+                now = target.read_bytes() if target.is_file() else b""
+            except OSError:
+                now = b""
+            status = "deleted" if not target.exists() and not target.is_symlink() else "modified"
+            diffs.append(FileDiff(path, status, render_diff(path, left, now)))
+        return diffs
+
+    def undo(self, plan: UndoPlan, *, force: bool = False) -> list[str]:
+        """Restore the plan's files; returns one line per file. Raises CheckpointError on a conflict
+        (unless forced) or when a file cannot be restored."""
+        if plan.conflicts and not force:
+            shown = ", ".join(plan.conflicts[:10])
+            raise CheckpointError(
+                f"changed since the turn: {shown}; nothing was restored", "pass --force to overwrite them"
+            )
+        with self.cp.lock():
+            contents = self._contents(list(plan.final.values()))
+            root = self.cp.workspace
+            removals = sorted((p for p, (s, _) in plan.final.items() if s is None), key=_depth, reverse=True)
+            for path in removals:
+                remove(root / path, root)
+            lines = [f"removed {path}" for path in removals]
+            for path in sorted((p for p in plan.final if p not in removals), key=_depth):
+                state, store = plan.final[path]
+                assert state is not None
+                existed = (root / path).exists() or (root / path).is_symlink()
+                put_back(root / path, root, state, contents[state.ref], exact_mode=store == "copies")
+                lines.append(f"{'restored' if existed else 'recreated'} {path}")
+            self._mark_undone(plan)
+        return lines
+
+    def _mark_undone(self, plan: UndoPlan) -> None:
+        journal: Journal = self.cp.journal()
+        numbers = {turn.number for turn in plan.turns}
+        for turn in journal.turns:
+            if turn.number in numbers:
+                turn.undone, turn.told = True, False
+        journal.save()
+
+
+def render_diff(path: str, old: bytes, new: bytes) -> list[str]:
+    if _binary(old) or _binary(new):
+        return [f"binary file: {len(old):,} → {len(new):,} bytes"]
+    before = old.decode("utf-8").splitlines()
+    after = new.decode("utf-8").splitlines()
+    lines = list(difflib.unified_diff(before, after, f"a/{path}", f"b/{path}", lineterm="", n=3))[2:]
+    if len(lines) > MAX_DIFF_LINES:
+        hidden = len(lines) - MAX_DIFF_LINES
+        lines = [*lines[:MAX_DIFF_LINES], f"… {hidden} more lines"]
+    return lines
+
+
+def _binary(data: bytes) -> bool:
+    if b"\0" in data[:8192]:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _status(before: FileState | None, after: FileState | None) -> str:
+    return "added" if before is None else "deleted" if after is None else "modified"
+
+
+def _depth(path: str) -> int:
+    return path.count("/")
+
+
+def _check_path(path: str) -> None:
+    parts = path.split("/")
+    if path.startswith("/") or ".." in parts or "" in parts or ".git" in parts:
+        raise CheckpointError(f"checkpoint journal holds a bad path {path!r}; not restoring anything")

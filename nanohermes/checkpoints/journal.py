@@ -1,0 +1,156 @@
+"""What a session's checkpoints record: per turn, each file's state before and after (JSON on disk).
+
+    {"version": 1, "session": "/path/to/session.json", "workspace": "/path/to/workspace",
+     "turns": [{"number": 3, "when": "...", "prompt": "...", "store": "git" | "copies",
+                "before": "<commit>", "after": "<commit>", "undone": false, "told": true,
+                "files": [{"path": "src/a.py", "before": [mode, ref] | null, "after": [mode, ref] | null}]}]}
+
+A file state is its mode (git style: 0o100644, 0o100755, 0o120000 for a symlink; the copy store keeps
+the exact permission bits) and a reference to its bytes (a git blob id, or the sha256 of a kept copy);
+null means the file did not exist. Written atomically, mode 0600.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nanohermes.errors import NanoHermesError
+from nanohermes.fileio import atomic_write, ensure_private_dir
+
+JOURNAL_VERSION = 1
+
+
+class CheckpointError(NanoHermesError):
+    """A checkpoint could not be taken, read or restored."""
+
+
+@dataclass(frozen=True)
+class FileState:
+    mode: int
+    ref: str
+
+    @property
+    def is_link(self) -> bool:
+        return self.mode & 0o170000 == 0o120000
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    """Relative to the workspace, with '/' separators."""
+    before: FileState | None
+    after: FileState | None
+
+    @property
+    def status(self) -> str:
+        if self.before is None:
+            return "added"
+        if self.after is None:
+            return "deleted"
+        return "modified"
+
+
+@dataclass
+class TurnRecord:
+    number: int
+    when: str
+    prompt: str
+    store: str
+    files: list[FileChange]
+    before: str = ""
+    after: str = ""
+    undone: bool = False
+    told: bool = True
+    """False after an undo until the model has been told about it."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "when": self.when,
+            "prompt": self.prompt,
+            "store": self.store,
+            "before": self.before,
+            "after": self.after,
+            "undone": self.undone,
+            "told": self.told,
+            "files": [
+                {"path": f.path, "before": _state_out(f.before), "after": _state_out(f.after)}
+                for f in self.files
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> TurnRecord:
+        files = [
+            FileChange(str(f["path"]), _state_in(f.get("before")), _state_in(f.get("after")))
+            for f in raw.get("files", [])
+        ]
+        return cls(
+            number=int(raw["number"]),
+            when=str(raw.get("when", "")),
+            prompt=str(raw.get("prompt", "")),
+            store=str(raw.get("store", "git")),
+            files=files,
+            before=str(raw.get("before", "")),
+            after=str(raw.get("after", "")),
+            undone=bool(raw.get("undone", False)),
+            told=bool(raw.get("told", True)),
+        )
+
+
+@dataclass
+class Journal:
+    path: Path
+    session: str
+    workspace: str
+    turns: list[TurnRecord] = field(default_factory=list)
+
+    @property
+    def live(self) -> list[TurnRecord]:
+        """Turns not undone, oldest first."""
+        return [turn for turn in self.turns if not turn.undone]
+
+    def next_number(self) -> int:
+        return max((turn.number for turn in self.turns), default=0) + 1
+
+    @classmethod
+    def load(cls, path: Path, session: str = "", workspace: str = "") -> Journal:
+        """The journal at `path`, or an empty one when there is none. Raises CheckpointError."""
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return cls(path, session, workspace)
+        except (OSError, ValueError) as err:
+            raise CheckpointError(f"checkpoint journal {path} is unreadable ({err})") from None
+        try:
+            turns = [TurnRecord.from_dict(turn) for turn in raw.get("turns", [])]
+            return cls(path, str(raw["session"]), str(raw["workspace"]), turns)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise CheckpointError(f"checkpoint journal {path} is malformed ({err!r})") from None
+
+    def save(self) -> None:
+        data = {
+            "version": JOURNAL_VERSION,
+            "session": self.session,
+            "workspace": self.workspace,
+            "turns": [turn.to_dict() for turn in self.turns],
+        }
+        try:
+            ensure_private_dir(self.path.parent)
+            atomic_write(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        except OSError as err:
+            raise CheckpointError(f"cannot write checkpoint journal {self.path}: {err.strerror}") from None
+
+
+def _state_out(state: FileState | None) -> list[Any] | None:
+    return None if state is None else [state.mode, state.ref]
+
+
+def _state_in(raw: Any) -> FileState | None:
+    if raw is None:
+        return None
+    mode, ref = raw
+    return FileState(int(mode), str(ref))

@@ -1,0 +1,267 @@
+"""Checkpoints of one session in one workspace: taken during turns, read by /diff, /undo, `nanohermes undo`.
+
+    begin_turn(prompt)      the agent, at the start of a turn (costs nothing)
+    before_change(path)     the tool runner, before each write, edit or shell command; the first of a
+                            turn snapshots the workspace (git), or each keeps a copy of its file
+    end_turn()              the agent, when the turn ends: snapshot again, record what changed
+
+Everything lives under `<state_dir>/checkpoints/<workspace-key>/`: `git/` (the shadow repository),
+`copies/` (the fallback's kept files), `journals/<session-key>.json` (what each turn changed), `lock`.
+A failure never stops a turn: it becomes a note, and that turn cannot be undone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nanohermes.checkpoints.files import CopyStore
+from nanohermes.checkpoints.journal import CheckpointError, FileChange, FileState, Journal, TurnRecord
+from nanohermes.checkpoints.shadow import ShadowRepo
+from nanohermes.protocols import TurnChanges
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
+FILE_LIMIT = 20_000
+"""Above this many files a workspace is not snapshotted with git: per-file copies instead."""
+LOCK_TIMEOUT = 60.0
+PROMPT_CHARS = 120
+
+
+def workspace_key(workspace: Path) -> str:
+    return hashlib.sha256(str(workspace).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def session_key(session: Path) -> str:
+    return hashlib.sha256(str(session).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def checkpoints_root(state_dir: Path) -> Path:
+    return state_dir / "checkpoints"
+
+
+@dataclass
+class _Turn:
+    prompt: str
+    failed: bool = False
+    tree: str = ""
+    copies: dict[str, FileState | None] = field(default_factory=dict)
+
+
+class Checkpoints:
+    """Implements `protocols.TurnRecorder` and `protocols.ChangeGuard` for one session."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        state_dir: Path,
+        session: Path,
+        *,
+        git: str | None = "",
+        file_limit: int = FILE_LIMIT,
+    ) -> None:
+        """`git`: the git executable ("" finds it on PATH; None: do without git)."""
+        self.workspace = workspace.resolve()
+        self.session = session.expanduser().absolute()
+        self.dir = checkpoints_root(state_dir) / workspace_key(self.workspace)
+        self.journal_path = self.dir / "journals" / f"{session_key(self.session)}.json"
+        self.copies = CopyStore(self.dir / "copies")
+        self._git = git
+        self._file_limit = file_limit
+        self._repo: ShadowRepo | None = None
+        self._store = ""  # "git" or "copies", decided at the first change
+        self._lock = threading.Lock()
+        self._turn: _Turn | None = None
+        self._notes: list[str] = []
+        self._pruned = False
+        self._file_lock: BaseFileLock | None = None
+
+    # -- shared pieces ----------------------------------------------------------------------------
+
+    def lock(self) -> BaseFileLock:
+        """The cross-process lock on this workspace's checkpoints (two nanohermes in one workspace)."""
+        if self._file_lock is None:
+            from filelock import FileLock
+
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._file_lock = FileLock(str(self.dir / "lock"), timeout=LOCK_TIMEOUT)
+        return self._file_lock
+
+    def repo(self) -> ShadowRepo:
+        if self._repo is None:
+            git = shutil.which("git") if self._git == "" else self._git
+            if not git:
+                raise CheckpointError("git is not installed")
+            self._repo = ShadowRepo(git, self.dir / "git", self.workspace)
+        return self._repo
+
+    def journal(self) -> Journal:
+        return Journal.load(self.journal_path, str(self.session), str(self.workspace))
+
+    @property
+    def store(self) -> str:
+        """ "git" or "copies" once the first change decided it, "" before."""
+        return self._store
+
+    # -- during a turn --------------------------------------------------------------------------
+
+    def begin_turn(self, prompt: str) -> None:
+        with self._lock:
+            self._turn = _Turn(" ".join(prompt.split())[:PROMPT_CHARS])
+
+    def before_change(self, path: Path | None) -> None:
+        """Called before every changing tool call (path: the file it writes, None for a shell
+        command). Never raises: a failure becomes a note and this turn is not recorded."""
+        with self._lock:
+            turn = self._turn
+            if turn is None or turn.failed:
+                return
+            try:
+                with self.lock():
+                    self._before(turn, path)
+            except (CheckpointError, OSError, TimeoutError) as err:
+                turn.failed = True
+                why = err.one_line() if isinstance(err, CheckpointError) else str(err)
+                self._notes.append(f"checkpoint failed ({why}): this turn's changes cannot be undone")
+
+    def _before(self, turn: _Turn, path: Path | None) -> None:
+        store = self._decide()
+        if store == "git":
+            if not turn.tree:
+                turn.tree = self.repo().snapshot()
+            return
+        relative = self._relative(path)
+        if relative is not None and path is not None and relative not in turn.copies:
+            turn.copies[relative] = self.copies.capture(path)
+
+    def _decide(self) -> str:
+        if self._store:
+            return self._store
+        reason = ""
+        try:
+            repo = self.repo()
+            repo.ensure()
+            if repo.count_files(self._file_limit) > self._file_limit:
+                reason = f"the workspace holds more than {self._file_limit:,} files"
+        except CheckpointError as err:
+            reason = err.one_line()
+        self._store = "copies" if reason else "git"
+        if reason:
+            self._notes.append(
+                f"checkpoints: {reason}, so only files the agent writes or edits are kept (as copies); "
+                "changes made by shell commands cannot be undone"
+            )
+        return self._store
+
+    def _relative(self, path: Path | None) -> str | None:
+        if path is None:
+            return None
+        try:
+            return path.resolve().relative_to(self.workspace).as_posix()
+        except (ValueError, OSError):
+            return None  # outside the workspace: not covered
+
+    def end_turn(self) -> TurnChanges:
+        """Record what the turn changed; an unchanged workspace records nothing (and costs nothing
+        when nothing tried to change it)."""
+        with self._lock:
+            turn, self._turn = self._turn, None
+            notes, self._notes = tuple(self._notes), []
+            if turn is None or turn.failed or not (turn.tree or turn.copies):
+                return TurnChanges(notes=notes)
+            try:
+                with self.lock():
+                    record = self._record(turn)
+                    if record is not None and not self._pruned:
+                        self._pruned = True
+                        self._prune()
+            except (CheckpointError, OSError, TimeoutError) as err:
+                why = err.one_line() if isinstance(err, CheckpointError) else str(err)
+                return TurnChanges(notes=(*notes, f"checkpoint failed ({why}): this turn cannot be undone"))
+        if record is None:
+            return TurnChanges(notes=notes)
+        return TurnChanges(record.number, tuple(change.path for change in record.files), notes)
+
+    def _record(self, turn: _Turn) -> TurnRecord | None:
+        journal = self.journal()
+        number = journal.next_number()
+        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if turn.tree:
+            repo = self.repo()
+            after = repo.snapshot()
+            if after == turn.tree:
+                return None
+            changes = repo.changes(turn.tree, after)
+            first = repo.commit(turn.tree, f"before turn {number}")
+            last = repo.commit(after, f"after turn {number}: {turn.prompt}", first)
+            repo.keep(f"refs/nanohermes/{session_key(self.session)}/{number}", last)
+            record = TurnRecord(number, when, turn.prompt, "git", changes, first, last)
+        else:
+            changes = []
+            for relative, before in turn.copies.items():
+                after_state = self.copies.capture(self.workspace / relative)
+                if after_state != before:
+                    changes.append(FileChange(relative, before, after_state))
+            record = TurnRecord(number, when, turn.prompt, "copies", changes)
+        if not record.files:
+            return None
+        journal.turns.append(record)
+        journal.save()
+        return record
+
+    def _prune(self) -> None:
+        """Forget the checkpoints of sessions whose session file is gone (they live as long as it)."""
+        keep: set[str] = set()
+        for path in sorted((self.dir / "journals").glob("*.json")):
+            try:
+                journal = Journal.load(path)
+            except CheckpointError:
+                continue
+            if path == self.journal_path or Path(journal.session).exists():
+                keep.update(
+                    c.ref
+                    for t in journal.turns
+                    if t.store == "copies"
+                    for s in t.files
+                    for c in (s.before, s.after)
+                    if c is not None
+                )
+                continue
+            if self._repo is not None:
+                self._repo.drop_refs(f"refs/nanohermes/{path.stem}/")
+            path.unlink(missing_ok=True)
+        self.copies.prune(keep)
+
+    # -- telling the model about undos ---------------------------------------------------------
+
+    def model_notes(self) -> list[str]:
+        """Lines for the model about turns the user undid since it last heard (REPL or CLI)."""
+        if not self.journal_path.exists():
+            return []
+        try:
+            with self.lock():
+                journal = self.journal()
+                untold = [turn for turn in journal.turns if turn.undone and not turn.told]
+                if not untold:
+                    return []
+                for turn in untold:
+                    turn.told = True
+                journal.save()
+        except (CheckpointError, OSError, TimeoutError):
+            return []
+        return [undo_note(turn) for turn in untold]
+
+
+def undo_note(turn: TurnRecord) -> str:
+    files = ", ".join(f"{change.path} ({change.status})" for change in turn.files[:20])
+    more = f" and {len(turn.files) - 20} more" if len(turn.files) > 20 else ""
+    return (
+        f'[nanohermes: the user reverted the file changes of an earlier turn ("{turn.prompt}"): '
+        f"{files}{more} are back as they were before it. Do not redo those changes unless asked.]"
+    )

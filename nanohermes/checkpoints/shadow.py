@@ -1,0 +1,183 @@
+"""The shadow git repository: snapshots of the workspace kept outside it.
+
+git runs with `GIT_DIR` (and its own index file) under `<state_dir>/checkpoints/<workspace-key>/git`
+and `GIT_WORK_TREE` = the workspace, so `.gitignore` is honoured and shell commands' changes are seen,
+while the user's own `.git` (HEAD, index, hooks, config) is never read or written: git never enters a
+directory named `.git`, hooks point at /dev/null, the user's and the system's config are not read
+(`GIT_CONFIG_GLOBAL=/dev/null`, `GIT_CONFIG_NOSYSTEM=1`), every other `GIT_*` variable of the
+environment is dropped, and `info/attributes` switches off end-of-line conversion and filters so the
+bytes stored are the bytes on disk.
+
+A snapshot is `git add -A` (only changed files are re-read: the index caches their stat data) and
+`git write-tree`; a turn's two snapshots become two commits under `refs/nanohermes/…`, which keep them
+from garbage collection for as long as the session's journal lists them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from nanohermes.checkpoints.journal import CheckpointError, FileChange, FileState
+
+GIT_TIMEOUT = 120.0
+EMPTY_MODE = 0
+GITLINK = 0o160000
+ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding -diff\n"
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "nanohermes",
+    "GIT_AUTHOR_EMAIL": "checkpoints@nanohermes.invalid",
+    "GIT_COMMITTER_NAME": "nanohermes",
+    "GIT_COMMITTER_EMAIL": "checkpoints@nanohermes.invalid",
+}
+CONFIG = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.autocrlf=false",
+    "core.symlinks=true",
+    "core.quotePath=false",
+    "advice.addEmbeddedRepo=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+)
+
+
+def git_environment(base: dict[str, str], git_dir: Path, workspace: Path) -> dict[str, str]:
+    """`base` (the process environment) without any GIT_* variable, plus the shadow repository's."""
+    env = {key: value for key, value in base.items() if not key.startswith("GIT_")}
+    env.update(IDENTITY)
+    env.update(
+        GIT_DIR=str(git_dir),
+        GIT_WORK_TREE=str(workspace),
+        GIT_INDEX_FILE=str(git_dir / "nanohermes-index"),
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_LITERAL_PATHSPECS="1",
+        GIT_TERMINAL_PROMPT="0",
+        LC_ALL="C",
+    )
+    return env
+
+
+class ShadowRepo:
+    def __init__(self, git: str, git_dir: Path, workspace: Path) -> None:
+        self.git = git
+        self.git_dir = git_dir
+        self.workspace = workspace
+        self.env = git_environment(dict(os.environ), git_dir, workspace)
+
+    def run(self, *args: str, stdin: bytes | None = None, ok_codes: tuple[int, ...] = (0,)) -> bytes:
+        command = [self.git]
+        for item in CONFIG:
+            command += ["-c", item]
+        command += args
+        try:
+            done = subprocess.run(
+                command,
+                cwd=self.workspace,
+                env=self.env,
+                input=stdin,
+                stdin=None if stdin is not None else subprocess.DEVNULL,
+                capture_output=True,
+                timeout=GIT_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise CheckpointError(f"git {args[0]} took over {GIT_TIMEOUT:g} s") from None
+        except OSError as err:
+            raise CheckpointError(f"cannot run git: {err.strerror or err}") from None
+        if done.returncode not in ok_codes:
+            lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            why = lines[-1] if lines else f"exit code {done.returncode}"
+            raise CheckpointError(f"git {args[0]} failed: {why}")
+        return done.stdout
+
+    def ensure(self) -> None:
+        """Create the shadow repository on first use."""
+        if (self.git_dir / "HEAD").exists():
+            return
+        try:
+            self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as err:
+            raise CheckpointError(f"cannot create {self.git_dir}: {err.strerror}") from None
+        self.run("init", "--quiet")
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        (info / "attributes").write_text(ATTRIBUTES, encoding="utf-8")
+
+    def count_files(self, limit: int) -> int:
+        """Files a snapshot would hold, counting no further than `limit` + 1 (stops the listing)."""
+        command = [self.git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+        try:
+            process = subprocess.Popen(
+                command, cwd=self.workspace, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
+        except OSError as err:
+            raise CheckpointError(f"cannot run git: {err.strerror or err}") from None
+        count = 0
+        assert process.stdout is not None
+        with process.stdout:
+            while count <= limit and (chunk := process.stdout.read(65536)):
+                count += chunk.count(b"\0")
+        if count > limit:
+            process.kill()
+        process.wait()
+        return count
+
+    def snapshot(self) -> str:
+        """Record the workspace as it is now; returns the tree id."""
+        self.run("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
+        return self.run("write-tree").decode().strip()
+
+    def commit(self, tree: str, message: str, parent: str = "") -> str:
+        args = ["commit-tree", tree, "-m", message]
+        if parent:
+            args += ["-p", parent]
+        return self.run(*args).decode().strip()
+
+    def keep(self, ref: str, commit: str) -> None:
+        self.run("update-ref", ref, commit)
+
+    def drop_refs(self, prefix: str) -> None:
+        listed = self.run("for-each-ref", "--format=%(refname)", prefix).decode().split()
+        if listed:
+            self.run("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in listed).encode())
+
+    def changes(self, before: str, after: str) -> list[FileChange]:
+        """Files that differ between two trees (renames as a deletion and an addition)."""
+        raw = self.run("diff-tree", "-r", "-z", "--no-renames", "--raw", before, after)
+        fields = raw.split(b"\0")
+        changes: list[FileChange] = []
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            if not meta.startswith(b":"):
+                continue
+            old_mode, new_mode, old_id, new_id, _status = meta[1:].decode().split(" ")
+            old = _state(int(old_mode, 8), old_id)
+            new = _state(int(new_mode, 8), new_id)
+            if GITLINK in (int(old_mode, 8), int(new_mode, 8)):
+                continue  # a nested repository: not snapshotted
+            changes.append(FileChange(path.decode("utf-8", "surrogateescape"), old, new))
+        return changes
+
+    def read_blobs(self, ids: list[str]) -> dict[str, bytes]:
+        """The contents of blobs by id, in one `git cat-file --batch` run."""
+        if not ids:
+            return {}
+        unique = list(dict.fromkeys(ids))
+        out = self.run("cat-file", "--batch", stdin="".join(f"{i}\n" for i in unique).encode())
+        blobs: dict[str, bytes] = {}
+        position = 0
+        for blob_id in unique:
+            end = out.index(b"\n", position)
+            header = out[position:end].decode().split(" ")
+            if len(header) < 3:
+                raise CheckpointError(f"git lost object {blob_id} of a checkpoint")
+            size = int(header[2])
+            blobs[blob_id] = out[end + 1 : end + 1 + size]
+            position = end + 1 + size + 1
+        return blobs
+
+
+def _state(mode: int, blob_id: str) -> FileState | None:
+    return None if mode == EMPTY_MODE else FileState(mode, blob_id)

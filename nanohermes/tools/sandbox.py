@@ -1,0 +1,177 @@
+"""How `run_shell` commands are confined (SPEC §12): under bubblewrap, or plainly.
+
+Under bubblewrap (`bwrap`) a command sees the whole filesystem read-only except the workspace (bound
+read-write) and a private `/tmp`; nanohermes' own directories (memory, sessions, config, checkpoints)
+are covered by empty directories and the config file by an empty file, so no command can read a key
+or a memory; the network is cut (its own network namespace) unless `sandbox_network` is on; the API
+key variables are removed from its environment. It also gets its own PID namespace and dies with
+nanohermes, so nothing it starts outlives it; it stays in nanohermes' process group for the command,
+so timeouts and Ctrl-C still kill the whole group.
+
+Whether bubblewrap can run here (installed, and user namespaces allowed — some containers forbid them)
+is probed once, off the prompt's path (`Sandbox.detect`, a few milliseconds); the answer is one line,
+`Sandbox.status`, shown in the bottom bar and by /permission.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from nanohermes.errors import ToolError
+
+PROBE_TIMEOUT = 5.0
+SECRET_VARIABLES = ("NANOHERMES_API_KEY", "OPENAI_API_KEY")
+"""Environment variables that may hold the model key: never visible to a sandboxed command."""
+BLOCKED_MARKERS = (
+    "read-only file system",
+    "network is unreachable",
+    "temporary failure in name resolution",
+    "could not resolve host",
+    "name or service not known",
+    "no address associated with hostname",
+)
+"""Error texts that a sandboxed command prints when the sandbox stopped it."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The shell's confinement, decided once. `active`: commands run under bubblewrap."""
+
+    mode: str
+    """The setting: auto, bwrap or off."""
+    active: bool
+    network: bool
+    problem: str = ""
+    """Why bubblewrap is not used although wanted (missing, cannot start); empty otherwise."""
+    bwrap: str = ""
+    workspace: Path = Path()
+    hidden: tuple[Path, ...] = ()
+
+    @classmethod
+    def off(cls) -> Sandbox:
+        return cls("off", active=False, network=True)
+
+    @classmethod
+    def detect(
+        cls,
+        mode: str,
+        *,
+        network: bool,
+        workspace: Path,
+        hidden: Iterable[Path] = (),
+        executable: str = "bwrap",
+    ) -> Sandbox:
+        """Decide how to confine commands; probes bubblewrap once (a few milliseconds) unless `off`.
+        `executable`: the bubblewrap program (a name looked up on PATH, or a path)."""
+        if mode == "off" or sys.platform == "win32":
+            problem = "" if mode == "off" else "bubblewrap needs Linux"
+            return cls(mode, active=False, network=True, problem=problem)
+        found = shutil.which(executable)
+        if found is None:
+            return cls(mode, active=False, network=True, problem="bubblewrap (bwrap) is not installed")
+        sandbox = cls(
+            mode,
+            active=True,
+            network=network,
+            bwrap=found,
+            workspace=workspace.resolve(),
+            hidden=_hideable(hidden, workspace.resolve()),
+        )
+        problem = sandbox.probe()
+        if problem:
+            return cls(mode, active=False, network=True, problem=problem, bwrap=found)
+        return sandbox
+
+    def probe(self) -> str:
+        """Run `true` in the sandbox; the first line of bubblewrap's complaint when it cannot start."""
+        try:
+            done = subprocess.run(
+                self._wrap("true"),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=PROBE_TIMEOUT,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return f"bubblewrap cannot start: {err}"
+        if done.returncode == 0:
+            return ""
+        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = lines[0] if lines else f"exit code {done.returncode}"
+        return f"bubblewrap cannot start here ({why.removeprefix('bwrap: ')})"
+
+    @property
+    def status(self) -> str:
+        """One line for the bottom bar and /permission, e.g. "sandbox: bwrap, network off"."""
+        if self.active:
+            return f"sandbox: bwrap, network {'on' if self.network else 'off'}"
+        if self.mode == "off":
+            return "sandbox: off"
+        if self.mode == "bwrap":
+            return f"sandbox: unavailable, shell refused ({self.problem})"
+        return f"sandbox: off ({self.problem})"
+
+    @property
+    def startup_warning(self) -> str:
+        """The one line to say at start-up, or "" when nothing is wrong."""
+        if self.mode == "bwrap" and not self.active:
+            return f"sandbox = bwrap, but {self.problem}: shell commands will be refused"
+        if self.mode == "auto" and not self.active and "cannot start" in self.problem:
+            return f"{self.problem}: shell commands run without a sandbox"
+        return ""
+
+    def argv(self, command: str) -> list[str] | None:
+        """The argv that runs `command`: bubblewrap around `/bin/sh -c`, or None to run it plainly.
+
+        Raises ToolError when the setting demands bubblewrap and it cannot run."""
+        if self.mode == "bwrap" and not self.active:
+            raise ToolError(
+                f"shell command refused: sandbox = bwrap, but {self.problem} "
+                "(install bubblewrap, or set sandbox = auto or off)"
+            )
+        return self._wrap(command) if self.active else None
+
+    def _wrap(self, command: str) -> list[str]:
+        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        root = str(self.workspace)
+        args += ["--bind", root, root]
+        for path in self.hidden:
+            if path.is_dir():
+                args += ["--tmpfs", str(path)]
+            elif path.exists():
+                args += ["--ro-bind", "/dev/null", str(path)]
+        if not self.network:
+            args.append("--unshare-net")
+        for name in SECRET_VARIABLES:
+            args += ["--unsetenv", name]
+        args += ["--unshare-pid", "--die-with-parent", "--chdir", root, "--", "/bin/sh", "-c", command]
+        return args
+
+    def blocked_note(self, output: str) -> str:
+        """A line for the tool result when `output` shows the sandbox stopped the command."""
+        if not self.active:
+            return ""
+        lowered = output.lower()
+        if not any(marker in lowered for marker in BLOCKED_MARKERS):
+            return ""
+        network = "on" if self.network else "off"
+        return (
+            "sandbox: this command ran under bubblewrap (only the workspace and /tmp are writable; "
+            f"network {network}); the failure above may be the sandbox blocking it. Do not retry: "
+            "ask the user (they can set sandbox_network = true or sandbox = off)."
+        )
+
+
+def _hideable(paths: Iterable[Path], workspace: Path) -> tuple[Path, ...]:
+    """The paths to cover, outermost only, leaving out any that holds the workspace itself."""
+    kept: list[Path] = []
+    for path in sorted({path.expanduser().resolve() for path in paths}):
+        if workspace.is_relative_to(path) or any(path.is_relative_to(outer) for outer in kept):
+            continue
+        kept.append(path)
+    return tuple(kept)

@@ -1,0 +1,69 @@
+"""`nanohermes undo [--session S] [--list] [--to N] [--force]`: revert agent turns outside the REPL.
+
+Without --session it works on the session most recently recorded in the current workspace. A file
+edited after the turn is not overwritten: the command shows how it differs, restores nothing and
+exits 1, unless --force. Output is plain text: what was restored on stdout, errors on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nanohermes.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
+
+if TYPE_CHECKING:
+    from nanohermes.checkpoints import Checkpoints, TurnRecord
+    from nanohermes.cliargs import UndoArgs
+    from nanohermes.settings import Settings
+
+
+def run_undo_command(args: UndoArgs, settings: Settings) -> int:
+    from nanohermes.checkpoints import History
+
+    try:
+        checkpoints = _locate(args, settings)
+        history = History(checkpoints)
+        if args.list_only:
+            _list(history.turns(), checkpoints)
+            return EXIT_OK
+        plan = history.plan(args.to)
+        if plan.conflicts and not args.force:
+            for diff in history.conflict_diffs(plan):
+                print(f"changed since the turn: {diff.path}", file=sys.stderr)
+                for line in diff.lines[:40]:
+                    print(f"  {line}", file=sys.stderr)
+        lines = history.undo(plan, force=args.force)
+    except NanoHermesError as err:
+        print(f"nanohermes: error: {' '.join(err.one_line().split())}", file=sys.stderr)
+        return EXIT_FAILURE
+    numbers = ", ".join(str(turn.number) for turn in reversed(plan.turns))
+    print(f"undid turn {numbers} of {checkpoints.session.stem}:")
+    for line in lines:
+        print(f"  {line}")
+    print("the model is told at the next message of that session")
+    return EXIT_OK
+
+
+def _locate(args: UndoArgs, settings: Settings) -> Checkpoints:
+    from nanohermes.checkpoints import for_session, latest_in
+    from nanohermes.session import resolve_session_path
+
+    if args.session is not None:
+        return for_session(settings.state_dir, resolve_session_path(settings.sessions_dir, args.session))
+    return latest_in(settings.state_dir, Path.cwd())
+
+
+def _list(turns: list[TurnRecord], checkpoints: Checkpoints) -> None:
+    print(f"session {checkpoints.session} · workspace {checkpoints.workspace}")
+    if not turns:
+        print("no turn changed files yet")
+        return
+    for turn in turns:
+        state = " (undone)" if turn.undone else ""
+        count = len(turn.files)
+        files = f"{count} {'file' if count == 1 else 'files'}"
+        print(f"turn {turn.number}  {turn.when}  {files}{state}  {turn.prompt}")
+        for change in turn.files:
+            print(f"    {change.status:<8} {change.path}")

@@ -1,0 +1,228 @@
+"""Checkpoints through the real tool runner: what a turn records, and undo restoring exact bytes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from cp_helpers import EVERY_CHANGE, git_state, init_git, picture, populate, runner_for, turn
+
+from nanohermes.checkpoints import CheckpointError, Checkpoints, History
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    populate(root)
+    return root
+
+
+def make(workspace: Path, home: Path, **kwargs: object) -> Checkpoints:
+    return Checkpoints(workspace, home / ".nanohermes", home / "sessions" / "s1.json", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("with_git", [True, False], ids=["git-workspace", "plain-workspace"])
+def test_a_turn_of_writes_edits_and_shell_changes_is_undone_exactly(
+    workspace: Path, isolated_home: Path, with_git: bool
+) -> None:
+    if with_git:
+        init_git(workspace)
+    before = picture(workspace)
+    repo_before = git_state(workspace) if with_git else None
+    checkpoints = make(workspace, isolated_home)
+    changes, results = turn(checkpoints, runner_for(workspace, checkpoints), *EVERY_CHANGE)
+    assert all(result.ok for result in results), results
+    assert set(changes.files) == {
+        "new.txt", "private.txt", "keep.txt", "doomed.bin", "moved.txt", "src/renamed.txt",
+        "made.bin", "src/util.py", "a/b/c",
+    }  # fmt: skip
+    assert "build.log" not in changes.files  # .gitignore is honoured
+    assert picture(workspace) != before
+    if with_git:
+        assert git_state(workspace)["head"] == repo_before["head"]  # type: ignore[index]
+
+    lines = History(checkpoints).undo(History(checkpoints).plan())
+
+    after = picture(workspace)
+    after["build.log"] = before["build.log"]  # ignored: not the checkpoint's business
+    assert after == before
+    assert "recreated doomed.bin" in lines
+    assert "removed made.bin" in lines
+    assert not (workspace / "a").exists()  # directories the turn created are gone again
+    if with_git:
+        assert git_state(workspace) == repo_before  # HEAD, index, status and every .git file
+
+
+def test_the_users_git_is_never_touched_while_snapshotting(workspace: Path, isolated_home: Path) -> None:
+    init_git(workspace)
+    hook = workspace / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\ntouch HOOK-RAN\n")
+    hook.chmod(0o755)
+    repo_before = git_state(workspace)
+    checkpoints = make(workspace, isolated_home)
+    turn(checkpoints, runner_for(workspace, checkpoints), ("write_file", {"path": "x.txt", "content": "x"}))
+    assert git_state(workspace)["files"] == repo_before["files"]
+    assert not (workspace / "HOOK-RAN").exists()
+    shadow = isolated_home / ".nanohermes" / "checkpoints"
+    assert list(shadow.glob("*/git/HEAD"))  # the shadow repository lives outside the workspace
+
+
+def test_undo_twice_walks_back_two_turns(workspace: Path, isolated_home: Path) -> None:
+    original = picture(workspace)
+    checkpoints = make(workspace, isolated_home)
+    runner = runner_for(workspace, checkpoints)
+    first, _ = turn(checkpoints, runner, ("edit_file", {"path": "keep.txt", "old": "one", "new": "1"}))
+    after_first = picture(workspace)
+    second, _ = turn(checkpoints, runner, ("run_shell", {"command": "rm keep.txt; echo n > n.txt"}))
+    assert (first.turn, second.turn) == (1, 2)
+    history = History(checkpoints)
+
+    history.undo(history.plan())
+    assert picture(workspace) == after_first
+    history.undo(history.plan())
+    assert picture(workspace) == original
+    with pytest.raises(CheckpointError, match="nothing to undo"):
+        history.plan()
+    assert [turn.undone for turn in history.turns()] == [True, True]
+
+
+def test_undo_to_a_turn_reverts_every_later_turn_at_once(workspace: Path, isolated_home: Path) -> None:
+    original = picture(workspace)
+    checkpoints = make(workspace, isolated_home)
+    runner = runner_for(workspace, checkpoints)
+    for n in range(3):
+        turn(checkpoints, runner, ("write_file", {"path": "keep.txt", "content": f"v{n}"}))
+    history = History(checkpoints)
+    with pytest.raises(CheckpointError, match="no turn 7"):
+        history.plan(7)
+    plan = history.plan(1)
+    assert [t.number for t in plan.turns] == [3, 2, 1]
+    history.undo(plan)
+    assert picture(workspace) == original
+
+
+def test_a_turn_without_changes_records_nothing_and_a_reading_turn_costs_nothing(
+    workspace: Path, isolated_home: Path
+) -> None:
+    checkpoints = make(workspace, isolated_home)
+    runner = runner_for(workspace, checkpoints)
+    changes, _ = turn(checkpoints, runner, ("read_file", {"path": "keep.txt"}), ("grep", {"pattern": "x"}))
+    assert changes.turn == 0
+    assert changes.files == ()
+    assert not (isolated_home / ".nanohermes" / "checkpoints").exists()  # no snapshot was even taken
+    changes, _ = turn(checkpoints, runner, ("run_shell", {"command": "ls; cat keep.txt"}))
+    assert changes.turn == 0
+    changes, _ = turn(checkpoints, runner, ("write_file", {"path": "moved.txt", "content": "move me\n"}))
+    assert changes.turn == 0  # rewritten with the same bytes: no change
+    assert History(checkpoints).turns() == []
+
+
+def test_a_file_edited_after_the_turn_is_not_overwritten_without_force(
+    workspace: Path, isolated_home: Path
+) -> None:
+    checkpoints = make(workspace, isolated_home)
+    turn(
+        checkpoints,
+        runner_for(workspace, checkpoints),
+        ("write_file", {"path": "keep.txt", "content": "agent"}),
+    )
+    (workspace / "keep.txt").write_text("the user's own edit")
+    history = History(checkpoints)
+    plan = history.plan()
+    assert plan.conflicts == ["keep.txt"]
+    diff = history.conflict_diffs(plan)[0]
+    assert "+the user's own edit" in diff.lines
+    assert "-agent" in diff.lines
+    with pytest.raises(CheckpointError, match="keep.txt"):
+        history.undo(plan)
+    assert (workspace / "keep.txt").read_text() == "the user's own edit"
+    history.undo(plan, force=True)
+    assert (workspace / "keep.txt").read_bytes() == b"line one\nline two\r\nno newline at end"
+
+
+@pytest.mark.parametrize("why", ["no-git", "too-many-files"])
+def test_fallback_keeps_copies_of_written_files_and_says_shell_is_not_covered(
+    workspace: Path, isolated_home: Path, why: str
+) -> None:
+    original = picture(workspace)
+    options: dict[str, object] = {"git": None} if why == "no-git" else {"file_limit": 3}
+    checkpoints = make(workspace, isolated_home, **options)
+    runner = runner_for(workspace, checkpoints)
+    changes, _ = turn(
+        checkpoints, runner, *EVERY_CHANGE[:3], ("run_shell", {"command": "echo s > shell.txt"})
+    )
+    assert checkpoints.store == "copies"
+    assert sorted(changes.files) == ["keep.txt", "new.txt", "private.txt"]
+    assert len(changes.notes) == 1
+    assert "shell commands cannot be undone" in changes.notes[0]
+    second, _ = turn(checkpoints, runner, ("write_file", {"path": "new.txt", "content": "v2"}))
+    assert second.notes == ()  # said once
+    history = History(checkpoints)
+    history.undo(history.plan(1))
+    now = picture(workspace)
+    assert now.pop("shell.txt") == ("file", now_mode(workspace / "shell.txt"), b"s\n")  # not covered
+    assert now == original  # contents and exact modes (private.txt is 0600 again)
+
+
+def now_mode(path: Path) -> int:
+    return os.stat(path).st_mode & 0o7777
+
+
+def test_diff_shows_the_last_turn_or_all_turns(workspace: Path, isolated_home: Path) -> None:
+    checkpoints = make(workspace, isolated_home)
+    runner = runner_for(workspace, checkpoints)
+    turn(checkpoints, runner, ("edit_file", {"path": "src/util.py", "old": "return 1", "new": "return 2"}))
+    turn(checkpoints, runner, ("run_shell", {"command": "rm doomed.bin; echo hi > hi.txt"}))
+    history = History(checkpoints)
+    turns, diffs = history.diff()
+    assert [t.number for t in turns] == [2]
+    assert {(d.path, d.status) for d in diffs} == {("doomed.bin", "deleted"), ("hi.txt", "added")}
+    binary = next(d for d in diffs if d.path == "doomed.bin")
+    assert binary.lines[0].startswith("binary file")
+    _, every = history.diff(all_turns=True)
+    util = next(d for d in every if d.path == "src/util.py")
+    assert "-    return 1" in util.lines
+    assert "+    return 2" in util.lines
+
+
+def test_undone_turns_are_told_to_the_model_once(workspace: Path, isolated_home: Path) -> None:
+    checkpoints = make(workspace, isolated_home)
+    turn(checkpoints, runner_for(workspace, checkpoints), ("write_file", {"path": "n.txt", "content": "n"}))
+    assert checkpoints.model_notes() == []
+    history = History(checkpoints)
+    history.undo(history.plan())
+    notes = checkpoints.model_notes()
+    assert len(notes) == 1
+    assert "reverted" in notes[0]
+    assert "n.txt (added)" in notes[0]
+    assert checkpoints.model_notes() == []
+
+
+def test_checkpoints_of_a_deleted_session_are_pruned(workspace: Path, isolated_home: Path) -> None:
+    sessions = isolated_home / "sessions"
+    sessions.mkdir()
+    gone = Checkpoints(workspace, isolated_home / ".nanohermes", sessions / "gone.json")
+    (sessions / "gone.json").write_text("{}")
+    turn(gone, runner_for(workspace, gone), ("write_file", {"path": "g.txt", "content": "g"}))
+    assert gone.journal_path.exists()
+    (sessions / "gone.json").unlink()
+    kept = make(workspace, isolated_home)
+    turn(kept, runner_for(workspace, kept), ("write_file", {"path": "k.txt", "content": "k"}))
+    assert not gone.journal_path.exists()
+    assert kept.journal_path.exists()
+
+
+def test_a_broken_snapshot_is_a_note_and_the_turn_still_runs(workspace: Path, isolated_home: Path) -> None:
+    state = isolated_home / ".nanohermes"
+    state.mkdir()
+    (state / "checkpoints").write_text("a file where a directory should be")
+    checkpoints = make(workspace, isolated_home)
+    changes, results = turn(
+        checkpoints, runner_for(workspace, checkpoints), ("write_file", {"path": "n.txt", "content": "n"})
+    )
+    assert results[0].ok
+    assert (workspace / "n.txt").read_text() == "n"
+    assert changes.turn == 0
+    assert any("checkpoint failed" in note and "cannot be undone" in note for note in changes.notes)
