@@ -13,6 +13,7 @@ from rich.text import Text
 
 from nanohermes.compaction import total_chars
 from nanohermes.errors import NanoHermesError
+from nanohermes.protocols import Approver
 from nanohermes.session import describe_session, recent_session_files
 from nanohermes.settings import PERMISSION_MODES
 
@@ -36,6 +37,8 @@ class CommandContext:
     run_events: Callable[[EventSource], object]
     permission: str
     exit_requested: bool = False
+    approver: Approver | None = None
+    """Asks the user a yes/no question (e.g. /undo over later edits); None where no one can answer."""
 
     @property
     def runtime(self) -> RuntimeLike:
@@ -235,6 +238,9 @@ def cmd_permission(ctx: CommandContext, arg: str) -> None:
     mode = arg.strip()
     if not mode:
         ctx.say(f"permission: {ctx.permission} (choices: {', '.join(PERMISSION_MODES)})")
+        sandbox = ctx.runtime.sandbox
+        if sandbox is not None:
+            ctx.say(f"shell {sandbox.status} (setting: sandbox = {sandbox.mode})", "dim")
         return
     if mode not in PERMISSION_MODES:
         ctx.fail(f"unknown permission mode '{mode}'; use one of: {', '.join(PERMISSION_MODES)}")
@@ -255,6 +261,24 @@ def cmd_tokens(ctx: CommandContext, arg: str) -> None:
     ctx.say(f"context: {chars:,} characters ({100 * chars // threshold}% of the compaction threshold)", "dim")
 
 
+def cmd_diff(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.ui.checkpoint_cmd import show_diff
+
+    show_diff(ctx, arg)
+
+
+def cmd_undo(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.ui.checkpoint_cmd import undo
+
+    undo(ctx, arg)
+
+
+def cmd_checkpoints(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.ui.checkpoint_cmd import list_checkpoints
+
+    list_checkpoints(ctx, arg)
+
+
 COMMANDS: dict[str, Command] = {
     "/help": Command("/help", "list the commands and keys", cmd_help),
     "/exit": Command("/exit", "save the session and quit (also Ctrl-D)", cmd_exit),
@@ -268,6 +292,9 @@ COMMANDS: dict[str, Command] = {
     "/model": Command("/model [NAME]", "show or switch the model", cmd_model),
     "/permission": Command("/permission [MODE]", "show or set read-only | ask | auto", cmd_permission),
     "/tokens": Command("/tokens", "tokens used so far and context fill", cmd_tokens),
+    "/diff": Command("/diff [all]", "files the last turn changed (all: since the session began)", cmd_diff),
+    "/undo": Command("/undo", "revert the last turn's file changes (again: one more turn)", cmd_undo),
+    "/checkpoints": Command("/checkpoints", "the turns that changed files, and their files", cmd_checkpoints),
 }
 
 

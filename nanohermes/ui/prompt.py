@@ -156,15 +156,24 @@ def make_session(
     )
 
 
+def sandbox_label(active: bool, network: bool, mode: str) -> str:
+    """The bottom bar's word for the shell sandbox."""
+    if active:
+        return "sandboxed" if not network else "sandboxed+net"
+    return "shell refused" if mode == "bwrap" else "no sandbox"
+
+
 def toolbar_text(
-    model: str, permission: str, session: str, fill_percent: int, hint: str = ""
+    model: str, permission: str, session: str, fill_percent: int, hint: str = "", sandbox: str = ""
 ) -> FormattedText:
     style = "class:bottom-toolbar.warn" if fill_percent >= 80 else ""
+    shell = [("", f"{sandbox} "), ("", "│ ")] if sandbox else []
     parts = [
         ("", f" {model} "),
         ("", "│ "),
         ("", f"{permission} "),
         ("", "│ "),
+        *shell,
         ("", f"{session} "),
         ("", "│ "),
         (style, f"context {fill_percent}% "),

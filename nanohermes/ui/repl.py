@@ -73,10 +73,16 @@ class Repl:
         self.console = console
         self.renderer = Renderer(console)
         self.driver = TurnDriver(self.renderer, approver)
-        self.ctx = CommandContext(self._runtime, console, self.driver.run, permission=settings.permission)
+        self.ctx = CommandContext(
+            self._runtime, console, self.driver.run, permission=settings.permission, approver=approver
+        )
         self._fill = 0
         self._hint_until = 0.0
-        arguments = {"/permission": PERMISSION_MODES, "/memory": ("list", "search", "forget", "stats")}
+        arguments = {
+            "/permission": PERMISSION_MODES,
+            "/memory": ("list", "search", "forget", "stats"),
+            "/diff": ("all",),
+        }
         completer = ReplCompleter(COMMANDS, arguments, root=Path.cwd())
         self._exit_window = ExitWindow()
         keys = key_bindings(self._exit_window, self._first_interrupt)
@@ -216,8 +222,11 @@ class Repl:
         self._hint_until = time.monotonic() + HINT_SECONDS
 
     def _toolbar(self) -> FormattedText:
-        from nanohermes.ui.prompt import toolbar_text
+        from nanohermes.ui.prompt import sandbox_label, toolbar_text
 
-        model = self.loader.get().agent.model if self.loader.ready else str(self.settings.model)
+        runtime = self.loader.get() if self.loader.ready else None
+        model = runtime.agent.model if runtime is not None else str(self.settings.model)
         hint = "Ctrl-C again to exit" if time.monotonic() < self._hint_until else ""
-        return toolbar_text(model, self.ctx.permission, self._session_name(), self._fill, hint)
+        sandbox = runtime.sandbox if runtime is not None else None
+        shell = sandbox_label(sandbox.active, sandbox.network, sandbox.mode) if sandbox is not None else ""
+        return toolbar_text(model, self.ctx.permission, self._session_name(), self._fill, hint, shell)

@@ -16,8 +16,10 @@ from nanohermes.protocols import Approver
 from nanohermes.types import Message, Usage
 
 if TYPE_CHECKING:
+    from nanohermes.checkpoints import Checkpoints
     from nanohermes.cliargs import CliOptions
     from nanohermes.settings import Settings
+    from nanohermes.tools.sandbox import Sandbox
 
 
 class ChatAgent(Protocol):
@@ -104,6 +106,12 @@ class RuntimeLike(Protocol):
 
     @property
     def store(self) -> MemoryStoreLike | None: ...
+
+    @property
+    def checkpoints(self) -> Checkpoints | None: ...
+
+    @property
+    def sandbox(self) -> Sandbox | None: ...
 
 
 RuntimeBuilder = Callable[["CliOptions", "Settings", Approver | None], RuntimeLike]

@@ -12,8 +12,10 @@ from typing import Any
 from rich.console import Console
 
 from nanohermes.cancel import CancelToken
+from nanohermes.checkpoints import Checkpoints
 from nanohermes.events import Compacted, Event, Note, TextDelta, TurnFinished
 from nanohermes.settings import Settings, load_settings
+from nanohermes.tools.sandbox import Sandbox
 from nanohermes.types import Message, Usage
 from nanohermes.ui.seams import MemoryStoreLike
 
@@ -28,6 +30,9 @@ SPEC_COMMANDS = (
     "/model",
     "/permission",
     "/tokens",
+    "/diff",
+    "/undo",
+    "/checkpoints",
 )
 """The slash commands SPEC §7 names, written out here (not derived from COMMANDS) so tests check them."""
 
@@ -158,6 +163,8 @@ class FakeRuntime:
     settings: Settings
     agent: FakeAgent
     store: MemoryStoreLike | None
+    checkpoints: Checkpoints | None = None
+    sandbox: Sandbox | None = None
 
 
 def fake_runtime(store: FakeStore | None = None, **settings: Any) -> FakeRuntime:

@@ -1,0 +1,109 @@
+"""/diff, /undo and /checkpoints: what the agent's turns changed, and taking it back (SPEC §11).
+
+/undo reverts the last turn that changed files (again: one more turn back). A file edited after that
+turn is shown as a diff and the user is asked before it is overwritten; "no" restores nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from nanohermes.protocols import ApprovalRequest, Decision
+
+if TYPE_CHECKING:
+    from nanohermes.checkpoints import Checkpoints, FileDiff, History
+    from nanohermes.ui.commands import CommandContext
+
+LINE_STYLES = {"+": "green", "-": "red", "@": "cyan"}
+STATUS_STYLES = {"added": "green", "deleted": "red", "modified": "yellow"}
+
+
+def _history(ctx: CommandContext) -> History | None:
+    checkpoints: Checkpoints | None = ctx.runtime.checkpoints
+    if checkpoints is None:
+        ctx.fail("checkpoints are off (checkpoints = false): there is nothing to show or undo")
+        return None
+    from nanohermes.checkpoints import History
+
+    return History(checkpoints)
+
+
+def show_diff(ctx: CommandContext, arg: str) -> None:
+    """/diff: the last turn's changes; /diff all: every turn's since the session began."""
+    which = arg.strip()
+    if which not in ("", "all"):
+        ctx.fail("usage: /diff [all]")
+        return
+    history = _history(ctx)
+    if history is None:
+        return
+    turns, diffs = history.diff(all_turns=which == "all")
+    if not diffs:
+        ctx.say("no changes recorded in this session yet" if not turns else "those turns cancel out", "dim")
+        return
+    numbers = ", ".join(str(turn.number) for turn in turns)
+    ctx.say(f"changes of turn {numbers}:" if len(turns) == 1 else f"changes of turns {numbers}:", "dim")
+    print_diffs(ctx, diffs)
+
+
+def print_diffs(ctx: CommandContext, diffs: list[FileDiff]) -> None:
+    for diff in diffs:
+        header = Text.assemble((f"{diff.status:<9}", STATUS_STYLES.get(diff.status, "")), (diff.path, "bold"))
+        ctx.console.print(header, overflow="fold")
+        for line in diff.lines:
+            ctx.console.print(Text(line, style=LINE_STYLES.get(line[:1], "")), overflow="fold")
+
+
+def undo(ctx: CommandContext, arg: str) -> None:
+    """/undo: revert the last turn that changed files."""
+    if arg.strip():
+        ctx.fail("usage: /undo (reverts one turn per call; `nanohermes undo --to N` goes further)")
+        return
+    history = _history(ctx)
+    if history is None:
+        return
+    plan = history.plan()
+    number = plan.turns[0].number
+    if plan.conflicts:
+        diffs = history.conflict_diffs(plan)
+        ctx.say(f"edited after turn {number} (shown: the turn's version → yours now):", "yellow")
+        print_diffs(ctx, diffs)
+        if not _confirm(ctx, number, plan.conflicts):
+            ctx.say("nothing was undone", "dim")
+            return
+    lines = history.undo(plan, force=True)
+    ctx.say(f"undid turn {number} ({plan.turns[0].prompt}):")
+    for line in lines:
+        ctx.say(f"  {line}", "dim")
+    ctx.say("the model will be told with your next message", "dim")
+
+
+def _confirm(ctx: CommandContext, number: int, conflicts: list[str]) -> bool:
+    if ctx.approver is None:
+        ctx.fail("cannot ask here: nothing was undone")
+        return False
+    title = f"Overwrite your later edits of {', '.join(conflicts)} to undo turn {number}?"
+    return ctx.approver(ApprovalRequest("undo", title, "")) is not Decision.NO
+
+
+def list_checkpoints(ctx: CommandContext, arg: str) -> None:
+    """/checkpoints: the turns that changed files, with their files."""
+    history = _history(ctx)
+    if history is None:
+        return
+    turns = history.turns()
+    if not turns:
+        ctx.say("no turn has changed files in this session yet", "dim")
+        return
+    for turn in turns:
+        count = len(turn.files)
+        state = " · undone" if turn.undone else ""
+        ctx.say(f"turn {turn.number} · {turn.when} · {count} {'file' if count == 1 else 'files'}{state}")
+        ctx.say(f"  {turn.prompt}", "dim")
+        for change in turn.files:
+            line = Text.assemble(
+                "    ", (f"{change.status:<9}", STATUS_STYLES.get(change.status, "")), change.path
+            )
+            ctx.console.print(line, overflow="fold")

@@ -1,0 +1,182 @@
+"""run_shell under bubblewrap (SPEC §12). The confinement tests skip, saying why, where bwrap cannot run."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import ToolError
+from nanohermes.tools.base import CallContext
+from nanohermes.tools.sandbox import Sandbox
+from nanohermes.tools.shell import ShellTool
+
+
+def detect(workspace: Path, home: Path, **options: object) -> Sandbox:
+    hidden = [home / ".nanohermes"]
+    return Sandbox.detect("auto", workspace=workspace, hidden=hidden, **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def sandboxed(workspace: Path, isolated_home: Path) -> Sandbox:
+    sandbox = detect(workspace, isolated_home, network=False)
+    if not sandbox.active:
+        print(f"skipping sandbox test: {sandbox.problem}")
+        pytest.skip(f"bubblewrap cannot run here: {sandbox.problem}")
+    return sandbox
+
+
+def shell(workspace: Path, sandbox: Sandbox, command: str, timeout: float | None = None) -> str:
+    tool = ShellTool(workspace, timeout=30, sandbox=sandbox)
+    return tool.run_shell(command, timeout, ctx=CallContext(CancelToken()))
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A directory outside the workspace and outside /tmp (the sandbox's /tmp is its own)."""
+    base = Path("/var/tmp")
+    if not os.access(base, os.W_OK):
+        pytest.skip("/var/tmp is not writable here")
+    folder = Path(tempfile.mkdtemp(dir=base, prefix="nh-sandbox-"))
+    (folder / "secret.txt").write_text("TOP-SECRET\n")
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_a_write_outside_the_workspace_fails_and_says_the_sandbox_blocked_it(
+    workspace: Path, outside_tmp: Path, outside: Path, sandboxed: Sandbox
+) -> None:
+    result = shell(workspace, sandboxed, f"echo pwned > {outside_tmp}/secret.txt")
+    assert "Read-only file system" in result
+    assert "sandbox:" in result
+    assert "ask the user" in result
+    assert (outside_tmp / "secret.txt").read_text() == "TOP-SECRET\n"
+    hidden = shell(workspace, sandboxed, f"cat {outside}/secret.txt; echo pwned > {outside}/secret.txt")
+    assert "TOP-SECRET" not in hidden  # other files under /tmp are not even visible
+    assert (outside / "secret.txt").read_text() == "TOP-SECRET\n"
+
+
+def test_the_workspace_and_a_private_tmp_are_writable(workspace: Path, sandboxed: Sandbox) -> None:
+    marker = f"/tmp/nh-sandbox-{os.getpid()}"
+    result = shell(
+        workspace, sandboxed, f"echo made > made.txt && mkdir -p d && echo x > {marker} && cat {marker}"
+    )
+    assert result.startswith("exit code: 0"), result
+    assert (workspace / "made.txt").read_text() == "made\n"
+    assert not Path(marker).exists()  # that /tmp was the sandbox's own
+
+
+def test_memory_sessions_and_keys_are_invisible(
+    workspace: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = isolated_home / ".nanohermes"
+    (state / "sessions").mkdir(parents=True)
+    (state / "memory.json").write_text('{"memories": "private"}')
+    (state / "sessions" / "s.json").write_text("{}")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-visible-outside")
+    sandbox = detect(workspace, isolated_home, network=False)
+    if not sandbox.active:
+        pytest.skip(f"bubblewrap cannot run here: {sandbox.problem}")
+    result = shell(workspace, sandbox, f"cat {state}/memory.json; ls -A {state}; echo key=$OPENAI_API_KEY.")
+    assert "private" not in result
+    assert "No such file or directory" in result
+    assert "sessions" not in result
+    assert "key=." in result
+    assert "sk-visible-outside" not in result
+    plain = shell(workspace, Sandbox.off(), f"cat {state}/memory.json")
+    assert "private" in plain  # the same command unconfined does see it
+
+
+def _listener() -> tuple[socket.socket, int]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):  # the test closes the socket when done
+            while True:
+                server.accept()[0].close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server, server.getsockname()[1]
+
+
+CONNECT = (
+    "python3 -c \"import socket,sys; s=socket.create_connection(('127.0.0.1', {port}), timeout=3); "
+    "print('connected')\""
+)
+
+
+def test_the_network_is_off_unless_allowed(workspace: Path, isolated_home: Path, sandboxed: Sandbox) -> None:
+    server, port = _listener()
+    with server:
+        blocked = shell(workspace, sandboxed, CONNECT.format(port=port))
+        assert "connected" not in blocked
+        assert not blocked.startswith("exit code: 0")
+        allowed = detect(workspace, isolated_home, network=True)
+        assert allowed.active
+        assert "connected" in shell(workspace, allowed, CONNECT.format(port=port))
+    assert sandboxed.status == "sandbox: bwrap, network off"
+
+
+def _running(marker: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def test_a_timeout_still_kills_the_whole_process_group(workspace: Path, sandboxed: Sandbox) -> None:
+    marker = f"98{os.getpid()}.5"
+    start = time.monotonic()
+    result = shell(workspace, sandboxed, f"sleep {marker} & sleep {marker}", timeout=1)
+    assert result.startswith("timed out after 1 s")
+    assert time.monotonic() - start < 10
+    deadline = time.monotonic() + 5
+    while _running(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(marker)
+
+
+def test_cancel_kills_a_sandboxed_command(workspace: Path, sandboxed: Sandbox) -> None:
+    token = CancelToken()
+    threading.Timer(0.5, token.cancel).start()
+    tool = ShellTool(workspace, timeout=30, sandbox=sandboxed)
+    start = time.monotonic()
+    with pytest.raises(Exception, match="interrupted"):
+        tool.run_shell("sleep 30", ctx=CallContext(token))
+    assert time.monotonic() - start < 10
+
+
+def test_bwrap_mode_refuses_when_bubblewrap_is_missing_or_broken(workspace: Path, tmp_path: Path) -> None:
+    missing = Sandbox.detect(
+        "bwrap", network=False, workspace=workspace, executable=str(tmp_path / "no-bwrap")
+    )
+    assert not missing.active
+    assert "not installed" in missing.startup_warning
+    assert "refused" in missing.status
+    with pytest.raises(ToolError, match="sandbox = bwrap"):
+        shell(workspace, missing, "echo hi")
+    broken = Sandbox.detect("auto", network=False, workspace=workspace, executable="false")
+    assert not broken.active
+    assert "cannot start" in broken.startup_warning
+    assert shell(workspace, broken, "echo hi").startswith("exit code: 0")  # auto: runs plainly
+    quiet = Sandbox.detect("auto", network=False, workspace=workspace, executable=str(tmp_path / "none"))
+    assert quiet.startup_warning == ""  # auto without bubblewrap installed: no warning, the bar says it
+    assert quiet.status == "sandbox: off (bubblewrap (bwrap) is not installed)"
+    off = Sandbox.detect("off", network=False, workspace=workspace)
+    assert off.status == "sandbox: off"
+    assert off.argv("echo hi") is None
