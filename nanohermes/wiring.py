@@ -119,9 +119,13 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
 def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:
     if not settings.checkpoints:
         return None
+    import threading
+
     from nanohermes.checkpoints import Checkpoints
 
-    return Checkpoints(workspace, settings.state_dir, session)
+    checkpoints = Checkpoints(workspace, settings.state_dir, session)
+    threading.Thread(target=checkpoints.warm_up, name="nh-checkpoints", daemon=True).start()
+    return checkpoints
 
 
 def _sandbox(settings: Settings, workspace: Path, config: Path | None) -> Sandbox:

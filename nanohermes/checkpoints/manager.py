@@ -109,6 +109,18 @@ class Checkpoints:
         """ "git" or "copies" once the first change decided it, "" before."""
         return self._store
 
+    def warm_up(self) -> None:
+        """Off the prompt's path (a background thread at start-up): decide git or copies, and build
+        the shadow index of a workspace seen for the first time, so the first change of the first
+        turn only re-reads what changed. Never raises; a failure shows up at the first change."""
+        with self._lock:
+            try:
+                with self.lock():
+                    if self._decide() == "git" and not self.repo().index.exists():
+                        self.repo().snapshot()
+            except (CheckpointError, OSError, TimeoutError):
+                return
+
     # -- during a turn --------------------------------------------------------------------------
 
     def begin_turn(self, prompt: str) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from nanohermes.checkpoints.journal import CheckpointError, FileChange, FileState
 
 GIT_TIMEOUT = 120.0
+INDEX_NAME = "nanohermes-index"
 EMPTY_MODE = 0
 GITLINK = 0o160000
 ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding -diff\n"
@@ -50,7 +51,7 @@ def git_environment(base: dict[str, str], git_dir: Path, workspace: Path) -> dic
     env.update(
         GIT_DIR=str(git_dir),
         GIT_WORK_TREE=str(workspace),
-        GIT_INDEX_FILE=str(git_dir / "nanohermes-index"),
+        GIT_INDEX_FILE=str(git_dir / INDEX_NAME),
         GIT_CONFIG_GLOBAL=os.devnull,
         GIT_CONFIG_NOSYSTEM="1",
         GIT_LITERAL_PATHSPECS="1",
@@ -125,8 +126,14 @@ class ShadowRepo:
         process.wait()
         return count
 
+    @property
+    def index(self) -> Path:
+        return self.git_dir / INDEX_NAME
+
     def snapshot(self) -> str:
-        """Record the workspace as it is now; returns the tree id."""
+        """Record the workspace as it is now; returns the tree id. The caller holds the checkpoints'
+        file lock, so an index lock left by a killed git is stale and removed."""
+        self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
         self.run("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
         return self.run("write-tree").decode().strip()
 

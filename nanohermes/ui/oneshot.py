@@ -48,6 +48,7 @@ class _Outcome:
     usage: Usage = field(default_factory=Usage)
     errors: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    changed_files: list[str] = field(default_factory=list)
 
 
 def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
@@ -102,6 +103,7 @@ def _record(event: Event, outcome: _Outcome) -> None:
     elif isinstance(event, TurnFinished):
         outcome.completed, outcome.reason = event.completed, event.reason
         outcome.answer, outcome.usage = event.answer, event.usage
+        outcome.changed_files = list(event.changed_files)
 
 
 def _progress(event: Event, verbose: bool) -> None:
@@ -133,6 +135,7 @@ def _report(options: CliOptions, runtime: RuntimeLike, outcome: _Outcome) -> int
             "session": str(runtime.agent.session_path),
             "usage": outcome.usage.to_dict(),
             "tool_calls": outcome.tool_calls,
+            "files_changed": outcome.changed_files,
             "completed": outcome.completed,
             "error": error or None,
         }
