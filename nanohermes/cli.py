@@ -68,13 +68,13 @@ def _dispatch(options: CliOptions) -> int:
 
 
 def _report(err: Exception, verbose: bool) -> int:
-    from nanohermes.errors import ConfigError, NanoHermesError
+    from nanohermes.errors import ConfigError, NanoHermesError, SessionInUse
 
     if verbose:
         import traceback
 
         traceback.print_exc()
-    if isinstance(err, ConfigError):
+    if isinstance(err, ConfigError | SessionInUse):
         return _fail(err.one_line(), EXIT_USAGE)
     if isinstance(err, NanoHermesError):
         return _fail(err.one_line(), EXIT_FAILURE)

@@ -18,6 +18,7 @@ NanoHermesError              .hint: one short "how to fix it" phrase, or ""
 ├── StoreError               memory.json could not be read or written
 │   └── MemoryRejected       remember() refused a text (empty, injection, invisible Unicode)
 ├── SessionError             a session file is corrupt, unreadable or unwritable
+│   └── SessionInUse         another running nanohermes holds the session (exit code 2)
 └── Cancelled                the user pressed Ctrl-C
 """
 
@@ -116,6 +117,10 @@ class MemoryRejected(StoreError):
 
 class SessionError(NanoHermesError):
     pass
+
+
+class SessionInUse(SessionError):
+    """Another running nanohermes writes this session: a usage problem (exit 2), never a silent race."""
 
 
 class Cancelled(NanoHermesError):

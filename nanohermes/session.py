@@ -13,6 +13,7 @@ overwritten by this module.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import uuid
@@ -24,10 +25,9 @@ from typing import Any
 from nanohermes.errors import SessionError
 from nanohermes.fileio import atomic_write, ensure_private_dir
 from nanohermes.memory.security import redact_known
-from nanohermes.types import Message, Usage, message_text
+from nanohermes.types import Message, Usage, message_problem, message_text
 
 SESSION_VERSION = 1
-ROLES = frozenset({"system", "user", "assistant", "tool"})
 REDACTED = "[redacted]"
 
 
@@ -109,9 +109,8 @@ class SessionFile:
             ensure_private_dir(self.path.parent)
             atomic_write(self.path, text.encode("utf-8"))
         except OSError as err:
-            raise SessionError(
-                f"cannot write session file {self.path}: {_reason(err)}", "check the directory's permissions"
-            ) from None
+            problem = f"cannot write session file {self.path}: {_reason(err)}"
+            raise SessionError(problem, _write_hint(err)) from None
 
     def _corrupt(self, problem: str) -> SessionError:
         return SessionError(
@@ -148,8 +147,9 @@ class SessionFile:
         if not isinstance(value, list):
             raise self._corrupt(f"has no '{name}' list")
         for index, message in enumerate(value):
-            if not isinstance(message, dict) or message.get("role") not in ROLES:
-                raise self._corrupt(f"has an invalid entry {name}[{index}] (not a chat message)")
+            problem = message_problem(message)
+            if problem is not None:
+                raise self._corrupt(f"has an invalid entry {name}[{index}] ({problem})")
         return list(value)
 
 
@@ -218,3 +218,14 @@ def _mtime(path: Path) -> float:
 
 def _reason(err: Exception) -> str:
     return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+
+
+def _write_hint(err: OSError) -> str:
+    """How to fix a failed write: only a permission problem is one of permissions."""
+    if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return "free some disk space; the previous version of the file is intact"
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return "check the directory's permissions"
+    if err.errno == errno.EROFS:
+        return "the file system is read-only; use --session with a path elsewhere"
+    return ""

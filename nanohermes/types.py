@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+ROLES = frozenset({"system", "user", "assistant", "tool"})
 Message = dict[str, Any]
 """One chat message in wire format: {"role": ..., "content": ..., "tool_calls"?, "tool_call_id"?}."""
 
@@ -32,6 +33,8 @@ class ToolCall:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
         function = data.get("function") or {}
+        if not isinstance(function, dict):  # a model that sent `"function": "read_file"`
+            function = {"name": function} if isinstance(function, str) else {}
         arguments = function.get("arguments")
         if not isinstance(arguments, str):
             arguments = "{}" if arguments is None else json.dumps(arguments, ensure_ascii=False)
@@ -125,3 +128,34 @@ def message_text(message: Message) -> str:
 
 def _as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def message_problem(message: Any) -> str | None:
+    """What makes `message` unusable as a wire-format chat message (a role that is not a string, a
+    `tool_calls` that is not a list, a `function` that is not an object, …), or None when it is fine."""
+    if not isinstance(message, dict):
+        return f"a {type(message).__name__}, not a message object"
+    role = message.get("role")
+    if not isinstance(role, str) or role not in ROLES:
+        return f"role {role!r} is not one of system, user, assistant, tool"
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        return f"content is a {type(content).__name__}, not text or a list of parts"
+    if isinstance(content, list) and not all(isinstance(part, dict) for part in content):
+        return "content holds a part that is not an object"
+    if "tool_call_id" in message and not isinstance(message["tool_call_id"], str):
+        return "tool_call_id is not a string"
+    calls = message.get("tool_calls")
+    if calls is None:
+        return None
+    if not isinstance(calls, list):
+        return f"tool_calls is a {type(calls).__name__}, not a list"
+    for number, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            return f"tool_calls[{number}] has no function object"
+        if not isinstance(function.get("name"), str):
+            return f"tool_calls[{number}].function.name is not a string"
+        if not isinstance(function.get("arguments", ""), str | dict):
+            return f"tool_calls[{number}].function.arguments is neither text nor an object"
+    return None

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
     from nanohermes.protocols import Approver
     from nanohermes.session import SessionData, SessionFile
+    from nanohermes.session_lock import SessionLock
     from nanohermes.settings import Settings
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.tools.sandbox import Sandbox
@@ -45,6 +46,8 @@ class Runtime:
     store: MemoryStore | None
     checkpoints: Checkpoints | None = None
     sandbox: Sandbox | None = None
+    session_lock: SessionLock | None = None
+    """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
 
 
 class _NoticeRelay:
@@ -84,7 +87,7 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
         approver = None
     settings = apply_yes(options, settings)
     workspace = Path.cwd()
-    session, resumed = open_session(options, settings)
+    session, resumed, lock = _open_locked(options, settings)
     relay = _NoticeRelay()
     store = _open_store(settings, relay)
     client = ChatClient.from_settings(settings)
@@ -113,7 +116,7 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
     if sandbox.startup_warning:
         agent.post_note(Note(sandbox.startup_warning, "warning"))
     _add_task_tool(agent, client, runner, store, settings, workspace)
-    return Runtime(settings, agent, store, checkpoints, sandbox)
+    return Runtime(settings, agent, store, checkpoints, sandbox, lock)
 
 
 def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:
@@ -141,6 +144,21 @@ def _sandbox(settings: Settings, workspace: Path, config: Path | None) -> Sandbo
     )
 
 
+def _open_locked(
+    options: CliOptions, settings: Settings
+) -> tuple[SessionFile, SessionData | None, SessionLock]:
+    """`open_session` under the session's lock, taken before the file is read (SessionInUse: exit 2)."""
+    from nanohermes.session_lock import SessionLock
+
+    session, _ = open_session(options, settings, load=False)
+    lock = SessionLock.acquire(session.path)
+    try:
+        return session, (session.load() if session.exists() else None), lock
+    except BaseException:
+        lock.release()
+        raise
+
+
 def apply_yes(options: CliOptions, settings: Settings) -> Settings:
     """`--yes` means permission `auto` for this run; it never widens a configured `read-only`."""
     if not options.yes:
@@ -153,8 +171,10 @@ def apply_yes(options: CliOptions, settings: Settings) -> Settings:
     return settings.with_changes(permission="auto")
 
 
-def open_session(options: CliOptions, settings: Settings) -> tuple[SessionFile, SessionData | None]:
-    """The session file to use, and its contents when resuming. Raises SessionError."""
+def open_session(
+    options: CliOptions, settings: Settings, *, load: bool = True
+) -> tuple[SessionFile, SessionData | None]:
+    """The session file to use, and its contents when resuming (when `load`). Raises SessionError."""
     from nanohermes.session import SessionFile, latest_session, new_session_path, resolve_session_path
 
     if options.session is not None:
@@ -172,7 +192,7 @@ def open_session(options: CliOptions, settings: Settings) -> tuple[SessionFile, 
     if path.exists() and not path.is_file():
         raise SessionError(f"session path {path} is not a file", "give a .json file path or a session name")
     session = SessionFile(path)
-    return session, (session.load() if session.exists() else None)
+    return session, (session.load() if load and session.exists() else None)
 
 
 def _open_store(settings: Settings, relay: _NoticeRelay) -> MemoryStore | None:

@@ -70,13 +70,19 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
             _record(event, outcome)
             _progress(event, options.verbose)
     agent.wait_for_distillation(settings.request_timeout + DISTILL_GRACE)
+    unsaved = ""
     try:
         agent.save()
     except NanoHermesError as err:
-        _progress(Note(f"could not save the session: {err.one_line()}", "warning"), options.verbose)
+        unsaved = f"could not save the session: {err.one_line()}"
     for event in agent.drain_background_events():
         _progress(event, options.verbose)
-    return _report(options, runtime, outcome)
+    code = _report(options, runtime, outcome)
+    if unsaved and code == EXIT_OK:  # the answer is printed, but the turn is lost: not a success
+        return _fail(unsaved, EXIT_FAILURE)
+    if unsaved:
+        _progress(Note(unsaved, "warning"), options.verbose)
+    return code
 
 
 def read_prompt(value: str, stdin: TextIO) -> str:

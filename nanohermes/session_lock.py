@@ -1,0 +1,100 @@
+"""One writer per session (SPEC §4.4): an OS lock on `<session file>.lock`, held while the process runs.
+
+The lock is taken without waiting: a second nanohermes (REPL, `-p` or ACP) opening the same session
+gets `SessionInUse` naming the holder's pid (written into the lock file by the holder) instead of
+silently overwriting the other's turns. It is an advisory OS lock (`flock` on POSIX, a byte-range
+lock on Windows) on an open descriptor, so the OS drops it when the holder exits or is killed: a crash
+never leaves a stale lock. The lock file itself stays (removing it would race with a new holder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+from nanohermes.errors import SessionError, SessionInUse
+from nanohermes.fileio import ensure_private_dir
+
+LOCK_SUFFIX = ".lock"
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # byte 0; the pid is written after it
+        except OSError:
+            return False
+        return True
+
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+
+def lock_path(session_path: Path) -> Path:
+    return session_path.with_name(session_path.name + LOCK_SUFFIX)
+
+
+class SessionLock:
+    """The held lock of one session file; `release()` (or process exit) lets others in."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def acquire(cls, session_path: Path) -> SessionLock:
+        """Lock `session_path` for this process. Raises SessionInUse when another process holds it,
+        SessionError when the lock file cannot be created (the cause named)."""
+        path = lock_path(session_path)
+        try:
+            ensure_private_dir(path.parent)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as err:
+            raise SessionError(f"cannot lock session file {session_path}: {err.strerror or err}") from None
+        if not _try_lock(fd):
+            holder = _read_pid(fd)
+            os.close(fd)
+            who = f"pid {holder}" if holder else "a process whose pid is unknown"
+            raise SessionInUse(
+                f"session {session_path} is in use by another nanohermes ({who})",
+                "wait for it to finish, or use another --session",
+            )
+        with contextlib.suppress(OSError):  # the pid only helps the message: a full disk is fine here
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, f" {os.getpid()}\n".encode())  # byte 0 is the one Windows locks
+        return cls(path, fd)
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # closing the descriptor drops the OS lock
+
+    def __enter__(self) -> SessionLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        os.lseek(fd, 1, os.SEEK_SET)
+        text = os.read(fd, 64).decode("ascii", errors="replace")
+        return int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
