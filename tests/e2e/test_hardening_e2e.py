@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -342,3 +343,155 @@ def test_memory_save_of_a_risky_instruction_needs_approval(fake_server: FakeServ
     allowed = nh(fake_server, workspace, "--yes", "-p", "save that")
     assert allowed.returncode == 0, allowed.stderr
     assert "chmod -R 777" in memory_file().read_text(encoding="utf-8")
+
+
+# -- 5. one writer per session ---------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+def test_a_second_run_on_a_busy_session_says_who_holds_it_and_exits_2(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    fake_server.push_text("First answer, slowly.", delay=0.3)  # about 1 s of streaming
+    env = {**os.environ, "NANOHERMES_API_KEY": KEY}
+    command = [str(SCRIPT), "--base-url", fake_server.url, "--model", "m", "--session", "busy", "-p", "one"]
+    first = subprocess.Popen(
+        command, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert fake_server.wait_for_requests(1, timeout=30)
+        second = nh(fake_server, workspace, "--session", "busy", "-p", "two", timeout=30)
+        out, err = first.communicate(timeout=30)
+    finally:
+        first.kill()
+    assert second.returncode == 2
+    line = one_error_line(second)
+    assert "is in use by another nanohermes" in line
+    assert f"pid {first.pid}" in line
+    assert first.returncode == 0, err
+    assert out == "First answer, slowly.\n"
+    assert len(chat_bodies(fake_server)) == 1  # the second never talked to the model
+    fake_server.push_text("Third answer.")
+    third = nh(fake_server, workspace, "--session", "busy", "-p", "three")  # free again
+    assert third.returncode == 0, third.stderr
+    saved = json.loads((sessions_dir() / "busy.json").read_text(encoding="utf-8"))
+    users = [m["content"] for m in saved["messages"] if m["role"] == "user"]
+    assert users == ["one", "three"]
+
+
+# -- 6. malformed replies and sessions -------------------------------------------------------------
+
+
+def test_a_reply_whose_function_is_a_string_is_an_error_result(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    chunk = {"id": "x", "object": "chat.completion.chunk", "model": "m"}
+    bad_call = {"index": 0, "id": "c1", "type": "function", "function": "read_file"}
+    fake_server.push_sse(
+        [
+            {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [bad_call]}}]},
+            {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+            "data: [DONE]",
+        ]
+    )  # streamed: the call carries nothing usable, so the answer is empty and asked again unstreamed
+    fake_server.push_tool_calls([{"id": "c2", "type": "function", "function": "read_file"}])
+    fake_server.push_text("Done.")
+    done = nh(fake_server, workspace, "--session", "s", "-p", "read it")
+    assert done.returncode == 0, done.stderr
+    assert "internal error" not in done.stderr
+    saved = json.loads((sessions_dir() / "s.json").read_text(encoding="utf-8"))
+    results = [m["content"] for m in saved["messages"] if m["role"] == "tool"]
+    assert len(results) == 1
+    assert results[0].startswith("ERROR: read_file is missing required argument(s): path")
+    assert saved["messages"][-1]["content"] == "Done."
+
+
+@pytest.mark.parametrize(
+    ("message", "problem"),
+    [
+        ({"role": "assistant", "content": "", "tool_calls": "read_file"}, "tool_calls is a str, not a list"),
+        (
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "function": "read_file"}]},
+            "tool_calls[0] has no function object",
+        ),
+        ({"role": 7, "content": "hi"}, "role 7 is not one of"),
+        ({"role": "user", "content": {"text": "hi"}}, "content is a dict"),
+    ],
+)
+def test_a_malformed_resumed_session_is_corrupt_and_left_untouched(
+    fake_server: FakeServer, workspace: Path, message: dict[str, Any], problem: str
+) -> None:
+    path = sessions_dir() / "bad.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {"version": 1, "messages": [{"role": "system", "content": "x"}, message]}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    before = path.read_bytes()
+    done = nh(fake_server, workspace, "--session", "bad", "-p", "continue")
+    assert done.returncode == 1
+    line = one_error_line(done)
+    assert str(path) in line
+    assert problem in line
+    assert "left untouched" in line
+    assert path.read_bytes() == before
+    assert fake_server.requests == []
+
+
+# -- 8. a full disk is never silent ----------------------------------------------------------------
+
+
+def disk_full() -> Any:
+    """An `atomic_write` that fails the way a full disk does, for the modules that write files."""
+
+    def full(path: Path, data: bytes, **_: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    return full
+
+
+def run_inprocess(server: FakeServer, workspace: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    from nanohermes.cli import main
+
+    monkeypatch.chdir(workspace)
+    monkeypatch.setenv("NANOHERMES_API_KEY", KEY)
+    return main(["--base-url", server.url, "--model", "fake-model", *args])
+
+
+def test_a_memory_that_cannot_be_written_is_reported_with_its_cause(
+    fake_server: FakeServer,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr("nanohermes.memory.store.atomic_write", disk_full())
+    fake_server.push_text("Noted: tabs.")
+    fake_server.push_text('[{"kind": "preference", "text": "The user always prefers tabs."}]', match=DISTILL)
+    code = run_inprocess(fake_server, workspace, monkeypatch, "-p", "please remember I always prefer tabs")
+    out, err = capsys.readouterr()
+    assert code == 0  # the answer and the session are fine; the memory line says what was lost
+    assert out == "Noted: tabs.\n"
+    assert "memory not saved" in err
+    assert "No space left on device" in err
+    assert "permission" not in err
+    assert not memory_file().exists()
+
+
+def test_one_shot_exits_1_when_its_session_cannot_be_saved(
+    fake_server: FakeServer,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr("nanohermes.session.atomic_write", disk_full())
+    fake_server.push_text("The answer.")
+    code = run_inprocess(fake_server, workspace, monkeypatch, "--session", "s", "-p", "hi")
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out == "The answer.\n"  # shown, but the turn is not on disk: not a success
+    errors = [line for line in err.splitlines() if line.startswith("nanohermes: error: ")]
+    assert len(errors) == 1, err
+    assert "could not save the session" in errors[0]
+    assert "No space left on device" in errors[0]
+    assert "free some disk space" in errors[0]
+    assert "permissions" not in err
+    assert not (sessions_dir() / "s.json").exists()
