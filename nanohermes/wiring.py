@@ -126,7 +126,8 @@ def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoi
 
     from nanohermes.checkpoints import Checkpoints
 
-    checkpoints = Checkpoints(workspace, settings.state_dir, session)
+    private = (settings.state_dir, settings.memory_dir, settings.sessions_dir)
+    checkpoints = Checkpoints(workspace, settings.state_dir, session, private=private)
     threading.Thread(target=checkpoints.warm_up, name="nh-checkpoints", daemon=True).start()
     return checkpoints
 

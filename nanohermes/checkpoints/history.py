@@ -12,7 +12,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from nanohermes.checkpoints.files import put_back, remove, same_as
-from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord
+from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord, shown
 from nanohermes.checkpoints.manager import Checkpoints
 
 MAX_DIFF_LINES = 4000
@@ -67,7 +67,7 @@ class History:
                 continue
             old = contents.get(before.ref, b"") if before else b""
             new = contents.get(after.ref, b"") if after else b""
-            diffs.append(FileDiff(path, _status(before, after), render_diff(path, old, new)))
+            diffs.append(FileDiff(shown(path), _status(before, after), render_diff(shown(path), old, new)))
         return chosen, diffs
 
     def _contents(self, states: list[tuple[FileState | None, str]]) -> dict[str, bytes]:
@@ -118,16 +118,16 @@ class History:
             except OSError:
                 now = b""
             status = "deleted" if not target.exists() and not target.is_symlink() else "modified"
-            diffs.append(FileDiff(path, status, render_diff(path, left, now)))
+            diffs.append(FileDiff(shown(path), status, render_diff(shown(path), left, now)))
         return diffs
 
     def undo(self, plan: UndoPlan, *, force: bool = False) -> list[str]:
         """Restore the plan's files; returns one line per file. Raises CheckpointError on a conflict
         (unless forced) or when a file cannot be restored."""
         if plan.conflicts and not force:
-            shown = ", ".join(plan.conflicts[:10])
+            names = ", ".join(shown(path) for path in plan.conflicts[:10])
             raise CheckpointError(
-                f"changed since the turn: {shown}; nothing was restored", "pass --force to overwrite them"
+                f"changed since the turn: {names}; nothing was restored", "pass --force to overwrite them"
             )
         with self.cp.lock():
             contents = self._contents(list(plan.final.values()))
@@ -135,13 +135,13 @@ class History:
             removals = sorted((p for p, (s, _) in plan.final.items() if s is None), key=_depth, reverse=True)
             for path in removals:
                 remove(root / path, root)
-            lines = [f"removed {path}" for path in removals]
+            lines = [f"removed {shown(path)}" for path in removals]
             for path in sorted((p for p in plan.final if p not in removals), key=_depth):
                 state, store = plan.final[path]
                 assert state is not None
                 existed = (root / path).exists() or (root / path).is_symlink()
                 put_back(root / path, root, state, contents[state.ref], exact_mode=store == "copies")
-                lines.append(f"{'restored' if existed else 'recreated'} {path}")
+                lines.append(f"{'restored' if existed else 'recreated'} {shown(path)}")
             self._mark_undone(plan)
         return lines
 

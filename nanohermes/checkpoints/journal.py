@@ -45,6 +45,11 @@ class FileChange:
     after: FileState | None
 
     @property
+    def shown(self) -> str:
+        """The path for display: bytes that are not UTF-8 shown as U+FFFD."""
+        return shown(self.path)
+
+    @property
     def status(self) -> str:
         if self.before is None:
             return "added"
@@ -140,7 +145,8 @@ class Journal:
         }
         try:
             ensure_private_dir(self.path.parent)
-            atomic_write(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+            # ASCII escapes: a file name that is not valid UTF-8 (a lone surrogate here) survives
+            atomic_write(self.path, json.dumps(data).encode("ascii"))
         except OSError as err:
             raise CheckpointError(f"cannot write checkpoint journal {self.path}: {err.strerror}") from None
 
@@ -154,3 +160,8 @@ def _state_in(raw: Any) -> FileState | None:
         return None
     mode, ref = raw
     return FileState(int(mode), str(ref))
+
+
+def shown(path: str) -> str:
+    """A path as it can be printed (a file name that is not UTF-8 holds lone surrogates)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -65,8 +65,11 @@ class Checkpoints:
         *,
         git: str | None = "",
         file_limit: int = FILE_LIMIT,
+        private: tuple[Path, ...] = (),
     ) -> None:
-        """`git`: the git executable ("" finds it on PATH; None: do without git)."""
+        """`git`: the git executable ("" finds it on PATH; None: do without git). `private`:
+        nanohermes' own directories (memory, sessions), never snapshotted nor restored; the
+        checkpoints' own directory is always one."""
         self.workspace = workspace.resolve()
         self.session = session.expanduser().absolute()
         self.dir = checkpoints_root(state_dir) / workspace_key(self.workspace)
@@ -81,6 +84,7 @@ class Checkpoints:
         self._notes: list[str] = []
         self._pruned = False
         self._file_lock: BaseFileLock | None = None
+        self._private = [path.resolve() for path in (*private, checkpoints_root(state_dir))]
 
     # -- shared pieces ----------------------------------------------------------------------------
 
@@ -137,10 +141,9 @@ class Checkpoints:
             try:
                 with self.lock():
                     self._before(turn, path)
-            except (CheckpointError, OSError, TimeoutError) as err:
+            except Exception as err:  # never stop the turn: say so, and leave this turn unrecorded
                 turn.failed = True
-                why = err.one_line() if isinstance(err, CheckpointError) else str(err)
-                self._notes.append(f"checkpoint failed ({why}): this turn's changes cannot be undone")
+                self._notes.append(f"checkpoint failed ({_why(err)}): this turn's changes cannot be undone")
 
     def _before(self, turn: _Turn, path: Path | None) -> None:
         store = self._decide()
@@ -149,7 +152,8 @@ class Checkpoints:
                 turn.tree = self.repo().snapshot()
             return
         relative = self._relative(path)
-        if relative is not None and path is not None and relative not in turn.copies:
+        private = path is not None and any(path.resolve().is_relative_to(p) for p in self._private)
+        if relative is not None and path is not None and not private and relative not in turn.copies:
             turn.copies[relative] = self.copies.capture(path)
 
     def _decide(self) -> str:
@@ -158,7 +162,7 @@ class Checkpoints:
         reason = ""
         try:
             repo = self.repo()
-            repo.ensure()
+            repo.ensure([path for path in map(self._relative, self._private) if path not in (None, ".")])
             if repo.count_files(self._file_limit) > self._file_limit:
                 reason = f"the workspace holds more than {self._file_limit:,} files"
         except CheckpointError as err:
@@ -193,12 +197,13 @@ class Checkpoints:
                     if record is not None and not self._pruned:
                         self._pruned = True
                         self._prune()
-            except (CheckpointError, OSError, TimeoutError) as err:
-                why = err.one_line() if isinstance(err, CheckpointError) else str(err)
-                return TurnChanges(notes=(*notes, f"checkpoint failed ({why}): this turn cannot be undone"))
+            except Exception as err:  # the turn is over either way: say so
+                return TurnChanges(
+                    notes=(*notes, f"checkpoint failed ({_why(err)}): this turn cannot be undone")
+                )
         if record is None:
             return TurnChanges(notes=notes)
-        return TurnChanges(record.number, tuple(change.path for change in record.files), notes)
+        return TurnChanges(record.number, tuple(change.shown for change in record.files), notes)
 
     def _record(self, turn: _Turn) -> TurnRecord | None:
         journal = self.journal()
@@ -271,9 +276,17 @@ class Checkpoints:
 
 
 def undo_note(turn: TurnRecord) -> str:
-    files = ", ".join(f"{change.path} ({change.status})" for change in turn.files[:20])
+    files = ", ".join(f"{change.shown} ({change.status})" for change in turn.files[:20])
     more = f" and {len(turn.files) - 20} more" if len(turn.files) > 20 else ""
     return (
         f'[nanohermes: the user reverted the file changes of an earlier turn ("{turn.prompt}"): '
         f"{files}{more} are back as they were before it. Do not redo those changes unless asked.]"
     )
+
+
+def _why(err: Exception) -> str:
+    if isinstance(err, CheckpointError):
+        return err.one_line()
+    if isinstance(err, OSError) and err.strerror:
+        return f"{err.strerror}: {err.filename}" if err.filename else err.strerror
+    return f"{type(err).__name__}: {err}"

@@ -94,18 +94,20 @@ class ShadowRepo:
             raise CheckpointError(f"git {args[0]} failed: {why}")
         return done.stdout
 
-    def ensure(self) -> None:
-        """Create the shadow repository on first use."""
-        if (self.git_dir / "HEAD").exists():
-            return
+    def ensure(self, excluded: list[str]) -> None:
+        """Create the shadow repository on first use; `excluded`: workspace-relative directories
+        never snapshotted (nanohermes' own state, when it lives inside the workspace)."""
         try:
-            self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not (self.git_dir / "HEAD").exists():
+                self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self.run("init", "--quiet")
+            info = self.git_dir / "info"
+            info.mkdir(exist_ok=True)
+            (info / "attributes").write_text(ATTRIBUTES, encoding="utf-8")
+            patterns = "".join(f"/{_literal(path)}/\n" for path in excluded)
+            (info / "exclude").write_text(patterns, encoding="utf-8")
         except OSError as err:
-            raise CheckpointError(f"cannot create {self.git_dir}: {err.strerror}") from None
-        self.run("init", "--quiet")
-        info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
-        (info / "attributes").write_text(ATTRIBUTES, encoding="utf-8")
+            raise CheckpointError(f"cannot set up {self.git_dir}: {err.strerror}") from None
 
     def count_files(self, limit: int) -> int:
         """Files a snapshot would hold, counting no further than `limit` + 1 (stops the listing)."""
@@ -188,3 +190,8 @@ class ShadowRepo:
 
 def _state(mode: int, blob_id: str) -> FileState | None:
     return None if mode == EMPTY_MODE else FileState(mode, blob_id)
+
+
+def _literal(path: str) -> str:
+    """`path` as a gitignore pattern matching only itself."""
+    return "".join("\\" + char if char in "*?[]\\!# " else char for char in path)

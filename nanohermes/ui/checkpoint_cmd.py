@@ -84,7 +84,9 @@ def _confirm(ctx: CommandContext, number: int, conflicts: list[str]) -> bool:
     if ctx.approver is None:
         ctx.fail("cannot ask here: nothing was undone")
         return False
-    title = f"Overwrite your later edits of {', '.join(conflicts)} to undo turn {number}?"
+    from nanohermes.checkpoints.journal import shown
+
+    title = f"Overwrite your later edits of {', '.join(map(shown, conflicts))} to undo turn {number}?"
     return ctx.approver(ApprovalRequest("undo", title, "")) is not Decision.NO
 
 
@@ -104,6 +106,6 @@ def list_checkpoints(ctx: CommandContext, arg: str) -> None:
         ctx.say(f"  {turn.prompt}", "dim")
         for change in turn.files:
             line = Text.assemble(
-                "    ", (f"{change.status:<9}", STATUS_STYLES.get(change.status, "")), change.path
+                "    ", (f"{change.status:<9}", STATUS_STYLES.get(change.status, "")), change.shown
             )
             ctx.console.print(line, overflow="fold")

@@ -66,4 +66,4 @@ def _list(turns: list[TurnRecord], checkpoints: Checkpoints) -> None:
         files = f"{count} {'file' if count == 1 else 'files'}"
         print(f"turn {turn.number}  {turn.when}  {files}{state}  {turn.prompt}")
         for change in turn.files:
-            print(f"    {change.status:<8} {change.path}")
+            print(f"    {change.status:<8} {change.shown}")

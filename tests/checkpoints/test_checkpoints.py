@@ -226,3 +226,35 @@ def test_a_broken_snapshot_is_a_note_and_the_turn_still_runs(workspace: Path, is
     assert (workspace / "n.txt").read_text() == "n"
     assert changes.turn == 0
     assert any("checkpoint failed" in note and "cannot be undone" in note for note in changes.notes)
+
+
+def test_nanohermes_own_files_inside_the_workspace_are_never_snapshotted(tmp_path: Path) -> None:
+    home = tmp_path / "home"  # nanohermes started in the home directory: ~/.nanohermes is inside
+    state = home / ".nanohermes"
+    (state / "sessions").mkdir(parents=True)
+    (state / "memory.json").write_text("[]")
+    (home / "notes.txt").write_text("n\n")
+    checkpoints = Checkpoints(home, state, state / "sessions" / "s.json", private=(state,))
+    runner = runner_for(home, checkpoints)
+    command = f"echo '[1]' > {state}/memory.json; echo s > {state}/sessions/s.json; echo m > notes.txt"
+    first, _ = turn(checkpoints, runner, ("run_shell", {"command": command}))
+    assert first.files == ("notes.txt",)
+    second, _ = turn(checkpoints, runner, ("write_file", {"path": "again.txt", "content": "a"}))
+    assert second.files == ("again.txt",)  # the journal and copies of turn 1 are not changes either
+    History(checkpoints).undo(History(checkpoints).plan(1))
+    assert (state / "memory.json").read_text() == "[1]\n"  # undo never touches memory or sessions
+    assert (home / "notes.txt").read_text() == "n\n"
+
+
+def test_a_file_name_that_is_not_utf8_is_recorded_and_restored(workspace: Path, isolated_home: Path) -> None:
+    original = picture(workspace)
+    checkpoints = make(workspace, isolated_home)
+    changes, _ = turn(
+        checkpoints,
+        runner_for(workspace, checkpoints),
+        ("run_shell", {"command": "echo x > $(printf 'caf\\351')"}),
+    )
+    assert len(changes.files) == 1
+    assert changes.files == ("caf\ufffd",)  # shown printable; restored by its real name
+    History(checkpoints).undo(History(checkpoints).plan())
+    assert picture(workspace) == original
