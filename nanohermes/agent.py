@@ -37,7 +37,7 @@ from nanohermes.events import Compacted, Event, Note, TextDelta, ToolFinished, T
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import distill_messages, parse_distill, save_distilled, set_block, worth_distilling
 from nanohermes.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
-from nanohermes.session import SessionData, SessionFile
+from nanohermes.session import SessionData, SessionFile, Snapshot
 from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage, message_text
 
 if TYPE_CHECKING:
@@ -61,9 +61,13 @@ class AgentConfig:
     compact_keep_messages: int = 10
     language: str = "en"
     verbose: bool = False
+    save_each_turn: bool = True
+    """False in one-shot mode: the caller saves once, after the turn's distillation."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, verbose: bool = False) -> AgentConfig:
+    def from_settings(
+        cls, settings: Settings, *, verbose: bool = False, save_each_turn: bool = True
+    ) -> AgentConfig:
         return cls(
             model=settings.model or "",
             distill_model=settings.distill_model,
@@ -72,6 +76,7 @@ class AgentConfig:
             compact_keep_messages=settings.compact_keep_messages,
             language=settings.language,
             verbose=verbose,
+            save_each_turn=save_each_turn,
         )
 
 
@@ -152,6 +157,7 @@ class Agent:
         self._threads: list[threading.Thread] = []
         self._bg_cancel = CancelToken()
         self._writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nh-session")
+        self._saved_state: tuple[object, ...] | None = self._state()  # nothing to save yet
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -161,7 +167,13 @@ class Agent:
 
     @property
     def archive(self) -> list[Message]:
+        """Messages archived since the last save (older ones are in the session's archive file)."""
         return self._data.archive
+
+    @property
+    def archived_count(self) -> int:
+        """Every message ever archived in this session, saved or not."""
+        return self._data.archived + len(self._data.archive)
 
     @property
     def usage(self) -> Usage:
@@ -221,7 +233,8 @@ class Agent:
             yield over.note
         changes = self._end_checkpoint()
         yield from _checkpoint_notes(changes)
-        self._save_in_background()
+        if self._config.save_each_turn:
+            self._save_in_background()
         if over.completed:
             self._start_distillation(turn)
         yield TurnFinished(over.completed, over.reason, turn.usage, over.answer, changes.files)
@@ -437,10 +450,27 @@ class Agent:
 
     def _submit_save(self) -> concurrent.futures.Future[None]:
         """Render here (a snapshot consistent with this thread); write + fsync in the writer thread,
-        in submission order, so a turn never waits on the disk."""
+        in submission order, so a turn never waits on the disk. Nothing changed since the last
+        save: no write (the returned future still waits for the earlier ones)."""
         self._data.model = self._model_name
-        text = SessionFile.render(self._data, secrets=self._secrets)
-        return self._writer.submit(self._session.write, text)
+        state = self._state()
+        if state == self._saved_state:
+            return self._writer.submit(_nothing)
+        snapshot = SessionFile.render(self._data, secrets=self._secrets)
+        self._saved_state = state
+        return self._writer.submit(self._write, snapshot)
+
+    def _write(self, snapshot: Snapshot) -> None:
+        try:
+            self._session.write(snapshot)
+        except BaseException:
+            self._saved_state = None  # the next save writes again, whatever changed
+            raise
+
+    def _state(self) -> tuple[object, ...]:
+        """What a save would change: cheap to compute, different after anything that needs saving."""
+        last = self.messages[-1] if self.messages else None
+        return (len(self.messages), id(last), len(self._data.archive), self._data.usage, self._model_name)
 
     def _save_in_background(self) -> None:
         self._submit_save().add_done_callback(self._report_save)
@@ -462,3 +492,7 @@ def _checkpoint_notes(changes: TurnChanges) -> Iterator[Event]:
         yield Note(
             f"checkpoint {changes.turn}: {count} {'file' if count == 1 else 'files'} changed ({shown})"
         )
+
+
+def _nothing() -> None:
+    return None

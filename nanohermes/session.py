@@ -1,14 +1,22 @@
 """Session files (SPEC §4.4; format documented in sessions/README.md).
 
-    {"version": 1, "id", "created", "updated", "model", "workspace",
-     "messages": [wire-format messages, messages[0] = system],
-     "archive": [every message ever removed from the live context, oldest first],
-     "usage": {"prompt_tokens", "completion_tokens", "total_tokens"}}
+    NAME.json                 {"version": 2, "id", "created", "updated", "model", "workspace", "title",
+                               "message_count", "archived", "archive_bytes", "usage",
+                               "messages": [wire-format messages, messages[0] = system]}   (compact JSON)
+    NAME.archive.jsonl        every message ever removed from the live context, one per line, oldest
+                              first; append-only, fsynced
 
-Written atomically (temp file in the same directory, fsync, os.replace), mode 0600, directory 0700.
-Secrets given to `save` (the API key) are replaced by "[redacted]" wherever they appear. A file that
-cannot be read or parsed raises SessionError naming the path and how to start fresh; it is never
-overwritten by this module.
+The header keys come before `messages`, so `/sessions` reads a few hundred bytes per file, not the
+whole file. A save writes the live messages only (the C JSON encoder, no indentation) and appends
+what was archived since the last save, so its cost does not grow with the archive. The archive lines
+are appended and fsynced before the main file is replaced, and `archive_bytes` names how much of the
+archive the main file vouches for: lines of a save that crashed before its main file was written are
+cut off on the next save (their messages are still in the live messages of the older main file).
+
+Version 1 files (indented, `archive` inside) load; their archive moves to the sidecar on the next save.
+Written atomically (temp file, fsync, rename), mode 0600, directory 0700. Secrets given to `render`
+(the API key) are replaced by "[redacted]" wherever they appear. A file that cannot be read or parsed
+raises SessionError naming the path and how to start fresh; it is never overwritten by this module.
 """
 
 from __future__ import annotations
@@ -23,17 +31,22 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.errors import SessionError
-from nanohermes.fileio import atomic_write, ensure_private_dir
+from nanohermes.fileio import atomic_write, ensure_private_dir, write_all
 from nanohermes.memory.security import redact_known
 from nanohermes.types import Message, Usage, message_problem, message_text
 
-SESSION_VERSION = 1
+SESSION_VERSION = 2
 REDACTED = "[redacted]"
+ARCHIVE_SUFFIX = ".archive.jsonl"
+HEADER_READ = 16 * 1024
+_MESSAGES_KEY = ',"messages":'
+TITLE_CHARS = 60
 
 
 @dataclass
 class SessionData:
-    """What a session file holds."""
+    """What a session file holds. `archive` holds archived messages not yet written to the sidecar
+    (all of a version 1 file's archive until its first save); `archived` counts those already there."""
 
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     created: str = field(default_factory=lambda: now_iso())
@@ -43,8 +56,12 @@ class SessionData:
     messages: list[Message] = field(default_factory=list)
     archive: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    title: str = ""
+    archived: int = 0
+    archive_bytes: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def header(self) -> dict[str, Any]:
+        """Everything but the messages, in file order."""
         return {
             "version": SESSION_VERSION,
             "id": self.id,
@@ -52,8 +69,10 @@ class SessionData:
             "updated": self.updated,
             "model": self.model,
             "workspace": self.workspace,
-            "messages": self.messages,
-            "archive": self.archive,
+            "title": self.title,
+            "message_count": len(self.messages),
+            "archived": self.archived,
+            "archive_bytes": self.archive_bytes,
             "usage": self.usage.to_dict(),
         }
 
@@ -68,15 +87,45 @@ class SessionInfo:
     title: str
 
 
+@dataclass
+class Snapshot:
+    """One save, rendered on the caller's thread (consistent), written by `SessionFile.write`."""
+
+    header: dict[str, Any]
+    messages_json: str
+    archive_lines: list[str]
+    secrets: tuple[str, ...] = ()
+
+    def text(self, archive_bytes: int) -> str:
+        header = json.dumps(
+            {**self.header, "archive_bytes": archive_bytes}, ensure_ascii=False, separators=(",", ":")
+        )
+        return redact(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets)
+
+
 def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    return redact_known(text, secrets, REDACTED) if secrets else text
+
+
+def title_of(messages: list[Message]) -> str:
+    first = next((m for m in messages if m.get("role") == "user"), None)
+    return " ".join(message_text(first).split())[:TITLE_CHARS] if first else ""
+
+
 class SessionFile:
-    """One session file on disk."""
+    """One session file on disk (and its archive sidecar). Writes come from one thread at a time."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.archive_path = path.with_name(path.stem + ARCHIVE_SUFFIX)
+        self._archive_bytes: int | None = None
+        """How much of the sidecar the main file on disk vouches for (None: not known yet)."""
+        self._unwritten: list[str] = []
+        """Archive lines of a save that failed, written first by the next one."""
 
     def exists(self) -> bool:
         return self.path.is_file()
@@ -90,27 +139,90 @@ class SessionFile:
             raw = json.loads(text)
         except ValueError as err:
             raise self._corrupt(f"is not valid JSON ({err})") from None
-        return self._parse(raw)
+        data = self._parse(raw)
+        self._archive_bytes = data.archive_bytes
+        return data
+
+    def load_archive(self) -> list[Message]:
+        """Every archived message, oldest first: the sidecar's vouched-for lines, then (for a version 1
+        file not saved since) the archive inside the file."""
+        data = self.load()
+        messages: list[Message] = []
+        try:
+            with self.archive_path.open("rb") as handle:
+                raw = handle.read(data.archive_bytes)
+        except FileNotFoundError:
+            raw = b""
+        except OSError as err:
+            problem = f"has an unreadable archive {self.archive_path.name} ({_reason(err)})"
+            raise self._corrupt(problem) from None
+        for number, line in enumerate(raw.splitlines(), start=1):
+            try:
+                message = json.loads(line)
+            except ValueError:
+                raise self._corrupt(f"has a broken line {number} in {self.archive_path.name}") from None
+            messages.append(message)
+        return messages + data.archive
 
     def save(self, data: SessionData, *, secrets: tuple[str, ...] = ()) -> None:
-        """Write atomically with `updated` set to now. Raises SessionError when it cannot."""
+        """Render and write now. Raises SessionError when it cannot."""
         self.write(self.render(data, secrets=secrets))
 
     @staticmethod
-    def render(data: SessionData, *, secrets: tuple[str, ...] = ()) -> str:
-        """The file's text for `data` (with `updated` set to now and secrets redacted)."""
+    def render(data: SessionData, *, secrets: tuple[str, ...] = ()) -> Snapshot:
+        """A snapshot of `data` to write (with `updated` set to now). The archived messages it carries
+        leave `data.archive` and are counted in `data.archived`."""
         data.updated = now_iso()
-        text = json.dumps(data.to_dict(), ensure_ascii=False, indent=1)
-        return redact_known(text, secrets, REDACTED)
+        data.title = data.title or title_of(data.archive) or title_of(data.messages)
+        lines = [json.dumps(m, ensure_ascii=False, separators=(",", ":")) for m in data.archive]
+        data.archived += len(lines)
+        data.archive.clear()
+        messages_json = json.dumps(data.messages, ensure_ascii=False, separators=(",", ":"))
+        return Snapshot(data.header(), messages_json, lines, secrets)
 
-    def write(self, text: str) -> None:
-        """Write `text` (from `render`) atomically: temp file, fsync, rename. Raises SessionError."""
+    def write(self, snapshot: Snapshot) -> None:
+        """Append the snapshot's archive lines (fsynced), then replace the main file atomically.
+        Raises SessionError; nothing it was given is lost (a failed save's lines go with the next)."""
+        lines = self._unwritten + snapshot.archive_lines
         try:
             ensure_private_dir(self.path.parent)
-            atomic_write(self.path, text.encode("utf-8"))
+            size = self._append_archive(lines, snapshot.secrets)
+            atomic_write(self.path, snapshot.text(size).encode("utf-8"))
         except OSError as err:
+            self._unwritten = lines
             problem = f"cannot write session file {self.path}: {_reason(err)}"
             raise SessionError(problem, _write_hint(err)) from None
+        self._unwritten = []
+        self._archive_bytes = size
+
+    def _append_archive(self, lines: list[str], secrets: tuple[str, ...]) -> int:
+        """Cut what no main file vouches for, append `lines`, fsync; return the sidecar's size."""
+        expected = self._archive_bytes
+        if not lines and (expected is not None or not self.archive_path.exists()):
+            return expected or 0
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.archive_path, flags, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if expected is None:  # a new session, or a version 1 file: no sidecar is vouched for yet
+                expected = 0 if self._main_version() < SESSION_VERSION else size
+            if size > expected:
+                os.ftruncate(fd, expected)
+                size = expected
+            if lines:
+                data = redact("".join(line + "\n" for line in lines), secrets).encode("utf-8")
+                os.lseek(fd, size, os.SEEK_SET)
+                write_all(fd, data)
+                os.fsync(fd)
+                size += len(data)
+        finally:
+            os.close(fd)
+        return size
+
+    def _main_version(self) -> int:
+        header = read_header(self.path)
+        version = header.get("version") if header else None
+        return version if isinstance(version, int) else 0
 
     def _corrupt(self, problem: str) -> SessionError:
         return SessionError(
@@ -131,7 +243,7 @@ class SessionFile:
                 "upgrade nanohermes or start fresh with --session NEW-NAME",
             )
         messages = self._messages(raw.get("messages"), "messages")
-        archive = self._messages(raw.get("archive", []), "archive")
+        archive = self._messages(raw.get("archive", []), "archive") if version < 2 else []
         return SessionData(
             id=str(raw.get("id") or uuid.uuid4().hex[:12]),
             created=str(raw.get("created") or ""),
@@ -141,6 +253,9 @@ class SessionFile:
             messages=messages,
             archive=archive,
             usage=Usage.from_dict(raw.get("usage")),
+            title=str(raw.get("title") or ""),
+            archived=_count(raw.get("archived")) if version >= 2 else 0,
+            archive_bytes=_count(raw.get("archive_bytes")) if version >= 2 else 0,
         )
 
     def _messages(self, value: Any, name: str) -> list[Message]:
@@ -151,6 +266,23 @@ class SessionFile:
             if problem is not None:
                 raise self._corrupt(f"has an invalid entry {name}[{index}] ({problem})")
         return list(value)
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """The header of a version 2 file from its first few kilobytes; None when that is not one."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(HEADER_READ).decode("utf-8", "replace")
+    except OSError:
+        return None
+    cut = head.find(_MESSAGES_KEY)
+    if cut < 0:
+        return None
+    try:
+        header = json.loads(head[:cut] + "}")
+    except ValueError:
+        return None
+    return header if isinstance(header, dict) else None
 
 
 def resolve_session_path(sessions_dir: Path, name_or_path: str) -> Path:
@@ -187,14 +319,17 @@ def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
 
 
 def describe_session(path: Path) -> SessionInfo:
-    """What `/sessions` shows of one file; an unreadable file gets a title saying so."""
+    """What `/sessions` shows of one file, from its header (a version 1 file is read whole); an
+    unreadable file gets a title saying so."""
+    header = read_header(path)
+    if header is not None:
+        title = str(header.get("title") or "") or "(empty)"
+        return SessionInfo(path, str(header.get("updated") or ""), _count(header.get("message_count")), title)
     try:
         data = SessionFile(path).load()
     except SessionError:
         return SessionInfo(path, "", 0, "(unreadable session file)")
-    first = next((m for m in data.messages if m.get("role") == "user"), None)
-    title = " ".join(message_text(first).split())[:60] if first else "(empty)"
-    return SessionInfo(path, data.updated, len(data.messages), title)
+    return SessionInfo(path, data.updated, len(data.messages), title_of(data.messages) or "(empty)")
 
 
 def list_sessions(sessions_dir: Path, limit: int = 10) -> list[SessionInfo]:
@@ -214,6 +349,10 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _reason(err: Exception) -> str:

@@ -101,7 +101,7 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
     agent = Agent(
         client,
         runner,
-        AgentConfig.from_settings(settings, verbose=options.verbose),
+        AgentConfig.from_settings(settings, verbose=options.verbose, save_each_turn=options.prompt is None),
         base_system_prompt(workspace, memory=store is not None, agents_md=agents_md),
         session=session,
         store=store,

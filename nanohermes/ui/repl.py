@@ -190,7 +190,7 @@ class Repl:
             self.renderer.note("stopped waiting for memory distillation", "warning")
         self._show_background_events()
         path = session_file(runtime)
-        if path is None:
+        if path is None or not path.is_file():  # a session is written by its first turn
             self.console.print("This conversation was not saved to a session file.")
             return 0
         hint = resume_hint(path, runtime.settings.sessions_dir)

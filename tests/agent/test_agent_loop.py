@@ -15,7 +15,7 @@ from nanohermes.errors import ContextOverflow, ModelNotFound, SessionError
 from nanohermes.events import Compacted, Event, Note, StreamItem, TextDelta, ToolFinished, TurnFinished
 from nanohermes.memory import BLOCK_START, MemoryStore
 from nanohermes.prompts import base_system_prompt
-from nanohermes.session import SessionData, SessionFile
+from nanohermes.session import SessionData, SessionFile, Snapshot
 from nanohermes.tools.base import tool_from_function
 from nanohermes.tools.runner import ToolRunner
 from nanohermes.types import ChatResult, Message
@@ -241,7 +241,7 @@ def test_context_overflow_compacts_once_and_retries(tmp_path: Path) -> None:
     assert finished(events).answer == "after compaction"
     assert [e for e in events if isinstance(e, Compacted)]
     assert "Goal: answer questions." in agent.messages[1]["content"]
-    assert len(agent.archive) > 0
+    assert agent.archived_count > 0
     assert len(model.stream_requests) == 8 + 2  # the overflowing request and one retry
     assert len(model.complete_requests) == 1  # one summary
     model.steps = [ContextOverflow("still too long"), ContextOverflow("still too long"), text("never")]
@@ -287,7 +287,8 @@ def test_threshold_compaction_keeps_system_summary_recent_and_archive(tmp_path: 
     assert agent.messages[-1] == {"role": "assistant", "content": "final"}
     assert agent.flush(10)
     saved = SessionFile(agent.session_path).load()
-    assert saved.archive == history[1:-9]
+    assert SessionFile(agent.session_path).load_archive() == history[1:-9]
+    assert saved.archived == len(history[1:-9])
     assert (saved.id, saved.workspace) == (data.id, str(workspace))  # same session, current workspace
     assert saved.messages[1]["content"].startswith("[Summary of the earlier conversation")
 
@@ -304,7 +305,7 @@ def test_manual_compact_and_reset(tmp_path: Path) -> None:
     assert len(agent.messages) == 4
     agent.reset()
     assert [m["role"] for m in agent.messages] == ["system"]
-    assert len(agent.archive) == 4 + 3  # compaction removed q0 a0 q1 a1; reset the summary, q2 and a2
+    assert agent.archived_count == 4 + 3  # compaction removed q0 a0 q1 a1; reset the summary, q2 and a2
     assert store is not None
     assert store.load() == []  # /reset never touches the memory store
 
@@ -321,7 +322,7 @@ def test_usage_model_switch_and_secret_never_saved(tmp_path: Path) -> None:
     agent.save()
     text_on_disk = agent.session_path.read_text(encoding="utf-8")
     assert "sk-SECRET-key-0123456789" not in text_on_disk
-    assert '"model": "other-model"' in text_on_disk
+    assert '"model":"other-model"' in text_on_disk
 
 
 class _GatedSession(SessionFile):
@@ -332,11 +333,11 @@ class _GatedSession(SessionFile):
         self.gate = threading.Event()
         self.failure: SessionError | None = None
 
-    def write(self, text: str) -> None:
+    def write(self, snapshot: Snapshot) -> None:
         assert self.gate.wait(10)
         if self.failure is not None:
             raise self.failure
-        super().write(text)
+        super().write(snapshot)
 
 
 def test_session_writes_stay_off_the_turn_flush_waits_and_failures_become_notes(tmp_path: Path) -> None:
@@ -359,4 +360,64 @@ def test_session_writes_stay_off_the_turn_flush_waits_and_failures_become_notes(
     assert notes == [("error", session.failure.one_line())]
     with pytest.raises(SessionError, match="disk full"):
         agent.save()
+    assert SessionFile(session.path).load().messages[-1] == {"role": "assistant", "content": "one"}
+
+
+class _CountingSession(SessionFile):
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.writes = 0
+
+    def write(self, snapshot: Snapshot) -> None:
+        self.writes += 1
+        super().write(snapshot)
+
+
+def _counting_agent(tmp_path: Path, model: ScriptedModel, **config: object) -> tuple[Agent, _CountingSession]:
+    session = _CountingSession(tmp_path / "sessions" / "count.json")
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    runner = ToolRunner(workspace, permission="auto", approver=None, store=None)
+    resumed = session.load() if session.exists() else None
+    agent = Agent(model, runner, AgentConfig(model="m", **config), "S", session=session, resumed=resumed)  # type: ignore[arg-type]
+    return agent, session
+
+
+def test_one_save_per_turn_and_none_without_a_change(tmp_path: Path) -> None:
+    agent, session = _counting_agent(tmp_path, ScriptedModel([text("one")]))
+    agent.save()
+    assert session.writes == 0
+    assert not session.exists(), "nothing said yet: no file"
+    run(agent, "first")
+    assert agent.flush(10)
+    assert session.writes == 1
+    agent.save()  # exit right after the turn: nothing changed
+    agent.save()
+    assert session.writes == 1
+    agent.set_model("other")
+    agent.save()
+    assert session.writes == 2
+    resumed, again = _counting_agent(tmp_path, ScriptedModel([]))
+    resumed.save()  # a resumed session that did nothing is not rewritten (REPL exit)
+    assert again.writes == 0
+
+
+def test_one_shot_mode_saves_once_after_the_turn(tmp_path: Path) -> None:
+    agent, session = _counting_agent(tmp_path, ScriptedModel([text("one")]), save_each_turn=False)
+    run(agent, "first")
+    assert agent.flush(10)
+    assert session.writes == 0
+    agent.save()
+    assert session.writes == 1
+    assert SessionFile(session.path).load().messages[-1] == {"role": "assistant", "content": "one"}
+
+
+def test_a_failed_write_is_written_again_by_the_next_save(tmp_path: Path) -> None:
+    agent, session = _counting_agent(tmp_path, ScriptedModel([text("one")]))
+    session.path.mkdir(parents=True)  # cannot be replaced by a file
+    run(agent, "first")
+    assert agent.flush(10)
+    assert [e for e in agent.drain_background_events() if isinstance(e, Note) and e.level == "error"]
+    session.path.rmdir()
+    agent.save()  # nothing changed since, but the last write failed
     assert SessionFile(session.path).load().messages[-1] == {"role": "assistant", "content": "one"}

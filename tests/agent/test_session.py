@@ -15,24 +15,113 @@ from nanohermes.session import (
     SESSION_VERSION,
     SessionData,
     SessionFile,
+    describe_session,
     latest_session,
     list_sessions,
     new_session_path,
+    read_header,
     resolve_session_path,
 )
 from nanohermes.types import Usage
 
-SAMPLE = Path(__file__).resolve().parents[2] / "sessions" / "sample-session.json"
+SAMPLES = Path(__file__).resolve().parents[2] / "sessions"
+SAMPLE = SAMPLES / "sample-session.json"
+SAMPLE_V1 = SAMPLES / "sample-session-v1.json"
 
 
 def test_sample_session_in_the_repository_loads() -> None:
-    data = SessionFile(SAMPLE).load()
+    session = SessionFile(SAMPLE)
+    data = session.load()
     assert data.id == "3f2a9c41b7d0"
     assert data.model == "gpt-4o-mini"
     assert [m["role"] for m in data.messages][:3] == ["system", "user", "user"]
     assert data.messages[3]["tool_calls"][1]["id"] == "call_2"
-    assert len(data.archive) == 4
+    assert (data.archived, data.archive) == (4, [])  # the archive stays in its sidecar until asked for
+    assert [m["role"] for m in session.load_archive()] == ["user", "assistant", "tool", "assistant"]
     assert data.usage == Usage(18342, 611, 18953)
+    assert data.title == "Add a --celsius flag to the weather command."
+
+
+def test_version_1_sample_loads_and_migrates_on_the_next_save(tmp_path: Path) -> None:
+    old = SessionFile(SAMPLE_V1).load()
+    assert len(old.archive) == 4
+    path = tmp_path / "s.json"
+    path.write_bytes(SAMPLE_V1.read_bytes())
+    session = SessionFile(path)
+    data = session.load()
+    data.messages.append({"role": "user", "content": "one more"})
+    session.save(data)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    assert raw["version"] == SESSION_VERSION == 2
+    assert "archive" not in raw
+    assert raw["archived"] == 4
+    assert raw["title"] == "Add a --celsius flag to the weather command."  # the first user message, archived
+    assert SessionFile(path).load_archive() == old.archive
+    assert SessionFile(path).load().messages == [*old.messages, {"role": "user", "content": "one more"}]
+    assert "\n" not in path.read_text(encoding="utf-8"), "compact JSON"
+
+
+def test_archive_is_appended_never_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    session = SessionFile(path)
+    data = SessionData(messages=[{"role": "system", "content": "S"}])
+    for n in range(3):
+        data.archive.append({"role": "user", "content": f"old {n}"})
+        session.save(data)
+    sidecar = path.with_name("a.archive.jsonl")
+    first_bytes = sidecar.read_bytes()
+    session.save(data)  # nothing new archived: the sidecar is not touched
+    assert sidecar.read_bytes() == first_bytes
+    assert [m["content"] for m in SessionFile(path).load_archive()] == ["old 0", "old 1", "old 2"]
+    assert stat.S_IMODE(sidecar.stat().st_mode) == 0o600
+
+
+def test_lines_of_a_save_that_crashed_before_its_main_file_are_cut(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    data = SessionData(
+        messages=[{"role": "system", "content": "S"}], archive=[{"role": "user", "content": "kept"}]
+    )
+    SessionFile(path).save(data)
+    sidecar = path.with_name("c.archive.jsonl")
+    with sidecar.open("a", encoding="utf-8") as handle:  # a later save appended, then crashed
+        handle.write('{"role":"user","content":"orphan"}\n{"role":"us')
+    assert [m["content"] for m in SessionFile(path).load_archive()] == ["kept"]
+    session = SessionFile(path)
+    resumed = session.load()
+    resumed.archive.append({"role": "user", "content": "next"})
+    session.save(resumed)
+    assert [m["content"] for m in SessionFile(path).load_archive()] == ["kept", "next"]
+
+
+def test_a_failed_save_loses_no_archived_message(tmp_path: Path) -> None:
+    path = tmp_path / "sessions" / "f.json"
+    session = SessionFile(path)
+    data = SessionData(
+        messages=[{"role": "system", "content": "S"}], archive=[{"role": "user", "content": "a"}]
+    )
+    path.mkdir(parents=True)  # the main file cannot be replaced: the save fails after the archive append
+    with pytest.raises(SessionError):
+        session.save(data)
+    path.rmdir()
+    data.archive.append({"role": "user", "content": "b"})
+    session.save(data)
+    assert [m["content"] for m in SessionFile(path).load_archive()] == ["a", "b"]
+    assert SessionFile(path).load().archived == 2
+
+
+def test_listing_reads_only_the_header(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    data = SessionData(
+        messages=[{"role": "system", "content": "S"}, {"role": "user", "content": "héllo  world"}]
+    )
+    data.messages += [{"role": "assistant", "content": "x" * 200_000}]
+    SessionFile(path).save(data)
+    header = read_header(path)
+    assert header is not None
+    assert (header["title"], header["message_count"]) == ("héllo world", 3)
+    info = describe_session(path)
+    assert (info.title, info.messages) == ("héllo world", 3)
+    assert describe_session(SAMPLE_V1).title.startswith("[Summary"), "version 1 files are read whole"
 
 
 def test_round_trip_is_private_atomic_and_redacts_the_key(tmp_path: Path) -> None:

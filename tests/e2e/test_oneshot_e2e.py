@@ -179,7 +179,7 @@ def test_resume_restores_messages_rebuilds_system_and_never_stores_the_key(
     assert "Project rule: use tabs." in sent[0]["content"]  # rebuilt from the current configuration
     assert sent[2]["content"] == "First answer."
     saved = json.loads(path.read_text(encoding="utf-8"))
-    assert saved["version"] == 1
+    assert saved["version"] == 2
     assert [m["content"] for m in saved["messages"][1:]][-2:] == ["and now?", "Second answer."]
     assert KEY not in path.read_text(encoding="utf-8")
 
@@ -218,7 +218,10 @@ def test_compaction_of_a_large_session(fake_server: FakeServer, workspace: Path,
     assert_valid_history(sent)
     saved = json.loads(path.read_text(encoding="utf-8"))
     kept = len(sent) - 3
-    assert saved["archive"] == messages[1 : len(messages) - kept]
+    assert "archive" not in saved, "a version 1 file is migrated: its archive moves to the sidecar"
+    archive = path.with_name(path.stem + ".archive.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in archive] == messages[1 : len(messages) - kept]
+    assert saved["archived"] == len(archive)
     assert saved["messages"][1]["content"].startswith("[Summary of the earlier conversation")
 
 

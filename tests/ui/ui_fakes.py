@@ -126,6 +126,9 @@ class FakeAgent:
 
     def save(self) -> None:
         self.saved += 1
+        if self._session_path is not None:  # like the real agent: the file exists once saved
+            self._session_path.parent.mkdir(parents=True, exist_ok=True)
+            self._session_path.touch()
 
     def wait_for_distillation(self, timeout: float | None = None, /) -> bool:
         self.waited += 1
