@@ -26,6 +26,11 @@ class Entry:
     context: str = ""
     """The conversation around the memory (the user's words when it was distilled): indexed with a
     low weight, never shown in the block or sent to the model."""
+    project: str | None = None
+    """The project this memory belongs to (its key, SPEC §3.9); None: global."""
+    extra: str = ""
+    """Fields this version does not know, as the JSON text of an object ("" when none): written back
+    unchanged so a file from a newer program loses nothing (SPEC §3.2)."""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -39,6 +44,11 @@ class Entry:
             data["keys"] = list(self.keys)
         if self.context:
             data["context"] = self.context
+        if self.project is not None:
+            data["project"] = self.project
+        if self.extra:
+            for name, value in json.loads(self.extra).items():
+                data.setdefault(name, value)
         return data
 
 
@@ -75,8 +85,30 @@ def clean_keys(raw: object) -> tuple[str, ...]:
     return tuple(keys)[:MAX_KEYS]
 
 
-def parse_document(raw: bytes, known: Known | None = None) -> tuple[list[Entry], int]:
-    """The entries and format version of memory.json's bytes; FormatError if it is not a store."""
+KNOWN_FIELDS = frozenset({"id", "kind", "text", "source", "ts", "keys", "context", "project"})
+_TOP_FIELDS = frozenset({"version", "entries"})
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What this version cannot use but writes back unchanged (SPEC §3.2): the stored entries it
+    cannot use (an unknown kind, an empty text, not an object) as JSON lines, and the document's
+    unknown top-level fields as (name, JSON value) pairs."""
+
+    lines: tuple[str, ...] = ()
+    top: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Document:
+    entries: list[Entry]
+    version: int
+    kept: Kept
+
+
+def parse_document(raw: bytes, known: Known | None = None) -> Document:
+    """The entries, format version and kept parts of memory.json's bytes; FormatError if it is not a
+    store."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
@@ -86,20 +118,33 @@ def parse_document(raw: bytes, known: Known | None = None) -> tuple[list[Entry],
     version = data.get("version", 0)
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise FormatError(f"bad version {version!r}")
-    return entries_from_list(data.get("entries", []), known), version
+    items = data.get("entries", [])
+    kept_lines: list[str] = []
+    entries = entries_from_list(items, known, kept_lines)
+    top = tuple((name, _dumps(value)) for name, value in data.items() if name not in _TOP_FIELDS)
+    return Document(entries, version, Kept(tuple(kept_lines), top))
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 Known = dict[str, tuple[dict[str, Any], Entry]]
 """Stored dicts already turned into entries, by id: an unchanged dict is not parsed again."""
 
 
-def entries_from_list(items: list[Any], known: Known | None = None) -> list[Entry]:
-    """Entries from stored dicts: a bad kind or empty text drops the entry; other fields default.
-    With `known`, a dict equal to the one an entry came from before yields that same entry."""
+def entries_from_list(
+    items: list[Any], known: Known | None = None, kept: list[str] | None = None
+) -> list[Entry]:
+    """Entries from stored dicts: a bad kind or empty text leaves the item out of the entries (into
+    `kept`, as a JSON line); other fields default. With `known`, a dict equal to the one an entry
+    came from before yields that same entry."""
     entries: list[Entry] = []
     taken: dict[str, None] = {}
     for item in items:
         if not isinstance(item, dict):
+            if kept is not None:
+                kept.append(_dumps(item))
             continue
         stored_id = item.get("id")
         if known is not None and isinstance(stored_id, str):
@@ -109,6 +154,8 @@ def entries_from_list(items: list[Any], known: Known | None = None) -> list[Entr
                 entries.append(seen[1])
                 continue
         entry = _entry_from(item, taken)
+        if entry is None and kept is not None:
+            kept.append(_dumps(item))
         if entry is not None:
             taken[entry.id] = None
             entries.append(entry)
@@ -135,7 +182,18 @@ def _entry_from(item: dict[str, Any], taken: dict[str, None]) -> Entry | None:
         ts=_as_ts(item.get("ts")),
         keys=clean_keys(item.get("keys")),
         context=_as_context(item.get("context")),
+        project=_as_project(item.get("project")),
+        extra=_extra(item),
     )
+
+
+def _as_project(value: object) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _extra(item: dict[str, Any]) -> str:
+    unknown = {name: value for name, value in item.items() if name not in KNOWN_FIELDS}
+    return _dumps(unknown) if unknown else ""
 
 
 def _as_context(value: object) -> str:
@@ -156,8 +214,12 @@ def entry_line(entry: Entry) -> str:
     return json.dumps(entry.to_dict(), ensure_ascii=False)
 
 
-def dump_lines(lines: list[str]) -> bytes:
-    """memory.json v1 from entry lines: one entry per line, so the file stays readable and diffs small."""
+def dump_lines(lines: list[str], kept: Kept | None = None) -> bytes:
+    """memory.json v1 from entry lines: one entry per line, so the file stays readable and diffs small.
+    `kept`'s entry lines follow the entries; its top-level fields follow the entries list."""
+    if kept is not None and kept.lines:
+        lines = [*lines, *kept.lines]
     body = ",\n    ".join(lines)
     entries_part = f"[\n    {body}\n  ]" if lines else "[]"
-    return f'{{\n  "version": {FORMAT_VERSION},\n  "entries": {entries_part}\n}}\n'.encode()
+    top = "".join(f",\n  {_dumps(name)}: {value}" for name, value in kept.top) if kept is not None else ""
+    return f'{{\n  "version": {FORMAT_VERSION},\n  "entries": {entries_part}{top}\n}}\n'.encode()

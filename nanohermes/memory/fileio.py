@@ -1,10 +1,15 @@
-"""Small file operations for the store: whole reads, quiet unlinks, free names (writes: nanohermes.fileio)."""
+"""Small file operations for the store: whole reads, quiet unlinks, free names, special files and
+symlinks (writes: nanohermes.fileio)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
+
+from nanohermes.errors import StoreError
 
 
 def read_all(fd: int) -> bytes:
@@ -25,3 +30,52 @@ def free_name(path: Path) -> Path:
         n += 1
         candidate = path.with_name(f"{path.name}-{n}")
     return candidate
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def special_kind(mode: int) -> str | None:
+    """What a non-regular file is ("a FIFO", …); None for a regular file. Special files are never
+    opened: reading a FIFO blocks for ever, a device never ends."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def not_regular(path: Path, what: str) -> StoreError:
+    return StoreError(
+        f"{path} is {what}, not a memory file; nanohermes leaves it alone",
+        "move it away, or use --memory-dir to point at another directory",
+    )
+
+
+def stat_memory_file(path: str) -> os.stat_result | None:
+    """The memory file's status through any symlink; None when it does not exist (a dangling link
+    included: the first write creates its target). StoreError for a symlink loop or a special file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise StoreError(
+                f"{path} is a symlink loop", "remove the link or point it at a real file"
+            ) from None
+        raise
+    what = special_kind(st.st_mode)
+    if what is not None:
+        raise not_regular(Path(path), what)
+    return st
+
+
+def write_target(path: Path) -> Path:
+    """Where a write to `path` goes: through a symlink to its target (the link stays a link), so a
+    memory.json kept in a dotfiles repository and linked into place keeps working."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path

@@ -14,6 +14,7 @@ are tiny and bounded by the number of distinct memory directories a process open
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,7 +61,7 @@ _registry_guard = threading.Lock()
 
 def lock_for(memory_file: Path) -> PathLock:
     """The PathLock shared by every store of `memory_file` in this process."""
-    key = Path(memory_file).absolute().resolve()
+    key = Path(os.path.realpath(memory_file))  # never raises, even for a symlink loop
     with _registry_guard:
         found = _registry.get(key)
         if found is None:

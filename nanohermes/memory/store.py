@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import heapq
 import json
 import os
@@ -38,12 +39,21 @@ from nanohermes.memory.entry import (
     FORMAT_VERSION,
     Entry,
     FormatError,
+    Kept,
     Known,
     derive_id,
     dump_lines,
     parse_document,
 )
-from nanohermes.memory.fileio import free_name, read_all, unlink_quietly
+from nanohermes.memory.fileio import (
+    free_name,
+    not_regular,
+    read_all,
+    special_kind,
+    stat_memory_file,
+    unlink_quietly,
+    write_target,
+)
 from nanohermes.memory.index import Index
 from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.locking import lock_for
@@ -56,7 +66,7 @@ MIN_ID_PREFIX = 4
 _TEMP_PREFIX = ".memory.json."
 _TEMP_SUFFIX = ".tmp"  # as nanohermes.fileio.atomic_write names its temp files
 _HOLD_INODE = os.name == "posix"
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)  # a FIFO never blocks
 
 Identity = tuple[int, int, int, int, int]
 Delta = tuple[tuple[str, ...], tuple[Doc, ...]]
@@ -81,6 +91,7 @@ class _Snapshot:
         parent: _Snapshot | None = None,
         delta: Delta | None = None,
         entries: list[Entry] | None = None,
+        kept: Kept | None = None,
     ) -> None:
         self.docs = docs
         self.entries = [doc.entry for doc in docs] if entries is None else entries
@@ -88,6 +99,7 @@ class _Snapshot:
         self.identity: Identity | None = None
         self.by_id = {doc.entry.id: i for i, doc in enumerate(docs)} if by_id is None else by_id
         self.lines = lines
+        self.kept: Kept = kept if kept is not None else (parent.kept if parent is not None else Kept())
         self.parent = parent
         self.delta = delta
         self._keys: list[str] | None = None
@@ -333,11 +345,11 @@ class MemoryStore:
 
     def _current(self) -> _Snapshot:
         try:
-            st = os.stat(self._path)
-        except FileNotFoundError:
-            return self._empty()
+            st = stat_memory_file(self._path)  # StoreError for a symlink loop or a special file
         except OSError as err:
             return self._quarantine(f"cannot stat it: {err.strerror or err}")
+        if st is None:
+            return self._empty()
         snap = self._snapshot
         if snap is not None and snap.identity == (
             st.st_dev,
@@ -372,15 +384,21 @@ class MemoryStore:
     def _install_open(self, fd: int) -> _Snapshot:
         """Parse and install the file open at `fd`. On OSError or FormatError, `fd` is closed."""
         try:
-            identity = _identity(os.fstat(fd))
+            st = os.fstat(fd)
+            what = special_kind(st.st_mode)
+            if what is not None:  # replaced by a special file since the stat: never read it
+                raise not_regular(self.path, what)
+            identity = _identity(st)
             with self._mutex:
-                entries, version = parse_document(read_all(fd), self._known)
+                document = parse_document(read_all(fd), self._known)
+                entries = document.entries
                 docs = [self._doc(entry) for entry in entries]
                 self._forget_stale(entries)
         except BaseException:
             os.close(fd)
             raise
-        return self._install(_Snapshot(docs, version, entries=entries), identity, fd)
+        snap = _Snapshot(docs, document.version, entries=entries, kept=document.kept)
+        return self._install(snap, identity, fd)
 
     def _forget_stale(self, entries: list[Entry]) -> None:
         """Drop cached derived data of entries gone from the file, once it outweighs the live data."""
@@ -415,7 +433,7 @@ class MemoryStore:
                 fd = -1
             if fd >= 0:  # another process may have repaired or replaced it meanwhile
                 with contextlib.suppress(OSError, FormatError):
-                    return self._install_open(fd)
+                    return self._install_open(fd)  # StoreError (now a special file) propagates
             broken = free_name(self.path.with_name(f"{MEMORY_FILE}.broken-{int(time.time())}"))
             try:
                 os.replace(self.path, broken)
@@ -446,9 +464,10 @@ class MemoryStore:
         self._prepare_dir()
         if snap.lines is None:
             snap.lines = [self._line(entry) for entry in snap.entries]
-        data = dump_lines(snap.lines)
+        data = dump_lines(snap.lines, snap.kept)
         try:
-            fd = atomic_write(self.path, data, temp_prefix=_TEMP_PREFIX, keep_open=True)
+            target = write_target(self.path)  # through a symlink: the link stays, its target changes
+            fd = atomic_write(target, data, temp_prefix=_TEMP_PREFIX, keep_open=True)
         except OSError as err:
             raise StoreError(f"cannot write {self.path}: {err.strerror or err}") from None
         self._install(snap, _identity(os.fstat(fd)), fd)
@@ -484,15 +503,15 @@ def _merge(
     texts' keys, and the newer context (the older one when the new memory has none)."""
     better_kind = kind if kind.eviction_rank < old.kind.eviction_rank else old.kind
     longer = text if len(text) > len(old.text) else old.text
-    return Entry(
-        old.id,
-        better_kind,
-        longer,
-        source,
-        now,
-        prepare_keys(old.keys + keys, secrets),
-        context or old.context,
-    )
+    return dataclasses.replace(
+        old,
+        kind=better_kind,
+        text=longer,
+        source=source,
+        ts=now,
+        keys=prepare_keys(old.keys + keys, secrets),
+        context=context or old.context,
+    )  # the old entry's project and unknown fields stay
 
 
 def eviction_order(entries: Sequence[Entry], count: int) -> list[int]:
