@@ -89,7 +89,7 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
     workspace = Path.cwd()
     session, resumed, lock = _open_locked(options, settings)
     relay = _NoticeRelay()
-    store = _open_store(settings, relay)
+    store = _open_store(settings, relay, workspace)
     client = ChatClient.from_settings(settings)
     checkpoints = _checkpoints(settings, workspace, session.path)
     sandbox = _sandbox(settings, workspace, options.config)
@@ -196,10 +196,11 @@ def open_session(
     return session, (session.load() if load and session.exists() else None)
 
 
-def _open_store(settings: Settings, relay: _NoticeRelay) -> MemoryStore | None:
+def _open_store(settings: Settings, relay: _NoticeRelay, workspace: Path) -> MemoryStore | None:
+    """The store for this workspace's project (SPEC §3.9): global entries and this project's."""
     if not settings.memory:
         return None
-    from nanohermes.memory import MemoryStore
+    from nanohermes.memory import MemoryStore, project_key
 
     secret = settings.api_key_value()
     return MemoryStore(
@@ -207,6 +208,7 @@ def _open_store(settings: Settings, relay: _NoticeRelay) -> MemoryStore | None:
         max_entries=settings.memory_max_entries,
         on_notice=relay,
         secrets=(secret,) if secret else (),
+        project=project_key(workspace),
     )
 
 

@@ -33,6 +33,7 @@ from nanohermes.memory.distill import (
 )
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.kinds import KIND_NAMES, Kind
+from nanohermes.memory.project import project_key
 from nanohermes.memory.security import redact
 from nanohermes.memory.stats import MemoryStats
 from nanohermes.memory.store import MEMORY_FILE, MemoryStore
@@ -70,6 +71,7 @@ __all__ = [
     "resolve_id",
     "normalize",
     "parse_distill",
+    "project_key",
     "redact",
     "render_block",
     "save_distilled",

@@ -57,6 +57,7 @@ from nanohermes.memory.fileio import (
 from nanohermes.memory.index import Index
 from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.locking import lock_for
+from nanohermes.memory.scope import merged_project, sees, target_project
 from nanohermes.memory.stats import MemoryStats, compute_stats
 from nanohermes.memory.text import is_duplicate, normalize
 from nanohermes.memory.writing import prepare_context, prepare_keys, prepare_text
@@ -148,14 +149,18 @@ class MemoryStore:
         max_entries: int = MAX_ENTRIES,
         on_notice: Callable[[str], None] | None = None,
         secrets: Iterable[str] = (),
+        project: str | None = None,
     ) -> None:
-        """`secrets`: texts never written to the file whatever their shape (the configured API key)."""
+        """`secrets`: texts never written to the file whatever their shape (the configured API key).
+        `project`: the project key (SPEC §3.9); search, injection and duplicates then see the global
+        entries and this project's only. None: every entry."""
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise StoreError(f"memory_max_entries must be a positive integer, not {max_entries!r}")
         self.dir = Path(dir).expanduser()
         self.secrets = tuple(secret for secret in secrets if secret)
         self.path = self.dir / MEMORY_FILE
         self.max_entries = max_entries
+        self.project = project
         self._path = os.fspath(self.path)  # os.stat takes a str faster than a Path
         self._on_notice = on_notice
         self._lock = lock_for(self.path)
@@ -178,16 +183,28 @@ class MemoryStore:
         index = snap.by_id.get(entry_id)
         return None if index is None else snap.entries[index]
 
-    def matching_ids(self, wanted: str) -> list[str]:
+    def visible(self) -> list[Entry]:
+        """The entries this store sees (global + its project's; all without a project), in file order."""
+        entries = self._current().entries
+        return list(entries) if self.project is None else [e for e in entries if sees(self.project, e)]
+
+    def matching_ids(self, wanted: str, *, everywhere: bool = False) -> list[str]:
         """`[wanted]` when it is an id; else the ids starting with it when it has at least
-        MIN_ID_PREFIX characters (so `forget 3f9a` works), in file order; else []."""
+        MIN_ID_PREFIX characters (so `forget 3f9a` works), in file order; else []. Only the entries
+        this store sees unless `everywhere`."""
         wanted = wanted.strip()
         snap = self._current()
-        if wanted in snap.by_id:
+        found = snap.by_id.get(wanted)
+        project = self.project
+
+        def shown(entry: Entry) -> bool:
+            return everywhere or sees(project, entry)
+
+        if found is not None and shown(snap.entries[found]):
             return [wanted]
         if len(wanted) < MIN_ID_PREFIX:
             return []
-        return [entry.id for entry in snap.entries if entry.id.startswith(wanted)]
+        return [entry.id for entry in snap.entries if entry.id.startswith(wanted) and shown(entry)]
 
     def __len__(self) -> int:
         return len(self._current().entries)
@@ -238,8 +255,14 @@ class MemoryStore:
         source: str = "tool",
         keys: Iterable[str] = (),
         context: str = "",
+        scope: str | None = None,
     ) -> bool:
         """Store one memory (SPEC §3.4). True if added, False if it duplicated an existing entry.
+
+        `scope` (SPEC §3.9): "global", "project" (this store's project; global in a store opened
+        without one) or None: facts and lessons belong to the project, the other kinds are global.
+        Duplicates are looked for among the entries this store sees first, then in other projects:
+        a project memory re-learnt in another project becomes global.
 
         `context` (the conversation around it) is redacted, cut to MAX_CONTEXT and indexed with a
         low weight; it is never shown. Raises MemoryRejected (unknown kind, empty text, invisible
@@ -252,6 +275,7 @@ class MemoryStore:
         clean = prepare_text(text, self.secrets, source=source)
         clean_keys = prepare_keys(keys, self.secrets)
         clean_context = prepare_context(context, self.secrets)
+        project = target_project(scope, parsed, self.project)
         key = normalize(clean)
         if not key:
             raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
@@ -260,15 +284,22 @@ class MemoryStore:
             snap = self._current()
             self._check_writable(snap)
             now = int(time.time())
-            index = find_duplicate(clean, key, snap.entries, snap.keys)
+            index = find_duplicate(clean, key, snap.entries, snap.keys, self.project)
             if index is not None:
-                merged = _merge(
-                    snap.entries[index], parsed, clean, source, now, clean_keys, clean_context, self.secrets
-                )
+                old = snap.entries[index]
+                merged = _merge(old, parsed, clean, source, now, clean_keys, clean_context, self.secrets)
+                merged = dataclasses.replace(merged, project=merged_project(old, project, self.project))
                 self._commit(snap.replaced(index, self._doc(merged), self._line(merged)))
                 return False
             entry = Entry(
-                derive_id(parsed, clean, snap.by_id), parsed, clean, source, now, clean_keys, clean_context
+                derive_id(parsed, clean, snap.by_id),
+                parsed,
+                clean,
+                source,
+                now,
+                clean_keys,
+                clean_context,
+                project,
             )
             doc = self._doc(entry, key)
             grown = snap.appended(doc, self._line(entry), ((), (doc,)))
@@ -320,12 +351,25 @@ class MemoryStore:
         if self._indexed is not snap:
             parent, delta = snap.parent, snap.delta
             if parent is not None and delta is not None and self._indexed is parent:
-                self._index.apply(*delta)
+                self._index.apply(*self._scoped_delta(delta))
             else:
-                self._index.sync(snap.docs)
+                project = self.project
+                docs = snap.docs if project is None else [d for d in snap.docs if sees(project, d.entry)]
+                self._index.sync(docs)
             self._indexed = snap
             snap.parent = None  # what the index needed; do not keep the chain of old versions alive
         return self._index
+
+    def _scoped_delta(self, delta: Delta) -> Delta:
+        """The part of a write's changes the index of this store's scope sees."""
+        if self.project is None:
+            return delta
+        removed, changed = delta
+        indexed = self._index.slot_of
+        shown = tuple(doc for doc in changed if sees(self.project, doc.entry))
+        hidden = tuple(doc.entry.id for doc in changed if not sees(self.project, doc.entry))
+        gone = tuple(i for i in (*removed, *hidden) if i in indexed)
+        return gone, shown
 
     def _trimmed(self, snap: _Snapshot) -> _Snapshot:
         excess = len(snap.entries) - self.max_entries
@@ -530,15 +574,22 @@ def trim(entries: list[Entry], limit: int = MAX_ENTRIES) -> None:
         entries[:] = [entry for i, entry in enumerate(entries) if i not in drop]
 
 
-def find_duplicate(text: str, key: str, entries: Sequence[Entry], keys: Sequence[str]) -> int | None:
-    """The position of the first entry `text` (normalized: `key`) duplicates (SPEC §3.4), or None.
+def find_duplicate(
+    text: str, key: str, entries: Sequence[Entry], keys: Sequence[str], project: str | None = None
+) -> int | None:
+    """The position of the first entry `text` (normalized: `key`) duplicates (SPEC §3.4), or None:
+    the first one a store opened for `project` sees, else the first of another project.
 
     Only entries whose key contains `key` or is contained in it can be duplicates; both tests run
     over all keys at C speed, and only those candidates get the full test."""
     positions = range(len(keys))
     inside = compress(positions, map(str.__contains__, keys, repeat(key)))  # key in theirs
     around = compress(positions, map(key.__contains__, keys))  # theirs in key
+    elsewhere: int | None = None
     for i in sorted({*inside, *around}):
         if is_duplicate(text, entries[i].text, key, keys[i]):
-            return i
-    return None
+            if sees(project, entries[i]):
+                return i
+            if elsewhere is None:
+                elsewhere = i
+    return elsewhere

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 from nanohermes.errors import StoreError, ToolError
 from nanohermes.memory.kinds import Kind, unknown_kind_message
+from nanohermes.memory.scope import parse_scope
 from nanohermes.memory.store import MemoryStore
 
 MAX_SEARCH_K = 20
 
 
-def save_memory(store: MemoryStore, kind: str, text: str) -> str:
-    """memory_save: store one preference, correction, lesson or fact (source `tool`)."""
+def save_memory(store: MemoryStore, kind: str, text: str, scope: str | None = None) -> str:
+    """memory_save: store one preference, correction, lesson or fact (source `tool`), global or for
+    this project (SPEC §3.9; None: the kind's default)."""
     parsed = Kind.parse(kind)
     if parsed is None:
         raise ToolError(unknown_kind_message(kind))
+    if scope is not None and parse_scope(scope) is None:
+        raise ToolError(f"unknown scope {scope!r}; use global or project")
     try:
-        added = store.remember(parsed, text, source="tool")
+        added = store.remember(parsed, text, source="tool", scope=scope)
     except StoreError as err:  # MemoryRejected included: the reason is the message
         raise ToolError(err.one_line()) from None
-    total = len(store)
+    total = len(store.visible())
     if added:
         return f"Saved ({parsed.value}); {total} memories in total"
     return f"Duplicate of an existing memory, nothing added; {total} memories in total"
@@ -54,13 +58,15 @@ def forget_memory(store: MemoryStore, memory_id: str) -> str:
         raise ToolError(err.one_line()) from None
     if not removed or entry is None:
         raise ToolError(f"no memory with id {memory_id!r}; memory_search shows ids")
-    return f"Forgot memory {memory_id} ({entry.kind.value}: {entry.text}); {len(store)} memories left"
+    left = len(store.visible())
+    return f"Forgot memory {memory_id} ({entry.kind.value}: {entry.text}); {left} memories left"
 
 
-def resolve_id(store: MemoryStore, wanted: str, hint: str) -> str:
+def resolve_id(store: MemoryStore, wanted: str, hint: str, *, everywhere: bool = False) -> str:
     """The id `wanted` names: itself, or the one id it is a prefix of. ToolError (ending with `hint`)
-    when it names none or several."""
-    matches = store.matching_ids(wanted)
+    when it names none or several. Among the entries the store sees, or all with `everywhere` (the
+    user names ids of other projects on purpose; the model never sees them)."""
+    matches = store.matching_ids(wanted, everywhere=everywhere)
     if len(matches) == 1:
         return matches[0]
     if matches:

@@ -8,7 +8,7 @@ only when a store is given (memory on).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from nanohermes.tools.base import Tool, tool_from_function
 
@@ -20,7 +20,7 @@ class MemoryTools:
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
 
-    def memory_save(self, kind: str, text: str) -> str:
+    def memory_save(self, kind: str, text: str, scope: Literal["global", "project"] | None = None) -> str:
         """Save one durable memory for future sessions: a user preference, a correction the user made,
         a lesson paid for, or a stable fact about the user or project. Never one-off task state, secrets,
         or what the code already says.
@@ -28,10 +28,11 @@ class MemoryTools:
         Args:
             kind: one of preference, correction, lesson, fact
             text: one self-contained sentence, at most 400 characters
+            scope: global (every project) or project (this repository only); default by kind
         """
         from nanohermes.memory import save_memory
 
-        return save_memory(self.store, kind, text)
+        return save_memory(self.store, kind, text, scope)
 
     def memory_search(self, query: str, k: int = 4) -> str:
         """Search the long-term memory (BM25 over words and CJK bigrams); shows id, kind, score, text.

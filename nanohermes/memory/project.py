@@ -1,0 +1,112 @@
+"""The key of the project a workspace belongs to (SPEC §3.9), read from `.git` without running git.
+
+- In a git repository with an `origin` remote: the remote URL, normalised so every clone agrees
+  (`git@github.com:Me/Tool.git`, `https://github.com/me/tool` and `ssh://git@github.com/me/tool.git`
+  all give `github.com/me/tool`; user names and passwords are dropped, never stored).
+- Else the absolute path of the repository's top level; outside git, the workspace's absolute path.
+
+Only `.git/config` is read (a worktree's or submodule's `.git` file is followed to the common git
+directory); nothing is executed, so a hostile repository cannot run code through this.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+from pathlib import Path
+
+MAX_CONFIG_BYTES = 1 << 20
+_SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$")  # git@host:owner/repo.git
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?([^/:?#]+)(?::\d+)?(/[^?#]*)?", re.IGNORECASE)
+
+
+def project_key(workspace: Path | str) -> str:
+    """The project key of `workspace` (never empty)."""
+    root = Path(os.path.abspath(workspace))
+    top = git_top_level(root)
+    if top is None:
+        return str(root)
+    remote = origin_url(top)
+    if remote:
+        normalised = normalise_remote(remote, top)
+        if normalised:
+            return normalised
+    return str(top)
+
+
+def git_top_level(start: Path) -> Path | None:
+    """The nearest directory at or above `start` holding `.git` (a directory or a file)."""
+    for directory in (start, *start.parents):
+        if os.path.lexists(directory / ".git"):
+            return directory
+    return None
+
+
+def _git_dir(top: Path) -> Path | None:
+    dot_git = top / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    text = _read_small(dot_git)  # a worktree or submodule: "gitdir: <path>"
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    git_dir = Path(text[len("gitdir:") :].strip())
+    git_dir = git_dir if git_dir.is_absolute() else top / git_dir
+    common = _read_small(git_dir / "commondir")  # a worktree's config lives in the common dir
+    if common is not None and common.strip():
+        shared = Path(common.strip())
+        git_dir = shared if shared.is_absolute() else git_dir / shared
+    return git_dir
+
+
+def _read_small(path: Path) -> str | None:
+    """A small regular file's text, else None (a FIFO or device is never opened)."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def origin_url(top: Path) -> str | None:
+    """`remote.origin.url` from the repository's config, or None."""
+    git_dir = _git_dir(top)
+    text = _read_small(git_dir / "config") if git_dir is not None else None
+    if text is None:
+        return None
+    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return None
+    for section in parser.sections():
+        if re.fullmatch(r'remote\s+"origin"', section.strip()):
+            url = parser.get(section, "url", fallback="").strip().strip('"')
+            return url or None
+    return None
+
+
+def normalise_remote(url: str, top: Path) -> str | None:
+    """`host/path` in lower case, without credentials, port, scheme or `.git`; a local remote is its
+    absolute path. None when the URL says nothing usable."""
+    url = url.strip()
+    found = _URL.match(url)
+    if found is not None and not url.lower().startswith("file:"):
+        host, path = found.group(1), found.group(2) or ""
+        return _join(host, path)
+    scp = _SCP_LIKE.match(url)
+    if scp is not None and not re.match(r"^[A-Za-z]:[\\/]", url):  # not C:\repo
+        return _join(scp.group(1), scp.group(2))
+    local = url[len("file://") :] if url.lower().startswith("file://") else url
+    if not local:
+        return None
+    path = Path(local) if os.path.isabs(local) else top / local
+    return str(Path(os.path.normpath(path))).removesuffix("/.git").removesuffix(".git") or None
+
+
+def _join(host: str, path: str) -> str | None:
+    clean = path.strip("/").removesuffix(".git").strip("/")
+    if not host or not clean:
+        return None
+    return f"{host.lower()}/{clean.lower()}"
