@@ -33,9 +33,25 @@ from nanohermes.errors import (
     SessionError,
     StoreError,
 )
-from nanohermes.events import Compacted, Event, Note, TextDelta, ToolFinished, TurnFinished
+from nanohermes.events import (
+    Compacted,
+    Event,
+    MemoryRecalled,
+    Note,
+    RecalledMemory,
+    TextDelta,
+    ToolFinished,
+    TurnFinished,
+)
 from nanohermes.llm import extract_text_tool_calls
-from nanohermes.memory import distill_messages, parse_distill, save_distilled, set_block, worth_distilling
+from nanohermes.memory import (
+    distill_messages,
+    parse_distill,
+    recall_for_turn,
+    save_distilled,
+    set_block,
+    worth_distilling,
+)
 from nanohermes.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
 from nanohermes.session import SessionData, SessionFile, Snapshot
 from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage, message_text
@@ -152,6 +168,8 @@ class Agent:
         history = [m for m in self._data.messages if m.get("role") != "system"]
         self._data.messages = [{"role": "system", "content": system_prompt}, *history]
         self._block = ""
+        self.recalled: tuple[RecalledMemory, ...] = ()
+        """The memories in the current block, with scores and matched terms (`/memory last`)."""
         self._lock = threading.Lock()
         self._background: list[Event] = []
         self._threads: list[threading.Thread] = []
@@ -336,10 +354,15 @@ class Agent:
         if self._store is None:
             return
         try:
-            block = self._store.block_for_turn(query, self._block, self._config.language)
+            recall = recall_for_turn(self._store, query, self._block, self._config.language)
         except StoreError as err:
             yield Note(f"memory not available for this turn: {err.one_line()}", "warning")
             return
+        block = recall.block
+        if not recall.kept:
+            self.recalled = recall.memories
+        if block and self.recalled:
+            yield MemoryRecalled(self.recalled)
         if block != self._block:
             self._block = block
             self.messages[0] = {"role": "system", "content": set_block(self._system, block)}
@@ -434,6 +457,7 @@ class Agent:
         """/reset: clear the conversation (kept in the archive), keep the system prompt."""
         self.archive.extend(self.messages[1:])
         self._block = ""
+        self.recalled = ()
         self.messages[:] = [{"role": "system", "content": self._system}]
 
     def save(self) -> None:

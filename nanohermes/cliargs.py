@@ -27,6 +27,12 @@ class MemoryArgs:
     action: str
     argument: str = ""
     explain: bool = False
+    all_projects: bool = False
+    """`list|search --all`: every entry, with its project (default: global + this project's)."""
+    kind: str = ""
+    """`add KIND TEXT`: the kind (the text is `argument`)."""
+    project: bool = False
+    """`add --project`: the memory belongs to this project (default: global)."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="nanohermes",
         description="A coding agent for the terminal that remembers your preferences across sessions.",
-        epilog="Memory: nanohermes memory list | search QUERY [--explain] | forget ID | stats | path\n"
+        epilog="Memory: nanohermes memory list [--all] | search QUERY [--explain] [--all] | forget ID\n"
+        "        | stats | path | add KIND TEXT [--project] | export | import FILE\n"
         "Undo:   nanohermes undo [--session S] [--list] [--to N] [--force]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -88,10 +95,19 @@ def build_memory_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="FILE", help="config TOML file")
     parser.add_argument("--verbose", action="store_true", help="show details")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
-    actions.add_parser("list", help="list every memory")
+    listing = actions.add_parser("list", help="list the global memories and this project's")
+    listing.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
     search = actions.add_parser("search", help="search memories with BM25")
     search.add_argument("query", nargs="+", help="words to search for")
     search.add_argument("--explain", action="store_true", help="show each term's BM25 contribution")
+    search.add_argument("--all", dest="all_projects", action="store_true", help="search every project")
+    add = actions.add_parser("add", help="save a memory typed by you (global unless --project)")
+    add.add_argument("kind", help="preference | correction | lesson | fact")
+    add.add_argument("text", nargs="+", help="the memory, one sentence")
+    add.add_argument("--project", action="store_true", help="it belongs to this project only")
+    actions.add_parser("export", help="print every memory as Markdown, grouped by scope and kind")
+    importing = actions.add_parser("import", help="read memories from an export (Markdown or JSON)")
+    importing.add_argument("file", help="the file to import ('-' reads stdin)")
     forget = actions.add_parser("forget", help="delete one memory by id")
     forget.add_argument("id", help="the id shown by 'memory list'")
     actions.add_parser("stats", help="counts per kind, file size and path")
@@ -156,9 +172,19 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
 def _parse_memory(argv: list[str]) -> CliOptions:
     ns = build_memory_parser().parse_args(argv)
     if ns.action is None:
-        raise UsageError("memory needs an action: list | search QUERY [--explain] | forget ID | stats | path")
-    argument = " ".join(ns.query) if ns.action == "search" else getattr(ns, "id", "")
-    memory = MemoryArgs(ns.action, argument, bool(getattr(ns, "explain", False)))
+        raise UsageError(
+            "memory needs an action: list [--all] | search QUERY [--explain] [--all] | forget ID | stats "
+            "| path | add KIND TEXT [--project] | export | import FILE"
+        )
+    argument = _memory_argument(ns)
+    memory = MemoryArgs(
+        ns.action,
+        argument,
+        bool(getattr(ns, "explain", False)),
+        all_projects=bool(getattr(ns, "all_projects", False)),
+        kind=getattr(ns, "kind", ""),
+        project=bool(getattr(ns, "project", False)),
+    )
     overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir else {}
     return CliOptions(
         config=Path(ns.config) if ns.config else None,
@@ -166,6 +192,14 @@ def _parse_memory(argv: list[str]) -> CliOptions:
         memory=memory,
         overrides=overrides,
     )
+
+
+def _memory_argument(ns: argparse.Namespace) -> str:
+    if ns.action == "search":
+        return " ".join(ns.query)
+    if ns.action == "add":
+        return " ".join(ns.text)
+    return str(getattr(ns, "id", "") or getattr(ns, "file", ""))
 
 
 def _parse_undo(argv: list[str]) -> CliOptions:

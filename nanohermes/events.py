@@ -82,6 +82,34 @@ class TurnFinished:
     """Workspace files this turn changed, as its checkpoint recorded them (empty: none, or off)."""
 
 
-Event = TextDelta | ReasoningDelta | Retrying | ToolStarted | ToolFinished | Note | Compacted | TurnFinished
+@dataclass(frozen=True)
+class RecalledMemory:
+    """One memory in this turn's block (SPEC §3.10): its BM25 score and the query terms that matched."""
+
+    id: str
+    kind: str
+    text: str
+    score: float
+    terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MemoryRecalled:
+    """The memories injected for this turn, best first (only when the block holds any)."""
+
+    memories: tuple[RecalledMemory, ...]
+
+
+Event = (
+    TextDelta
+    | ReasoningDelta
+    | Retrying
+    | ToolStarted
+    | ToolFinished
+    | Note
+    | Compacted
+    | MemoryRecalled
+    | TurnFinished
+)
 StreamItem = TextDelta | ReasoningDelta | Retrying
 """What a model stream yields before its final ChatResult."""

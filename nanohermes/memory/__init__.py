@@ -34,6 +34,7 @@ from nanohermes.memory.distill import (
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.kinds import KIND_NAMES, Kind
 from nanohermes.memory.project import project_key
+from nanohermes.memory.recall import Recall, recall_for_turn
 from nanohermes.memory.security import redact
 from nanohermes.memory.stats import MemoryStats
 from nanohermes.memory.store import MEMORY_FILE, MemoryStore
@@ -63,6 +64,7 @@ __all__ = [
     "Kind",
     "MemoryStats",
     "MemoryStore",
+    "Recall",
     "TermScore",
     "analyze",
     "distill_messages",
@@ -71,6 +73,7 @@ __all__ = [
     "resolve_id",
     "normalize",
     "parse_distill",
+    "recall_for_turn",
     "project_key",
     "redact",
     "render_block",

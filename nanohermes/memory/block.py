@@ -19,8 +19,8 @@ _HEADER = {
 }
 
 
-def render_block(entries: Sequence[Entry], lang: str = "en") -> str:
-    """The block for `entries` (best first): "" for none; lines stop before the character budget."""
+def block_lines(entries: Sequence[Entry], lang: str = "en") -> list[str]:
+    """The block's entry lines: the first entries (best first) whose lines fit the character budget."""
     lines: list[str] = []
     used = 0
     for entry in entries:
@@ -30,6 +30,12 @@ def render_block(entries: Sequence[Entry], lang: str = "en") -> str:
             break
         used += cost
         lines.append(line)
+    return lines
+
+
+def render_block(entries: Sequence[Entry], lang: str = "en") -> str:
+    """The block for `entries` (best first): "" for none; lines stop before the character budget."""
+    lines = block_lines(entries, lang)
     if not lines:
         return ""
     header = _HEADER.get(lang, _HEADER["en"])

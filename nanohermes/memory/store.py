@@ -161,6 +161,8 @@ class MemoryStore:
         self.path = self.dir / MEMORY_FILE
         self.max_entries = max_entries
         self.project = project
+        self.last_id: str | None = None
+        """The id of the entry the last `remember` of this store added or merged into."""
         self._path = os.fspath(self.path)  # os.stat takes a str faster than a Path
         self._on_notice = on_notice
         self._lock = lock_for(self.path)
@@ -171,6 +173,17 @@ class MemoryStore:
         self._lines: dict[str, tuple[Entry, str]] = {}  # each entry's JSON line, by id
         self._index = Index()
         self._indexed: _Snapshot | None = None  # the snapshot the index holds
+
+    def for_project(self, project: str | None) -> MemoryStore:
+        """A store of the same file and settings that sees `project`'s entries and the global ones
+        (every entry for None)."""
+        return MemoryStore(
+            self.dir,
+            max_entries=self.max_entries,
+            on_notice=self._on_notice,
+            secrets=self.secrets,
+            project=project,
+        )
 
     # ----------------------------------------------------------------- reading
 
@@ -290,6 +303,7 @@ class MemoryStore:
                 merged = _merge(old, parsed, clean, source, now, clean_keys, clean_context, self.secrets)
                 merged = dataclasses.replace(merged, project=merged_project(old, project, self.project))
                 self._commit(snap.replaced(index, self._doc(merged), self._line(merged)))
+                self.last_id = merged.id
                 return False
             entry = Entry(
                 derive_id(parsed, clean, snap.by_id),
@@ -304,6 +318,7 @@ class MemoryStore:
             doc = self._doc(entry, key)
             grown = snap.appended(doc, self._line(entry), ((), (doc,)))
             self._commit(self._trimmed(grown))
+            self.last_id = entry.id
             return True
 
     def forget(self, entry_id: str) -> bool:

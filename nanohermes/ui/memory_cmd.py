@@ -1,8 +1,11 @@
-"""`nanohermes memory list | search QUERY [--explain] | forget ID | stats | path`.
+"""`nanohermes memory list [--all] | search QUERY [--explain] [--all] | forget ID | stats | path
+| add KIND TEXT [--project] | export | import FILE`.
 
-Works without any model endpoint: it only reads and edits memory.json. Tables go to stdout; notes
-and errors to stderr, errors as one line with exit code 2 for a bad argument (unknown id, empty
-query) and 1 when the file cannot be read or written.
+Works without any model endpoint: it only reads and edits memory.json. `list` and `search` show the
+global memories and those of the project the current directory belongs to (SPEC §3.9); `--all`
+every entry with its project. Tables go to stdout; notes and errors to stderr, errors as one line
+with exit code 2 for a bad argument (unknown id, empty query) and 1 when the file cannot be read or
+written.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,8 +21,9 @@ from rich.table import Table
 
 from nanohermes.cli import MemoryArgs
 from nanohermes.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, StoreError, ToolError
-from nanohermes.memory import Entry, Kind, MemoryStore, resolve_id
+from nanohermes.memory import Entry, Kind, MemoryStore, project_key, resolve_id
 from nanohermes.settings import Settings
+from nanohermes.ui.memory_transfer import BadArgument, add_memory, export_memories, import_file, scope_label
 
 SEARCH_LIMIT = 10
 
@@ -36,6 +41,7 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
         max_entries=settings.memory_max_entries,
         on_notice=_note,
         secrets=(secret,) if secret else (),
+        project=project_key(Path.cwd()),
     )
     actions: dict[str, Callable[[Console, MemoryStore, MemoryArgs, str], None]] = {
         "list": _list,
@@ -43,15 +49,20 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
         "forget": _forget,
         "stats": _stats,
         "path": _path,
+        "add": add_memory,
+        "export": export_memories,
+        "import": import_file,
     }
     action = actions.get(args.action)
     if action is None:
         return _error(
-            f"unknown memory action {args.action!r}; use list, search, forget, stats or path", EXIT_USAGE
+            f"unknown memory action {args.action!r}; use list, search, forget, stats, path, add, export "
+            "or import",
+            EXIT_USAGE,
         )
     try:
         action(out, store, args, settings.language)
-    except _BadArgument as err:
+    except (_BadArgument, BadArgument) as err:
         return _error(str(err), EXIT_USAGE)
     except StoreError as err:
         return _error(err.one_line(), EXIT_FAILURE)
@@ -72,13 +83,18 @@ def _when(ts: int) -> str:
 
 
 def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
-    entries = store.load()
+    entries = store.load() if args.all_projects else store.visible()
     if not entries:
-        out.print(f"No memories yet ({escape(str(store.path))}).")
+        hidden = len(store) - len(entries)
+        more = f"; {hidden} in other projects (--all shows them)" if hidden else ""
+        out.print(f"No memories yet ({escape(str(store.path))}){more}.")
         return
-    table = Table(title=f"{len(entries)} memories — {escape(str(store.path))}", title_justify="left")
+    where = "every project" if args.all_projects else f"global + {store.project}"
+    title = f"{len(entries)} memories ({escape(where)}) — {escape(str(store.path))}"
+    table = Table(title=title, title_justify="left")
     table.add_column("id", no_wrap=True, style="cyan")
     table.add_column("kind", no_wrap=True)
+    table.add_column("scope", overflow="fold", style="dim")
     table.add_column("source", no_wrap=True, style="dim")
     table.add_column("saved", no_wrap=True, style="dim")
     table.add_column("text", overflow="fold")
@@ -86,26 +102,35 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
         table.add_row(
             escape(entry.id),
             entry.kind.label(lang),
+            escape(scope_label(entry, store.project)),
             escape(entry.source),
             _when(entry.ts),
             escape(entry.text),
         )
     out.print(table)
+    hidden = len(store) - len(entries)
+    if hidden:
+        out.print(f"{hidden} more in other projects (nanohermes memory list --all).", style="dim")
 
 
 def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     query = args.argument.strip()
     if not query:
         raise _BadArgument("memory search needs a query, e.g. nanohermes memory search deploy")
+    if args.all_projects:
+        store = store.for_project(None)
     hits = store.search(query, top_k=SEARCH_LIMIT)
     if not hits:
         out.print(f"No matching memories for {escape(repr(query))}.")
         return
     table = Table(title=f"{len(hits)} best matches for {escape(repr(query))}", title_justify="left")
-    for column in ("#", "score", "id", "kind", "text"):
-        table.add_column(column, no_wrap=column != "text", overflow="fold")
+    for column in ("#", "score", "id", "kind", "scope", "text"):
+        table.add_column(column, no_wrap=column not in ("text", "scope"), overflow="fold")
     for rank, (score, entry) in enumerate(hits, start=1):
-        table.add_row(str(rank), f"{score:.3f}", escape(entry.id), entry.kind.label(lang), escape(entry.text))
+        scope = escape(scope_label(entry, None if args.all_projects else store.project))
+        table.add_row(
+            str(rank), f"{score:.3f}", escape(entry.id), entry.kind.label(lang), scope, escape(entry.text)
+        )
     out.print(table)
     if args.explain:
         for rank, (score, entry) in enumerate(hits, start=1):
@@ -135,7 +160,9 @@ def _resolve(store: MemoryStore, wanted: str) -> Entry:
     if not wanted.strip():
         raise _BadArgument("memory forget needs an id (nanohermes memory list shows them)")
     try:
-        entry = store.get(resolve_id(store, wanted, "nanohermes memory list shows the ids"))
+        entry = store.get(
+            resolve_id(store, wanted, "nanohermes memory list --all shows the ids", everywhere=True)
+        )
     except ToolError as err:
         raise _BadArgument(str(err)) from None
     if entry is None:  # removed by another process in between

@@ -26,7 +26,16 @@ from nanohermes.errors import (
     INTERRUPTED,
     NanoHermesError,
 )
-from nanohermes.events import Compacted, Event, Note, Retrying, ToolFinished, ToolStarted, TurnFinished
+from nanohermes.events import (
+    Compacted,
+    Event,
+    MemoryRecalled,
+    Note,
+    Retrying,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
 from nanohermes.types import Usage
 from nanohermes.ui.setup_hint import missing_model_message
 
@@ -49,6 +58,7 @@ class _Outcome:
     errors: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     changed_files: list[str] = field(default_factory=list)
+    memories: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
@@ -104,6 +114,10 @@ def _record(event: Event, outcome: _Outcome) -> None:
             outcome.tool_calls.append(
                 {"id": result.call_id, "name": result.name, "ok": False, "summary": event.summary}
             )
+    elif isinstance(event, MemoryRecalled):  # SPEC §3.10: which memories the turn was given
+        outcome.memories = [
+            {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4)} for m in event.memories
+        ]
     elif isinstance(event, Note) and event.level == "error":
         outcome.errors.append(event.text)
     elif isinstance(event, TurnFinished):
@@ -128,6 +142,8 @@ def _progress_line(event: Event, verbose: bool) -> str:
     if isinstance(event, Compacted):
         saved = event.before_chars - event.after_chars
         return f"nanohermes: context compacted, {saved:,} characters saved"
+    if isinstance(event, MemoryRecalled) and verbose:
+        return f"nanohermes: memory: {len(event.memories)} recalled"
     if isinstance(event, Retrying) and verbose:
         return f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
     return ""
@@ -142,6 +158,7 @@ def _report(options: CliOptions, runtime: RuntimeLike, outcome: _Outcome) -> int
             "usage": outcome.usage.to_dict(),
             "tool_calls": outcome.tool_calls,
             "files_changed": outcome.changed_files,
+            "memories": outcome.memories,
             "completed": outcome.completed,
             "error": error or None,
         }

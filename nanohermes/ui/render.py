@@ -16,6 +16,7 @@ from rich.text import Text
 from nanohermes.events import (
     Compacted,
     Event,
+    MemoryRecalled,
     Note,
     ReasoningDelta,
     Retrying,
@@ -131,6 +132,9 @@ class Renderer:
             self.note(f"retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}")
         elif isinstance(event, Compacted):
             self._on_compacted(event)
+        elif isinstance(event, MemoryRecalled):
+            n = len(event.memories)
+            self.note(f"memory: {n} recalled · /memory last")  # dim, before the answer (SPEC §3.10)
         elif isinstance(event, TurnFinished):
             self._on_finished(event)
         self._refresh()

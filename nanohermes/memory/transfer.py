@@ -1,0 +1,206 @@
+"""`memory export` and `memory import` (SPEC §3.10): Markdown a person can read and edit, or JSON.
+
+The Markdown groups memories by scope (`## Global`, `## Project KEY`) and kind (`### Preference`);
+each memory is one `- text` line, optionally followed by indented `- keys: [...]` and
+`- context: ...` lines. Importing reads that back (or a JSON list of `{"kind", "text", "keys"?,
+"context"?, "project"?}`, or a whole memory.json) and saves every memory through `remember`, so
+duplicates merge, secrets are redacted and importing twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from nanohermes.errors import MemoryRejected
+from nanohermes.memory.entry import Entry, clean_keys
+from nanohermes.memory.kinds import Kind
+from nanohermes.memory.scope import GLOBAL, PROJECT
+from nanohermes.memory.store import MemoryStore
+
+TITLE = "# nanohermes memory"
+GLOBAL_HEADING = "## Global"
+PROJECT_HEADING = "## Project "
+_LABELS = {kind.label(lang).lower(): kind for kind in Kind for lang in ("en", "zh")}
+_DETAIL = re.compile(r"^\s+[-*]\s+(keys|context):\s*(.*)$", re.IGNORECASE)
+_ITEM = re.compile(r"^[-*]\s+(.*)$")
+
+
+@dataclass(frozen=True)
+class Importable:
+    """One memory read from an export: its kind, text, search keys, context and project (None: global)."""
+
+    kind: Kind
+    text: str
+    keys: tuple[str, ...] = ()
+    context: str = ""
+    project: str | None = None
+
+
+def export_markdown(entries: Sequence[Entry], source: str = "") -> str:
+    """Every entry as Markdown, global first, then each project; kinds in eviction order."""
+    projects = sorted({entry.project for entry in entries if entry.project is not None})
+    lines = [TITLE, ""]
+    where = f" from {source}" if source else ""
+    lines += [
+        f"{len(entries)} memories{where}. Edit freely; `nanohermes memory import FILE` reads this back.",
+        "",
+    ]
+    for project in (None, *projects):
+        scoped = [entry for entry in entries if entry.project == project]
+        if not scoped:
+            continue
+        lines += [GLOBAL_HEADING if project is None else PROJECT_HEADING + project, ""]
+        for kind in Kind:
+            of_kind = [entry for entry in scoped if entry.kind is kind]
+            if of_kind:
+                lines += [f"### {kind.label('en')}", ""]
+                for entry in of_kind:
+                    lines += _entry_lines(entry)
+                lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _entry_lines(entry: Entry) -> list[str]:
+    lines = [f"- {entry.text}"]
+    if entry.keys:
+        lines.append(f"  - keys: {json.dumps(list(entry.keys), ensure_ascii=False)}")
+    if entry.context:
+        lines.append(f"  - context: {entry.context}")
+    return lines
+
+
+def parse_import(text: str) -> list[Importable]:
+    """The memories in an export (Markdown, a JSON list, or a memory.json). MemoryRejected, naming
+    the line, when the file is neither; nothing is imported then."""
+    stripped = text.lstrip("\ufeff").strip()
+    if stripped.startswith(("[", "{")):
+        return _parse_json(stripped)
+    return _parse_markdown(stripped.splitlines())
+
+
+def _parse_json(text: str) -> list[Importable]:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise MemoryRejected(f"not valid JSON: {err}") from None
+    items = data.get("entries") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise MemoryRejected("JSON import needs a list of memories (or a memory.json with 'entries')")
+    found: list[Importable] = []
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise MemoryRejected(f"item {number}: not an object with kind and text")
+        kind = Kind.parse(item.get("kind"))
+        body = item.get("text")
+        if kind is None or not isinstance(body, str) or not body.strip():
+            raise MemoryRejected(f"item {number}: needs a known kind and a non-empty text")
+        context = item.get("context")
+        project = item.get("project")
+        found.append(
+            Importable(
+                kind,
+                body.strip(),
+                clean_keys(item.get("keys")),
+                context if isinstance(context, str) else "",
+                project.strip() if isinstance(project, str) and project.strip() else None,
+            )
+        )
+    return found
+
+
+@dataclass
+class _Draft:
+    kind: Kind
+    text: str
+    project: str | None
+    keys: tuple[str, ...] = ()
+    context: str = ""
+
+
+def _parse_markdown(lines: Sequence[str]) -> list[Importable]:
+    project: str | None = None
+    kind: Kind | None = None
+    drafts: list[_Draft] = []
+    for number, line in enumerate(lines, start=1):
+        if line.startswith("## "):
+            project, kind = _scope_heading(line, number), None
+        elif line.startswith("### "):
+            kind = _kind_heading(line, number)
+        elif (detail := _DETAIL.match(line)) is not None and drafts and kind is not None:
+            _add_detail(drafts[-1], detail.group(1).lower(), detail.group(2), number)
+        elif (item := _ITEM.match(line)) is not None:
+            if kind is None:
+                raise MemoryRejected(f"line {number}: a memory before any '### Kind' heading")
+            drafts.append(_Draft(kind, item.group(1).strip(), project))
+        elif line.startswith((" ", "\t")) and line.strip() and drafts and kind is not None:
+            drafts[-1].text = f"{drafts[-1].text} {line.strip()}"  # a wrapped line continues the text
+    return [Importable(d.kind, d.text, d.keys, d.context, d.project) for d in drafts if d.text]
+
+
+def _scope_heading(line: str, number: int) -> str | None:
+    if line.strip() == GLOBAL_HEADING:
+        return None
+    if line.startswith(PROJECT_HEADING) and line[len(PROJECT_HEADING) :].strip():
+        return line[len(PROJECT_HEADING) :].strip()
+    raise MemoryRejected(f"line {number}: expected '## Global' or '## Project KEY', got {line.strip()!r}")
+
+
+def _kind_heading(line: str, number: int) -> Kind:
+    name = line[4:].strip()
+    kind = Kind.parse(name) or _LABELS.get(name.lower()) or Kind.parse(name.lower().removesuffix("s"))
+    if kind is None:
+        raise MemoryRejected(
+            f"line {number}: unknown kind heading {name!r}; use Preference, Correction, Lesson or Fact"
+        )
+    return kind
+
+
+def _add_detail(draft: _Draft, field: str, value: str, number: int) -> None:
+    if field == "context":
+        draft.context = value.strip()
+        return
+    try:
+        keys = json.loads(value) if value.strip().startswith("[") else value.split(",")
+    except ValueError:
+        raise MemoryRejected(f"line {number}: keys must be a JSON list or comma-separated words") from None
+    draft.keys = clean_keys(keys)
+
+
+def scopes_of(items: Iterable[Importable]) -> list[str | None]:
+    """The scopes in `items`, global (None) first, each once."""
+    seen = dict.fromkeys(item.project for item in items)
+    return sorted(seen, key=lambda project: (project is not None, project or ""))
+
+
+@dataclass
+class ImportResult:
+    added: int = 0
+    merged: int = 0
+    refused: list[str] = field(default_factory=list)
+    """One line per memory `remember` refused (e.g. invisible characters), with its reason."""
+
+
+def import_memories(store: MemoryStore, items: Sequence[Importable], source: str = "user") -> ImportResult:
+    """Save `items` through `remember` (duplicates merge, secrets are redacted), each in its scope:
+    a project's memories through a store opened for that project. StoreError (disk, lock) stops it;
+    what was saved stays, and importing again adds nothing twice."""
+    result = ImportResult()
+    for project in scopes_of(items):
+        scoped = store.for_project(project)
+        scope = GLOBAL if project is None else PROJECT
+        for item in (item for item in items if item.project == project):
+            try:
+                added = scoped.remember(
+                    item.kind, item.text, source=source, keys=item.keys, context=item.context, scope=scope
+                )
+            except MemoryRejected as err:
+                result.refused.append(f"{item.text[:60]!r}: {err.one_line()}")
+                continue
+            if added:
+                result.added += 1
+            else:
+                result.merged += 1
+    return result
