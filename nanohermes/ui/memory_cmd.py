@@ -121,7 +121,8 @@ def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
         store = store.for_project(None)
     hits = store.search(query, top_k=SEARCH_LIMIT)
     if not hits:
-        out.print(f"No matching memories for {escape(repr(query))}.")
+        hint = "" if args.all_projects or store.project is None else " (--all searches every project)"
+        out.print(f"No matching memories for {escape(repr(query))}{hint}.")
         return
     table = Table(title=f"{len(hits)} best matches for {escape(repr(query))}", title_justify="left")
     for column in ("#", "score", "id", "kind", "scope", "text"):

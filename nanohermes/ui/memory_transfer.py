@@ -50,7 +50,8 @@ def saved_line(store: MemoryStore, kind: Kind, added: bool) -> str:
     where = escape(scope_label(entry, store.project)) if entry is not None else "?"
     ident = escape(entry.id) if entry is not None else "?"
     if added:
-        return f"Saved {ident} ({kind.value}, {where}); {len(store.visible())} memories here."
+        count = len(store.visible())
+        return f"Saved {ident} ({kind.value}, {where}); {count} memor{'y' if count == 1 else 'ies'} here."
     return f"Duplicate of {ident} ({where}), merged; nothing added."
 
 
