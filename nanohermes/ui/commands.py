@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from nanohermes.ui.seams import MemoryStoreLike, RuntimeLike
+    from nanohermes.ui.seams import RuntimeLike
     from nanohermes.ui.turn import EventSource
 
 SESSIONS_SHOWN = 15
@@ -125,63 +125,9 @@ def cmd_memory(ctx: CommandContext, arg: str) -> None:
     if store is None:
         ctx.fail("memory is off for this run (--no-memory or memory = false)")
         return
-    action, _, rest = arg.strip().partition(" ")
-    action = action or "list"
-    if action == "list":
-        _memory_list(ctx, store)
-    elif action == "search" and rest.strip():
-        _memory_search(ctx, store, rest.strip())
-    elif action == "forget" and rest.strip():
-        _memory_forget(ctx, store, rest.strip())
-    elif action == "stats":
-        _memory_stats(ctx, store)
-    else:
-        ctx.fail("usage: /memory [list | search QUERY | forget ID | stats]")
+    from nanohermes.ui.memory_slash import run_memory
 
-
-def _memory_forget(ctx: CommandContext, store: MemoryStoreLike, wanted: str) -> None:
-    """Forget by id, or by a unique id prefix of 4+ characters (as `nanohermes memory forget`)."""
-    matches = store.matching_ids(wanted)
-    if len(matches) > 1:
-        ctx.fail(f"id prefix {wanted!r} matches {len(matches)} memories; give more characters")
-    elif matches and store.forget(matches[0]):
-        ctx.say(f"forgot {matches[0]}", "dim")
-    else:
-        ctx.fail(f"no memory with id {wanted} (/memory list shows the ids)")
-
-
-def _kind_name(kind: object) -> str:
-    return str(getattr(kind, "value", kind))
-
-
-def _memory_list(ctx: CommandContext, store: MemoryStoreLike) -> None:
-    entries = store.load()
-    if not entries:
-        ctx.say("no memories yet", "dim")
-        return
-    table = _table("id", "kind", "text")
-    for entry in entries:
-        table.add_row(Text(entry.id), _kind_name(entry.kind), Text(entry.text))
-    ctx.console.print(table)
-    ctx.say(f"{len(entries)} memories", "dim")
-
-
-def _memory_search(ctx: CommandContext, store: MemoryStoreLike, query: str) -> None:
-    hits = store.search(query, 8)
-    if not hits:
-        ctx.say("no matching memories", "dim")
-        return
-    table = _table("score", "id", "kind", "text")
-    for score, entry in hits:
-        table.add_row(f"{score:.2f}", Text(entry.id), _kind_name(entry.kind), Text(entry.text))
-    ctx.console.print(table)
-
-
-def _memory_stats(ctx: CommandContext, store: MemoryStoreLike) -> None:
-    stats = store.stats()
-    counts = sorted((_kind_name(kind), count) for kind, count in stats.per_kind.items() if count)
-    parts = ", ".join(f"{kind} {count}" for kind, count in counts) or "none"
-    ctx.say(f"{stats.total} memories ({parts}) · {stats.size_bytes:,} bytes · {stats.path}")
+    run_memory(ctx, store, arg)
 
 
 def cmd_session(ctx: CommandContext, arg: str) -> None:
@@ -285,7 +231,9 @@ COMMANDS: dict[str, Command] = {
     "/reset": Command("/reset", "clear the conversation; long-term memory stays", cmd_reset),
     "/compact": Command("/compact", "summarise older messages now to free context", cmd_compact),
     "/memory": Command(
-        "/memory [list|search Q|forget ID|stats]", "show, search or edit long-term memory", cmd_memory
+        "/memory [list|search Q|add K T|forget ID|stats|last]",
+        "long-term memory; last: what the turn recalled",
+        cmd_memory,
     ),
     "/session": Command("/session", "this session's file, size and how to resume it", cmd_session),
     "/sessions": Command("/sessions", "recent sessions and how to resume them", cmd_sessions),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nanohermes.cancel import CancelToken
-from nanohermes.events import Event
+from nanohermes.events import Event, RecalledMemory
 from nanohermes.protocols import Approver
 from nanohermes.types import Message, Usage
 
@@ -53,6 +53,9 @@ class ChatAgent(Protocol):
     @property
     def model(self) -> str: ...
 
+    @property
+    def recalled(self) -> Sequence[RecalledMemory]: ...
+
 
 class MemoryEntry(Protocol):
     @property
@@ -63,6 +66,9 @@ class MemoryEntry(Protocol):
 
     @property
     def text(self) -> str: ...
+
+    @property
+    def project(self) -> str | None: ...
 
 
 class MemoryStatsLike(Protocol):
@@ -84,13 +90,27 @@ class MemoryStatsLike(Protocol):
 class MemoryStoreLike(Protocol):
     """The slice of `nanohermes.memory.MemoryStore` that /memory uses."""
 
+    @property
+    def project(self) -> str | None: ...
+
+    @property
+    def last_id(self) -> str | None: ...
+
     def load(self) -> Sequence[MemoryEntry]: ...
+
+    def visible(self) -> Sequence[MemoryEntry]: ...
+
+    def get(self, memory_id: str, /) -> MemoryEntry | None: ...
+
+    def for_project(self, project: str | None, /) -> MemoryStoreLike: ...
+
+    def remember(self, kind: Any, text: str, source: str = ..., *, scope: str | None = ...) -> bool: ...
 
     def search(self, query: str, top_k: int = ..., /) -> Sequence[tuple[float, MemoryEntry]]: ...
 
     def forget(self, memory_id: str, /) -> bool: ...
 
-    def matching_ids(self, wanted: str, /) -> list[str]: ...
+    def matching_ids(self, wanted: str, /, *, everywhere: bool = ...) -> list[str]: ...
 
     def stats(self) -> MemoryStatsLike: ...
 

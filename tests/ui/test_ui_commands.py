@@ -133,7 +133,7 @@ def test_memory_subcommands() -> None:
 def test_texts_are_shown_literally_not_as_rich_markup() -> None:
     store = FakeStore([FakeEntry("c3", "lesson", "wrap [bold]x[/bold] and [list|y] in code")])
     h = Harness(store)
-    assert "[list|search Q|forget ID|stats]" in h.run("/help")
+    assert "[list|search Q|add K T|forget ID|stats|last]" in h.run("/help")
     assert "wrap [bold]x[/bold] and [list|y] in code" in h.run("/memory list")
     assert "[bold]x[/bold]" in h.run("/memory search wrap")
 

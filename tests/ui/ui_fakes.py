@@ -13,7 +13,7 @@ from rich.console import Console
 
 from nanohermes.cancel import CancelToken
 from nanohermes.checkpoints import Checkpoints
-from nanohermes.events import Compacted, Event, Note, TextDelta, TurnFinished
+from nanohermes.events import Compacted, Event, Note, RecalledMemory, TextDelta, TurnFinished
 from nanohermes.settings import Settings, load_settings
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.types import Message, Usage
@@ -47,14 +47,22 @@ class FakeEntry:
     id: str
     kind: str
     text: str
+    project: str | None = None
 
 
 @dataclass
 class FakeStore:
     entries: list[FakeEntry] = field(default_factory=list)
+    project: str | None = None
 
     def load(self) -> list[FakeEntry]:
         return list(self.entries)
+
+    def visible(self) -> list[FakeEntry]:
+        return list(self.entries)
+
+    def for_project(self, project: str | None) -> FakeStore:
+        return self
 
     def search(self, query: str, top_k: int = 4) -> list[tuple[float, FakeEntry]]:
         words = query.lower().split()
@@ -66,7 +74,7 @@ class FakeStore:
         self.entries = [e for e in self.entries if e.id != memory_id]
         return len(self.entries) < before
 
-    def matching_ids(self, wanted: str) -> list[str]:
+    def matching_ids(self, wanted: str, *, everywhere: bool = False) -> list[str]:
         ids = [e.id for e in self.entries]
         if wanted in ids:
             return [wanted]
@@ -97,6 +105,7 @@ class FakeAgent:
         self.model_name = "fake-model"
         self.permission = "ask"
         self.saved = 0
+        self.recalled: tuple[RecalledMemory, ...] = ()
         self.waited = 0
         self.background: list[Event] = []
         self.seen_cancel: CancelToken | None = None
