@@ -119,13 +119,11 @@ def test_project_fact_stays_in_its_repository_global_preference_everywhere(
 
 
 def test_add_export_import_round_trip_and_twice_adds_nothing(
-    repos: tuple[Path, Path], tmp_path: Path
+    repos: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     alpha, beta = repos
-    assert (
-        nh(None, alpha, "memory", "add", "fact", "alpha talks to redis on port 6380", "--project").returncode
-        == 0
-    )
+    redis = nh(None, alpha, "memory", "add", "fact", "alpha talks to redis on port 6380", "--project")
+    assert redis.returncode == 0, redis.stderr
     added = nh(None, beta, "memory", "add", "preference", "answer in short sentences")
     assert added.returncode == 0, added.stderr
     assert "global" in added.stdout
