@@ -112,3 +112,23 @@ def test_index_follows_writes_in_each_scope(tmp_path: Path) -> None:
     assert not beta.remember(Kind.FACT, "kubernetes cluster number 3 runs in zone 3")
     assert [e.text for _, e in beta.search("kubernetes")] == ["kubernetes cluster number 3 runs in zone 3"]
     assert len(alpha.search("kubernetes cluster", top_k=10)) == 4
+
+
+def test_distillation_asks_for_a_scope_and_defaults_by_kind(tmp_path: Path) -> None:
+    from nanohermes.memory import DISTILL_SYSTEM_PROMPT, parse_distill, save_distilled
+
+    assert '"scope": "global|project"' in DISTILL_SYSTEM_PROMPT
+    items = parse_distill(
+        json.dumps(
+            [
+                {"kind": "fact", "text": "ripgrep is installed on every machine", "scope": "GLOBAL"},
+                {"kind": "preference", "text": "use tabs in this repository's Makefile", "scope": "project"},
+                {"kind": "lesson", "text": "the alpha tests need docker running", "scope": "team"},
+                {"kind": "correction", "text": "never push to main directly"},
+            ]
+        )
+    )
+    assert [item.scope for item in items] == ["global", "project", None, None]
+    alpha = MemoryStore(tmp_path, project=A)
+    assert save_distilled(alpha, items) == 4
+    assert [e.project for e in alpha.load()] == [None, A, A, None]

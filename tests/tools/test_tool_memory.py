@@ -91,3 +91,28 @@ def test_a_risky_memory_save_is_refused_in_read_only(workspace: Path, tmp_path: 
     result = results(run(runner, [call("memory_save", RISKY_SAVE)]))[0]
     assert result.content.startswith("ERROR: memory_save was refused in read-only mode")
     assert store.load() == []
+
+
+def test_memory_tools_see_global_and_this_project_only(workspace: Path, tmp_path: Path) -> None:
+    alpha = MemoryStore(tmp_path / "mem", project="example.org/alpha")
+    assert alpha.remember("fact", "alpha deploys with make release", source="auto")
+    assert alpha.remember("preference", "release notes are written in English", source="auto")
+    beta = MemoryStore(tmp_path / "mem", project="example.org/beta")
+    runner = ToolRunner(workspace, permission="ask", approver=None, store=beta)
+    schema = next(s for s in runner.schemas() if s["function"]["name"] == "memory_save")
+    assert schema["function"]["parameters"]["properties"]["scope"]["enum"] == ["global", "project"]
+    found = results(run(runner, [call("memory_search", args(query="release"))]))[0].content
+    assert "English" in found
+    assert "make release" not in found
+    hidden = alpha.load()[0].id
+    refused = results(run(runner, [call("memory_forget", args(id=hidden))]))[0]
+    assert not refused.ok  # another project's memory is not the model's to see or delete
+    saved = results(run(runner, [call("memory_save", args(kind="fact", text="beta uses port 8080"))]))
+    assert saved[0].content == "Saved (fact); 2 memories in total"
+    glob = args(kind="fact", text="ripgrep is installed on every machine", scope="global")
+    assert results(run(runner, [call("memory_save", glob)]))[0].ok
+    bad = args(kind="fact", text="x y z w", scope="team")
+    assert not results(run(runner, [call("memory_save", bad)]))[0].ok
+    projects = {e.text: e.project for e in beta.load()}
+    assert projects["beta uses port 8080"] == "example.org/beta"
+    assert projects["ripgrep is installed on every machine"] is None

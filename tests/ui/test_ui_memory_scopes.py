@@ -1,0 +1,57 @@
+"""What memory did, in the REPL (SPEC §3.10): the dim «recalled» line, /memory last, add, --all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_ui_commands import Harness
+from ui_fakes import FakeStore, plain_console
+
+from nanohermes.events import MemoryRecalled, RecalledMemory
+from nanohermes.memory import MemoryStore
+from nanohermes.ui.render import Renderer
+
+RECALLED = (
+    RecalledMemory("aa11bb22", "preference", "Always indent with tabs.", 2.5, ("tab ← tabs",)),
+    RecalledMemory("cc33dd44", "fact", "Deploy with make release.", 1.25, ("deploy",)),
+)
+
+
+def test_recalled_line_before_the_answer() -> None:
+    console, out = plain_console(100)
+    Renderer(console).handle(MemoryRecalled(RECALLED))
+    assert out.getvalue().strip() == "memory: 2 recalled · /memory last"
+
+
+def test_memory_last_lists_scores_and_matched_terms() -> None:
+    h = Harness(FakeStore())
+    assert "no memories were recalled" in h.run("/memory last")
+    h.runtime.agent.recalled = RECALLED  # type: ignore[attr-defined]
+    shown = h.run("/memory last")
+    assert "2.50" in shown
+    assert "tab ← tabs" in shown
+    assert "Deploy with make release." in shown
+    assert "cc33dd44" in shown
+
+
+def test_memory_add_list_all_and_forget_across_projects(tmp_path: Path) -> None:
+    alpha = MemoryStore(tmp_path / "mem", project="example.org/alpha")
+    assert alpha.remember("fact", "alpha deploys with make release", source="auto")
+    beta = MemoryStore(tmp_path / "mem", project="example.org/beta")
+    h = Harness()
+    h.runtime.store = beta
+    assert "saved" in h.run("/memory add preference answer in short sentences")
+    assert "this project" in h.run("/memory add --project fact beta listens on 8080")
+    assert "duplicate of" in h.run("/memory add preference answer in short sentences")
+    assert "unknown memory kind" in h.run("/memory add habit stretch every hour")
+    listed = h.run("/memory list")
+    assert "beta listens on 8080" in listed
+    assert "make release" not in listed
+    assert "1 in other projects" in listed
+    every = h.run("/memory list --all")
+    assert "make release" in every
+    assert "example.org/alpha" in every
+    assert "no matching memories" in h.run("/memory search release")
+    assert "make release" in h.run("/memory search release --all")
+    assert "forgot" in h.run(f"/memory forget {alpha.load()[0].id}")
+    assert [e.source for e in beta.load()] == ["user", "user"]
