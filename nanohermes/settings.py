@@ -12,9 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from nanohermes.errors import ConfigError
 
@@ -25,10 +23,13 @@ PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 SandboxMode = Literal["auto", "bwrap", "off"]
 
 
-class Settings(BaseSettings):
-    """Every setting of SPEC §2. Build it with `load_settings`, not directly."""
+class Settings(BaseModel):
+    """Every setting of SPEC §2. Build it with `load_settings`, not directly.
 
-    model_config = SettingsConfigDict(extra="forbid", frozen=True, validate_default=True)
+    A plain pydantic model: the layers are merged here (`load_settings`), so pydantic-settings'
+    source machinery (and its ~half of the start-up import time) is not needed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     model: str | None = None
     base_url: str = "https://api.openai.com/v1"
@@ -87,41 +88,12 @@ class Settings(BaseSettings):
         data = {name: getattr(self, name) for name in type(self).model_fields}
         data.update(changes)
         try:
-            return _DirectSettings(**data)
+            return Settings(**data)
         except ValidationError as err:
             raise ConfigError(_first_problem(err, "")) from None
 
 
 SETTING_NAMES: tuple[str, ...] = tuple(Settings.model_fields)
-
-
-class _DictSource(PydanticBaseSettingsSource):
-    """A settings layer given as a ready dict (the config file, the environment, the defaults)."""
-
-    def __init__(self, settings_cls: type[BaseSettings], values: Mapping[str, Any]) -> None:
-        super().__init__(settings_cls)
-        self._values = dict(values)
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self._values.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self._values)
-
-
-class _DirectSettings(Settings):
-    """Settings from keyword arguments only (used for validated copies)."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings,)
 
 
 def home_dir(environ: Mapping[str, str]) -> Path:
@@ -161,23 +133,26 @@ def load_settings(
         ("default", defaults),
     ]
 
-    class _Loaded(Settings):
-        @classmethod
-        def settings_customise_sources(
-            cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            return tuple(_DictSource(settings_cls, values) for _, values in layers)
-
+    merged: dict[str, Any] = {}
+    for _, values in reversed(layers):
+        _deep_update(merged, values)
     try:
-        loaded = _Loaded()
+        loaded = Settings(**merged)
     except ValidationError as err:
         raise ConfigError(_describe_error(err, layers, path)) from None
-    return _DirectSettings(**_expand_paths(loaded, home))
+    return Settings(**_expand_paths(loaded, home))
+
+
+def _deep_update(target: dict[str, Any], values: Mapping[str, Any]) -> None:
+    """Merge `values` over `target`; nested tables (e.g. one MCP server's keys) merge key by key."""
+    for key, value in values.items():
+        current = target.get(key)
+        if isinstance(current, dict) and isinstance(value, Mapping):
+            merged = dict(current)
+            _deep_update(merged, value)
+            target[key] = merged
+        else:
+            target[key] = value
 
 
 def _defaults(home: Path, environ: Mapping[str, str]) -> dict[str, Any]:

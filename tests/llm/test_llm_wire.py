@@ -129,3 +129,17 @@ def test_utf8_body_is_not_ascii_escaped() -> None:
     recorder = Recorder(sse_response(OK))
     run_stream(make_client(recorder), messages=[{"role": "user", "content": "记忆 ✓"}])
     assert "记忆 ✓".encode() in recorder.requests[0].content
+
+
+def test_no_tls_set_up_for_a_plain_http_endpoint() -> None:
+    import ssl
+
+    from nanohermes.llm.client import _new_http_client
+
+    plain, secure = _new_http_client("http://127.0.0.1:8080/v1"), _new_http_client("https://api.example/v1")
+    try:
+        pools = [client._transport._pool for client in (plain, secure)]  # type: ignore[attr-defined]
+        assert [pool._ssl_context.verify_mode for pool in pools] == [ssl.CERT_NONE, ssl.CERT_REQUIRED]
+    finally:
+        plain.close()
+        secure.close()
