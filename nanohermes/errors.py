@@ -4,6 +4,7 @@ NanoHermesError              .hint: one short "how to fix it" phrase, or ""
 ├── ConfigError              bad flag, setting, config file or environment value
 ├── LLMError                 the model endpoint failed (after retries)
 │   ├── EndpointUnreachable  connect error / DNS / refused
+│   │   └── ServerStopped    the --local model server exited (its exit code and log)
 │   ├── RateLimited          429 after every retry
 │   ├── AuthError            401 / 403
 │   ├── PaymentRequired      402
@@ -60,6 +61,10 @@ class LLMError(NanoHermesError):
 
 
 class EndpointUnreachable(LLMError):
+    pass
+
+
+class ServerStopped(EndpointUnreachable):
     pass
 
 

@@ -56,6 +56,16 @@ class LocalEndpoint:
     model: str
     log_path: Path
     pid: int
+    exit_code: Callable[[], int | None] = lambda: None
+    """The server's exit status once it has exited (negative: killed by that signal), else None."""
+
+    def stopped(self) -> str | None:
+        """One line saying the server stopped, with how and where its log is; None while it runs."""
+        code = self.exit_code()
+        if code is None:
+            return None
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        return f"the local model server stopped ({how}); its log: {self.log_path}"
 
 
 def find_model_file() -> Path:
@@ -144,10 +154,11 @@ def serve(
     server = _start(factory, log_path, timeout, attempts)
     try:
         with _exit_signals_raise():
-            yield LocalEndpoint(server.base_url, model, log_path, server.pid)
+            yield LocalEndpoint(server.base_url, model, log_path, server.pid, server.exit_code)
     finally:
+        crashed = server.exit_code() is not None  # it stopped before we stopped it: keep its log
         server.stop()
-        if not keep_log:
+        if not keep_log and not crashed:
             log_path.unlink(missing_ok=True)
 
 
@@ -222,6 +233,9 @@ class ServerProcess:
             _signal_group(self.pid, signal.SIGKILL)  # also ends anything the server left in its group
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(STOP_GRACE)
+
+    def exit_code(self) -> int | None:
+        return self._proc.poll()
 
     def port_was_taken(self) -> bool:
         return "address already in use" in self.log_tail().lower()

@@ -7,6 +7,7 @@ The UI gets `build_runtime` as a callable (it never imports this module), so tes
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints
     from nanohermes.cliargs import CliOptions
     from nanohermes.llm import ChatClient
+    from nanohermes.localserver import LocalEndpoint
     from nanohermes.memory import MemoryStore
     from nanohermes.protocols import Approver
     from nanohermes.session import SessionData, SessionFile
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from nanohermes.settings import Settings
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.tools.sandbox import Sandbox
+    from nanohermes.ui.seams import RuntimeBuilder
 
 EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parent.parent / "config" / "agents"
 LOCAL_COMPACT_THRESHOLD = 16_000
@@ -71,7 +74,12 @@ class _NoticeRelay:
         self.pending.clear()
 
 
-def build_runtime(options: CliOptions, settings: Settings, approver: Approver | None) -> Runtime:
+def build_runtime(
+    options: CliOptions,
+    settings: Settings,
+    approver: Approver | None,
+    local: LocalEndpoint | None = None,
+) -> Runtime:
     """Build client, store, tools, sub-agents and the agent (resuming a session when asked).
 
     One-shot mode (`-p`) never asks: `approver` is ignored there. `--yes` means permission `auto`.
@@ -90,7 +98,7 @@ def build_runtime(options: CliOptions, settings: Settings, approver: Approver | 
     session, resumed, lock = _open_locked(options, settings)
     relay = _NoticeRelay()
     store = _open_store(settings, relay, workspace)
-    client = ChatClient.from_settings(settings)
+    client = ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None)
     checkpoints = _checkpoints(settings, workspace, session.path)
     sandbox = _sandbox(settings, workspace, options.config)
     runner = ToolRunner.from_settings(
@@ -240,6 +248,7 @@ def _add_task_tool(
 def run_chat(options: CliOptions, settings: Settings) -> int:
     """`nanohermes [...]`: one-shot with -p, the REPL otherwise; --local first starts the bundled model."""
     settings = apply_yes(options, settings)
+    builder: RuntimeBuilder = build_runtime
     with contextlib.ExitStack() as stack:
         if options.local:
             from nanohermes.localserver import local_endpoint
@@ -259,10 +268,11 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
                     file=sys.stderr,
                     flush=True,
                 )
+            builder = functools.partial(build_runtime, local=endpoint)  # names the server if it dies
         if options.prompt is not None:
             from nanohermes.ui.oneshot import run_oneshot
 
-            return run_oneshot(options, settings, build_runtime)
+            return run_oneshot(options, settings, builder)
         from nanohermes.ui.repl import run_repl
 
-        return run_repl(options, settings, build_runtime)
+        return run_repl(options, settings, builder)

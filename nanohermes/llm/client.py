@@ -29,6 +29,7 @@ from nanohermes.errors import (
     LLMError,
     NanoHermesError,
     ServerError,
+    ServerStopped,
 )
 from nanohermes.events import Retrying, StreamItem
 from nanohermes.llm.failures import (
@@ -85,6 +86,7 @@ class ChatClient:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         random: Callable[[], float] = _random.random,
+        stopped: Callable[[], str | None] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.url = f"{self.base_url}/chat/completions"
@@ -104,9 +106,17 @@ class ChatClient:
         self._wall_clock = wall_clock
         self._random = random
         self._workers = SendWorkers()
+        self._stopped = stopped
+        """Says why the server is gone (the --local child exited), or None: asked when a connection
+        fails, so a dead server is named at once instead of retried as unreachable."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, http_client: httpx.Client | None = None) -> ChatClient:
+    def from_settings(
+        cls,
+        settings: Settings,
+        http_client: httpx.Client | None = None,
+        stopped: Callable[[], str | None] | None = None,
+    ) -> ChatClient:
         return cls(
             base_url=settings.base_url,
             model=settings.model,
@@ -116,6 +126,7 @@ class ChatClient:
             request_timeout=settings.request_timeout,
             send_reasoning=settings.send_reasoning,
             max_tokens=settings.max_output_tokens,
+            stopped=stopped,
         )
 
     def close(self) -> None:
@@ -175,7 +186,7 @@ class ChatClient:
     ) -> ChatResult:
         try:
             return self._complete(messages, tools, target, cancel)
-        except (Cancelled, IncompleteStream, ContextOverflow):
+        except (Cancelled, IncompleteStream, ContextOverflow, ServerStopped):
             raise
         except LLMError as err:
             raise IncompleteStream(
@@ -260,6 +271,7 @@ class ChatClient:
             try:
                 response = self._send(self._request(body), cancel)
             except _RETRYABLE_TRANSPORT as err:
+                self._raise_if_stopped()
                 failure: LLMError = self._unreachable(err, retries)
                 reason = f"cannot reach the endpoint ({_describe(err)})"
             except httpx.TimeoutException as err:
@@ -268,6 +280,7 @@ class ChatClient:
                     "raise request_timeout, or check the server is not overloaded",
                 ) from None
             except httpx.HTTPError as err:
+                self._raise_if_stopped()
                 raise self._unreachable(err, retries) from None
             else:
                 if response.status_code < 300:
@@ -296,6 +309,11 @@ class ChatClient:
             yield Retrying(retries, wait, reason)
             if self._sleep(wait, cancel):
                 raise Cancelled()
+
+    def _raise_if_stopped(self) -> None:
+        reason = self._stopped() if self._stopped is not None else None
+        if reason:
+            raise ServerStopped(reason, "restart nanohermes --local; the log says why it stopped") from None
 
     def _unreachable(self, err: httpx.HTTPError, retries: int) -> EndpointUnreachable:
         return EndpointUnreachable(

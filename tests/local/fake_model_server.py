@@ -1,14 +1,16 @@
 """A stand-in for `python -m llama_cpp.server`, started by the tests exactly as nanohermes starts the
 real one: `python fake_model_server.py --port N --pidfile F [--mode M] [--grandchild F2]`.
 
-Modes: `ok` answers GET /v1/models; `die` prints an error and exits 3 at once; `hang` listens but
-never answers 200; `taken` prints uvicorn's "address already in use" line and exits 1.
+Modes: `ok` answers GET /v1/models (and POST /v1/chat/completions with "pong"); `die` prints an
+error and exits 3 at once; `hang` listens but never answers 200; `taken` prints uvicorn's "address
+already in use" line and exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.server
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         status = 200 if mode == "ok" and self.path == "/v1/models" else 503
         body = b'{"object": "list", "data": [{"id": "fake"}]}' if status == 200 else b"{}"
         self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        """`/v1/chat/completions`: one JSON completion saying "pong" (also when asked to stream)."""
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        message = {"role": "assistant", "content": "pong"}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        body = json.dumps({"id": "fake", "object": "chat.completion", "choices": [choice]}).encode()
+        self.send_response(200)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
