@@ -210,7 +210,7 @@ class ShellTool:
                 "(background processes kept the output open and were stopped; "
                 "redirect their output to keep them running)"
             )
-        blocked = self.sandbox.blocked_note(out.text() + err.text()) if code else ""
+        blocked = self.sandbox.blocked_note(err.text() + (out.text() if code else ""))
         used = sum(len(line) + 1 for line in (*lines, blocked) if line)
         room = self.max_chars - used - 2 * STREAM_OVERHEAD
         shares = _share(max(0, room), out.shown, err.shown)

@@ -60,6 +60,11 @@ def test_a_write_outside_the_workspace_fails_and_says_the_sandbox_blocked_it(
     assert "sandbox:" in result
     assert "ask the user" in result
     assert (outside_tmp / "secret.txt").read_text() == "TOP-SECRET\n"
+    swallowed = shell(workspace, sandboxed, f"echo pwned > {outside_tmp}/secret.txt; true")
+    assert swallowed.startswith("exit code: 0")
+    assert "sandbox:" in swallowed  # said even when the command's exit code hides the failure
+    plain_text = shell(workspace, sandboxed, "echo 'the read-only file system talk'")
+    assert "sandbox:" not in plain_text  # what a successful command prints is not a complaint
     hidden = shell(workspace, sandboxed, f"cat {outside}/secret.txt; echo pwned > {outside}/secret.txt")
     assert "TOP-SECRET" not in hidden  # other files under /tmp are not even visible
     assert (outside / "secret.txt").read_text() == "TOP-SECRET\n"

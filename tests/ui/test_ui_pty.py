@@ -253,3 +253,35 @@ def test_no_model_configured_explains_the_settings_and_exits_2(workspace: Path) 
     assert child.exitstatus == 2
     for needle in ("no model configured", "OPENAI_API_KEY", "api.deepseek.com", "11434", "config.toml"):
         assert needle in text
+
+
+def test_undo_in_the_repl_over_a_later_edit_asks_first(
+    fake_server: FakeServer, workspace: Path, launch: Launch
+) -> None:
+    (workspace / "notes.txt").write_text("mine\n")
+    fake_server.push_tool_calls([("write_file", {"path": "notes.txt", "content": "agent text\n"})])
+    fake_server.push_text("Rewritten.")
+    term = launch("--no-memory", "--permission", "auto")
+    term.send("rewrite the notes\r")
+    term.expect("Rewritten.")
+    term.expect("checkpoint 1: 1 file changed (notes.txt)")
+    term.prompt()
+    term.send("/diff\r")
+    shown = plain(term.expect("+agent text"))
+    assert "-mine" in shown
+    term.prompt()
+    (workspace / "notes.txt").write_text("edited again by hand\n")
+    term.send("/undo\r")
+    assert "+edited again by hand" in plain(term.expect("Allow?"))
+    term.send("n")
+    term.expect("nothing was undone")
+    term.prompt()
+    assert (workspace / "notes.txt").read_text() == "edited again by hand\n"
+    term.send("/undo\r")
+    term.expect("Allow?")
+    term.send("y")
+    term.expect("undid turn 1")
+    term.prompt()
+    assert (workspace / "notes.txt").read_text() == "mine\n"
+    term.send("\x04")
+    assert term.exit_code() == 0
