@@ -146,6 +146,10 @@ def _sandbox(settings: Settings, workspace: Path, config: Path | None) -> Sandbo
     from nanohermes.tools.sandbox import Sandbox
 
     hidden = [settings.state_dir, settings.memory_dir, settings.sessions_dir, Path("~/.nanohermes")]
+    hidden += [
+        settings.memory_file,
+        Path("~/.nanohermes/config.toml"),
+    ]  # also when their folder holds the workspace
     if config is not None:
         hidden.append(config)
     return Sandbox.detect(

@@ -185,3 +185,20 @@ def test_bwrap_mode_refuses_when_bubblewrap_is_missing_or_broken(workspace: Path
     off = Sandbox.detect("off", network=False, workspace=workspace)
     assert off.status == "sandbox: off"
     assert off.argv("echo hi") is None
+
+
+def test_the_memory_file_is_hidden_even_when_its_folder_holds_the_workspace(outside_tmp: Path) -> None:
+    memory_dir = outside_tmp / "memdir"  # memory_dir = a parent of the workspace (not under /tmp)
+    workspace = memory_dir / "project"
+    workspace.mkdir(parents=True)
+    (memory_dir / "memory.json").write_text('{"memories": "private"}')
+    (memory_dir / "other.txt").write_text("visible\n")
+    sandbox = Sandbox.detect(
+        "auto", network=False, workspace=workspace, hidden=[memory_dir, memory_dir / "memory.json"]
+    )
+    if not sandbox.active:
+        pytest.skip(f"bubblewrap cannot run here: {sandbox.problem}")
+    result = shell(workspace, sandbox, "cat ../memory.json; cat ../other.txt; echo w > here.txt")
+    assert "private" not in result
+    assert "visible" in result  # the folder itself stays: it holds the workspace
+    assert (workspace / "here.txt").read_text() == "w\n"
