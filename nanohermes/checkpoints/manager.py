@@ -83,6 +83,8 @@ class Checkpoints:
         self._turn: _Turn | None = None
         self._notes: list[str] = []
         self._pruned = False
+        self._seen: tuple[int, int, int] = (0, 0, 0)
+        """The journal's (inode, mtime, size) when model_notes last found nothing to tell."""
         self._file_lock: BaseFileLock | None = None
         self._private = [path.resolve() for path in (*private, checkpoints_root(state_dir))]
 
@@ -259,13 +261,19 @@ class Checkpoints:
 
     def model_notes(self) -> list[str]:
         """Lines for the model about turns the user undid since it last heard (REPL or CLI)."""
-        if not self.journal_path.exists():
+        try:
+            info = self.journal_path.stat()  # every save replaces the file: a new inode
+            stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+        except OSError:
+            return []
+        if stamp == self._seen:  # unchanged since it last had nothing to tell: costs one stat
             return []
         try:
             with self.lock():
                 journal = self.journal()
                 untold = [turn for turn in journal.turns if turn.undone and not turn.told]
                 if not untold:
+                    self._seen = stamp
                     return []
                 for turn in untold:
                     turn.told = True
