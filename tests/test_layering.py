@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nanohermes
 
-CORE_PACKAGES = ("memory", "llm", "tools")
+CORE_PACKAGES = ("memory", "llm", "tools", "checkpoints")
 CORE_MODULES = (
     "types",
     "errors",
