@@ -91,6 +91,10 @@ def _dispatch(options: CliOptions) -> int:
         from nanohermes.ui.undo_cmd import run_undo_command
 
         return run_undo_command(options.undo, settings)
+    if options.acp:
+        from nanohermes.wiring import run_acp
+
+        return run_acp(options, settings)
     from nanohermes.wiring import run_chat
 
     return run_chat(options, settings)

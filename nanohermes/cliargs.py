@@ -59,6 +59,8 @@ class CliOptions:
     verbose: bool = False
     memory: MemoryArgs | None = None
     undo: UndoArgs | None = None
+    acp: bool = False
+    """`nanohermes acp`: serve the Agent Client Protocol on stdio (SPEC §9)."""
     overrides: dict[str, object] = field(default_factory=dict)
 
 
@@ -68,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A coding agent for the terminal that remembers your preferences across sessions.",
         epilog="Memory: nanohermes memory list [--all] | search QUERY [--explain] [--all] | forget ID\n"
         "        | stats | path | add KIND TEXT [--project] | export | import FILE\n"
-        "Undo:   nanohermes undo [--session S] [--list] [--to N] [--force]",
+        "Undo:   nanohermes undo [--session S] [--list] [--to N] [--force]\n"
+        "Editors: nanohermes acp (Agent Client Protocol on stdio)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
@@ -130,11 +133,29 @@ def build_undo_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_acp_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="nanohermes acp",
+        description="Serve the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim).",
+    )
+    add = parser.add_argument
+    add("--model", metavar="M", help="model name sent to the endpoint")
+    add("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    add("--permission", metavar="MODE", help="initial mode of new sessions: read-only | ask | auto")
+    add("--no-memory", action="store_true", help="turn long-term memory off")
+    add("--memory-dir", metavar="DIR", help="directory holding memory.json")
+    add("--config", metavar="FILE", help="config TOML file")
+    add("--verbose", action="store_true", help="log details to stderr")
+    return parser
+
+
 def parse_args(argv: Sequence[str]) -> CliOptions:
     if argv and argv[0] == "memory":
         return _parse_memory(list(argv[1:]))
     if argv and argv[0] == "undo":
         return _parse_undo(list(argv[1:]))
+    if argv and argv[0] == "acp":
+        return _parse_acp(list(argv[1:]))
     ns = build_parser().parse_args(list(argv))
     from nanohermes.settings import PERMISSION_MODES  # settings load right after parsing anyway
 
@@ -210,3 +231,25 @@ def _parse_undo(argv: list[str]) -> CliOptions:
         raise UsageError("--list only lists; drop --to and --force")
     undo = UndoArgs(ns.session, ns.list_only, ns.to, ns.force)
     return CliOptions(config=Path(ns.config) if ns.config else None, verbose=ns.verbose, undo=undo)
+
+
+def _parse_acp(argv: list[str]) -> CliOptions:
+    ns = build_acp_parser().parse_args(argv)
+    from nanohermes.settings import PERMISSION_MODES
+
+    if ns.permission is not None and ns.permission not in PERMISSION_MODES:
+        raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: read-only, ask, auto")
+    overrides: dict[str, object] = {
+        "model": ns.model,
+        "base_url": ns.base_url,
+        "permission": ns.permission,
+        "memory_dir": ns.memory_dir,
+    }
+    if ns.no_memory:
+        overrides["memory"] = False
+    return CliOptions(
+        config=Path(ns.config) if ns.config else None,
+        verbose=ns.verbose,
+        acp=True,
+        overrides={k: v for k, v in overrides.items() if v is not None},
+    )

@@ -56,6 +56,8 @@ class ApprovalRequest:
     title: str
     detail: str
     """A unified diff for writes and edits, the command line for shell calls."""
+    call: ToolCall | None = None
+    """The call asking (front ends that show calls by id, e.g. ACP, attach the question to it)."""
 
 
 class Approver(Protocol):

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from nanohermes.session import SessionData, SessionFile
     from nanohermes.session_lock import SessionLock
     from nanohermes.settings import Settings
+    from nanohermes.tools.files import FileTools
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.tools.sandbox import Sandbox
     from nanohermes.ui.seams import RuntimeBuilder
@@ -84,47 +85,98 @@ def build_runtime(
 
     One-shot mode (`-p`) never asks: `approver` is ignored there. `--yes` means permission `auto`.
     """
-    from nanohermes.agent import Agent, AgentConfig
     from nanohermes.llm import ChatClient
-    from nanohermes.prompts import base_system_prompt, load_agents_md
-    from nanohermes.tools.runner import ToolRunner
 
     if not settings.model:
         raise ConfigError("no model configured", "give --model NAME or set NANOHERMES_MODEL")
     if options.prompt is not None:
         approver = None
     settings = apply_yes(options, settings)
-    workspace = Path.cwd()
     session, resumed, lock = _open_locked(options, settings)
     relay = _NoticeRelay()
-    store = _open_store(settings, relay, workspace)
-    client = ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None)
+    store = _open_store(settings, relay, Path.cwd())
+    parts = AgentParts(
+        ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None),
+        store,
+        approver,
+        options.verbose,
+        options.config,
+        save_each_turn=options.prompt is None,
+    )
+    built = build_agent(settings, parts, workspace=Path.cwd(), session=session, resumed=resumed)
+    relay.attach(built.agent.post_note)
+    return Runtime(settings, built.agent, store, built.checkpoints, built.sandbox, lock)
+
+
+@dataclass(frozen=True)
+class AgentParts:
+    """What every agent of one process shares: the model client and the memory store; how it asks;
+    the config file (hidden from sandboxed commands). `files` replaces the file tools' disk access
+    (ACP: the editor's buffers)."""
+
+    client: ChatClient
+    store: MemoryStore | None
+    approver: Approver | None
+    verbose: bool = False
+    config: Path | None = None
+    files: Callable[[Path, int], FileTools] | None = None
+    save_each_turn: bool = True
+    """False in `-p`: its one save comes after distillation."""
+
+
+@dataclass(frozen=True)
+class BuiltAgent:
+    agent: Agent
+    checkpoints: Checkpoints | None
+    sandbox: Sandbox
+
+
+def build_agent(
+    settings: Settings,
+    parts: AgentParts,
+    *,
+    workspace: Path,
+    session: SessionFile,
+    resumed: SessionData | None,
+) -> BuiltAgent:
+    """One agent (tools confined to `workspace`, its own session file and checkpoints) from shared
+    parts: the REPL and `-p` build one, `nanohermes acp` one per session."""
+    from nanohermes.agent import Agent, AgentConfig
+    from nanohermes.prompts import base_system_prompt, load_agents_md
+    from nanohermes.tools.runner import ToolRunner
+
     checkpoints = _checkpoints(settings, workspace, session.path)
-    sandbox = _sandbox(settings, workspace, options.config)
+    sandbox = _sandbox(settings, workspace, parts.config)
+    files = parts.files(workspace, settings.tool_output_chars) if parts.files else None
     runner = ToolRunner.from_settings(
-        settings, workspace, approver, store, sandbox=sandbox, checkpoints=checkpoints
+        settings,
+        workspace,
+        parts.approver,
+        parts.store,
+        sandbox=sandbox,
+        checkpoints=checkpoints,
+        files=files,
     )
     secret = settings.api_key_value()
     agents_md, agents_note = load_agents_md(workspace)
     agent = Agent(
-        client,
+        parts.client,
         runner,
-        AgentConfig.from_settings(settings, verbose=options.verbose, save_each_turn=options.prompt is None),
-        base_system_prompt(workspace, memory=store is not None, agents_md=agents_md),
+        AgentConfig.from_settings(settings, verbose=parts.verbose, save_each_turn=parts.save_each_turn),
+        base_system_prompt(workspace, memory=parts.store is not None, agents_md=agents_md),
         session=session,
-        store=store,
+        store=parts.store,
         resumed=resumed,
         workspace=str(workspace),
         secrets=(secret,) if secret else (),
         checkpoints=checkpoints,
     )
-    relay.attach(agent.post_note)
     if agents_note:
         agent.post_note(Note(agents_note, "warning"))
     if sandbox.startup_warning:
         agent.post_note(Note(sandbox.startup_warning, "warning"))
-    _add_task_tool(agent, client, runner, store, settings, workspace)
-    return Runtime(settings, agent, store, checkpoints, sandbox, lock)
+    _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
+    return BuiltAgent(agent, checkpoints, sandbox)
 
 
 def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:
@@ -208,7 +260,7 @@ def open_session(
     return session, (session.load() if load and session.exists() else None)
 
 
-def _open_store(settings: Settings, relay: _NoticeRelay, workspace: Path) -> MemoryStore | None:
+def _open_store(settings: Settings, relay: Callable[[str], None], workspace: Path) -> MemoryStore | None:
     """The store for this workspace's project (SPEC §3.9): global entries and this project's."""
     if not settings.memory:
         return None
@@ -280,3 +332,50 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
         from nanohermes.ui.repl import run_repl
 
         return run_repl(options, settings, builder)
+
+
+def run_acp(options: CliOptions, settings: Settings) -> int:
+    """`nanohermes acp`: every session's agent is built here from one model client and the memory
+    store of its workspace's project (one store per project, shared by that project's sessions)."""
+    import threading
+
+    from nanohermes.acp.server import serve
+    from nanohermes.llm import ChatClient
+    from nanohermes.session import SessionFile
+    from nanohermes.session_lock import SessionLock
+
+    client = ChatClient.from_settings(settings)
+    stores: dict[Path, MemoryStore | None] = {}
+    guard = threading.Lock()
+    locks: list[SessionLock] = []  # held while the server runs: one writer per session
+
+    def store_for(workspace: Path) -> MemoryStore | None:
+        with guard:
+            if workspace not in stores:
+                notice = lambda message: print(f"nanohermes acp: {message}", file=sys.stderr)  # noqa: E731
+                stores[workspace] = _open_store(settings, notice, workspace)
+            return stores[workspace]
+
+    def make_agent(
+        session_path: Path,
+        workspace: Path,
+        approver: Approver,
+        files: Callable[[Path, int], FileTools] | None,
+    ) -> Agent:
+        session = SessionFile(session_path)
+        lock = SessionLock.acquire(session_path)
+        try:
+            resumed = session.load() if session.exists() else None
+        except BaseException:
+            lock.release()
+            raise
+        locks.append(lock)
+        parts = AgentParts(client, store_for(workspace), approver, options.verbose, options.config, files)
+        return build_agent(settings, parts, workspace=workspace, session=session, resumed=resumed).agent
+
+    try:
+        return serve(settings, make_agent, store_for, verbose=options.verbose)
+    finally:
+        client.close()
+        for lock in locks:
+            lock.release()

@@ -87,11 +87,12 @@ class ToolRunner:
         shell_timeout: float = 120.0,
         sandbox: Sandbox | None = None,
         checkpoints: ChangeGuard | None = None,
+        files: FileTools | None = None,
     ) -> None:
         self.workspace = Workspace(workspace)
         self.max_chars = tool_output_chars
         self._approver = approver
-        self._files = FileTools(self.workspace, max_chars=tool_output_chars)
+        self._files = files or FileTools(self.workspace, max_chars=tool_output_chars)
         self._search = SearchTools(self.workspace)
         self.sandbox = sandbox or Sandbox.off()
         self.checkpoints = checkpoints
@@ -122,7 +123,9 @@ class ToolRunner:
         *,
         sandbox: Sandbox | None = None,
         checkpoints: ChangeGuard | None = None,
+        files: FileTools | None = None,
     ) -> ToolRunner:
+        """`files`: file tools reading and writing elsewhere than the disk (ACP: the editor)."""
         return cls(
             workspace,
             permission=settings.permission,
@@ -132,6 +135,7 @@ class ToolRunner:
             shell_timeout=settings.shell_timeout,
             sandbox=sandbox,
             checkpoints=checkpoints,
+            files=files,
         )
 
     def _builtin_tools(self) -> list[Tool]:
@@ -264,13 +268,13 @@ class ToolRunner:
             return _result(call, f"ERROR: {tool.name} is not available in read-only mode", ok=False)
         try:
             args = tool.parse_arguments(call.arguments)
-            resolved, granted = self._check_path(tool, args)
+            resolved, granted = self._check_path(call, tool, args)
             risk = tool.risk(args) if tool.risk is not None else None
             if risk and self.permission == "read-only":
                 raise _Refused(f"ERROR: {tool.name} was refused in read-only mode: {risk}")
             asks = (tool.mutating or risk) and self.permission == "ask"
             if asks and tool.approval_kind not in self._always:
-                self._approve(tool, args, resolved, previews, risk)
+                self._approve(call, tool, args, resolved, previews, risk)
         except _Refused as refused:
             return _result(call, refused.text, ok=False)
         except Cancelled:
@@ -279,7 +283,9 @@ class ToolRunner:
             return _result(call, f"ERROR: {err.one_line()}", ok=False)
         return _Prepared(call, tool, args, resolved, granted, self._summary(tool, args))
 
-    def _check_path(self, tool: Tool, args: dict[str, Any]) -> tuple[Path | None, frozenset[Path]]:
+    def _check_path(
+        self, call: ToolCall, tool: Tool, args: dict[str, Any]
+    ) -> tuple[Path | None, frozenset[Path]]:
         if not tool.path_arg:
             return None, frozenset(self._granted)
         default = tool.parameters["properties"][tool.path_arg].get("default", ".")
@@ -290,7 +296,7 @@ class ToolRunner:
             if self.permission != "ask" or self._approver is None:
                 raise
             title = f"{tool.name} wants a path outside the workspace: {err.resolved}"
-            decision = self._ask(ApprovalRequest(tool.name, title, str(err.resolved)))
+            decision = self._ask(ApprovalRequest(tool.name, title, str(err.resolved), call))
             if decision is Decision.NO:
                 raise _Refused(f"ERROR: {err.one_line()}") from None
             if decision is Decision.ALWAYS:
@@ -299,6 +305,7 @@ class ToolRunner:
 
     def _approve(
         self,
+        call: ToolCall,
         tool: Tool,
         args: dict[str, Any],
         resolved: Path | None,
@@ -310,7 +317,7 @@ class ToolRunner:
         title, detail, after = self._describe(tool, args, resolved, previews)
         if risk:
             title = f"{tool.name}: {risk}"
-        decision = self._ask(ApprovalRequest(tool.name, title, detail))
+        decision = self._ask(ApprovalRequest(tool.name, title, detail, call))
         if decision is Decision.NO:
             raise _Refused(DECLINED.format(tool=tool.name))
         if decision is Decision.ALWAYS:

@@ -1,0 +1,105 @@
+"""Slash commands an editor offers in its prompt box (`available_commands_update`): the REPL's
+`/compact`, `/memory …` and `/reset`, answered as agent messages instead of terminal output."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from acp import schema
+
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import NanoHermesError
+from nanohermes.events import Event, TextDelta, TurnFinished
+
+if TYPE_CHECKING:
+    from nanohermes.agent import Agent
+    from nanohermes.memory import MemoryStore
+
+MEMORY_USAGE = "usage: /memory [list | search QUERY | forget ID | stats]"
+
+
+def available_commands() -> list[schema.AvailableCommand]:
+    def command(name: str, description: str, hint: str | None = None) -> schema.AvailableCommand:
+        given = (
+            schema.AvailableCommandInput(root=schema.UnstructuredCommandInput(hint=hint)) if hint else None
+        )
+        return schema.AvailableCommand(name=name, description=description, input=given)
+
+    return [
+        command("compact", "summarise the conversation so far to free context (memory is kept)"),
+        command(
+            "memory",
+            "long-term memory: list, search QUERY, forget ID, stats",
+            "list | search QUERY | forget ID | stats",
+        ),
+        command("reset", "clear the conversation; long-term memory stays"),
+    ]
+
+
+def command_source(text: str, agent: Agent, store: MemoryStore | None) -> Iterator[Event] | None:
+    """The events answering `text` when it is one of our commands (else None: a prompt for the model)."""
+    name, _, rest = text.strip().partition(" ")
+    if name == "/compact":
+        return _compact(agent)
+    if name == "/reset":
+        return _reset(agent)
+    if name == "/memory":
+        return _answer(memory_command(store, rest.strip()))
+    return None
+
+
+def _compact(agent: Agent) -> Iterator[Event]:
+    yield from agent.compact(CancelToken())
+    yield TurnFinished(True, "done")
+
+
+def _reset(agent: Agent) -> Iterator[Event]:
+    agent.reset()
+    try:
+        agent.save()
+    except NanoHermesError as err:
+        yield TextDelta(f"conversation cleared, but {err.one_line()}")
+    else:
+        yield TextDelta("Conversation cleared (long-term memory kept).")
+    yield TurnFinished(True, "done")
+
+
+def _answer(text: str) -> Iterator[Event]:
+    yield TextDelta(text)
+    yield TurnFinished(True, "done")
+
+
+def memory_command(store: MemoryStore | None, arg: str) -> str:
+    """The text `/memory ARG` answers with (Markdown)."""
+    if store is None:
+        return "Memory is off for this server (--no-memory or memory = false)."
+    action, _, rest = arg.partition(" ")
+    rest = rest.strip()
+    try:
+        if action in ("", "list"):
+            entries = store.load()
+            lines = [f"- `{e.id}` {e.kind.value}: {e.text}" for e in entries]
+            return "\n".join([*lines, f"\n{len(entries)} memories"]) if entries else "No memories yet."
+        if action == "search" and rest:
+            hits = store.search(rest, 8)
+            lines = [f"- {score:.2f} `{e.id}` {e.kind.value}: {e.text}" for score, e in hits]
+            return "\n".join(lines) or "No matching memories."
+        if action == "forget" and rest:
+            return _forget(store, rest)
+        if action == "stats":
+            stats = store.stats()
+            counts = ", ".join(f"{k.value} {n}" for k, n in sorted(stats.per_kind.items(), key=str) if n)
+            return f"{stats.total} memories ({counts or 'none'}) · {stats.size_bytes:,} bytes · {stats.path}"
+    except NanoHermesError as err:
+        return err.one_line()
+    return MEMORY_USAGE
+
+
+def _forget(store: MemoryStore, wanted: str) -> str:
+    matches = store.matching_ids(wanted)
+    if len(matches) > 1:
+        return f"id prefix {wanted!r} matches {len(matches)} memories; give more characters"
+    if matches and store.forget(matches[0]):
+        return f"Forgot {matches[0]}."
+    return f"No memory with id {wanted} (/memory list shows the ids)."

@@ -1,0 +1,213 @@
+"""Between nanohermes and ACP shapes: tool calls → `tool_call` updates (kind, title, locations, diffs),
+prompt content blocks → the user's text, saved history → replayed `session/update`s.
+
+Pure functions of their arguments; the session module sends what they build.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from acp import schema
+from acp.helpers import (
+    start_tool_call,
+    text_block,
+    tool_content,
+    tool_diff_content,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_tool_call,
+    update_user_message_text,
+)
+
+from nanohermes.errors import INTERRUPTED
+from nanohermes.types import Message, ToolCall, ToolResult, message_text
+
+KINDS: dict[str, schema.ToolKind] = {
+    "read_file": "read",
+    "write_file": "edit",
+    "edit_file": "edit",
+    "list_files": "search",
+    "grep": "search",
+    "memory_search": "search",
+    "run_shell": "execute",
+    "task": "think",
+}
+PATH_ARGS = {"read_file", "write_file", "edit_file", "list_files", "grep"}
+SHOWN_OUTPUT_CHARS = 8000
+"""How much of a tool's result the editor shows (the model gets all of it)."""
+
+PromptBlock = (
+    schema.TextContentBlock
+    | schema.ImageContentBlock
+    | schema.AudioContentBlock
+    | schema.ResourceContentBlock
+    | schema.EmbeddedResourceContentBlock
+)
+
+
+def call_arguments(call: ToolCall) -> dict[str, Any]:
+    """The call's arguments as a dict ({} when they are not a JSON object: the runner reports that)."""
+    try:
+        args = json.loads(call.arguments or "{}")
+    except ValueError:
+        return {}
+    return args if isinstance(args, dict) else {}
+
+
+def tool_kind(name: str) -> schema.ToolKind:
+    return KINDS.get(name, "other")
+
+
+def tool_title(name: str, args: dict[str, Any]) -> str:
+    """What the editor shows for a call, e.g. "Edit src/app.py" or "`pytest -q`"."""
+    path = str(args.get("path") or "")
+    titles = {
+        "read_file": f"Read {path}",
+        "write_file": f"Write {path}",
+        "edit_file": f"Edit {path}",
+        "list_files": f"List {path or '.'}" + (f" ({args['glob']})" if args.get("glob") else ""),
+        "grep": f"grep {args.get('pattern', '')!r}" + (f" in {path}" if path else ""),
+        "run_shell": f"`{' '.join(str(args.get('command', '')).split())[:200]}`",
+        "memory_save": "Save a memory",
+        "memory_search": f"Search memory: {args.get('query', '')}",
+        "memory_forget": f"Forget memory {args.get('id', args.get('memory_id', ''))}",
+        "task": f"Task: {args.get('description') or args.get('agent') or ''}".rstrip(": "),
+    }
+    return titles.get(name) or name
+
+
+def locations(name: str, args: dict[str, Any], workspace: Path) -> list[schema.ToolCallLocation] | None:
+    path = args.get("path")
+    if name not in PATH_ARGS or not isinstance(path, str) or not path.strip():
+        return None
+    full = Path(path.strip()).expanduser()
+    full = full if full.is_absolute() else workspace / full
+    offset = args.get("offset") if name == "read_file" else None
+    line = offset if isinstance(offset, int) and not isinstance(offset, bool) and offset > 0 else None
+    return [schema.ToolCallLocation(path=str(full), line=line)]
+
+
+def start_content(
+    name: str, args: dict[str, Any], workspace: Path
+) -> list[schema.ContentToolCallContent | schema.FileEditToolCallContent] | None:
+    """Edits as `diff` content (as the change is proposed); a shell command as its command line."""
+    located = locations(name, args, workspace)
+    if name == "edit_file" and located and isinstance(args.get("new"), str):
+        old = args.get("old") if isinstance(args.get("old"), str) else None
+        return [tool_diff_content(located[0].path, args["new"], old)]
+    if name == "write_file" and located and isinstance(args.get("content"), str):
+        return [tool_diff_content(located[0].path, args["content"], None)]
+    if name == "run_shell" and isinstance(args.get("command"), str):
+        return [tool_content(text_block(f"```sh\n{args['command']}\n```"))]
+    return None
+
+
+def announce(
+    acp_id: str, call: ToolCall, workspace: Path, status: schema.ToolCallStatus
+) -> schema.ToolCallStart:
+    """The `tool_call` update that first shows a call."""
+    args = call_arguments(call)
+    return start_tool_call(
+        acp_id,
+        tool_title(call.name, args),
+        kind=tool_kind(call.name),
+        status=status,
+        content=start_content(call.name, args, workspace),
+        locations=locations(call.name, args, workspace),
+        raw_input=args or call.arguments,
+    )
+
+
+def permission_call(acp_id: str, call: ToolCall, workspace: Path) -> schema.ToolCallUpdate:
+    """The `toolCall` of a permission request: the same call as announced."""
+    args = call_arguments(call)
+    return schema.ToolCallUpdate(
+        tool_call_id=acp_id,
+        title=tool_title(call.name, args),
+        kind=tool_kind(call.name),
+        status="pending",
+        content=start_content(call.name, args, workspace),
+        locations=locations(call.name, args, workspace),
+        raw_input=args or call.arguments,
+    )
+
+
+def failed(result: ToolResult) -> bool:
+    return not result.ok or result.content == INTERRUPTED
+
+
+def finish(acp_id: str, name: str, result: ToolResult) -> schema.ToolCallProgress:
+    """The closing `tool_call_update`: completed or failed, with the result shown (a successful edit
+    keeps its diff instead)."""
+    status: schema.ToolCallStatus = "failed" if failed(result) else "completed"
+    content = None
+    if status == "failed" or tool_kind(name) != "edit":
+        content = [tool_content(text_block(shown_output(name, result.content)))]
+    return update_tool_call(acp_id, status=status, content=content, raw_output=result.content)
+
+
+def shown_output(name: str, text: str) -> str:
+    if len(text) > SHOWN_OUTPUT_CHARS:
+        text = text[:SHOWN_OUTPUT_CHARS] + f"\n[… {len(text) - SHOWN_OUTPUT_CHARS} more characters]"
+    return f"```\n{text}\n```" if name == "run_shell" else text
+
+
+def prompt_text(blocks: Sequence[PromptBlock]) -> str:
+    """The user message for a prompt: text as is, file mentions as links, embedded files inline."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, schema.TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, schema.ResourceContentBlock):
+            parts.append(f"[@{block.name}]({block.uri})")
+        elif isinstance(block, schema.EmbeddedResourceContentBlock):
+            resource = block.resource
+            if isinstance(resource, schema.TextResourceContents):
+                parts.append(f'\n<context ref="{resource.uri}">\n{resource.text}\n</context>')
+            else:
+                parts.append(f"[attached binary resource {resource.uri} not shown: text only]")
+        else:
+            parts.append(f"[{block.type} attachment not shown: this agent reads text only]")
+    return "".join(parts).strip()
+
+
+def replay(messages: Sequence[Message], workspace: Path) -> Iterator[Any]:
+    """The `session/update`s that show a saved conversation (system prompt left out)."""
+    names: dict[str, tuple[str, str]] = {}
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "user":
+            yield update_user_message_text(message_text(message))
+        elif role == "assistant":
+            yield from _replay_assistant(index, message, workspace, names)
+        elif role == "tool":
+            key = str(message.get("tool_call_id") or "")
+            acp_id, name = names.pop(key, (f"{index}-{key}", str(message.get("name") or "")))
+            content = message_text(message)
+            result = ToolResult(key, name, content, ok=not content.startswith(("ERROR", "refused")))
+            yield finish(acp_id, name, result)
+
+
+def _replay_assistant(
+    index: int, message: Message, workspace: Path, names: dict[str, tuple[str, str]]
+) -> Iterator[Any]:
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning.strip():
+        yield update_agent_thought_text(reasoning)
+    text = message_text(message)
+    if text.strip():
+        yield update_agent_message_text(text)
+    for raw in message.get("tool_calls") or ():
+        function = raw.get("function") if isinstance(raw, dict) else None
+        if not isinstance(function, dict):
+            continue
+        call = ToolCall(
+            str(raw.get("id") or ""), str(function.get("name") or ""), str(function.get("arguments") or "")
+        )
+        acp_id = f"{index}-{call.id}"
+        names[call.id] = (acp_id, call.name)
+        yield announce(acp_id, call, workspace, "in_progress")

@@ -1,0 +1,329 @@
+"""One ACP session: a nanohermes Agent (own messages, workspace, session file) driven by prompts.
+
+A prompt runs the agent on a worker thread of its own. The worker never touches the connection: it
+puts events and approval questions on the turn's asyncio queue (thread-safe hand-over), and the
+prompt's coroutine sends them in order — so a `tool_call` is always announced before the permission
+request about it, and every update of a turn goes out before the prompt's answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from acp import RequestError, schema
+from acp.helpers import update_agent_message_text, update_agent_thought_text, update_tool_call
+
+from nanohermes.acp import convert
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import Cancelled, ToolError
+from nanohermes.events import (
+    Compacted,
+    Event,
+    Note,
+    ReasoningDelta,
+    Retrying,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
+from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.types import ToolCall
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+
+    from nanohermes.agent import Agent
+
+log = logging.getLogger("nanohermes.acp")
+T = TypeVar("T")
+EventSource = Callable[[CancelToken], Iterator[Event]]
+
+STOP_REASONS: dict[str, schema.StopReason] = {
+    "done": "end_turn",
+    "max_iterations": "max_turn_requests",
+    "interrupted": "cancelled",
+    "length": "max_tokens",
+    "max_tokens": "max_tokens",
+    "refusal": "refusal",
+}
+PERMISSION_OPTIONS = [
+    schema.PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
+    schema.PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
+    schema.PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+    schema.PermissionOption(option_id="reject_always", name="Always reject", kind="reject_always"),
+]
+
+
+class Bridge:
+    """Worker threads reach the client through this: run a coroutine on the server's loop and wait,
+    giving up at once when the turn is cancelled."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, client: Client, session_id: str) -> None:
+        self.loop, self.client, self.session_id = loop, client, session_id
+
+    def call(self, make: Callable[[], Any], cancel: object | None = None) -> Any:
+        future = asyncio.run_coroutine_threadsafe(make(), self.loop)
+        token = cancel if isinstance(cancel, CancelToken) else None
+        unregister = token.on_cancel(lambda: _cancel(future)) if token else (lambda: None)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise Cancelled() from None
+        finally:
+            unregister()
+
+    # -- ClientFiles (nanohermes.acp.clientfs) ---------------------------------------------------
+
+    def read_text(self, path: Path, cancel: object | None = None) -> str:
+        try:
+            reply = self.call(
+                lambda: self.client.read_text_file(session_id=self.session_id, path=str(path)), cancel
+            )
+        except RequestError as err:
+            raise ToolError(f"the editor could not read {path}: {err}") from None
+        return str(reply.content)
+
+    def write_text(self, path: Path, content: str, cancel: object | None = None) -> None:
+        try:
+            self.call(
+                lambda: self.client.write_text_file(
+                    session_id=self.session_id, path=str(path), content=content
+                ),
+                cancel,
+            )
+        except RequestError as err:
+            raise ToolError(f"the editor could not write {path}: {err}") from None
+
+
+@dataclass
+class _Ask:
+    """A worker's approval question, answered by the prompt coroutine."""
+
+    request: ApprovalRequest
+    answer: concurrent.futures.Future[Decision] = field(default_factory=concurrent.futures.Future)
+
+
+class _Done:
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.error = error
+
+
+@dataclass
+class _Turn:
+    queue: asyncio.Queue[Event | _Ask | _Done]
+    cancel: CancelToken = field(default_factory=CancelToken)
+    asking: asyncio.Task[Any] | None = None
+    worker: threading.Thread | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+class AcpSession:
+    """A session: the agent, its mode, its running turn (at most one) and its tool-call ids."""
+
+    def __init__(self, session_id: str, workspace: Path, bridge: Bridge, mode: str) -> None:
+        self.id, self.workspace, self.bridge, self.mode = session_id, workspace, bridge, mode
+        self.agent: Agent | None = None
+        self.turn: _Turn | None = None
+        self._rejected: set[str] = set()
+        self._live: dict[str, tuple[str, str]] = {}
+        """model call id → (ACP tool call id, tool name), for calls shown and not yet finished."""
+        self._count = 0
+
+    # -- approvals (called on worker threads by the tool runner) ---------------------------------
+
+    def approve(self, request: ApprovalRequest) -> Decision:
+        turn = self.turn
+        if turn is None or turn.cancel.cancelled:
+            raise Cancelled()
+        if request.tool in self._rejected:
+            return Decision.NO
+        ask = _Ask(request)
+        self.bridge.loop.call_soon_threadsafe(turn.queue.put_nowait, ask)
+        unregister = turn.cancel.on_cancel(lambda: _cancel(ask.answer))
+        try:
+            return ask.answer.result()
+        except concurrent.futures.CancelledError:
+            raise Cancelled() from None
+        finally:
+            unregister()
+
+    # -- a prompt --------------------------------------------------------------------------------
+
+    async def run(self, source: EventSource) -> schema.StopReason:
+        """Run `source` (a turn, /compact, …) on a worker and stream its events; the stop reason."""
+        if self.turn is not None:
+            raise RequestError.invalid_request({"details": f"session {self.id} is already running a prompt"})
+        turn = _Turn(asyncio.Queue())
+        self.turn = turn
+        turn.worker = threading.Thread(
+            target=self._work, args=(source, turn), name=f"nh-acp-{self.id}", daemon=True
+        )
+        done = False
+        try:
+            turn.worker.start()
+            finished = await self._pump(turn)
+            done = True
+        finally:
+            if not done:  # the client went away or the worker failed: stop the agent
+                turn.cancel.cancel()
+            self.turn = None
+        await self._close_open_calls(turn.cancel.cancelled)
+        if turn.cancel.cancelled:
+            return "cancelled"
+        if finished.reason == "error":
+            raise RequestError(-32603, "; ".join(turn.errors) or "the turn failed", {"reason": "error"})
+        return STOP_REASONS.get(finished.reason, "end_turn")
+
+    def cancel(self) -> None:
+        turn = self.turn
+        if turn is None:
+            return
+        turn.cancel.cancel()
+        if turn.asking is not None:
+            turn.asking.cancel()
+
+    def _work(self, source: EventSource, turn: _Turn) -> None:
+        put = self.bridge.loop.call_soon_threadsafe
+        error: BaseException | None = None
+        try:
+            for event in source(turn.cancel):
+                put(turn.queue.put_nowait, event)
+        except Exception as err:  # a bug must end this prompt only, never the process
+            log.exception("session %s: the turn failed", self.id)
+            error = err
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is gone (shutting down): nobody listens
+                put(turn.queue.put_nowait, _Done(error))
+
+    async def _pump(self, turn: _Turn) -> TurnFinished:
+        finished: TurnFinished | None = None
+        while True:
+            item = await turn.queue.get()
+            if isinstance(item, _Done):
+                if item.error is not None:
+                    raise RequestError(-32603, f"internal error: {type(item.error).__name__}: {item.error}")
+                return finished or TurnFinished(False, "interrupted")
+            if isinstance(item, _Ask):
+                await self._ask(turn, item)
+                continue
+            if isinstance(item, TurnFinished):
+                finished = item
+            for update in self._updates(item, turn):
+                await self.bridge.client.session_update(session_id=self.id, update=update)
+
+    async def _ask(self, turn: _Turn, ask: _Ask) -> None:
+        request = ask.request
+        call = request.call or ToolCall(f"ask{self._count}", request.tool)
+        acp_id, fresh = self._tool_id(call)
+        if fresh:
+            await self.bridge.client.session_update(
+                session_id=self.id, update=convert.announce(acp_id, call, self.workspace, "pending")
+            )
+        tool_call = convert.permission_call(acp_id, call, self.workspace)
+        tool_call.title = request.title
+        turn.asking = asyncio.ensure_future(
+            self.bridge.client.request_permission(
+                session_id=self.id, tool_call=tool_call, options=PERMISSION_OPTIONS
+            )
+        )
+        decision = Decision.NO
+        try:
+            await asyncio.wait({turn.asking})
+            if not turn.asking.cancelled() and turn.asking.exception() is None:
+                decision = self._decision(request, turn.asking.result())
+            elif not turn.asking.cancelled():
+                log.warning("permission request failed: %s", turn.asking.exception())
+        finally:
+            turn.asking = None
+            if not ask.answer.done():
+                ask.answer.set_result(decision)
+
+    def _decision(self, request: ApprovalRequest, response: schema.RequestPermissionResponse) -> Decision:
+        outcome = response.outcome
+        if not isinstance(outcome, schema.AllowedOutcome):
+            return Decision.NO  # cancelled counts as rejected
+        chosen = outcome.option_id
+        if chosen == "reject_always":
+            self._rejected.add(request.tool)
+        return {"allow_once": Decision.YES, "allow_always": Decision.ALWAYS}.get(chosen, Decision.NO)
+
+    # -- events → session/update -----------------------------------------------------------------
+
+    def _tool_id(self, call: ToolCall) -> tuple[str, bool]:
+        """(ACP id, first time shown): ids are unique per session (models reuse `call_1` every turn)."""
+        if call.id in self._live:
+            return self._live[call.id][0], False
+        self._count += 1
+        acp_id = f"{self._count}-{call.id}"
+        self._live[call.id] = (acp_id, call.name)
+        return acp_id, True
+
+    def _updates(self, event: Event | _Ask, turn: _Turn) -> Iterator[Any]:
+        if isinstance(event, TextDelta):
+            yield update_agent_message_text(event.text)
+        elif isinstance(event, ReasoningDelta):
+            yield update_agent_thought_text(event.text)
+        elif isinstance(event, ToolStarted):
+            acp_id, fresh = self._tool_id(event.call)
+            yield (
+                convert.announce(acp_id, event.call, self.workspace, "in_progress")
+                if fresh
+                else update_tool_call(acp_id, status="in_progress")
+            )
+        elif isinstance(event, ToolFinished):
+            yield from self._finished(event)
+        elif isinstance(event, Note):
+            yield from self._note(event, turn)
+        elif isinstance(event, Compacted):
+            saved = event.before_chars - event.after_chars
+            yield update_agent_message_text(f"\n\n_context compacted: {saved:,} characters saved_\n\n")
+        elif isinstance(event, Retrying):
+            log.info("session %s: retrying in %.1f s (%s)", self.id, event.delay, event.reason)
+
+    def _finished(self, event: ToolFinished) -> Iterator[Any]:
+        result = event.result
+        call = ToolCall(result.call_id, result.name)
+        acp_id, fresh = self._tool_id(call)
+        if fresh:  # refused or invalid before dispatch: show it, then its outcome
+            yield convert.announce(acp_id, call, self.workspace, "pending")
+        self._live.pop(result.call_id, None)
+        yield convert.finish(acp_id, result.name, result)
+
+    def _note(self, note: Note, turn: _Turn) -> Iterator[Any]:
+        if note.level == "error":
+            turn.errors.append(note.text)
+        elif note.level == "warning":
+            yield update_agent_message_text(f"\n\n_{note.text}_\n\n")
+        else:
+            log.info("session %s: %s", self.id, note.text)
+
+    async def _close_open_calls(self, cancelled: bool) -> None:
+        """Calls shown but never finished (a sub-agent's approvals, a cut turn) are closed."""
+        live, self._live = self._live, {}
+        for acp_id, _ in live.values():
+            status: schema.ToolCallStatus = "failed" if cancelled else "completed"
+            await self.bridge.client.session_update(
+                session_id=self.id, update=update_tool_call(acp_id, status=status)
+            )
+
+    def log_background_notes(self) -> None:
+        if self.agent is None:
+            return
+        for event in self.agent.drain_background_events():
+            if isinstance(event, Note):
+                log.log(
+                    logging.WARNING if event.level in ("warning", "error") else logging.INFO, "%s", event.text
+                )
+
+
+def _cancel(future: concurrent.futures.Future[Any]) -> None:
+    future.cancel()
