@@ -189,13 +189,18 @@ class NanohermesAcpAgent:
 
     # -- shutdown (stdin closed) -----------------------------------------------------------------
 
-    async def shutdown(self) -> None:
-        """Stop running turns, save every session, let distillations finish."""
-        for session in self.sessions.values():
-            session.cancel()
+    async def shutdown(self, unanswered: Callable[[], int]) -> None:
+        """End of input: answer every request already read (running turns are cancelled), then save
+        every session and let distillations finish."""
         deadline = time.monotonic() + SHUTDOWN_TURN_GRACE
-        while any(s.turn is not None for s in self.sessions.values()) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+        while True:
+            for session in self.sessions.values():
+                session.cancel()
+            if not unanswered() or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.02)
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=1.0)
         agents = [s.agent for s in self.sessions.values() if s.agent is not None]
         await asyncio.gather(*(asyncio.to_thread(self._finish, agent) for agent in agents))
 
@@ -270,7 +275,7 @@ class NanohermesAcpAgent:
         """Run a notification after the current request is answered (its session id known then)."""
 
         async def later() -> None:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0)  # the reply is queued first: the sender keeps the order
             try:
                 await coroutine
             except (ConnectionError, RequestError) as err:
@@ -354,7 +359,7 @@ async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> in
     connection = AgentSideConnection(cast("AcpAgent", agent), transport, listening=False)
     try:
         await connection.listen()
-        await agent.shutdown()
+        await agent.shutdown(transport.unanswered)
     finally:
         await asyncio.shield(connection.close())
     return 0

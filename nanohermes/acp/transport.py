@@ -41,8 +41,15 @@ class LineTransport:
         self._reader = reader
         self._tasks = TaskSupervisor(source="nanohermes.acp.transport")
         self._sender = MessageSender(writer, self._tasks)
+        self._open_requests: set[str] = set()
+
+    def unanswered(self) -> int:
+        """How many requests read from the client have no reply sent yet."""
+        return len(self._open_requests)
 
     async def send(self, message: dict[str, Any]) -> None:
+        if "method" not in message and "id" in message:
+            self._open_requests.discard(json.dumps(message["id"]))
         await self._sender.send(message)
 
     async def receive(self) -> dict[str, Any] | None:
@@ -84,6 +91,8 @@ class LineTransport:
         if "method" not in value and "id" not in value:
             await self.send(error_reply(-32600, "Invalid request", data={"details": "no method and no id"}))
             return None
+        if "method" in value and "id" in value:
+            self._open_requests.add(json.dumps(value["id"]))
         return value
 
     async def _skip_long_line(self, consumed: int) -> None:

@@ -1,9 +1,9 @@
 """Drive the real `nanohermes acp` subprocess with the SDK's client side (`acp.spawn_agent_process`).
 
-    async with running_server(fake_server, client) as conn:
-        await conn.initialize(protocol_version=1)
-        new = await conn.new_session(cwd=str(workspace))
-        reply = await conn.prompt(session_id=new.session_id, prompt=[text_block("hi")])
+async with running_server(fake_server, client) as conn:
+    await conn.initialize(protocol_version=1)
+    new = await conn.new_session(cwd=str(workspace))
+    reply = await conn.prompt(session_id=new.session_id, prompt=[text_block("hi")])
 """
 
 from __future__ import annotations
@@ -42,7 +42,11 @@ class RecordingClient:
         self.updates.append((session_id, update))
 
     async def request_permission(
-        self, options: list[schema.PermissionOption], session_id: str, tool_call: schema.ToolCallUpdate, **kwargs: Any
+        self,
+        options: list[schema.PermissionOption],
+        session_id: str,
+        tool_call: schema.ToolCallUpdate,
+        **kwargs: Any,
     ) -> schema.RequestPermissionResponse:
         self.permission_requests.append(
             schema.RequestPermissionRequest(options=options, session_id=session_id, tool_call=tool_call)
