@@ -48,6 +48,9 @@ MODES = [
     schema.SessionMode(id="ask", name="Ask", description="ask before every write, edit and shell command"),
     schema.SessionMode(id="auto", name="Auto", description="write, edit and run commands without asking"),
 ]
+SWITCH_INTERVAL = 0.0005
+"""Seconds a thread may hold the GIL while another waits (Python's default is 5 ms): each update
+hops from a turn's worker to the event loop, and the default makes every hop wait up to 5 ms."""
 FilesFactory = Callable[[Path, int], "FileTools"]
 
 
@@ -350,6 +353,7 @@ def serve(
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO if verbose else logging.WARNING)
+    sys.setswitchinterval(SWITCH_INTERVAL)
     proto_in, proto_out = protocol_files()
     return asyncio.run(_serve(NanohermesAcpAgent(settings, factory, stores), proto_in, proto_out))
 

@@ -1,7 +1,7 @@
 """One ACP session: a nanohermes Agent (own messages, workspace, session file) driven by prompts.
 
 A prompt runs the agent on a worker thread of its own. The worker never touches the connection: it
-puts events and approval questions on the turn's asyncio queue (thread-safe hand-over), and the
+puts events and approval questions on the turn's inbox (thread-safe hand-over), and the
 prompt's coroutine sends them in order — so a `tool_call` is always announced before the permission
 request about it, and every update of a turn goes out before the prompt's answer.
 """
@@ -9,14 +9,16 @@ request about it, and every update of a turn goes out before the prompt's answer
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from acp import RequestError, schema
 from acp.helpers import update_agent_message_text, update_agent_thought_text, update_tool_call
@@ -55,6 +57,8 @@ STOP_REASONS: dict[str, schema.StopReason] = {
     "max_tokens": "max_tokens",
     "refusal": "refusal",
 }
+TEXT_INTERVAL = 0.008
+"""Seconds between two text updates of a turn (about one editor frame)."""
 PERMISSION_OPTIONS = [
     schema.PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
     schema.PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
@@ -119,7 +123,7 @@ class _Done:
 
 @dataclass
 class _Turn:
-    queue: asyncio.Queue[Event | _Ask | _Done]
+    inbox: _Inbox
     cancel: CancelToken = field(default_factory=CancelToken)
     asking: asyncio.Task[Any] | None = None
     worker: threading.Thread | None = None
@@ -147,7 +151,7 @@ class AcpSession:
         if request.tool in self._rejected:
             return Decision.NO
         ask = _Ask(request)
-        self.bridge.loop.call_soon_threadsafe(turn.queue.put_nowait, ask)
+        turn.inbox.put(ask)
         unregister = turn.cancel.on_cancel(lambda: _cancel(ask.answer))
         try:
             return ask.answer.result()
@@ -162,7 +166,7 @@ class AcpSession:
         """Run `source` (a turn, /compact, …) on a worker and stream its events; the stop reason."""
         if self.turn is not None:
             raise RequestError.invalid_request({"details": f"session {self.id} is already running a prompt"})
-        turn = _Turn(asyncio.Queue())
+        turn = _Turn(_Inbox(self.bridge.loop))
         self.turn = turn
         turn.worker = threading.Thread(
             target=self._work, args=(source, turn), name=f"nh-acp-{self.id}", daemon=True
@@ -192,22 +196,21 @@ class AcpSession:
             turn.asking.cancel()
 
     def _work(self, source: EventSource, turn: _Turn) -> None:
-        put = self.bridge.loop.call_soon_threadsafe
         error: BaseException | None = None
         try:
             for event in source(turn.cancel):
-                put(turn.queue.put_nowait, event)
+                turn.inbox.put(event)
         except Exception as err:  # a bug must end this prompt only, never the process
             log.exception("session %s: the turn failed", self.id)
             error = err
         finally:
             with contextlib.suppress(RuntimeError):  # the loop is gone (shutting down): nobody listens
-                put(turn.queue.put_nowait, _Done(error))
+                turn.inbox.put(_Done(error))
 
     async def _pump(self, turn: _Turn) -> TurnFinished:
         finished: TurnFinished | None = None
         while True:
-            item = await turn.queue.get()
+            item = await turn.inbox.get()
             if isinstance(item, _Done):
                 if item.error is not None:
                     raise RequestError(-32603, f"internal error: {type(item.error).__name__}: {item.error}")
@@ -327,3 +330,64 @@ class AcpSession:
 
 def _cancel(future: concurrent.futures.Future[Any]) -> None:
     future.cancel()
+
+
+_Item = Event | _Ask | _Done
+
+
+class _Inbox:
+    """What a turn's worker hands to its prompt coroutine, in order. `put` is called on worker
+    threads; the event loop is woken once per batch, not once per item (fewer thread switches)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._items: collections.deque[_Item] = collections.deque()
+        self._ready = asyncio.Event()
+        self._lock = threading.Lock()
+        self._wake_pending = False
+        self._last_text = 0.0
+
+    def put(self, item: _Item) -> None:
+        """Raises RuntimeError when the event loop is closed."""
+        with self._lock:
+            self._items.append(item)
+            if self._wake_pending:
+                return
+            self._wake_pending = True
+        self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        with self._lock:
+            self._wake_pending = False
+        self._ready.set()
+
+    async def get(self) -> _Item:
+        """The next item. Text is sent at most once per TEXT_INTERVAL: the pieces streamed
+        meanwhile join into one update (a fast model's burst costs a few messages, not hundreds;
+        a slow stream is sent piece by piece as it comes)."""
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        item = self._items.popleft()
+        if isinstance(item, TextDelta | ReasoningDelta):
+            kind = type(item)
+            await self._gather(kind)
+            self._last_text = time.monotonic()
+            pieces = [item.text]
+            while self._items and type(self._items[0]) is kind:
+                pieces.append(cast(TextDelta | ReasoningDelta, self._items.popleft()).text)
+            item = kind("".join(pieces))
+        return item
+
+    async def _gather(self, kind: type[TextDelta | ReasoningDelta]) -> None:
+        """In a burst (the last text update was under TEXT_INTERVAL ago), wait for the rest of the
+        frame — unless something else (a tool call, the turn's end) is already waiting behind."""
+        deadline = self._last_text + TEXT_INTERVAL
+        while (left := deadline - time.monotonic()) > 0:
+            if self._items and type(self._items[-1]) is not kind:
+                return
+            self._ready.clear()
+            try:
+                await asyncio.wait_for(self._ready.wait(), left)
+            except TimeoutError:
+                return

@@ -46,7 +46,9 @@ def chat_bodies(server: FakeServer) -> list[dict[str, Any]]:
 def test_plain_turn_streams_the_answer_and_saves_the_session(
     fake_server: FakeServer, workspace: Path
 ) -> None:
-    fake_server.push_text("Hello from nanohermes, streamed in pieces.", reasoning="thinking it over")
+    fake_server.push_text(
+        "Hello from nanohermes, streamed in pieces.", reasoning="thinking it over", delay=0.02
+    )
     client = RecordingClient()
 
     async def body() -> tuple[Any, Any, str]:
