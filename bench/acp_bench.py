@@ -60,7 +60,7 @@ class Baseline:
         self.client = ChatClient.from_settings(settings)
         session = SessionFile(settings.sessions_dir / "bench-baseline.json")
         parts = AgentParts(self.client, MemoryStore(settings.memory_dir), None)
-        self.agent = build_agent(settings, parts, workspace=workspace, session=session, resumed=None)
+        self.agent = build_agent(settings, parts, workspace=workspace, session=session, resumed=None).agent
 
     def turn(self) -> float:
         started = time.perf_counter()
