@@ -460,3 +460,45 @@ def test_bad_input_gets_json_rpc_errors_and_the_server_keeps_serving(
     assert errors[7] == -32600
     assert by_id[8]["result"]["sessionId"]
     assert "Traceback" not in done.stderr
+
+
+def test_the_terminal_resumes_an_editor_session_and_never_while_the_editor_holds_it(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    import subprocess
+
+    from acp_harness import KEY, SCRIPT
+
+    fake_server.push_text("Answer in the editor.", match="asked in the editor")
+    client = RecordingClient()
+    env = {**os.environ, "NANOHERMES_API_KEY": KEY}
+
+    def terminal(sid: str) -> subprocess.CompletedProcess[str]:
+        command = [
+            str(SCRIPT),
+            "--base-url",
+            fake_server.url,
+            "--model",
+            "m",
+            "--session",
+            sid,
+            "-p",
+            "go on",
+        ]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, cwd=workspace)
+
+    async def body() -> tuple[str, Any]:
+        async with running_server(fake_server.url, client) as (conn, _):
+            await conn.initialize(protocol_version=1, client_capabilities=capabilities(False))
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=new.session_id, prompt=[text_block("asked in the editor")])
+            busy = await asyncio.to_thread(terminal, new.session_id)
+        return new.session_id, busy
+
+    sid, busy = run(body)
+    assert busy.returncode == 2
+    assert "in use" in busy.stderr
+    resumed = terminal(sid)
+    assert resumed.returncode == 0, resumed.stderr
+    history = chat_bodies(fake_server)[-1]["messages"]
+    assert [m["content"] for m in history[1:4]] == ["asked in the editor", "Answer in the editor.", "go on"]
