@@ -289,32 +289,39 @@ class NanohermesAcpAgent:
         task.add_done_callback(self._tasks.discard)
 
     def _session_infos(self, cwd: str | None, start: int) -> tuple[list[schema.SessionInfo], bool]:
-        from nanohermes.session import SessionFile, recent_session_files
-        from nanohermes.types import message_text
+        from nanohermes.session import recent_session_files
 
         infos: list[schema.SessionInfo] = []
         matched = 0
         for path, mtime in recent_session_files(self.settings.sessions_dir):
-            try:
-                data = SessionFile(path).load()
-            except SessionError:
-                continue
-            if cwd is not None and data.workspace != cwd:
+            header = _header(path)
+            if header is None or (cwd is not None and header.get("workspace") != cwd):
                 continue
             matched += 1
             if matched <= start:
                 continue
             if len(infos) == LIST_PAGE:
                 return infos, True
-            first = next((m for m in data.messages if m.get("role") == "user"), None)
-            title = " ".join(message_text(first).split())[:80] if first else None
             updated = datetime.fromtimestamp(mtime).astimezone().isoformat(timespec="seconds")
+            workspace, title = str(header.get("workspace") or ""), str(header.get("title") or "") or None
             infos.append(
-                schema.SessionInfo(
-                    session_id=path.stem, cwd=data.workspace or "", title=title, updated_at=updated
-                )
+                schema.SessionInfo(session_id=path.stem, cwd=workspace, title=title, updated_at=updated)
             )
         return infos, False
+
+
+def _header(path: Path) -> dict[str, Any] | None:
+    """A session file's workspace and title: from its header (version 2), else from the whole file."""
+    from nanohermes.session import SessionFile, read_header, title_of
+
+    header = read_header(path)
+    if header is not None:
+        return header
+    try:
+        data = SessionFile(path).load()
+    except SessionError:
+        return None
+    return {"workspace": data.workspace, "title": title_of(data.messages)}
 
 
 def _workspace(cwd: str) -> Path:
