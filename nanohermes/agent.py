@@ -1,36 +1,38 @@
 """The agent loop (SPEC §4.1). Headless: it yields events; the UI renders them.
 
     run(user_content)
-      inject memory block → append user message → step() until a _TurnOver is raised:
+      inject memory block → append user message → step() until a TurnOver is raised:
         step: compact if needed → stream the model → append the assistant message →
-              no tool calls? raise _TurnOver(completed) : run the calls, append results in order
+              no tool calls? raise TurnOver(completed) : run the calls, append results in order
       every early exit (answer, max_iterations, Ctrl-C, model error) ends in ONE except-chain
       → save the session → distill in the background if completed → TurnFinished
 
 Whatever happens, the history stays valid for the next request: every tool call gets a result
 ("interrupted by user" when it got none) and an interrupted reply is kept, marked.
+
+Beside the loop: `nanohermes.turns` (a turn's state, how a reply ends it), `nanohermes.distiller`
+(distillation in background threads), `nanohermes.autosave` (the session's writer thread, and no
+write without a change).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import json
 import threading
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from nanohermes.autosave import SessionSaver
 from nanohermes.cancel import CancelToken
 from nanohermes.compaction import compact, summary_request, total_chars
+from nanohermes.distiller import Distiller
 from nanohermes.errors import (
     INTERRUPTED,
-    LENGTH_NOTE,
     Cancelled,
     ContextOverflow,
     IncompleteStream,
     LLMError,
-    SessionError,
     StoreError,
 )
 from nanohermes.events import (
@@ -45,16 +47,13 @@ from nanohermes.events import (
 )
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import (
-    distill_messages,
-    parse_distill,
     recall_for_turn,
-    save_distilled,
     set_block,
-    worth_distilling,
 )
 from nanohermes.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
-from nanohermes.session import SessionData, SessionFile, Snapshot
-from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage, message_text
+from nanohermes.session import SessionData, SessionFile
+from nanohermes.turns import Turn, TurnOver, checkpoint_notes, drop_cut_calls, reply_over
+from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
@@ -96,50 +95,6 @@ class AgentConfig:
         )
 
 
-class _TurnOver(Exception):
-    """An early (or normal) exit from the loop, caught in one place in `run`."""
-
-    def __init__(self, completed: bool, reason: str, note: Note | None = None, answer: str = "") -> None:
-        super().__init__(reason)
-        self.completed, self.reason, self.note, self.answer = completed, reason, note, answer
-
-
-def _drop_cut_calls(result: ChatResult) -> int:
-    """With `finish_reason: length` a call may be cut mid-arguments: never run one whose arguments
-    are not a complete JSON object. Returns how many were dropped."""
-    if result.finish_reason != "length":
-        return 0
-    kept = [call for call in result.tool_calls if _complete_arguments(call.arguments)]
-    dropped = len(result.tool_calls) - len(kept)
-    result.tool_calls = kept
-    return dropped
-
-
-def _complete_arguments(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text or "{}"), dict)
-    except ValueError:
-        return False
-
-
-def _reply_over(result: ChatResult) -> _TurnOver:
-    """How a reply without tool calls ends the turn: an answer, a refusal, or an answer cut short."""
-    if result.refusal and not result.content.strip():
-        return _TurnOver(False, "refusal", Note("the model refused to answer", "error"), result.refusal)
-    if result.finish_reason == "length":
-        return _TurnOver(False, "length", Note(LENGTH_NOTE, "error"), result.content)
-    return _TurnOver(True, "done", answer=result.content)
-
-
-@dataclass
-class _Turn:
-    user_message: Message
-    had_tools: bool = False
-    usage: Usage = field(default_factory=Usage)
-    partial: list[str] | None = None
-    """Text streamed so far by the current model call; None when no call is streaming."""
-
-
 class Agent:
     """One conversation: messages, memory injection, tools, compaction, session file, distillation."""
 
@@ -172,10 +127,20 @@ class Agent:
         """The memories in the current block, with scores and matched terms (`/memory last`)."""
         self._lock = threading.Lock()
         self._background: list[Event] = []
-        self._threads: list[threading.Thread] = []
-        self._bg_cancel = CancelToken()
-        self._writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nh-session")
-        self._saved_state: tuple[object, ...] | None = self._state()  # nothing to save yet
+        self._data.model = self._model_name
+        self._saver = SessionSaver(session, self._data, secrets=secrets, post_note=self.post_note)
+        self._distiller = (
+            Distiller(
+                model,
+                store,
+                model_name=lambda: self.distill_model,
+                post_note=self.post_note,
+                add_usage=self._add_usage,
+                verbose=config.verbose,
+            )
+            if store is not None
+            else None
+        )
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -235,7 +200,7 @@ class Agent:
     def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """One user turn (SPEC §4.1). Ends with exactly one TurnFinished."""
         cancel = cancel or CancelToken()
-        turn = _Turn({"role": "user", "content": self._with_undo_notes(user_content)})
+        turn = Turn({"role": "user", "content": self._with_undo_notes(user_content)})
         if self._checkpoints is not None:
             self._checkpoints.begin_turn(user_content)
         yield from self._inject_memory(user_content)
@@ -250,7 +215,7 @@ class Agent:
         if over.note:
             yield over.note
         changes = self._end_checkpoint()
-        yield from _checkpoint_notes(changes)
+        yield from checkpoint_notes(changes)
         if self._config.save_each_turn:
             self._save_in_background()
         if over.completed:
@@ -265,41 +230,41 @@ class Agent:
     def _end_checkpoint(self) -> TurnChanges:
         return self._checkpoints.end_turn() if self._checkpoints is not None else TurnChanges()
 
-    def _loop(self, turn: _Turn, cancel: CancelToken) -> Generator[Event, None, _TurnOver]:
+    def _loop(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, TurnOver]:
         try:
             for _ in range(self._config.max_iterations):
                 yield from self._step(turn, cancel)
             limit = self._config.max_iterations
-            raise _TurnOver(False, "max_iterations", Note(f"stopped after {limit} model calls", "warning"))
-        except _TurnOver as over:
+            raise TurnOver(False, "max_iterations", Note(f"stopped after {limit} model calls", "warning"))
+        except TurnOver as over:
             return over
         except Cancelled:
             self._interrupt(turn)
-            return _TurnOver(False, "interrupted", Note(INTERRUPTED, "warning"))
+            return TurnOver(False, "interrupted", Note(INTERRUPTED, "warning"))
         except LLMError as err:
             turn.partial = None
-            return _TurnOver(False, "error", Note(err.one_line(), "error"))
+            return TurnOver(False, "error", Note(err.one_line(), "error"))
 
-    def _step(self, turn: _Turn, cancel: CancelToken) -> Iterator[Event]:
+    def _step(self, turn: Turn, cancel: CancelToken) -> Iterator[Event]:
         yield from self._compact_if_needed(cancel)
         result = yield from self._call_model(turn, cancel)
         calls = result.tool_calls
         if not calls and result.content:
             result.content, calls = extract_text_tool_calls(result.content, self._tools.names())
             result.tool_calls = calls
-        cut = _drop_cut_calls(result)
+        cut = drop_cut_calls(result)
         self.messages.append(result.to_message())
         turn.partial = None
         if cut:
             yield Note(f"{cut} tool call(s) cut by the output-token cap were not run", "warning")
         if not result.tool_calls:
-            raise _reply_over(result)
+            raise reply_over(result)
         calls = result.tool_calls
         turn.had_tools = True
         yield from self._run_tools(calls, cancel)
         cancel.raise_if_cancelled()
 
-    def _call_model(self, turn: _Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
+    def _call_model(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
         try:
             return (yield from self._stream(turn, cancel))
         except ContextOverflow:
@@ -308,7 +273,7 @@ class Agent:
                 raise
             return (yield from self._stream(turn, cancel))
 
-    def _stream(self, turn: _Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
+    def _stream(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
         turn.partial = []
         result: ChatResult | None = None
         tools = self._tools.schemas() or None
@@ -339,7 +304,7 @@ class Agent:
                 result = got or ToolResult(call.id, call.name, INTERRUPTED, ok=False)
                 self.messages.append({**result.to_message(), "tool_call_id": call.id})
 
-    def _interrupt(self, turn: _Turn) -> None:
+    def _interrupt(self, turn: Turn) -> None:
         """Keep a partially streamed reply, marked, when the turn was cut during the stream."""
         if turn.partial is None:
             return
@@ -367,56 +332,14 @@ class Agent:
             self._block = block
             self.messages[0] = {"role": "system", "content": set_block(self._system, block)}
 
-    def _start_distillation(self, turn: _Turn) -> None:
-        if self._store is None or not worth_distilling(str(turn.user_message["content"]), turn.had_tools):
-            return
-        start = next((i for i, m in enumerate(self.messages) if m is turn.user_message), 1)
-        excerpt = list(self.messages[start:])
-        thread = threading.Thread(
-            target=self._distill, args=(excerpt,), name="nanohermes-distill", daemon=True
-        )
-        with self._lock:
-            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
-        thread.start()
-
-    def _distill(self, excerpt: list[Message]) -> None:
-        store = self._store
-        if store is None:
-            return
-        try:
-            result = self._model.complete(
-                distill_messages(excerpt), None, model=self.distill_model, cancel=self._bg_cancel
-            )
-            # The turn's user message is each memory's context: indexed, never shown (SPEC §3.7).
-            context = message_text(excerpt[0]) if excerpt and excerpt[0].get("role") == "user" else ""
-            items = parse_distill(result.content)
-            saved = save_distilled(store, items, "auto", self._distill_refused, context=context)
-        except StoreError as err:  # disk full, read-only directory, lock timeout: never silent
-            self.post_note(Note(f"memory not saved: {err.one_line()}", "warning"))
-            return
-        except Exception as err:  # background thread: failures are silent unless --verbose
-            if self._config.verbose:
-                self.post_note(Note(f"distillation failed: {type(err).__name__}: {err}", "debug"))
-            return
-        self._add_usage(result.usage)
-        if saved:
-            self.post_note(Note(f"{saved} {'memory' if saved == 1 else 'memories'} saved"))
-        elif self._config.verbose:
-            self.post_note(Note("distillation found nothing durable to remember", "debug"))
-
-    def _distill_refused(self, text: str, reason: str) -> None:
-        if self._config.verbose:
-            self.post_note(Note(f"distilled memory refused: {reason}: {text!r}", "debug"))
+    def _start_distillation(self, turn: Turn) -> None:
+        if self._distiller is not None:
+            start = next((i for i, m in enumerate(self.messages) if m is turn.user_message), 1)
+            self._distiller.start(list(self.messages[start:]), had_tools=turn.had_tools)
 
     def wait_for_distillation(self, timeout: float | None = None) -> bool:
         """Wait for running distillations; True when none is left running."""
-        with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
-            thread.join(timeout)
-        with self._lock:
-            self._threads = [t for t in self._threads if t.is_alive()]
-            return not self._threads
+        return self._distiller.wait(timeout) if self._distiller is not None else True
 
     # -- compaction, reset, persistence ----------------------------------------------------------
 
@@ -461,62 +384,15 @@ class Agent:
         self.messages[:] = [{"role": "system", "content": self._system}]
 
     def save(self) -> None:
-        """Write the session file now, after any pending background write. Raises SessionError."""
-        self._submit_save().result()
+        """Write the session file now (unless nothing changed), after any pending background write.
+        Raises SessionError."""
+        self._data.model = self._model_name
+        self._saver.submit().result()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for pending background writes of the session file; True when none is left."""
-        try:  # the writer is one thread, first in first out: a no-op runs after every earlier write
-            self._writer.submit(lambda: None).result(timeout)
-        except concurrent.futures.TimeoutError:
-            return False
-        return True
-
-    def _submit_save(self) -> concurrent.futures.Future[None]:
-        """Render here (a snapshot consistent with this thread); write + fsync in the writer thread,
-        in submission order, so a turn never waits on the disk. Nothing changed since the last
-        save: no write (the returned future still waits for the earlier ones)."""
-        self._data.model = self._model_name
-        state = self._state()
-        if state == self._saved_state:
-            return self._writer.submit(_nothing)
-        snapshot = SessionFile.render(self._data, secrets=self._secrets)
-        self._saved_state = state
-        return self._writer.submit(self._write, snapshot)
-
-    def _write(self, snapshot: Snapshot) -> None:
-        try:
-            self._session.write(snapshot)
-        except BaseException:
-            self._saved_state = None  # the next save writes again, whatever changed
-            raise
-
-    def _state(self) -> tuple[object, ...]:
-        """What a save would change: cheap to compute, different after anything that needs saving."""
-        last = self.messages[-1] if self.messages else None
-        return (len(self.messages), id(last), len(self._data.archive), self._data.usage, self._model_name)
+        return self._saver.flush(timeout)
 
     def _save_in_background(self) -> None:
-        self._submit_save().add_done_callback(self._report_save)
-
-    def _report_save(self, future: concurrent.futures.Future[None]) -> None:
-        err = future.exception()
-        if isinstance(err, SessionError):
-            self.post_note(Note(err.one_line(), "error"))
-        elif err is not None:
-            self.post_note(Note(f"could not save the session: {type(err).__name__}: {err}", "error"))
-
-
-def _checkpoint_notes(changes: TurnChanges) -> Iterator[Event]:
-    for line in changes.notes:
-        yield Note(line, "warning")
-    if changes.files:
-        count = len(changes.files)
-        shown = ", ".join(changes.files[:5]) + (f" and {count - 5} more" if count > 5 else "")
-        yield Note(
-            f"checkpoint {changes.turn}: {count} {'file' if count == 1 else 'files'} changed ({shown})"
-        )
-
-
-def _nothing() -> None:
-    return None
+        self._data.model = self._model_name
+        self._saver.in_background()

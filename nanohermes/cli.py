@@ -16,17 +16,17 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from nanohermes.cliargs import CliOptions, MemoryArgs
+    from nanohermes.options import CliOptions, MemoryArgs
 
 __all__ = ["CliOptions", "MemoryArgs", "main"]
 
 
 def __getattr__(name: str) -> Any:
-    """`nanohermes.cli.CliOptions` and `.MemoryArgs` stay importable without loading argparse early."""
+    """`nanohermes.cli.CliOptions` and `.MemoryArgs` stay importable (they live in nanohermes.options)."""
     if name in ("CliOptions", "MemoryArgs"):
-        from nanohermes import cliargs
+        from nanohermes import options
 
-        return getattr(cliargs, name)
+        return getattr(options, name)
     raise AttributeError(name)
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
 from nanohermes import __version__
+from nanohermes.options import CliOptions, MemoryArgs, UndoArgs
+
+__all__ = ["CliOptions", "MemoryArgs", "UndoArgs", "UsageError", "build_parser", "parse_args"]
 
 
 class UsageError(Exception):
@@ -18,50 +20,6 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
-
-
-@dataclass(frozen=True)
-class MemoryArgs:
-    """`nanohermes memory ACTION [ARG] [--explain]`."""
-
-    action: str
-    argument: str = ""
-    explain: bool = False
-    all_projects: bool = False
-    """`list|search --all`: every entry, with its project (default: global + this project's)."""
-    kind: str = ""
-    """`add KIND TEXT`: the kind (the text is `argument`)."""
-    project: bool = False
-    """`add --project`: the memory belongs to this project (default: global)."""
-
-
-@dataclass(frozen=True)
-class UndoArgs:
-    """`nanohermes undo [--session S] [--list] [--to N] [--force]`."""
-
-    session: str | None = None
-    list_only: bool = False
-    to: int | None = None
-    force: bool = False
-
-
-@dataclass(frozen=True)
-class CliOptions:
-    """Everything the command line said, beyond the settings it overrides."""
-
-    session: str | None = None
-    continue_last: bool = False
-    config: Path | None = None
-    prompt: str | None = None
-    json_output: bool = False
-    yes: bool = False
-    local: bool = False
-    verbose: bool = False
-    memory: MemoryArgs | None = None
-    undo: UndoArgs | None = None
-    acp: bool = False
-    """`nanohermes acp`: serve the Agent Client Protocol on stdio (SPEC §9)."""
-    overrides: dict[str, object] = field(default_factory=dict)
 
 
 def build_parser() -> argparse.ArgumentParser:

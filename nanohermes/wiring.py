@@ -20,10 +20,10 @@ from nanohermes.events import Note
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
     from nanohermes.checkpoints import Checkpoints
-    from nanohermes.cliargs import CliOptions
     from nanohermes.llm import ChatClient
     from nanohermes.localserver import LocalEndpoint
     from nanohermes.memory import MemoryStore
+    from nanohermes.options import CliOptions
     from nanohermes.protocols import Approver
     from nanohermes.session import SessionData, SessionFile
     from nanohermes.session_lock import SessionLock

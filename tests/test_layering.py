@@ -23,6 +23,10 @@ CORE_MODULES = (
     "session",
     "prompts",
     "agent",
+    "turns",
+    "distiller",
+    "autosave",
+    "options",
     "subagents",
     "localserver",
     "fileio",
@@ -99,3 +103,77 @@ def test_only_ui_code_names_ui_libraries() -> None:
                 names = [node.module]
             offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in UI_LIBRARIES]
     assert offenders == []
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Which top-level unit of nanohermes (a module, or a whole subpackage) imports which, counting
+    every import statement anywhere in the file — lazy ones in functions and TYPE_CHECKING ones too."""
+    units = {path.relative_to(PACKAGE_DIR).parts[0].removesuffix(".py") for path in PACKAGE_DIR.rglob("*.py")}
+    graph: dict[str, set[str]] = {unit: set() for unit in units}
+    for path in PACKAGE_DIR.rglob("*.py"):
+        unit = path.relative_to(PACKAGE_DIR).parts[0].removesuffix(".py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+                if node.module == "nanohermes":
+                    names = [f"nanohermes.{alias.name}" for alias in node.names]
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "nanohermes" and len(parts) > 1 and parts[1] in units and parts[1] != unit:
+                    graph[unit].add(parts[1])
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component with more than one unit (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_no_import_cycles_between_modules_and_packages() -> None:
+    graph = _import_graph()
+    assert {"agent", "cli", "ui", "memory", "options"} <= set(graph)
+    assert _cycles(graph) == []
+
+
+def test_front_ends_never_import_the_command_line_layer() -> None:
+    graph = _import_graph()
+    upward = {
+        unit: graph[unit] & {"cli", "cliargs", "wiring"}
+        for unit in graph
+        if unit not in ("cli", "cliargs", "wiring", "__main__")
+    }
+    assert {unit: names for unit, names in upward.items() if names} == {}
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from nanohermes.cli import MemoryArgs
 from nanohermes.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, StoreError, ToolError
 from nanohermes.memory import Entry, Kind, MemoryStore, project_key, resolve_id
+from nanohermes.options import MemoryArgs
 from nanohermes.settings import Settings
 from nanohermes.ui.memory_transfer import BadArgument, add_memory, export_memories, import_file, scope_label
 

@@ -15,7 +15,7 @@ from nanohermes.memory.transfer import export_markdown, import_memories, parse_i
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from nanohermes.cliargs import MemoryArgs
+    from nanohermes.options import MemoryArgs
 
 MAX_IMPORT_BYTES = 16 << 20
 

@@ -40,7 +40,7 @@ from nanohermes.types import Usage
 from nanohermes.ui.setup_hint import missing_model_message
 
 if TYPE_CHECKING:
-    from nanohermes.cliargs import CliOptions
+    from nanohermes.options import CliOptions
     from nanohermes.settings import Settings
     from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from prompt_toolkit.output import Output
     from rich.console import Console
 
-    from nanohermes.cliargs import CliOptions
+    from nanohermes.options import CliOptions
     from nanohermes.settings import Settings
     from nanohermes.ui.approve import TerminalApprover
     from nanohermes.ui.loader import RuntimeLoader

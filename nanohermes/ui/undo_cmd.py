@@ -15,7 +15,7 @@ from nanohermes.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints, TurnRecord
-    from nanohermes.cliargs import UndoArgs
+    from nanohermes.options import UndoArgs
     from nanohermes.settings import Settings
 
 

@@ -1,0 +1,68 @@
+"""What one turn of the agent loop carries, and how a reply ends it (kept beside `nanohermes.agent` so
+the loop itself stays on one screen)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from nanohermes.errors import LENGTH_NOTE
+from nanohermes.events import Event, Note
+from nanohermes.protocols import TurnChanges
+from nanohermes.types import ChatResult, Message, Usage
+
+
+class TurnOver(Exception):
+    """An early (or normal) exit from the loop, caught in one place in `run`."""
+
+    def __init__(self, completed: bool, reason: str, note: Note | None = None, answer: str = "") -> None:
+        super().__init__(reason)
+        self.completed, self.reason, self.note, self.answer = completed, reason, note, answer
+
+
+def drop_cut_calls(result: ChatResult) -> int:
+    """With `finish_reason: length` a call may be cut mid-arguments: never run one whose arguments
+    are not a complete JSON object. Returns how many were dropped."""
+    if result.finish_reason != "length":
+        return 0
+    kept = [call for call in result.tool_calls if _complete_arguments(call.arguments)]
+    dropped = len(result.tool_calls) - len(kept)
+    result.tool_calls = kept
+    return dropped
+
+
+def _complete_arguments(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text or "{}"), dict)
+    except ValueError:
+        return False
+
+
+def reply_over(result: ChatResult) -> TurnOver:
+    """How a reply without tool calls ends the turn: an answer, a refusal, or an answer cut short."""
+    if result.refusal and not result.content.strip():
+        return TurnOver(False, "refusal", Note("the model refused to answer", "error"), result.refusal)
+    if result.finish_reason == "length":
+        return TurnOver(False, "length", Note(LENGTH_NOTE, "error"), result.content)
+    return TurnOver(True, "done", answer=result.content)
+
+
+@dataclass
+class Turn:
+    user_message: Message
+    had_tools: bool = False
+    usage: Usage = field(default_factory=Usage)
+    partial: list[str] | None = None
+    """Text streamed so far by the current model call; None when no call is streaming."""
+
+
+def checkpoint_notes(changes: TurnChanges) -> Iterator[Event]:
+    for line in changes.notes:
+        yield Note(line, "warning")
+    if changes.files:
+        count = len(changes.files)
+        shown = ", ".join(changes.files[:5]) + (f" and {count - 5} more" if count > 5 else "")
+        yield Note(
+            f"checkpoint {changes.turn}: {count} {'file' if count == 1 else 'files'} changed ({shown})"
+        )
