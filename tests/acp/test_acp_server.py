@@ -186,30 +186,34 @@ def test_file_tools_go_through_the_client_when_it_offers_fs(fake_server: FakeSer
 def test_cancel_mid_stream_answers_cancelled_fast_and_the_session_goes_on(
     fake_server: FakeServer, workspace: Path
 ) -> None:
-    fake_server.push_text("word " * 400, delay=0.05)
-    fake_server.push_text("Back again.")
+    fake_server.push_text("word " * 400, delay=0.05, match="talk a lot")
+    fake_server.push_text("other " * 30, delay=0.05, match="meanwhile")
+    fake_server.push_text("Back again.", match="still there?")
     client = RecordingClient()
 
-    async def body() -> tuple[str, Any, float, Any]:
+    async def body() -> tuple[str, str, Any, float, Any, Any]:
         async with running_server(fake_server.url, client) as (conn, _):
             await conn.initialize(protocol_version=1, client_capabilities=capabilities(False))
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            sid = new.session_id
+            sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            other = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
             task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("talk a lot")]))
-            while not client.texts(sid):
+            bystander = asyncio.ensure_future(conn.prompt(session_id=other, prompt=[text_block("meanwhile")]))
+            while not client.texts(sid) or not client.texts(other):
                 await asyncio.sleep(0.02)
             started = time.monotonic()
             await conn.cancel(session_id=sid)
             reply = await task
             elapsed = time.monotonic() - started
             again = await conn.prompt(session_id=sid, prompt=[text_block("still there?")])
-        return sid, reply, elapsed, again
+            return sid, other, reply, elapsed, again, await bystander
 
-    sid, reply, elapsed, again = run(body)
+    sid, other, reply, elapsed, again, bystander = run(body)
     assert reply.stop_reason == "cancelled"
     assert elapsed < 2.0
     assert again.stop_reason == "end_turn"
-    history = chat_bodies(fake_server)[-1]["messages"]
+    assert bystander.stop_reason == "end_turn"  # the other session was not touched
+    assert client.texts(other) == "other " * 30
+    history = [b for b in chat_bodies(fake_server) if "still there?" in json.dumps(b)][-1]["messages"]
     assert "interrupted" in history[-2]["content"]
 
 
