@@ -115,6 +115,7 @@ class NanohermesAcpAgent:
         self, cwd: str, mcp_servers: Any = None, **kwargs: Any
     ) -> schema.NewSessionResponse:
         workspace = _workspace(cwd)
+        _ignored_mcp(mcp_servers)
         session_id = self._new_id()
         session = await self._open(session_id, workspace)
         self._after_reply(self._announce_commands(session))
@@ -124,6 +125,7 @@ class NanohermesAcpAgent:
         self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
     ) -> schema.LoadSessionResponse:
         workspace = _workspace(cwd)
+        _ignored_mcp(mcp_servers)
         session = self.sessions.get(session_id)
         if session is None:
             if not SESSION_ID.fullmatch(session_id) or not self._path(session_id).is_file():
@@ -322,6 +324,14 @@ def _header(path: Path) -> dict[str, Any] | None:
     except SessionError:
         return None
     return {"workspace": data.workspace, "title": title_of(data.messages)}
+
+
+def _ignored_mcp(servers: Any) -> None:
+    """MCP capabilities are not advertised (no MCP client yet): servers a client sends anyway are
+    named on stderr, not silently dropped."""
+    if servers:
+        names = ", ".join(str(getattr(server, "name", "?")) for server in servers)
+        log.warning("MCP servers from the client are not supported yet and were not started: %s", names)
 
 
 def _workspace(cwd: str) -> Path:
