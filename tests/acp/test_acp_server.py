@@ -506,3 +506,26 @@ def test_the_terminal_resumes_an_editor_session_and_never_while_the_editor_holds
     assert resumed.returncode == 0, resumed.stderr
     history = chat_bodies(fake_server)[-1]["messages"]
     assert [m["content"] for m in history[1:4]] == ["asked in the editor", "Answer in the editor.", "go on"]
+
+
+def test_a_second_prompt_while_one_runs_in_the_same_session_is_refused(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    fake_server.push_text("slow " * 20, delay=0.05, match="first")
+    client = RecordingClient()
+
+    async def body() -> tuple[Any, str]:
+        async with running_server(fake_server.url, client) as (conn, _):
+            await conn.initialize(protocol_version=1, client_capabilities=capabilities(False))
+            sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            first = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("first")]))
+            while not client.texts(sid):
+                await asyncio.sleep(0.02)
+            with pytest.raises(RequestError) as refused:
+                await conn.prompt(session_id=sid, prompt=[text_block("second")])
+            return await first, str(refused.value.data)
+
+    first, refused = run(body)
+    assert first.stop_reason == "end_turn"
+    assert "already running a prompt" in refused
+    assert client.texts(next(s for s, _ in client.updates)) == "slow " * 20
