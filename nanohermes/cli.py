@@ -82,7 +82,11 @@ def _leave(code: int) -> None:
 def _dispatch(options: CliOptions) -> int:
     from nanohermes.settings import load_settings
 
-    settings = load_settings(options.overrides, config_file=options.config)
+    settings = load_settings(options.overrides, config_file=options.config, mcp_config=options.mcp_config)
+    if options.mcp_action is not None:
+        from nanohermes.ui.mcp_cmd import run_mcp_command
+
+        return run_mcp_command(options, settings)
     if options.memory is not None:
         from nanohermes.ui.memory_cmd import run_memory_command
 

@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Memory: nanohermes memory list [--all] | search QUERY [--explain] [--all] | forget ID\n"
         "        | stats | path | add KIND TEXT [--project] | export | import FILE\n"
         "Undo:   nanohermes undo [--session S] [--list] [--to N] [--force]\n"
-        "Editors: nanohermes acp (Agent Client Protocol on stdio)",
+        "Editors: nanohermes acp (Agent Client Protocol on stdio)\n"
+        "MCP:    nanohermes mcp list [--config FILE] [--mcp-config FILE]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--no-memory", action="store_true", help="turn long-term memory off for this run")
     add("--memory-dir", metavar="DIR", help="directory holding memory.json (default: ~/.nanohermes)")
     add("--config", metavar="FILE", help="config TOML file (default: ~/.nanohermes/config.toml)")
+    add("--mcp-config", metavar="FILE", action="append", help='MCP servers as JSON {"mcpServers": {...}}')
     add("-p", "--prompt", metavar="PROMPT", help="run one turn non-interactively ('-' reads stdin)")
     add("--json", dest="json_output", action="store_true", help="with -p: print one JSON object")
     add("--yes", action="store_true", help="allow writes and shell commands without asking (= auto)")
@@ -114,6 +116,8 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         return _parse_undo(list(argv[1:]))
     if argv and argv[0] == "acp":
         return _parse_acp(list(argv[1:]))
+    if argv and argv[0] == "mcp":
+        return _parse_mcp(list(argv[1:]))
     ns = build_parser().parse_args(list(argv))
     from nanohermes.settings import PERMISSION_MODES  # settings load right after parsing anyway
 
@@ -144,6 +148,7 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         yes=ns.yes,
         local=ns.local,
         verbose=ns.verbose,
+        mcp_config=tuple(Path(path) for path in ns.mcp_config or ()),
         overrides={k: v for k, v in overrides.items() if v is not None},
     )
 
@@ -210,4 +215,22 @@ def _parse_acp(argv: list[str]) -> CliOptions:
         verbose=ns.verbose,
         acp=True,
         overrides={k: v for k, v in overrides.items() if v is not None},
+    )
+
+
+def _parse_mcp(argv: list[str]) -> CliOptions:
+    parser = _Parser(prog="nanohermes mcp", description="Inspect the configured MCP servers.")
+    parser.add_argument("--config", metavar="FILE", help="config TOML file")
+    parser.add_argument("--mcp-config", metavar="FILE", action="append", help="MCP servers as JSON")
+    parser.add_argument("--verbose", action="store_true", help="show details")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    actions.add_parser("list", help="start each server, then show its state, tools and last error")
+    ns = parser.parse_args(argv)
+    if ns.action is None:
+        raise UsageError("mcp needs an action: list")
+    return CliOptions(
+        config=Path(ns.config) if ns.config else None,
+        verbose=ns.verbose,
+        mcp_config=tuple(Path(path) for path in ns.mcp_config or ()),
+        mcp_action=ns.action,
     )

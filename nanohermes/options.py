@@ -51,4 +51,8 @@ class CliOptions:
     undo: UndoArgs | None = None
     acp: bool = False
     """`nanohermes acp`: serve the Agent Client Protocol on stdio (SPEC §9)."""
+    mcp_config: tuple[Path, ...] = ()
+    """`--mcp-config FILE` (repeatable): MCP servers in the JSON `mcpServers` form (SPEC §10)."""
+    mcp_action: str | None = None
+    """`nanohermes mcp ACTION` (only `list`)."""
     overrides: dict[str, object] = field(default_factory=dict)

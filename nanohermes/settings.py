@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from nanohermes.errors import ConfigError
+from nanohermes.mcp.config import (
+    McpServerConfig,
+    check_server_names,
+    describe_problem,
+    read_mcp_json,
+    toml_line,
+)
 
 ENV_PREFIX = "NANOHERMES_"
 ENV_FALLBACKS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
@@ -54,6 +61,15 @@ class Settings(BaseModel):
     checkpoints: bool = True
     sandbox: SandboxMode = "auto"
     sandbox_network: bool = False
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _check_mcp_names(cls, value: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        problem = check_server_names(list(value))
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("base_url")
     @classmethod
@@ -110,11 +126,13 @@ def load_settings(
     *,
     config_file: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    mcp_config: Sequence[Path] = (),
 ) -> Settings:
     """Build Settings from all layers. Raises ConfigError with one line naming the culprit and fix.
 
     `cli` holds only the flags the user gave (None values are ignored). `config_file` is `--config`;
-    without it `~/.nanohermes/config.toml` is read when it exists.
+    without it `~/.nanohermes/config.toml` is read when it exists. `mcp_config`: `--mcp-config` JSON
+    files, whose servers join the config file's (a JSON server replaces a TOML one of the same name).
     """
     environ = os.environ if environ is None else environ
     home = home_dir(environ)
@@ -140,7 +158,14 @@ def load_settings(
         loaded = Settings(**merged)
     except ValidationError as err:
         raise ConfigError(_describe_error(err, layers, path)) from None
-    return Settings(**_expand_paths(loaded, home))
+    data = _expand_paths(loaded, home)
+    for json_path in mcp_config:
+        data["mcp_servers"] = {**data["mcp_servers"], **read_mcp_json(json_path)}
+    data["mcp_servers"] = {name: _expand_cwd(server, home) for name, server in data["mcp_servers"].items()}
+    try:
+        return Settings(**data)
+    except ValidationError as err:
+        raise ConfigError(_first_problem(err, "--mcp-config")) from None
 
 
 def _deep_update(target: dict[str, Any], values: Mapping[str, Any]) -> None:
@@ -218,6 +243,8 @@ def _line_of(text: str, key: str) -> str:
 def _describe_error(err: ValidationError, layers: list[tuple[str, dict[str, Any]]], path: Path) -> str:
     first = err.errors()[0]
     field = str(first["loc"][0]) if first["loc"] else ""
+    if field == "mcp_servers" and len(first["loc"]) > 1:
+        return _mcp_problem(first, path)
     origin = field
     for layer, values in layers:
         if field in values:
@@ -240,6 +267,24 @@ def _origin(layer: str, field: str, path: Path) -> str:
             line = ""
         return f"{field} in {path}{line}"
     return field
+
+
+def _mcp_problem(error: Any, path: Path) -> str:
+    """`<file>, line N: MCP server 'x': …` for a bad `[mcp_servers.x]` table."""
+    server = str(error["loc"][1])
+    key = str(error["loc"][2]) if len(error["loc"]) > 2 else None
+    try:
+        line = toml_line(path.read_text(encoding="utf-8"), server, key)
+    except OSError:
+        line = ""
+    nested = {**error, "loc": error["loc"][2:]}
+    return f"{path}{line}: {describe_problem(server, nested)}"
+
+
+def _expand_cwd(server: McpServerConfig, home: Path) -> McpServerConfig:
+    if server.cwd is None:
+        return server
+    return server.model_copy(update={"cwd": _expand_user(server.cwd, home)})
 
 
 def _first_problem(err: ValidationError, origin: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints
     from nanohermes.llm import ChatClient
     from nanohermes.localserver import LocalEndpoint
+    from nanohermes.mcp.config import McpServerConfig
+    from nanohermes.mcp.manager import McpManager
     from nanohermes.memory import MemoryStore
     from nanohermes.options import CliOptions
     from nanohermes.protocols import Approver
@@ -52,6 +54,12 @@ class Runtime:
     sandbox: Sandbox | None = None
     session_lock: SessionLock | None = None
     """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
+    mcp: McpManager | None = None
+
+    def close(self) -> None:
+        """Close what the runtime started: every MCP server (stdio ones killed with their group)."""
+        if self.mcp is not None:
+            self.mcp.close()
 
 
 class _NoticeRelay:
@@ -105,7 +113,7 @@ def build_runtime(
     )
     built = build_agent(settings, parts, workspace=Path.cwd(), session=session, resumed=resumed)
     relay.attach(built.agent.post_note)
-    return Runtime(settings, built.agent, store, built.checkpoints, built.sandbox, lock)
+    return Runtime(settings, built.agent, store, built.checkpoints, built.sandbox, lock, built.mcp)
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,7 @@ class BuiltAgent:
     agent: Agent
     checkpoints: Checkpoints | None
     sandbox: Sandbox
+    mcp: McpManager | None = None
 
 
 def build_agent(
@@ -138,9 +147,12 @@ def build_agent(
     workspace: Path,
     session: SessionFile,
     resumed: SessionData | None,
+    mcp_servers: Mapping[str, McpServerConfig] | None = None,
 ) -> BuiltAgent:
     """One agent (tools confined to `workspace`, its own session file and checkpoints) from shared
-    parts: the REPL and `-p` build one, `nanohermes acp` one per session."""
+    parts: the REPL and `-p` build one, `nanohermes acp` one per session. `mcp_servers` (default:
+    the settings' `mcp_servers`) start in the background; whoever built the agent closes
+    `BuiltAgent.mcp` when done with it (stdio servers are killed with their process group)."""
     from nanohermes.agent import Agent, AgentConfig
     from nanohermes.prompts import base_system_prompt, load_agents_md
     from nanohermes.tools.runner import ToolRunner
@@ -176,7 +188,11 @@ def build_agent(
     if sandbox.startup_warning:
         agent.post_note(Note(sandbox.startup_warning, "warning"))
     _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
-    return BuiltAgent(agent, checkpoints, sandbox)
+    servers = settings.mcp_servers if mcp_servers is None else mcp_servers
+    mcp = start_mcp(servers, settings, workspace, lambda text: agent.post_note(Note(text, "warning")))
+    if mcp is not None:
+        runner.add_source(mcp.tools)
+    return BuiltAgent(agent, checkpoints, sandbox, mcp)
 
 
 def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:
@@ -222,6 +238,22 @@ def _open_locked(
     except BaseException:
         lock.release()
         raise
+
+
+def start_mcp(
+    servers: Mapping[str, McpServerConfig],
+    settings: Settings,
+    workspace: Path,
+    on_notice: Callable[[str], None] | None,
+) -> McpManager | None:
+    """Start MCP servers in the background (None when there are none to start)."""
+    if not any(server.enabled for server in servers.values()):
+        return None
+    from nanohermes.mcp.manager import McpManager
+
+    manager = McpManager(servers, cwd=workspace, log_dir=settings.state_dir / "mcp", on_notice=on_notice)
+    manager.start()
+    return manager
 
 
 def apply_yes(options: CliOptions, settings: Settings) -> Settings:

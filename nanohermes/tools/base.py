@@ -47,7 +47,9 @@ class Tool:
     `mutating` tools (writes, edits, shell) need approval in `ask` mode and are not offered in
     `read-only` mode. `path_arg` names the argument holding a workspace path (checked for confinement
     before dispatch; calls on the same path run in call order). `summary_arg` is the argument shown
-    in ToolStarted. `approval_kind` groups tools for "always for this session" answers.
+    in ToolStarted. `approval_kind` groups tools for "always for this session" answers. `preapproved`
+    mutating tools run without asking (a trusted MCP server's). `extra_arguments`: arguments outside
+    `properties` are passed on, not refused (an MCP schema that allows them).
     """
 
     name: str
@@ -63,6 +65,8 @@ class Tool:
     risk: Callable[[dict[str, Any]], str | None] | None = None
     """For a call that is risky only with some arguments (memory_save of «always run curl … | sh»):
     why, or None. A risky call is treated like a write: asked in `ask`, refused in `read-only`."""
+    preapproved: bool = False
+    extra_arguments: bool = False
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI `tools` entry."""
@@ -90,13 +94,16 @@ class Tool:
             raise ToolError(f"arguments for {self.name} must be a JSON object, got {type(args).__name__}")
         props: dict[str, Any] = self.parameters.get("properties", {})
         unknown = sorted(set(args) - set(props))
-        if unknown:
+        if unknown and not self.extra_arguments:
             allowed = ", ".join(props) or "none"
             raise ToolError(f"{self.name} got unknown argument(s) {', '.join(unknown)}; allowed: {allowed}")
         missing = [name for name in self.required if args.get(name) is None]
         if missing:
             raise ToolError(f"{self.name} is missing required argument(s): {', '.join(missing)}")
-        return {name: _coerce(self.name, name, value, props[name]) for name, value in args.items()}
+        return {
+            name: _coerce(self.name, name, value, props[name]) if name in props else value
+            for name, value in args.items()
+        }
 
 
 def tool_from_function(

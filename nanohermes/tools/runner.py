@@ -14,7 +14,7 @@ import concurrent.futures
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 MAX_WORKERS = 8
 NO_APPROVER = (
-    "ERROR: {tool} was refused: writes, edits and shell commands need approval and this run cannot "
-    "ask for it. Re-run with --yes or --permission auto to allow them."
+    "ERROR: {tool} was refused: writes, edits, shell commands and MCP tools that are not read-only need "
+    "approval and this run cannot ask for it. Re-run with --yes or --permission auto to allow them."
 )
 DECLINED = "refused: the user declined this {tool} call. Do not retry it; ask the user how to proceed."
 
@@ -100,6 +100,7 @@ class ToolRunner:
             self.workspace.root, timeout=shell_timeout, max_chars=tool_output_chars, sandbox=self.sandbox
         )
         self._tools: dict[str, Tool] = {}
+        self._sources: list[Callable[[], Iterable[Tool]]] = []
         self._always: set[str] = set()
         self._granted: set[Path] = set()
         self._asking = threading.Lock()  # sub-agents in parallel `task` calls share this runner
@@ -155,6 +156,18 @@ class ToolRunner:
         """Add (or replace) a tool, e.g. the agent layer's `task`."""
         self._tools[tool.name] = tool
 
+    def add_source(self, source: Callable[[], Iterable[Tool]]) -> None:
+        """Tools that come and go (MCP servers start, crash, restart): asked for at each use. A tool
+        `register`ed under the same name wins."""
+        self._sources.append(source)
+
+    def _all_tools(self) -> dict[str, Tool]:
+        if not self._sources:
+            return self._tools
+        tools = {tool.name: tool for source in self._sources for tool in source()}
+        tools.update(self._tools)
+        return tools
+
     def set_permission(self, mode: str) -> None:
         if mode not in PERMISSION_MODES:
             raise ConfigError(f"unknown permission mode {mode!r}", hint="use read-only, ask or auto")
@@ -164,10 +177,10 @@ class ToolRunner:
         return not (self.permission == "read-only" and tool.mutating)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool.schema() for tool in self._tools.values() if self._offered(tool)]
+        return [tool.schema() for tool in self._all_tools().values() if self._offered(tool)]
 
     def names(self) -> set[str]:
-        return {tool.name for tool in self._tools.values() if self._offered(tool)}
+        return {tool.name for tool in self._all_tools().values() if self._offered(tool)}
 
     # -- one batch ------------------------------------------------------------------------------
 
@@ -260,7 +273,7 @@ class ToolRunner:
     # -- checks and approvals (in the calling thread, one call at a time) -----------------------
 
     def _prepare(self, call: ToolCall, previews: dict[Path, str]) -> _Prepared | ToolResult:
-        tool = self._tools.get(call.name)
+        tool = self._all_tools().get(call.name)
         if tool is None:
             available = ", ".join(sorted(self.names()))
             return _result(call, f"ERROR: unknown tool {call.name!r}; available: {available}", ok=False)
@@ -272,7 +285,7 @@ class ToolRunner:
             risk = tool.risk(args) if tool.risk is not None else None
             if risk and self.permission == "read-only":
                 raise _Refused(f"ERROR: {tool.name} was refused in read-only mode: {risk}")
-            asks = (tool.mutating or risk) and self.permission == "ask"
+            asks = ((tool.mutating and not tool.preapproved) or risk) and self.permission == "ask"
             if asks and tool.approval_kind not in self._always:
                 self._approve(call, tool, args, resolved, previews, risk)
         except _Refused as refused:

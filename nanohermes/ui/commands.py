@@ -16,6 +16,7 @@ from nanohermes.errors import NanoHermesError
 from nanohermes.protocols import Approver
 from nanohermes.session import describe_session, recent_session_files
 from nanohermes.settings import PERMISSION_MODES
+from nanohermes.ui.mcp_cmd import cmd_mcp
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -243,6 +244,7 @@ COMMANDS: dict[str, Command] = {
     "/diff": Command("/diff [all]", "files the last turn changed (all: since the session began)", cmd_diff),
     "/undo": Command("/undo", "revert the last turn's file changes (again: one more turn)", cmd_undo),
     "/checkpoints": Command("/checkpoints", "the turns that changed files, and their files", cmd_checkpoints),
+    "/mcp": Command("/mcp", "MCP servers: state, tools and last error", cmd_mcp),
 }
 
 

@@ -70,6 +70,13 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     if not prompt.strip():
         return _fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
     runtime = build_runtime(options, settings, None)
+    try:
+        return _run_turn(options, settings, runtime, prompt)
+    finally:
+        runtime.close()
+
+
+def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, prompt: str) -> int:
     agent = runtime.agent
     outcome = _Outcome()
     cancel = CancelToken()

@@ -188,6 +188,7 @@ class Repl:
                 agent.wait_for_distillation(runtime.settings.request_timeout + 5)
         except KeyboardInterrupt:
             self.renderer.note("stopped waiting for memory distillation", "warning")
+        runtime.close()
         self._show_background_events()
         path = session_file(runtime)
         if path is None or not path.is_file():  # a session is written by its first turn

@@ -17,6 +17,7 @@ from nanohermes.types import Message, Usage
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints
+    from nanohermes.mcp.manager import ServerStatus
     from nanohermes.options import CliOptions
     from nanohermes.settings import Settings
     from nanohermes.tools.sandbox import Sandbox
@@ -115,6 +116,12 @@ class MemoryStoreLike(Protocol):
     def stats(self) -> MemoryStatsLike: ...
 
 
+class McpLike(Protocol):
+    """The slice of `nanohermes.mcp.McpManager` that /mcp uses."""
+
+    def status(self) -> Sequence[ServerStatus]: ...
+
+
 class RuntimeLike(Protocol):
     """`wiring.Runtime` as the REPL sees it."""
 
@@ -132,6 +139,9 @@ class RuntimeLike(Protocol):
 
     @property
     def sandbox(self) -> Sandbox | None: ...
+    def mcp(self) -> McpLike | None: ...
+
+    def close(self) -> None: ...
 
 
 RuntimeBuilder = Callable[["CliOptions", "Settings", Approver | None], RuntimeLike]

@@ -17,7 +17,7 @@ from nanohermes.events import Compacted, Event, Note, RecalledMemory, TextDelta,
 from nanohermes.settings import Settings, load_settings
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.types import Message, Usage
-from nanohermes.ui.seams import MemoryStoreLike
+from nanohermes.ui.seams import McpLike, MemoryStoreLike
 
 SPEC_COMMANDS = (
     "/help",
@@ -177,6 +177,11 @@ class FakeRuntime:
     store: MemoryStoreLike | None
     checkpoints: Checkpoints | None = None
     sandbox: Sandbox | None = None
+    mcp: McpLike | None = None
+    closed: bool = False
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def fake_runtime(store: FakeStore | None = None, **settings: Any) -> FakeRuntime:

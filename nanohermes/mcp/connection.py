@@ -1,0 +1,217 @@
+"""One MCP server's SDK client, driven on the manager's event loop (the only module importing `mcp`).
+
+A holder task enters the SDK's `Client` (which spawns a stdio server in its own process group, or opens
+a streamable HTTP session), lists the tools, then waits until `close()`: anyio context managers must be
+left by the task that entered them. Calls run as their own tasks on the same loop; cancelling one sends
+MCP's `notifications/cancelled`. Leaving the client closes stdin, then kills the server's process group
+(the SDK's shutdown, shielded from cancellation).
+
+SDK errors never leave this module: `ServerGone` (the connection ended: crash, exit, network) and
+`CallFailed` (a JSON-RPC error for one request) carry one-line reasons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx2
+import mcp_types
+from mcp import Client, MCPError
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from nanohermes import __version__
+from nanohermes.mcp.config import McpServerConfig
+
+CLOSE_SECONDS = 8.0
+"""Bound on leaving the client: the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL."""
+LIST_PAGES = 100
+
+
+class ServerGone(Exception):
+    """The connection to the server ended (it crashed or exited, or the network dropped)."""
+
+
+class CallFailed(Exception):
+    """The server answered one request with an error."""
+
+
+@dataclass(frozen=True)
+class ListedTool:
+    """A tool as the server lists it, in plain types."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool
+
+
+class Connection:
+    def __init__(self, name: str, config: McpServerConfig, *, cwd: Path, errlog: TextIO) -> None:
+        self.name = name
+        self.config = config
+        self._cwd = cwd
+        self._errlog = errlog
+        self._client: Client | None = None
+        self._holder: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self.pid: int | None = None
+        """A stdio server's process id (= its process group: the SDK starts it in a new session)."""
+
+    async def open(self) -> list[ListedTool]:
+        """Connect and list the tools within `startup_timeout`. Raises on failure (the server is closed)."""
+        ready: asyncio.Future[list[ListedTool]] = asyncio.get_running_loop().create_future()
+        self._holder = asyncio.create_task(self._hold(ready), name=f"mcp-{self.name}")
+        try:
+            return await asyncio.wait_for(asyncio.shield(ready), self.config.startup_timeout)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _hold(self, ready: asyncio.Future[list[ListedTool]]) -> None:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                client = await stack.enter_async_context(self._make_client(stack))
+                tools = await _list_tools(client)
+                self._client = client
+                if not ready.done():
+                    ready.set_result(tools)
+                await self._stop.wait()
+        except BaseException as err:
+            if not ready.done():
+                ready.set_exception(_leaf(err) if isinstance(err, Exception) else ServerGone("cancelled"))
+            if not isinstance(err, Exception):
+                raise
+        finally:
+            self._client = None
+
+    def _make_client(self, stack: contextlib.AsyncExitStack) -> Client:
+        info = mcp_types.Implementation(name="nanohermes", version=__version__)
+        config = self.config
+        if config.url is not None:
+            http = httpx2.AsyncClient(
+                headers=dict(config.headers),
+                timeout=httpx2.Timeout(30.0, read=max(300.0, config.tool_timeout + 5)),
+            )
+            stack.push_async_callback(http.aclose)
+            return Client(streamable_http_client(config.url, http_client=http), client_info=info)
+        cwd = config.cwd if config.cwd is None or config.cwd.is_absolute() else self._cwd / config.cwd
+        params = StdioServerParameters(
+            command=str(config.command),
+            args=list(config.args),
+            env=dict(config.env) or None,
+            cwd=cwd or self._cwd,
+        )
+        return Client(self._stdio(params), client_info=info)
+
+    @contextlib.asynccontextmanager
+    async def _stdio(self, params: StdioServerParameters) -> AsyncIterator[Any]:
+        """The SDK's stdio transport, then SIGKILL to the server's process group: the SDK kills the
+        group only when the server outlives its grace period, so children it started would linger."""
+        transport = stdio_client(params, errlog=self._errlog)
+        try:
+            async with transport as streams:
+                self.pid = _pid_of(transport)
+                yield streams
+        finally:
+            if self.pid is not None:
+                kill_group(self.pid)
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """The CallToolResult of one call. Raises ServerGone or CallFailed."""
+        client = self._client
+        if client is None:
+            raise ServerGone("not connected")
+        try:
+            return await client.call_tool(tool, arguments)
+        except MCPError as err:
+            if err.code == mcp_types.CONNECTION_CLOSED:
+                raise ServerGone("the server exited or closed the connection") from None
+            raise CallFailed(err.message) from None
+        except (httpx2.TransportError, OSError) as err:
+            raise ServerGone(describe_error(err)) from None
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    async def close(self) -> None:
+        """Leave the client (stdio: the server's process group is killed); bounded, never raises."""
+        self._stop.set()
+        holder = self._holder
+        if holder is None or holder.done():
+            return
+        if self._client is None:  # still starting: stop at once
+            holder.cancel()
+        done, _ = await asyncio.wait({holder}, timeout=CLOSE_SECONDS)
+        if not done:
+            holder.cancel()
+            await asyncio.wait({holder}, timeout=CLOSE_SECONDS)
+
+
+def _pid_of(transport: Any) -> int | None:
+    """The server process of an entered `stdio_client` (a local of its generator frame), or None."""
+    frame = getattr(getattr(transport, "gen", None), "ag_frame", None)
+    process = frame.f_locals.get("process") if frame is not None else None
+    pid = getattr(process, "pid", None)
+    return pid if isinstance(pid, int) else None
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL every process left in the group `pid` leads (POSIX; nothing elsewhere)."""
+    killpg = getattr(os, "killpg", None)
+    if killpg is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        killpg(pid, signal.SIGKILL)
+
+
+async def _list_tools(client: Client) -> list[ListedTool]:
+    tools: list[ListedTool] = []
+    cursor: str | None = None
+    for _ in range(LIST_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        for tool in page.tools:
+            hint = tool.annotations.read_only_hint if tool.annotations else None
+            tools.append(ListedTool(tool.name, tool.description or "", dict(tool.input_schema), hint is True))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _leaf(err: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups: anyio task groups wrap everything."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return err
+
+
+def describe_error(err: BaseException) -> str:
+    """One line for why a server could not be reached or started."""
+    err = _leaf(err)
+    if isinstance(err, FileNotFoundError):
+        return f"command not found: {err.filename or err}"
+    if isinstance(err, PermissionError):
+        return f"permission denied: {err.filename or err}"
+    if isinstance(err, TimeoutError):
+        return "timed out"
+    if isinstance(err, MCPError):
+        if err.code == mcp_types.CONNECTION_CLOSED:
+            return "the server closed the connection (it exited)"
+        return err.message
+    if isinstance(err, httpx2.ConnectError):
+        return f"cannot connect: {err}"
+    if isinstance(err, httpx2.HTTPStatusError):
+        return f"HTTP {err.response.status_code} from {err.request.url}"
+    if isinstance(err, ServerGone | CallFailed):
+        return str(err)
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__

@@ -1,0 +1,360 @@
+"""McpManager: every configured MCP server of one runtime, on one asyncio event-loop thread.
+
+    manager = McpManager(settings.mcp_servers, cwd=workspace, log_dir=state_dir / "mcp")
+    manager.start()                   # returns at once; servers start in parallel in the background
+    runner.add_source(manager.tools)  # tools of the servers that are up (waits for ones still starting)
+    manager.status()                  # state, tools and last error of each server (/mcp, `mcp list`)
+    manager.close()                   # closes every server; stdio ones are killed with their process group
+
+The SDK (PyPI `mcp`) is imported on the loop thread when the first server starts, never on the path
+to the prompt. A server that fails to start, crashes or times out gives one notice naming it and the
+cause; the others keep working. A crashed server is restarted (once) by its next call. Calls come from
+the tool runner's worker threads and block until their result; the call's CancelToken (Ctrl-C) cancels
+the request, which sends MCP's `notifications/cancelled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import Cancelled, ToolError
+from nanohermes.mcp.config import McpServerConfig
+from nanohermes.mcp.results import render_result
+from nanohermes.mcp.tools import build_tools
+from nanohermes.tools.base import Tool
+
+if TYPE_CHECKING:
+    from nanohermes.mcp.connection import Connection, ListedTool
+
+State = Literal["disabled", "starting", "ready", "crashed", "failed", "closed"]
+IMPORT_SLACK = 10.0
+"""Extra seconds a first turn waits for a starting server beyond its startup_timeout (the SDK import)."""
+CLOSE_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    name: str
+    """As the model sees it: mcp__server__tool."""
+    remote: str
+    description: str
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    name: str
+    transport: str
+    target: str
+    state: State
+    trusted: bool
+    tools: tuple[ToolInfo, ...]
+    last_error: str
+
+
+@dataclass
+class _Server:
+    name: str
+    config: McpServerConfig
+    state: State = "starting"
+    tools: list[Tool] = field(default_factory=list)
+    infos: tuple[ToolInfo, ...] = ()
+    last_error: str = ""
+    connection: Connection | None = None
+    started: threading.Event = field(default_factory=threading.Event)
+    lock: asyncio.Lock | None = None
+
+
+class McpManager:
+    def __init__(
+        self,
+        servers: Mapping[str, McpServerConfig],
+        *,
+        cwd: Path,
+        log_dir: Path | None = None,
+        on_notice: Callable[[str], None] | None = None,
+    ) -> None:
+        """`servers`: name → config. `cwd`: where stdio servers run (their `cwd` resolves against it).
+        `log_dir`: each stdio server's stderr goes to `<log_dir>/<name>.log` (else nowhere).
+        `on_notice`: called (on the loop thread) with one line when a server fails, crashes or restarts."""
+        self._servers = {name: _Server(name, config) for name, config in servers.items()}
+        for server in self._servers.values():
+            if not server.config.enabled:
+                server.state = "disabled"
+                server.started.set()
+        self._cwd = cwd
+        self._log_dir = log_dir
+        self._on_notice = on_notice
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._logs: dict[str, TextIO] = {}
+        self._log_starts: dict[str, int] = {}
+        self._closed = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start every enabled server in the background (once); returns at once."""
+        with self._lock:
+            if self._thread is not None or self._closed:
+                return
+            enabled = [s for s in self._servers.values() if s.state == "starting"]
+            if not enabled:
+                return
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            self._thread = threading.Thread(target=self._run_loop, args=(loop,), name="nh-mcp", daemon=True)
+            self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start_all(enabled), loop)
+
+    def _run_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        loop.set_exception_handler(lambda _loop, _context: None)  # stray task errors: not the terminal's
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    def close(self) -> None:
+        """Close every server (stdio: process group killed) and stop the loop thread. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None:
+            future = asyncio.run_coroutine_threadsafe(self._close_all(), loop)
+            try:
+                future.result(CLOSE_TIMEOUT)
+            except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+                future.cancel()
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(CLOSE_TIMEOUT)
+        for log in self._logs.values():
+            log.close()
+        with self._lock:
+            for server in self._servers.values():
+                server.state = "closed" if server.state != "disabled" else "disabled"
+                server.tools = []
+                server.started.set()
+
+    def __enter__(self) -> McpManager:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what the rest of nanohermes sees -------------------------------------------------------
+
+    def wait_started(self, timeout: float | None = None) -> bool:
+        """Wait until every server has started or failed; True when none is still starting."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for server in list(self._servers.values()):
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not server.started.wait(left):
+                return False
+        return True
+
+    def tools(self) -> list[Tool]:
+        """Tools of the servers that are up (a crashed one's too: its next call restarts it). Waits for
+        servers still starting, each at most its startup_timeout (a first turn sees their tools)."""
+        if self._thread is not None and not self._closed:
+            for server in list(self._servers.values()):
+                server.started.wait(server.config.startup_timeout + IMPORT_SLACK)
+        with self._lock:
+            live = [s for s in self._servers.values() if s.state in ("ready", "crashed")]
+            return [tool for server in live for tool in server.tools]
+
+    def status(self) -> list[ServerStatus]:
+        with self._lock:
+            return [
+                ServerStatus(
+                    s.name,
+                    s.config.transport,
+                    s.config.target(),
+                    s.state,
+                    s.config.trusted,
+                    s.infos,
+                    s.last_error,
+                )
+                for s in self._servers.values()
+            ]
+
+    def call(self, server: str, tool: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
+        """Call one tool and wait for its text; raises ToolError (with the reason) or Cancelled."""
+        loop = self._loop
+        target = self._servers.get(server)
+        if loop is None or target is None or self._closed:
+            raise ToolError(f"MCP server {server} is not running")
+        future = asyncio.run_coroutine_threadsafe(self._call(target, tool, arguments), loop)
+        unregister = cancel.on_cancel(lambda: _cancel(future))
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise Cancelled() from None
+        finally:
+            unregister()
+
+    # -- on the loop thread ---------------------------------------------------------------------
+
+    async def _start_all(self, servers: list[_Server]) -> None:
+        logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
+        await asyncio.gather(*(self._start(server) for server in servers))
+
+    async def _start(self, server: _Server) -> None:
+        server.lock = asyncio.Lock()
+        try:
+            await self._connect(server)
+        except Exception as err:
+            self._fail(server, "failed", self._reason(server, err, "start"))
+            self._notice(f"MCP server {server.name} failed to start: {server.last_error}")
+        finally:
+            server.started.set()
+
+    async def _connect(self, server: _Server) -> None:
+        try:
+            from nanohermes.mcp.connection import Connection
+        except ImportError as err:
+            raise RuntimeError(f"the MCP SDK is not installed ({err}); pip install 'mcp>=2.3,<3'") from None
+        connection = Connection(server.name, server.config, cwd=self._cwd, errlog=self._errlog(server.name))
+        server.connection = connection
+        listed = await connection.open()
+        tools = build_tools(server.name, server.config, listed, self._caller(server.name))
+        infos = tuple(_info(tool, spec) for tool, spec in zip(tools, listed, strict=True))
+        with self._lock:
+            if self._closed:
+                return
+            server.state, server.tools, server.infos, server.last_error = "ready", tools, infos, ""
+
+    def _caller(self, name: str) -> Callable[[str, dict[str, Any], CancelToken], str]:
+        return lambda tool, arguments, cancel: self.call(name, tool, arguments, cancel)
+
+    async def _call(self, server: _Server, tool: str, arguments: dict[str, Any]) -> str:
+        from nanohermes.mcp.connection import CallFailed, ServerGone, describe_error
+
+        await self._ensure_running(server)
+        connection = server.connection
+        assert connection is not None
+        timeout = server.config.tool_timeout
+        try:
+            result = await asyncio.wait_for(connection.call(tool, arguments), timeout)
+        except TimeoutError:
+            raise ToolError(f"{tool} on MCP server {server.name} timed out after {timeout:g} s") from None
+        except ServerGone as err:
+            reason = f"{describe_error(err)}{self._log_hint(server.name)}"
+            if server.state == "ready":
+                self._fail(server, "crashed", reason)
+                self._notice(f"MCP server {server.name} stopped: {reason}")
+            message = f"MCP server {server.name} stopped: {reason} (it restarts on the next call)"
+            raise ToolError(message) from None
+        except CallFailed as err:
+            raise ToolError(f"MCP server {server.name}: {err}") from None
+        text = render_result(result)
+        if getattr(result, "is_error", False):
+            raise ToolError(text)
+        return text
+
+    async def _ensure_running(self, server: _Server) -> None:
+        """A crashed server is restarted here, once per call; a failed or closed one is an error."""
+        assert server.lock is not None
+        async with server.lock:
+            if server.state == "crashed":
+                old = server.connection
+                if old is not None:
+                    await old.close()
+                try:
+                    await self._connect(server)
+                except Exception as err:
+                    self._fail(server, "failed", self._reason(server, err, "restart"))
+                    message = f"MCP server {server.name} could not be restarted: {server.last_error}"
+                    self._notice(message)
+                    raise ToolError(message) from None
+                self._notice(f"MCP server {server.name} restarted after a crash")
+            if server.state != "ready":
+                detail = f": {server.last_error}" if server.last_error else ""
+                raise ToolError(f"MCP server {server.name} is {server.state}{detail}")
+
+    async def _close_all(self) -> None:
+        connections = [s.connection for s in self._servers.values() if s.connection is not None]
+        await asyncio.gather(*(connection.close() for connection in connections))
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _notice(self, text: str) -> None:
+        if self._on_notice is not None and not self._closed:
+            self._on_notice(text)
+
+    def _fail(self, server: _Server, state: State, reason: str) -> None:
+        with self._lock:
+            server.state, server.last_error = state, reason
+            if state == "failed":
+                server.tools, server.infos = [], ()
+
+    def _reason(self, server: _Server, err: BaseException, phase: str) -> str:
+        from nanohermes.mcp.connection import describe_error
+
+        if isinstance(err, TimeoutError) and phase != "call":
+            reason = f"did not answer within {server.config.startup_timeout:g} s (raise startup_timeout)"
+        else:
+            reason = describe_error(err)
+        tail = self._stderr_tail(server.name)
+        return f"{reason}; stderr: {tail}" if tail else reason
+
+    def _log_hint(self, name: str) -> str:
+        if self._log_dir is None:
+            return ""
+        return f" (its stderr is in {self._log_dir / (_file_name(name) + '.log')})"
+
+    def _errlog(self, name: str) -> TextIO:
+        log = self._logs.get(name)
+        if log is None or log.closed:
+            if self._log_dir is None:
+                log = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
+            else:
+                self._log_dir.mkdir(parents=True, exist_ok=True)
+                log = open(self._log_dir / f"{_file_name(name)}.log", "a", encoding="utf-8")  # noqa: SIM115
+            self._logs[name] = log
+        log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {name}\n")
+        log.flush()
+        self._log_starts[name] = log.tell()
+        return log
+
+    def _stderr_tail(self, name: str) -> str:
+        """The last line the server wrote to stderr since it last started (for error messages)."""
+        if name not in self._logs or self._log_dir is None:
+            return ""
+        try:
+            with open(self._log_dir / f"{_file_name(name)}.log", "rb") as log:
+                log.seek(self._log_starts.get(name, 0))
+                since = log.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in since.splitlines() if line.strip()]
+        return lines[-1][:200] if lines else ""
+
+
+def _cancel(future: concurrent.futures.Future[str]) -> None:
+    future.cancel()  # cancels the call's task on the loop: the SDK sends notifications/cancelled
+
+
+def _info(tool: Tool, spec: ListedTool) -> ToolInfo:
+    return ToolInfo(tool.name, spec.name, spec.description, spec.read_only)
+
+
+def _file_name(name: str) -> str:
+    from nanohermes.mcp.config import sanitize
+
+    return sanitize(name)

@@ -1,0 +1,97 @@
+"""A server's tools as ordinary `Tool` objects for the tool runner.
+
+Named `mcp__<server>__<tool>` (sanitized, ≤ 64 characters, made unique), with the server's description
+and input schema. `readOnlyHint: true` → a reading tool; any other → `mutating` (asks in `ask` mode, not
+offered in `read-only`), unless its server is `trusted` (`preapproved`: runs without asking).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from nanohermes.cancel import CancelToken
+from nanohermes.mcp.config import TOOL_NAME_MAX, McpServerConfig, tool_name
+from nanohermes.tools.base import Tool
+
+CANCEL_ARG = "__nanohermes_cancel"
+"""The keyword the runner passes the call's CancelToken in (no JSON schema property can clash: the
+runner sets it last)."""
+
+
+class Listed(Protocol):
+    """What a server lists for one tool (`connection.ListedTool`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+
+Caller = Callable[[str, dict[str, Any], CancelToken], str]
+"""(remote tool name, arguments, cancel token) → result text; raises ToolError / Cancelled."""
+
+
+class _RemoteCall:
+    """The `func` of one MCP tool: forwards the model's arguments to the server."""
+
+    def __init__(self, remote: str, caller: Caller) -> None:
+        self.remote = remote
+        self._caller = caller
+
+    def __call__(self, **kwargs: Any) -> str:
+        cancel = kwargs.pop(CANCEL_ARG, None)
+        return self._caller(self.remote, kwargs, cancel if isinstance(cancel, CancelToken) else CancelToken())
+
+
+def build_tools(server: str, config: McpServerConfig, listed: Iterable[Listed], caller: Caller) -> list[Tool]:
+    tools: list[Tool] = []
+    taken: set[str] = set()
+    for spec in listed:
+        name = _unique(tool_name(server, spec.name), spec.name, taken)
+        taken.add(name)
+        parameters = normalize_schema(spec.input_schema)
+        props: dict[str, Any] = parameters["properties"]
+        required = [str(key) for key in parameters.get("required", [])]
+        tools.append(
+            Tool(
+                name=name,
+                description=spec.description.strip() or f"{spec.name} (MCP server {server})",
+                parameters=parameters,
+                func=_RemoteCall(spec.name, caller),
+                mutating=not spec.read_only,
+                summary_arg=required[0] if required else next(iter(props), None),
+                approval_kind=name,
+                cancel_arg=CANCEL_ARG,
+                extra_arguments=parameters.get("additionalProperties") is not False,
+                preapproved=config.trusted,
+            )
+        )
+    return tools
+
+
+def normalize_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The server's input schema as a function's parameters: an object with `properties`."""
+    parameters = {key: value for key, value in schema.items() if key != "$schema"}
+    parameters["type"] = "object"
+    if not isinstance(parameters.get("properties"), dict):
+        parameters["properties"] = {}
+    if "required" in parameters and not isinstance(parameters["required"], list):
+        del parameters["required"]
+    return parameters
+
+
+def _unique(name: str, remote: str, taken: set[str]) -> str:
+    """`name`, or (when two tools sanitize or cut to the same) one ending in a short hash of `remote`."""
+    if name not in taken:
+        return name
+    suffix = "_" + hashlib.sha1(remote.encode("utf-8")).hexdigest()[:6]
+    return name[: TOOL_NAME_MAX - len(suffix)] + suffix

@@ -1,0 +1,94 @@
+"""`/mcp` and `nanohermes mcp list`: each MCP server's state, tools and last error."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nanohermes.errors import EXIT_FAILURE, EXIT_OK
+
+if TYPE_CHECKING:
+    from nanohermes.cliargs import CliOptions
+    from nanohermes.mcp.manager import ServerStatus
+    from nanohermes.settings import Settings
+    from nanohermes.ui.commands import CommandContext
+
+NONE_CONFIGURED = (
+    "no MCP servers configured (add a [mcp_servers.NAME] table to ~/.nanohermes/config.toml, "
+    "or give --mcp-config FILE)"
+)
+LIST_SLACK = 15.0
+"""`mcp list` waits this long beyond the largest startup_timeout (the SDK import, a slow machine)."""
+
+
+def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
+    """(text, style) lines describing every server: a head line, its tools, its last error."""
+    lines: list[tuple[str, str]] = []
+    for status in statuses:
+        count = len(status.tools)
+        trusted = " · trusted" if status.trusted else ""
+        head = (
+            f"{status.name} · {status.state} · {status.transport}: {status.target} · "
+            f"{count} {'tool' if count == 1 else 'tools'}{trusted}"
+        )
+        lines.append((head, _STATE_STYLES.get(status.state, "")))
+        width = max((len(tool.name) for tool in status.tools), default=0)
+        for tool in status.tools:
+            access = "read" if tool.read_only else ("runs" if status.trusted else "asks")
+            summary = " ".join(tool.description.split())
+            summary = summary if len(summary) <= 70 else summary[:69] + "…"
+            lines.append((f"  {tool.name:<{width}}  {access:<4}  {summary}".rstrip(), ""))
+        if status.last_error:
+            lines.append((f"  last error: {status.last_error}", "red"))
+    return lines
+
+
+_STATE_STYLES = {
+    "ready": "green",
+    "failed": "red",
+    "crashed": "yellow",
+    "starting": "yellow",
+    "disabled": "dim",
+}
+
+
+def cmd_mcp(ctx: CommandContext, arg: str) -> None:
+    """/mcp: the servers of this session (they start in the background: some may still be starting)."""
+    manager = ctx.runtime.mcp
+    if manager is None:
+        ctx.say(NONE_CONFIGURED, "dim")
+        return
+    for text, style in status_lines(manager.status()):
+        ctx.say(text, style)
+
+
+def run_mcp_command(options: CliOptions, settings: Settings) -> int:
+    """`nanohermes mcp list`: start every enabled server, wait for each, print the listing, close.
+    Exit 1 when an enabled server is not ready."""
+    servers = settings.mcp_servers
+    if not servers:
+        print(NONE_CONFIGURED)
+        return EXIT_OK
+    from nanohermes.mcp.manager import McpManager
+
+    manager = McpManager(servers, cwd=Path.cwd(), log_dir=settings.state_dir / "mcp")
+    try:
+        manager.start()
+        longest = max(server.startup_timeout for server in servers.values())
+        manager.wait_started(longest + LIST_SLACK)
+        statuses = manager.status()
+    finally:
+        manager.close()
+    for text, _style in status_lines(statuses):
+        print(text)
+    sys.stdout.flush()
+    broken = [s.name for s in statuses if s.state not in ("ready", "disabled")]
+    if broken:
+        print(
+            f"nanohermes: not ready: {', '.join(broken)} (stderr logs in {settings.state_dir / 'mcp'})",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    return EXIT_OK
