@@ -223,8 +223,9 @@ def _parse_mcp(argv: list[str]) -> CliOptions:
     parser.add_argument("--config", metavar="FILE", help="config TOML file")
     parser.add_argument("--mcp-config", metavar="FILE", action="append", help="MCP servers as JSON")
     parser.add_argument("--verbose", action="store_true", help="show details")
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
-    actions.add_parser("list", help="start each server, then show its state, tools and last error")
+    parser.add_argument(
+        "action", nargs="?", choices=["list"], help="list: start the servers, show their state and tools"
+    )
     ns = parser.parse_args(argv)
     if ns.action is None:
         raise UsageError("mcp needs an action: list")

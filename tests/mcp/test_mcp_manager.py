@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import Managers, demo_stdio, process_gone, wait_for
+from mcp_helpers import Managers, demo_stdio, process_gone, wait_for
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError

@@ -210,3 +210,26 @@ def test_memory_ids_with_markup_are_shown_literally() -> None:
     assert "[/x]" in h.run("/memory list")
     assert "[/x]" in h.run("/memory search hand")
     assert "forgot abcd1234" in h.run("/memory forget abcd")
+
+
+def test_mcp_shows_each_server_state_tools_and_last_error() -> None:
+    from nanohermes.mcp.manager import ServerStatus, ToolInfo
+
+    class FakeMcp:
+        def status(self) -> list[ServerStatus]:
+            echo = ToolInfo("mcp__demo__echo", "echo", "Echo the text back.", True)
+            write = ToolInfo("mcp__demo__write_note", "write_note", "Write a note.", False)
+            return [
+                ServerStatus("demo", "stdio", "python demo.py", "ready", False, (echo, write), ""),
+                ServerStatus("web", "http", "http://h/mcp", "failed", False, (), "cannot connect: refused"),
+            ]
+
+    h = Harness()
+    assert h.run("/mcp").startswith("no MCP servers configured")
+    h.runtime.mcp = FakeMcp()
+    lines = h.run("/mcp").splitlines()
+    assert lines[0] == "demo · ready · stdio: python demo.py · 2 tools"
+    assert lines[1].split() == ["mcp__demo__echo", "read", "Echo", "the", "text", "back."]
+    assert lines[2].split()[:2] == ["mcp__demo__write_note", "asks"]
+    assert lines[3] == "web · failed · http: http://h/mcp · 0 tools"
+    assert lines[4] == "  last error: cannot connect: refused"

@@ -25,6 +25,7 @@ SPEC_COMMANDS = (
     "/reset",
     "/compact",
     "/memory",
+    "/mcp",
     "/session",
     "/sessions",
     "/model",
