@@ -380,6 +380,7 @@ def run_acp(options: CliOptions, settings: Settings) -> int:
     stores: dict[Path, MemoryStore | None] = {}
     guard = threading.Lock()
     locks: list[SessionLock] = []  # held while the server runs: one writer per session
+    servers: list[McpManager] = []  # each session's MCP servers, closed when the server ends
 
     def store_for(workspace: Path) -> MemoryStore | None:
         with guard:
@@ -403,11 +404,16 @@ def run_acp(options: CliOptions, settings: Settings) -> int:
             raise
         locks.append(lock)
         parts = AgentParts(client, store_for(workspace), approver, options.verbose, options.config, files)
-        return build_agent(settings, parts, workspace=workspace, session=session, resumed=resumed).agent
+        built = build_agent(settings, parts, workspace=workspace, session=session, resumed=resumed)
+        if built.mcp is not None:
+            servers.append(built.mcp)
+        return built.agent
 
     try:
         return serve(settings, make_agent, store_for, verbose=options.verbose)
     finally:
+        for manager in servers:
+            manager.close()
         client.close()
         for lock in locks:
             lock.release()
