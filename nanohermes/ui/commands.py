@@ -16,7 +16,7 @@ from nanohermes.errors import NanoHermesError
 from nanohermes.protocols import Approver
 from nanohermes.session import describe_session, recent_session_files
 from nanohermes.settings import PERMISSION_MODES
-from nanohermes.ui.mcp_cmd import cmd_mcp
+from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -224,6 +224,16 @@ def cmd_checkpoints(ctx: CommandContext, arg: str) -> None:
     from nanohermes.ui.checkpoint_cmd import list_checkpoints
 
     list_checkpoints(ctx, arg)
+
+
+def cmd_mcp(ctx: CommandContext, arg: str) -> None:
+    """/mcp: the servers of this session (they start in the background: some may still be starting)."""
+    manager = ctx.runtime.mcp
+    if manager is None:
+        ctx.say(NONE_CONFIGURED, "dim")
+        return
+    for text, style in status_lines(manager.status()):
+        ctx.say(text, style)
 
 
 COMMANDS: dict[str, Command] = {

@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING
 from nanohermes.errors import EXIT_FAILURE, EXIT_OK
 
 if TYPE_CHECKING:
-    from nanohermes.cliargs import CliOptions
     from nanohermes.mcp.manager import ServerStatus
+    from nanohermes.options import CliOptions
     from nanohermes.settings import Settings
-    from nanohermes.ui.commands import CommandContext
 
 NONE_CONFIGURED = (
     "no MCP servers configured (add a [mcp_servers.NAME] table to ~/.nanohermes/config.toml, "
@@ -52,16 +51,6 @@ _STATE_STYLES = {
     "starting": "yellow",
     "disabled": "dim",
 }
-
-
-def cmd_mcp(ctx: CommandContext, arg: str) -> None:
-    """/mcp: the servers of this session (they start in the background: some may still be starting)."""
-    manager = ctx.runtime.mcp
-    if manager is None:
-        ctx.say(NONE_CONFIGURED, "dim")
-        return
-    for text, style in status_lines(manager.status()):
-        ctx.say(text, style)
 
 
 def run_mcp_command(options: CliOptions, settings: Settings) -> int:
