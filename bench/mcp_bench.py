@@ -105,8 +105,8 @@ async def sdk_round_trips(calls: int) -> list[float]:
 
 def bench_calls(calls: int) -> None:
     from nanohermes.cancel import CancelToken
-    from nanohermes.mcp.config import McpServerConfig
     from nanohermes.mcp.manager import McpManager
+    from nanohermes.mcp_config import McpServerConfig
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.types import ToolCall
 

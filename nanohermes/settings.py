@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from nanohermes.errors import ConfigError
-from nanohermes.mcp.config import (
+from nanohermes.mcp_config import (
     McpServerConfig,
     check_server_names,
     describe_problem,

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints
     from nanohermes.llm import ChatClient
     from nanohermes.localserver import LocalEndpoint
-    from nanohermes.mcp.config import McpServerConfig
     from nanohermes.mcp.manager import McpManager
+    from nanohermes.mcp_config import McpServerConfig
     from nanohermes.memory import MemoryStore
     from nanohermes.options import CliOptions
     from nanohermes.protocols import Approver

@@ -28,7 +28,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from nanohermes import __version__
-from nanohermes.mcp.config import McpServerConfig
+from nanohermes.mcp_config import McpServerConfig
 
 CLOSE_SECONDS = 8.0
 """Bound on leaving the client: the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL."""

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
-from nanohermes.mcp.config import McpServerConfig
 from nanohermes.mcp.results import render_result
 from nanohermes.mcp.tools import build_tools
+from nanohermes.mcp_config import McpServerConfig
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -355,6 +355,6 @@ def _info(tool: Tool, spec: ListedTool) -> ToolInfo:
 
 
 def _file_name(name: str) -> str:
-    from nanohermes.mcp.config import sanitize
+    from nanohermes.mcp_config import sanitize
 
     return sanitize(name)

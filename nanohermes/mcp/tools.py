@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from nanohermes.cancel import CancelToken
-from nanohermes.mcp.config import TOOL_NAME_MAX, McpServerConfig, tool_name
+from nanohermes.mcp_config import TOOL_NAME_MAX, McpServerConfig, tool_name
 from nanohermes.tools.base import Tool
 
 CANCEL_ARG = "__nanohermes_cancel"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from nanohermes.errors import ConfigError
-from nanohermes.mcp.config import McpServerConfig, servers_from_acp, tool_name
 from nanohermes.mcp.results import render_result
 from nanohermes.mcp.tools import build_tools, normalize_schema
+from nanohermes.mcp_config import McpServerConfig, servers_from_acp, tool_name
 from nanohermes.settings import load_settings
 
 

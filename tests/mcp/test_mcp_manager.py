@@ -12,7 +12,7 @@ from mcp_helpers import Managers, demo_stdio, process_gone, wait_for
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
-from nanohermes.mcp.config import McpServerConfig
+from nanohermes.mcp_config import McpServerConfig
 from nanohermes.tools.base import Tool
 
 pytestmark = pytest.mark.timeout(90)

@@ -9,7 +9,8 @@
     headers = { Authorization = "Bearer …" }
     tool_timeout = 120                      # also: enabled, startup_timeout, trusted, cwd (stdio)
 
-Stdlib and pydantic only: `nanohermes.settings` validates the TOML form with this model.
+Stdlib and pydantic only: `nanohermes.settings` validates the TOML form with this model (so it lives
+beside settings, below `tools` and the `nanohermes.mcp` package that builds on both).
 """
 
 from __future__ import annotations
