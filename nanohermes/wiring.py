@@ -186,7 +186,8 @@ def build_agent(
     if agents_note:
         agent.post_note(Note(agents_note, "warning"))
     if sandbox.startup_warning:
-        agent.post_note(Note(sandbox.startup_warning, "warning"))
+        # bwrap demanded: a warning everywhere; auto falling back: a dim line in the REPL, -p --verbose
+        agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "debug"))
     _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
     servers = settings.mcp_servers if mcp_servers is None else mcp_servers
     mcp = start_mcp(servers, settings, workspace, lambda text: agent.post_note(Note(text, "warning")))
