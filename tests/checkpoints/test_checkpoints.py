@@ -258,3 +258,18 @@ def test_a_file_name_that_is_not_utf8_is_recorded_and_restored(workspace: Path, 
     assert changes.files == ("caf\ufffd",)  # shown printable; restored by its real name
     History(checkpoints).undo(History(checkpoints).plan())
     assert picture(workspace) == original
+
+
+@pytest.mark.parametrize("with_git", [True, False], ids=["shadow-git", "copies"])
+def test_symlinks_come_back_as_symlinks(workspace: Path, isolated_home: Path, with_git: bool) -> None:
+    (workspace / "link-to-keep").symlink_to("keep.txt")
+    original = picture(workspace)
+    checkpoints = make(workspace, isolated_home, **({} if with_git else {"git": None}))
+    runner = runner_for(workspace, checkpoints)
+    if with_git:
+        turn(checkpoints, runner, ("run_shell", {"command": "rm link-to-keep && ln -s moved.txt new-link"}))
+    else:  # copies cover what write_file touches: it writes through the link into keep.txt
+        turn(checkpoints, runner, ("write_file", {"path": "keep.txt", "content": "through"}))
+    assert picture(workspace) != original
+    History(checkpoints).undo(History(checkpoints).plan())
+    assert picture(workspace) == original
