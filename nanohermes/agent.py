@@ -341,6 +341,10 @@ class Agent:
         """Wait for running distillations; True when none is left running."""
         return self._distiller.wait(timeout) if self._distiller is not None else True
 
+    def stop_distillation(self) -> None:
+        """Cancel running distillations (the user chose not to wait for them)."""
+        self._bg_cancel.cancel()
+
     # -- compaction, reset, persistence ----------------------------------------------------------
 
     def compact(self, cancel: CancelToken | None = None) -> Iterator[Event]:

@@ -11,13 +11,15 @@
         ...  # point the client at fake_server.url (".../v1") and run
         fake_server.bodies                                        # every request body, in arrival order
         fake_server.wait_for_requests(3, timeout=5)               # e.g. background distillation
+        fake_server.send_usage = False                            # like llama-cpp-python: no usage
 
 `POST /v1/chat/completions` answers from a queue. A reply is streamed as SSE when the request says
 `"stream": true` and returned as one JSON chat completion otherwise (raw SSE and status replies are
 sent as given). Choosing a reply: the first queued reply whose `match` substring occurs in the
 request body's JSON text; else the first queued reply without `match`; else `default_text` (settable)
 as a plain text reply, so a background distillation call never hangs. `delay` is slept before each
-SSE chunk (slow streams, cancellation tests); a client that hangs up mid-stream is fine.
+SSE chunk (slow streams, cancellation tests) and once before a non-streamed JSON reply (a slow
+distillation); a client that hangs up mid-stream is fine.
 
 Run standalone for manual checks: `python tests/fake_server.py "reply text"` prints the base URL.
 """
@@ -71,6 +73,8 @@ class FakeServer:
 
     def __init__(self, default_text: str = "OK") -> None:
         self.default_text = default_text
+        self.send_usage = True
+        """False: replies carry no `usage` at all (llama-cpp-python when streaming)."""
         self.requests: list[Recorded] = []
         self._queue: list[Reply] = []
         self._lock = threading.Lock()
@@ -182,6 +186,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {name.lower(): value for name, value in self.headers.items()}
         reply = self.fake._take(Recorded(self.path, headers, body))
+        if not self.fake.send_usage:
+            reply.usage = {}
         stream = bool(body.get("stream"))
         model = str(body.get("model") or "fake")
         try:
@@ -198,6 +204,8 @@ class _Handler(BaseHTTPRequestHandler):
             lines = [f"data: {json.dumps(c)}" for c in _stream_chunks(reply, model)]
             self._send_sse([*lines, "data: [DONE]"], reply.delay)
         else:
+            if reply.delay:
+                time.sleep(reply.delay)
             self._send_json(200, _completion(reply, model))
 
     def _send_status(self, reply: Reply) -> None:
@@ -260,7 +268,7 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
         "choices": [
             {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.calls else "stop"}
         ],
-        "usage": reply.usage,
+        **({"usage": reply.usage} if reply.usage else {}),
     }
 
 
@@ -282,6 +290,8 @@ def _stream_chunks(reply: Reply, model: str) -> Iterator[dict[str, Any]]:
         for piece in _pieces(args):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, "tool_calls" if reply.calls else "stop")
+    if not reply.usage:
+        return
     yield {
         "id": "chatcmpl-fake",
         "object": "chat.completion.chunk",

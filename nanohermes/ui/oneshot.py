@@ -1,9 +1,11 @@
 """`nanohermes -p PROMPT`: one non-interactive turn. Plain text only (no terminal libraries).
 
-The final answer goes to stdout (or one JSON object with `--json`); progress, notes and errors go to
+The final answer goes to stdout (or one JSON object with `--json`) the moment the turn completes —
+streamed as it arrives when stdout is a terminal — and is flushed; progress, notes and errors go to
 stderr. Exit 0 when the turn completed, 1 when it failed (one line saying why), 2 for a usage or
-configuration problem, 130 when interrupted. It waits for the turn's distillation before exiting.
-Ctrl-C cancels the turn cleanly (the session keeps a valid history); a second Ctrl-C aborts.
+configuration problem, 130 when interrupted. Then it waits for the turn's distillation (a note on
+stderr when that takes more than a moment; Ctrl-C skips it and never loses the answer).
+Ctrl-C during the turn cancels it cleanly (the session keeps a valid history); a second Ctrl-C aborts.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from nanohermes.events import (
     MemoryRecalled,
     Note,
     Retrying,
+    TextDelta,
     ToolFinished,
     ToolStarted,
     TurnFinished,
@@ -42,9 +45,11 @@ from nanohermes.ui.setup_hint import missing_model_message
 if TYPE_CHECKING:
     from nanohermes.options import CliOptions
     from nanohermes.settings import Settings
-    from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
+    from nanohermes.ui.seams import ChatAgent, RuntimeBuilder, RuntimeLike
 
 DISTILL_GRACE = 5.0
+DISTILL_NOTE_AFTER = 1.0
+"""Seconds of waiting for distillation before saying so on stderr."""
 
 
 @dataclass
@@ -82,11 +87,16 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     cancel = CancelToken()
     for event in agent.drain_background_events():  # notices from start-up (memory file, agents)
         _progress(event, options.verbose)
+    answer = _AnswerPrinter(sys.stdout, stream=not options.json_output and _is_terminal(sys.stdout))
     with _sigint_cancels(cancel):
         for event in agent.run(prompt, cancel):
             _record(event, outcome)
+            if not options.json_output:
+                answer.handle(event)
+            elif isinstance(event, TurnFinished):
+                _print_json(runtime, outcome)
             _progress(event, options.verbose)
-    agent.wait_for_distillation(settings.request_timeout + DISTILL_GRACE)
+    _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
     try:
         agent.save()
@@ -94,7 +104,7 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
         unsaved = f"could not save the session: {err.one_line()}"
     for event in agent.drain_background_events():
         _progress(event, options.verbose)
-    code = _report(options, runtime, outcome)
+    code = _exit_code(outcome)
     if unsaved and code == EXIT_OK:  # the answer is printed, but the turn is lost: not a success
         return _fail(unsaved, EXIT_FAILURE)
     if unsaved:
@@ -105,6 +115,69 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
 def read_prompt(value: str, stdin: TextIO) -> str:
     """`-p -` reads the whole prompt from standard input."""
     return stdin.read() if value == "-" else value
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _AnswerPrinter:
+    """Puts the answer on stdout the moment it is known: streamed when stdout is a terminal (the
+    text of each model call as it arrives, as the REPL shows it), else printed whole when the turn
+    completes. Flushed either way, before distillation starts waiting."""
+
+    def __init__(self, out: TextIO, *, stream: bool) -> None:
+        self.out, self.stream = out, stream
+        self.segment = ""  # text streamed since the last tool call
+        self.open_line = False
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, TextDelta) and self.stream and event.text:
+            self._write(event.text)
+            self.segment += event.text
+        elif isinstance(event, ToolStarted) and self.stream:
+            self._end_line()
+            self.segment = ""
+        elif isinstance(event, TurnFinished):
+            self._finish(event)
+
+    def _finish(self, event: TurnFinished) -> None:
+        # a refusal or a cut answer is still shown; the exit code says the turn failed
+        shown = event.completed or bool(event.answer and event.reason in ("refusal", "length"))
+        if self.stream:
+            if shown and event.answer.strip() != self.segment.strip():
+                self._end_line()  # the answer differs from what streamed (e.g. a text tool call)
+                self._write(event.answer)
+            self._end_line()
+        elif shown:
+            self._write(event.answer + "\n")
+        self.out.flush()
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+        self.open_line = not text.endswith("\n")
+
+    def _end_line(self) -> None:
+        if self.open_line:
+            self._write("\n")
+
+
+def _wait_for_distillation(agent: ChatAgent, budget: float) -> None:
+    """Wait for the turn's distillation; say so after a moment. Ctrl-C skips it (the answer is out)."""
+    try:
+        if agent.wait_for_distillation(min(DISTILL_NOTE_AFTER, budget)):
+            return
+        print(
+            "nanohermes: saving what to remember from this turn… (Ctrl-C skips)", file=sys.stderr, flush=True
+        )
+        agent.wait_for_distillation(max(0.0, budget - DISTILL_NOTE_AFTER))
+    except KeyboardInterrupt:
+        agent.stop_distillation()
+        print("nanohermes: memory distillation skipped", file=sys.stderr, flush=True)
 
 
 def _record(event: Event, outcome: _Outcome) -> None:
@@ -140,6 +213,8 @@ def _progress(event: Event, verbose: bool) -> None:
 
 
 def _progress_line(event: Event, verbose: bool) -> str:
+    if isinstance(event, Note) and event.text == INTERRUPTED:
+        return ""  # said once, by the closing error line
     if isinstance(event, ToolStarted):
         return f"· {event.call.name} {event.summary}".rstrip()
     if isinstance(event, ToolFinished):
@@ -156,25 +231,24 @@ def _progress_line(event: Event, verbose: bool) -> str:
     return ""
 
 
-def _report(options: CliOptions, runtime: RuntimeLike, outcome: _Outcome) -> int:
-    error = _error_line(outcome)
-    if options.json_output:
-        payload = {
-            "answer": outcome.answer,
-            "session": str(runtime.agent.session_path),
-            "usage": outcome.usage.to_dict(),
-            "tool_calls": outcome.tool_calls,
-            "files_changed": outcome.changed_files,
-            "memories": outcome.memories,
-            "completed": outcome.completed,
-            "error": error or None,
-        }
-        print(json.dumps(payload, ensure_ascii=False))
-    elif outcome.completed or (outcome.answer and outcome.reason in ("refusal", "length")):
-        print(outcome.answer)  # a refusal or a cut answer is still shown; the exit code says it failed
+def _print_json(runtime: RuntimeLike, outcome: _Outcome) -> None:
+    payload = {
+        "answer": outcome.answer,
+        "session": str(runtime.agent.session_path),
+        "usage": outcome.usage.to_dict(),
+        "tool_calls": outcome.tool_calls,
+        "files_changed": outcome.changed_files,
+        "memories": outcome.memories,
+        "completed": outcome.completed,
+        "error": _error_line(outcome) or None,
+    }
+    print(json.dumps(payload, ensure_ascii=False), flush=True)
+
+
+def _exit_code(outcome: _Outcome) -> int:
     if outcome.completed:
         return EXIT_OK
-    return _fail(error, EXIT_INTERRUPTED if outcome.reason == "interrupted" else EXIT_FAILURE)
+    return _fail(_error_line(outcome), EXIT_INTERRUPTED if outcome.reason == "interrupted" else EXIT_FAILURE)
 
 
 def _error_line(outcome: _Outcome) -> str:

@@ -108,6 +108,7 @@ class FakeAgent:
         self.saved = 0
         self.recalled: tuple[RecalledMemory, ...] = ()
         self.waited = 0
+        self.stopped = False
         self.background: list[Event] = []
         self.seen_cancel: CancelToken | None = None
 
@@ -143,6 +144,9 @@ class FakeAgent:
     def wait_for_distillation(self, timeout: float | None = None, /) -> bool:
         self.waited += 1
         return True
+
+    def stop_distillation(self) -> None:
+        self.stopped = True
 
     def drain_background_events(self) -> list[Event]:
         events, self.background = self.background, []
