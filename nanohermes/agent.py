@@ -286,8 +286,9 @@ class Agent:
             yield item
         if result is None:
             raise IncompleteStream("the model stream ended without a result", "try again")
-        turn.usage += result.usage
-        self._add_usage(result.usage)
+        usage = result.counted_usage(self.messages, tools)
+        turn.usage += usage
+        self._add_usage(usage)
         return result
 
     def _run_tools(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
@@ -343,7 +344,8 @@ class Agent:
 
     def stop_distillation(self) -> None:
         """Cancel running distillations (the user chose not to wait for them)."""
-        self._bg_cancel.cancel()
+        if self._distiller is not None:
+            self._distiller.cancel.cancel()
 
     # -- compaction, reset, persistence ----------------------------------------------------------
 
@@ -362,10 +364,9 @@ class Agent:
 
     def _compact(self, cancel: CancelToken, *, threshold: int | None) -> Generator[Event, None, bool]:
         def summarize(middle: list[Message]) -> str:
-            result = self._model.complete(
-                summary_request(middle), None, model=self._model_name, cancel=cancel
-            )
-            self._add_usage(result.usage)
+            request = summary_request(middle)
+            result = self._model.complete(request, None, model=self._model_name, cancel=cancel)
+            self._add_usage(result.counted_usage(request))
             return result.content
 
         outcome = compact(

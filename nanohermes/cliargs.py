@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -52,11 +52,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_memory_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    """The global options a memory action understands."""
+    parser.add_argument("--memory-dir", metavar="DIR", default=default, help="directory holding memory.json")
+    parser.add_argument("--config", metavar="FILE", default=default, help="config TOML file")
+    verbose = False if default is None else default
+    parser.add_argument("--verbose", action="store_true", default=verbose, help="show details")
+
+
+def _share_options(actions: argparse._SubParsersAction[_Parser], add: Callable[..., None]) -> None:
+    """Every action (those added later included) takes the global options after its name too:
+    `memory list --memory-dir X` as well as `memory --memory-dir X list`."""
+    for sub in actions.choices.values():
+        add(sub, default=argparse.SUPPRESS)  # SUPPRESS: an option given before the action survives
+
+
 def build_memory_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="nanohermes memory", description="Inspect and edit long-term memory.")
-    parser.add_argument("--memory-dir", metavar="DIR", help="directory holding memory.json")
-    parser.add_argument("--config", metavar="FILE", help="config TOML file")
-    parser.add_argument("--verbose", action="store_true", help="show details")
+    _add_memory_options(parser)
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     listing = actions.add_parser("list", help="list the global memories and this project's")
     listing.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
@@ -75,6 +88,7 @@ def build_memory_parser() -> argparse.ArgumentParser:
     forget.add_argument("id", help="the id shown by 'memory list'")
     actions.add_parser("stats", help="counts per kind, file size and path")
     actions.add_parser("path", help="print the path of memory.json")
+    _share_options(actions, _add_memory_options)
     return parser
 
 
@@ -110,15 +124,13 @@ def build_acp_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str]) -> CliOptions:
-    if argv and argv[0] == "memory":
-        return _parse_memory(list(argv[1:]))
-    if argv and argv[0] == "undo":
-        return _parse_undo(list(argv[1:]))
-    if argv and argv[0] == "acp":
-        return _parse_acp(list(argv[1:]))
-    if argv and argv[0] == "mcp":
-        return _parse_mcp(list(argv[1:]))
-    ns = build_parser().parse_args(list(argv))
+    argv = list(argv)
+    at = _sub_command_at(argv)
+    if at is not None:  # global options given before the sub-command are handed to it, after its own
+        rest = argv[at + 1 :]
+        end = rest.index("--") if "--" in rest else len(rest)
+        return SUB_COMMANDS[argv[at]](rest[:end] + argv[:at] + rest[end:])
+    ns = build_parser().parse_args(argv)
     from nanohermes.settings import PERMISSION_MODES  # settings load right after parsing anyway
 
     if ns.permission is not None and ns.permission not in PERMISSION_MODES:
@@ -151,6 +163,23 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         mcp_config=tuple(Path(path) for path in ns.mcp_config or ()),
         overrides={k: v for k, v in overrides.items() if v is not None},
     )
+
+
+def _sub_command_at(argv: list[str]) -> int | None:
+    """Where a sub-command (`memory`, …) stands in `argv`, skipping global options and their values
+    (`nanohermes --memory-dir X memory list`); None when there is none."""
+    takes_value = {
+        option: action.nargs != 0 for action in build_parser()._actions for option in action.option_strings
+    }
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token == "--":
+            return None
+        if not token.startswith("-") or token == "-":
+            return index if token in SUB_COMMANDS else None
+        index += 2 if takes_value.get(token, False) else 1
+    return None
 
 
 def _parse_memory(argv: list[str]) -> CliOptions:
@@ -235,3 +264,12 @@ def _parse_mcp(argv: list[str]) -> CliOptions:
         mcp_config=tuple(Path(path) for path in ns.mcp_config or ()),
         mcp_action=ns.action,
     )
+
+
+SUB_COMMANDS: dict[str, Callable[[list[str]], CliOptions]] = {
+    "memory": _parse_memory,
+    "undo": _parse_undo,
+    "acp": _parse_acp,
+    "mcp": _parse_mcp,
+}
+"""`nanohermes NAME …`: each sub-command parses the arguments around its name (global options included)."""

@@ -24,13 +24,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from nanohermes.errors import SessionError
+from nanohermes.errors import ConfigError, SessionError
 from nanohermes.fileio import atomic_write, ensure_private_dir, write_all
 from nanohermes.memory.security import redact_known
 from nanohermes.types import Message, Usage, message_problem, message_text
@@ -285,14 +286,30 @@ def read_header(path: Path) -> dict[str, Any] | None:
     return header if isinstance(header, dict) else None
 
 
+SESSION_NAME = re.compile(r"[A-Za-z0-9._-]+")
+"""What `--session NAME` may be: letters, digits, '-', '_', '.' (and not '.' or '..')."""
+
+
 def resolve_session_path(sessions_dir: Path, name_or_path: str) -> Path:
-    """`--session`: a value holding '/' or ending in .json is a path; anything else a name."""
+    """`--session`: a value ending in .json is a path; a plain name is `<sessions_dir>/NAME.json`.
+
+    Anything else (`a/b`, `../x`, a directory) raises ConfigError (a usage error, exit 2): a name
+    never leaves `sessions_dir`, and nothing but a `.json` file is ever written.
+    """
     value = name_or_path.strip()
-    if not value:
-        raise SessionError("--session needs a name or a path", "e.g. --session refactor")
-    if "/" in value or os.sep in value or value.endswith(".json"):
-        return Path(value).expanduser()
-    return sessions_dir / f"{value}.json"
+    if value.endswith(".json"):
+        path = Path(value).expanduser()
+    elif SESSION_NAME.fullmatch(value) and value not in (".", ".."):
+        path = sessions_dir / f"{value}.json"
+    else:
+        raise ConfigError(
+            f"--session {value!r} is neither a session name (letters, digits, '-', '_', '.') "
+            "nor a path ending in .json",
+            "e.g. --session refactor, or --session notes/refactor.json",
+        )
+    if path.is_dir():
+        raise ConfigError(f"--session {value!r} names a directory ({path})", "give a .json file or a name")
+    return path
 
 
 def new_session_path(sessions_dir: Path, now: datetime | None = None) -> Path:
@@ -306,10 +323,35 @@ def new_session_path(sessions_dir: Path, now: datetime | None = None) -> Path:
     return path
 
 
-def latest_session(sessions_dir: Path) -> Path | None:
-    """The most recently updated session file (by modification time), or None."""
-    files = recent_session_files(sessions_dir)
-    return files[0][0] if files else None
+def latest_session(sessions_dir: Path, workspace: Path | None = None) -> Path | None:
+    """The most recently updated session file (by modification time) — of `workspace` when given
+    (an unreadable file belongs to none) — or None."""
+    for path, _ in recent_session_files(sessions_dir):
+        if workspace is None or _same_place(session_workspace(path), workspace):
+            return path
+    return None
+
+
+def session_workspace(path: Path) -> str:
+    """The workspace a session file was last used in, from its header (a version 1 file is read
+    whole); "" when unreadable or unknown."""
+    raw = read_header(path)
+    if raw is None:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return ""
+    value = raw.get("workspace") if isinstance(raw, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def _same_place(recorded: str, workspace: Path) -> bool:
+    if not recorded:
+        return False
+    try:
+        return Path(recorded).resolve() == workspace.resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:

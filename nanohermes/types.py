@@ -54,27 +54,37 @@ class ToolResult:
         return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
 
 
+CHARS_PER_TOKEN = 4
+"""The estimate used when a server reports no usage (llama-cpp-python when streaming)."""
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Tokens a chat template adds around each message (role, separators), as OpenAI counts them."""
+
+
 @dataclass(frozen=True)
 class Usage:
-    """Token counts reported by the endpoint; zero when it reported none."""
+    """Token counts reported by the endpoint, or estimated (`estimated`) when it reported none.
+    A sum is estimated when any part of it is."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    estimated: bool = False
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            self.estimated or other.estimated,
         )
 
-    def to_dict(self) -> dict[str, int]:
-        return {
+    def to_dict(self) -> dict[str, Any]:
+        counts: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
         }
+        return {**counts, "estimated": True} if self.estimated else counts
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Usage:
@@ -83,7 +93,16 @@ class Usage:
         prompt = _as_int(data.get("prompt_tokens"))
         completion = _as_int(data.get("completion_tokens"))
         total = _as_int(data.get("total_tokens")) or prompt + completion
-        return cls(prompt, completion, total)
+        return cls(prompt, completion, total, data.get("estimated") is True)
+
+    @classmethod
+    def estimate(cls, sent: list[Message], reply: Message, tools: Any = None) -> Usage:
+        """About CHARS_PER_TOKEN characters a token, for the messages sent (and tool schemas) and
+        the reply; marked as estimated."""
+        prompt = sum(_chars(m) for m in sent) + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
+        prompt_tokens = -(-prompt // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * len(sent)
+        completion_tokens = -(-_chars(reply) // CHARS_PER_TOKEN)
+        return cls(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, estimated=True)
 
 
 @dataclass
@@ -101,6 +120,10 @@ class ChatResult:
     def is_empty(self) -> bool:
         """No text, no refusal and no tool call: nothing to show or do."""
         return not self.content.strip() and not self.refusal.strip() and not self.tool_calls
+
+    def counted_usage(self, sent: list[Message], tools: Any = None) -> Usage:
+        """The usage the server reported for this response, or an estimate when it reported none."""
+        return self.usage if self.usage.total_tokens else Usage.estimate(sent, self.to_message(), tools)
 
     def to_message(self) -> Message:
         """The assistant message to append to the history (a refusal is kept as its content).
@@ -124,6 +147,42 @@ def message_text(message: Message) -> str:
         parts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
         return "\n".join(part for part in parts if isinstance(part, str))
     return ""
+
+
+def plural(count: int, singular: str, several: str = "") -> str:
+    """`1 memory`, `2 memories`, `0 best matches`: the count and the right form of the noun."""
+    if count == 1:
+        return f"1 {singular}"
+    return f"{count:,} {several or _plural_of(singular)}"
+
+
+def _plural_of(noun: str) -> str:
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return noun[:-1] + "ies"
+    return noun + "es" if noun.endswith(("s", "sh", "ch", "x")) else noun + "s"
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` on one line, at most `width` characters: cut at a word boundary (when one is in the
+    second half) and ended with «…» when anything was cut."""
+    line = " ".join(text.split())
+    if len(line) <= width:
+        return line
+    cut = line[: max(1, width - 1)]
+    space = cut.rfind(" ")
+    if space >= width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def _chars(message: Message) -> int:
+    """Characters of a message that reach the model: its text, reasoning and tool calls."""
+    size = len(message_text(message)) + len(str(message.get("reasoning_content") or ""))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            size += len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
+    return size
 
 
 def _as_int(value: Any) -> int:

@@ -100,8 +100,8 @@ def build_runtime(
     if options.prompt is not None:
         approver = None
     settings = apply_yes(options, settings)
-    session, resumed, lock = _open_locked(options, settings)
     relay = _NoticeRelay()
+    session, resumed, lock = _open_locked(options, settings, relay)
     store = _open_store(settings, relay, Path.cwd())
     parts = AgentParts(
         ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None),
@@ -227,12 +227,12 @@ def _sandbox(settings: Settings, workspace: Path, config: Path | None) -> Sandbo
 
 
 def _open_locked(
-    options: CliOptions, settings: Settings
+    options: CliOptions, settings: Settings, notice: Callable[[str], None]
 ) -> tuple[SessionFile, SessionData | None, SessionLock]:
     """`open_session` under the session's lock, taken before the file is read (SessionInUse: exit 2)."""
     from nanohermes.session_lock import SessionLock
 
-    session, _ = open_session(options, settings, load=False)
+    session, _ = open_session(options, settings, notice, load=False)
     lock = SessionLock.acquire(session.path)
     try:
         return session, (session.load() if session.exists() else None), lock
@@ -270,22 +270,25 @@ def apply_yes(options: CliOptions, settings: Settings) -> Settings:
 
 
 def open_session(
-    options: CliOptions, settings: Settings, *, load: bool = True
+    options: CliOptions,
+    settings: Settings,
+    notice: Callable[[str], None] | None = None,
+    *,
+    load: bool = True,
 ) -> tuple[SessionFile, SessionData | None]:
-    """The session file to use, and its contents when resuming (when `load`). Raises SessionError."""
+    """The session file to use, and its contents when resuming (when `load`). Raises SessionError,
+    or ConfigError for a `--session` value that is neither a name nor a .json path. `notice` hears
+    that `--continue` found no session of this workspace (a new one is started)."""
     from nanohermes.session import SessionFile, latest_session, new_session_path, resolve_session_path
 
+    path: Path | None = None
     if options.session is not None:
         path = resolve_session_path(settings.sessions_dir, options.session)
     elif options.continue_last:
-        found = latest_session(settings.sessions_dir)
-        if found is None:
-            raise SessionError(
-                f"no session to continue in {settings.sessions_dir}",
-                "start one by running without --continue",
-            )
-        path = found
-    else:
+        path = latest_session(settings.sessions_dir, Path.cwd())
+        if path is None and notice is not None:
+            notice(f"no earlier session in this workspace ({Path.cwd()}); starting a new one")
+    if path is None:
         path = new_session_path(settings.sessions_dir)
     if path.exists() and not path.is_file():
         raise SessionError(f"session path {path} is not a file", "give a .json file path or a session name")
@@ -294,19 +297,27 @@ def open_session(
 
 
 def _open_store(settings: Settings, relay: Callable[[str], None], workspace: Path) -> MemoryStore | None:
-    """The store for this workspace's project (SPEC §3.9): global entries and this project's."""
+    """The store for this workspace's project (SPEC §3.9): global entries and this project's. Read
+    once now so that a notice about it («memory.json was unreadable, moved to …») is shown at
+    start-up rather than after the first answer."""
     if not settings.memory:
         return None
+    from nanohermes.errors import StoreError
     from nanohermes.memory import MemoryStore, project_key
 
     secret = settings.api_key_value()
-    return MemoryStore(
+    store = MemoryStore(
         settings.memory_dir,
         max_entries=settings.memory_max_entries,
         on_notice=relay,
         secrets=(secret,) if secret else (),
         project=project_key(workspace),
     )
+    try:
+        store.load()
+    except StoreError as err:
+        relay(f"memory not available: {err.one_line()}")
+    return store
 
 
 def _add_task_tool(

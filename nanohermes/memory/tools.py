@@ -5,7 +5,7 @@ from __future__ import annotations
 from nanohermes.errors import StoreError, ToolError
 from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.scope import parse_scope
-from nanohermes.memory.store import MemoryStore
+from nanohermes.memory.store import MIN_ID_PREFIX, MemoryStore
 
 MAX_SEARCH_K = 20
 
@@ -71,4 +71,7 @@ def resolve_id(store: MemoryStore, wanted: str, hint: str, *, everywhere: bool =
         return matches[0]
     if matches:
         raise ToolError(f"id prefix {wanted.strip()!r} matches {len(matches)} memories; give more characters")
+    if len(wanted.strip()) < MIN_ID_PREFIX:
+        short = f"{wanted.strip()!r} is too short: give the id or at least {MIN_ID_PREFIX} characters of it"
+        raise ToolError(f"{short}; {hint}")
     raise ToolError(f"no memory with id {wanted.strip()!r}; {hint}")

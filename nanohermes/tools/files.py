@@ -168,7 +168,8 @@ class FileTools:
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         verb = "Overwrote" if existed else "Created"
         unit = "line" if lines == 1 else "lines"
-        return f"{verb} {self.workspace.relative(resolved)} ({lines} {unit}, {len(data)} bytes)"
+        size = f"{len(content)} chars" + (f", {len(data)} bytes" if len(data) != len(content) else "")
+        return f"{verb} {self.workspace.relative(resolved)} ({lines} {unit}, {size})"
 
     def preview_write(self, resolved: Path, content: str, current: str | None) -> str:
         """Diff shown for approval. `current` is the file's content as earlier calls will leave it."""

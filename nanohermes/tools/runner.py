@@ -30,7 +30,7 @@ from nanohermes.tools.paths import OutsideWorkspace, Workspace
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.search import SearchTools
 from nanohermes.tools.shell import ShellTool
-from nanohermes.types import ToolCall, ToolResult
+from nanohermes.types import ToolCall, ToolResult, shorten
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
@@ -377,8 +377,7 @@ class ToolRunner:
         value = args.get(tool.summary_arg)
         if value is None:
             value = tool.parameters["properties"].get(tool.summary_arg, {}).get("default", "")
-        text = " ".join(str(value).split())
-        return text if len(text) <= 200 else text[:199] + "…"
+        return shorten(str(value), 200)
 
 
 class _Refused(NanoHermesError):
@@ -409,6 +408,10 @@ def _result(call: ToolCall, content: str, ok: bool = True) -> ToolResult:
     return ToolResult(call_id=call.id, name=call.name, content=content, ok=ok)
 
 
+REPORTING_TOOLS = frozenset({"write_file", "edit_file"})
+"""Tools whose result is a one-line report ("Created a.txt (1 line, 6 chars)"), shown as the outcome."""
+
+
 def _finish_summary(result: ToolResult) -> str:
     """Outcome and size, e.g. "ok · 12 lines, 340 chars" or "error · old text not found …"."""
     content = result.content
@@ -419,8 +422,10 @@ def _finish_summary(result: ToolResult) -> str:
     size = f"{lines} {'line' if lines == 1 else 'lines'}, {len(content)} chars"
     if result.ok and first.startswith(("exit code:", "timed out", "killed by signal")):
         return f"{first} · {size}"
+    if result.ok and result.name in REPORTING_TOOLS:
+        return f"ok · {shorten(first, 100)}"  # its own one-line report says more than its size
     if result.ok:
         return f"ok · {size}"
     outcome = "refused" if first.startswith("refused") or "was refused" in first else "error"
     detail = first.removeprefix("ERROR: ")
-    return f"{outcome} · {detail[:100]}"
+    return f"{outcome} · {shorten(detail, 100)}"

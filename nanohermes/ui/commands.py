@@ -16,6 +16,7 @@ from nanohermes.errors import NanoHermesError
 from nanohermes.protocols import Approver
 from nanohermes.session import describe_session, recent_session_files
 from nanohermes.settings import PERMISSION_MODES
+from nanohermes.types import plural
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ def cmd_session(ctx: CommandContext, arg: str) -> None:
     path = session_file(ctx.runtime)
     ctx.say(f"session {path}" if path else "this conversation is not saved to a session file")
     ctx.say(
-        f"{len(agent.messages)} messages · {context_chars(ctx.runtime):,} characters of context · "
+        f"{plural(len(agent.messages), 'message')} · {context_chars(ctx.runtime):,} characters of context · "
         f"model {agent.model}",
         "dim",
     )
@@ -202,6 +203,7 @@ def cmd_tokens(ctx: CommandContext, arg: str) -> None:
     ctx.say(
         f"tokens so far: {usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion "
         f"= {usage.total_tokens:,}"
+        + (" (estimated, about 4 characters a token: the server reports no usage)" if usage.estimated else "")
     )
     threshold = ctx.runtime.settings.compact_threshold_chars
     chars = context_chars(ctx.runtime)

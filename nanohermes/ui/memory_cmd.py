@@ -23,6 +23,7 @@ from nanohermes.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, StoreError, Too
 from nanohermes.memory import Entry, Kind, MemoryStore, project_key, resolve_id
 from nanohermes.options import MemoryArgs
 from nanohermes.settings import Settings
+from nanohermes.types import plural
 from nanohermes.ui.memory_transfer import BadArgument, add_memory, export_memories, import_file, scope_label
 
 SEARCH_LIMIT = 10
@@ -90,7 +91,7 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
         out.print(f"No memories yet ({escape(str(store.path))}){more}.")
         return
     where = "every project" if args.all_projects else f"global + {store.project}"
-    title = f"{len(entries)} memories ({escape(where)}) — {escape(str(store.path))}"
+    title = f"{plural(len(entries), 'memory')} ({escape(where)}) — {escape(str(store.path))}"
     table = Table(title=title, title_justify="left")
     table.add_column("id", no_wrap=True, style="cyan")
     table.add_column("kind", no_wrap=True)
@@ -124,7 +125,7 @@ def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
         hint = "" if args.all_projects or store.project is None else " (--all searches every project)"
         out.print(f"No matching memories for {escape(repr(query))}{hint}.")
         return
-    table = Table(title=f"{len(hits)} best matches for {escape(repr(query))}", title_justify="left")
+    table = Table(title=f"{plural(len(hits), 'best match')} for {escape(repr(query))}", title_justify="left")
     for column in ("#", "score", "id", "kind", "scope", "text"):
         table.add_column(column, no_wrap=column not in ("text", "scope"), overflow="fold")
     for rank, (score, entry) in enumerate(hits, start=1):
@@ -144,7 +145,7 @@ def _explain(out: Console, store: MemoryStore, query: str, entry: Entry, rank: i
     out.print(
         f"[bold]#{rank} {escape(entry.id)}[/bold]  score {score:.4f} = sum of the term contributions "
         f"(BM25 k1=1.2 b=0.75; document length {why.doc_len} tokens, average {why.avgdl:.1f}, "
-        f"{why.n_docs} memories)"
+        f"{plural(why.n_docs, 'memory')})"
     )
     table = Table(show_edge=False)
     for column in ("term", "tf", "df", "idf", "contribution"):
@@ -176,7 +177,7 @@ def _forget(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
     if not store.forget(entry.id):  # removed by another process in between
         raise _BadArgument(f"no memory with id {entry.id!r} (nanohermes memory list shows the ids)")
     out.print(f"Forgot {escape(entry.id)} [{escape(entry.kind.label(lang))}] {escape(entry.text)}")
-    out.print(f"{len(store)} memories left.", style="dim")
+    out.print(f"{plural(len(store), 'memory')} left.", style="dim")
 
 
 def _stats(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:

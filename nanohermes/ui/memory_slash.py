@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from nanohermes.errors import StoreError
+from nanohermes.types import plural
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from nanohermes.ui.commands import CommandContext
     from nanohermes.ui.seams import MemoryEntry, MemoryStoreLike
 
+MIN_ID_PREFIX = 4
+"""As `nanohermes.memory.MIN_ID_PREFIX` (not imported here: the REPL loads memory in the background)."""
 USAGE = (
     "usage: /memory [list [--all] | search Q [--all] | forget ID | stats | add [--project] KIND TEXT | last]"
 )
@@ -85,7 +88,7 @@ def _list(ctx: CommandContext, store: MemoryStoreLike, everywhere: bool) -> None
             Text(entry.id), _kind_name(entry.kind), Text(_scope(entry, store.project)), Text(entry.text)
         )
     ctx.console.print(table)
-    ctx.say(f"{len(entries)} memories{more}", "dim")
+    ctx.say(f"{plural(len(entries), 'memory')}{more}", "dim")
 
 
 def _search(ctx: CommandContext, store: MemoryStoreLike, query: str, everywhere: bool) -> None:
@@ -108,6 +111,8 @@ def _forget(ctx: CommandContext, store: MemoryStoreLike, wanted: str) -> None:
         ctx.fail(f"id prefix {wanted!r} matches {len(matches)} memories; give more characters")
     elif matches and store.forget(matches[0]):
         ctx.say(f"forgot {matches[0]}", "dim")
+    elif len(wanted) < MIN_ID_PREFIX:
+        ctx.fail(f"{wanted!r} is too short: give the id or at least {MIN_ID_PREFIX} characters of it")
     else:
         ctx.fail(f"no memory with id {wanted} (/memory list --all shows the ids)")
 
@@ -116,7 +121,7 @@ def _stats(ctx: CommandContext, store: MemoryStoreLike) -> None:
     stats = store.stats()
     counts = sorted((_kind_name(kind), count) for kind, count in stats.per_kind.items() if count)
     parts = ", ".join(f"{kind} {count}" for kind, count in counts) or "none"
-    ctx.say(f"{stats.total} memories ({parts}) · {stats.size_bytes:,} bytes · {stats.path}")
+    ctx.say(f"{plural(stats.total, 'memory')} ({parts}) · {stats.size_bytes:,} bytes · {stats.path}")
 
 
 def _add(ctx: CommandContext, store: MemoryStoreLike, rest: str) -> None:

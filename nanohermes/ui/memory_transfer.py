@@ -11,6 +11,7 @@ from rich.markup import escape
 from nanohermes.errors import MemoryRejected
 from nanohermes.memory import Entry, Kind, MemoryStore
 from nanohermes.memory.transfer import export_markdown, import_memories, parse_import
+from nanohermes.types import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -71,8 +72,8 @@ def import_file(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -
     for line in result.refused:
         print(f"nanohermes: note: not imported: {' '.join(line.split())}", file=sys.stderr)
     out.print(
-        f"Imported {result.added} new memories from {escape(args.argument)}; "
-        f"{result.merged} were already known (merged)"
+        f"Imported {plural(result.added, 'new memory', 'new memories')} from {escape(args.argument)}; "
+        f"{result.merged} {'was' if result.merged == 1 else 'were'} already known (merged)"
         + (f"; {len(result.refused)} refused" if result.refused else "")
         + "."
     )

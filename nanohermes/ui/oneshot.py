@@ -40,7 +40,7 @@ from nanohermes.events import (
     TurnFinished,
 )
 from nanohermes.types import Usage
-from nanohermes.ui.setup_hint import missing_model_message
+from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
     from nanohermes.options import CliOptions
@@ -71,6 +71,9 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     if settings.model is None and not options.local:
         print(missing_model_message(settings), file=sys.stderr)
         return EXIT_USAGE
+    no_key = None if options.local else missing_key_message(settings)
+    if no_key:
+        return _fail(no_key, EXIT_USAGE)
     prompt = read_prompt(options.prompt or "", sys.stdin)
     if not prompt.strip():
         return _fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)

@@ -25,7 +25,7 @@ from nanohermes.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.types import ToolCall, ToolResult
+from nanohermes.types import ToolCall, ToolResult, shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
 
 if TYPE_CHECKING:
@@ -54,11 +54,6 @@ def key_argument(call: ToolCall, width: int = 60) -> str:
         if isinstance(value, str) and value:
             return shorten(value, width)
     return ""
-
-
-def shorten(text: str, width: int) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: max(1, width - 1)] + "…"
 
 
 def _outcome(result: ToolResult) -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes import __version__
 from nanohermes.errors import EXIT_USAGE, NanoHermesError
-from nanohermes.ui.setup_hint import missing_model_message
+from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -24,8 +25,10 @@ if TYPE_CHECKING:
     from prompt_toolkit.output import Output
     from rich.console import Console
 
+    from nanohermes.events import Event
     from nanohermes.options import CliOptions
     from nanohermes.settings import Settings
+    from nanohermes.types import Message
     from nanohermes.ui.approve import TerminalApprover
     from nanohermes.ui.loader import RuntimeLoader
     from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
@@ -43,12 +46,18 @@ def run_repl(options: CliOptions, settings: Settings, build_runtime: RuntimeBuil
     from nanohermes.ui.approve import TerminalApprover
     from nanohermes.ui.loader import RuntimeLoader
 
+    notes = [] if options.local else [missing_key_message(settings) or ""]
+    if options.yes:  # SPEC §5: --yes alone means auto for this run; say so, it changes what runs unasked
+        settings = settings.with_changes(permission="auto")
+        notes.append(
+            "--yes: permission auto for this session: writes, edits and shell commands run without asking"
+        )
     console = Console(highlight=False)
     approver = TerminalApprover(console)
     loader = RuntimeLoader(lambda: build_runtime(options, settings, approver))
     if options.session is not None or options.continue_last:
         loader.load_now()
-    return Repl(loader, settings, console, approver).loop()
+    return Repl(loader, settings, console, approver, notes=[n for n in notes if n]).loop()
 
 
 class Repl:
@@ -60,8 +69,10 @@ class Repl:
         approver: TerminalApprover | None,
         *,
         terminal: tuple[Input, Output] | None = None,
+        notes: Sequence[str] = (),
     ) -> None:
-        """`terminal`: the prompt's input and output (tests pass a pipe); the real terminal otherwise."""
+        """`terminal`: the prompt's input and output (tests pass a pipe); the real terminal otherwise.
+        `notes`: warnings to show under the banner (no API key, --yes)."""
         from nanohermes.settings import PERMISSION_MODES
         from nanohermes.ui.commands import COMMANDS, CommandContext
         from nanohermes.ui.prompt import ExitWindow, ReplCompleter, key_bindings, make_session
@@ -70,6 +81,7 @@ class Repl:
 
         self.loader = loader
         self.settings = settings
+        self.notes = list(notes)
         self.console = console
         self.renderer = Renderer(console)
         self.driver = TurnDriver(self.renderer, approver)
@@ -157,6 +169,7 @@ class Repl:
             return
         if error is None:
             app.invalidate()
+            loop.call_soon_threadsafe(self._show_early_events)
         else:
             loop.call_soon_threadsafe(lambda: app.exit(exception=error) if app.is_running else None)
 
@@ -167,12 +180,27 @@ class Repl:
 
         line = f"nanohermes {__version__} · {self.settings.model} · /help for commands · Ctrl-D to exit"
         self.console.print(Text(line, style="dim"))
+        for note in self.notes:
+            self.renderer.note(note, "warning")
         if self.loader.ready:
             agent = self.loader.get().agent
             earlier = sum(1 for m in agent.messages if m.get("role") in ("user", "assistant"))
             if earlier:
-                self.console.print(Text(f"resumed {self._session_name()}: {earlier} messages", style="dim"))
+                self._show_resumed(agent.messages, earlier)
             self._update_fill()
+
+    def _show_resumed(self, messages: Sequence[Message], count: int) -> None:
+        from rich.text import Text
+
+        from nanohermes.ui.resume import exchange_lines, recent_exchanges
+
+        noun = "message" if count == 1 else "messages"
+        self.console.print(
+            Text(f"resumed {self._session_name()}: {count} {noun}; last exchanges:", style="dim")
+        )
+        width = max(20, self.console.width - 2)
+        for text in exchange_lines(recent_exchanges(messages), width):
+            self.console.print(Text(text, style="dim"), no_wrap=True, overflow="ellipsis")
 
     def _shutdown(self) -> int:
         from nanohermes.ui.commands import resume_hint, session_file
@@ -196,12 +224,28 @@ class Repl:
             return 0
         hint = resume_hint(path, runtime.settings.sessions_dir)
         self.console.print(f"Session saved. Resume it with: [bold]{hint}[/bold]", highlight=False)
+        self.console.print("(or [bold]nanohermes --continue[/bold]: the latest session in this directory)")
         return 0
 
     def _show_background_events(self) -> None:
         if self.loader.ready:
             for event in self.loader.get().agent.drain_background_events():
                 self.renderer.handle(event)
+
+    def _show_early_events(self) -> None:
+        """Event loop: notes posted while the runtime was built (e.g. «memory.json was unreadable»)
+        are printed above the prompt at once, not after the first answer."""
+        from prompt_toolkit.application import run_in_terminal
+
+        if not self.loader.ready or not self.session.app.is_running:
+            return
+        events = self.loader.get().agent.drain_background_events()
+        if events:
+            run_in_terminal(lambda: self._render(events))
+
+    def _render(self, events: Sequence[Event]) -> None:
+        for event in events:
+            self.renderer.handle(event)
 
     def _update_fill(self) -> None:
         from nanohermes.ui.commands import context_chars

@@ -26,3 +26,32 @@ def missing_model_message(settings: Settings) -> str:
             f'Or put it in {config}:  model = "gpt-4o-mini"',
         ]
     )
+
+
+def missing_key_message(settings: Settings) -> str | None:
+    """One line when the endpoint is a remote https one and no API key is set; else None.
+
+    Local servers (loopback, `localhost`) and plain http endpoints usually need no key."""
+    if settings.api_key_value():
+        return None
+    from urllib.parse import urlsplit  # only here: keeps the REPL's start-up imports small
+
+    parts = urlsplit(settings.base_url)
+    if parts.scheme != "https" or _is_local(parts.hostname or ""):
+        return None
+    config = settings.state_dir / "config.toml"
+    return (
+        f"no API key set for {settings.base_url}: export OPENAI_API_KEY=… (or NANOHERMES_API_KEY), "
+        f"or put api_key in {config}"
+    )
+
+
+def _is_local(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.errors import SessionError
+from nanohermes.errors import ConfigError, SessionError
 from nanohermes.session import (
     SESSION_VERSION,
     SessionData,
@@ -175,9 +175,14 @@ def test_paths_names_timestamps_and_listing(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     assert resolve_session_path(sessions, "work") == sessions / "work.json"
     assert resolve_session_path(sessions, "x.json") == Path("x.json")
-    assert resolve_session_path(sessions, "a/b") == Path("a/b")
-    with pytest.raises(SessionError):
-        resolve_session_path(sessions, "  ")
+    assert resolve_session_path(sessions, "a/b.json") == Path("a/b.json")
+    assert resolve_session_path(sessions, "v1.2_x-y") == sessions / "v1.2_x-y.json"
+    for bad in ("  ", "a/b", "../escape", "..", ".", "a b", "~/x"):
+        with pytest.raises(ConfigError):
+            resolve_session_path(sessions, bad)
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(ConfigError, match="directory"):
+        resolve_session_path(sessions, str(tmp_path / "dir.json"))
     when = datetime(2026, 1, 2, 3, 4, 5)
     first = new_session_path(sessions, when)
     assert first.name == "20260102-030405.json"

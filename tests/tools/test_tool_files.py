@@ -82,7 +82,7 @@ def test_non_utf8_is_read_with_replacement_and_not_edited(workspace: Path, files
 
 
 def test_write_creates_directories_and_keeps_the_mode(workspace: Path, files: FileTools) -> None:
-    assert files.write_file("a/b/c.txt", "x\ny\n", ctx=CTX) == "Created a/b/c.txt (2 lines, 4 bytes)"
+    assert files.write_file("a/b/c.txt", "x\ny\n", ctx=CTX) == "Created a/b/c.txt (2 lines, 4 chars)"
     assert (workspace / "a/b/c.txt").read_text() == "x\ny\n"
     script = workspace / "run.sh"
     script.write_text("#!/bin/sh\n")

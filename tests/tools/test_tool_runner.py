@@ -135,7 +135,7 @@ def test_approval_yes_shows_the_diff_then_writes(workspace: Path) -> None:
     assert events[0].summary == "a.txt"
     finished = events[-1]
     assert isinstance(finished, ToolFinished)
-    assert finished.summary.startswith("ok · 1 line,")
+    assert finished.summary == "ok · Edited a.txt: replaced 1 occurrence"
 
 
 def test_approval_no_refuses_and_changes_nothing(workspace: Path) -> None:

@@ -125,8 +125,8 @@ def test_memory_subcommands() -> None:
     assert "use pnpm" in h.run("/memory search pnpm")
     assert "no matching memories" in h.run("/memory search zebra")
     assert "forgot a1" in h.run("/memory forget a1")
-    assert "no memory with id a1" in h.run("/memory forget a1")
-    assert h.run("/memory stats").strip() == "1 memories (fact 1) · 100 bytes · /fake/memory.json"
+    assert "'a1' is too short: give the id or at least 4 characters" in h.run("/memory forget a1")
+    assert h.run("/memory stats").strip() == "1 memory (fact 1) · 100 bytes · /fake/memory.json"
     assert "usage: /memory" in h.run("/memory search")
 
 

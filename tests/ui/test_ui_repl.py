@@ -52,7 +52,8 @@ def test_new_session_builds_in_the_background_and_runs_turns_and_commands(pipe: 
     assert "Saved 1 memory (preference)" in text
     assert runtime.agent.saved == 1
     assert runtime.agent.waited == 1
-    assert text.rstrip().endswith("Resume it with: nanohermes --session 20260101-120000")
+    assert "Resume it with: nanohermes --session 20260101-120000\n" in text
+    assert text.rstrip().endswith("(or nanohermes --continue: the latest session in this directory)")
 
 
 def test_toolbar_shows_the_context_fill_after_turns_and_commands(pipe: PipeInput) -> None:
