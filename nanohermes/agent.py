@@ -60,6 +60,9 @@ if TYPE_CHECKING:
     from nanohermes.settings import Settings
 
 
+UNREADABLE_CALL = "the model wrote a <tool_call> that could not be read"
+
+
 class AgentTools(ToolExecutor, Protocol):
     """The tool executor plus the permission switch (`nanohermes.tools.ToolRunner`)."""
 
@@ -252,6 +255,8 @@ class Agent:
         if not calls and result.content:
             result.content, calls = extract_text_tool_calls(result.content, self._tools.names())
             result.tool_calls = calls
+            if not calls and "<tool_call>" in result.content:
+                yield Note(f"{UNREADABLE_CALL} (not valid JSON, or no such tool); nothing was run", "warning")
         cut = drop_cut_calls(result)
         self.messages.append(result.to_message())
         turn.partial = None

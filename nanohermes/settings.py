@@ -226,11 +226,18 @@ def _read_config(path: Path, *, required: bool) -> dict[str, Any]:
     unknown = [key for key in data if key not in SETTING_NAMES]
     if unknown:
         line = _line_of(text, unknown[0])
-        raise ConfigError(
-            f"{path}{line}: unknown setting '{unknown[0]}'",
-            "see config/nanohermes.toml for the valid names",
-        )
+        raise ConfigError(f"{path}{line}: unknown setting '{unknown[0]}'", _unknown_hint(unknown[0], path))
     return data
+
+
+def _unknown_hint(name: str, path: Path) -> str:
+    """Fix it in the user's own file: the closest valid name, else every valid name."""
+    import difflib
+
+    close = difflib.get_close_matches(name, SETTING_NAMES, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean '{close[0]}'? fix or remove it in {path}"
+    return f"fix or remove it in {path}; valid settings: {', '.join(SETTING_NAMES)}"
 
 
 def _line_of(text: str, key: str) -> str:

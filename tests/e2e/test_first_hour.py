@@ -170,3 +170,221 @@ def test_interrupted_turn_says_so_once(fake_server: FakeServer, workspace: Path)
     assert process.returncode == 130
     assert out == ""
     assert err.count("interrupted by user") == 1, err
+
+
+# -- 3: --continue stays in this workspace -------------------------------------------------------
+
+
+def test_continue_picks_the_latest_session_of_this_workspace(fake_server: FakeServer, tmp_path: Path) -> None:
+    here, there, empty = (tmp_path / name for name in ("here", "there", "empty"))
+    for path in (here, there, empty):
+        path.mkdir()
+    fake_server.push_text("Noted for here.")
+    assert nh(fake_server, here, "--session", "mine", "-p", "remember: here").returncode == 0
+    time.sleep(0.05)  # modification times must differ
+    fake_server.push_text("Noted for there.")
+    assert nh(fake_server, there, "--session", "theirs", "-p", "remember: there").returncode == 0
+    theirs_before = (sessions_dir() / "theirs.json").read_text(encoding="utf-8")
+    fake_server.push_text("Back here.")
+    again = nh(fake_server, here, "--continue", "-p", "and now?")
+    assert again.returncode == 0, again.stderr
+    chat = [b for b in fake_server.bodies if DISTILL not in json.dumps(b)][-1]
+    assert [m["content"] for m in chat["messages"] if m["role"] == "user"] == ["remember: here", "and now?"]
+    assert (sessions_dir() / "theirs.json").read_text(encoding="utf-8") == theirs_before
+    assert json.loads((sessions_dir() / "mine.json").read_text(encoding="utf-8"))["workspace"] == str(here)
+    fake_server.push_text("Fresh start.")
+    fresh = nh(fake_server, empty, "--continue", "-p", "hello there")
+    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.stdout == "Fresh start.\n"
+    assert f"no earlier session in this workspace ({empty}); starting a new one" in fresh.stderr
+    chat = [b for b in fake_server.bodies if DISTILL not in json.dumps(b)][-1]
+    assert [m["content"] for m in chat["messages"] if m["role"] == "user"] == ["hello there"]
+    assert len(list(sessions_dir().glob("*.json"))) == 3
+
+
+# -- 5: a remote endpoint without a key is named at start-up -------------------------------------
+
+
+def test_remote_https_endpoint_without_a_key_exits_2_at_once(workspace: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY")}
+    done = subprocess.run(
+        [str(SCRIPT), "--base-url", "https://api.example.invalid/v1", "--model", "m", "-p", "hi"],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "no API key set for https://api.example.invalid/v1" in lines[0]
+    assert "OPENAI_API_KEY" in lines[0]
+
+
+# -- 6: --session is a plain name or a .json path ------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["a/b", "../escape", "..", "a b", "dir.json", "sub/", "/tmp"])
+def test_session_values_that_are_neither_name_nor_json_path_are_usage_errors(
+    fake_server: FakeServer, workspace: Path, value: str
+) -> None:
+    (workspace / "dir.json").mkdir()
+    (workspace / "sub").mkdir()
+    done = nh(fake_server, workspace, "--session", value, "-p", "hi")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("nanohermes: error: --session")
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in workspace.iterdir()) == ["dir.json", "sub"]
+    assert not (workspace.parent / "escape").exists()
+    assert fake_server.bodies == []
+
+
+def test_session_names_and_json_paths(fake_server: FakeServer, workspace: Path) -> None:
+    named = nh(fake_server, workspace, "--session", "v1.2_fix-x", "-p", "hi")
+    assert named.returncode == 0, named.stderr
+    assert (sessions_dir() / "v1.2_fix-x.json").is_file()
+    (workspace / "notes").mkdir()
+    pathed = nh(fake_server, workspace, "--session", "notes/s.json", "-p", "hi")
+    assert pathed.returncode == 0, pathed.stderr
+    assert (workspace / "notes" / "s.json").is_file()
+
+
+# -- 7: usage is estimated when the server sends none --------------------------------------------
+
+
+def test_usage_is_estimated_when_the_server_sends_none(fake_server: FakeServer, workspace: Path) -> None:
+    fake_server.send_usage = False
+    fake_server.push_tool_calls([("list_files", {})])
+    fake_server.push_text("Nothing much here.")
+    fake_server.push_text(LESSON, match=DISTILL)
+    done = nh(fake_server, workspace, "--session", "est", "-p", "what is here?", "--json")
+    assert done.returncode == 0, done.stderr
+    usage = json.loads(done.stdout)["usage"]
+    assert usage["estimated"] is True
+    assert usage["prompt_tokens"] > 100  # two calls with the system prompt and the tool schemas
+    assert usage["completion_tokens"] > 0
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    saved = json.loads((sessions_dir() / "est.json").read_text(encoding="utf-8"))["usage"]
+    assert saved["estimated"] is True
+    assert saved["total_tokens"] > usage["total_tokens"]  # the distillation call is counted too
+    fake_server.send_usage = True
+    fake_server.push_text("Counted.")
+    real = nh(fake_server, workspace, "-p", "hi", "--json")
+    assert json.loads(real.stdout)["usage"] == {
+        "prompt_tokens": 10,
+        "completion_tokens": 5,
+        "total_tokens": 15,
+    }
+
+
+# -- 8: memory sub-commands take global options before or after ----------------------------------
+
+
+def test_memory_options_before_or_after_the_sub_command(tmp_path: Path, workspace: Path) -> None:
+    from nanohermes.memory import MemoryStore
+
+    elsewhere = tmp_path / "elsewhere"
+    MemoryStore(elsewhere).remember("preference", "Use tabs in Makefiles.", source="user")
+    for args in (
+        ["memory", "list", "--memory-dir", str(elsewhere)],
+        ["--memory-dir", str(elsewhere), "memory", "list"],
+        ["memory", "--memory-dir", str(elsewhere), "list"],
+        ["--verbose", "memory", "search", "tabs", "--memory-dir", str(elsewhere)],
+    ):
+        done = subprocess.run(
+            [str(SCRIPT), *args],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ),
+        )
+        assert done.returncode == 0, (args, done.stderr)
+        assert "Use tabs in Makefiles." in done.stdout, args
+    wrong = subprocess.run(
+        [str(SCRIPT), "--model", "m", "memory", "list"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert wrong.returncode == 2
+    assert "--model" in wrong.stderr
+
+
+# -- 10: small things ----------------------------------------------------------------------------
+
+
+def test_memory_texts_plural_and_short_ids(workspace: Path) -> None:
+    from nanohermes.memory import MemoryStore
+
+    MemoryStore(memory_file().parent).remember("preference", "Use tabs in Makefiles.", source="user")
+
+    def memory(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(SCRIPT), "memory", *args], cwd=workspace, capture_output=True, text=True, timeout=60
+        )
+
+    assert "1 memory —" in memory("list").stdout
+    assert "1 best match for" in memory("search", "tabs").stdout
+    short = memory("forget", "48")
+    assert short.returncode == 2
+    assert "'48' is too short: give the id or at least 4 characters of it" in short.stderr
+
+
+def test_unknown_setting_points_at_the_users_config(tmp_path: Path, workspace: Path) -> None:
+    config = tmp_path / "my.toml"
+    config.write_text('modle = "x"\n', encoding="utf-8")
+    done = subprocess.run(
+        [str(SCRIPT), "--config", str(config), "-p", "hi"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert f"{config}, line 1: unknown setting 'modle'" in done.stderr
+    assert "did you mean 'model'?" in done.stderr
+    assert f"fix or remove it in {config}" in done.stderr
+    assert "config/nanohermes.toml" not in done.stderr
+
+
+def test_write_file_reports_characters_and_summaries_cut_at_a_word(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    pattern = " ".join(f"word{n}" for n in range(60))  # 350 characters
+    fake_server.push_tool_calls(
+        [("write_file", {"path": "hi.txt", "content": "héllo\n"}), ("grep", {"pattern": pattern})]
+    )
+    fake_server.push_text("Done.")
+    done = nh(fake_server, workspace, "--yes", "-p", "write it", "--json")
+    assert done.returncode == 0, done.stderr
+    calls = json.loads(done.stdout)["tool_calls"]
+    assert calls[0]["summary"] == "ok · Created hi.txt (1 line, 6 chars, 7 bytes)"
+    shown = next(line for line in done.stderr.splitlines() if line.startswith("· grep "))
+    assert shown.endswith("…")
+    assert len(shown) <= len("· grep ") + 200
+    assert shown.removesuffix("…").split()[-1] in pattern.split()  # a whole word, not half of one
+
+
+def test_malformed_text_tool_call_gets_a_note(fake_server: FakeServer, workspace: Path) -> None:
+    text = '<tool_call>{"name": "read_file", "arguments": {"path": }}</tool_call>'
+    fake_server.push_text(text)
+    done = nh(fake_server, workspace, "-p", "read it")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == text + "\n"
+    assert "the model wrote a <tool_call> that could not be read" in done.stderr
+
+
+def test_unreadable_memory_file_is_reported_before_the_turn(fake_server: FakeServer, workspace: Path) -> None:
+    memory_file().parent.mkdir(parents=True, exist_ok=True)
+    memory_file().write_text("{not json", encoding="utf-8")
+    fake_server.push_tool_calls([("list_files", {})])
+    fake_server.push_text("Listed.")
+    done = nh(fake_server, workspace, "-p", "list")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    notice = next(i for i, line in enumerate(lines) if "memory.json was unreadable" in line)
+    assert notice < next(i for i, line in enumerate(lines) if line.startswith("· list_files"))
