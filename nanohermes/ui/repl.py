@@ -47,8 +47,8 @@ def run_repl(options: CliOptions, settings: Settings, build_runtime: RuntimeBuil
     from nanohermes.ui.loader import RuntimeLoader
 
     notes = [] if options.local else [missing_key_message(settings) or ""]
-    if options.yes:  # SPEC §5: --yes alone means auto for this run; say so, it changes what runs unasked
-        settings = settings.with_changes(permission="auto")
+    if options.yes and settings.permission != "read-only":  # SPEC §5: --yes alone means auto; say so
+        settings = settings.with_changes(permission="auto")  # (the runtime refuses it with read-only)
         notes.append(
             "--yes: permission auto for this session: writes, edits and shell commands run without asking"
         )
