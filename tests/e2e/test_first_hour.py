@@ -287,6 +287,7 @@ def test_memory_options_before_or_after_the_sub_command(tmp_path: Path, workspac
 
     elsewhere = tmp_path / "elsewhere"
     MemoryStore(elsewhere).remember("preference", "Use tabs in Makefiles.", source="user")
+    wide = {**os.environ, "COLUMNS": "250"}  # one table row per memory
     for args in (
         ["memory", "list", "--memory-dir", str(elsewhere)],
         ["--memory-dir", str(elsewhere), "memory", "list"],
@@ -299,7 +300,7 @@ def test_memory_options_before_or_after_the_sub_command(tmp_path: Path, workspac
             capture_output=True,
             text=True,
             timeout=60,
-            env=dict(os.environ),
+            env=wide,
         )
         assert done.returncode == 0, (args, done.stderr)
         assert "Use tabs in Makefiles." in done.stdout, args
@@ -323,11 +324,17 @@ def test_memory_texts_plural_and_short_ids(workspace: Path) -> None:
     MemoryStore(memory_file().parent).remember("preference", "Use tabs in Makefiles.", source="user")
 
     def memory(*args: str) -> subprocess.CompletedProcess[str]:
+        wide = {**os.environ, "COLUMNS": "250"}
         return subprocess.run(
-            [str(SCRIPT), "memory", *args], cwd=workspace, capture_output=True, text=True, timeout=60
+            [str(SCRIPT), "memory", *args],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=wide,
         )
 
-    assert "1 memory —" in memory("list").stdout
+    assert memory("list").stdout.startswith("1 memory (global + ")
     assert "1 best match for" in memory("search", "tabs").stdout
     short = memory("forget", "48")
     assert short.returncode == 2
