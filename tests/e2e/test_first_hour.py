@@ -395,3 +395,19 @@ def test_unreadable_memory_file_is_reported_before_the_turn(fake_server: FakeSer
     lines = done.stderr.splitlines()
     notice = next(i for i, line in enumerate(lines) if "memory.json was unreadable" in line)
     assert notice < next(i for i, line in enumerate(lines) if line.startswith("· list_files"))
+
+
+# -- 9: the «install the extra» hint works from any directory ------------------------------------
+
+
+def test_local_extra_hint_names_the_packages_not_the_checkout() -> None:
+    import tomllib
+
+    from nanohermes.localserver import MISSING_EXTRA
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    extra = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["optional-dependencies"]["local"]
+    for requirement in extra:
+        assert f"'{requirement}'" in MISSING_EXTRA
+    assert ".[local]" not in MISSING_EXTRA  # only works inside the checkout
+    assert "compiles from source" in MISSING_EXTRA
