@@ -212,15 +212,16 @@ class Repl:
         except NanoHermesError as err:
             self.renderer.error(f"could not save the session: {err.one_line()}")
         try:
-            with self.console.status("finishing memory distillation…", spinner="dots"):
-                agent.wait_for_distillation(runtime.settings.request_timeout + 5)
+            if not agent.wait_for_distillation(0.2):  # the spinner only when there is something to wait for
+                with self.console.status("finishing memory distillation… (Ctrl-C skips)", spinner="dots"):
+                    agent.wait_for_distillation(runtime.settings.request_timeout + 5)
         except KeyboardInterrupt:
             self.renderer.note("stopped waiting for memory distillation", "warning")
         runtime.close()
         self._show_background_events()
         path = session_file(runtime)
         if path is None or not path.is_file():  # a session is written by its first turn
-            self.console.print("This conversation was not saved to a session file.")
+            self.console.print("Nothing to save: no message was sent in this session.")
             return 0
         hint = resume_hint(path, runtime.settings.sessions_dir)
         self.console.print(f"Session saved. Resume it with: [bold]{hint}[/bold]", highlight=False)
