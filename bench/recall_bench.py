@@ -1,7 +1,7 @@
 """Retrieval benchmark on LoCoMo conversations: nanohermes memory vs plain BM25, in one run.
 
     .venv/bin/pip install -e '.[bench]'      # rank_bm25, bm25s
-    .venv/bin/python bench/recall_bench.py --data ../shared/data/locomo-dev
+    .venv/bin/python bench/recall_bench.py --data ../shared/data/locomo-dev [--scopes]
 
 The protocol of the data folder's README: every dialog turn becomes one memory through the public
 API (`MemoryStore(dir, max_entries=…)`, `remember("fact", "<speaker>: <text> (image: <caption>)",
@@ -99,6 +99,23 @@ def nanohermes_ranker(conv: Conversation, root: Path, with_context: bool) -> Ran
     return rank
 
 
+def scoped_ranker(conv: Conversation, shared: Path) -> Ranker:
+    """Scopes on (SPEC §3.9): every conversation is a project of one shared memory directory; its
+    questions are asked from that project, so the other conversations' memories must stay out."""
+    store = MemoryStore(shared, max_entries=1_000_000, project=f"bench/{conv.name}")
+    turn_of: dict[str, list[int]] = {}
+    for i, (text, context) in enumerate(zip(conv.texts, conv.contexts, strict=True)):
+        store.remember("fact", text, source=f"{conv.name}/t{i}", context=context, scope="project")
+        assert store.last_id is not None
+        turn_of.setdefault(store.last_id, []).append(i)
+
+    def rank(question: str) -> list[int]:
+        hits = store.search(question, top_k=TOP)
+        return [turn for _, entry in hits for turn in turn_of.get(entry.id, ())]
+
+    return rank
+
+
 def rank_bm25_ranker(conv: Conversation, tokenizer: Callable[[str], list[str]]) -> Ranker:
     from rank_bm25 import BM25Okapi
 
@@ -144,9 +161,11 @@ def regex_stop_tokenizer() -> Callable[[str], list[str]]:
     return lambda text: [w for w in re.findall(r"\w+", text.lower()) if w not in stop]
 
 
-def systems(conv: Conversation, root: Path) -> dict[str, Ranker]:
+def systems(conv: Conversation, root: Path, scopes: bool = False) -> dict[str, Ranker]:
+    scoped = {"nanohermes, ctx, scoped": scoped_ranker(conv, root / "shared")} if scopes else {}
     return {
         "nanohermes, context": nanohermes_ranker(conv, root, with_context=True),
+        **scoped,
         "nanohermes, no context": nanohermes_ranker(conv, root, with_context=False),
         "rank_bm25 split": rank_bm25_ranker(conv, str.split),
         "rank_bm25 regex+stop": rank_bm25_ranker(conv, regex_stop_tokenizer()),
@@ -172,6 +191,11 @@ def report(scores: dict[str, Score]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, required=True, help="folder of LoCoMo conversation .json files")
+    parser.add_argument(
+        "--scopes",
+        action="store_true",
+        help="also run nanohermes with every conversation a project of one shared memory dir",
+    )
     args = parser.parse_args()
     files = sorted(args.data.glob("*.json"))
     if not files:
@@ -181,7 +205,7 @@ def main() -> None:
         for path in files:
             conv = load_conversation(path)
             print(f"{conv.name}: {len(conv.texts)} turns, {len(conv.questions)} questions", flush=True)
-            for name, rank in systems(conv, Path(tmp)).items():
+            for name, rank in systems(conv, Path(tmp), args.scopes).items():
                 score = scores.setdefault(name, Score())
                 for question, evidence, category in conv.questions:
                     score.add(category, rank(question), evidence)
