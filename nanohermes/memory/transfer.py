@@ -86,17 +86,19 @@ def _parse_json(text: str) -> list[Importable]:
         data = json.loads(text)
     except (ValueError, RecursionError) as err:
         raise MemoryRejected(f"not valid JSON: {err}") from None
+    whole_file = isinstance(data, dict)  # a memory.json: what this version cannot use is skipped
     items = data.get("entries") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise MemoryRejected("JSON import needs a list of memories (or a memory.json with 'entries')")
     found: list[Importable] = []
     for number, item in enumerate(items, start=1):
-        if not isinstance(item, dict):
-            raise MemoryRejected(f"item {number}: not an object with kind and text")
-        kind = Kind.parse(item.get("kind"))
-        body = item.get("text")
+        kind = Kind.parse(item.get("kind")) if isinstance(item, dict) else None
+        body = item.get("text") if isinstance(item, dict) else None
         if kind is None or not isinstance(body, str) or not body.strip():
+            if whole_file:
+                continue
             raise MemoryRejected(f"item {number}: needs a known kind and a non-empty text")
+        assert isinstance(item, dict)
         context = item.get("context")
         project = item.get("project")
         found.append(

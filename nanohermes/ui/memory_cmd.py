@@ -188,6 +188,7 @@ def _stats(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> Non
     table.add_row("file", escape(str(stats.path)) + ("" if stats.exists else " (not created yet)"))
     table.add_row("size", f"{stats.size_bytes:,} bytes")
     table.add_row("memories", f"{stats.total} of at most {stats.max_entries}")
+    table.add_row("  scopes", escape(_scope_counts(store)))
     for kind in Kind:
         table.add_row(f"  {kind.label(lang)}", str(stats.per_kind[kind]))
     sources = ", ".join(f"{escape(name)} {count}" for name, count in stats.per_source.items()) or "-"
@@ -195,6 +196,14 @@ def _stats(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> Non
     table.add_row("oldest", _when(stats.oldest_ts or 0))
     table.add_row("newest", _when(stats.newest_ts or 0))
     out.print(table)
+
+
+def _scope_counts(store: MemoryStore) -> str:
+    """How many memories are global, this project's and other projects'."""
+    entries = store.load()
+    mine = sum(entry.project is not None and entry.project == store.project for entry in entries)
+    shared = sum(entry.project is None for entry in entries)
+    return f"global {shared}, this project {mine}, other projects {len(entries) - mine - shared}"
 
 
 def _path(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
