@@ -108,7 +108,13 @@ def test_ctrl_c_while_distilling_keeps_the_answer_and_skips_distillation(
         line = read_line(process, timeout=SLOW_DISTILL - 2)
         assert line == "There is a Makefile.\n"
         assert fake_server.wait_for_requests(3, timeout=10)  # the distillation request is out
-        time.sleep(1.5)  # past the moment after which the wait is announced
+        assert process.stderr is not None
+        note = ""
+        while "saving what to remember" not in note:  # now waiting: Ctrl-C skips that
+            ready, _, _ = select.select([process.stderr], [], [], SLOW_DISTILL - 2)
+            assert ready, "no note about the distillation wait"
+            note = process.stderr.readline()
+            assert note, "stderr closed before the note"
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
