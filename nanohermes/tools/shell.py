@@ -23,6 +23,7 @@ from typing import IO
 
 from nanohermes.errors import Cancelled, ToolError
 from nanohermes.tools.base import CallContext
+from nanohermes.tools.reaper import kill_tagged, new_tag, tagged_env
 from nanohermes.tools.sandbox import Sandbox
 
 KILL_GRACE = 0.5
@@ -106,7 +107,8 @@ class ShellTool:
             raise ToolError("command is empty")
         limit, note = self._timeout(timeout)
         ctx.cancel.raise_if_cancelled()
-        process = self._start(command)
+        tag = new_tag()
+        process = self._start(command, tag)
         out, err = CappedBuffer(self.max_chars), CappedBuffer(self.max_chars)
         readers = [
             threading.Thread(target=_pump, args=(process.stdout, out), daemon=True),
@@ -119,16 +121,23 @@ class ShellTool:
             signal_group(process, signal.SIGTERM)
 
         unregister = ctx.cancel.on_cancel(stop)
+        timed_out = lingering = False
         try:
             timed_out = self._wait(process, limit, ctx)
+            if timed_out:
+                kill_tagged(tag)
             lingering = _join(readers, PIPE_GRACE)
             if lingering:  # background processes still hold the pipes
                 kill_group(process)
+                kill_tagged(tag)
                 _join(readers, PIPE_GRACE)
         finally:
             unregister()
             if process.poll() is None:
                 kill_group(process)
+                kill_tagged(tag)
+            elif ctx.cancel.cancelled:  # also what left the group (setsid)
+                kill_tagged(tag)
             for pipe in (process.stdout, process.stderr):
                 if pipe is not None:
                     with contextlib.suppress(OSError):
@@ -154,7 +163,7 @@ class ShellTool:
             )
         return float(requested), ""
 
-    def _start(self, command: str) -> subprocess.Popen[bytes]:
+    def _start(self, command: str, tag: str) -> subprocess.Popen[bytes]:
         windows = sys.platform == "win32"
         argv = self.sandbox.argv(command)  # None: run it plainly
         try:
@@ -163,6 +172,7 @@ class ShellTool:
                 shell=argv is None,
                 cwd=self.cwd,
                 stdin=subprocess.DEVNULL,
+                env=tagged_env(tag),  # every descendant inherits it: see tools/reaper.py
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=not windows,

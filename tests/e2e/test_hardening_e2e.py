@@ -296,7 +296,8 @@ def test_configured_key_of_any_shape_never_reaches_memory_or_session(
         {"kind": "fact", "text": f"My AWS secret key is {AWS_SECRET} for the deploy account."},
     ]
     fake_server.push_text(json.dumps(distilled), match=DISTILL)
-    done = nh(fake_server, workspace, "--session", "s", "-p", "remember my key please", key=AZURE_KEY)
+    prompt = f"remember my key {AZURE_KEY} please"  # the user's words become the memories' context
+    done = nh(fake_server, workspace, "--session", "s", "-p", prompt, key=AZURE_KEY)
     assert done.returncode == 0, done.stderr
     assert "2 memories saved" in done.stderr
     memory = memory_file().read_text(encoding="utf-8")

@@ -13,6 +13,7 @@ import pytest
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
+from nanohermes.tools import reaper
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.shell import CappedBuffer, ShellTool
 
@@ -181,3 +182,65 @@ def test_background_process_with_redirected_output_keeps_running(workspace: Path
         assert not is_gone(pid)
     finally:
         os.kill(pid, 9)
+
+
+def _growth(path: Path, seconds: float) -> int:
+    before = path.stat().st_size if path.exists() else 0
+    time.sleep(seconds)
+    return (path.stat().st_size if path.exists() else 0) - before
+
+
+needs_proc = pytest.mark.skipif(not reaper.can_track(), reason="no /proc: only the process group is killed")
+
+
+@needs_proc
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("detach", ["setsid", "double-fork"])
+def test_a_child_that_left_the_process_group_does_not_outlive_the_timeout(
+    workspace: Path, detach: str
+) -> None:
+    loop = "while true; do echo x >> out.txt; sleep 0.05; done"
+    start = {
+        "setsid": f"setsid sh -c '{loop}' >/dev/null 2>&1 &",
+        "double-fork": f"(setsid sh -c '{loop}' >/dev/null 2>&1 &) ",
+    }[detach]
+    shell = ShellTool(workspace, timeout=1)
+    try:
+        out = shell.run_shell(f"{start}\nsleep 30", ctx=CallContext())
+        assert out.startswith("timed out after 1 s")
+        assert (workspace / "out.txt").exists()  # it did run
+        assert _growth(workspace / "out.txt", 1.0) == 0
+    finally:
+        for pid in _writers_in(workspace):  # never leave a runaway behind, even when the test fails
+            os.kill(pid, 9)
+
+
+@needs_proc
+@pytest.mark.timeout(60)
+def test_a_setsid_child_holding_the_output_is_stopped_when_the_command_ends(workspace: Path) -> None:
+    shell = ShellTool(workspace, timeout=20)
+    try:
+        loop = "trap '' PIPE; while true; do echo y; echo x >> out.txt; sleep 0.05; done"
+        out = shell.run_shell(f'setsid sh -c "{loop}" &', ctx=CallContext())
+        assert "background processes kept the output open and were stopped" in out
+        assert _growth(workspace / "out.txt", 1.0) == 0
+        assert _writers_in(workspace) == set()
+    finally:
+        for pid in _writers_in(workspace):
+            os.kill(pid, 9)
+
+
+def _writers_in(workspace: Path) -> set[int]:
+    """Live processes whose working directory is the workspace (the test's own runaways)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            here = Path(os.readlink(entry / "cwd")) == workspace.resolve()
+            zombie = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except (OSError, IndexError):
+            continue
+        if here and not zombie:
+            found.add(int(entry.name))
+    return found
