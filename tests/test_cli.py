@@ -127,3 +127,16 @@ def test_verbose_may_show_details_but_still_ends_with_the_line(isolated_home: Pa
     result = run(["--verbose"], isolated_home, {"NANOHERMES_MAX_RETRIES": "lots"})
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("nanohermes: error: ")
+
+
+def test_yes_means_auto_in_every_mode_and_never_widens_read_only(isolated_home: Path) -> None:
+    from nanohermes.cliargs import CliOptions
+    from nanohermes.errors import ConfigError
+    from nanohermes.settings import load_settings
+    from nanohermes.wiring import apply_yes
+
+    assert apply_yes(CliOptions(yes=True), load_settings({})).permission == "auto"  # the REPL too
+    assert apply_yes(CliOptions(), load_settings({})).permission == "ask"
+    with pytest.raises(ConfigError, match="--yes cannot widen permission read-only"):
+        apply_yes(CliOptions(yes=True), load_settings({"permission": "read-only"}))
+    assert_one_line_error(run(["--permission", "read-only", "--yes"], isolated_home), "--yes", "read-only")
