@@ -24,10 +24,39 @@ STOP_EN = frozenset(
     above below to from up down in out on off over under again further then once here there when where
     why how all any both each few more most other some such no nor not only own same so than too very
     can will just don should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma
-    mightn mustn needn shan shouldn wasn weren won wouldn
+    mightn mustn needn shan shouldn wasn weren won wouldn would could ought cannot let
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
-"""English function words (the NLTK list). `don` etc. are what the tokenizer leaves of `don't`."""
+"""English function words: the NLTK list and the Snowball list's modals (would, could, ought,
+cannot, let). `don` etc. are what the tokenizer leaves of `don't`."""
+
+_IRREGULAR = {
+    form: base
+    for forms, base in (
+        group.split(":")
+        for group in """
+    arose,arisen:arise awoke,awoken:awake beaten:beat became:become began,begun:begin bent:bend
+    bitten:bite blew,blown:blow broke,broken:break brought:bring built:build burnt:burn bought:buy
+    caught:catch chose,chosen:choose came:come crept:creep dealt:deal dug:dig drew,drawn:draw
+    dreamt:dream drank,drunk:drink drove,driven:drive ate,eaten:eat fed:feed fought:fight
+    flew,flown:fly forbade,forbidden:forbid forgot,forgotten:forget forgave,forgiven:forgive
+    froze,frozen:freeze got,gotten:get gave,given:give went,gone:go grew,grown:grow hung:hang
+    heard:hear hid,hidden:hide held:hold kept:keep knelt:kneel knew,known:know laid:lay led:lead
+    learnt:learn lent:lend lost:lose meant:mean met:meet paid:pay ran:run rang,rung:ring
+    rode,ridden:ride sang,sung:sing sank,sunk:sink sat:sit slept:sleep slid:slide sold:sell sent:send
+    shook,shaken:shake shone:shine shot:shoot shown:show sought:seek spent:spend spun:spin stood:stand
+    stole,stolen:steal stuck:stick stung:sting strove,striven:strive struck:strike swore,sworn:swear
+    swept:sweep swam,swum:swim swung:swing taught:teach tore,torn:tear told:tell thought:think
+    threw,thrown:throw took,taken:take understood:understand woke,woken:wake wore,worn:wear wept:weep
+    wrote,written:write seen:see done:do spoke:speak spoken:speak made:make said:say felt:feel
+    fell,fallen:fall
+        """.split()  # noqa: SIM905
+    )
+    for form in forms.split(",")
+}
+"""Irregular English verb forms → their base (Snowball folds only regular inflection: `painted` =
+`painting`, but `drew` ≠ `draw`). Forms that are also common nouns or other words (`left`, `saw`,
+`found`, `rose`, `won` of won't) are left out."""
 
 _STOP_ZH_CHARS = frozenset(
     "的了是在和与及或也都就还又把被给让对向从于以之而但则即吗呢吧啊呀嘛哦着过很太更最这那哪谁"
@@ -62,10 +91,11 @@ def _stemmer() -> _Stemmer:
 
 @functools.lru_cache(maxsize=_MAX_CACHED_STEMS)
 def stem(token: str) -> str:
-    """The Snowball English stem of a word token (`makefiles` → `makefil`); CJK tokens unchanged."""
+    """The Snowball English stem of a word token (`makefiles` → `makefil`, `drew` → `draw`); CJK
+    tokens unchanged."""
     if is_cjk(token[0]):
         return token
-    return _stemmer().stemWord(token)
+    return _stemmer().stemWord(_IRREGULAR.get(token, token))
 
 
 def is_stop_word(token: str) -> bool:

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from nanohermes.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, StoreError, ToolError
-from nanohermes.memory import Entry, Kind, MemoryStore, project_key, resolve_id
+from nanohermes.memory import K1, B, Entry, Kind, MemoryStore, project_key, resolve_id
 from nanohermes.options import MemoryArgs
 from nanohermes.settings import Settings
 from nanohermes.types import plural
@@ -144,7 +144,7 @@ def _explain(out: Console, store: MemoryStore, query: str, entry: Entry, rank: i
     out.print()
     out.print(
         f"[bold]#{rank} {escape(entry.id)}[/bold]  score {score:.4f} = sum of the term contributions "
-        f"(BM25 k1=1.2 b=0.75; document length {why.doc_len} tokens, average {why.avgdl:.1f}, "
+        f"(BM25F k1={K1} b={B}; document length {why.doc_len} tokens, average {why.avgdl:.1f}, "
         f"{plural(why.n_docs, 'memory')})"
     )
     table = Table(show_edge=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memory_helpers import raw_entry, write_raw
 
-from nanohermes.memory import MemoryStore, analyze
+from nanohermes.memory import K1, B, MemoryStore, analyze
 
 ZH = "部署前端后端测试数据库缓存配置脚本发布上线回复中文代码注释经验偏好纠正事实日志错误版本依赖构建运行"
 EN = ["deploy", "test", "cache", "build", "docker", "redis", "python", "pytest", "ruff", "uv", "node"]
@@ -21,9 +21,7 @@ LABELS = {
 }
 
 
-def reference_scores(
-    docs: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75
-) -> list[float]:
+def reference_scores(docs: list[list[str]], query: list[str], k1: float = K1, b: float = B) -> list[float]:
     """Lucene-style BM25, written as plainly as possible."""
     n = len(docs)
     avgdl = sum(len(d) for d in docs) / n
