@@ -31,10 +31,10 @@ class Doc:
     main_len: int
     context_len: int
     key: str
+    length: float = 0.0
 
-    @property
-    def length(self) -> float:
-        return self.main_len + CONTEXT_WEIGHT * self.context_len
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "length", self.main_len + CONTEXT_WEIGHT * self.context_len)
 
     def same_source(self, entry: Entry) -> bool:
         """Whether `entry` would derive the same document (ts and source do not matter)."""

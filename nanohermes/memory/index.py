@@ -12,14 +12,29 @@ Scores: `idf = ln(1 + (N − n + 0.5)/(n + 0.5))`, summed over distinct query te
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Iterable, Sequence
 
+from nanohermes.memory import topk
 from nanohermes.memory.bm25 import Explanation, TermScore, idf
 from nanohermes.memory.constants import CONTEXT_WEIGHT, K1, B
 from nanohermes.memory.docs import Doc
 
 _BOOST = K1 + 1.0
+# Branch and bound pays off for a small k (the injected 4, the CLI's 10, memory_search's ≤ 20) and
+# a short query; its branches multiply with the query's terms, so a pasted page merges instead.
+BRANCH_MAX_K = 32
+BRANCH_MAX_TERMS = 12
+MAX_MEMOISED = 256
+
+
+def _bitset(slots: Iterable[int], size: int) -> int:
+    """An int with the bits `slots` set, built through a bytearray (one pass, no big-int churn)."""
+    bits = bytearray((size + 7) // 8)
+    for slot in slots:
+        bits[slot >> 3] |= 1 << (slot & 7)
+    return int.from_bytes(bits, "little")
 
 
 class Index:
@@ -31,8 +46,16 @@ class Index:
         self.postings: dict[str, dict[int, float]] = {}
         self.main_total = 0
         self.context_total = 0
+        # For topk.py, kept up to date on every change: bitsets over slots.
+        self.live = 0
+        self.ones: dict[str, int] = {}  # frequent term → slots where its tf is exactly 1
+        self.others: dict[str, int] = {}  # frequent term → slots with another tf
+        self.tf_max: dict[str, float] = {}  # frequent term → an upper bound of its other tfs
+        self.buckets: dict[int, int] = {}  # length bucket → its slots
+        self.bucket_keys: list[int] = []  # the non-empty buckets, shortest first
         self._cache: dict[str, dict[int, float]] = {}  # per term: {slot: contribution}, this version
         self._norm: list[float] | None = None
+        self._results: dict[tuple[tuple[str, ...], int], list[tuple[float, Doc]]] = {}
 
     def __len__(self) -> int:
         return len(self.slot_of)
@@ -46,30 +69,82 @@ class Index:
 
     def add(self, doc: Doc) -> None:
         slot = len(self.docs)
+        bit = 1 << slot
         self.slot_of[doc.entry.id] = slot
         self.docs.append(doc)
         postings = self.postings
+        ones, others = self.ones, self.others
         for term, tf in doc.tf.items():
             found = postings.get(term)
             if found is None:
                 postings[term] = {slot: tf}
-            else:
-                found[slot] = tf
+                continue
+            found[slot] = tf
+            if term in ones or term in others:
+                self._set_bit(term, tf, bit)
+            elif len(found) > topk.RARE_DF:
+                self._make_bits(term, found)
+        self.live |= bit
+        bucket = topk.bucket_of(doc.length)
+        held = self.buckets.get(bucket)
+        if held is None:
+            bisect.insort(self.bucket_keys, bucket)
+            self.buckets[bucket] = bit
+        else:
+            self.buckets[bucket] = held | bit
         self.main_total += doc.main_len
         self.context_total += doc.context_len
         self._changed()
+
+    def _set_bit(self, term: str, tf: float, bit: int) -> None:
+        if tf == 1:
+            self.ones[term] = self.ones.get(term, 0) | bit
+        else:
+            self.others[term] = self.others.get(term, 0) | bit
+            if tf > self.tf_max.get(term, 0.0):
+                self.tf_max[term] = tf
+
+    def _make_bits(self, term: str, postings: dict[int, float]) -> None:
+        """A term became frequent: give it bitsets."""
+        for slot, tf in postings.items():
+            self._set_bit(term, tf, 1 << slot)
+
+    def _clear_bit(self, term: str, bit: int) -> None:
+        for table in (self.ones, self.others):
+            held = table.get(term)
+            if held is not None and held & bit:
+                held ^= bit
+                if held:
+                    table[term] = held
+                else:
+                    del table[term]
 
     def remove(self, entry_id: str) -> None:
         slot = self.slot_of.pop(entry_id)
         doc = self.docs[slot]
         assert doc is not None
         self.docs[slot] = None
+        bit = 1 << slot
         postings = self.postings
         for term in doc.tf:
             found = postings[term]
             del found[slot]
             if not found:
                 del postings[term]
+            if term in self.ones or term in self.others:
+                self._clear_bit(term, bit)
+                if len(found) <= topk.RARE_DF // 2:  # rare again (with hysteresis): no bitsets
+                    self.ones.pop(term, None)
+                    self.others.pop(term, None)
+                    self.tf_max.pop(term, None)
+        self.live ^= bit
+        bucket = topk.bucket_of(doc.length)
+        held = self.buckets[bucket] ^ bit
+        if held:
+            self.buckets[bucket] = held
+        else:
+            del self.buckets[bucket]
+            self.bucket_keys.remove(bucket)
         self.main_total -= doc.main_len
         self.context_total -= doc.context_len
         self._changed()
@@ -98,27 +173,60 @@ class Index:
     def sync(self, docs: Sequence[Doc]) -> None:
         """Make the index hold exactly `docs` (the store's entries in file order), changing only
         the entries that differ; renumber the slots when most of them are free."""
-        wanted = {doc.entry.id: doc for doc in docs}
-        for entry_id in [i for i in self.slot_of if i not in wanted]:
-            self.remove(entry_id)
-        current = self.docs
-        for doc in docs:
-            slot = self.slot_of.get(doc.entry.id)
-            if slot is None:
-                self.add(doc)
-            elif current[slot] is not doc:
-                self.replace(doc)
-        if len(self.docs) > 2 * len(self.slot_of) + 64:
+        slot_of, current = self.slot_of, self.docs
+        changed = [
+            doc for doc in docs if (slot := slot_of.get(doc.entry.id)) is None or current[slot] is not doc
+        ]
+        kept = len(docs) - len(changed)
+        if 4 * len(changed) > len(docs) or len(slot_of) - kept > len(docs) // 4:
+            self.rebuild(docs)  # most of it is new: build it in bulk
+            return
+        wanted = {doc.entry.id for doc in docs}
+        self.apply([i for i in slot_of if i not in wanted], changed)
+        if self.sparse:
             self.rebuild(docs)
 
+    @property
+    def sparse(self) -> bool:
+        """Whether most slots are free (entries were removed): then `rebuild` renumbers them."""
+        return len(self.docs) > 2 * len(self.slot_of) + 64
+
     def rebuild(self, docs: Iterable[Doc]) -> None:
+        """Hold exactly `docs`, in slots 0, 1, … (file order); bitsets built in one pass each."""
         self.__init__()  # type: ignore[misc]
-        for doc in docs:
-            self.add(doc)
+        postings = self.postings
+        buckets: dict[int, list[int]] = {}
+        for slot, doc in enumerate(docs):
+            self.slot_of[doc.entry.id] = slot
+            self.docs.append(doc)
+            for term, tf in doc.tf.items():
+                found = postings.get(term)
+                if found is None:
+                    postings[term] = {slot: tf}
+                else:
+                    found[slot] = tf
+            buckets.setdefault(topk.bucket_of(doc.length), []).append(slot)
+            self.main_total += doc.main_len
+            self.context_total += doc.context_len
+        size = len(self.docs)
+        self.live = (1 << size) - 1
+        self.buckets = {bucket: _bitset(slots, size) for bucket, slots in buckets.items()}
+        self.bucket_keys = sorted(self.buckets)
+        for term, found in postings.items():
+            if len(found) > topk.RARE_DF:
+                ones = [slot for slot, tf in found.items() if tf == 1]
+                if ones:
+                    self.ones[term] = _bitset(ones, size)
+                if len(ones) < len(found):
+                    others = [slot for slot, tf in found.items() if tf != 1]
+                    self.others[term] = _bitset(others, size)
+                    self.tf_max[term] = max(found[slot] for slot in others)
 
     def _changed(self) -> None:
         if self._cache:
             self._cache = {}
+        if self._results:
+            self._results = {}
         self._norm = None
 
     # ----------------------------------------------------------------- scoring
@@ -156,7 +264,28 @@ class Index:
         return total
 
     def search(self, terms: Sequence[str], k: int) -> list[tuple[float, Doc]]:
-        """The k best (score, doc): score descending, then newer ts, then earlier in the file."""
+        """The k best (score, doc): score descending, then newer ts, then earlier in the file.
+
+        A short query with a small k runs the branch and bound of topk.py (no work per posting);
+        a long one (a pasted page) or a large k merges the postings. Results are memoised until
+        the index changes."""
+        key = (tuple(terms), k)
+        found = self._results.get(key)
+        if found is not None:
+            return found
+        if k <= BRANCH_MAX_K and len(terms) <= BRANCH_MAX_TERMS:
+            ranked = topk.search(self, terms, k)
+        else:
+            ranked = self.merge_search(terms, k)
+        docs = self.docs
+        found = [(score, doc) for score, slot in ranked if (doc := docs[slot]) is not None]
+        if len(self._results) >= MAX_MEMOISED:
+            self._results.clear()
+        self._results[key] = found
+        return found
+
+    def merge_search(self, terms: Sequence[str], k: int) -> list[tuple[float, int]]:
+        """The same top k as `search`, from every matching entry's full score."""
         scores = self.scores(terms)
         if k <= 0 or not scores:
             return []
@@ -168,7 +297,7 @@ class Index:
             return (item[1], doc.entry.ts, -item[0])
 
         best = heapq.nlargest(k, scores.items(), key=rank)
-        return [(score, doc) for slot, score in best if score > 0.0 and (doc := docs[slot]) is not None]
+        return [(score, slot) for slot, score in best if score > 0.0]
 
     def explain(self, terms: Sequence[str], entry_id: str, words: dict[str, list[str]]) -> Explanation:
         slot = self.slot_of[entry_id]

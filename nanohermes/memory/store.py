@@ -37,13 +37,16 @@ from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES, SHORT_MESSAGE
 from nanohermes.memory.docs import Doc, make_doc
 from nanohermes.memory.entry import (
     FORMAT_VERSION,
+    Document,
     Entry,
     FormatError,
     Kept,
     Known,
     derive_id,
     dump_lines,
+    entries_from_list,
     parse_document,
+    split_lines,
 )
 from nanohermes.memory.fileio import (
     free_name,
@@ -88,7 +91,7 @@ class _Snapshot:
         docs: list[Doc],
         version: int,
         by_id: dict[str, int] | None = None,
-        lines: list[str] | None = None,
+        lines: list[bytes] | None = None,
         parent: _Snapshot | None = None,
         delta: Delta | None = None,
         entries: list[Entry] | None = None,
@@ -112,7 +115,7 @@ class _Snapshot:
             self._keys = [doc.key for doc in self.docs]
         return self._keys
 
-    def appended(self, doc: Doc, line: str, extra: Delta) -> _Snapshot:
+    def appended(self, doc: Doc, line: bytes, extra: Delta) -> _Snapshot:
         """This snapshot with `doc` appended (its line too), as a write makes it."""
         by_id = dict(self.by_id)
         by_id[doc.entry.id] = len(self.docs)
@@ -123,7 +126,7 @@ class _Snapshot:
             snap._keys = [*self._keys, doc.key]
         return snap
 
-    def replaced(self, index: int, doc: Doc, line: str) -> _Snapshot:
+    def replaced(self, index: int, doc: Doc, line: bytes) -> _Snapshot:
         docs = list(self.docs)
         docs[index] = doc
         lines = None if self.lines is None else list(self.lines)
@@ -170,7 +173,8 @@ class MemoryStore:
         self._snapshot: _Snapshot | None = None
         self._known: Known = {}  # stored dict → entry, by id: an unchanged dict is not parsed again
         self._docs: dict[str, Doc] = {}  # derived data by entry id
-        self._lines: dict[str, tuple[Entry, str]] = {}  # each entry's JSON line, by id
+        self._lines: dict[str, tuple[Entry, bytes]] = {}  # each entry's JSON line, by id
+        self._by_line: dict[bytes, Entry] = {}  # a line seen in the file (or written) → its entry
         self._index = Index()
         self._indexed: _Snapshot | None = None  # the snapshot the index holds
 
@@ -351,15 +355,45 @@ class MemoryStore:
             self._docs[entry.id] = doc
             return doc
 
-    def _line(self, entry: Entry) -> str:
+    def _line(self, entry: Entry) -> bytes:
         cached = self._lines.get(entry.id)
         if cached is not None and cached[0] is entry:
             return cached[1]
         data = entry.to_dict()
-        line = json.dumps(data, ensure_ascii=False)
-        self._lines[entry.id] = (entry, line)
-        self._known[entry.id] = (data, entry)  # json.loads of the line gives back an equal dict
+        line = json.dumps(data, ensure_ascii=False).encode()
+        with self._mutex:
+            self._lines[entry.id] = (entry, line)
+            self._by_line[line] = entry
+            self._known[entry.id] = (data, entry)  # json.loads of the line gives back an equal dict
         return line
+
+    def _parse(self, raw: bytes) -> Document:
+        """The file's entries: line by line, reusing the entry of every line seen before, when
+        the file is laid out as this program writes it; else the whole document (call with the
+        mutex held)."""
+        lines = split_lines(raw)
+        if lines is None:
+            return parse_document(raw, self._known)
+        seen, known = self._by_line, self._known
+        entries: list[Entry] = []
+        taken: set[str] = set()
+        for line in lines:
+            entry = seen.get(line)
+            if entry is None:
+                try:
+                    item = json.loads(line)
+                except (UnicodeDecodeError, ValueError, RecursionError):
+                    return parse_document(raw, known)  # says what is wrong with it
+                found = entries_from_list([item], known)
+                if not found or found[0].id != item.get("id"):
+                    return parse_document(raw, known)  # dropped or id derived: let the full parse decide
+                entry = seen[line] = found[0]
+                self._lines[entry.id] = (entry, line)  # written back as it was read
+            if entry.id in taken:
+                return parse_document(raw, known)
+            taken.add(entry.id)
+            entries.append(entry)
+        return Document(entries, FORMAT_VERSION, Kept())
 
     def _synced(self, snap: _Snapshot) -> Index:
         """The index, brought to `snap` (call with the mutex held)."""
@@ -367,6 +401,10 @@ class MemoryStore:
             parent, delta = snap.parent, snap.delta
             if parent is not None and delta is not None and self._indexed is parent:
                 self._index.apply(*self._scoped_delta(delta))
+                if self._index.sparse:
+                    project = self.project
+                    docs = snap.docs if project is None else [d for d in snap.docs if sees(project, d.entry)]
+                    self._index.rebuild(docs)
             else:
                 project = self.project
                 docs = snap.docs if project is None else [d for d in snap.docs if sees(project, d.entry)]
@@ -449,7 +487,7 @@ class MemoryStore:
                 raise not_regular(self.path, what)
             identity = _identity(st)
             with self._mutex:
-                document = parse_document(read_all(fd), self._known)
+                document = self._parse(read_all(fd))
                 entries = document.entries
                 docs = [self._doc(entry) for entry in entries]
                 self._forget_stale(entries)
@@ -462,11 +500,12 @@ class MemoryStore:
     def _forget_stale(self, entries: list[Entry]) -> None:
         """Drop cached derived data of entries gone from the file, once it outweighs the live data."""
         bound = 2 * len(entries) + 64
-        if len(self._docs) > bound or len(self._known) > bound or len(self._lines) > bound:
+        if max(len(self._docs), len(self._known), len(self._lines), len(self._by_line)) > bound:
             snap_ids = {entry.id for entry in entries}
             self._docs = {i: d for i, d in self._docs.items() if i in snap_ids}
             self._known = {i: k for i, k in self._known.items() if i in snap_ids}
             self._lines = {i: line for i, line in self._lines.items() if i in snap_ids}
+            self._by_line = {line: entry for entry, line in self._lines.values()}
 
     def _install(self, snap: _Snapshot, identity: Identity, fd: int) -> _Snapshot:
         snap.identity = identity

@@ -136,6 +136,7 @@ def test_distillation_after_a_tool_turn_saves_auto_memories(tmp_path: Path) -> N
     assert [e.text for e in agent.drain_background_events() if isinstance(e, Note)] == ["1 memory saved"]
     entries = store.load()
     assert [(e.text, e.source) for e in entries] == [("The workspace keeps sources under src/.", "auto")]
+    assert entries[0].context == "ls"  # the turn's user message: indexed, never shown
     request = model.distill_requests[0]
     assert request["model"] == "small-model"
     assert request["tools"] is None
