@@ -24,3 +24,11 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("NANOHERMES_SESSIONS_DIR", str(home / ".nanohermes" / "sessions"))
     monkeypatch.setenv("LANG", "C.UTF-8")
     return home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty project folder to run nanohermes in (tests needing files override or fill it)."""
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path

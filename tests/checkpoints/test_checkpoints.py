@@ -6,17 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from cp_helpers import EVERY_CHANGE, git_state, init_git, picture, populate, runner_for, turn
+from cp_helpers import EVERY_CHANGE, git_state, init_git, picture, runner_for, turn
 
 from nanohermes.checkpoints import CheckpointError, Checkpoints, History
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    populate(root)
-    return root
 
 
 def make(workspace: Path, home: Path, **kwargs: object) -> Checkpoints:

@@ -3,28 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cp_helpers import EVERY_CHANGE, git_state, init_git, picture, populate
+from cli_process import run_nanohermes
+from cp_helpers import EVERY_CHANGE, git_state, init_git, picture
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
-SCRIPT = Path(sys.executable).with_name("nanohermes")
-
 
 def nh(cwd: Path, *args: str, server: FakeServer | None = None) -> subprocess.CompletedProcess[str]:
-    endpoint = ["--base-url", server.url, "--model", "fake-model"] if server else []
-    command = (
-        [str(SCRIPT), *args[:1], *endpoint, *args[1:]]
-        if args[:1] == ("undo",)
-        else [str(SCRIPT), *endpoint, *args]
-    )
-    return subprocess.run(command, cwd=cwd, env=dict(os.environ), capture_output=True, text=True, timeout=60)
+    return run_nanohermes(server, cwd, *args)
 
 
 def agent_turn(
@@ -39,14 +30,6 @@ def agent_turn(
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    populate(root)
-    return root
 
 
 @pytest.mark.parametrize("with_git", [True, False], ids=["git-workspace", "plain-workspace"])

@@ -8,73 +8,36 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
+from subprocess import Popen
 
 import pytest
+from cli_process import (
+    DISTILL,
+    chat_bodies,
+    memory_file,
+    read_line,
+    run_nanohermes,
+    sessions_dir,
+    started_nanohermes,
+)
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
-SCRIPT = Path(sys.executable).with_name("nanohermes")
-DISTILL = "durable long-term memories"  # a phrase of the distill system prompt
 LESSON = '[{"kind": "lesson", "text": "The build needs make before tests.", "keys": ["build"]}]'
 SLOW_DISTILL = 8.0  # seconds the distillation reply is held back
+nh = run_nanohermes
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
-def sessions_dir() -> Path:
-    return Path(os.environ["NANOHERMES_SESSIONS_DIR"])
-
-
-def memory_file() -> Path:
-    return Path(os.environ["NANOHERMES_MEMORY_DIR"]) / "memory.json"
-
-
-def command(server: FakeServer, *args: str) -> list[str]:
-    return [str(SCRIPT), "--base-url", server.url, "--model", "fake-model", *args]
-
-
-def nh(
-    server: FakeServer, cwd: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        command(server, *args),
-        cwd=cwd,
-        env=env or dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def read_line(process: subprocess.Popen[str], timeout: float) -> str:
-    """One line of the process's stdout, or "" when none came within `timeout`."""
-    assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], timeout)
-    return process.stdout.readline() if ready else ""
-
-
-def slow_distillation_turn(server: FakeServer, workspace: Path) -> subprocess.Popen[str]:
+def slow_distillation_turn(server: FakeServer, workspace: Path) -> AbstractContextManager[Popen[str]]:
     """A tool turn (worth distilling) whose distillation reply is held back SLOW_DISTILL seconds."""
     (workspace / "Makefile").write_text("all:\n\ttrue\n", encoding="utf-8")
     server.push_tool_calls([("list_files", {})])
     server.push_text("There is a Makefile.")
     server.push_text(LESSON, match=DISTILL, delay=SLOW_DISTILL)
-    return subprocess.Popen(
-        command(server, "--session", "slow", "-p", "what is here?"),
-        cwd=workspace,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        bufsize=1,
-    )
+    return started_nanohermes(server, workspace, "--session", "slow", "-p", "what is here?")
 
 
 # -- 1 and 2: the answer comes first; Ctrl-C while distilling never loses it ----------------------
@@ -83,16 +46,11 @@ def slow_distillation_turn(server: FakeServer, workspace: Path) -> subprocess.Po
 def test_answer_is_printed_before_a_slow_distillation_finishes(
     fake_server: FakeServer, workspace: Path
 ) -> None:
-    process = slow_distillation_turn(fake_server, workspace)
-    try:
+    with slow_distillation_turn(fake_server, workspace) as process:
         line = read_line(process, timeout=SLOW_DISTILL - 2)
         assert line == "There is a Makefile.\n"
         assert process.poll() is None  # still waiting for distillation
         out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     assert process.returncode == 0, err
     assert out == ""
     assert "saving what to remember from this turn" in err
@@ -103,8 +61,7 @@ def test_answer_is_printed_before_a_slow_distillation_finishes(
 def test_ctrl_c_while_distilling_keeps_the_answer_and_skips_distillation(
     fake_server: FakeServer, workspace: Path
 ) -> None:
-    process = slow_distillation_turn(fake_server, workspace)
-    try:
+    with slow_distillation_turn(fake_server, workspace) as process:
         line = read_line(process, timeout=SLOW_DISTILL - 2)
         assert line == "There is a Makefile.\n"
         assert fake_server.wait_for_requests(3, timeout=10)  # the distillation request is out
@@ -117,10 +74,6 @@ def test_ctrl_c_while_distilling_keeps_the_answer_and_skips_distillation(
             assert note, "stderr closed before the note"
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     assert process.returncode == 0, err
     assert out == ""
     assert "memory distillation skipped" in err
@@ -136,43 +89,21 @@ def test_json_output_comes_before_a_slow_distillation_finishes(
     fake_server.push_tool_calls([("list_files", {})])
     fake_server.push_text("Listed.")
     fake_server.push_text(LESSON, match=DISTILL, delay=SLOW_DISTILL)
-    process = subprocess.Popen(
-        command(fake_server, "-p", "list", "--json"),
-        cwd=workspace,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with started_nanohermes(fake_server, workspace, "-p", "list", "--json") as process:
         line = read_line(process, timeout=SLOW_DISTILL - 2)
         assert json.loads(line)["answer"] == "Listed."
         assert process.poll() is None
         _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     assert process.returncode == 0, err
 
 
 def test_interrupted_turn_says_so_once(fake_server: FakeServer, workspace: Path) -> None:
     fake_server.push_text("word " * 400, delay=0.05)
-    process = subprocess.Popen(
-        command(fake_server, "-p", "tell me"),
-        cwd=workspace,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with started_nanohermes(fake_server, workspace, "-p", "tell me") as process:
         assert fake_server.wait_for_requests(1, timeout=30)
         time.sleep(0.5)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     assert process.returncode == 130
     assert out == ""
     assert err.count("interrupted by user") == 1, err
@@ -194,7 +125,7 @@ def test_continue_picks_the_latest_session_of_this_workspace(fake_server: FakeSe
     fake_server.push_text("Back here.")
     again = nh(fake_server, here, "--continue", "-p", "and now?")
     assert again.returncode == 0, again.stderr
-    chat = [b for b in fake_server.bodies if DISTILL not in json.dumps(b)][-1]
+    chat = chat_bodies(fake_server)[-1]
     assert [m["content"] for m in chat["messages"] if m["role"] == "user"] == ["remember: here", "and now?"]
     assert (sessions_dir() / "theirs.json").read_text(encoding="utf-8") == theirs_before
     assert json.loads((sessions_dir() / "mine.json").read_text(encoding="utf-8"))["workspace"] == str(here)
@@ -203,7 +134,7 @@ def test_continue_picks_the_latest_session_of_this_workspace(fake_server: FakeSe
     assert fresh.returncode == 0, fresh.stderr
     assert fresh.stdout == "Fresh start.\n"
     assert f"no earlier session in this workspace ({empty}); starting a new one" in fresh.stderr
-    chat = [b for b in fake_server.bodies if DISTILL not in json.dumps(b)][-1]
+    chat = chat_bodies(fake_server)[-1]
     assert [m["content"] for m in chat["messages"] if m["role"] == "user"] == ["hello there"]
     assert len(list(sessions_dir().glob("*.json"))) == 3
 
@@ -213,13 +144,8 @@ def test_continue_picks_the_latest_session_of_this_workspace(fake_server: FakeSe
 
 def test_remote_https_endpoint_without_a_key_exits_2_at_once(workspace: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY")}
-    done = subprocess.run(
-        [str(SCRIPT), "--base-url", "https://api.example.invalid/v1", "--model", "m", "-p", "hi"],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = run_nanohermes(
+        None, workspace, "--base-url", "https://api.example.invalid/v1", "--model", "m", "-p", "hi", env=env
     )
     assert done.returncode == 2
     assert done.stdout == ""
@@ -300,23 +226,10 @@ def test_memory_options_before_or_after_the_sub_command(tmp_path: Path, workspac
         ["memory", "--memory-dir", str(elsewhere), "list"],
         ["--verbose", "memory", "search", "tabs", "--memory-dir", str(elsewhere)],
     ):
-        done = subprocess.run(
-            [str(SCRIPT), *args],
-            cwd=workspace,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=wide,
-        )
+        done = run_nanohermes(None, workspace, *args, env=wide)
         assert done.returncode == 0, (args, done.stderr)
         assert "Use tabs in Makefiles." in done.stdout, args
-    wrong = subprocess.run(
-        [str(SCRIPT), "--model", "m", "memory", "list"],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    wrong = run_nanohermes(None, workspace, "--model", "m", "memory", "list")
     assert wrong.returncode == 2
     assert "--model" in wrong.stderr
 
@@ -330,15 +243,7 @@ def test_memory_texts_plural_and_short_ids(workspace: Path) -> None:
     MemoryStore(memory_file().parent).remember("preference", "Use tabs in Makefiles.", source="user")
 
     def memory(*args: str) -> subprocess.CompletedProcess[str]:
-        wide = {**os.environ, "COLUMNS": "250"}
-        return subprocess.run(
-            [str(SCRIPT), "memory", *args],
-            cwd=workspace,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=wide,
-        )
+        return run_nanohermes(None, workspace, "memory", *args, env={**os.environ, "COLUMNS": "250"})
 
     assert memory("list").stdout.startswith("1 memory (global + ")
     assert "1 best match for" in memory("search", "tabs").stdout
@@ -350,13 +255,7 @@ def test_memory_texts_plural_and_short_ids(workspace: Path) -> None:
 def test_unknown_setting_points_at_the_users_config(tmp_path: Path, workspace: Path) -> None:
     config = tmp_path / "my.toml"
     config.write_text('modle = "x"\n', encoding="utf-8")
-    done = subprocess.run(
-        [str(SCRIPT), "--config", str(config), "-p", "hi"],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_nanohermes(None, workspace, "--config", str(config), "-p", "hi")
     assert done.returncode == 2
     assert f"{config}, line 1: unknown setting 'modle'" in done.stderr
     assert "did you mean 'model'?" in done.stderr

@@ -4,51 +4,22 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import DISTILL, chat_bodies, memory_file, run_nanohermes, sessions_dir, started_nanohermes
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
-SCRIPT = Path(sys.executable).with_name("nanohermes")
 KEY = "sk-hardening-SECRET-0123456789abcdef"
-DISTILL = "durable long-term memories"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
-def nh(
-    server: FakeServer, cwd: Path, *args: str, key: str = KEY, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NANOHERMES_API_KEY": key}
-    command = [str(SCRIPT), "--base-url", server.url, "--model", "fake-model", *args]
-    return subprocess.run(
-        command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def sessions_dir() -> Path:
-    return Path(os.environ["NANOHERMES_SESSIONS_DIR"])
-
-
-def memory_file() -> Path:
-    return Path(os.environ["NANOHERMES_MEMORY_DIR"]) / "memory.json"
-
-
-def chat_bodies(server: FakeServer) -> list[dict[str, Any]]:
-    return [b for b in server.bodies if DISTILL not in json.dumps(b)]
+nh = functools.partial(run_nanohermes, key=KEY)
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -230,19 +201,11 @@ def test_ctrl_c_works_during_a_catastrophic_grep(fake_server: FakeServer, worksp
     for index in range(3):
         (workspace / f"f{index}.txt").write_text("a" * 40 + "b\n", encoding="utf-8")
     fake_server.push_tool_calls([("grep", {"pattern": "(a|aa)+$"})])
-    env = {**os.environ, "NANOHERMES_API_KEY": KEY}
-    command = [str(SCRIPT), "--base-url", fake_server.url, "--model", "m", "--session", "s", "-p", "go"]
-    process = subprocess.Popen(
-        command, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
+    with started_nanohermes(fake_server, workspace, "--session", "s", "-p", "go", key=KEY) as process:
         assert fake_server.wait_for_requests(1, timeout=20)
         time.sleep(1.0)  # the grep is running now
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=15)
-    finally:
-        process.kill()
     assert "interrupting" in stderr
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
@@ -354,18 +317,10 @@ def test_a_second_run_on_a_busy_session_says_who_holds_it_and_exits_2(
     fake_server: FakeServer, workspace: Path
 ) -> None:
     fake_server.push_text("First answer, slowly.", delay=0.3)  # about 1 s of streaming
-    env = {**os.environ, "NANOHERMES_API_KEY": KEY}
-    command = [str(SCRIPT), "--base-url", fake_server.url, "--model", "m", "--session", "busy", "-p", "one"]
-    first = subprocess.Popen(
-        command, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
+    with started_nanohermes(fake_server, workspace, "--session", "busy", "-p", "one", key=KEY) as first:
         assert fake_server.wait_for_requests(1, timeout=30)
         second = nh(fake_server, workspace, "--session", "busy", "-p", "two", timeout=30)
         out, err = first.communicate(timeout=30)
-    finally:
-        first.kill()
     assert second.returncode == 2
     line = one_error_line(second)
     assert "is in use by another nanohermes" in line

@@ -7,16 +7,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import DISTILL, run_nanohermes
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
-SCRIPT = Path(sys.executable).with_name("nanohermes")
-DISTILL = "durable long-term memories"  # a phrase of the distill system prompt
 ALPHA, BETA = "github.com/me/alpha", "github.com/me/beta"
 FACT, PREF = "The deploy script is scripts/ship.sh.", "Always indent shell scripts with tabs."
 
@@ -40,18 +38,8 @@ def repos(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def nh(server: FakeServer | None, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    endpoint = ["--base-url", server.url, "--model", "fake-model"] if server is not None else []
-    env = {**os.environ, "NANOHERMES_API_KEY": "sk-e2e-0123456789abcdef", "COLUMNS": "250"}
-    command = (
-        [str(SCRIPT), *args[:1], *endpoint, *args[1:]]
-        if args[:1] == ("memory",)
-        else [
-            str(SCRIPT),
-            *endpoint,
-            *args,
-        ]
-    )
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "COLUMNS": "250"}
+    return run_nanohermes(server, cwd, *args, key="sk-e2e-0123456789abcdef", env=env)
 
 
 def memory_entries() -> list[dict[str, Any]]:

@@ -3,51 +3,29 @@ endpoint (real sockets, SSE). HOME and the nanohermes directories come from the 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+from cli_process import (
+    DISTILL,
+    SUMMARY,
+    chat_bodies,
+    memory_file,
+    run_nanohermes,
+    sessions_dir,
+    started_nanohermes,
+)
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
-SCRIPT = Path(sys.executable).with_name("nanohermes")
-DISTILL = "durable long-term memories"  # a phrase of the distill system prompt
-SUMMARY = "You compress the earlier part"  # a phrase of the compaction summary prompt
 KEY = "sk-e2e-SECRET-0123456789abcdef"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
-def nh(
-    server: FakeServer, cwd: Path, *args: str, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NANOHERMES_API_KEY": KEY}
-    command = [str(SCRIPT), "--base-url", server.url, "--model", "fake-model", *args]
-    return subprocess.run(command, cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=60)
-
-
-def sessions_dir() -> Path:
-    return Path(os.environ["NANOHERMES_SESSIONS_DIR"])
-
-
-def memory_file() -> Path:
-    return Path(os.environ["NANOHERMES_MEMORY_DIR"]) / "memory.json"
-
-
-def chat_bodies(server: FakeServer) -> list[dict[str, Any]]:
-    return [b for b in server.bodies if DISTILL not in json.dumps(b) and SUMMARY not in json.dumps(b)]
+nh = functools.partial(run_nanohermes, key=KEY)
 
 
 def distill_bodies(server: FakeServer) -> list[dict[str, Any]]:
@@ -227,29 +205,11 @@ def test_compaction_of_a_large_session(fake_server: FakeServer, workspace: Path,
 
 def test_ctrl_c_leaves_a_valid_history(fake_server: FakeServer, workspace: Path) -> None:
     fake_server.push_text("word " * 400, delay=0.05)
-    env = {**os.environ, "NANOHERMES_API_KEY": KEY}
-    command = [
-        str(SCRIPT),
-        "--base-url",
-        fake_server.url,
-        "--model",
-        "m",
-        "--session",
-        "cut",
-        "-p",
-        "tell me",
-    ]
-    process = subprocess.Popen(
-        command, cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
+    with started_nanohermes(fake_server, workspace, "--session", "cut", "-p", "tell me", key=KEY) as process:
         assert fake_server.wait_for_requests(1, timeout=30)
         time.sleep(0.5)  # let a few chunks arrive
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert process.returncode == 130, err
     assert "interrupted by user" in err
     assert out == ""
@@ -284,10 +244,7 @@ def test_prompt_from_stdin_errors_and_first_run(fake_server: FakeServer, workspa
     assert "bad.json" in corrupt.stderr
     assert "--session" in corrupt.stderr
     assert (sessions_dir() / "bad.json").read_text(encoding="utf-8") == "{oops"
-    env = {k: v for k, v in os.environ.items()}
-    first_run = subprocess.run(
-        [str(SCRIPT), "-p", "hi"], cwd=workspace, env=env, capture_output=True, text=True, timeout=60
-    )
+    first_run = run_nanohermes(None, workspace, "-p", "hi")
     assert first_run.returncode == 2
     for needle in ("NANOHERMES_MODEL", "OpenAI", "DeepSeek", "llama.cpp", "Ollama"):
         assert needle in first_run.stderr

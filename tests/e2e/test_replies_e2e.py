@@ -4,23 +4,20 @@ refusal and an answer cut by the output cap are never a silent success."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import run_nanohermes
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
-SCRIPT = Path(sys.executable).with_name("nanohermes")
 REPLIES = Path(__file__).parents[1] / "llm" / "fixtures" / "replies"
 
 
 def nh(server: FakeServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [str(SCRIPT), "--base-url", server.url, "--model", "fake-model", "--yes", *args]
-    return subprocess.run(command, cwd=cwd, env=dict(os.environ), capture_output=True, text=True, timeout=60)
+    return run_nanohermes(server, cwd, "--yes", *args)
 
 
 def push_fixture(server: FakeServer, name: str) -> None:

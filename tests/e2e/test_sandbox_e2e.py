@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_process import SCRIPT, run_nanohermes
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
-SCRIPT = Path(sys.executable).with_name("nanohermes")
-
 
 def test_bwrap_mode_without_bubblewrap_refuses_shell_commands(
-    fake_server: FakeServer, tmp_path: Path
+    fake_server: FakeServer, workspace: Path
 ) -> None:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
     fake_server.push_tool_calls([("run_shell", {"command": "echo hi > out.txt"})])
     fake_server.push_text("ok")
     env = {**os.environ, "PATH": str(SCRIPT.parent), "NANOHERMES_SANDBOX": "bwrap"}  # no bwrap on PATH
-    command = [str(SCRIPT), "--base-url", fake_server.url, "--model", "m", "--yes", "--no-memory", "-p", "go"]
-    done = subprocess.run(command, cwd=workspace, env=env, capture_output=True, text=True, timeout=60)
+    done = run_nanohermes(fake_server, workspace, "--yes", "--no-memory", "-p", "go", env=env)
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if "sandbox = bwrap" in line]
     assert len(warnings) == 2  # the start-up line, and the refused call's line
