@@ -380,10 +380,13 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
 
 def run_acp(options: CliOptions, settings: Settings) -> int:
     """`nanohermes acp`: every session's agent is built here from one model client and the memory
-    store of its workspace's project (one store per project, shared by that project's sessions)."""
+    store of its workspace's project (one store per project, shared by that project's sessions).
+    A session holds its lock and its MCP servers (the configured ones and the client's) until the
+    client closes it or the server ends."""
     import threading
 
-    from nanohermes.acp.server import serve
+    from nanohermes.acp.main import serve
+    from nanohermes.acp.session import Opened
     from nanohermes.llm import ChatClient
     from nanohermes.session import SessionFile
     from nanohermes.session_lock import SessionLock
@@ -391,8 +394,7 @@ def run_acp(options: CliOptions, settings: Settings) -> int:
     client = ChatClient.from_settings(settings)
     stores: dict[Path, MemoryStore | None] = {}
     guard = threading.Lock()
-    locks: list[SessionLock] = []  # held while the server runs: one writer per session
-    servers: list[McpManager] = []  # each session's MCP servers, closed when the server ends
+    opened: set[Callable[[], None]] = set()  # the close of every open session: run at exit
 
     def store_for(workspace: Path) -> MemoryStore | None:
         with guard:
@@ -401,31 +403,42 @@ def run_acp(options: CliOptions, settings: Settings) -> int:
                 stores[workspace] = _open_store(settings, notice, workspace)
             return stores[workspace]
 
-    def make_agent(
+    def open_session(
         session_path: Path,
         workspace: Path,
         approver: Approver,
         files: Callable[[Path, int], FileTools] | None,
-    ) -> Agent:
+        mcp_servers: Mapping[str, McpServerConfig],
+    ) -> Opened:
         session = SessionFile(session_path)
         lock = SessionLock.acquire(session_path)
         try:
             resumed = session.load() if session.exists() else None
+            parts = AgentParts(client, store_for(workspace), approver, options.verbose, options.config, files)
+            servers = {**settings.mcp_servers, **mcp_servers}  # the client's win a name clash
+            built = build_agent(
+                settings, parts, workspace=workspace, session=session, resumed=resumed, mcp_servers=servers
+            )
         except BaseException:
             lock.release()
             raise
-        locks.append(lock)
-        parts = AgentParts(client, store_for(workspace), approver, options.verbose, options.config, files)
-        built = build_agent(settings, parts, workspace=workspace, session=session, resumed=resumed)
-        if built.mcp is not None:
-            servers.append(built.mcp)
-        return built.agent
+
+        def close() -> None:
+            with guard:
+                opened.discard(close)
+            try:
+                if built.mcp is not None:
+                    built.mcp.close()
+            finally:
+                lock.release()
+
+        with guard:
+            opened.add(close)
+        return Opened(built.agent, close)
 
     try:
-        return serve(settings, make_agent, store_for, verbose=options.verbose)
+        return serve(settings, open_session, store_for, verbose=options.verbose)
     finally:
-        for manager in servers:
-            manager.close()
+        for close in list(opened):
+            close()
         client.close()
-        for lock in locks:
-            lock.release()

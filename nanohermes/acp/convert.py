@@ -6,7 +6,6 @@ Pure functions of their arguments; the session module sends what they build.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,8 @@ from acp.helpers import (
 )
 
 from nanohermes.errors import INTERRUPTED
+from nanohermes.mcp_config import McpServerConfig, servers_from_acp
+from nanohermes.toolcalls import call_arguments, tool_title
 from nanohermes.types import Message, ToolCall, ToolResult, message_text
 
 KINDS: dict[str, schema.ToolKind] = {
@@ -49,35 +50,8 @@ PromptBlock = (
 )
 
 
-def call_arguments(call: ToolCall) -> dict[str, Any]:
-    """The call's arguments as a dict ({} when they are not a JSON object: the runner reports that)."""
-    try:
-        args = json.loads(call.arguments or "{}")
-    except ValueError:
-        return {}
-    return args if isinstance(args, dict) else {}
-
-
 def tool_kind(name: str) -> schema.ToolKind:
     return KINDS.get(name, "other")
-
-
-def tool_title(name: str, args: dict[str, Any]) -> str:
-    """What the editor shows for a call, e.g. "Edit src/app.py" or "`pytest -q`"."""
-    path = str(args.get("path") or "")
-    titles = {
-        "read_file": f"Read {path}",
-        "write_file": f"Write {path}",
-        "edit_file": f"Edit {path}",
-        "list_files": f"List {path or '.'}" + (f" ({args['glob']})" if args.get("glob") else ""),
-        "grep": f"grep {args.get('pattern', '')!r}" + (f" in {path}" if path else ""),
-        "run_shell": f"`{' '.join(str(args.get('command', '')).split())[:200]}`",
-        "memory_save": "Save a memory",
-        "memory_search": f"Search memory: {args.get('query', '')}",
-        "memory_forget": f"Forget memory {args.get('id', args.get('memory_id', ''))}",
-        "task": f"Task: {args.get('description') or args.get('agent') or ''}".rstrip(": "),
-    }
-    return titles.get(name) or name
 
 
 def locations(name: str, args: dict[str, Any], workspace: Path) -> list[schema.ToolCallLocation] | None:
@@ -154,6 +128,24 @@ def shown_output(name: str, text: str) -> str:
     if len(text) > SHOWN_OUTPUT_CHARS:
         text = text[:SHOWN_OUTPUT_CHARS] + f"\n[… {len(text) - SHOWN_OUTPUT_CHARS} more characters]"
     return f"```\n{text}\n```" if name == "run_shell" else text
+
+
+def mcp_configs(servers: Sequence[Any]) -> tuple[dict[str, McpServerConfig], list[str]]:
+    """`mcpServers` of session/new or /load (stdio and HTTP ones) as configs, and a note for each
+    server left out: SSE (deprecated by MCP, not advertised) or ACP-transported. Raises ConfigError."""
+    items: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for server in servers:
+        item = server if isinstance(server, dict) else server.model_dump(by_alias=True, exclude_none=True)
+        kind = item.get("type")
+        if kind in ("sse", "acp"):
+            notes.append(
+                f"MCP server {item.get('name')!r} not started: its {kind.upper()} transport is not "
+                "supported (use stdio or streamable HTTP)"
+            )
+            continue
+        items.append(item)
+    return servers_from_acp(items), notes
 
 
 def prompt_text(blocks: Sequence[PromptBlock]) -> str:

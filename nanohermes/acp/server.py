@@ -9,57 +9,60 @@ background into the one MemoryStore every session shares.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import secrets
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp import PROTOCOL_VERSION, RequestError, schema
-from acp.agent.connection import AgentSideConnection
 from acp.helpers import update_available_commands
 
 from nanohermes import __version__
 from nanohermes.acp import commands, convert
-from nanohermes.acp.session import AcpSession, Bridge
-from nanohermes.acp.transport import open_transport, protocol_files
-from nanohermes.errors import NanoHermesError, SessionError
+from nanohermes.acp.listing import LIST_PAGE, session_infos
+from nanohermes.acp.session import AcpSession, Bridge, Opened
+from nanohermes.errors import ConfigError, NanoHermesError, SessionInUse
+from nanohermes.events import Note
 from nanohermes.protocols import Approver
 
 if TYPE_CHECKING:
-    from acp.interfaces import Agent as AcpAgent
     from acp.interfaces import Client
 
     from nanohermes.agent import Agent
+    from nanohermes.mcp_config import McpServerConfig
     from nanohermes.memory import MemoryStore
     from nanohermes.settings import Settings
     from nanohermes.tools.files import FileTools
 
 log = logging.getLogger("nanohermes.acp")
 SESSION_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
-LIST_PAGE = 50
 SHUTDOWN_TURN_GRACE = 10.0
 MODES = [
     schema.SessionMode(id="read-only", name="Read-only", description="only reading and memory tools"),
     schema.SessionMode(id="ask", name="Ask", description="ask before every write, edit and shell command"),
     schema.SessionMode(id="auto", name="Auto", description="write, edit and run commands without asking"),
 ]
-SWITCH_INTERVAL = 0.0005
-"""Seconds a thread may hold the GIL while another waits (Python's default is 5 ms): each update
-hops from a turn's worker to the event loop, and the default makes every hop wait up to 5 ms."""
 FilesFactory = Callable[[Path, int], "FileTools"]
 
 
 class AgentFactory(Protocol):
-    """Builds one session's Agent (the composition root's `build_agent`). Raises NanoHermesError."""
+    """Opens one session (the composition root's `build_agent`): its session file locked and read,
+    its agent built, its MCP servers (`mcp_servers`, the client's, beside the configured ones)
+    starting. Raises NanoHermesError (SessionInUse when another process holds the session)."""
 
     def __call__(
-        self, session_path: Path, workspace: Path, approver: Approver, files: FilesFactory | None
-    ) -> Agent: ...
+        self,
+        session_path: Path,
+        workspace: Path,
+        approver: Approver,
+        files: FilesFactory | None,
+        mcp_servers: Mapping[str, McpServerConfig],
+    ) -> Opened: ...
 
 
 class NanohermesAcpAgent:
@@ -73,6 +76,10 @@ class NanohermesAcpAgent:
         self.client: Client | None = None
         self.fs_read = self.fs_write = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._id_locks: dict[str, asyncio.Lock] = {}
+        """One opening or closing at a time per session id."""
+        self._retired: list[Agent] = []
+        """Agents of closed sessions whose distillation may still run (waited for at exit)."""
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
@@ -94,8 +101,12 @@ class NanohermesAcpAgent:
         capabilities = schema.AgentCapabilities(
             load_session=True,
             prompt_capabilities=schema.PromptCapabilities(image=False, audio=False, embedded_context=True),
-            mcp_capabilities=schema.McpCapabilities(http=False, sse=False),
-            session_capabilities=schema.SessionCapabilities(list=schema.SessionListCapabilities()),
+            mcp_capabilities=schema.McpCapabilities(http=True, sse=False),
+            session_capabilities=schema.SessionCapabilities(
+                list=schema.SessionListCapabilities(),
+                close=schema.SessionCloseCapabilities(),
+                resume=schema.SessionResumeCapabilities(),
+            ),
         )
         return schema.InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION)
@@ -115,29 +126,38 @@ class NanohermesAcpAgent:
         self, cwd: str, mcp_servers: Any = None, **kwargs: Any
     ) -> schema.NewSessionResponse:
         workspace = _workspace(cwd)
-        _ignored_mcp(mcp_servers)
+        servers, skipped = _mcp_servers(mcp_servers)
         session_id = self._new_id()
-        session = await self._open(session_id, workspace)
+        async with self._exclusive(session_id):
+            session = await self._open(session_id, workspace, servers, skipped)
         self._after_reply(self._announce_commands(session))
         return schema.NewSessionResponse(session_id=session.id, modes=self._modes(session))
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
     ) -> schema.LoadSessionResponse:
-        workspace = _workspace(cwd)
-        _ignored_mcp(mcp_servers)
-        session = self.sessions.get(session_id)
-        if session is None:
-            if not SESSION_ID.fullmatch(session_id) or not self._path(session_id).is_file():
-                raise RequestError(-32602, f"no saved session {session_id!r} in {self.settings.sessions_dir}")
-            session = await self._open(session_id, workspace)
-        elif session.turn is not None:
-            raise RequestError.invalid_request({"details": f"session {session_id} is running a prompt"})
+        session = await self._resume(cwd, session_id, mcp_servers)
         assert session.agent is not None
         for update in convert.replay(session.agent.messages[1:], session.workspace):
             await self._client().session_update(session_id=session.id, update=update)
         self._after_reply(self._announce_commands(session))
         return schema.LoadSessionResponse(modes=self._modes(session))
+
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> schema.ResumeSessionResponse:
+        """Like session/load without the replay (the client still shows the conversation)."""
+        session = await self._resume(cwd, session_id, mcp_servers)
+        self._after_reply(self._announce_commands(session))
+        return schema.ResumeSessionResponse(modes=self._modes(session))
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
+        """End a session here: its running prompt is cancelled, its file saved, its MCP servers
+        closed and its lock released (the terminal may resume it now)."""
+        session = self._session(session_id)
+        async with self._exclusive(session_id):
+            await self._close(session)
+        return schema.CloseSessionResponse()
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -147,7 +167,7 @@ class NanohermesAcpAgent:
             if not cursor.isdigit():
                 raise RequestError.invalid_params({"details": f"bad cursor {cursor!r}"})
             start = int(cursor)
-        infos, more = await asyncio.to_thread(self._session_infos, cwd, start)
+        infos, more = await asyncio.to_thread(session_infos, self.settings.sessions_dir, cwd, start)
         return schema.ListSessionsResponse(
             sessions=infos, next_cursor=str(start + LIST_PAGE) if more else None
         )
@@ -176,7 +196,6 @@ class NanohermesAcpAgent:
         stop = await session.run(
             (lambda _: command) if command is not None else (lambda c: agent.run(text, c))
         )
-        session.log_background_notes()
         return schema.PromptResponse(stop_reason=stop)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -195,8 +214,8 @@ class NanohermesAcpAgent:
     # -- shutdown (stdin closed) -----------------------------------------------------------------
 
     async def shutdown(self, unanswered: Callable[[], int]) -> None:
-        """End of input: answer every request already read (running turns are cancelled), then save
-        every session and let distillations finish."""
+        """End of input: answer every request already read (running turns are cancelled), then
+        close every session (saved, MCP servers closed, lock released) and let distillations finish."""
         deadline = time.monotonic() + SHUTDOWN_TURN_GRACE
         while True:
             for session in self.sessions.values():
@@ -206,16 +225,28 @@ class NanohermesAcpAgent:
             await asyncio.sleep(0.02)
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=1.0)
-        agents = [s.agent for s in self.sessions.values() if s.agent is not None]
-        await asyncio.gather(*(asyncio.to_thread(self._finish, agent) for agent in agents))
+        await asyncio.gather(*(self._close(session) for session in list(self.sessions.values())))
+        timeout = self.settings.request_timeout + 5
+        waits = [asyncio.to_thread(agent.wait_for_distillation, timeout) for agent in self._retired]
+        for agent, finished in zip(self._retired, await asyncio.gather(*waits), strict=True):
+            if not finished:
+                log.warning("a distillation of %s did not finish in time", agent.session_path.name)
 
-    def _finish(self, agent: Agent) -> None:
-        try:
-            agent.save()
-        except NanoHermesError as err:
-            log.error("%s", err.one_line())
-        if not agent.wait_for_distillation(self.settings.request_timeout + 5):
-            log.warning("a distillation of %s did not finish in time", agent.session_path.name)
+    async def _close(self, session: AcpSession) -> None:
+        """Take `session` out of the table, stop its turn, save it and release what it holds."""
+        if self.sessions.get(session.id) is session:
+            del self.sessions[session.id]
+        deadline = time.monotonic() + SHUTDOWN_TURN_GRACE
+        while session.turn is not None and time.monotonic() < deadline:
+            session.cancel()
+            await asyncio.sleep(0.01)
+        agent = session.agent
+        if agent is None:
+            return
+        session.agent = None
+        await asyncio.to_thread(_save_and_release, agent, session.release)
+        self._retired = [a for a in self._retired if not a.wait_for_distillation(0)]
+        self._retired.append(agent)
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -241,7 +272,33 @@ class NanohermesAcpAgent:
             if session_id not in self.sessions and not self._path(session_id).exists():
                 return session_id
 
-    async def _open(self, session_id: str, workspace: Path) -> AcpSession:
+    async def _resume(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
+        """The session `session_id`, open here already or opened from its file. A session open with
+        another workspace or other MCP servers is closed and opened again with the new ones."""
+        workspace = _workspace(cwd)
+        servers, skipped = _mcp_servers(mcp_servers)
+        if not SESSION_ID.fullmatch(session_id):
+            raise RequestError(-32602, f"no saved session {session_id!r} in {self.settings.sessions_dir}")
+        async with self._exclusive(session_id):
+            session = self.sessions.get(session_id)
+            if session is not None and session.turn is not None:
+                raise RequestError.invalid_request({"details": f"session {session_id} is running a prompt"})
+            if session is not None and (session.workspace, session.servers) == (workspace, servers):
+                return session
+            if session is not None:
+                await self._close(session)
+            if not self._path(session_id).is_file():
+                raise RequestError(-32602, f"no saved session {session_id!r} in {self.settings.sessions_dir}")
+            return await self._open(session_id, workspace, servers, skipped)
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, session_id: str) -> AsyncIterator[None]:
+        async with self._id_locks.setdefault(session_id, asyncio.Lock()):
+            yield
+
+    async def _open(
+        self, session_id: str, workspace: Path, servers: dict[str, McpServerConfig], skipped: list[str]
+    ) -> AcpSession:
         if not self.settings.model:
             raise RequestError(-32603, "no model configured: start with --model NAME or set NANOHERMES_MODEL")
         loop = asyncio.get_running_loop()
@@ -249,12 +306,21 @@ class NanohermesAcpAgent:
             session_id, workspace, Bridge(loop, self._client(), session_id), self.settings.permission
         )
         files = self._files_factory(session.bridge)
+        path = self._path(session_id)
         try:
-            session.agent = await asyncio.to_thread(
-                self.factory, self._path(session_id), workspace, session.approve, files
-            )
+            opened = await asyncio.to_thread(self.factory, path, workspace, session.approve, files, servers)
+        except SessionInUse as err:
+            raise RequestError(
+                -32603,
+                f"session {session_id} is open in another nanohermes ({_holder(err)}): "
+                "quit it there (or close that thread), then open this one again",
+                {"reason": "session_in_use", "path": str(path)},
+            ) from None
         except NanoHermesError as err:
             raise RequestError(-32603, err.one_line()) from None
+        session.agent, session.release, session.servers = opened.agent, opened.close, servers
+        for note in skipped:
+            opened.agent.post_note(Note(note, "warning"))
         self.sessions[session_id] = session
         return session
 
@@ -290,48 +356,28 @@ class NanohermesAcpAgent:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _session_infos(self, cwd: str | None, start: int) -> tuple[list[schema.SessionInfo], bool]:
-        from nanohermes.session import recent_session_files
 
-        infos: list[schema.SessionInfo] = []
-        matched = 0
-        for path, mtime in recent_session_files(self.settings.sessions_dir):
-            header = _header(path)
-            if header is None or (cwd is not None and header.get("workspace") != cwd):
-                continue
-            matched += 1
-            if matched <= start:
-                continue
-            if len(infos) == LIST_PAGE:
-                return infos, True
-            updated = datetime.fromtimestamp(mtime).astimezone().isoformat(timespec="seconds")
-            workspace, title = str(header.get("workspace") or ""), str(header.get("title") or "") or None
-            infos.append(
-                schema.SessionInfo(session_id=path.stem, cwd=workspace, title=title, updated_at=updated)
-            )
-        return infos, False
-
-
-def _header(path: Path) -> dict[str, Any] | None:
-    """A session file's workspace and title: from its header (version 2), else from the whole file."""
-    from nanohermes.session import SessionFile, read_header, title_of
-
-    header = read_header(path)
-    if header is not None:
-        return header
+def _save_and_release(agent: Agent, release: Callable[[], None]) -> None:
     try:
-        data = SessionFile(path).load()
-    except SessionError:
-        return None
-    return {"workspace": data.workspace, "title": title_of(data.messages)}
+        agent.save()
+    except NanoHermesError as err:
+        log.error("%s", err.one_line())
+    finally:
+        release()
 
 
-def _ignored_mcp(servers: Any) -> None:
-    """MCP capabilities are not advertised (no MCP client yet): servers a client sends anyway are
-    named on stderr, not silently dropped."""
-    if servers:
-        names = ", ".join(str(getattr(server, "name", "?")) for server in servers)
-        log.warning("MCP servers from the client are not supported yet and were not started: %s", names)
+def _mcp_servers(servers: Any) -> tuple[dict[str, McpServerConfig], list[str]]:
+    """A client's `mcpServers` as configs, and a note for each one not started (a transport
+    nanohermes does not speak: SSE, ACP's own). A bad entry is a JSON-RPC invalid-params error."""
+    try:
+        return convert.mcp_configs(servers or [])
+    except ConfigError as err:
+        raise RequestError(-32602, err.one_line()) from None
+
+
+def _holder(err: SessionInUse) -> str:
+    found = re.search(r"pid \d+", str(err))
+    return found.group(0) if found else "pid unknown"
 
 
 def _workspace(cwd: str) -> Path:
@@ -341,46 +387,3 @@ def _workspace(cwd: str) -> Path:
     if not path.is_dir():
         raise RequestError(-32602, f"cwd {cwd} is not a directory")
     return path.resolve()
-
-
-class _OneLineFormatter(logging.Formatter):
-    """Log lines for stderr; without --verbose an exception is one line, not a traceback."""
-
-    def __init__(self, verbose: bool) -> None:
-        super().__init__("nanohermes acp: %(levelname)s: %(message)s")
-        self.verbose = verbose
-
-    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
-        if self.verbose:
-            return super().formatException(ei)
-        return f"  {ei[0].__name__}: {ei[1]}" if ei and ei[0] else ""
-
-
-def serve(
-    settings: Settings,
-    factory: AgentFactory,
-    stores: Callable[[Path], MemoryStore | None],
-    *,
-    verbose: bool,
-) -> int:
-    """Serve on stdin/stdout until stdin closes; exit status 0. `stores`: the memory store of a
-    workspace (its project's; the same object for every session of that workspace)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OneLineFormatter(verbose))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO if verbose else logging.WARNING)
-    sys.setswitchinterval(SWITCH_INTERVAL)
-    proto_in, proto_out = protocol_files()
-    return asyncio.run(_serve(NanohermesAcpAgent(settings, factory, stores), proto_in, proto_out))
-
-
-async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> int:
-    transport = await open_transport(proto_in, proto_out)
-    connection = AgentSideConnection(cast("AcpAgent", agent), transport, listening=False)
-    try:
-        await connection.listen()
-        await agent.shutdown(transport.unanswered)
-    finally:
-        await asyncio.shield(connection.close())
-    return 0

@@ -9,21 +9,20 @@ request about it, and every update of a turn goes out before the prompt's answer
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 from acp import RequestError, schema
 from acp.helpers import update_agent_message_text, update_agent_thought_text, update_tool_call
 
 from nanohermes.acp import convert
+from nanohermes.acp.inbox import Inbox
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
 from nanohermes.events import (
@@ -46,7 +45,6 @@ if TYPE_CHECKING:
     from nanohermes.agent import Agent
 
 log = logging.getLogger("nanohermes.acp")
-T = TypeVar("T")
 EventSource = Callable[[CancelToken], Iterator[Event]]
 
 STOP_REASONS: dict[str, schema.StopReason] = {
@@ -57,8 +55,6 @@ STOP_REASONS: dict[str, schema.StopReason] = {
     "max_tokens": "max_tokens",
     "refusal": "refusal",
 }
-TEXT_INTERVAL = 0.008
-"""Seconds between two text updates of a turn (about one editor frame)."""
 PERMISSION_OPTIONS = [
     schema.PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
     schema.PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
@@ -121,13 +117,25 @@ class _Done:
         self.error = error
 
 
+_Item = Event | _Ask | _Done
+
+
 @dataclass
 class _Turn:
-    inbox: _Inbox
+    inbox: Inbox[_Item]
     cancel: CancelToken = field(default_factory=CancelToken)
     asking: asyncio.Task[Any] | None = None
     worker: threading.Thread | None = None
     errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Opened:
+    """What the composition root built for one session: its agent, and `close` (idempotent) for
+    what the session holds besides — its MCP servers (stdio ones killed) and its session lock."""
+
+    agent: Agent
+    close: Callable[[], None]
 
 
 class AcpSession:
@@ -136,6 +144,10 @@ class AcpSession:
     def __init__(self, session_id: str, workspace: Path, bridge: Bridge, mode: str) -> None:
         self.id, self.workspace, self.bridge, self.mode = session_id, workspace, bridge, mode
         self.agent: Agent | None = None
+        self.release: Callable[[], None] = lambda: None
+        """Closes the session's MCP servers and releases its lock (Opened.close)."""
+        self.servers: object = None
+        """The MCP servers it was opened with (a load asking for others reopens it)."""
         self.turn: _Turn | None = None
         self._rejected: set[str] = set()
         self._live: dict[str, tuple[str, str]] = {}
@@ -166,13 +178,14 @@ class AcpSession:
         """Run `source` (a turn, /compact, …) on a worker and stream its events; the stop reason."""
         if self.turn is not None:
             raise RequestError.invalid_request({"details": f"session {self.id} is already running a prompt"})
-        turn = _Turn(_Inbox(self.bridge.loop))
+        turn = _Turn(Inbox(self.bridge.loop))
         self.turn = turn
         turn.worker = threading.Thread(
             target=self._work, args=(source, turn), name=f"nh-acp-{self.id}", daemon=True
         )
         done = False
         try:
+            await self._send_notes()
             turn.worker.start()
             finished = await self._pump(turn)
             done = True
@@ -181,6 +194,7 @@ class AcpSession:
                 turn.cancel.cancel()
             self.turn = None
         await self._close_open_calls(turn.cancel.cancelled)
+        await self._send_notes()
         if turn.cancel.cancelled:
             return "cancelled"
         if finished.reason == "error":
@@ -318,76 +332,21 @@ class AcpSession:
                 session_id=self.id, update=update_tool_call(acp_id, status=status)
             )
 
-    def log_background_notes(self) -> None:
+    async def _send_notes(self) -> None:
+        """What happened in the background (an MCP server that failed, an unreadable AGENTS.md, a
+        memory not saved) is shown in the turn, as the REPL prints it; details go to the log."""
         if self.agent is None:
             return
-        for event in self.agent.drain_background_events():
-            if isinstance(event, Note):
-                log.log(
-                    logging.WARNING if event.level in ("warning", "error") else logging.INFO, "%s", event.text
-                )
+        for note in self.agent.drain_background_events():
+            if not isinstance(note, Note):
+                continue
+            if note.level in ("warning", "error"):
+                log.warning("session %s: %s", self.id, note.text)
+                update = update_agent_message_text(f"\n\n_{note.text}_\n\n")
+                await self.bridge.client.session_update(session_id=self.id, update=update)
+            else:
+                log.info("session %s: %s", self.id, note.text)
 
 
 def _cancel(future: concurrent.futures.Future[Any]) -> None:
     future.cancel()
-
-
-_Item = Event | _Ask | _Done
-
-
-class _Inbox:
-    """What a turn's worker hands to its prompt coroutine, in order. `put` is called on worker
-    threads; the event loop is woken once per batch, not once per item (fewer thread switches)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._items: collections.deque[_Item] = collections.deque()
-        self._ready = asyncio.Event()
-        self._lock = threading.Lock()
-        self._wake_pending = False
-        self._last_text = 0.0
-
-    def put(self, item: _Item) -> None:
-        """Raises RuntimeError when the event loop is closed."""
-        with self._lock:
-            self._items.append(item)
-            if self._wake_pending:
-                return
-            self._wake_pending = True
-        self._loop.call_soon_threadsafe(self._wake)
-
-    def _wake(self) -> None:
-        with self._lock:
-            self._wake_pending = False
-        self._ready.set()
-
-    async def get(self) -> _Item:
-        """The next item. Text is sent at most once per TEXT_INTERVAL: the pieces streamed
-        meanwhile join into one update (a fast model's burst costs a few messages, not hundreds;
-        a slow stream is sent piece by piece as it comes)."""
-        while not self._items:
-            self._ready.clear()
-            await self._ready.wait()
-        item = self._items.popleft()
-        if isinstance(item, TextDelta | ReasoningDelta):
-            kind = type(item)
-            await self._gather(kind)
-            self._last_text = time.monotonic()
-            pieces = [item.text]
-            while self._items and type(self._items[0]) is kind:
-                pieces.append(cast(TextDelta | ReasoningDelta, self._items.popleft()).text)
-            item = kind("".join(pieces))
-        return item
-
-    async def _gather(self, kind: type[TextDelta | ReasoningDelta]) -> None:
-        """In a burst (the last text update was under TEXT_INTERVAL ago), wait for the rest of the
-        frame — unless something else (a tool call, the turn's end) is already waiting behind."""
-        deadline = self._last_text + TEXT_INTERVAL
-        while (left := deadline - time.monotonic()) > 0:
-            if self._items and type(self._items[-1]) is not kind:
-                return
-            self._ready.clear()
-            try:
-                await asyncio.wait_for(self._ready.wait(), left)
-            except TimeoutError:
-                return

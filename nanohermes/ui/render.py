@@ -7,7 +7,6 @@ rate. Works on any rich `Console`, so tests use `Console(file=StringIO())`.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING
 
@@ -25,35 +24,20 @@ from nanohermes.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.types import ToolCall, ToolResult, shorten
+from nanohermes.toolcalls import key_argument
+from nanohermes.types import ToolResult, shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.live import Live
 
-KEY_ARGUMENTS = ("path", "command", "pattern", "query", "glob", "id", "description", "kind", "text")
 NOTE_STYLES = {"info": "dim", "debug": "dim", "warning": "yellow", "error": "bold red"}
 CODE_THEME = "monokai"
 REFRESH_PER_SECOND = 10
 EXPLAINED_REASONS = ("done", "interrupted", "error", "max_iterations")
 """TurnFinished reasons the agent already explained with a Note."""
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
-
-
-def key_argument(call: ToolCall, width: int = 60) -> str:
-    """The argument that says what a call is about (its path, command, pattern…), shortened."""
-    try:
-        arguments = json.loads(call.arguments or "{}")
-    except ValueError:
-        return shorten(call.arguments, width)
-    if not isinstance(arguments, dict):
-        return ""
-    for name in KEY_ARGUMENTS:
-        value = arguments.get(name)
-        if isinstance(value, str) and value:
-            return shorten(value, width)
-    return ""
 
 
 def _outcome(result: ToolResult) -> str:

@@ -1,0 +1,73 @@
+"""`nanohermes acp` on stdio: logging to stderr, the protocol's own file descriptors, the connection
+that routes JSON-RPC to `NanohermesAcpAgent` until stdin closes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from acp.agent.connection import AgentSideConnection
+
+from nanohermes.acp.server import AgentFactory, NanohermesAcpAgent
+from nanohermes.acp.transport import open_transport, protocol_files
+
+if TYPE_CHECKING:
+    from acp.interfaces import Agent as AcpAgent
+
+    from nanohermes.memory import MemoryStore
+    from nanohermes.settings import Settings
+
+SWITCH_INTERVAL = 0.0005
+"""Seconds a thread may hold the GIL while another waits (Python's default is 5 ms): each update
+hops from a turn's worker to the event loop, and the default makes every hop wait up to 5 ms."""
+
+
+class _OneLineFormatter(logging.Formatter):
+    """Log lines for stderr; without --verbose an exception is one line, not a traceback."""
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__("nanohermes acp: %(levelname)s: %(message)s")
+        self.verbose = verbose
+
+    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+        if self.verbose:
+            return super().formatException(ei)
+        return f"  {ei[0].__name__}: {ei[1]}" if ei and ei[0] else ""
+
+
+def serve(
+    settings: Settings,
+    factory: AgentFactory,
+    stores: Callable[[Path], MemoryStore | None],
+    *,
+    verbose: bool,
+) -> int:
+    """Serve on stdin/stdout until stdin closes; exit status 0. `stores`: the memory store of a
+    workspace (its project's; the same object for every session of that workspace)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLineFormatter(verbose))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    proto_in, proto_out = protocol_files()
+    return asyncio.run(_serve(NanohermesAcpAgent(settings, factory, stores), proto_in, proto_out))
+
+
+async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> int:
+    transport = await open_transport(proto_in, proto_out)
+    # The SDK still counts session/close and session/resume as unstable (the schema no longer does):
+    # without the flag it answers them «method not found».
+    connection = AgentSideConnection(
+        cast("AcpAgent", agent), transport, listening=False, use_unstable_protocol=True
+    )
+    try:
+        await connection.listen()
+        await agent.shutdown(transport.unanswered)
+    finally:
+        await asyncio.shield(connection.close())
+    return 0

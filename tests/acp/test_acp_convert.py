@@ -1,0 +1,59 @@
+"""ACP shapes without a process: a client's mcpServers as configs, tool-call titles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from acp import schema
+
+from nanohermes.acp.convert import announce, mcp_configs
+from nanohermes.errors import ConfigError
+from nanohermes.toolcalls import tool_title
+from nanohermes.types import ToolCall
+
+
+def test_stdio_and_http_servers_become_configs_and_sse_is_left_out_with_a_note() -> None:
+    stdio = schema.McpServerStdio(
+        name="files", command="npx", args=["-y", "srv"], env=[schema.EnvVariable(name="K", value="v")]
+    )
+    http = schema.HttpMcpServer(
+        type="http", name="docs", url="https://x/mcp", headers=[schema.HttpHeader(name="A", value="b")]
+    )
+    sse = schema.SseMcpServer(type="sse", name="old", url="https://x/sse", headers=[])
+    configs, notes = mcp_configs([stdio, http, sse])
+    assert list(configs) == ["files", "docs"]
+    assert (configs["files"].command, configs["files"].args, configs["files"].env) == (
+        "npx",
+        ("-y", "srv"),
+        {"K": "v"},
+    )
+    assert (configs["docs"].url, configs["docs"].headers) == ("https://x/mcp", {"A": "b"})
+    assert notes == [
+        "MCP server 'old' not started: its SSE transport is not supported (use stdio or streamable HTTP)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("servers", "message"),
+    [
+        ([schema.McpServerStdio(name="a", command=" ", args=[], env=[])], "must not be empty"),
+        (
+            [schema.McpServerStdio(name="a", command="x", args=[], env=[])] * 2,
+            "two servers have the same name",
+        ),
+        ([schema.McpServerStdio(name=" ", command="x", args=[], env=[])], "a server name is empty"),
+    ],
+)
+def test_a_bad_server_entry_is_a_config_error(servers: list[schema.McpServerStdio], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        mcp_configs(servers)
+
+
+def test_titles_of_mcp_and_builtin_calls() -> None:
+    assert tool_title("mcp__docs__search", {"query": "ranking", "limit": 3}) == "docs: search ranking"
+    assert tool_title("mcp__docs__list", {}) == "docs: list"
+    assert tool_title("edit_file", {"path": "a.py"}) == "Edit a.py"
+    assert tool_title("mcp__", {}) == "mcp__"
+    shown = announce("1-c", ToolCall("c", "mcp__docs__search", '{"query": "q"}'), Path("/w"), "pending")
+    assert (shown.title, shown.kind) == ("docs: search q", "other")
