@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = parse_args(args)
         code = _dispatch(options)
     except UsageError as err:
-        return _fail(f"{err} (see nanohermes --help)", EXIT_USAGE)
+        return _fail(f"{err} (see {err.command} --help)", EXIT_USAGE)
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return EXIT_INTERRUPTED

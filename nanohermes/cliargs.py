@@ -14,12 +14,49 @@ __all__ = ["CliOptions", "MemoryArgs", "UndoArgs", "UsageError", "build_parser",
 
 
 class UsageError(Exception):
-    """A bad command line; reported as one line with exit code 2."""
+    """A bad command line; reported as one line with exit code 2, pointing at `command --help`."""
+
+    def __init__(self, message: str, command: str = "nanohermes") -> None:
+        super().__init__(message)
+        self.command = command
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
+        raise UsageError(message, self.prog)
+
+
+def _add_run_options(add: Callable[..., object], permission_help: str) -> None:
+    """The options that choose the model, the permission mode and the memory: `nanohermes` and
+    `nanohermes acp` take the same ones (read back by `_run_overrides`)."""
+    add("--model", metavar="M", help="model name sent to the endpoint")
+    add("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8080/v1")
+    add("--permission", metavar="MODE", help=permission_help)
+    add("--no-memory", action="store_true", help="turn long-term memory off for this run")
+    add("--memory-dir", metavar="DIR", help="directory holding memory.json (default: ~/.nanohermes)")
+
+
+def _add_common_options(add: Callable[..., object], verbose_help: str = "show details") -> None:
+    add("--config", metavar="FILE", help="config TOML file (default: ~/.nanohermes/config.toml)")
+    add("--verbose", action="store_true", help=verbose_help)
+
+
+def _run_overrides(ns: argparse.Namespace, command: str) -> dict[str, object]:
+    """The settings given by `_add_run_options`' options (a bad permission mode: UsageError)."""
+    from nanohermes.settings import PERMISSION_MODES  # settings load right after parsing anyway
+
+    if ns.permission is not None and ns.permission not in PERMISSION_MODES:
+        modes = "read-only, ask, auto"
+        raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: {modes}", command)
+    overrides: dict[str, object] = {
+        "model": ns.model,
+        "base_url": ns.base_url,
+        "permission": ns.permission,
+        "memory_dir": ns.memory_dir,
+    }
+    if ns.no_memory:
+        overrides["memory"] = False
+    return {k: v for k, v in overrides.items() if v is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,18 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
     add = parser.add_argument
     add("--session", metavar="NAME|PATH", help="resume or create a session (a name, or a .json path)")
     add("--continue", dest="continue_last", action="store_true", help="resume the most recent session")
-    add("--model", metavar="M", help="model name sent to the endpoint")
-    add("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8080/v1")
-    add("--permission", metavar="MODE", help="read-only | ask | auto (default: ask)")
-    add("--no-memory", action="store_true", help="turn long-term memory off for this run")
-    add("--memory-dir", metavar="DIR", help="directory holding memory.json (default: ~/.nanohermes)")
-    add("--config", metavar="FILE", help="config TOML file (default: ~/.nanohermes/config.toml)")
+    _add_run_options(add, "read-only | ask | auto (default: ask)")
     add("--mcp-config", metavar="FILE", action="append", help='MCP servers as JSON {"mcpServers": {...}}')
     add("-p", "--prompt", metavar="PROMPT", help="run one turn non-interactively ('-' reads stdin)")
     add("--json", dest="json_output", action="store_true", help="with -p: print one JSON object")
     add("--yes", action="store_true", help="allow writes and shell commands without asking (= auto)")
     add("--local", action="store_true", help="start the bundled small model offline (extra 'local')")
-    add("--verbose", action="store_true", help="show details: retries, distillation, tracebacks")
+    _add_common_options(add, "show details: retries, distillation, tracebacks")
     add("--version", action="version", version=f"nanohermes {__version__}", help="print the version")
     return parser
 
@@ -102,8 +134,7 @@ def build_undo_parser() -> argparse.ArgumentParser:
     add("--list", dest="list_only", action="store_true", help="list the recorded turns and their files")
     add("--to", metavar="N", type=int, help="revert every turn from N on (back to before turn N)")
     add("--force", action="store_true", help="overwrite files that were edited after the turn")
-    add("--config", metavar="FILE", help="config TOML file")
-    add("--verbose", action="store_true", help="show details")
+    _add_common_options(add)
     return parser
 
 
@@ -113,13 +144,8 @@ def build_acp_parser() -> argparse.ArgumentParser:
         description="Serve the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim).",
     )
     add = parser.add_argument
-    add("--model", metavar="M", help="model name sent to the endpoint")
-    add("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
-    add("--permission", metavar="MODE", help="initial mode of new sessions: read-only | ask | auto")
-    add("--no-memory", action="store_true", help="turn long-term memory off")
-    add("--memory-dir", metavar="DIR", help="directory holding memory.json")
-    add("--config", metavar="FILE", help="config TOML file")
-    add("--verbose", action="store_true", help="log details to stderr")
+    _add_run_options(add, "initial mode of new sessions: read-only | ask | auto (default: ask)")
+    _add_common_options(add, "log details to stderr")
     return parser
 
 
@@ -131,10 +157,7 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         end = rest.index("--") if "--" in rest else len(rest)
         return SUB_COMMANDS[argv[at]](rest[:end] + argv[:at] + rest[end:])
     ns = build_parser().parse_args(argv)
-    from nanohermes.settings import PERMISSION_MODES  # settings load right after parsing anyway
-
-    if ns.permission is not None and ns.permission not in PERMISSION_MODES:
-        raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: read-only, ask, auto")
+    overrides = _run_overrides(ns, "nanohermes")
     if ns.yes and ns.permission == "read-only":
         raise UsageError("--yes cannot widen --permission read-only; drop one of them")
     if ns.json_output and ns.prompt is None:
@@ -143,14 +166,6 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         raise UsageError("use either --session or --continue, not both")
     if ns.local and ns.base_url is not None:
         raise UsageError("--local starts its own endpoint; drop --base-url")
-    overrides: dict[str, object] = {
-        "model": ns.model,
-        "base_url": ns.base_url,
-        "permission": ns.permission,
-        "memory_dir": ns.memory_dir,
-    }
-    if ns.no_memory:
-        overrides["memory"] = False
     return CliOptions(
         session=ns.session,
         continue_last=ns.continue_last,
@@ -161,7 +176,7 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         local=ns.local,
         verbose=ns.verbose,
         mcp_config=tuple(Path(path) for path in ns.mcp_config or ()),
-        overrides={k: v for k, v in overrides.items() if v is not None},
+        overrides=overrides,
     )
 
 
@@ -187,7 +202,8 @@ def _parse_memory(argv: list[str]) -> CliOptions:
     if ns.action is None:
         raise UsageError(
             "memory needs an action: list [--all] | search QUERY [--explain] [--all] | forget ID | stats "
-            "| path | add KIND TEXT [--project] | export | import FILE"
+            "| path | add KIND TEXT [--project] | export | import FILE",
+            "nanohermes memory",
         )
     argument = _memory_argument(ns)
     memory = MemoryArgs(
@@ -218,32 +234,20 @@ def _memory_argument(ns: argparse.Namespace) -> str:
 def _parse_undo(argv: list[str]) -> CliOptions:
     ns = build_undo_parser().parse_args(argv)
     if ns.to is not None and ns.to < 1:
-        raise UsageError("--to needs a turn number (1 or more; see nanohermes undo --list)")
+        raise UsageError("--to needs a turn number, 1 or more (undo --list shows them)", "nanohermes undo")
     if ns.list_only and (ns.to is not None or ns.force):
-        raise UsageError("--list only lists; drop --to and --force")
+        raise UsageError("--list only lists; drop --to and --force", "nanohermes undo")
     undo = UndoArgs(ns.session, ns.list_only, ns.to, ns.force)
     return CliOptions(config=Path(ns.config) if ns.config else None, verbose=ns.verbose, undo=undo)
 
 
 def _parse_acp(argv: list[str]) -> CliOptions:
     ns = build_acp_parser().parse_args(argv)
-    from nanohermes.settings import PERMISSION_MODES
-
-    if ns.permission is not None and ns.permission not in PERMISSION_MODES:
-        raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: read-only, ask, auto")
-    overrides: dict[str, object] = {
-        "model": ns.model,
-        "base_url": ns.base_url,
-        "permission": ns.permission,
-        "memory_dir": ns.memory_dir,
-    }
-    if ns.no_memory:
-        overrides["memory"] = False
     return CliOptions(
         config=Path(ns.config) if ns.config else None,
         verbose=ns.verbose,
         acp=True,
-        overrides={k: v for k, v in overrides.items() if v is not None},
+        overrides=_run_overrides(ns, "nanohermes acp"),
     )
 
 
@@ -257,7 +261,7 @@ def _parse_mcp(argv: list[str]) -> CliOptions:
     )
     ns = parser.parse_args(argv)
     if ns.action is None:
-        raise UsageError("mcp needs an action: list")
+        raise UsageError("mcp needs an action: list", "nanohermes mcp")
     return CliOptions(
         config=Path(ns.config) if ns.config else None,
         verbose=ns.verbose,

@@ -88,7 +88,10 @@ def test_help_lists_every_flag(isolated_home: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "env", "fragments"),
     [
-        (["--bogus"], {}, ["unrecognized arguments: --bogus"]),
+        (["--bogus"], {}, ["unrecognized arguments: --bogus", "(see nanohermes --help)"]),
+        (["acp", "--bogus"], {}, ["unrecognized arguments: --bogus", "(see nanohermes acp --help)"]),
+        (["acp", "--permission", "yolo"], {}, ["unknown permission mode 'yolo'", "nanohermes acp --help"]),
+        (["undo", "--to", "0"], {}, ["--to needs a turn number", "(see nanohermes undo --help)"]),
         (["--permission", "yolo"], {}, ["unknown permission mode 'yolo'", "read-only, ask, auto"]),
         ([], {"NANOHERMES_MAX_RETRIES": "lots"}, ["NANOHERMES_MAX_RETRIES", "'lots'"]),
         ([], {"NANOHERMES_PERMISSION": "yolo"}, ["NANOHERMES_PERMISSION"]),
