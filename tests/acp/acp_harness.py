@@ -8,6 +8,7 @@ async with running_server(fake_server, client) as conn:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -107,3 +108,13 @@ def stderr_text(process: Any) -> str:
     handle = process.stderr_file
     handle.seek(0)
     return str(handle.read().decode("utf-8", "replace"))
+
+
+async def streaming_prompt(conn: ClientSideConnection, client: RecordingClient, sid: str, text: str) -> Any:
+    """Start a prompt and return its future once its first text has arrived (the turn is running)."""
+    from acp import text_block
+
+    future = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(text)]))
+    while not client.texts(sid):
+        await asyncio.sleep(0.02)
+    return future

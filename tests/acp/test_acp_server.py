@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from acp import RequestError, text_block
-from acp_harness import RecordingClient, capabilities, running_server, stderr_text
+from acp_harness import RecordingClient, capabilities, running_server, stderr_text, streaming_prompt
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
@@ -518,9 +518,7 @@ def test_a_second_prompt_while_one_runs_in_the_same_session_is_refused(
         async with running_server(fake_server.url, client) as (conn, _):
             await conn.initialize(protocol_version=1, client_capabilities=capabilities(False))
             sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-            first = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("first")]))
-            while not client.texts(sid):
-                await asyncio.sleep(0.02)
+            first = await streaming_prompt(conn, client, sid, "first")
             with pytest.raises(RequestError) as refused:
                 await conn.prompt(session_id=sid, prompt=[text_block("second")])
             return await first, str(refused.value.data)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from acp import RequestError, schema, text_block
-from acp_harness import RecordingClient, capabilities, running_server, stderr_text
+from acp_harness import RecordingClient, capabilities, running_server, stderr_text, streaming_prompt
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 from mcp_helpers import DEMO, process_gone, wait_for
@@ -26,13 +26,6 @@ DISTILL = "durable long-term memories"
 
 def run(body: Callable[[], Awaitable[Any]], timeout: float = 90.0) -> Any:
     return asyncio.run(asyncio.wait_for(body(), timeout))
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path.resolve()
 
 
 def demo(name: str, markers: Path) -> schema.McpServerStdio:
@@ -140,9 +133,7 @@ def test_close_cancels_a_running_prompt_and_the_session_can_be_resumed(
         async with running_server(fake_server.url, client) as (conn, _):
             await conn.initialize(protocol_version=1, client_capabilities=capabilities(False))
             sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-            running = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("long one")]))
-            while not client.texts(sid):
-                await asyncio.sleep(0.02)
+            running = await streaming_prompt(conn, client, sid, "long one")
             await conn.close_session(session_id=sid)
             cut = await running
             before = len(client.updates)
