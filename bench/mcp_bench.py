@@ -8,8 +8,9 @@
    prints Ctrl-D → exit with three servers (they are closed and their process groups killed).
 2. Per call: the same `echo` tool called (a) straight through the SDK's `Client` on an asyncio loop
    (the transport and the server's own time: the baseline), (b) through `McpManager.call` from
-   another thread, (c) as the model's tool call through `ToolRunner.run_calls` (thread pool, checks,
-   result capping). Goal: (c) − (a) ≤ 2 ms. Prints medians; asserts nothing about time.
+   another thread, (c) as the model's tool call through `ToolRunner.run_calls` (argument checks,
+   dispatch, result capping), in rounds that alternate (a) with (b)+(c) so that all see the same
+   load. Goal: (c) − (a) ≤ 2 ms. Prints medians; asserts nothing about time. `--calls-only`: skip 1.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from startup_bench import bench_env, nanohermes_command, time_to_prompt
@@ -86,20 +88,28 @@ def bench_startup(runs: int) -> None:
     )
 
 
-async def sdk_round_trips(calls: int) -> list[float]:
+ROUNDS = 10
+
+
+async def interleaved(calls: int, managed_block: Callable[[int], None]) -> list[float]:
+    """The baseline, in rounds alternating with `managed_block` (run in a thread meanwhile, while this
+    loop waits idle): every case sees the same machine load. Returns the baseline's times."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(command=sys.executable, args=[str(DEMO)])
-    times = []
+    times: list[float] = []
+    block = max(1, calls // ROUNDS)
     with open(os.devnull, "w") as devnull:
         async with Client(stdio_client(params, errlog=devnull)) as client:
             for _ in range(20):
                 await client.call_tool("echo", {"text": "warm"})
-            for _ in range(calls):
-                start = time.perf_counter()
-                await client.call_tool("echo", {"text": "hello"})
-                times.append((time.perf_counter() - start) * 1000)
+            for _ in range(ROUNDS):
+                for _ in range(block):
+                    start = time.perf_counter()
+                    await client.call_tool("echo", {"text": "hello"})
+                    times.append((time.perf_counter() - start) * 1000)
+                await asyncio.to_thread(managed_block, block)
     return times
 
 
@@ -110,27 +120,31 @@ def bench_calls(calls: int) -> None:
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.types import ToolCall
 
-    sdk = asyncio.run(sdk_round_trips(calls))
+    managed: list[float] = []
+    through_runner: list[float] = []
     with tempfile.TemporaryDirectory(prefix="nh-mcp-calls-") as tmp:
         server = McpServerConfig(command=sys.executable, args=(str(DEMO),))
         with McpManager({"demo": server}, cwd=Path(tmp)) as manager:
             runner = ToolRunner(Path(tmp), permission="auto", approver=None, store=None)
             runner.add_source(manager.tools)
             runner.names()  # waits for the server
-            managed, through_runner = [], []
             token = CancelToken()
             for _ in range(20):
                 manager.call("demo", "echo", {"text": "warm"}, token)
-            for n in range(calls):
-                start = time.perf_counter()
-                manager.call("demo", "echo", {"text": "hello"}, token)
-                managed.append((time.perf_counter() - start) * 1000)
-                call = ToolCall(id=f"call_{n}", name="mcp__demo__echo", arguments='{"text": "hello"}')
-                start = time.perf_counter()
-                list(runner.run_calls([call], token))
-                through_runner.append((time.perf_counter() - start) * 1000)
+
+            def managed_block(count: int) -> None:
+                for n in range(count):
+                    start = time.perf_counter()
+                    manager.call("demo", "echo", {"text": "hello"}, token)
+                    managed.append((time.perf_counter() - start) * 1000)
+                    call = ToolCall(id=f"call_{n}", name="mcp__demo__echo", arguments='{"text": "hello"}')
+                    start = time.perf_counter()
+                    list(runner.run_calls([call], token))
+                    through_runner.append((time.perf_counter() - start) * 1000)
+
+            sdk = asyncio.run(interleaved(calls, managed_block))
     base = statistics.median(sdk)
-    print(f"\nper call ({calls} calls each, tool `echo` of the demo server over stdio)")
+    print(f"\nper call ({len(sdk)} calls each, {ROUNDS} interleaved rounds, the demo server's `echo`, stdio)")
     print(f"  (a) SDK Client.call_tool on its own loop    median {base:6.2f} ms   (the baseline)")
     cases = (("(b) McpManager.call from a thread", managed), ("(c) ToolRunner.run_calls", through_runner))
     for label, times in cases:
@@ -144,8 +158,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="start-up runs per case (default 7)")
     parser.add_argument("--calls", type=int, default=300, help="calls per case (default 300)")
+    parser.add_argument("--calls-only", action="store_true", help="only the per-call figures")
     args = parser.parse_args()
-    bench_startup(args.runs)
+    if not args.calls_only:
+        bench_startup(args.runs)
     bench_calls(args.calls)
     return 0
 

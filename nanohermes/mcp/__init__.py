@@ -2,6 +2,7 @@
 
     manager.py     McpManager: one asyncio loop thread; servers start in the background; sync API
     connection.py  one server's SDK client (imported on the loop thread only: the `mcp` SDK loads there)
+    logs.py        each stdio server's stderr in its own log file (rotated), never on the terminal
     results.py     a CallToolResult as the text the model sees
     tools.py       server tools → `nanohermes.tools.base.Tool` objects named `mcp__<server>__<tool>`
 

@@ -17,17 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
+from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.results import render_result
 from nanohermes.mcp.tools import build_tools
 from nanohermes.mcp_config import McpServerConfig
@@ -93,14 +95,13 @@ class McpManager:
                 server.state = "disabled"
                 server.started.set()
         self._cwd = cwd
-        self._log_dir = log_dir
         self._on_notice = on_notice
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._logs: dict[str, TextIO] = {}
-        self._log_starts: dict[str, int] = {}
+        self._logs = ServerLogs(log_dir)
         self._closed = False
+        self._pending: set[Future[str]] = set()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -142,8 +143,9 @@ class McpManager:
                 future.cancel()
             loop.call_soon_threadsafe(loop.stop)
             thread.join(CLOSE_TIMEOUT)
-        for log in self._logs.values():
-            log.close()
+        for pending in list(self._pending):  # calls that raced with close: nobody will answer them
+            pending.cancel()
+        self._logs.close()
         with self._lock:
             for server in self._servers.values():
                 server.state = "closed" if server.state != "disabled" else "disabled"
@@ -193,13 +195,25 @@ class McpManager:
                 for s in self._servers.values()
             ]
 
-    def call(self, server: str, tool: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
-        """Call one tool and wait for its text; raises ToolError (with the reason) or Cancelled."""
+    def submit(self, server: str, tool: str, arguments: dict[str, Any]) -> concurrent.futures.Future[str]:
+        """Start one call on the loop and return at once. The future gives the result's text or raises
+        ToolError (with the reason); cancelling it cancels the call (MCP's notifications/cancelled)."""
         loop = self._loop
         target = self._servers.get(server)
         if loop is None or target is None or self._closed:
             raise ToolError(f"MCP server {server} is not running")
-        future = asyncio.run_coroutine_threadsafe(self._call(target, tool, arguments), loop)
+        future: concurrent.futures.Future[str] = concurrent.futures.Future()
+        self._pending.add(future)  # close() cancels what it leaves unanswered
+        future.add_done_callback(self._pending.discard)
+        try:
+            loop.call_soon_threadsafe(self._begin, target, tool, arguments, future)
+        except RuntimeError:  # the loop closed meanwhile
+            raise ToolError(f"MCP server {server} is not running") from None
+        return future
+
+    def call(self, server: str, tool: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
+        """Call one tool and wait for its text; raises ToolError (with the reason) or Cancelled."""
+        future = self.submit(server, tool, arguments)
         unregister = cancel.on_cancel(lambda: _cancel(future))
         try:
             return future.result()
@@ -209,6 +223,30 @@ class McpManager:
             unregister()
 
     # -- on the loop thread ---------------------------------------------------------------------
+
+    def _begin(self, server: _Server, tool: str, arguments: dict[str, Any], future: Future[str]) -> None:
+        """Start a submitted call (unless cancelled already); cancelling `future` cancels its task.
+        (Not run_coroutine_threadsafe: the task answers the caller itself, one loop turn sooner.)"""
+        if future.cancelled():
+            return
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(self._answer(server, tool, arguments, future))
+        future.add_done_callback(lambda done: _cancel_task(loop, task) if done.cancelled() else None)
+
+    async def _answer(
+        self, server: _Server, tool: str, arguments: dict[str, Any], future: Future[str]
+    ) -> None:
+        try:
+            text = await self._call(server, tool, arguments)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as err:
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                future.set_exception(err)
+        else:
+            with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled meanwhile
+                future.set_result(text)
 
     async def _start_all(self, servers: list[_Server]) -> None:
         logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
@@ -229,10 +267,12 @@ class McpManager:
             from nanohermes.mcp.connection import Connection
         except ImportError as err:
             raise RuntimeError(f"the MCP SDK is not installed ({err}); pip install 'mcp>=2.3,<3'") from None
-        connection = Connection(server.name, server.config, cwd=self._cwd, errlog=self._errlog(server.name))
+        errlog = self._logs.open(server.name)
+        connection = Connection(server.name, server.config, cwd=self._cwd, errlog=errlog)
         server.connection = connection
         listed = await connection.open()
-        tools = build_tools(server.name, server.config, listed, self._caller(server.name))
+        name = server.name
+        tools = build_tools(name, server.config, listed, self._caller(name), self._starter(name))
         infos = tuple(_info(tool, spec) for tool, spec in zip(tools, listed, strict=True))
         with self._lock:
             if self._closed:
@@ -242,6 +282,9 @@ class McpManager:
     def _caller(self, name: str) -> Callable[[str, dict[str, Any], CancelToken], str]:
         return lambda tool, arguments, cancel: self.call(name, tool, arguments, cancel)
 
+    def _starter(self, name: str) -> Callable[[str, dict[str, Any]], concurrent.futures.Future[str]]:
+        return lambda tool, arguments: self.submit(name, tool, arguments)
+
     async def _call(self, server: _Server, tool: str, arguments: dict[str, Any]) -> str:
         from nanohermes.mcp.connection import CallFailed, ServerGone, describe_error
 
@@ -250,11 +293,12 @@ class McpManager:
         assert connection is not None
         timeout = server.config.tool_timeout
         try:
-            result = await asyncio.wait_for(connection.call(tool, arguments), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: that wraps the call in one more task
+                result = await connection.call(tool, arguments)
         except TimeoutError:
             raise ToolError(f"{tool} on MCP server {server.name} timed out after {timeout:g} s") from None
         except ServerGone as err:
-            reason = f"{describe_error(err)}{self._log_hint(server.name)}"
+            reason = f"{describe_error(err)}{self._logs.hint(server.name)}"
             if server.state == "ready":
                 self._fail(server, "crashed", reason)
                 self._notice(f"MCP server {server.name} stopped: {reason}")
@@ -269,6 +313,8 @@ class McpManager:
 
     async def _ensure_running(self, server: _Server) -> None:
         """A crashed server is restarted here, once per call; a failed or closed one is an error."""
+        if _ready(server):  # the usual case: no lock to take
+            return
         assert server.lock is not None
         async with server.lock:
             if server.state == "crashed":
@@ -310,40 +356,17 @@ class McpManager:
             reason = f"did not answer within {server.config.startup_timeout:g} s (raise startup_timeout)"
         else:
             reason = describe_error(err)
-        tail = self._stderr_tail(server.name)
+        tail = self._logs.tail(server.name)
         return f"{reason}; stderr: {tail}" if tail else reason
 
-    def _log_hint(self, name: str) -> str:
-        if self._log_dir is None:
-            return ""
-        return f" (its stderr is in {self._log_dir / (_file_name(name) + '.log')})"
 
-    def _errlog(self, name: str) -> TextIO:
-        log = self._logs.get(name)
-        if log is None or log.closed:
-            if self._log_dir is None:
-                log = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
-            else:
-                self._log_dir.mkdir(parents=True, exist_ok=True)
-                log = open(self._log_dir / f"{_file_name(name)}.log", "a", encoding="utf-8")  # noqa: SIM115
-            self._logs[name] = log
-        log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {name}\n")
-        log.flush()
-        self._log_starts[name] = log.tell()
-        return log
+def _ready(server: _Server) -> bool:
+    return server.state == "ready"
 
-    def _stderr_tail(self, name: str) -> str:
-        """The last line the server wrote to stderr since it last started (for error messages)."""
-        if name not in self._logs or self._log_dir is None:
-            return ""
-        try:
-            with open(self._log_dir / f"{_file_name(name)}.log", "rb") as log:
-                log.seek(self._log_starts.get(name, 0))
-                since = log.read().decode("utf-8", errors="replace")
-        except OSError:
-            return ""
-        lines = [line.strip() for line in since.splitlines() if line.strip()]
-        return lines[-1][:200] if lines else ""
+
+def _cancel_task(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop is closed: the task is gone with it
+        loop.call_soon_threadsafe(task.cancel)
 
 
 def _cancel(future: concurrent.futures.Future[str]) -> None:
@@ -352,9 +375,3 @@ def _cancel(future: concurrent.futures.Future[str]) -> None:
 
 def _info(tool: Tool, spec: ListedTool) -> ToolInfo:
     return ToolInfo(tool.name, spec.name, spec.description, spec.read_only)
-
-
-def _file_name(name: str) -> str:
-    from nanohermes.mcp_config import sanitize
-
-    return sanitize(name)

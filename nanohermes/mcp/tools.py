@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from typing import Any, Protocol
 
 from nanohermes.cancel import CancelToken
@@ -38,21 +39,30 @@ class Listed(Protocol):
 
 Caller = Callable[[str, dict[str, Any], CancelToken], str]
 """(remote tool name, arguments, cancel token) → result text; raises ToolError / Cancelled."""
+Starter = Callable[[str, dict[str, Any]], Future[str]]
+"""(remote tool name, arguments) → the call's future (`McpManager.submit`)."""
 
 
 class _RemoteCall:
-    """The `func` of one MCP tool: forwards the model's arguments to the server."""
+    """The `func` (blocking) and `start` (a future) of one MCP tool: the model's arguments go to the
+    server as they are."""
 
-    def __init__(self, remote: str, caller: Caller) -> None:
+    def __init__(self, remote: str, caller: Caller, starter: Starter) -> None:
         self.remote = remote
         self._caller = caller
+        self._starter = starter
 
     def __call__(self, **kwargs: Any) -> str:
         cancel = kwargs.pop(CANCEL_ARG, None)
         return self._caller(self.remote, kwargs, cancel if isinstance(cancel, CancelToken) else CancelToken())
 
+    def start(self, arguments: dict[str, Any]) -> Future[str]:
+        return self._starter(self.remote, arguments)
 
-def build_tools(server: str, config: McpServerConfig, listed: Iterable[Listed], caller: Caller) -> list[Tool]:
+
+def build_tools(
+    server: str, config: McpServerConfig, listed: Iterable[Listed], caller: Caller, starter: Starter
+) -> list[Tool]:
     tools: list[Tool] = []
     taken: set[str] = set()
     for spec in listed:
@@ -61,12 +71,14 @@ def build_tools(server: str, config: McpServerConfig, listed: Iterable[Listed], 
         parameters = normalize_schema(spec.input_schema)
         props: dict[str, Any] = parameters["properties"]
         required = [str(key) for key in parameters.get("required", [])]
+        remote = _RemoteCall(spec.name, caller, starter)
         tools.append(
             Tool(
                 name=name,
                 description=spec.description.strip() or f"{spec.name} (MCP server {server})",
                 parameters=parameters,
-                func=_RemoteCall(spec.name, caller),
+                func=remote,
+                start=remote.start,
                 mutating=not spec.read_only,
                 summary_arg=required[0] if required else next(iter(props), None),
                 approval_kind=name,

@@ -25,10 +25,13 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import ToolError
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,10 @@ class Tool:
     why, or None. A risky call is treated like a write: asked in `ask`, refused in `read-only`."""
     preapproved: bool = False
     extra_arguments: bool = False
+    start: Callable[[dict[str, Any]], Future[str]] | None = None
+    """For a tool that runs elsewhere (an MCP server, on the MCP event loop): starts a call with the
+    checked arguments and returns its future at once, so no worker thread sits waiting on it. The
+    future raises what `func` would; cancelling it cancels the call. `func` is the blocking form."""
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI `tools` entry."""

@@ -2,7 +2,9 @@
 
 One batch (the calls of one assistant message): each call is checked (known tool, valid arguments,
 path inside the workspace) and, in `ask` mode, approved one by one in call order; then the approved
-calls are dispatched together to a thread pool, calls on the same path chained in call order.
+calls are dispatched together to a thread pool, calls on the same path chained in call order; a tool
+that runs elsewhere (`Tool.start`: an MCP server's) is started directly, with no worker waiting on it
+(`nanohermes.tools.outcomes`).
 Results come back in call order, capped at `tool_output_chars`. Nothing raises out of `run_calls`:
 every failure is an `ERROR: …` result for the model, and on cancellation unfinished calls get
 `interrupted by user`.
@@ -26,6 +28,7 @@ from nanohermes.protocols import ApprovalRequest, Approver, ChangeGuard, Decisio
 from nanohermes.settings import PERMISSION_MODES
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.files import FileTools
+from nanohermes.tools.outcomes import LazyPool, cap_output, finish_summary, invoke, make_result, start_remote
 from nanohermes.tools.paths import OutsideWorkspace, Workspace
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.search import SearchTools
@@ -42,17 +45,6 @@ NO_APPROVER = (
     "approval and this run cannot ask for it. Re-run with --yes or --permission auto to allow them."
 )
 DECLINED = "refused: the user declined this {tool} call. Do not retry it; ask the user how to proceed."
-
-
-def cap_output(text: str, limit: int) -> str:
-    """`text` cut to about `limit` characters, keeping its head and tail around a note."""
-    if len(text) <= limit:
-        return text
-    keep = max(0, limit - 50)
-    head = keep // 2
-    tail = keep - head
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[len(text) - tail :]}"
 
 
 @dataclass
@@ -190,24 +182,25 @@ class ToolRunner:
         prepared = self._prepare_all(calls, cancel)
         slots: list[_Slot] = []
         chains: dict[Path, concurrent.futures.Future[ToolResult]] = {}
-        pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=min(MAX_WORKERS, len(calls)), thread_name_prefix="nanohermes-tool"
-        )
+        pool = LazyPool(min(MAX_WORKERS, len(calls)))
         try:
             for call, ready in zip(calls, prepared, strict=True):
                 if isinstance(ready, ToolResult) or cancel.cancelled:
-                    done = ready if isinstance(ready, ToolResult) else _result(call, INTERRUPTED, ok=False)
-                    slots.append(_Slot(call, result=done))
+                    interrupted = make_result(call, INTERRUPTED, ok=False)
+                    slots.append(_Slot(call, result=ready if isinstance(ready, ToolResult) else interrupted))
                     continue
                 after = chains.get(ready.resolved) if ready.resolved else None
-                future = pool.submit(self._execute, ready, cancel, after)
+                if self._startable(ready, after):
+                    future = start_remote(call, ready.tool, dict(ready.args), self.max_chars)
+                else:
+                    future = pool.submit(self._execute, ready, cancel, after)
                 if ready.resolved is not None:
                     chains[ready.resolved] = future
                 slots.append(_Slot(call, future=future))
                 yield ToolStarted(call, ready.summary)
             yield from self._collect(slots, cancel)
         finally:
-            pool.shutdown(wait=not cancel.cancelled, cancel_futures=True)
+            pool.shutdown(wait=not cancel.cancelled)
 
     def _prepare_all(self, calls: list[ToolCall], cancel: CancelToken) -> list[_Prepared | ToolResult]:
         """Check every call and ask its approvals, in call order, before anything is dispatched
@@ -216,7 +209,7 @@ class ToolRunner:
         prepared: list[_Prepared | ToolResult] = []
         for call in calls:
             if cancel.cancelled:
-                prepared.append(_result(call, INTERRUPTED, ok=False))
+                prepared.append(make_result(call, INTERRUPTED, ok=False))
             else:
                 prepared.append(self._prepare(call, previews))
         return prepared
@@ -230,7 +223,7 @@ class ToolRunner:
         try:
             for slot in slots:
                 result = slot.result or self._await(slot, cancel, wake)
-                yield ToolFinished(result, _finish_summary(result), time.monotonic() - slot.started)
+                yield ToolFinished(result, finish_summary(result), time.monotonic() - slot.started)
         finally:
             unregister()
 
@@ -246,7 +239,13 @@ class ToolRunner:
         if future.done() and not future.cancelled():
             return future.result()
         future.cancel()
-        return _result(slot.call, INTERRUPTED, ok=False)
+        return make_result(slot.call, INTERRUPTED, ok=False)
+
+    def _startable(self, prepared: _Prepared, after: concurrent.futures.Future[ToolResult] | None) -> bool:
+        """A call that needs no worker thread: its tool runs elsewhere (`Tool.start`), it waits for no
+        earlier call, and no checkpoint has to be taken before it (that runs in a worker)."""
+        tool = prepared.tool
+        return tool.start is not None and after is None and not (tool.mutating and self.checkpoints)
 
     def _execute(
         self,
@@ -259,7 +258,7 @@ class ToolRunner:
             concurrent.futures.wait([after])
         call, tool = prepared.call, prepared.tool
         if cancel.cancelled:
-            return _result(call, INTERRUPTED, ok=False)
+            return make_result(call, INTERRUPTED, ok=False)
         kwargs = dict(prepared.args)
         if tool.context_arg:
             kwargs[tool.context_arg] = CallContext(cancel, prepared.granted)
@@ -267,8 +266,8 @@ class ToolRunner:
             kwargs[tool.cancel_arg] = cancel
         if tool.mutating and self.checkpoints is not None:
             self.checkpoints.before_change(prepared.resolved)  # never raises; the first one snapshots
-        content, ok = _invoke(tool, kwargs)
-        return _result(call, cap_output(content, self.max_chars), ok)
+        content, ok = invoke(tool, kwargs)
+        return make_result(call, cap_output(content, self.max_chars), ok)
 
     # -- checks and approvals (in the calling thread, one call at a time) -----------------------
 
@@ -276,9 +275,9 @@ class ToolRunner:
         tool = self._all_tools().get(call.name)
         if tool is None:
             available = ", ".join(sorted(self.names()))
-            return _result(call, f"ERROR: unknown tool {call.name!r}; available: {available}", ok=False)
+            return make_result(call, f"ERROR: unknown tool {call.name!r}; available: {available}", ok=False)
         if not self._offered(tool):
-            return _result(call, f"ERROR: {tool.name} is not available in read-only mode", ok=False)
+            return make_result(call, f"ERROR: {tool.name} is not available in read-only mode", ok=False)
         try:
             args = tool.parse_arguments(call.arguments)
             resolved, granted = self._check_path(call, tool, args)
@@ -289,11 +288,11 @@ class ToolRunner:
             if asks and tool.approval_kind not in self._always:
                 self._approve(call, tool, args, resolved, previews, risk)
         except _Refused as refused:
-            return _result(call, refused.text, ok=False)
+            return make_result(call, refused.text, ok=False)
         except Cancelled:
-            return _result(call, INTERRUPTED, ok=False)
+            return make_result(call, INTERRUPTED, ok=False)
         except NanoHermesError as err:
-            return _result(call, f"ERROR: {err.one_line()}", ok=False)
+            return make_result(call, f"ERROR: {err.one_line()}", ok=False)
         return _Prepared(call, tool, args, resolved, granted, self._summary(tool, args))
 
     def _check_path(
@@ -386,46 +385,3 @@ class _Refused(NanoHermesError):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
-
-
-def _invoke(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, bool]:
-    """(content, ok) of one tool call; every failure is an `ERROR: …` content."""
-    try:
-        return str(tool.func(**kwargs)), True
-    except Cancelled:
-        return INTERRUPTED, False
-    except NanoHermesError as err:
-        return f"ERROR: {err.one_line()}", False
-    except OSError as err:
-        where = f": {err.filename}" if err.filename else ""
-        return f"ERROR: {err.strerror or err}{where}", False
-    except Exception as err:  # a bug in a tool must not end the turn: report it to the model
-        reason = " ".join(str(err).split())
-        return f"ERROR: {tool.name} failed: {type(err).__name__}: {reason}", False
-
-
-def _result(call: ToolCall, content: str, ok: bool = True) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, content=content, ok=ok)
-
-
-REPORTING_TOOLS = frozenset({"write_file", "edit_file"})
-"""Tools whose result is a one-line report ("Created a.txt (1 line, 6 chars)"), shown as the outcome."""
-
-
-def _finish_summary(result: ToolResult) -> str:
-    """Outcome and size, e.g. "ok · 12 lines, 340 chars" or "error · old text not found …"."""
-    content = result.content
-    if content == INTERRUPTED:
-        return "interrupted"
-    first = content.split("\n", 1)[0]
-    lines = content.count("\n") + 1
-    size = f"{lines} {'line' if lines == 1 else 'lines'}, {len(content)} chars"
-    if result.ok and first.startswith(("exit code:", "timed out", "killed by signal")):
-        return f"{first} · {size}"
-    if result.ok and result.name in REPORTING_TOOLS:
-        return f"ok · {shorten(first, 100)}"  # its own one-line report says more than its size
-    if result.ok:
-        return f"ok · {size}"
-    outcome = "refused" if first.startswith("refused") or "was refused" in first else "error"
-    detail = first.removeprefix("ERROR: ")
-    return f"{outcome} · {shorten(detail, 100)}"

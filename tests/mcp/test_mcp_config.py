@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,10 @@ def settings_from(tmp_path: Path, toml: str, *json_files: Path):  # type: ignore
     path = tmp_path / "config.toml"
     path.write_text(toml, encoding="utf-8")
     return load_settings(config_file=path, mcp_config=json_files)
+
+
+def never(*_args: object) -> Future[str]:
+    raise AssertionError("not called")
 
 
 def config_error(tmp_path: Path, toml: str) -> str:
@@ -167,7 +172,7 @@ def test_tool_names_are_sanitized_cut_and_unique() -> None:
             self.name, self.description, self.input_schema, self.read_only = name, "", {}, True
 
     tools = build_tools(
-        "s", McpServerConfig(command="x"), [Spec("a" * 70 + "1"), Spec("a" * 70 + "2")], lambda *a: ""
+        "s", McpServerConfig(command="x"), [Spec("a" * 70 + "1"), Spec("a" * 70 + "2")], lambda *a: "", never
     )
     names = [tool.name for tool in tools]
     assert len(set(names)) == 2
@@ -186,7 +191,7 @@ def test_schema_normalized_and_open_arguments_passed_on() -> None:
         name, description, read_only = "t", "d", False
         input_schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
 
-    [tool] = build_tools("s", McpServerConfig(command="x", trusted=True), [Spec()], lambda *a: "")
+    [tool] = build_tools("s", McpServerConfig(command="x", trusted=True), [Spec()], lambda *a: "", never)
     assert tool.parse_arguments('{"n": "3", "extra": true}') == {"n": 3, "extra": True}
     assert tool.mutating
     assert tool.preapproved

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import subprocess
 import sys
 import threading
@@ -139,6 +140,15 @@ def test_close_leaves_no_process(managers: Managers, markers: Path) -> None:
     assert {s.state for s in manager.status()} == {"closed"}
     with pytest.raises(ToolError, match="not running"):
         call(tools["mcp__demo__echo"], text="x")
+
+
+def test_a_call_running_at_close_is_answered(managers: Managers) -> None:
+    manager = managers({"demo": demo_stdio()})
+    manager.wait_started(30)
+    running = manager.submit("demo", "hang", {"seconds": 60})
+    manager.close()
+    with pytest.raises((ToolError, concurrent.futures.CancelledError)):  # not a wait for ever
+        running.result(10)
 
 
 def test_close_while_a_server_is_still_starting(managers: Managers, markers: Path) -> None:

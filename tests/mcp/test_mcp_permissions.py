@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
-from mcp_helpers import Managers, demo_stdio
+from mcp_helpers import Managers, demo_stdio, wait_for
 
 from nanohermes.cancel import CancelToken
+from nanohermes.errors import INTERRUPTED
 from nanohermes.events import ToolFinished
 from nanohermes.protocols import ApprovalRequest, Decision
 from nanohermes.tools.runner import ToolRunner
@@ -106,3 +108,17 @@ def test_tool_error_and_output_cap_reach_the_model(managers: Managers, tmp_path:
     long = run(runner, ECHO, text="x" * 5000)
     assert len(long.content) <= 300
     assert "characters omitted" in long.content
+
+
+def test_ctrl_c_through_the_runner_cancels_the_call(managers: Managers, tmp_path: Path) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    runner = runner_for(managers, tmp_path, "auto", None, marker_dir=markers)
+    assert "mcp__demo__hang" in runner.names()  # the server is up
+    cancel = CancelToken()
+    threading.Timer(1.0, cancel.cancel).start()
+    calls = [ToolCall(id="c1", name="mcp__demo__hang", arguments='{"seconds": 60}')]
+    [result] = [e.result for e in runner.run_calls(calls, cancel) if isinstance(e, ToolFinished)]
+    assert (result.content, result.ok) == (INTERRUPTED, False)
+    assert wait_for(lambda: (markers / "cancelled").exists())  # notifications/cancelled reached it
+    assert run(runner, ECHO, text="after").content == "echo: after"
