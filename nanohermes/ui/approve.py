@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -109,8 +110,8 @@ class TerminalApprover:
         return decision
 
     def show(self, request: ApprovalRequest) -> None:
-        self.console.print(Text.assemble(("? ", "bold yellow"), (request.title, "bold")))
-        detail = _clip(request.detail)
+        self.console.print(Text.assemble(("? ", "bold yellow"), (terminal_safe(request.title), "bold")))
+        detail = terminal_safe(_clip(request.detail))
         if not detail.strip():
             return
         from rich.syntax import Syntax  # pygments loads on the first question, not at start-up

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as escape_markup
 from rich.table import Table
 
 from nanohermes.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, StoreError, ToolError
@@ -25,8 +25,14 @@ from nanohermes.options import MemoryArgs
 from nanohermes.settings import Settings
 from nanohermes.types import plural
 from nanohermes.ui.memory_transfer import BadArgument, add_memory, export_memories, import_file, scope_label
+from nanohermes.ui.safe_text import terminal_safe
 
 SEARCH_LIMIT = 10
+
+
+def escape(text: str) -> str:
+    """Markup-escaped and safe for the terminal: a memory's text may hold escape sequences."""
+    return escape_markup(terminal_safe(text))
 
 
 class _BadArgument(Exception):

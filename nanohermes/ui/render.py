@@ -27,6 +27,7 @@ from nanohermes.events import (
 from nanohermes.toolcalls import key_argument
 from nanohermes.types import ToolResult, shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
+from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -124,7 +125,8 @@ class Renderer:
         self._flush_text()
         style = NOTE_STYLES.get(level, "dim")
         prefix = "error: " if level == "error" and not text.lower().startswith("error") else ""
-        self.console.print(Text(prefix + " ".join(text.split()), style=style), overflow="fold")
+        line = terminal_safe(prefix + " ".join(text.split()))
+        self.console.print(Text(line, style=style), overflow="fold")
 
     def error(self, text: str) -> None:
         self.note(text, "error")
@@ -143,7 +145,7 @@ class Renderer:
         self._reasoning += text
         *lines, self._reasoning = self._reasoning.split("\n")
         for line in lines:
-            self.console.print(Text(line, style="dim italic"), overflow="fold")
+            self.console.print(Text(terminal_safe(line), style="dim italic"), overflow="fold")
 
     def _on_tool_started(self, event: ToolStarted) -> None:
         self._flush_reasoning()
@@ -151,7 +153,7 @@ class Renderer:
         self._waiting = False
         argument = event.summary or key_argument(event.call)
         self._arguments[event.call.id] = argument
-        self._running[event.call.id] = f"{event.call.name} {argument}".strip()
+        self._running[event.call.id] = terminal_safe(f"{event.call.name} {argument}".strip())
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
         """`name argument · outcome and size · time`, e.g. `✓ read_file src/a.py · 12 lines, 340 chars`."""
@@ -159,13 +161,13 @@ class Renderer:
         self._flush_text()
         result = event.result
         self._running.pop(result.call_id, None)
-        argument = self._arguments.pop(result.call_id, "")
-        outcome = event.summary.removeprefix("ok · ") if event.summary else _outcome(result)
+        argument = terminal_safe(self._arguments.pop(result.call_id, ""))
+        outcome = terminal_safe(event.summary.removeprefix("ok · ") if event.summary else _outcome(result))
         interrupted = outcome == "interrupted"
         line = Text("  ")
         mark, style = ("✓ ", "green") if result.ok else ("⏹ ", "yellow") if interrupted else ("✗ ", "red")
         line.append(mark, style=style)
-        line.append(result.name, style="bold")
+        line.append(terminal_safe(result.name), style="bold")
         if argument:
             line.append(" " + shorten(argument, 60), style="cyan")
         line.append(f" · {shorten(outcome, 100)}", style="dim" if result.ok else style)
@@ -198,7 +200,7 @@ class Renderer:
 
         if self._printed_answer and not _LIST_ITEM.match(block):  # rich already opens lists with one
             self.console.print()
-        self.console.print(Markdown(block, code_theme=CODE_THEME))
+        self.console.print(Markdown(terminal_safe(block), code_theme=CODE_THEME))
         self._printed_answer = True
 
     def _flush_text(self) -> None:
@@ -208,7 +210,7 @@ class Renderer:
 
     def _flush_reasoning(self) -> None:
         if self._reasoning:
-            self.console.print(Text(self._reasoning, style="dim italic"), overflow="fold")
+            self.console.print(Text(terminal_safe(self._reasoning), style="dim italic"), overflow="fold")
             self._reasoning = ""
 
     def _live_renderable(self) -> RenderableType:
@@ -217,13 +219,13 @@ class Renderer:
 
         parts: list[RenderableType] = []
         if self._reasoning:
-            parts.append(Text(self._reasoning, style="dim italic"))
+            parts.append(Text(terminal_safe(self._reasoning), style="dim italic"))
         tail = self._text.tail
         if tail.strip():
             from rich.markdown import Markdown
 
             height = max(3, self.console.size.height - 4)
-            parts.append(Markdown(visible_tail(tail, height), code_theme=CODE_THEME))
+            parts.append(Markdown(terminal_safe(visible_tail(tail, height)), code_theme=CODE_THEME))
         for label in self._running.values():
             parts.append(Spinner("dots", Text(" " + shorten(label, 70), style="dim")))
         if self._waiting and not parts:

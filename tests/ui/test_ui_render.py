@@ -143,3 +143,24 @@ def test_running_tools_show_in_the_live_region_with_their_key_argument() -> None
     shown, out = plain_console()
     shown.print(renderer._live_renderable())
     assert "run_shell pytest -q" in out.getvalue()
+
+
+def test_terminal_controls_from_the_model_or_a_tool_are_shown_not_obeyed() -> None:
+    """OSC 52 (write the clipboard), cursor moves and C1 controls in an answer, reasoning, a tool
+    line or a note are printed as visible escapes."""
+    call = ToolCall("c1", "run_shell", '{"command": "ls\\u001b[2K"}')
+    text = rendered(
+        ReasoningDelta("think\x1b]0;title\x07\n"),
+        TextDelta("Done \x1b]52;c;ZXZpbA==\x1b\\ here\n\n```\nx\x9b2J\n```\n"),
+        ToolStarted(call),
+        ToolFinished(ToolResult("c1", "run_shell", "ERROR: bad\x1b[31m", ok=False)),
+        Note("note\x1b[1A"),
+        TurnFinished(True, "done"),
+    )
+    assert "\x1b" not in text
+    assert "\x9b" not in text
+    assert "\\x1b]52;c;ZXZpbA==\\x1b" in text
+    assert "x\\x9b2J" in text
+    assert "ls\\x1b[2K" in text
+    assert "ERROR: bad\\x1b[31m" in text
+    assert "note\\x1b[1A" in text

@@ -1,0 +1,25 @@
+"""Text from a model, a tool or a workspace file, made safe to print on a terminal.
+
+rich strips a few control characters (BEL, backspace, CR) but passes ESC and the C1 controls through,
+so a model reply or a file's diff could move the cursor, erase the line it is on, retitle the window
+or write the clipboard (OSC 52) — and hide the real command of an approval behind a harmless one.
+Bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069) reorder what is shown (the
+"Trojan Source" trick). Each of these is shown as a visible escape (`\\x1b`, `\\u202e`) instead;
+newlines, tabs and the CR of a CRLF line end are kept.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every character a terminal would act on, instead of show, made visible."""
+    return _UNSAFE.sub(_visible, text)
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
