@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,10 @@ FILE_LIMIT = 20_000
 """Above this many files a workspace is not snapshotted with git: per-file copies instead."""
 LOCK_TIMEOUT = 60.0
 PROMPT_CHARS = 120
+PRUNE_GRACE = 3600.0
+"""Seconds a journal is kept after its last write even when its session file does not exist: a
+running session writes its file only after the turn (`-p`: after distillation), so another process
+pruning meanwhile would throw away the checkpoints of a turn that has just ended."""
 
 
 def workspace_key(workspace: Path) -> str:
@@ -235,14 +240,19 @@ class Checkpoints:
         return record
 
     def _prune(self) -> None:
-        """Forget the checkpoints of sessions whose session file is gone (they live as long as it)."""
+        """Forget the checkpoints of sessions whose session file is gone (they live as long as it),
+        unless written in the last PRUNE_GRACE seconds (a session still running, not saved yet)."""
         keep: set[str] = set()
+        unreadable = False
+        recent = time.time() - PRUNE_GRACE
         for path in sorted((self.dir / "journals").glob("*.json")):
             try:
                 journal = Journal.load(path)
-            except CheckpointError:
+                fresh = path.stat().st_mtime > recent
+            except (CheckpointError, OSError):
+                unreadable = True  # which copies it needs is unknown: keep them all
                 continue
-            if path == self.journal_path or Path(journal.session).exists():
+            if path == self.journal_path or fresh or Path(journal.session).exists():
                 keep.update(
                     c.ref
                     for t in journal.turns
@@ -255,7 +265,8 @@ class Checkpoints:
             if self._repo is not None:
                 self._repo.drop_refs(f"refs/nanohermes/{path.stem}/")
             path.unlink(missing_ok=True)
-        self.copies.prune(keep)
+        if not unreadable:
+            self.copies.prune(keep)
 
     # -- telling the model about undos ---------------------------------------------------------
 

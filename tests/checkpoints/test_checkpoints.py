@@ -200,10 +200,37 @@ def test_checkpoints_of_a_deleted_session_are_pruned(workspace: Path, isolated_h
     turn(gone, runner_for(workspace, gone), ("write_file", {"path": "g.txt", "content": "g"}))
     assert gone.journal_path.exists()
     (sessions / "gone.json").unlink()
+    running = Checkpoints(workspace, isolated_home / ".nanohermes", sessions / "running.json")
+    turn(running, runner_for(workspace, running), ("write_file", {"path": "r.txt", "content": "r"}))
+    assert not (sessions / "running.json").exists()  # not saved yet: its turn has just ended
+    _age(gone.journal_path)
     kept = make(workspace, isolated_home)
     turn(kept, runner_for(workspace, kept), ("write_file", {"path": "k.txt", "content": "k"}))
     assert not gone.journal_path.exists()
     assert kept.journal_path.exists()
+    assert running.journal_path.exists()  # a fresh journal of a session not saved yet stays
+    History(running).undo(History(running).plan())
+    assert not (workspace / "r.txt").exists()
+
+
+def test_pruning_keeps_the_copies_of_a_journal_it_cannot_read(workspace: Path, isolated_home: Path) -> None:
+    sessions = isolated_home / "sessions"
+    sessions.mkdir()
+    other = Checkpoints(workspace, isolated_home / ".nanohermes", sessions / "other.json", git=None)
+    (sessions / "other.json").write_text("{}")
+    turn(other, runner_for(workspace, other), ("write_file", {"path": "keep.txt", "content": "new"}))
+    copies = sorted(p.name for p in other.copies.directory.glob("*/*"))
+    assert copies
+    other.journal_path.write_text('{"turns": [{"number": "written by a newer version"')
+    _age(other.journal_path)
+    mine = make(workspace, isolated_home, git=None)
+    turn(mine, runner_for(workspace, mine), ("write_file", {"path": "m.txt", "content": "m"}))
+    assert set(copies) <= {p.name for p in other.copies.directory.glob("*/*")}
+
+
+def _age(path: Path, seconds: float = 2 * 3600) -> None:
+    then = path.stat().st_mtime - seconds
+    os.utime(path, (then, then))
 
 
 def test_a_broken_snapshot_is_a_note_and_the_turn_still_runs(workspace: Path, isolated_home: Path) -> None:
