@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import stat
 from pathlib import Path
 
 from nanohermes.checkpoints.journal import CheckpointError, FileState
-from nanohermes.fileio import atomic_write, ensure_private_dir
+from nanohermes.fileio import atomic_write, ensure_private_dir, write_all
 
 LINK_MODE = 0o120000
 FILE_MODE = 0o100644
@@ -116,10 +117,14 @@ class CopyStore:
 
 def remove(path: Path, root: Path) -> None:
     """Remove a file (or symlink) the turn created, then parent directories left empty by it."""
-    with contextlib.suppress(FileNotFoundError):
-        if path.is_dir() and not path.is_symlink():
-            raise CheckpointError(f"{path} is a directory now; move it away and undo again")
+    if path.is_dir() and not path.is_symlink():
+        raise CheckpointError(f"{path} is a directory now; move it away and undo again")
+    try:
         path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        raise CheckpointError(f"cannot remove {path}: {err.strerror}") from None
     parent = path.parent
     while parent != root and parent.is_relative_to(root):
         try:
@@ -132,22 +137,51 @@ def remove(path: Path, root: Path) -> None:
 def put_back(path: Path, root: Path, state: FileState, data: bytes, exact_mode: bool) -> None:
     """Make `path` hold `data` with `state`'s mode (exactly, or git's executable bit only)."""
     _clear_way(path, root)
-    if state.is_link:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        os.symlink(os.fsdecode(data), path)
-        return
-    if path.is_symlink():
-        path.unlink()
-    elif path.is_dir():
+    if path.is_dir() and not path.is_symlink():
         raise CheckpointError(f"{path} is a directory now; move it away and undo again")
     try:
-        with open(path, "wb") as handle:  # in place: hard links and ownership stay
-            handle.write(data)
+        if state.is_link:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            os.symlink(os.fsdecode(data), path)
+            return
+        if path.is_symlink():
+            path.unlink()
+        _write_bytes(path, data)
         now = stat.S_IMODE(path.stat().st_mode)  # a new file got the umask's mode
         os.chmod(path, stat.S_IMODE(state.mode) if exact_mode else _exec_bits(now, state.mode))
     except OSError as err:
         raise CheckpointError(f"cannot restore {path}: {err.strerror}") from None
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Make `path` hold `data`: written to a temp file beside it, fsynced and renamed over it, so a full
+    disk or a kill leaves the file as it was, never half written. A file with other hard links is
+    rewritten in place instead (a rename would split it from them)."""
+    try:
+        info: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.nanohermes-undo")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        if info is not None and stat.S_ISREG(info.st_mode) and hasattr(os, "fchmod"):
+            os.fchmod(fd, stat.S_IMODE(info.st_mode))  # a new file keeps the umask's mode
+        write_all(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(temp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
 
 
 def _exec_bits(current: int, mode: int) -> int:

@@ -131,19 +131,33 @@ class History:
             )
         with self.cp.lock():
             contents = self._contents(list(plan.final.values()))
-            root = self.cp.workspace
-            removals = sorted((p for p, (s, _) in plan.final.items() if s is None), key=_depth, reverse=True)
-            for path in removals:
-                remove(root / path, root)
-            lines = [f"removed {shown(path)}" for path in removals]
-            for path in sorted((p for p in plan.final if p not in removals), key=_depth):
-                state, store = plan.final[path]
-                assert state is not None
-                existed = (root / path).exists() or (root / path).is_symlink()
-                put_back(root / path, root, state, contents[state.ref], exact_mode=store == "copies")
-                lines.append(f"{'restored' if existed else 'recreated'} {shown(path)}")
+            lines: list[str] = []
+            try:
+                self._restore(plan, contents, lines)
+            except CheckpointError as err:
+                if not lines:
+                    raise
+                done = "; ".join(lines[:10]) + (f"; and {len(lines) - 10} more" if len(lines) > 10 else "")
+                raise CheckpointError(
+                    f"{err}; undo stopped after it had {done}",
+                    "fix the cause and undo again to finish (the files already done count as edited since)",
+                ) from None
             self._mark_undone(plan)
         return lines
+
+    def _restore(self, plan: UndoPlan, contents: dict[str, bytes], lines: list[str]) -> None:
+        """Put the plan's files back, appending one line per file done (removals first, deepest first)."""
+        root = self.cp.workspace
+        removals = sorted((p for p, (s, _) in plan.final.items() if s is None), key=_depth, reverse=True)
+        for path in removals:
+            remove(root / path, root)
+            lines.append(f"removed {shown(path)}")
+        for path in sorted((p for p in plan.final if p not in removals), key=_depth):
+            state, store = plan.final[path]
+            assert state is not None
+            existed = (root / path).exists() or (root / path).is_symlink()
+            put_back(root / path, root, state, contents[state.ref], exact_mode=store == "copies")
+            lines.append(f"{'restored' if existed else 'recreated'} {shown(path)}")
 
     def _mark_undone(self, plan: UndoPlan) -> None:
         journal: Journal = self.cp.journal()

@@ -158,6 +158,54 @@ def test_fallback_keeps_copies_of_written_files_and_says_shell_is_not_covered(
     assert now == original  # contents and exact modes (private.txt is 0600 again)
 
 
+@pytest.mark.parametrize("with_git", [True, False], ids=["git", "copies"])
+def test_an_undo_that_runs_out_of_space_leaves_each_file_whole_and_says_what_it_did(
+    workspace: Path, isolated_home: Path, with_git: bool
+) -> None:
+    resource = pytest.importorskip("resource", reason="needs RLIMIT_FSIZE to fake a full disk")
+    big = b"".join(b"line %d of a big file\n" % n for n in range(20_000))  # ~500 KB
+    (workspace / "z-big.txt").write_bytes(big)
+    original = picture(workspace)
+    checkpoints = make(workspace, isolated_home, **({} if with_git else {"git": None}))
+    turn(
+        checkpoints,
+        runner_for(workspace, checkpoints),
+        ("write_file", {"path": "keep.txt", "content": "edited"}),
+        ("write_file", {"path": "z-big.txt", "content": "shrunk"}),
+    )
+    history = History(checkpoints)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, hard))  # writes past 256 KB fail: EFBIG
+    try:
+        with pytest.raises(CheckpointError) as failed:
+            history.undo(history.plan())
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    message = failed.value.one_line()
+    assert "cannot restore" in message
+    assert "z-big.txt" in message
+    assert "undo stopped after it had restored keep.txt" in message
+    assert (workspace / "z-big.txt").read_bytes() == b"shrunk"  # whole: never half written
+    assert not [p.name for p in workspace.iterdir() if "nanohermes-undo" in p.name]  # no temp left
+    plan = history.plan()
+    assert plan.conflicts == ["keep.txt"]  # already restored: differs from what the turn left
+    history.undo(plan, force=True)
+    assert picture(workspace) == original
+
+
+def test_undo_rewrites_a_hard_linked_file_in_place(
+    workspace: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "alias.txt"
+    os.link(workspace / "moved.txt", outside)
+    checkpoints = make(workspace, isolated_home)
+    turn(checkpoints, runner_for(workspace, checkpoints), ("run_shell", {"command": "printf x > moved.txt"}))
+    assert outside.read_text() == "x"
+    History(checkpoints).undo(History(checkpoints).plan())
+    assert (workspace / "moved.txt").read_text() == "move me\n"
+    assert outside.read_text() == "move me\n"  # still the same file
+
+
 def now_mode(path: Path) -> int:
     return os.stat(path).st_mode & 0o7777
 
