@@ -2,33 +2,53 @@
 
 from __future__ import annotations
 
+import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from nanohermes.checkpoints.journal import CheckpointError, Journal
 from nanohermes.checkpoints.manager import Checkpoints, checkpoints_root, session_key, workspace_key
 
 
-def for_session(state_dir: Path, session: Path) -> Checkpoints:
-    """The checkpoints of `session` (whichever workspace it ran in). Raises CheckpointError."""
+def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Checkpoints:
+    """The checkpoints of `session` in the workspace `here` when it changed files there, else in the
+    workspace where it last did (a session resumed elsewhere has one journal per workspace). Raises
+    CheckpointError."""
     session = session.expanduser().absolute()
-    found = sorted(checkpoints_root(state_dir).glob(f"*/journals/{session_key(session)}.json"))
-    if not found:
+    name = f"{session_key(session)}.json"
+    local = checkpoints_root(state_dir) / workspace_key(here.resolve()) / "journals" / name if here else None
+    found = local if local is not None and local.is_file() else None
+    found = found or _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
+    if found is None:
         raise CheckpointError(
             f"no checkpoints for session {session}", "nanohermes undo --list shows this workspace's"
         )
-    return _open(state_dir, found[0])
+    return _open(state_dir, found)
 
 
 def latest_in(state_dir: Path, workspace: Path) -> Checkpoints:
     """The checkpoints of the session most recently recorded in `workspace`. Raises CheckpointError."""
     folder = checkpoints_root(state_dir) / workspace_key(workspace.resolve()) / "journals"
-    journals = [path for path in folder.glob("*.json") if path.is_file()] if folder.is_dir() else []
-    if not journals:
+    found = _newest(folder.glob("*.json"))
+    if found is None:
         raise CheckpointError(
             f"no checkpoints in this workspace ({workspace})",
             "they are recorded when an agent turn changes files; --session picks another session",
         )
-    return _open(state_dir, max(journals, key=lambda path: path.stat().st_mtime))
+    return _open(state_dir, found)
+
+
+def _newest(paths: Iterable[Path]) -> Path | None:
+    """The most recently written of the journal files `paths` (one pruned meanwhile is passed over)."""
+    dated: list[tuple[int, Path]] = []
+    for path in paths:
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            dated.append((info.st_mtime_ns, path))
+    return max(dated)[1] if dated else None
 
 
 def _open(state_dir: Path, journal_path: Path) -> Checkpoints:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from nanohermes.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
+from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints, TurnRecord
@@ -31,17 +32,17 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
         plan = history.plan(args.to)
         if plan.conflicts and not args.force:
             for diff in history.conflict_diffs(plan):
-                print(f"changed since the turn: {diff.path}", file=sys.stderr)
+                _say(f"changed since the turn: {diff.path}", sys.stderr)
                 for line in diff.lines[:40]:
-                    print(f"  {line}", file=sys.stderr)
+                    _say(f"  {line}", sys.stderr)
         lines = history.undo(plan, force=args.force)
     except NanoHermesError as err:
-        print(f"nanohermes: error: {' '.join(err.one_line().split())}", file=sys.stderr)
+        _say(f"nanohermes: error: {' '.join(err.one_line().split())}", sys.stderr)
         return EXIT_FAILURE
     numbers = ", ".join(str(turn.number) for turn in reversed(plan.turns))
-    print(f"undid turn {numbers} of {checkpoints.session.stem}:")
+    _say(f"undid turn {numbers} of {checkpoints.session.stem}:")
     for line in lines:
-        print(f"  {line}")
+        _say(f"  {line}")
     print("the model is told at the next message of that session")
     return EXIT_OK
 
@@ -51,12 +52,13 @@ def _locate(args: UndoArgs, settings: Settings) -> Checkpoints:
     from nanohermes.session import resolve_session_path
 
     if args.session is not None:
-        return for_session(settings.state_dir, resolve_session_path(settings.sessions_dir, args.session))
+        session = resolve_session_path(settings.sessions_dir, args.session)
+        return for_session(settings.state_dir, session, Path.cwd())
     return latest_in(settings.state_dir, Path.cwd())
 
 
 def _list(turns: list[TurnRecord], checkpoints: Checkpoints) -> None:
-    print(f"session {checkpoints.session} · workspace {checkpoints.workspace}")
+    _say(f"session {checkpoints.session} · workspace {checkpoints.workspace}")
     if not turns:
         print("no turn changed files yet")
         return
@@ -64,6 +66,11 @@ def _list(turns: list[TurnRecord], checkpoints: Checkpoints) -> None:
         state = " (undone)" if turn.undone else ""
         count = len(turn.files)
         files = f"{count} {'file' if count == 1 else 'files'}"
-        print(f"turn {turn.number}  {turn.when}  {files}{state}  {turn.prompt}")
+        _say(f"turn {turn.number}  {turn.when}  {files}{state}  {turn.prompt}")
         for change in turn.files:
-            print(f"    {change.status:<8} {change.shown}")
+            _say(f"    {change.status:<8} {change.shown}")
+
+
+def _say(line: str, stream: TextIO | None = None) -> None:
+    """Print a line whose file names, prompts and diffs may hold terminal escape sequences."""
+    print(terminal_safe(line), file=stream or sys.stdout)
