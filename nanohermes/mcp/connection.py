@@ -16,16 +16,18 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import anyio
 import httpx2
 import mcp_types
 from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 
 from nanohermes import __version__
 from nanohermes.mcp_config import McpServerConfig
@@ -33,6 +35,7 @@ from nanohermes.mcp_config import McpServerConfig
 CLOSE_SECONDS = 8.0
 """Bound on leaving the client: the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL."""
 LIST_PAGES = 100
+_CONNECTION_ENDED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 
 class ServerGone(Exception):
@@ -54,8 +57,19 @@ class ListedTool:
 
 
 class Connection:
-    def __init__(self, name: str, config: McpServerConfig, *, cwd: Path, errlog: TextIO) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: McpServerConfig,
+        *,
+        cwd: Path,
+        errlog: TextIO,
+        on_tools_changed: Callable[[], None] | None = None,
+    ) -> None:
+        """`on_tools_changed`: called on the loop when the server says its tool list changed
+        (`notifications/tools/list_changed`); it must not wait for the server (`list_tools` later)."""
         self.name = name
+        self._on_tools_changed = on_tools_changed
         self.config = config
         self._cwd = cwd
         self._errlog = errlog
@@ -83,7 +97,13 @@ class Connection:
                 self._client = client
                 if not ready.done():
                     ready.set_result(tools)
-                await self._stop.wait()
+                listener = asyncio.create_task(self._listen(client)) if self._on_tools_changed else None
+                try:
+                    await self._stop.wait()
+                finally:
+                    if listener is not None:
+                        listener.cancel()
+                        await asyncio.wait({listener}, timeout=CLOSE_SECONDS)
         except BaseException as err:
             if not ready.done():
                 ready.set_exception(_leaf(err) if isinstance(err, Exception) else ServerGone("cancelled"))
@@ -101,7 +121,8 @@ class Connection:
                 timeout=httpx2.Timeout(30.0, read=max(300.0, config.tool_timeout + 5)),
             )
             stack.push_async_callback(http.aclose)
-            return Client(streamable_http_client(config.url, http_client=http), client_info=info)
+            transport: Any = streamable_http_client(config.url, http_client=http)
+            return Client(transport, client_info=info, message_handler=self._on_message)
         cwd = config.cwd if config.cwd is None or config.cwd.is_absolute() else self._cwd / config.cwd
         params = StdioServerParameters(
             command=str(config.command),
@@ -109,7 +130,23 @@ class Connection:
             env=dict(config.env) or None,
             cwd=cwd or self._cwd,
         )
-        return Client(self._stdio(params), client_info=info)
+        return Client(self._stdio(params), client_info=info, message_handler=self._on_message)
+
+    async def _listen(self, client: Client) -> None:
+        """Servers on protocol 2026-07-28 announce a changed tool list on a `subscriptions/listen`
+        stream (older ones send `notifications/tools/list_changed`: `_on_message`)."""
+        assert self._on_tools_changed is not None
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._on_tools_changed()
+        except (ListenNotSupportedError, SubscriptionLost, MCPError, *_CONNECTION_ENDED):
+            return  # an older protocol (`_on_message` hears it), a server without it, or the end
+
+    async def _on_message(self, message: Any) -> None:
+        """What the server sends unasked: only a changed tool list matters here."""
+        if isinstance(message, mcp_types.ToolListChangedNotification) and self._on_tools_changed is not None:
+            self._on_tools_changed()
 
     @contextlib.asynccontextmanager
     async def _stdio(self, params: StdioServerParameters) -> AsyncIterator[Any]:
@@ -129,14 +166,16 @@ class Connection:
         client = self._client
         if client is None:
             raise ServerGone("not connected")
-        try:
+        with _one_line_errors():
             return await client.call_tool(tool, arguments)
-        except MCPError as err:
-            if err.code == mcp_types.CONNECTION_CLOSED:
-                raise ServerGone("the server exited or closed the connection") from None
-            raise CallFailed(err.message) from None
-        except (httpx2.TransportError, OSError) as err:
-            raise ServerGone(describe_error(err)) from None
+
+    async def list_tools(self) -> list[ListedTool]:
+        """The server's tools as it lists them now. Raises ServerGone or CallFailed."""
+        client = self._client
+        if client is None:
+            raise ServerGone("not connected")
+        with _one_line_errors():
+            return await _list_tools(client)
 
     @property
     def connected(self) -> bool:
@@ -154,6 +193,19 @@ class Connection:
         if not done:
             holder.cancel()
             await asyncio.wait({holder}, timeout=CLOSE_SECONDS)
+
+
+@contextlib.contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """The SDK's errors for one request as ServerGone (the connection ended) or CallFailed."""
+    try:
+        yield
+    except MCPError as err:
+        if err.code == mcp_types.CONNECTION_CLOSED:
+            raise ServerGone("the server exited or closed the connection") from None
+        raise CallFailed(err.message) from None
+    except (httpx2.TransportError, OSError) as err:
+        raise ServerGone(describe_error(err)) from None
 
 
 def _pid_of(transport: Any) -> int | None:

@@ -18,63 +18,30 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
 from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.results import render_result
+from nanohermes.mcp.status import ServerEntry, ServerStatus, State, tool_info
 from nanohermes.mcp.tools import build_tools
 from nanohermes.mcp_config import McpServerConfig
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:
-    from nanohermes.mcp.connection import Connection, ListedTool
+    from nanohermes.mcp.connection import ListedTool
 
-State = Literal["disabled", "starting", "ready", "crashed", "failed", "closed"]
 IMPORT_SLACK = 10.0
 """Extra seconds a first turn waits for a starting server beyond its startup_timeout (the SDK import)."""
 CLOSE_TIMEOUT = 10.0
-
-
-@dataclass(frozen=True)
-class ToolInfo:
-    name: str
-    """As the model sees it: mcp__server__tool."""
-    remote: str
-    description: str
-    read_only: bool
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    name: str
-    transport: str
-    target: str
-    state: State
-    trusted: bool
-    tools: tuple[ToolInfo, ...]
-    last_error: str
-
-
-@dataclass
-class _Server:
-    name: str
-    config: McpServerConfig
-    state: State = "starting"
-    tools: list[Tool] = field(default_factory=list)
-    infos: tuple[ToolInfo, ...] = ()
-    last_error: str = ""
-    connection: Connection | None = None
-    started: threading.Event = field(default_factory=threading.Event)
-    lock: asyncio.Lock | None = None
 
 
 class McpManager:
@@ -89,7 +56,7 @@ class McpManager:
         """`servers`: name → config. `cwd`: where stdio servers run (their `cwd` resolves against it).
         `log_dir`: each stdio server's stderr goes to `<log_dir>/<name>.log` (else nowhere).
         `on_notice`: called (on the loop thread) with one line when a server fails, crashes or restarts."""
-        self._servers = {name: _Server(name, config) for name, config in servers.items()}
+        self._servers = {name: ServerEntry(name, config) for name, config in servers.items()}
         for server in self._servers.values():
             if not server.config.enabled:
                 server.state = "disabled"
@@ -224,7 +191,7 @@ class McpManager:
 
     # -- on the loop thread ---------------------------------------------------------------------
 
-    def _begin(self, server: _Server, tool: str, arguments: dict[str, Any], future: Future[str]) -> None:
+    def _begin(self, server: ServerEntry, tool: str, arguments: dict[str, Any], future: Future[str]) -> None:
         """Start a submitted call (unless cancelled already); cancelling `future` cancels its task.
         (Not run_coroutine_threadsafe: the task answers the caller itself, one loop turn sooner.)"""
         if future.cancelled():
@@ -234,7 +201,7 @@ class McpManager:
         future.add_done_callback(lambda done: _cancel_task(loop, task) if done.cancelled() else None)
 
     async def _answer(
-        self, server: _Server, tool: str, arguments: dict[str, Any], future: Future[str]
+        self, server: ServerEntry, tool: str, arguments: dict[str, Any], future: Future[str]
     ) -> None:
         try:
             text = await self._call(server, tool, arguments)
@@ -248,11 +215,11 @@ class McpManager:
             with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled meanwhile
                 future.set_result(text)
 
-    async def _start_all(self, servers: list[_Server]) -> None:
+    async def _start_all(self, servers: list[ServerEntry]) -> None:
         logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
         await asyncio.gather(*(self._start(server) for server in servers))
 
-    async def _start(self, server: _Server) -> None:
+    async def _start(self, server: ServerEntry) -> None:
         server.lock = asyncio.Lock()
         try:
             await self._connect(server)
@@ -262,22 +229,49 @@ class McpManager:
         finally:
             server.started.set()
 
-    async def _connect(self, server: _Server) -> None:
+    async def _connect(self, server: ServerEntry) -> None:
         try:
             from nanohermes.mcp.connection import Connection
         except ImportError as err:
             raise RuntimeError(f"the MCP SDK is not installed ({err}); pip install 'mcp>=2.3,<3'") from None
         errlog = self._logs.open(server.name)
-        connection = Connection(server.name, server.config, cwd=self._cwd, errlog=errlog)
-        server.connection = connection
-        listed = await connection.open()
+        changed = functools.partial(self._tools_changed, server)
+        connection = Connection(
+            server.name, server.config, cwd=self._cwd, errlog=errlog, on_tools_changed=changed
+        )
+        server.connection, server.stale = connection, False
+        self._set_tools(server, await connection.open())
+        if server.stale:  # it changed while the first list was on its way
+            self._tools_changed(server)
+
+    def _set_tools(self, server: ServerEntry, listed: list[ListedTool]) -> None:
         name = server.name
         tools = build_tools(name, server.config, listed, self._caller(name), self._starter(name))
-        infos = tuple(_info(tool, spec) for tool, spec in zip(tools, listed, strict=True))
+        infos = tuple(tool_info(tool, spec) for tool, spec in zip(tools, listed, strict=True))
         with self._lock:
-            if self._closed:
+            if not self._closed:
+                server.state, server.tools, server.infos, server.last_error = "ready", tools, infos, ""
+
+    def _tools_changed(self, server: ServerEntry) -> None:
+        """`notifications/tools/list_changed`: list the tools again (one listing at a time; another
+        if it changed meanwhile). The model sees the new list from its next request on."""
+        server.stale = True
+        if server.refresh is None or server.refresh.done():
+            server.refresh = asyncio.get_running_loop().create_task(self._refresh(server))
+
+    async def _refresh(self, server: ServerEntry) -> None:
+        from nanohermes.mcp.connection import describe_error
+
+        while server.stale and server.connection is not None and _ready(server):
+            server.stale = False
+            try:
+                async with asyncio.timeout(server.config.startup_timeout):
+                    listed = await server.connection.list_tools()
+            except Exception as err:
+                reason = describe_error(err)
+                self._notice(f"MCP server {server.name} changed its tools but could not list them: {reason}")
                 return
-            server.state, server.tools, server.infos, server.last_error = "ready", tools, infos, ""
+            self._set_tools(server, listed)
 
     def _caller(self, name: str) -> Callable[[str, dict[str, Any], CancelToken], str]:
         return lambda tool, arguments, cancel: self.call(name, tool, arguments, cancel)
@@ -285,7 +279,7 @@ class McpManager:
     def _starter(self, name: str) -> Callable[[str, dict[str, Any]], concurrent.futures.Future[str]]:
         return lambda tool, arguments: self.submit(name, tool, arguments)
 
-    async def _call(self, server: _Server, tool: str, arguments: dict[str, Any]) -> str:
+    async def _call(self, server: ServerEntry, tool: str, arguments: dict[str, Any]) -> str:
         from nanohermes.mcp.connection import CallFailed, ServerGone, describe_error
 
         await self._ensure_running(server)
@@ -311,7 +305,7 @@ class McpManager:
             raise ToolError(text)
         return text
 
-    async def _ensure_running(self, server: _Server) -> None:
+    async def _ensure_running(self, server: ServerEntry) -> None:
         """A crashed server is restarted here, once per call; a failed or closed one is an error."""
         if _ready(server):  # the usual case: no lock to take
             return
@@ -343,13 +337,13 @@ class McpManager:
         if self._on_notice is not None and not self._closed:
             self._on_notice(text)
 
-    def _fail(self, server: _Server, state: State, reason: str) -> None:
+    def _fail(self, server: ServerEntry, state: State, reason: str) -> None:
         with self._lock:
             server.state, server.last_error = state, reason
             if state == "failed":
                 server.tools, server.infos = [], ()
 
-    def _reason(self, server: _Server, err: BaseException, phase: str) -> str:
+    def _reason(self, server: ServerEntry, err: BaseException, phase: str) -> str:
         from nanohermes.mcp.connection import describe_error
 
         if isinstance(err, TimeoutError) and phase != "call":
@@ -360,7 +354,7 @@ class McpManager:
         return f"{reason}; stderr: {tail}" if tail else reason
 
 
-def _ready(server: _Server) -> bool:
+def _ready(server: ServerEntry) -> bool:
     return server.state == "ready"
 
 
@@ -371,7 +365,3 @@ def _cancel_task(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> N
 
 def _cancel(future: concurrent.futures.Future[str]) -> None:
     future.cancel()  # cancels the call's task on the loop: the SDK sends notifications/cancelled
-
-
-def _info(tool: Tool, spec: ListedTool) -> ToolInfo:
-    return ToolInfo(tool.name, spec.name, spec.description, spec.read_only)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from nanohermes.errors import EXIT_FAILURE, EXIT_OK
 
 if TYPE_CHECKING:
-    from nanohermes.mcp.manager import ServerStatus
+    from nanohermes.mcp.status import ServerStatus
     from nanohermes.options import CliOptions
     from nanohermes.settings import Settings
 

@@ -17,7 +17,7 @@ from nanohermes.types import Message, Usage
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints
-    from nanohermes.mcp.manager import ServerStatus
+    from nanohermes.mcp.status import ServerStatus
     from nanohermes.options import CliOptions
     from nanohermes.settings import Settings
     from nanohermes.tools.sandbox import Sandbox

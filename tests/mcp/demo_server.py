@@ -4,7 +4,7 @@
 
 stdio by default; `--http PORT` serves streamable HTTP on 127.0.0.1:PORT/mcp. `--marker-dir`: where
 the server writes its pid (`server.pid`), `hang` records that it was cancelled (`cancelled`) and
-`spawn_child` its child's pid (`child.pid`). `--start-delay` sleeps
+`spawn_child` its child's pid (`child.pid`); `grow` adds a tool at run time. `--start-delay` sleeps
 before serving (a server that hangs at start-up); `--exit-at-start` writes to stderr and exits 3.
 """
 
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import ToolAnnotations
@@ -87,6 +87,17 @@ def build(marker_dir: Path | None) -> MCPServer:
         if marker_dir is not None:
             (marker_dir / "child.pid").write_text(str(child.pid), encoding="utf-8")
         return str(child.pid)
+
+    @server.tool()
+    async def grow(name: str, ctx: Context) -> str:
+        """Add a read-only tool called `name`, then tell the client that the tool list changed."""
+
+        def added() -> str:
+            return f"{name} is new"
+
+        server.add_tool(added, name=name, description="Added at run time.", annotations=READ_ONLY)
+        await ctx.notify_tools_changed()
+        return f"added {name}"
 
     return server
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import subprocess
 import sys
@@ -121,6 +122,16 @@ def test_hanging_call_is_cancelled_and_the_server_told(managers: Managers, marke
     assert call(tools["mcp__demo__echo"], text="after") == "echo: after"
 
 
+def test_a_changed_tool_list_is_listed_again(managers: Managers) -> None:
+    manager = managers({"demo": demo_stdio()})
+    assert call(tools_by_name(manager.tools())["mcp__demo__grow"], name="fresh") == "added fresh"
+    assert wait_for(lambda: "mcp__demo__fresh" in tools_by_name(manager.tools()))  # list_changed heard
+    assert call(tools_by_name(manager.tools())["mcp__demo__fresh"]) == "fresh is new"
+    [status] = manager.status()
+    assert "fresh" in {info.remote for info in status.tools}
+    assert managers.notices == []
+
+
 def test_tool_timeout(managers: Managers, markers: Path) -> None:
     tools = tools_by_name(managers({"demo": demo_stdio(markers, tool_timeout=0.5)}).tools())
     with pytest.raises(ToolError, match=r"hang on MCP server demo timed out after 0.5 s"):
@@ -171,6 +182,9 @@ def test_streamable_http_server(managers: Managers, http_demo: str) -> None:
     tools = tools_by_name(manager.tools())
     assert call(tools["mcp__web__echo"], text="over http") == "echo: over http"
     assert manager.status()[0].transport == "http"
+    call(tools["mcp__web__grow"], name="late")
+    assert wait_for(lambda: "mcp__web__late" in tools_by_name(manager.tools()))  # its change stream
+    manager.close()  # before the server stops: it would wait for that stream to end
 
 
 def test_unreachable_http_server_fails_with_one_line(managers: Managers) -> None:
@@ -192,3 +206,18 @@ def test_sdk_is_imported_only_when_a_server_starts() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.split()[0] == "False"
+
+
+def test_the_older_change_notification_is_heard_too(tmp_path: Path) -> None:
+    """Servers on protocols before 2026-07-28 send notifications/tools/list_changed unasked."""
+    import mcp_types
+
+    from nanohermes.mcp.connection import Connection
+
+    heard: list[str] = []
+    connection = Connection(
+        "old", demo_stdio(), cwd=tmp_path, errlog=sys.stderr, on_tools_changed=lambda: heard.append("x")
+    )
+    asyncio.run(connection._on_message(mcp_types.ToolListChangedNotification()))
+    asyncio.run(connection._on_message(mcp_types.ResourceListChangedNotification()))
+    assert heard == ["x"]

@@ -1,0 +1,62 @@
+"""What the manager knows of each server (`McpManager.status()`, `/mcp`, `nanohermes mcp list`).
+
+Plain data, no SDK: the UI imports these types without loading `mcp`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from nanohermes.mcp_config import McpServerConfig
+from nanohermes.tools.base import Tool
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from nanohermes.mcp.connection import Connection, ListedTool
+
+State = Literal["disabled", "starting", "ready", "crashed", "failed", "closed"]
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    name: str
+    """As the model sees it: mcp__server__tool."""
+    remote: str
+    description: str
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    name: str
+    transport: str
+    target: str
+    state: State
+    trusted: bool
+    tools: tuple[ToolInfo, ...]
+    last_error: str
+
+
+@dataclass
+class ServerEntry:
+    """One configured server, as the manager tracks it (mutated on the loop, under its lock)."""
+
+    name: str
+    config: McpServerConfig
+    state: State = "starting"
+    tools: list[Tool] = field(default_factory=list)
+    infos: tuple[ToolInfo, ...] = ()
+    last_error: str = ""
+    connection: Connection | None = None
+    started: threading.Event = field(default_factory=threading.Event)
+    lock: asyncio.Lock | None = None
+    stale: bool = False
+    """The server said its tool list changed; not listed again yet."""
+    refresh: asyncio.Task[None] | None = None
+
+
+def tool_info(tool: Tool, spec: ListedTool) -> ToolInfo:
+    return ToolInfo(tool.name, spec.name, spec.description, spec.read_only)
