@@ -15,6 +15,7 @@ beside settings, below `tools` and the `nanohermes.mcp` package that builds on b
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -110,8 +111,16 @@ def sanitize(text: str) -> str:
 
 
 def tool_name(server: str, tool: str) -> str:
-    """`mcp__<server>__<tool>`, sanitized and cut to 64 characters."""
-    return f"mcp__{sanitize(server)}__{sanitize(tool)}"[:TOOL_NAME_MAX]
+    """`mcp__<server>__<tool>`, sanitized; a longer name than 64 characters is cut, ending in a hash
+    of the whole (two long names that share their first 64 characters stay apart)."""
+    name = f"mcp__{sanitize(server)}__{sanitize(tool)}"
+    return name if len(name) <= TOOL_NAME_MAX else with_hash(name, f"{server}/{tool}")
+
+
+def with_hash(name: str, key: str) -> str:
+    """`name` cut to end in `_` and a short hash of `key` (≤ 64 characters in all)."""
+    suffix = "_" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:6]
+    return name[: TOOL_NAME_MAX - len(suffix)] + suffix
 
 
 def check_server_names(names: Sequence[str]) -> str | None:

@@ -32,7 +32,7 @@ from nanohermes.errors import Cancelled, ToolError
 from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.results import render_result
 from nanohermes.mcp.status import ServerEntry, ServerStatus, State, tool_info
-from nanohermes.mcp.tools import build_tools
+from nanohermes.mcp.tools import build_tools, offered
 from nanohermes.mcp_config import McpServerConfig
 from nanohermes.tools.base import Tool
 
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 IMPORT_SLACK = 10.0
 """Extra seconds a first turn waits for a starting server beyond its startup_timeout (the SDK import)."""
 CLOSE_TIMEOUT = 10.0
+MAX_TOOLS = 100
+"""MCP tools offered at most: OpenAI-compatible APIs refuse requests with more than 128 tools in all."""
 
 
 class McpManager:
@@ -68,6 +70,7 @@ class McpManager:
         self._thread: threading.Thread | None = None
         self._logs = ServerLogs(log_dir)
         self._closed = False
+        self._told_too_many = False
         self._pending: set[Future[str]] = set()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -144,8 +147,15 @@ class McpManager:
             for server in list(self._servers.values()):
                 server.started.wait(server.config.startup_timeout + IMPORT_SLACK)
         with self._lock:
-            live = [s for s in self._servers.values() if s.state in ("ready", "crashed")]
-            return [tool for server in live for tool in server.tools]
+            live = [(s.name, s.tools) for s in self._servers.values() if s.state in ("ready", "crashed")]
+        tools, left_out = offered(live, MAX_TOOLS)
+        if left_out and not self._told_too_many:
+            self._told_too_many = True
+            self._notice(
+                f"MCP servers offer {len(tools) + left_out} tools: only the first {MAX_TOOLS} are "
+                "offered to the model (APIs take at most 128 tools); disable the servers you do not need"
+            )
+        return tools
 
     def status(self) -> list[ServerStatus]:
         with self._lock:

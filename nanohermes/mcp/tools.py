@@ -7,13 +7,14 @@ offered in `read-only`), unless its server is `trusted` (`preapproved`: runs wit
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
 from nanohermes.cancel import CancelToken
-from nanohermes.mcp_config import TOOL_NAME_MAX, McpServerConfig, tool_name
+from nanohermes.mcp.schema import normalize_schema
+from nanohermes.mcp_config import McpServerConfig, tool_name, with_hash
 from nanohermes.tools.base import Tool
 
 CANCEL_ARG = "__nanohermes_cancel"
@@ -90,20 +91,26 @@ def build_tools(
     return tools
 
 
-def normalize_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The server's input schema as a function's parameters: an object with `properties`."""
-    parameters = {key: value for key, value in schema.items() if key != "$schema"}
-    parameters["type"] = "object"
-    if not isinstance(parameters.get("properties"), dict):
-        parameters["properties"] = {}
-    if "required" in parameters and not isinstance(parameters["required"], list):
-        del parameters["required"]
-    return parameters
-
-
 def _unique(name: str, remote: str, taken: set[str]) -> str:
     """`name`, or (when two tools sanitize or cut to the same) one ending in a short hash of `remote`."""
-    if name not in taken:
-        return name
-    suffix = "_" + hashlib.sha1(remote.encode("utf-8")).hexdigest()[:6]
-    return name[: TOOL_NAME_MAX - len(suffix)] + suffix
+    return name if name not in taken else with_hash(name, remote)
+
+
+def offered(servers: Iterable[tuple[str, list[Tool]]], limit: int) -> tuple[list[Tool], int]:
+    """The tools of several servers, in their order: a name an earlier server's tool has already
+    (server `a__b`'s `c` and server `a`'s `b__c`) gets a hash suffix; past `limit` tools are left
+    out. Returns (tools, how many were left out)."""
+    tools: list[Tool] = []
+    seen: set[str] = set()
+    left_out = 0
+    for server, own in servers:
+        for tool in own:
+            if len(tools) >= limit:
+                left_out += 1
+                continue
+            if tool.name in seen:
+                name = with_hash(tool.name, f"{server}/{tool.name}")
+                tool = dataclasses.replace(tool, name=name, approval_kind=name)
+            seen.add(tool.name)
+            tools.append(tool)
+    return tools, left_out

@@ -10,7 +10,8 @@ import pytest
 
 from nanohermes.errors import ConfigError
 from nanohermes.mcp.results import render_result
-from nanohermes.mcp.tools import build_tools, normalize_schema
+from nanohermes.mcp.schema import normalize_schema
+from nanohermes.mcp.tools import build_tools
 from nanohermes.mcp_config import McpServerConfig, servers_from_acp, tool_name
 from nanohermes.settings import load_settings
 
