@@ -105,6 +105,37 @@ class McpServerConfig(BaseModel):
         return " ".join([str(self.command), *self.args])
 
 
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_variables(config: McpServerConfig, environ: Mapping[str, str]) -> McpServerConfig:
+    """The config with `${VAR}` and `${VAR:-default}` replaced from `environ` (Claude Code's form) in
+    command, args, cwd, env values, url and header values: tokens stay out of the config file.
+    Raises ConfigError naming a variable that is unset (or empty) and has no default."""
+
+    def value(match: re.Match[str]) -> str:
+        found = environ.get(match.group(1))
+        if found:
+            return found
+        if match.group(2) is not None:
+            return match.group(2)
+        raise ConfigError(f"environment variable {match.group(1)} is not set (its config uses it)")
+
+    def expand(text: str) -> str:
+        return _VARIABLE.sub(value, text) if "${" in text else text
+
+    return config.model_copy(
+        update={
+            "command": None if config.command is None else expand(config.command),
+            "args": tuple(expand(arg) for arg in config.args),
+            "cwd": None if config.cwd is None else Path(expand(str(config.cwd))),
+            "env": {key: expand(item) for key, item in config.env.items()},
+            "url": None if config.url is None else expand(config.url),
+            "headers": {key: expand(item) for key, item in config.headers.items()},
+        }
+    )
+
+
 def sanitize(text: str) -> str:
     """Characters outside [A-Za-z0-9_-] become `_` (tool names must match the API's pattern)."""
     return _UNSAFE.sub("_", text)

@@ -30,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 
 from nanohermes import __version__
+from nanohermes.errors import NanoHermesError
 from nanohermes.mcp_config import McpServerConfig
 
 CLOSE_SECONDS = 8.0
@@ -249,6 +250,8 @@ def _leaf(err: BaseException) -> BaseException:
 def describe_error(err: BaseException) -> str:
     """One line for why a server could not be reached or started."""
     err = _leaf(err)
+    if isinstance(err, NanoHermesError):
+        return err.one_line()
     if isinstance(err, FileNotFoundError):
         return f"command not found: {err.filename or err}"
     if isinstance(err, PermissionError):

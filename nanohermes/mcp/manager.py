@@ -20,6 +20,7 @@ import concurrent.futures
 import contextlib
 import functools
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -33,7 +34,7 @@ from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.results import render_result
 from nanohermes.mcp.status import ServerEntry, ServerStatus, State, tool_info
 from nanohermes.mcp.tools import build_tools, offered
-from nanohermes.mcp_config import McpServerConfig
+from nanohermes.mcp_config import McpServerConfig, expand_variables
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -244,11 +245,10 @@ class McpManager:
             from nanohermes.mcp.connection import Connection
         except ImportError as err:
             raise RuntimeError(f"the MCP SDK is not installed ({err}); pip install 'mcp>=2.3,<3'") from None
+        config = expand_variables(server.config, os.environ)
         errlog = self._logs.open(server.name)
         changed = functools.partial(self._tools_changed, server)
-        connection = Connection(
-            server.name, server.config, cwd=self._cwd, errlog=errlog, on_tools_changed=changed
-        )
+        connection = Connection(server.name, config, cwd=self._cwd, errlog=errlog, on_tools_changed=changed)
         server.connection, server.stale = connection, False
         self._set_tools(server, await connection.open())
         if server.stale:  # it changed while the first list was on its way

@@ -214,3 +214,25 @@ def test_results_rendering() -> None:
     assert render_result({"content": [], "structuredContent": {"x": 1}}) == '{\n  "x": 1\n}'
     assert render_result({"content": [{"type": "text", "text": "{}"}], "structuredContent": {}}) == "{}"
     assert render_result({"content": []}) == "(no output)"
+
+
+def test_variables_expand_from_the_environment() -> None:
+    from nanohermes.mcp_config import expand_variables
+
+    environ = {"TOKEN": "s3cret", "HOST": "example.com", "EMPTY": ""}
+    web = McpServerConfig(url="https://${HOST}/mcp", headers={"Authorization": "Bearer ${TOKEN}"})
+    expanded = expand_variables(web, environ)
+    assert (expanded.url, expanded.headers) == ("https://example.com/mcp", {"Authorization": "Bearer s3cret"})
+    assert web.headers == {"Authorization": "Bearer ${TOKEN}"}  # the config itself keeps the reference
+    local = McpServerConfig(
+        command="${HOME_BIN:-/usr/bin}/tool",
+        args=("--port", "${PORT:-8080}", "$TOKEN", "${EMPTY:-fallback}"),
+        env={"API_KEY": "${TOKEN}"},
+        cwd=Path("${HOST}"),
+    )
+    done = expand_variables(local, environ)
+    assert done.command == "/usr/bin/tool"
+    assert done.args == ("--port", "8080", "$TOKEN", "fallback")  # only the ${…} form expands
+    assert (done.env, done.cwd) == ({"API_KEY": "s3cret"}, Path("example.com"))
+    with pytest.raises(ConfigError, match=r"environment variable MISSING is not set"):
+        expand_variables(McpServerConfig(command="x", env={"K": "${MISSING}"}), environ)

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from mcp_helpers import Managers, demo_stdio, process_gone, wait_for
+from mcp_helpers import DEMO, Managers, demo_stdio, process_gone, wait_for
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
@@ -130,6 +130,24 @@ def test_a_changed_tool_list_is_listed_again(managers: Managers) -> None:
     [status] = manager.status()
     assert "fresh" in {info.remote for info in status.tools}
     assert managers.notices == []
+
+
+def test_config_variables_expand_and_a_missing_one_fails_that_server_only(
+    managers: Managers, markers: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NH_TEST_MARKERS", str(markers))
+    monkeypatch.delenv("NH_TEST_UNSET", raising=False)
+    expanded = McpServerConfig(command=sys.executable, args=(str(DEMO), "--marker-dir", "${NH_TEST_MARKERS}"))
+    missing = McpServerConfig(command=sys.executable, args=(str(DEMO),), env={"TOKEN": "${NH_TEST_UNSET}"})
+    manager = managers({"expanded": expanded, "missing": missing})
+    assert "mcp__expanded__echo" in tools_by_name(manager.tools())
+    assert (markers / "server.pid").exists()  # it got the expanded --marker-dir
+    states = {s.name: s for s in manager.status()}
+    assert states["missing"].state == "failed"
+    assert (
+        states["missing"].last_error == "environment variable NH_TEST_UNSET is not set (its config uses it)"
+    )
+    assert managers.notices == [f"MCP server missing failed to start: {states['missing'].last_error}"]
 
 
 def test_tool_timeout(managers: Managers, markers: Path) -> None:
