@@ -189,8 +189,11 @@ def build_agent(
         # bwrap demanded: a warning everywhere; auto falling back: a dim line in the REPL, -p --verbose
         agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "debug"))
     _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
+    from nanohermes.mcp import start_servers
+
     servers = settings.mcp_servers if mcp_servers is None else mcp_servers
-    mcp = start_mcp(servers, settings, workspace, lambda text: agent.post_note(Note(text, "warning")))
+    notice = functools.partial(_warn, agent)
+    mcp = start_servers(servers, cwd=workspace, log_dir=settings.state_dir / "mcp", on_notice=notice)
     if mcp is not None:
         runner.add_source(mcp.tools)
     return BuiltAgent(agent, checkpoints, sandbox, mcp)
@@ -241,20 +244,8 @@ def _open_locked(
         raise
 
 
-def start_mcp(
-    servers: Mapping[str, McpServerConfig],
-    settings: Settings,
-    workspace: Path,
-    on_notice: Callable[[str], None] | None,
-) -> McpManager | None:
-    """Start MCP servers in the background (None when there are none to start)."""
-    if not any(server.enabled for server in servers.values()):
-        return None
-    from nanohermes.mcp.manager import McpManager
-
-    manager = McpManager(servers, cwd=workspace, log_dir=settings.state_dir / "mcp", on_notice=on_notice)
-    manager.start()
-    return manager
+def _warn(agent: Agent, text: str) -> None:
+    agent.post_note(Note(text, "warning"))
 
 
 def apply_yes(options: CliOptions, settings: Settings) -> Settings:

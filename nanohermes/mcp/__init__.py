@@ -11,4 +11,36 @@ The configuration (McpServerConfig: the `[mcp_servers.NAME]` table, the JSON `mc
 list) is `nanohermes.mcp_config`, beside `settings` which validates with it (below `tools`, which this
 package builds on). Importing this package loads neither the SDK nor asyncio: `mcp` is imported only
 when a server is configured, on the manager's thread.
+
+    manager = start_servers(servers, cwd=workspace, log_dir=state_dir / "mcp", on_notice=say)
+    # None when no server is enabled; else started in the background: close() it when done
+    # (the REPL and -p at exit, `nanohermes acp` with each session, for the configured + the client's)
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nanohermes.mcp.manager import McpManager
+    from nanohermes.mcp_config import McpServerConfig
+
+
+def start_servers(
+    servers: Mapping[str, McpServerConfig],
+    *,
+    cwd: Path,
+    log_dir: Path | None,
+    on_notice: Callable[[str], None] | None = None,
+) -> McpManager | None:
+    """A manager starting `servers` in the background, or None when none is enabled (nothing of the
+    manager or the SDK is imported then). See `McpManager` for the arguments."""
+    if not any(server.enabled for server in servers.values()):
+        return None
+    from nanohermes.mcp.manager import McpManager
+
+    manager = McpManager(servers, cwd=cwd, log_dir=log_dir, on_notice=on_notice)
+    manager.start()
+    return manager
