@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, overload
 
@@ -17,6 +18,8 @@ from typing import Literal, overload
 def ensure_private_dir(directory: Path) -> None:
     """Create `directory` and any missing parents as 0700; existing ones are left as they are.
     Raises OSError."""
+    if directory.is_dir():
+        return  # the common case: one stat, not one per ancestor
     missing = [d for d in (directory, *directory.parents) if not d.exists()]
     for path in reversed(missing):
         path.mkdir(mode=0o700, exist_ok=True)
@@ -39,31 +42,52 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_all(fd: int, data: bytes) -> None:
+_IOV_MAX = 1024  # POSIX guarantees at least 16; Linux and the BSDs allow 1024 buffers per writev
+
+
+def write_all(fd: int, data: bytes | Sequence[bytes]) -> None:
+    """Write `data` whole; a sequence of pieces is written gathered (writev), never joined in memory."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        if hasattr(os, "writev"):
+            _write_pieces(fd, data)
+            return
+        data = b"".join(data)
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
         view = view[written:]
 
 
+def _write_pieces(fd: int, pieces: Sequence[bytes]) -> None:
+    for start in range(0, len(pieces), _IOV_MAX):
+        batch = pieces[start : start + _IOV_MAX]
+        written = os.writev(fd, batch)
+        if written < sum(map(len, batch)):  # a short write: the rest of this batch, plainly
+            write_all(fd, b"".join(batch)[written:])
+
+
 @overload
 def atomic_write(
-    path: Path, data: bytes, *, temp_prefix: str | None = None, keep_open: Literal[False] = False
+    path: Path,
+    data: bytes | Sequence[bytes],
+    *,
+    temp_prefix: str | None = None,
+    keep_open: Literal[False] = False,
 ) -> None: ...
 
 
 @overload
 def atomic_write(
-    path: Path, data: bytes, *, temp_prefix: str | None = None, keep_open: Literal[True]
+    path: Path, data: bytes | Sequence[bytes], *, temp_prefix: str | None = None, keep_open: Literal[True]
 ) -> int: ...
 
 
 def atomic_write(
-    path: Path, data: bytes, *, temp_prefix: str | None = None, keep_open: bool = False
+    path: Path, data: bytes | Sequence[bytes], *, temp_prefix: str | None = None, keep_open: bool = False
 ) -> int | None:
-    """Replace `path` with `data` atomically (file mode 0600). On failure the old file is untouched, the
-    temp file is removed and the OSError propagates. Returns the new file's descriptor when `keep_open`
-    (the caller closes it), else None."""
+    """Replace `path` with `data` (bytes, or pieces written gathered) atomically (file mode 0600).
+    On failure the old file is untouched, the temp file is removed and the OSError propagates.
+    Returns the new file's descriptor when `keep_open` (the caller closes it), else None."""
     prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
     try:

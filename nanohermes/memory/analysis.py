@@ -112,7 +112,7 @@ def analyze(text: str, *, query: bool = False) -> list[str]:
     if query:
         content = [token for token in tokens if not is_stop_word(token)]
         tokens = content or tokens
-    return [stem(token) for token in tokens]
+    return list(map(stem, tokens))
 
 
 def analyze_words(text: str, *, query: bool = False) -> list[tuple[str, str]]:

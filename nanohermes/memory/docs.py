@@ -8,6 +8,7 @@ entries it did not change.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from nanohermes.memory.analysis import analyze
@@ -58,11 +59,10 @@ def main_terms(entry: Entry) -> list[str]:
 
 def make_doc(entry: Entry, key: str | None = None) -> Doc:
     main = main_terms(entry)
-    tf: dict[str, float] = {}
-    get = tf.get
-    for term in main:
-        tf[term] = get(term, 0) + 1
+    tf: dict[str, float] = dict(Counter(main))
     context = analyze(entry.context) if entry.context else []
-    for term in context:
-        tf[term] = get(term, 0) + CONTEXT_WEIGHT
+    if context:
+        get = tf.get
+        for term, count in Counter(context).items():
+            tf[term] = get(term, 0) + CONTEXT_WEIGHT * count
     return Doc(entry, tf, len(main), len(context), normalize(entry.text) if key is None else key)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,38 +208,3 @@ def _as_ts(value: object) -> int:
     if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
         return max(int(value), 0)
     return 0
-
-
-def entry_line(entry: Entry) -> str:
-    return json.dumps(entry.to_dict(), ensure_ascii=False)
-
-
-_HEAD = b'{\n  "version": %d,\n  "entries": ' % FORMAT_VERSION
-_OPEN, _SEPARATOR, _CLOSE = b"[\n    ", b",\n    ", b"\n  ]\n}\n"
-_EMPTY = _HEAD + b"[]\n}\n"
-
-
-def dump_lines(lines: Sequence[bytes], kept: Kept | None = None) -> bytes:
-    """memory.json v1 from entry lines (UTF-8 JSON objects): one entry per line, so the file stays
-    readable and diffs small. `kept`'s entry lines follow the entries; its top-level fields follow
-    the entries list."""
-    if kept is not None and kept.lines:
-        lines = [*lines, *(line.encode() for line in kept.lines)]
-    top = b""
-    if kept is not None and kept.top:
-        top = "".join(f",\n  {_dumps(name)}: {value}" for name, value in kept.top).encode()
-    if not lines:
-        return b"".join((_HEAD, b"[]", top, b"\n}\n"))
-    return b"".join((_HEAD, _OPEN, _SEPARATOR.join(lines), b"\n  ]", top, b"\n}\n"))
-
-
-def split_lines(raw: bytes) -> list[bytes] | None:
-    """The entry lines of a file laid out exactly as `dump_lines` writes it without kept top-level
-    fields, else None. (A JSON string cannot hold a raw newline, so the separator never occurs
-    inside an entry.)"""
-    if raw == _EMPTY:
-        return []
-    head = len(_HEAD) + len(_OPEN)
-    if not (raw.startswith(_HEAD) and raw.startswith(_OPEN, len(_HEAD)) and raw.endswith(_CLOSE)):
-        return None
-    return raw[head : -len(_CLOSE)].split(_SEPARATOR)

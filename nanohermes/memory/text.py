@@ -16,6 +16,7 @@ _CJK_RANGES = (
 _CJK_CHAR = re.compile(f"[{_CJK_RANGES}]")
 # One match per run: group 1 a CJK run, group 2 a run of other letters/digits (`_` separates).
 _RUNS = re.compile(f"([{_CJK_RANGES}]+)|([^\\W_{_CJK_RANGES}]+)")
+_PAIRS = re.compile(r"(?=(..))", re.DOTALL)  # every overlapping pair of characters
 
 _PUNCTUATION = "，。！？；：、,.!?;:()（）「」\"'“”【】…—-·*#`>~"
 _DROP = re.compile(f"[\\s{re.escape(_PUNCTUATION)}]+")
@@ -37,7 +38,7 @@ def tokenize(text: str) -> list[str]:
         elif len(cjk) == 1:
             tokens.append(cjk)
         else:
-            tokens.extend([a + b for a, b in zip(cjk, cjk[1:], strict=False)])
+            tokens.extend(_PAIRS.findall(cjk))
     return tokens
 
 

@@ -106,7 +106,7 @@ def search(index: Index, terms: Sequence[str], k: int) -> list[tuple[float, int]
             query.offer(slot, query.score(doc, weights), doc)
             scored |= 1 << slot
     if frequent:
-        _walk(query, frequent, index.live & ~scored)
+        _walk(query, frequent, index.live ^ scored)  # scored ⊆ live
     return query.result()
 
 
@@ -114,19 +114,19 @@ def _idf(n: int, df: int) -> float:
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
-Group = tuple[int, int, int, float, Others, float]
+Group = tuple[int, int, int, int, float, Others, float]
 """Frequent query terms with the same bitsets (the bigrams of one word, say): tf-1 slots, other
-slots, a bitmask of the members (query positions), the sum of their weights, their (weight,
+slots, both, a bitmask of the members (query positions), the sum of their weights, their (weight,
 tf_max, term) for the other tfs, and their bound at the shortest length."""
 
 
 def _groups(query: _Query, frequent: list[tuple[str, float]], sat_min: float) -> list[Group]:
     index = query.index
+    ones, others_of, tf_max = index.ones, index.others, index.tf_max
     found: list[tuple[int, int, list[tuple[int, str, float, float]]]] = []
     for position, (term, weight) in enumerate(frequent):
-        tf_top = max(1.0, index.tf_max.get(term, 1.0))
-        one, other = index.ones.get(term, 0), index.others.get(term, 0)
-        member = (position, term, weight, tf_top)
+        member = (position, term, weight, max(1.0, tf_max.get(term, 1.0)))
+        one, other = ones.get(term, 0), others_of.get(term, 0)
         for one_seen, other_seen, members in found:  # equal bitsets: compared, never hashed
             if one_seen == one and other_seen == other:
                 members.append(member)
@@ -135,12 +135,15 @@ def _groups(query: _Query, frequent: list[tuple[str, float]], sat_min: float) ->
             found.append((one, other, [member]))
     groups: list[Group] = []
     for one, other, members in found:
-        mask = sum(1 << position for position, _, _, _ in members)
-        weight = sum(w for _, _, w, _ in members)
-        others = tuple((w, tf_top, term) for _, term, w, tf_top in members)
-        top = sum(w * tf_top / (tf_top + sat_min) for _, _, w, tf_top in members)
-        groups.append((one, other, mask, weight, others, top))
-    groups.sort(key=lambda group: group[5], reverse=True)
+        weight = top = 0.0
+        bits = 0
+        for position, _, w, tf_top in members:
+            bits |= 1 << position
+            weight += w
+            top += w * tf_top / (tf_top + sat_min)
+        held = tuple((w, tf_top, term) for _, term, w, tf_top in members)
+        groups.append((one, other, one | other, bits, weight, held, top))
+    groups.sort(key=lambda group: group[6], reverse=True)
     return groups
 
 
@@ -152,12 +155,12 @@ def _walk(query: _Query, frequent: list[tuple[str, float]], everything: int) -> 
     groups = _groups(query, frequent, sat_min)
     rest = [0.0] * (len(groups) + 1)
     for i in range(len(groups) - 1, -1, -1):
-        rest[i] = rest[i + 1] + groups[i][5]
-    _Walker(query, groups, rest, sat_min, frequent).visit(0, everything, 0, 0.0, ())
+        rest[i] = rest[i + 1] + groups[i][6]
+    _Walker(query, groups, rest, sat_min, frequent).visit(0, everything, 0, 0.0, (), 0.0)
 
 
 class _Walker:
-    __slots__ = ("query", "groups", "rest", "sat_min", "frequent", "held", "sat")
+    __slots__ = ("query", "groups", "rest", "one_factor", "frequent", "held", "sat")
 
     def __init__(
         self,
@@ -170,46 +173,49 @@ class _Walker:
         self.query = query
         self.groups = groups
         self.rest = rest
-        self.sat_min = sat_min
+        self.one_factor = 1.0 / (1.0 + sat_min)  # a tf-1 term's share of its weight at sat_min
         self.frequent = frequent
         self.held: dict[int, list[tuple[str, float]]] = {}
         self.sat: list[float] | None = None
 
-    def visit(self, i: int, docs: int, mask: int, ones_weight: float, others: Others) -> None:
+    def visit(self, i: int, docs: int, mask: int, ones_weight: float, others: Others, bound: float) -> None:
         """`docs` hold the terms of `mask`: tf 1 for those summing `ones_weight`, another tf for
-        `others`; they lack the other terms of the groups before `i`."""
+        `others`; they lack the other terms of the groups before `i`. `bound`: their score's
+        bound at the shortest length."""
         theta = self.query.theta
-        if theta > 0.0 and (_bound(self.sat_min, ones_weight, others) + self.rest[i]) * _SAFETY < theta:
+        if theta > 0.0 and (bound + self.rest[i]) * _SAFETY < theta:
             return
-        if i == len(self.groups):
+        groups = self.groups
+        if i == len(groups):
             if mask:
                 self.scan(docs, mask, ones_weight, others)
             return
-        one, other, members, weight, group_others, _ = self.groups[i]
+        one, other, either, members, weight, group_others, top = groups[i]
         j = i + 1
         found = docs & one
         if found:
-            self.visit(j, found, mask | members, ones_weight + weight, others)
+            ones_bound = bound + weight * self.one_factor
+            self.visit(j, found, mask | members, ones_weight + weight, others, ones_bound)
         found = docs & other
         if found:
-            self.visit(j, found, mask | members, ones_weight, others + group_others)
-        found = docs & ~(one | other)
-        if found and (mask or j < len(self.groups)):
-            self.visit(j, found, mask, ones_weight, others)
+            self.visit(j, found, mask | members, ones_weight, others + group_others, bound + top)
+        if mask or j < len(groups):
+            found = docs ^ (docs & either)  # docs & ~either without a negative int (slow)
+            if found:
+                self.visit(j, found, mask, ones_weight, others, bound)
 
     def scan(self, docs: int, mask: int, ones_weight: float, others: Others) -> None:
         """Score the entries of one pattern: all of them when they are few, else shortest bucket
         first while the bucket's bound can still enter the top k."""
         query = self.query
-        index = query.index
         held = self.held.get(mask)
         if held is None:
             held = self.held[mask] = [part for j, part in enumerate(self.frequent) if mask >> j & 1]
         if docs.bit_count() <= SCAN_ALL:
             self._score_all(docs, held)
             return
-        buckets = index.buckets
-        for bucket, sat in zip(index.bucket_keys, self._bucket_sat(), strict=True):
+        buckets = query.index.buckets
+        for bucket, sat in zip(query.index.bucket_keys, self._bucket_sat(), strict=True):
             found = docs & buckets[bucket]
             if not found:
                 continue
@@ -232,6 +238,7 @@ class _Walker:
         query = self.query
         entries = query.index.docs
         sat_a, sat_b, heap, k = query.sat_a, query.sat_b, query.heap, query.k
+        theta = query.theta
         while found:
             slot = found.bit_length() - 1
             found ^= 1 << slot
@@ -245,6 +252,8 @@ class _Walker:
                 tf = tfs.get(term)
                 if tf:
                     score += weight * tf / (tf + sat)
+            if score < theta:
+                continue  # below the k-th: cannot enter
             key = (score, doc.entry.ts, -slot)
             if len(heap) < k:
                 heapq.heappush(heap, key)
@@ -253,7 +262,7 @@ class _Walker:
             else:
                 continue
             if len(heap) == k:
-                query.theta = heap[0][0]
+                theta = query.theta = heap[0][0]
 
 
 def _bound(sat: float, ones_weight: float, others: Others) -> float:

@@ -13,13 +13,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memory_helpers import CHILD_WRITER, LOOP_WRITER
 
 from nanohermes.errors import StoreError
 from nanohermes.memory import MemoryStore
-from nanohermes.memory.entry import Entry
+from nanohermes.memory.memfile import MemoryFile
+from nanohermes.memory.snapshot import Snapshot
 
 
 def _spawn(script: str, *args: str) -> subprocess.Popen[str]:
@@ -86,12 +88,12 @@ def test_sixteen_threads_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     assert len(MemoryStore(tmp_path).load()) == 160
 
 
-class _SlowWriter(MemoryStore):
+class _SlowFile(MemoryFile):
     """Widens the window between reading and writing so a missing lock shows every time."""
 
-    def _write(self, entries: list[Entry]) -> None:
+    def commit(self, snap: Snapshot) -> None:
         time.sleep(0.05)
-        super()._write(entries)
+        super().commit(snap)
 
 
 class _NoLock:
@@ -101,13 +103,27 @@ class _NoLock:
             yield
 
 
-class _Unlocked(_SlowWriter):
-    def __init__(self, directory: Path) -> None:
-        super().__init__(directory)
-        self._lock = _NoLock()  # type: ignore[assignment]
+class _UnlockedFile(_SlowFile):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.lock = _NoLock()  # type: ignore[assignment]
 
     def _prepare_dir(self) -> None:
-        self._make_dir()  # the clean-up of leftover temp files is only safe under the lock
+        self.make_dir()  # the clean-up of leftover temp files is only safe under the lock
+
+
+class _SlowWriter(MemoryStore):
+    file_class: type[MemoryFile] = _SlowFile
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self._file = self.file_class(self.dir, self._mutex, self._follow, None)
+        self._lock = self._file.lock
+        self._current = self._file.current  # type: ignore[method-assign]
+
+
+class _Unlocked(_SlowWriter):
+    file_class = _UnlockedFile
 
 
 def test_control_without_the_lock_updates_are_lost(tmp_path: Path) -> None:

@@ -1,0 +1,77 @@
+"""The bytes of memory.json v1 as this program writes them: one entry per line, so the file stays
+readable, diffs stay small, and a file read again is parsed line by line (only the lines not seen
+before), not as one document."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from nanohermes.memory.entry import FORMAT_VERSION, Kept
+
+_HEAD = b'{\n  "version": %d,\n  "entries": ' % FORMAT_VERSION
+_OPEN, _SEPARATOR, _END, _TAIL = b"[\n    ", b",\n    ", b"\n  ]", b"\n}\n"
+_TOP_OPEN = b",\n  "
+
+Top = tuple[tuple[str, str], ...]
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def dump_lines(lines: Sequence[bytes], kept: Kept | None = None) -> list[bytes]:
+    """memory.json v1 from entry lines (UTF-8 JSON objects, one line each), as pieces to write
+    gathered (joined they are the file). `kept`'s entry lines follow the entries; its top-level
+    fields follow the entries list."""
+    if kept is not None and kept.lines:
+        lines = [*lines, *(line.encode() for line in kept.lines)]
+    top = b""
+    if kept is not None and kept.top:
+        top = "".join(f",\n  {_dumps(name)}: {value}" for name, value in kept.top).encode()
+    if not lines:
+        return [_HEAD, b"[]", top, _TAIL]
+    pieces = [_SEPARATOR] * (2 * len(lines) + 1)
+    pieces[0] = _HEAD + _OPEN
+    pieces[1::2] = lines
+    pieces[-1] = b"".join((_END, top, _TAIL))
+    return pieces
+
+
+def split_document(raw: bytes) -> tuple[list[bytes], Top] | None:
+    """The entry lines and the other top-level fields (name, JSON value) of a file laid out exactly
+    as `dump_lines` writes it, else None. A JSON string cannot hold a raw newline, so neither the
+    separator nor the end of the list occurs inside an entry line."""
+    start = len(_HEAD)
+    if not raw.startswith(_HEAD) or not raw.endswith(_TAIL):
+        return None
+    if raw.startswith(b"[]", start):
+        lines: list[bytes] = []
+        rest = start + 2
+    elif raw.startswith(_OPEN, start):
+        end = raw.find(_END, start)
+        if end < 0:
+            return None
+        lines = raw[start + len(_OPEN) : end].split(_SEPARATOR)
+        rest = end + len(_END)
+    else:
+        return None
+    tail = raw[rest : -len(_TAIL)]
+    if not tail:
+        return lines, ()
+    top = _top_fields(tail)
+    return None if top is None else (lines, top)
+
+
+def _top_fields(tail: bytes) -> Top | None:
+    """The fields after the entries list (`,\\n  "name": value…`), or None when they are not plain
+    extra fields (then the whole document is parsed: a repeated `version` or `entries` wins there)."""
+    if not tail.startswith(_TOP_OPEN):
+        return None
+    try:
+        data = json.loads(b"{" + tail[1:] + b"}")
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or "version" in data or "entries" in data:
+        return None
+    return tuple((name, _dumps(value)) for name, value in data.items())

@@ -1,0 +1,214 @@
+"""memory.json on disk: read through a cache, written atomically under two locks.
+
+- Reads take no lock: writers replace the file atomically, so a reader sees the old or the new file.
+  The parsed entries and their derived data are cached per file version (derived.py).
+- The cache key is (device, inode, mtime_ns, ctime_ns, size). Every write makes a new inode
+  (`os.replace` of a fresh temp file), and on POSIX the cached snapshot keeps its file open, so its
+  inode number cannot be reused while it is cached: two writes within one timestamp tick that leave
+  the same size still differ in inode, and the cache can never serve stale entries.
+- Every read-modify-write (remember, forget, moving a corrupt file aside) holds the in-process lock
+  and the cross-process file lock (locking.py), re-reads the file under them, and writes through
+  `nanohermes.fileio.atomic_write` (temp file 0600 in the same directory, the lines written
+  gathered, fsync, `os.replace`, fsync the directory).
+- A file that cannot be read or parsed is never overwritten: it is renamed to
+  `memory.json.broken-<ts>` and `on_notice` gets one line saying so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from nanohermes.errors import StoreError
+from nanohermes.fileio import atomic_write, ensure_private_dir
+from nanohermes.memory.derived import Derived
+from nanohermes.memory.entry import FORMAT_VERSION, FormatError
+from nanohermes.memory.fileio import (
+    free_name,
+    not_regular,
+    read_all,
+    special_kind,
+    stat_memory_file,
+    unlink_quietly,
+    write_target,
+)
+from nanohermes.memory.layout import dump_lines
+from nanohermes.memory.locking import lock_for
+from nanohermes.memory.snapshot import Identity, Snapshot, identity
+
+MEMORY_FILE = "memory.json"
+_TEMP_PREFIX = ".memory.json."
+_TEMP_SUFFIX = ".tmp"  # as nanohermes.fileio.atomic_write names its temp files
+_HOLD_INODE = os.name == "posix"
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)  # a FIFO never blocks
+
+
+class MemoryFile:
+    """One memory.json: its current snapshot and the writes that replace it.
+
+    `follow` is called (with `mutex` held) with every snapshot installed, before it becomes current:
+    a write's snapshot still knows its parent and delta, so what follows the entries (the search
+    index, the duplicate keys) can update by what changed."""
+
+    def __init__(
+        self,
+        directory: Path,
+        mutex: threading.RLock,
+        follow: Callable[[Snapshot], None],
+        on_notice: Callable[[str], None] | None = None,
+    ) -> None:
+        self.dir = directory
+        self.path = directory / MEMORY_FILE
+        self.lock = lock_for(self.path)
+        self.snapshot: Snapshot | None = None
+        self.derived = Derived()  # documents, lines and parsed lines by entry id
+        self._path = os.fspath(self.path)  # os.stat takes a str faster than a Path
+        self._mutex = mutex  # guards the derived data and what follows the snapshots
+        self._follow = follow
+        self._on_notice = on_notice
+
+    def current(self) -> Snapshot:
+        try:
+            st = stat_memory_file(self._path)  # StoreError for a symlink loop or a special file
+        except OSError as err:
+            return self._quarantine(f"cannot stat it: {err.strerror or err}")
+        if st is None:
+            return self._empty()
+        snap = self.snapshot
+        if snap is not None and snap.identity == (
+            st.st_dev,
+            st.st_ino,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            st.st_size,
+        ):  # _identity(st), inline: this runs on every search
+            return snap
+        return self._reload()
+
+    def _empty(self) -> Snapshot:
+        snap = self.snapshot
+        if snap is None or snap.identity is not None:
+            snap = Snapshot([], lines=[], by_id={})
+            self.snapshot = snap
+        return snap
+
+    def _reload(self) -> Snapshot:
+        try:
+            fd = os.open(self.path, _READ_FLAGS)
+        except FileNotFoundError:
+            return self._empty()
+        except OSError as err:
+            return self._quarantine(f"cannot open it: {err.strerror or err}")
+        try:
+            return self._install_open(fd)
+        except (OSError, FormatError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            return self._quarantine(reason)
+
+    def _install_open(self, fd: int) -> Snapshot:
+        """Parse and install the file open at `fd`. On OSError or FormatError, `fd` is closed."""
+        try:
+            st = os.fstat(fd)
+            what = special_kind(st.st_mode)
+            if what is not None:  # replaced by a special file since the stat: never read it
+                raise not_regular(self.path, what)
+            version = identity(st)
+            with self._mutex:
+                document = self.derived.parse(read_all(fd))
+                entries = document.entries
+                make = self.derived.doc
+                docs = [make(entry) for entry in entries]
+                self.derived.forget_stale(entries)
+        except BaseException:
+            os.close(fd)
+            raise
+        snap = Snapshot(docs, document.version, entries=entries, kept=document.kept)
+        return self._install(snap, version, fd)
+
+    def _install(self, snap: Snapshot, version: Identity, fd: int) -> Snapshot:
+        snap.identity = version
+        if _HOLD_INODE:
+            snap.anchor(fd)
+        else:
+            os.close(fd)
+        with self._mutex:
+            self._follow(snap)  # our own write (with its parent and delta) or a reload
+            snap.parent = None
+            self.snapshot = snap
+        return snap
+
+    def _quarantine(self, reason: str) -> Snapshot:
+        """Move an unreadable memory.json aside (never overwrite it), tell the user once, start empty."""
+        with self.lock.hold():
+            try:
+                fd = os.open(self.path, _READ_FLAGS)
+            except FileNotFoundError:
+                return self._empty()
+            except OSError:
+                fd = -1
+            if fd >= 0:  # another process may have repaired or replaced it meanwhile
+                with contextlib.suppress(OSError, FormatError):
+                    return self._install_open(fd)  # StoreError (now a special file) propagates
+            broken = free_name(self.path.with_name(f"{MEMORY_FILE}.broken-{int(time.time())}"))
+            try:
+                os.replace(self.path, broken)
+            except OSError as err:
+                raise StoreError(
+                    f"{self.path} is unreadable ({reason}) and could not be moved aside: "
+                    f"{err.strerror or err}",
+                    "move or repair the file by hand",
+                ) from None
+            self._notify(
+                f"memory.json was unreadable ({reason}), moved to {broken}; starting with an empty memory"
+            )
+            return self._empty()
+
+    def _notify(self, message: str) -> None:
+        if self._on_notice is not None:
+            self._on_notice(message)
+
+    def check_writable(self, snap: Snapshot) -> None:
+        if snap.version > FORMAT_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer nanohermes (format version {snap.version})",
+                "upgrade nanohermes to change it",
+            )
+
+    def commit(self, snap: Snapshot) -> None:
+        """Replace memory.json atomically with `snap`'s entries; on failure the old file stays."""
+        self._prepare_dir()
+        if snap.lines is None:
+            snap.lines = [self.derived.line(entry) for entry in snap.entries]
+        data = dump_lines(snap.lines, snap.kept)
+        try:
+            target = write_target(self.path)  # through a symlink: the link stays, its target changes
+            fd = atomic_write(target, data, temp_prefix=_TEMP_PREFIX, keep_open=True)
+        except OSError as err:
+            raise StoreError(f"cannot write {self.path}: {err.strerror or err}") from None
+        self._install(snap, identity(os.fstat(fd)), fd)
+
+    def make_dir(self) -> None:
+        """Create the memory directory, 0700, if it is missing (an existing one is left as it is)."""
+        try:
+            ensure_private_dir(self.dir)
+        except OSError as err:
+            raise StoreError(f"cannot create {self.dir}: {err.strerror or err}") from None
+
+    def _prepare_dir(self) -> None:
+        """Make sure the directory exists and remove temp files left by a writer that was killed."""
+        self.make_dir()
+        try:
+            with os.scandir(self.dir) as found:
+                leftovers = [
+                    item.path
+                    for item in found
+                    if item.name.startswith(_TEMP_PREFIX) and item.name.endswith(_TEMP_SUFFIX)
+                ]
+            for leftover in leftovers:
+                unlink_quietly(leftover)  # we hold the lock: no live writer owns a temp file
+        except OSError as err:
+            raise StoreError(f"cannot list {self.dir}: {err.strerror or err}") from None

@@ -1,0 +1,108 @@
+"""One version of memory.json in memory: its entries, their documents and JSON lines, in file order.
+
+A snapshot made by a write knows its parent and what changed (its delta), so the search index and
+the duplicate keys follow it without looking at the other entries.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+
+from nanohermes.memory.docs import Doc
+from nanohermes.memory.entry import FORMAT_VERSION, Entry, Kept
+
+Identity = tuple[int, int, int, int, int]
+"""(device, inode, mtime_ns, ctime_ns, size): the file version a snapshot was read from or written as."""
+Delta = tuple[tuple[str, ...], tuple[Doc, ...]]
+"""What a write changed: the ids it removed, the documents it added or replaced."""
+
+
+def identity(st: os.stat_result) -> Identity:
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+class Snapshot:
+    """`docs`, `entries` and (once a write needed them) `lines` are parallel lists in file order."""
+
+    def __init__(
+        self,
+        docs: list[Doc],
+        version: int = FORMAT_VERSION,
+        *,
+        lines: list[bytes] | None = None,
+        parent: Snapshot | None = None,
+        delta: Delta | None = None,
+        entries: list[Entry] | None = None,
+        kept: Kept | None = None,
+        by_id: dict[str, int] | None = None,
+    ) -> None:
+        self.docs = docs
+        self.entries = [doc.entry for doc in docs] if entries is None else entries
+        self.version = version
+        self.identity: Identity | None = None
+        self.lines = lines
+        self.kept: Kept = kept if kept is not None else (parent.kept if parent is not None else Kept())
+        self.parent = parent
+        self.delta = delta
+        self._by_id = by_id
+
+    @property
+    def by_id(self) -> dict[str, int]:
+        """Each entry's position by id (built on first use)."""
+        found = self._by_id
+        if found is None:
+            found = self._by_id = {doc.entry.id: i for i, doc in enumerate(self.docs)}
+        return found
+
+    def position(self, entry_id: str) -> int | None:
+        """The position of the entry with this id, or None."""
+        found = self.by_id.get(entry_id)
+        if found is None or found >= len(self.entries) or self.entries[found].id != entry_id:
+            return None  # (an id a newer version added to the map this one handed over)
+        return found
+
+    def appended(self, doc: Doc, line: bytes) -> Snapshot:
+        """This snapshot with `doc` appended (its line too), as a write makes it. The id map is
+        handed over, not copied: this snapshot builds its own again if it is still asked."""
+        by_id = self.by_id
+        self._by_id = None
+        by_id[doc.entry.id] = len(self.docs)
+        return Snapshot(
+            [*self.docs, doc],
+            lines=None if self.lines is None else [*self.lines, line],
+            parent=self,
+            delta=((), (doc,)),
+            entries=[*self.entries, doc.entry],
+            by_id=by_id,
+        )
+
+    def replaced(self, index: int, doc: Doc, line: bytes) -> Snapshot:
+        """This snapshot with the entry at `index` replaced by `doc` (same id)."""
+        docs = list(self.docs)
+        docs[index] = doc
+        entries = list(self.entries)
+        entries[index] = doc.entry
+        lines = None if self.lines is None else list(self.lines)
+        if lines is not None:
+            lines[index] = line
+        return Snapshot(
+            docs, lines=lines, parent=self, delta=((), (doc,)), entries=entries, by_id=self._by_id
+        )
+
+    def without(self, drop: set[int]) -> Snapshot:
+        """This snapshot without the entries at positions `drop`. When this snapshot is a write's
+        (it has a parent and a delta), the result replaces it: its parent is that parent and its
+        delta both changes together."""
+        docs = [doc for i, doc in enumerate(self.docs) if i not in drop]
+        lines = None if self.lines is None else [line for i, line in enumerate(self.lines) if i not in drop]
+        removed = tuple(self.docs[i].entry.id for i in drop)
+        base = self.parent if self.parent is not None and self.delta is not None else self
+        added = self.delta[1] if base is not self and self.delta is not None else ()
+        kept = tuple(doc for doc in added if doc.entry.id not in removed)
+        gone = tuple(i for i in removed if all(doc.entry.id != i for doc in added))
+        return Snapshot(docs, lines=lines, parent=base, delta=(gone, kept), kept=self.kept)
+
+    def anchor(self, fd: int) -> None:
+        """Keep `fd` (this version's file) open while the snapshot lives, so its inode is not reused."""
+        weakref.finalize(self, os.close, fd)

@@ -1,0 +1,166 @@
+"""What keeps `remember` and reloads cheap, checked against the plain way of doing the same thing:
+the duplicate-key index against a scan of every key, the line-by-line parse against the whole
+document, the gathered write against one joined write, the id map handed from version to version."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from nanohermes.fileio import atomic_write
+from nanohermes.memory import MemoryStore
+from nanohermes.memory import derived as derived_module
+from nanohermes.memory.constants import DUPLICATE_MIN_WEIGHT
+from nanohermes.memory.derived import Derived
+from nanohermes.memory.docs import make_doc
+from nanohermes.memory.duplicates import KeyIndex
+from nanohermes.memory.entry import Entry, parse_document
+from nanohermes.memory.kinds import Kind
+from nanohermes.memory.layout import dump_lines
+from nanohermes.memory.snapshot import Snapshot
+from nanohermes.memory.text import weight
+
+PIECES = [
+    "部署",
+    "脚本",
+    "缓存",
+    "清理",
+    "deploy",
+    "script",
+    "cache",
+    "uv",
+    "pytest",
+    "dry",
+    "run",
+    "的",
+    "x",
+]
+
+
+def _reference(key: str, keys: dict[str, str]) -> set[str]:
+    """Every id whose key could be a duplicate of `key`: equal, or one inside the other with the
+    shorter weighing enough (what a scan over all keys finds)."""
+    found = set()
+    for entry_id, theirs in keys.items():
+        shorter = key if len(key) <= len(theirs) else theirs
+        if theirs == key or (weight(shorter) >= DUPLICATE_MIN_WEIGHT and (key in theirs or theirs in key)):
+            found.add(entry_id)
+    return found
+
+
+def test_key_index_finds_what_a_scan_of_every_key_finds() -> None:
+    rng = random.Random(5)
+    index = KeyIndex()
+    keys: dict[str, str] = {}
+    for step in range(1500):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 9)))
+        doc = make_doc(Entry(f"e{step % 700}", Kind.FACT, text))
+        if rng.random() < 0.15 and keys:
+            gone = rng.choice(sorted(keys))
+            index.remove(gone)
+            del keys[gone]
+            continue
+        index.apply((), (doc,))  # new or replaced (the same id again)
+        keys[doc.entry.id] = doc.key
+        probe = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 6)))
+        found = index.candidates(probe)
+        assert _reference(probe, keys) <= found <= set(keys)
+    assert index.key_of == keys
+    index.sync([make_doc(Entry(i, Kind.FACT, k)) for i, k in list(keys.items())[:50]])
+    assert len(index) == 50
+
+
+def test_key_index_survives_a_separator_in_a_key() -> None:
+    index = KeyIndex([make_doc(Entry("a", Kind.FACT, "abc\x00defghijklmnopq"))])
+    assert index.candidates("c\x00defghijklm") == {"a"}
+
+
+def _file(entries: list[dict[str, object]], top: str = "") -> bytes:
+    lines = [json.dumps(item, ensure_ascii=False).encode() for item in entries]
+    data = b"".join(dump_lines(lines))
+    return data if not top else data[: -len(b"\n}\n")] + top.encode() + b"\n}\n"
+
+
+def test_kept_entries_and_fields_are_read_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file with entries this version cannot use and unknown top-level fields parses line by
+    line (never the whole document) into what the whole-document parse gives."""
+    raw = _file(
+        [
+            {"id": "a1", "kind": "fact", "text": "uses uv", "source": "t", "ts": 1},
+            {"id": "b2", "kind": "habit", "text": "a kind from a newer version", "ts": 2},
+            "not an object",
+            {"id": "c3", "kind": "lesson", "text": "run the slow tests in CI", "ts": 3, "mood": "ok"},
+        ],
+        top=',\n  "owner": {"name": "Zoë"},\n  "tags": [1, 2]',
+    )
+    whole = parse_document(raw)
+    monkeypatch.setattr(derived_module, "parse_document", _never)
+    by_line = Derived().parse(raw)
+    assert by_line == whole
+    assert [entry.id for entry in by_line.entries] == ["a1", "c3"]
+    assert len(by_line.kept.lines) == 2
+    assert [name for name, _ in by_line.kept.top] == ["owner", "tags"]
+
+
+def _never(raw: bytes, known: object = None) -> object:
+    raise AssertionError("the whole document was parsed")
+
+
+@pytest.mark.parametrize(
+    "top",
+    [
+        ',\n  "entries": []',  # a second entries list wins in the whole document
+        ',\n  "version": 7',
+        ',\n  "x": 1}, {"y": 2',
+    ],
+)
+def test_tricky_tails_take_the_whole_document(top: str) -> None:
+    raw = _file([{"id": "a1", "kind": "fact", "text": "uses uv", "ts": 1}], top=top)
+    try:
+        whole: object = parse_document(raw)
+    except ValueError as err:
+        whole = type(err)
+    try:
+        by_line: object = Derived().parse(raw)
+    except ValueError as err:
+        by_line = type(err)
+    assert by_line == whole
+
+
+def test_a_store_keeps_what_it_cannot_use_through_writes(tmp_path: Path) -> None:
+    (tmp_path / "memory.json").write_bytes(
+        _file(
+            [{"id": "b2", "kind": "habit", "text": "newer kind", "ts": 2}],
+            top=',\n  "owner": "me"',
+        )
+    )
+    store = MemoryStore(tmp_path)
+    assert store.remember("fact", "The project uses uv")
+    store.search("uv")
+    assert store.remember("fact", "The docs live in docs/site")
+    data = json.loads((tmp_path / "memory.json").read_text(encoding="utf-8"))
+    assert data["owner"] == "me"
+    assert [item["kind"] for item in data["entries"]] == ["fact", "fact", "habit"]
+
+
+def test_pieces_are_written_as_the_joined_bytes(tmp_path: Path) -> None:
+    lines = [f'{{"n": {i}, "text": "{"é" * (i % 50)}"}}'.encode() for i in range(3000)]
+    pieces = dump_lines(lines)
+    atomic_write(tmp_path / "gathered.json", pieces)
+    assert (tmp_path / "gathered.json").read_bytes() == b"".join(pieces)
+    assert json.loads(b"".join(pieces))["entries"][2999]["n"] == 2999
+    assert os.stat(tmp_path / "gathered.json").st_mode & 0o777 == 0o600
+
+
+def test_an_older_version_never_finds_an_id_a_newer_one_added() -> None:
+    old = Snapshot([make_doc(Entry("a", Kind.FACT, "first"))])
+    assert old.position("a") == 0
+    new = old.appended(make_doc(Entry("b", Kind.FACT, "second")), b"{}")
+    assert new.position("b") == 1
+    assert new.position("a") == 0
+    assert old.position("b") is None
+    assert old.position("a") == 0
