@@ -419,7 +419,7 @@ def test_a_memory_that_cannot_be_written_is_reported_with_its_cause(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr("nanohermes.memory.store.atomic_write", disk_full())
+    monkeypatch.setattr("nanohermes.memory.memfile.atomic_write", disk_full())
     fake_server.push_text("Noted: tabs.")
     fake_server.push_text('[{"kind": "preference", "text": "The user always prefers tabs."}]', match=DISTILL)
     code = run_inprocess(fake_server, workspace, monkeypatch, "-p", "please remember I always prefer tabs")

@@ -80,6 +80,19 @@ def test_stop_words_do_not_swamp_content_words(tmp_path: Path) -> None:
     assert [e.text for _, e in store.search("怎么部署的")] == ["部署前先跑测试"]
 
 
+def test_a_query_of_only_stop_words_still_finds_them(tmp_path: Path) -> None:
+    """Nothing is left after dropping function words: the query keeps them all (both languages)."""
+    store = MemoryStore(tmp_path)
+    store.remember("fact", "What is it that the release job checks first")
+    store.remember("lesson", "Deploy with make release after the dry run")
+    store.remember("fact", "你怎么了？是不是累了")
+    store.remember("lesson", "部署前先跑测试")
+    found = [e.text for _, e in store.search("what is it")]
+    assert found[:1] == ["What is it that the release job checks first"]
+    assert [e.text for _, e in store.search("怎么了")] == ["你怎么了？是不是累了"]
+    assert store.search("的了") == []  # no memory holds them: no hit rather than a random one
+
+
 def reference_bm25f(docs: list[tuple[list[str], list[str]]], query: list[str]) -> list[float]:
     """BM25F written plainly: field weights multiply term frequencies and lengths."""
     n = len(docs)

@@ -1,12 +1,16 @@
 """What keeps `remember` and reloads cheap, checked against the plain way of doing the same thing:
 the duplicate-key index against a scan of every key, the line-by-line parse against the whole
-document, the gathered write against one joined write, the id map handed from version to version."""
+document, the gathered write against one joined write, the id map handed from version to version,
+the tokenizer's fast paths against the plain rule."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
+import re
+import string
 from pathlib import Path
 
 import pytest
@@ -22,7 +26,7 @@ from nanohermes.memory.entry import Entry, parse_document
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.layout import dump_lines
 from nanohermes.memory.snapshot import Snapshot
-from nanohermes.memory.text import weight
+from nanohermes.memory.text import _CJK_RANGES, tokenize, weight
 
 PIECES = [
     "部署",
@@ -164,3 +168,23 @@ def test_an_older_version_never_finds_an_id_a_newer_one_added() -> None:
     assert new.position("a") == 0
     assert old.position("b") is None
     assert old.position("a") == 0
+
+
+def _plain_tokenize(text: str) -> list[str]:
+    """SPEC §3.5's tokenizer written plainly: runs of CJK as overlapping bigrams (a lone character
+    stays), runs of other letters and digits lowercased when at least 2 long."""
+    tokens: list[str] = []
+    for cjk, word in re.findall(f"([{_CJK_RANGES}]+)|([^\\W_{_CJK_RANGES}]+)", text):
+        if word and len(word) >= 2:
+            tokens.append(word.lower())
+        elif cjk:
+            tokens.extend([cjk] if len(cjk) == 1 else [a + b for a, b in itertools.pairwise(cjk)])
+    return tokens
+
+
+def test_the_fast_tokenizer_equals_the_plain_one() -> None:
+    rng = random.Random(11)
+    alphabet = string.printable + "éÉü_İ中文字部署かカ한\u200d\u309b😀"
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert tokenize(text) == _plain_tokenize(text), text
