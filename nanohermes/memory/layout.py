@@ -20,22 +20,42 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def dump_lines(lines: Sequence[bytes], kept: Kept | None = None) -> list[bytes]:
-    """memory.json v1 from entry lines (UTF-8 JSON objects, one line each), as pieces to write
-    gathered (joined they are the file). `kept`'s entry lines follow the entries; its top-level
-    fields follow the entries list."""
+BLOCK_LINES = 1024
+"""Entry lines per block: a write appends to the last block or replaces one, never joins them all."""
+
+
+def blocks_of(lines: Sequence[bytes]) -> list[bytes]:
+    """The entry lines joined by the separator, BLOCK_LINES to a block."""
+    return [_SEPARATOR.join(lines[i : i + BLOCK_LINES]) for i in range(0, len(lines), BLOCK_LINES)]
+
+
+def appended_blocks(blocks: list[bytes], count: int, line: bytes) -> list[bytes]:
+    """`blocks` (of `count` lines) with `line` appended: a copy of the last block at most."""
+    if count % BLOCK_LINES == 0:
+        return [*blocks, line]
+    return [*blocks[:-1], blocks[-1] + _SEPARATOR + line]
+
+
+def dump_blocks(blocks: Sequence[bytes], kept: Kept | None = None) -> list[bytes]:
+    """memory.json v1 from blocks of entry lines (see `blocks_of`), as pieces to write gathered
+    (joined they are the file). `kept`'s entry lines follow the entries; its top-level fields
+    follow the entries list."""
+    pieces = [_SEPARATOR] * (2 * len(blocks) - 1) if blocks else []
+    pieces[::2] = blocks
     if kept is not None and kept.lines:
-        lines = [*lines, *(line.encode() for line in kept.lines)]
+        rest = _SEPARATOR.join(line.encode() for line in kept.lines)
+        pieces += [_SEPARATOR, rest] if pieces else [rest]
     top = b""
     if kept is not None and kept.top:
         top = "".join(f",\n  {_dumps(name)}: {value}" for name, value in kept.top).encode()
-    if not lines:
+    if not pieces:
         return [_HEAD, b"[]", top, _TAIL]
-    pieces = [_SEPARATOR] * (2 * len(lines) + 1)
-    pieces[0] = _HEAD + _OPEN
-    pieces[1::2] = lines
-    pieces[-1] = b"".join((_END, top, _TAIL))
-    return pieces
+    return [_HEAD + _OPEN, *pieces, b"".join((_END, top, _TAIL))]
+
+
+def dump_lines(lines: Sequence[bytes], kept: Kept | None = None) -> list[bytes]:
+    """memory.json v1 from entry lines (UTF-8 JSON objects, one line each), as pieces."""
+    return dump_blocks(blocks_of(lines), kept)
 
 
 def split_document(raw: bytes) -> tuple[list[bytes], Top] | None:

@@ -36,7 +36,7 @@ from nanohermes.memory.fileio import (
     unlink_quietly,
     write_target,
 )
-from nanohermes.memory.layout import dump_lines
+from nanohermes.memory.layout import blocks_of, dump_blocks
 from nanohermes.memory.locking import lock_for
 from nanohermes.memory.snapshot import Identity, Snapshot, identity
 
@@ -183,7 +183,9 @@ class MemoryFile:
         self._prepare_dir()
         if snap.lines is None:
             snap.lines = [self.derived.line(entry) for entry in snap.entries]
-        data = dump_lines(snap.lines, snap.kept)
+        if snap.blocks is None:
+            snap.blocks = blocks_of(snap.lines)
+        data = dump_blocks(snap.blocks, snap.kept)
         try:
             target = write_target(self.path)  # through a symlink: the link stays, its target changes
             fd = atomic_write(target, data, temp_prefix=_TEMP_PREFIX, keep_open=True)

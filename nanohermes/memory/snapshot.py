@@ -11,6 +11,7 @@ import weakref
 
 from nanohermes.memory.docs import Doc
 from nanohermes.memory.entry import FORMAT_VERSION, Entry, Kept
+from nanohermes.memory.layout import BLOCK_LINES, appended_blocks, blocks_of
 
 Identity = tuple[int, int, int, int, int]
 """(device, inode, mtime_ns, ctime_ns, size): the file version a snapshot was read from or written as."""
@@ -36,12 +37,14 @@ class Snapshot:
         entries: list[Entry] | None = None,
         kept: Kept | None = None,
         by_id: dict[str, int] | None = None,
+        blocks: list[bytes] | None = None,
     ) -> None:
         self.docs = docs
         self.entries = [doc.entry for doc in docs] if entries is None else entries
         self.version = version
         self.identity: Identity | None = None
         self.lines = lines
+        self.blocks = blocks if lines is not None else None  # the lines in blocks (layout.blocks_of)
         self.kept: Kept = kept if kept is not None else (parent.kept if parent is not None else Kept())
         self.parent = parent
         self.delta = delta
@@ -68,9 +71,13 @@ class Snapshot:
         by_id = self.by_id
         self._by_id = None
         by_id[doc.entry.id] = len(self.docs)
+        blocks = None
+        if self.blocks is not None and self.lines is not None:
+            blocks = appended_blocks(self.blocks, len(self.lines), line)
         return Snapshot(
             [*self.docs, doc],
             lines=None if self.lines is None else [*self.lines, line],
+            blocks=blocks,
             parent=self,
             delta=((), (doc,)),
             entries=[*self.entries, doc.entry],
@@ -83,11 +90,22 @@ class Snapshot:
         docs[index] = doc
         entries = list(self.entries)
         entries[index] = doc.entry
-        lines = None if self.lines is None else list(self.lines)
-        if lines is not None:
+        lines = blocks = None
+        if self.lines is not None:
+            lines = list(self.lines)
             lines[index] = line
+            if self.blocks is not None:
+                blocks = list(self.blocks)
+                start = index - index % BLOCK_LINES
+                blocks[index // BLOCK_LINES] = blocks_of(lines[start : start + BLOCK_LINES])[0]
         return Snapshot(
-            docs, lines=lines, parent=self, delta=((), (doc,)), entries=entries, by_id=self._by_id
+            docs,
+            lines=lines,
+            parent=self,
+            delta=((), (doc,)),
+            entries=entries,
+            by_id=self._by_id,
+            blocks=blocks,
         )
 
     def without(self, drop: set[int]) -> Snapshot:
@@ -101,7 +119,11 @@ class Snapshot:
         added = self.delta[1] if base is not self and self.delta is not None else ()
         kept = tuple(doc for doc in added if doc.entry.id not in removed)
         gone = tuple(i for i in removed if all(doc.entry.id != i for doc in added))
-        return Snapshot(docs, lines=lines, parent=base, delta=(gone, kept), kept=self.kept)
+        blocks = None
+        if self.blocks is not None and lines is not None and drop:
+            same = min(drop) // BLOCK_LINES  # the blocks before the first dropped line stay
+            blocks = self.blocks[:same] + blocks_of(lines[same * BLOCK_LINES :])
+        return Snapshot(docs, lines=lines, parent=base, delta=(gone, kept), kept=self.kept, blocks=blocks)
 
     def anchor(self, fd: int) -> None:
         """Keep `fd` (this version's file) open while the snapshot lives, so its inode is not reused."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nanohermes.fileio import atomic_write
-from nanohermes.memory import MemoryStore
+from nanohermes.memory import MemoryStore, layout, snapshot
 from nanohermes.memory import derived as derived_module
 from nanohermes.memory.constants import DUPLICATE_MIN_WEIGHT
 from nanohermes.memory.derived import Derived
@@ -188,3 +188,26 @@ def test_the_fast_tokenizer_equals_the_plain_one() -> None:
     for _ in range(5000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
         assert tokenize(text) == _plain_tokenize(text), text
+
+
+def test_blocks_of_lines_follow_appends_merges_evictions_and_forgets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes touch only the block they change (3 lines to a block here); the file stays exactly
+    the dump of every entry's line, whatever the sequence of writes."""
+    monkeypatch.setattr(layout, "BLOCK_LINES", 3)
+    monkeypatch.setattr(snapshot, "BLOCK_LINES", 3)
+    rng = random.Random(3)
+    store = MemoryStore(tmp_path, max_entries=10)
+    for step in range(60):
+        roll = rng.random()
+        if roll < 0.15 and store.load():
+            store.forget(rng.choice(store.load()).id)
+        elif roll < 0.3 and store.load():  # a longer text of an existing memory: merged in place
+            old = rng.choice(store.load())
+            store.remember(old.kind, f"{old.text} and more {step}")
+        else:
+            store.remember(rng.choice(list(Kind)), f"memory number {step} about {rng.choice(PIECES)}")
+        lines = [json.dumps(entry.to_dict(), ensure_ascii=False).encode() for entry in store.load()]
+        assert (tmp_path / "memory.json").read_bytes() == b"".join(dump_lines(lines))
+        assert MemoryStore(tmp_path).load() == store.load()
