@@ -6,22 +6,20 @@ resulting `Settings` object is passed down; nothing else looks at `os.environ`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-
+from nanohermes import setting_values as read
 from nanohermes.errors import ConfigError
-from nanohermes.mcp_config import (
-    McpServerConfig,
-    check_server_names,
-    describe_problem,
-    read_mcp_json,
-    toml_line,
-)
+from nanohermes.setting_values import BadValue, Secret
+
+if TYPE_CHECKING:
+    from nanohermes.mcp_config import McpServerConfig
 
 ENV_PREFIX = "NANOHERMES_"
 ENV_FALLBACKS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
@@ -30,59 +28,57 @@ PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 SandboxMode = Literal["auto", "bwrap", "off"]
 
 
-class Settings(BaseModel):
-    """Every setting of SPEC §2. Build it with `load_settings`, not directly.
+class InvalidSetting(ValueError):
+    """A setting whose value cannot be used: `field`, the value as given, why (and, for one MCP
+    server's table, the server's name and pydantic's error about it)."""
 
-    A plain pydantic model: the layers are merged here (`load_settings`), so pydantic-settings'
-    source machinery (and its ~half of the start-up import time) is not needed."""
+    def __init__(self, field: str, value: Any, reason: str, mcp: tuple[str, dict[str, Any]] | None = None):
+        super().__init__(f"{field}: {reason}")
+        self.field, self.value, self.reason, self.mcp = field, value, reason, mcp
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of SPEC §2. Build it with `load_settings`, not directly: every value is read and
+    checked on construction (`InvalidSetting`), but only `load_settings` says where a bad one came from.
+
+    A plain frozen dataclass checked by `nanohermes.setting_values`: no validation library on the path
+    to the first answer (pydantic and pydantic-settings were ~40 % of `nanohermes -p`'s start-up work;
+    README, Performance). pydantic is imported only to check `[mcp_servers.*]` tables, when there are."""
 
     model: str | None = None
     base_url: str = "https://api.openai.com/v1"
-    api_key: SecretStr | None = None
-    request_timeout: float = Field(120.0, gt=0)
-    max_retries: int = Field(3, ge=0, le=20)
-    max_iterations: int = Field(50, ge=1)
+    api_key: Secret | None = None
+    request_timeout: float = 120.0
+    max_retries: int = 3
+    max_iterations: int = 50
     permission: PermissionMode = "ask"
     memory: bool = True
     memory_dir: Path = Path("~/.nanohermes")
-    memory_max_entries: int = Field(500, ge=1, le=1_000_000)
+    memory_max_entries: int = 500
     distill_model: str | None = None
-    compact_threshold_chars: int = Field(120_000, ge=1_000)
-    compact_keep_messages: int = Field(10, ge=1)
+    compact_threshold_chars: int = 120_000
+    compact_keep_messages: int = 10
     sessions_dir: Path = Path("~/.nanohermes/sessions")
     state_dir: Path = Path("~/.nanohermes")
-    shell_timeout: float = Field(120.0, gt=0)
-    tool_output_chars: int = Field(20_000, ge=200)
+    shell_timeout: float = 120.0
+    tool_output_chars: int = 20_000
     language: Literal["en", "zh"] = "en"
     send_reasoning: bool = False
-    max_output_tokens: int | None = Field(None, ge=1)
+    max_output_tokens: int | None = None
     checkpoints: bool = True
     sandbox: SandboxMode = "auto"
     sandbox_network: bool = False
-    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
 
-    @field_validator("mcp_servers")
-    @classmethod
-    def _check_mcp_names(cls, value: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
-        problem = check_server_names(list(value))
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("base_url")
-    @classmethod
-    def _check_base_url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value
-
-    @field_validator("model", "distill_model")
-    @classmethod
-    def _blank_is_unset(cls, value: str | None) -> str | None:
-        return value.strip() or None if isinstance(value, str) else value
+    def __post_init__(self) -> None:
+        for name, reader in _READERS.items():
+            value = getattr(self, name)
+            try:
+                checked = reader(value)
+            except BadValue as err:
+                raise InvalidSetting(name, value, err.reason) from None
+            object.__setattr__(self, name, checked)
 
     @property
     def memory_file(self) -> Path:
@@ -100,16 +96,68 @@ class Settings(BaseModel):
         return self.api_key.get_secret_value() if self.api_key else None
 
     def with_changes(self, **changes: Any) -> Settings:
-        """A copy with some settings changed and validated (e.g. /model, /permission)."""
-        data = {name: getattr(self, name) for name in type(self).model_fields}
-        data.update(changes)
+        """A copy with some settings changed and checked (e.g. /model, /permission)."""
         try:
-            return Settings(**data)
+            return dataclasses.replace(self, **changes)
+        except InvalidSetting as err:
+            raise ConfigError(_problem(err, "")) from None
+
+
+def _mcp_servers(value: Any) -> dict[str, McpServerConfig]:
+    """`[mcp_servers.NAME]` tables → checked server configs (pydantic, imported only when there are)."""
+    if not isinstance(value, Mapping):
+        raise BadValue("must be a table of MCP servers ([mcp_servers.NAME] in the config file)")
+    if not value:
+        return {}
+    from pydantic import ValidationError
+
+    from nanohermes.mcp_config import McpServerConfig, check_server_names
+
+    problem = check_server_names(list(value))
+    if problem:
+        raise BadValue(problem)
+    servers: dict[str, McpServerConfig] = {}
+    for name, server in value.items():
+        if isinstance(server, McpServerConfig):
+            servers[name] = server
+            continue
+        try:
+            servers[name] = McpServerConfig.model_validate(server)
         except ValidationError as err:
-            raise ConfigError(_first_problem(err, "")) from None
+            detail = dict(err.errors(include_url=False)[0])
+            raise InvalidSetting("mcp_servers", value, str(detail.get("msg")), (str(name), detail)) from None
+    return servers
 
 
-SETTING_NAMES: tuple[str, ...] = tuple(Settings.model_fields)
+_READERS: dict[str, read.Reader] = {
+    "model": read.optional_text,
+    "base_url": read.base_url,
+    "api_key": read.secret,
+    "request_timeout": read.seconds,
+    "max_retries": read.whole(0, 20),
+    "max_iterations": read.whole(1),
+    "permission": read.one_of(*PERMISSION_MODES),
+    "memory": read.boolean,
+    "memory_dir": read.path,
+    "memory_max_entries": read.whole(1, 1_000_000),
+    "distill_model": read.optional_text,
+    "compact_threshold_chars": read.whole(1_000),
+    "compact_keep_messages": read.whole(1),
+    "sessions_dir": read.path,
+    "state_dir": read.path,
+    "shell_timeout": read.seconds,
+    "tool_output_chars": read.whole(200),
+    "language": read.one_of("en", "zh"),
+    "send_reasoning": read.boolean,
+    "max_output_tokens": read.optional_whole(1),
+    "checkpoints": read.boolean,
+    "sandbox": read.one_of(*get_args(SandboxMode)),
+    "sandbox_network": read.boolean,
+    "mcp_servers": _mcp_servers,
+}
+
+
+SETTING_NAMES: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(Settings))
 
 
 def home_dir(environ: Mapping[str, str]) -> Path:
@@ -156,16 +204,20 @@ def load_settings(
         _deep_update(merged, values)
     try:
         loaded = Settings(**merged)
-    except ValidationError as err:
+    except InvalidSetting as err:
         raise ConfigError(_describe_error(err, layers, path)) from None
-    data = _expand_paths(loaded, home)
-    for json_path in mcp_config:
-        data["mcp_servers"] = {**data["mcp_servers"], **read_mcp_json(json_path)}
-    data["mcp_servers"] = {name: _expand_cwd(server, home) for name, server in data["mcp_servers"].items()}
+    changes = _expanded_paths(loaded, home)
+    servers = dict(loaded.mcp_servers)
+    if mcp_config:
+        from nanohermes.mcp_config import read_mcp_json
+
+        for json_path in mcp_config:
+            servers.update(read_mcp_json(json_path))
+    changes["mcp_servers"] = {name: _expand_cwd(server, home) for name, server in servers.items()}
     try:
-        return Settings(**data)
-    except ValidationError as err:
-        raise ConfigError(_first_problem(err, "--mcp-config")) from None
+        return dataclasses.replace(loaded, **changes)
+    except InvalidSetting as err:
+        raise ConfigError(_problem(err, "--mcp-config")) from None
 
 
 def _deep_update(target: dict[str, Any], values: Mapping[str, Any]) -> None:
@@ -247,17 +299,15 @@ def _line_of(text: str, key: str) -> str:
     return ""
 
 
-def _describe_error(err: ValidationError, layers: list[tuple[str, dict[str, Any]]], path: Path) -> str:
-    first = err.errors()[0]
-    field = str(first["loc"][0]) if first["loc"] else ""
-    if field == "mcp_servers" and len(first["loc"]) > 1:
-        return _mcp_problem(first, path)
-    origin = field
+def _describe_error(err: InvalidSetting, layers: list[tuple[str, dict[str, Any]]], path: Path) -> str:
+    if err.mcp is not None:
+        return _mcp_problem(err.mcp, path)
+    origin = err.field
     for layer, values in layers:
-        if field in values:
-            origin = _origin(layer, field, path)
+        if err.field in values:
+            origin = _origin(layer, err.field, path)
             break
-    return _first_problem(err, origin)
+    return _problem(err, origin)
 
 
 def _origin(layer: str, field: str, path: Path) -> str:
@@ -276,16 +326,17 @@ def _origin(layer: str, field: str, path: Path) -> str:
     return field
 
 
-def _mcp_problem(error: Any, path: Path) -> str:
+def _mcp_problem(mcp: tuple[str, dict[str, Any]], path: Path) -> str:
     """`<file>, line N: MCP server 'x': …` for a bad `[mcp_servers.x]` table."""
-    server = str(error["loc"][1])
-    key = str(error["loc"][2]) if len(error["loc"]) > 2 else None
+    from nanohermes.mcp_config import describe_problem, toml_line
+
+    server, error = mcp
+    key = str(error["loc"][0]) if error.get("loc") else None
     try:
         line = toml_line(path.read_text(encoding="utf-8"), server, key)
     except OSError:
         line = ""
-    nested = {**error, "loc": error["loc"][2:]}
-    return f"{path}{line}: {describe_problem(server, nested)}"
+    return f"{path}{line}: {describe_problem(server, error)}"
 
 
 def _expand_cwd(server: McpServerConfig, home: Path) -> McpServerConfig:
@@ -294,21 +345,22 @@ def _expand_cwd(server: McpServerConfig, home: Path) -> McpServerConfig:
     return server.model_copy(update={"cwd": _expand_user(server.cwd, home)})
 
 
-def _first_problem(err: ValidationError, origin: str) -> str:
-    first = err.errors()[0]
-    field = str(first["loc"][0]) if first["loc"] else "setting"
-    where = origin or field
-    value = first.get("input")
-    shown = "" if field == "api_key" or isinstance(value, dict) else f" {value!r}"
-    message = str(first["msg"]).removeprefix("Value error, ")
-    return f"invalid value{shown} for {where}: {message}"
+def _problem(err: InvalidSetting, origin: str) -> str:
+    """`invalid value 'x' for ORIGIN: reason` (never the API key, never a whole table)."""
+    if err.mcp is not None:
+        from nanohermes.mcp_config import describe_problem
+
+        return f"{origin or 'mcp_servers'}: {describe_problem(*err.mcp)}"
+    value = err.value
+    shown = "" if err.field == "api_key" or isinstance(value, dict | list) else f" {value!r}"
+    return f"invalid value{shown} for {origin or err.field}: {err.reason}"
 
 
-def _expand_paths(settings: Settings, home: Path) -> dict[str, Any]:
-    data = {name: getattr(settings, name) for name in SETTING_NAMES}
-    for name in ("memory_dir", "sessions_dir", "state_dir"):
-        data[name] = _expand_user(Path(data[name]), home)
-    return data
+def _expanded_paths(settings: Settings, home: Path) -> dict[str, Any]:
+    return {
+        name: _expand_user(Path(getattr(settings, name)), home)
+        for name in ("memory_dir", "sessions_dir", "state_dir")
+    }
 
 
 def _expand_user(path: Path, home: Path) -> Path:

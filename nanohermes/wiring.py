@@ -57,9 +57,12 @@ class Runtime:
     mcp: McpManager | None = None
 
     def close(self) -> None:
-        """Close what the runtime started: every MCP server (stdio ones killed with their group)."""
+        """Close what the runtime started: every MCP server (stdio ones killed with their group); let
+        a checkpoint warm-up still running finish its git command."""
         if self.mcp is not None:
             self.mcp.close()
+        if self.checkpoints is not None:
+            self.checkpoints.settle()
 
 
 class _NoticeRelay:
@@ -202,13 +205,11 @@ def build_agent(
 def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:
     if not settings.checkpoints:
         return None
-    import threading
-
     from nanohermes.checkpoints import Checkpoints
 
     private = (settings.state_dir, settings.memory_dir, settings.sessions_dir)
     checkpoints = Checkpoints(workspace, settings.state_dir, session, private=private)
-    threading.Thread(target=checkpoints.warm_up, name="nh-checkpoints", daemon=True).start()
+    checkpoints.start_warm_up()  # overlaps the first request; the first change waits for it
     return checkpoints
 
 

@@ -37,6 +37,8 @@ PRUNE_GRACE = 3600.0
 """Seconds a journal is kept after its last write even when its session file does not exist: a
 running session writes its file only after the turn (`-p`: after distillation), so another process
 pruning meanwhile would throw away the checkpoints of a turn that has just ended."""
+WARM_UP_WAIT = 30.0
+"""Seconds `settle` waits for a background warm-up before the process leaves anyway."""
 
 
 def workspace_key(workspace: Path) -> str:
@@ -84,7 +86,11 @@ class Checkpoints:
         self._file_limit = file_limit
         self._repo: ShadowRepo | None = None
         self._store = ""  # "git" or "copies", decided at the first change
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        """Guards the turn's state and notes: held briefly, never across git work."""
+        self._work = threading.Lock()
+        """Held across git work (warm-up, the first change's snapshot, recording): taken before `_lock`."""
+        self._warming: threading.Thread | None = None
         self._turn: _Turn | None = None
         self._notes: list[str] = []
         self._pruned = False
@@ -120,11 +126,24 @@ class Checkpoints:
         """ "git" or "copies" once the first change decided it, "" before."""
         return self._store
 
+    def start_warm_up(self) -> None:
+        """Run `warm_up` in a background thread: it overlaps the model's first request, and the
+        first change of a turn waits for it (so its "before" snapshot is always complete)."""
+        self._warming = threading.Thread(target=self.warm_up, name="nh-checkpoints", daemon=True)
+        self._warming.start()
+
+    def settle(self, timeout: float = WARM_UP_WAIT) -> None:
+        """Wait (bounded) for a background warm-up still running: called before the process leaves,
+        so that no git command outlives it and trips the next run on a lock of the shadow index."""
+        if self._warming is not None:
+            self._warming.join(timeout)
+
     def warm_up(self) -> None:
-        """Off the prompt's path (a background thread at start-up): decide git or copies, and build
-        the shadow index of a workspace seen for the first time, so the first change of the first
-        turn only re-reads what changed. Never raises; a failure shows up at the first change."""
-        with self._lock:
+        """Off the prompt's path: decide git or copies, and build the shadow index of a workspace
+        seen for the first time, so the first change of the first turn only re-reads what changed.
+        Never raises; a failure shows up at the first change. Holds only the work lock: a turn
+        begins (and its model request goes out) while it runs."""
+        with self._work:
             try:
                 with self.lock():
                     if self._decide() == "git" and not self.repo().index.exists():
@@ -135,13 +154,15 @@ class Checkpoints:
     # -- during a turn --------------------------------------------------------------------------
 
     def begin_turn(self, prompt: str) -> None:
+        """Costs nothing, and never waits for a warm-up in progress."""
         with self._lock:
             self._turn = _Turn(" ".join(prompt.split())[:PROMPT_CHARS])
 
     def before_change(self, path: Path | None) -> None:
         """Called before every changing tool call (path: the file it writes, None for a shell
-        command). Never raises: a failure becomes a note and this turn is not recorded."""
-        with self._lock:
+        command). Waits for a warm-up in progress, then snapshots: the "before" state is complete
+        before the change runs. Never raises: a failure becomes a note and this turn is not recorded."""
+        with self._work, self._lock:
             turn = self._turn
             if turn is None or turn.failed:
                 return
@@ -176,11 +197,15 @@ class Checkpoints:
             reason = err.one_line()
         self._store = "copies" if reason else "git"
         if reason:
-            self._notes.append(
+            self._note(
                 f"checkpoints: {reason}, so only files the agent writes or edits are kept (as copies); "
                 "changes made by shell commands cannot be undone"
             )
         return self._store
+
+    def _note(self, text: str) -> None:
+        with self._lock:  # the warm-up thread notes too
+            self._notes.append(text)
 
     def _relative(self, path: Path | None) -> str | None:
         if path is None:
@@ -196,8 +221,9 @@ class Checkpoints:
         with self._lock:
             turn, self._turn = self._turn, None
             notes, self._notes = tuple(self._notes), []
-            if turn is None or turn.failed or not (turn.tree or turn.copies):
-                return TurnChanges(notes=notes)
+        if turn is None or turn.failed or not (turn.tree or turn.copies):
+            return TurnChanges(notes=notes)
+        with self._work:
             try:
                 with self.lock():
                     record = self._record(turn)

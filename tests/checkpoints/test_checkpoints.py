@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import threading
 from pathlib import Path
 
 import pytest
 from cp_helpers import EVERY_CHANGE, git_state, init_git, picture, runner_for, turn
 
+from nanohermes.cancel import CancelToken
 from nanohermes.checkpoints import CheckpointError, Checkpoints, History
+from nanohermes.types import ToolCall
 
 
 def make(workspace: Path, home: Path, **kwargs: object) -> Checkpoints:
@@ -340,3 +345,36 @@ def test_symlinks_come_back_as_symlinks(workspace: Path, isolated_home: Path, wi
     assert picture(workspace) != original
     History(checkpoints).undo(History(checkpoints).plan())
     assert picture(workspace) == original
+
+
+def test_a_turn_begins_during_the_warm_up_and_its_first_change_waits_for_the_snapshot(
+    workspace: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    """The warm-up overlaps the model's request (begin_turn never waits for it); the first write
+    waits until it is done, so the "before" snapshot is complete and undo restores exactly."""
+    real_git = shutil.which("git")
+    assert real_git is not None
+    gate = tmp_path / "gate"
+    slow_git = tmp_path / "slow-git"
+    slow_git.write_text(f'#!/bin/sh\nwhile [ ! -e "{gate}" ]; do sleep 0.01; done\nexec "{real_git}" "$@"\n')
+    slow_git.chmod(0o755)
+    before = picture(workspace)
+    checkpoints = make(workspace, isolated_home, git=str(slow_git))
+    checkpoints.start_warm_up()
+    checkpoints.begin_turn("write while warming up")  # returns although git is held at the gate
+    runner = runner_for(workspace, checkpoints)
+    call = [ToolCall("call_1", "write_file", json.dumps({"path": "keep.txt", "content": "changed\n"}))]
+    writer = threading.Thread(target=lambda: list(runner.run_calls(call, CancelToken())))
+    writer.start()
+    writer.join(0.5)
+    assert writer.is_alive()  # the write waits for the warm-up's snapshot
+    assert (workspace / "keep.txt").read_text() != "changed\n"
+    gate.touch()
+    writer.join(30)
+    assert not writer.is_alive()
+    assert (workspace / "keep.txt").read_text() == "changed\n"
+    changes = checkpoints.end_turn()
+    checkpoints.settle()
+    assert changes.files == ("keep.txt",)
+    History(checkpoints).undo(History(checkpoints).plan())
+    assert picture(workspace) == before

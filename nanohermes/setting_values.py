@@ -1,0 +1,159 @@
+"""How each setting's value is read and checked (SPEC §2), without a validation library.
+
+A value comes from the command line or the environment (a string), the TOML config file (any TOML
+type) or `Settings.with_changes` (an already checked value). Each reader returns the value in its
+final type or raises `BadValue` with a short reason; `nanohermes.settings` names where it came from.
+Strings are read the way users expect from the environment: `"3"` is 3, `"yes"`/`"off"` are booleans.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Reader = Callable[[Any], Any]
+
+TRUE_WORDS = frozenset({"1", "true", "t", "yes", "y", "on"})
+FALSE_WORDS = frozenset({"0", "false", "f", "no", "n", "off"})
+
+
+class BadValue(ValueError):
+    """One value that cannot be used; `reason` says why (the value itself is shown by the caller)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Secret:
+    """A secret string (the API key): never shown by repr, str or an error."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
+    def __str__(self) -> str:
+        return "**********"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise BadValue("must be a string")
+    return value
+
+
+def optional_text(value: Any) -> str | None:
+    """A name that may be unset: blank means unset."""
+    return None if value is None else text(value).strip() or None
+
+
+def secret(value: Any) -> Secret | None:
+    if value is None or isinstance(value, Secret):
+        return value
+    if not isinstance(value, str):
+        raise BadValue("must be a string")
+    return Secret(value)
+
+
+def base_url(value: Any) -> str:
+    url = text(value).strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise BadValue("must start with http:// or https://")
+    return url
+
+
+def boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+    raise BadValue("must be true or false")
+
+
+def whole(low: int, high: int | None = None) -> Reader:
+    """An integer in [low, high]."""
+
+    def read(value: Any) -> int:
+        number = _whole(value)
+        if number < low:
+            raise BadValue(f"must be at least {low:,}")
+        if high is not None and number > high:
+            raise BadValue(f"must be at most {high:,}")
+        return number
+
+    return read
+
+
+def optional_whole(low: int) -> Reader:
+    check = whole(low)
+    return lambda value: None if value is None else check(value)
+
+
+def _whole(value: Any) -> int:
+    if isinstance(value, bool):
+        raise BadValue("must be a whole number")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip().replace("_", ""))
+        except ValueError:
+            pass
+    raise BadValue("must be a whole number")
+
+
+def seconds(value: Any) -> float:
+    """A finite number of seconds greater than 0."""
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if number is None or not math.isfinite(number):
+        raise BadValue("must be a number of seconds")
+    if number <= 0:
+        raise BadValue("must be greater than 0")
+    return number
+
+
+def one_of(*choices: str) -> Reader:
+    def read(value: Any) -> str:
+        if isinstance(value, str) and value.strip() in choices:
+            return value.strip()
+        raise BadValue("must be one of " + ", ".join(repr(choice) for choice in choices))
+
+    return read
+
+
+def path(value: Any) -> Path:
+    if isinstance(value, Path):
+        return value
+    if isinstance(value, str) and value.strip():
+        return Path(value.strip())
+    raise BadValue("must be a path")
