@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -171,3 +173,126 @@ def test_max_output_tokens_reaches_the_client(tmp_path: Path) -> None:
     assert load_settings({}, environ={"HOME": str(tmp_path)}).max_output_tokens is None
     with pytest.raises(ConfigError, match="NANOHERMES_MAX_OUTPUT_TOKENS"):
         load_settings({}, environ={"HOME": str(tmp_path), "NANOHERMES_MAX_OUTPUT_TOKENS": "0"})
+
+
+@pytest.mark.parametrize(
+    ("variable", "raw", "name", "expected"),
+    [
+        ("NANOHERMES_MEMORY", "off", "memory", False),
+        ("NANOHERMES_CHECKPOINTS", "No", "checkpoints", False),
+        ("NANOHERMES_SEND_REASONING", "yes", "send_reasoning", True),
+        ("NANOHERMES_SANDBOX_NETWORK", "1", "sandbox_network", True),
+        ("NANOHERMES_REQUEST_TIMEOUT", "2.5", "request_timeout", 2.5),
+        ("NANOHERMES_MAX_RETRIES", " 0 ", "max_retries", 0),
+        ("NANOHERMES_MAX_OUTPUT_TOKENS", "256", "max_output_tokens", 256),
+        ("NANOHERMES_PERMISSION", "read-only", "permission", "read-only"),
+        ("NANOHERMES_SANDBOX", "off", "sandbox", "off"),
+        ("NANOHERMES_LANGUAGE", "zh", "language", "zh"),
+        ("NANOHERMES_DISTILL_MODEL", "  ", "distill_model", None),
+        ("NANOHERMES_API_KEY", "sk-x", "api_key", None),  # checked through api_key_value below
+    ],
+)
+def test_environment_strings_are_read_as_their_setting_type(
+    tmp_path: Path, variable: str, raw: str, name: str, expected: object
+) -> None:
+    settings = load_settings({}, environ={"HOME": str(tmp_path), variable: raw})
+    if name == "api_key":
+        assert settings.api_key_value() == raw
+    else:
+        assert getattr(settings, name) == expected
+
+
+def test_every_layer_for_a_path_and_a_boolean(tmp_path: Path) -> None:
+    config = _config(tmp_path, 'memory_dir = "~/from-file"\nmemory = false\nsessions_dir = "~/s-file"\n')
+    home = {"HOME": str(tmp_path)}
+    assert load_settings({}, config_file=config, environ=home).memory_dir == tmp_path / "from-file"
+    assert load_settings({}, config_file=config, environ=home).memory is False
+    environ = {**home, "NANOHERMES_MEMORY_DIR": "~/from-env", "NANOHERMES_MEMORY": "true"}
+    from_env = load_settings({}, config_file=config, environ=environ)
+    assert (from_env.memory_dir, from_env.memory) == (tmp_path / "from-env", True)
+    assert from_env.sessions_dir == tmp_path / "s-file"
+    from_cli = load_settings(
+        {"memory_dir": tmp_path / "cli", "memory": False}, config_file=config, environ=environ
+    )
+    assert (from_cli.memory_dir, from_cli.memory) == (tmp_path / "cli", False)
+    assert load_settings({}, environ=home).memory_dir == tmp_path / ".nanohermes"  # the default
+
+
+@pytest.mark.parametrize(
+    ("cli", "environ", "config_body", "expected"),
+    [
+        (
+            {},
+            {},
+            'model = "m"\nmemory = "maybe"\n',
+            "invalid value 'maybe' for memory in {config}, line 2: must be true or false",
+        ),
+        (
+            {},
+            {},
+            "request_timeout = 0\n",
+            "invalid value 0 for request_timeout in {config}, line 1: must be greater than 0",
+        ),
+        ({}, {}, "model = 5\n", "invalid value 5 for model in {config}, line 1: must be a string"),
+        (
+            {},
+            {},
+            'sandbox = "docker"\n',
+            "for sandbox in {config}, line 1: must be one of 'auto', 'bwrap', 'off'",
+        ),
+        (
+            {},
+            {},
+            "max_retries = 21\n",
+            "invalid value 21 for max_retries in {config}, line 1: must be at most 20",
+        ),
+        ({}, {}, "api_key = 123456789\n", "invalid value for api_key in {config}, line 1: must be a string"),
+        ({"max_iterations": 0}, {}, None, "invalid value 0 for --max-iterations: must be at least 1"),
+        (
+            {},
+            {"NANOHERMES_SHELL_TIMEOUT": "nan"},
+            None,
+            "for NANOHERMES_SHELL_TIMEOUT: must be a number of seconds",
+        ),
+        (
+            {},
+            {"NANOHERMES_TOOL_OUTPUT_CHARS": "2.5"},
+            None,
+            "for NANOHERMES_TOOL_OUTPUT_CHARS: must be a whole number",
+        ),
+        (
+            {},
+            {"OPENAI_BASE_URL": "ftp://x"},
+            None,
+            "for OPENAI_BASE_URL: must start with http:// or https://",
+        ),
+        (
+            {},
+            {"NANOHERMES_MCP_SERVERS": "x"},
+            None,
+            "for NANOHERMES_MCP_SERVERS: must be a table of MCP servers",
+        ),
+    ],
+)
+def test_each_bad_value_is_one_line_naming_its_layer(
+    tmp_path: Path, cli: dict[str, object], environ: dict[str, str], config_body: str | None, expected: str
+) -> None:
+    config = _config(tmp_path, config_body) if config_body is not None else None
+    with pytest.raises(ConfigError) as err:
+        load_settings(cli, config_file=config, environ={"HOME": str(tmp_path), **environ})
+    assert expected.format(config=config) in err.value.one_line()
+    assert "123456789" not in err.value.one_line()
+
+
+def test_settings_load_without_a_validation_library(tmp_path: Path) -> None:
+    """The path to the first answer imports no pydantic (README, Performance); MCP tables do."""
+    code = (
+        "import sys\n"
+        "from nanohermes.settings import load_settings\n"
+        f"load_settings({{'model': 'm'}}, environ={{'HOME': {str(tmp_path)!r}}})\n"
+        "print('pydantic' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "False"
