@@ -33,7 +33,6 @@ from typing import Any
 
 from nanohermes.errors import ConfigError, SessionError
 from nanohermes.fileio import atomic_write, ensure_private_dir, write_all
-from nanohermes.memory.security import redact_known
 from nanohermes.types import Message, Usage, message_problem, message_text
 
 SESSION_VERSION = 2
@@ -109,7 +108,11 @@ def now_iso() -> str:
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
-    return redact_known(text, secrets, REDACTED) if secrets else text
+    if not secrets:
+        return text
+    from nanohermes.memory.security import redact_known  # not on the path to a resumed prompt
+
+    return redact_known(text, secrets, REDACTED)
 
 
 def title_of(messages: list[Message]) -> str:

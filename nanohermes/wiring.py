@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from nanohermes.tools.files import FileTools
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.tools.sandbox import Sandbox
-    from nanohermes.ui.seams import RuntimeBuilder
+    from nanohermes.ui.seams import ResumePreview, RuntimeBuilder
 
 EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parent.parent / "config" / "agents"
 LOCAL_COMPACT_THRESHOLD = 16_000
@@ -86,13 +86,39 @@ class _NoticeRelay:
         self.pending.clear()
 
 
+@dataclass(frozen=True)
+class OpenedSession:
+    """A session opened before the runtime is built (the REPL resuming: its summary and the prompt
+    come first): the file, what it holds (None: a new session), its lock, notices about it."""
+
+    session: SessionFile
+    data: SessionData | None
+    lock: SessionLock
+    notices: tuple[str, ...] = ()
+
+    def preview(self) -> ResumePreview:
+        from nanohermes.ui.seams import ResumePreview
+
+        return ResumePreview(self.session.path.stem, tuple(self.data.messages) if self.data else ())
+
+
+def open_session_first(options: CliOptions, settings: Settings) -> OpenedSession:
+    """Lock and read the session to resume, and nothing else (no model client, memory, tools): a bad
+    or busy session file is reported before any prompt, and the prompt need not wait for the rest."""
+    notices: list[str] = []
+    session, data, lock = _open_locked(options, apply_yes(options, settings), notices.append)
+    return OpenedSession(session, data, lock, tuple(notices))
+
+
 def build_runtime(
     options: CliOptions,
     settings: Settings,
     approver: Approver | None,
     local: LocalEndpoint | None = None,
+    opened: OpenedSession | None = None,
 ) -> Runtime:
-    """Build client, store, tools, sub-agents and the agent (resuming a session when asked).
+    """Build client, store, tools, sub-agents and the agent (resuming a session when asked; `opened`:
+    the session `open_session_first` already locked and read).
 
     One-shot mode (`-p`) never asks: `approver` is ignored there. `--yes` means permission `auto`.
     """
@@ -104,7 +130,12 @@ def build_runtime(
         approver = None
     settings = apply_yes(options, settings)
     relay = _NoticeRelay()
-    session, resumed, lock = _open_locked(options, settings, relay)
+    if opened is None:
+        session, resumed, lock = _open_locked(options, settings, relay)
+    else:
+        session, resumed, lock = opened.session, opened.data, opened.lock
+        for notice in opened.notices:
+            relay(notice)
     store = _open_store(settings, relay, Path.cwd())
     parts = AgentParts(
         ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None),
@@ -340,7 +371,7 @@ def _add_task_tool(
 def run_chat(options: CliOptions, settings: Settings) -> int:
     """`nanohermes [...]`: one-shot with -p, the REPL otherwise; --local first starts the bundled model."""
     settings = apply_yes(options, settings)
-    builder: RuntimeBuilder = build_runtime
+    endpoint: LocalEndpoint | None = None
     with contextlib.ExitStack() as stack:
         if options.local:
             from nanohermes.localserver import local_endpoint
@@ -360,14 +391,19 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
                     file=sys.stderr,
                     flush=True,
                 )
-            builder = functools.partial(build_runtime, local=endpoint)  # names the server if it dies
         if options.prompt is not None:
             from nanohermes.ui.oneshot import run_oneshot
 
-            return run_oneshot(options, settings, builder)
+            # `local`: names the server if it dies
+            return run_oneshot(options, settings, functools.partial(build_runtime, local=endpoint))
         from nanohermes.ui.repl import run_repl
 
-        return run_repl(options, settings, builder)
+        opened = None
+        if options.session is not None or options.continue_last:
+            opened = open_session_first(options, settings)
+            stack.callback(opened.lock.release)  # also when the background build fails
+        builder: RuntimeBuilder = functools.partial(build_runtime, local=endpoint, opened=opened)
+        return run_repl(options, settings, builder, preview=opened.preview() if opened else None)
 
 
 def run_acp(options: CliOptions, settings: Settings) -> int:

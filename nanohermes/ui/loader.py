@@ -12,12 +12,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from nanohermes.ui.seams import RuntimeLike
+    from nanohermes.ui.seams import ResumePreview, RuntimeLike
 
 
 class RuntimeLoader:
-    def __init__(self, build: Callable[[], RuntimeLike]) -> None:
+    def __init__(self, build: Callable[[], RuntimeLike], preview: ResumePreview | None = None) -> None:
+        """`preview`: the session being resumed, already read (its summary is shown before the
+        runtime is built); None for a new session."""
         self._build = build
+        self.preview = preview
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._done = threading.Event()

@@ -2,8 +2,9 @@
 
 Start-up stays fast: nothing here touches the network; the prompt is drawn before the core (agent,
 model client, memory, tools) is even imported — a new session builds it in the background while the
-user types (resuming builds it first, so a bad session file is reported before any prompt); Markdown
-and pygments load on the first answer.
+user types. Resuming reads (and locks) only the session file first — a bad or busy one is reported
+before any prompt — then shows its summary and the prompt while the rest builds in the background.
+Markdown and pygments load on the first answer.
 """
 
 from __future__ import annotations
@@ -31,13 +32,19 @@ if TYPE_CHECKING:
     from nanohermes.types import Message
     from nanohermes.ui.approve import TerminalApprover
     from nanohermes.ui.loader import RuntimeLoader
-    from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
+    from nanohermes.ui.seams import ResumePreview, RuntimeBuilder, RuntimeLike
 
 HINT_SECONDS = 2.0
 
 
-def run_repl(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
-    """Chat in the terminal until /exit, Ctrl-D or Ctrl-C twice. Returns the exit code."""
+def run_repl(
+    options: CliOptions,
+    settings: Settings,
+    build_runtime: RuntimeBuilder,
+    preview: ResumePreview | None = None,
+) -> int:
+    """Chat in the terminal until /exit, Ctrl-D or Ctrl-C twice. Returns the exit code. `preview`:
+    the session being resumed, already read (`build_runtime` builds on it in the background)."""
     if not settings.model:
         print(missing_model_message(settings), file=sys.stderr)
         return EXIT_USAGE
@@ -54,9 +61,7 @@ def run_repl(options: CliOptions, settings: Settings, build_runtime: RuntimeBuil
         )
     console = Console(highlight=False)
     approver = TerminalApprover(console)
-    loader = RuntimeLoader(lambda: build_runtime(options, settings, approver))
-    if options.session is not None or options.continue_last:
-        loader.load_now()
+    loader = RuntimeLoader(lambda: build_runtime(options, settings, approver), preview)
     return Repl(loader, settings, console, approver, notes=[n for n in notes if n]).loop()
 
 
@@ -182,12 +187,13 @@ class Repl:
         self.console.print(Text(line, style="dim"))
         for note in self.notes:
             self.renderer.note(note, "warning")
-        if self.loader.ready:
-            agent = self.loader.get().agent
-            earlier = sum(1 for m in agent.messages if m.get("role") in ("user", "assistant"))
-            if earlier:
-                self._show_resumed(agent.messages, earlier)
-            self._update_fill()
+        messages = self.loader.get().agent.messages if self.loader.ready else None
+        if messages is None and self.loader.preview is not None:
+            messages = self.loader.preview.messages
+        earlier = sum(1 for m in messages or () if m.get("role") in ("user", "assistant"))
+        if messages and earlier:
+            self._show_resumed(messages, earlier)
+        self._update_fill()
 
     def _show_resumed(self, messages: Sequence[Message], count: int) -> None:
         from rich.text import Text
@@ -260,7 +266,7 @@ class Repl:
         from nanohermes.ui.commands import session_file
 
         if not self.loader.ready:
-            return "new session"
+            return self.loader.preview.name if self.loader.preview is not None else "new session"
         path = session_file(self.loader.get())
         return path.stem if path else "unsaved"
 

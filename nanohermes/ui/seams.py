@@ -7,6 +7,7 @@ and works with whatever satisfies these shapes (tests pass small fakes).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -146,6 +147,14 @@ class RuntimeLike(Protocol):
     def mcp(self) -> McpLike | None: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ResumePreview:
+    """A resumed session as the REPL shows it before the runtime is built: its name and messages."""
+
+    name: str
+    messages: Sequence[Message] = ()
 
 
 RuntimeBuilder = Callable[["CliOptions", "Settings", Approver | None], RuntimeLike]

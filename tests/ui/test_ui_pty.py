@@ -285,3 +285,36 @@ def test_undo_in_the_repl_over_a_later_edit_asks_first(
     assert (workspace / "notes.txt").read_text() == "mine\n"
     term.send("\x04")
     assert term.exit_code() == 0
+
+
+def test_resuming_a_broken_or_busy_session_is_one_line_before_any_prompt(
+    fake_server: FakeServer, workspace: Path, isolated_home: Path
+) -> None:
+    sessions = isolated_home / ".nanohermes" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "broken.json").write_text('{"version": 2, "messages": [', encoding="utf-8")
+    child = spawn(workspace, ("--session", "broken"), server_env(fake_server))
+    child.expect(pexpect.EOF, timeout=WAIT)
+    child.close()
+    text = plain(child.before or "")
+    assert child.exitstatus == 1, text
+    assert "broken.json" in text
+    assert PROMPT not in text
+    assert "Traceback" not in text
+    assert fake_server.bodies == []
+
+    fake_server.push_text("Noted.")
+    first = Terminal(workspace, ("--session", "held"), server_env(fake_server))
+    try:
+        first.prompt()
+        first.send("remember this\r")
+        first.expect("Noted.")
+        second = spawn(workspace, ("--session", "held"), server_env(fake_server))
+        second.expect(pexpect.EOF, timeout=WAIT)
+        second.close()
+        busy = plain(second.before or "")
+        assert second.exitstatus == 2, busy
+        assert "in use by another nanohermes" in busy
+        assert PROMPT not in busy
+    finally:
+        first.close()

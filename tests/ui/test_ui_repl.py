@@ -18,7 +18,7 @@ from nanohermes.errors import SessionError
 from nanohermes.events import Note
 from nanohermes.ui.loader import RuntimeLoader
 from nanohermes.ui.repl import Repl
-from nanohermes.ui.seams import RuntimeLike
+from nanohermes.ui.seams import ResumePreview, RuntimeLike
 
 
 @pytest.fixture
@@ -121,3 +121,33 @@ def test_the_configured_key_and_known_secret_shapes_never_reach_the_history_file
     assert "and [REDACTED] too" in history
     assert key not in history
     assert "ghp_ABCDEF" not in history
+
+
+def test_a_resumed_session_shows_its_summary_and_prompt_before_the_runtime_is_built(pipe: PipeInput) -> None:
+    runtime = fake_runtime()
+    list(runtime.agent.run("earlier question"))
+    release = threading.Event()
+    threads: list[str] = []
+
+    def build() -> RuntimeLike:
+        threads.append(threading.current_thread().name)
+        assert release.wait(10)
+        return runtime
+
+    loader = RuntimeLoader(build, ResumePreview("20260101-120000", tuple(runtime.agent.messages)))
+    repl, out = make_repl(pipe, loader, runtime)
+    names: list[str] = []
+
+    def first_frame(app: object) -> None:
+        if not names:
+            names.append(repl._session_name())
+            release.set()  # the prompt is drawn: only now may the build finish
+
+    repl.session.app.after_render += first_frame
+    pipe.send_text("/exit\r")
+    assert repl.loop() == 0
+    assert "resumed 20260101-120000: 2 messages" in out.getvalue()
+    assert "earlier question" in out.getvalue()
+    assert names == ["20260101-120000"]  # the toolbar names the session while it builds
+    assert threads == ["nh-build"]
+    assert runtime.agent.saved == 1
