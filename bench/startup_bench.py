@@ -7,6 +7,8 @@ Figures (medians over N runs, all measured in this same run so the machine's loa
 - `nanohermes --version`              the command line's fixed cost (goal: ≤ 2.5 × the floor)
 - launch → REPL prompt, in a pty      `nanohermes` started in a pseudo-terminal until the prompt is
                                       drawn (goal: ≤ 400 ms), then Ctrl-D
+- the same resuming a 68 MB session   `nanohermes --session big`: the summary and the prompt come
+                                      before the runtime is built (ratio against a new session)
 The REPL is pointed at an unreachable loopback endpoint (port 9) with a throwaway HOME: start-up must
 make no network call, so it reaches the prompt all the same. Needs `pexpect` (test extra). Prints
 figures and ratios; asserts nothing about time.
@@ -69,6 +71,16 @@ def time_to_prompt(argv: list[str], env: dict[str, str], home: Path) -> float:
     return elapsed
 
 
+def big_session(home: Path) -> None:
+    """A 68 MB session (100 KB live, the rest archived) under `home`, as bench/session_bench.py makes it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from session_bench import LIVE_CHARS, MB, session_of
+
+    from nanohermes.session import SessionFile
+
+    SessionFile(home / ".nanohermes" / "sessions" / "big.json").save(session_of(68 * MB, LIVE_CHARS))
+
+
 def line(label: str, times: list[float], floor: float | None = None) -> str:
     median = statistics.median(times)
     ratio = f"   {median / floor:4.2f} × python -c pass" if floor else ""
@@ -83,19 +95,26 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="nh-bench-") as tmp:
         home = Path(tmp)
         env = bench_env(home)
+        big_session(home)
+        resume = [*command, "--session", "big"]
         time_to_prompt(command, env, home)  # warm the file cache and .pyc files
+        time_to_prompt(resume, env, home)
         floor_times: list[float] = []
         version_times: list[float] = []
         prompt_times: list[float] = []
-        for _ in range(args.runs):  # interleaved, so a burst of load hits all three alike
+        resume_times: list[float] = []
+        for _ in range(args.runs):  # interleaved, so a burst of load hits all four alike
             floor_times.append(time_command([sys.executable, "-c", "pass"], env))
             version_times.append(time_command([*command, "--version"], env))
             prompt_times.append(time_to_prompt(command, env, home))
+            resume_times.append(time_to_prompt(resume, env, home))
     floor = statistics.median(floor_times)
     print(f"nanohermes start-up ({args.runs} runs each, {os.cpu_count()} CPUs, command: {' '.join(command)})")
     print(line("python -c pass", floor_times))
     print(line("nanohermes --version", version_times, floor))
     print(line("launch → REPL prompt (pty)", prompt_times, floor))
+    resume_ratio = statistics.median(resume_times) / statistics.median(prompt_times)
+    print(line("… resuming a 68 MB session", resume_times, floor) + f"   {resume_ratio:4.2f} × a new session")
     prompt_median = statistics.median(prompt_times)
     version_ratio = statistics.median(version_times) / floor
     print(

@@ -41,6 +41,7 @@ from nanohermes.llm.failures import (
     one_line,
     parse_retry_after,
     status_error,
+    without_key,
 )
 from nanohermes.llm.interrupt import SendWorkers, abort_response
 from nanohermes.llm.response import StreamAssembler, assemble, parse_completion, replay_deltas
@@ -145,6 +146,18 @@ class ChatClient:
         model: str | None = None,
         cancel: CancelToken | None = None,
     ) -> Iterator[StreamItem | ChatResult]:
+        try:
+            yield from self._stream(messages, tools, model, cancel)
+        except LLMError as err:  # whatever the endpoint sent back, the key never leaves in an error
+            raise without_key(err, self._api_key or "") from err.__cause__
+
+    def _stream(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        model: str | None,
+        cancel: CancelToken | None,
+    ) -> Iterator[StreamItem | ChatResult]:
         target = self._target(model)
         body = self._body(target, messages, tools, stream=True)
         response = yield from self._open(body, target, cancel)
@@ -204,7 +217,10 @@ class ChatClient:
         model: str | None = None,
         cancel: CancelToken | None = None,
     ) -> ChatResult:
-        return self._complete(messages, tools, self._target(model), cancel)
+        try:
+            return self._complete(messages, tools, self._target(model), cancel)
+        except LLMError as err:
+            raise without_key(err, self._api_key or "") from err.__cause__
 
     # -- requests ---------------------------------------------------------------------------------
 
@@ -212,7 +228,7 @@ class ChatClient:
         name = model or self.model
         if not name:
             raise ConfigError("no model is set", "pass --model NAME or set NANOHERMES_MODEL")
-        return Target(model=name, url=self.url, has_key=bool(self._api_key))
+        return Target(model=name, url=self.url, has_key=bool(self._api_key), key=self._api_key or "")
 
     def _complete(
         self,

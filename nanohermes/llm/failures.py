@@ -6,7 +6,7 @@ import datetime
 import email.utils
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nanohermes.errors import (
@@ -36,6 +36,9 @@ BACKOFF_CAP = 30.0
 RETRY_AFTER_MAX = 120.0
 KEY_HINT = "check NANOHERMES_API_KEY/OPENAI_API_KEY"
 OVERFLOW_HINT = "run /compact or start a new session"
+REDACTED = "[redacted]"
+MIN_KEY_CHARS = 8
+"""A key shorter than this (`none`, `dummy` for a local server) is no secret: error text keeps it."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,27 @@ class Target:
     model: str
     url: str
     has_key: bool
+    key: str = field(default="", repr=False, compare=False)
+    """The API key, only to hide it: an endpoint may echo it back in an error («Incorrect API key
+    provided: sk-…»), and error lines reach the terminal, `--json` and the session file."""
+
+
+def hide_key(text: str, key: str) -> str:
+    """`text` with the API key (also JSON-escaped) replaced by "[redacted]" — before any cutting to
+    one line, so no prefix of it survives a cut."""
+    if len(key) < MIN_KEY_CHARS:
+        return text
+    text = text.replace(key, REDACTED)
+    escaped = json.dumps(key, ensure_ascii=False)[1:-1]
+    return text.replace(escaped, REDACTED) if escaped != key else text
+
+
+def without_key(err: LLMError, key: str) -> LLMError:
+    """The same error with the key hidden from its message and hint (in place)."""
+    if len(key) >= MIN_KEY_CHARS and key in f"{err} {err.hint}":
+        err.args = (hide_key(str(err), key), *err.args[1:])
+        err.hint = hide_key(err.hint, key)
+    return err
 
 
 def server_message(body: str) -> str:
@@ -100,6 +124,7 @@ def status_error(
 ) -> LLMError:
     """The error for a non-2xx answer. `retries` is how many retries were spent before giving up;
     `retry_after` whether the server asked to retry later (then quota words mean a rate limit)."""
+    body = hide_key(body, target.key)
     info = body_info(body)
     detail = one_line(info.message or body.strip())
     said = f": {detail}" if detail else ""
@@ -151,6 +176,8 @@ def status_error(
 
 def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     """The error for an `{"error": …}` object sent inside an HTTP 200 answer."""
+    if len(target.key) >= MIN_KEY_CHARS:
+        error = json.loads(hide_key(json.dumps(error, ensure_ascii=False), target.key))
     info = read_error(error)
     detail = one_line(info.message or json.dumps(error, ensure_ascii=False))
     code = _numeric_code(error)

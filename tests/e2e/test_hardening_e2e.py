@@ -451,3 +451,54 @@ def test_one_shot_exits_1_when_its_session_cannot_be_saved(
     assert "free some disk space" in errors[0]
     assert "permissions" not in err
     assert not (sessions_dir() / "s.json").exists()
+
+
+# -- an endpoint that echoes the API key back ------------------------------------------------------
+
+ECHOED_KEY = "sk-proj-EchoedBackKey0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # OpenAI's wording for a bad key (openai-python's AuthenticationError docs); a proxy that
+        # does not mask it sends the whole key back
+        (
+            "status",
+            401,
+            {"error": {"message": f"Incorrect API key provided: {ECHOED_KEY}.", "code": "invalid_api_key"}},
+        ),
+        ("status", 500, f"upstream failed for Authorization: Bearer {ECHOED_KEY}"),
+        (
+            "status",
+            400,
+            {"error": {"message": f"bad request from key {json.dumps(ECHOED_KEY)[1:-1]}" + "x" * 400}},
+        ),
+        ("stream", 200, {"error": {"message": f"key {ECHOED_KEY} has no access to this model", "code": 403}}),
+    ],
+    ids=["401-json", "500-text", "400-long", "error-in-stream"],
+)
+@pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
+def test_an_api_key_echoed_in_an_error_is_never_printed_nor_stored(
+    fake_server: FakeServer,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reply: tuple[str, int, Any],
+    json_output: bool,
+) -> None:
+    monkeypatch.setenv("NANOHERMES_MAX_RETRIES", "0")
+    kind, status, body = reply
+    for _ in range(4):  # a 500 is retried
+        if kind == "status":
+            fake_server.push_status(status, body, headers={"retry-after": "0"})
+        else:
+            fake_server.push_sse([body])
+    args = ("--json",) if json_output else ()
+    done = nh(fake_server, workspace, "--session", "echo", *args, "-p", "hi", key=ECHOED_KEY)
+    assert done.returncode == 1, done.stderr
+    assert ECHOED_KEY[:20] not in done.stdout + done.stderr
+    assert "[redacted]" in (done.stdout if json_output else done.stderr)
+    if json_output:
+        assert ECHOED_KEY[:20] not in json.loads(done.stdout)["error"]
+    stored = "".join(p.read_text() for p in sessions_dir().glob("echo*") if p.is_file())
+    assert ECHOED_KEY[:20] not in stored

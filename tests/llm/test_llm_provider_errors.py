@@ -18,7 +18,7 @@ from provider_errors import FIELD_TOO_LONG, OVERFLOWS, QUOTA, RATE_LIMITS, TOO_L
 
 from nanohermes.errors import BadResponse, ContextOverflow, LLMError, PaymentRequired, RateLimited
 from nanohermes.llm import ChatClient
-from nanohermes.llm.failures import Target, payload_error
+from nanohermes.llm.failures import Target, payload_error, status_error
 from nanohermes.types import ChatResult
 
 
@@ -137,3 +137,18 @@ def test_overflow_inside_a_200_stream_uses_the_same_rules(fake_server: FakeServe
             list(client.stream([{"role": "user", "content": "hi"}]))
     finally:
         client.close()
+
+
+def test_a_key_echoed_where_the_line_is_cut_leaves_no_prefix_of_it() -> None:
+    key = "sk-proj-EchoedBackKey0123456789abcdef"
+    target = Target("m", "http://x/v1", True, key)
+    body = json.dumps({"error": {"message": "x" * 285 + f" Incorrect API key provided: {key}"}})
+    for err in (
+        status_error(401, body, target),
+        status_error(400, body, target),
+        payload_error({"message": "y" * 285 + key}, target, in_stream=True),
+    ):
+        assert "sk-proj-Ech" not in err.one_line()
+    assert "[redacted]" in status_error(500, f"upstream says {key}", target).one_line()
+    short = Target("m", "http://x/v1", True, "none")  # a local server's placeholder is no secret
+    assert "key none is wrong" in status_error(401, "key none is wrong", short).one_line()
