@@ -257,11 +257,11 @@ class Agent:
             result.tool_calls = calls
             if not calls and "<tool_call>" in result.content:
                 yield Note(f"{UNREADABLE_CALL} (not valid JSON, or no such tool); nothing was run", "warning")
-        cut = drop_cut_calls(result)
+        dropped = drop_cut_calls(result)
         self.messages.append(result.to_message())
         turn.partial = None
-        if cut:
-            yield Note(f"{cut} tool call(s) cut by the output-token cap were not run", "warning")
+        if dropped:
+            yield Note(dropped, "warning")
         if not result.tool_calls:
             raise reply_over(result)
         calls = result.tool_calls

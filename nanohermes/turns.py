@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from nanohermes.errors import LENGTH_NOTE
+from nanohermes.errors import FILTER_NOTE, LENGTH_NOTE
 from nanohermes.events import Event, Note
 from nanohermes.protocols import TurnChanges
 from nanohermes.types import ChatResult, Message, Usage
@@ -21,15 +21,20 @@ class TurnOver(Exception):
         self.completed, self.reason, self.note, self.answer = completed, reason, note, answer
 
 
-def drop_cut_calls(result: ChatResult) -> int:
-    """With `finish_reason: length` a call may be cut mid-arguments: never run one whose arguments
-    are not a complete JSON object. Returns how many were dropped."""
+def drop_cut_calls(result: ChatResult) -> str:
+    """Tool calls never to run, dropped from `result`: with `finish_reason: length` those cut
+    mid-arguments (not a complete JSON object); with `content_filter` all of them (the provider
+    stopped the reply: what it holds is not what the model meant to send). Returns a note, or ""."""
+    if result.finish_reason == "content_filter" and result.tool_calls:
+        dropped = len(result.tool_calls)
+        result.tool_calls = []
+        return f"{dropped} tool call(s) in a reply stopped by the provider's content filter were not run"
     if result.finish_reason != "length":
-        return 0
+        return ""
     kept = [call for call in result.tool_calls if _complete_arguments(call.arguments)]
     dropped = len(result.tool_calls) - len(kept)
     result.tool_calls = kept
-    return dropped
+    return f"{dropped} tool call(s) cut by the output-token cap were not run" if dropped else ""
 
 
 def _complete_arguments(text: str) -> bool:
@@ -45,6 +50,8 @@ def reply_over(result: ChatResult) -> TurnOver:
         return TurnOver(False, "refusal", Note("the model refused to answer", "error"), result.refusal)
     if result.finish_reason == "length":
         return TurnOver(False, "length", Note(LENGTH_NOTE, "error"), result.content)
+    if result.finish_reason == "content_filter":
+        return TurnOver(False, "refusal", Note(FILTER_NOTE, "error"), result.content)
     return TurnOver(True, "done", answer=result.content)
 
 

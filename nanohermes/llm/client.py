@@ -180,8 +180,8 @@ class ChatClient:
                 yield from replay_deltas(result)
             yield result
             return
-        if result.finish_reason == "length" and not result.tool_calls:
-            raise _empty_answer(result)  # the output cap: asking again without streaming cannot help
+        if result.finish_reason in ("length", "content_filter") and not result.tool_calls:
+            raise _empty_answer(result)  # the output cap or a filter: asking again cannot help
         # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
         yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
         fallback = self._fallback(messages, tools, target, cancel)
@@ -438,11 +438,11 @@ def _empty(result: ChatResult) -> str:
 
 def _empty_answer(result: ChatResult) -> EmptyAnswer:
     reason = result.finish_reason or "none"
-    hint = (
-        "raise max_output_tokens: the reasoning used up the cap"
-        if reason == "length"
-        else "try again or rephrase; if it repeats, check the server's logs"
-    )
+    hints = {
+        "length": "raise max_output_tokens: the reasoning used up the cap",
+        "content_filter": "the provider's content filter withheld the answer; rephrase the request",
+    }
+    hint = hints.get(reason, "try again or rephrase; if it repeats, check the server's logs")
     return EmptyAnswer(f"the model returned an empty answer (finish_reason: {reason})", hint)
 
 

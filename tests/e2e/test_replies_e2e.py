@@ -76,3 +76,46 @@ def test_a_tool_call_cut_by_the_cap_is_never_run(fake_server: FakeServer, tmp_pa
     assert "cut by the output-token cap were not run" in done.stderr
     assert done.returncode == 1
     assert len([b for b in fake_server.bodies if b.get("stream")]) == 1, "nothing was sent back to run"
+
+
+def test_an_answer_stopped_by_the_content_filter_is_shown_and_not_completed(
+    fake_server: FakeServer, tmp_path: Path
+) -> None:
+    push_fixture(fake_server, "azure_content_filter.sse")
+    done = nh(fake_server, tmp_path, "-p", "tell a story", "--json")
+    payload = json.loads(done.stdout)
+    assert payload["answer"] == "The story begins"
+    assert payload["completed"] is False
+    assert "content filter" in payload["error"]
+    assert done.returncode == 1
+
+
+@pytest.mark.timeout(60)
+def test_tool_calls_in_a_reply_stopped_by_the_content_filter_are_never_run(
+    fake_server: FakeServer, tmp_path: Path
+) -> None:
+    # the Azure chunk shape of azure_content_filter.sse, with a complete call before the filter stops it
+    call = {"index": 0, "id": "call_1", "type": "function"}
+    call["function"] = {"name": "write_file", "arguments": '{"path": "notes.txt", "content": "x"}'}
+    chunk = {"id": "chatcmpl-f", "object": "chat.completion.chunk", "model": "gpt-4o-2024-05-13"}
+    fake_server.push_sse(
+        [
+            {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}]},
+            {
+                **chunk,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {},
+                        "finish_reason": "content_filter",
+                        "content_filter_results": {"violence": {"filtered": True, "severity": "medium"}},
+                    }
+                ],
+            },
+            "data: [DONE]",
+        ]
+    )
+    done = nh(fake_server, tmp_path, "-p", "write notes")
+    assert not (tmp_path / "notes.txt").exists()
+    assert "content filter were not run" in done.stderr
+    assert done.returncode == 1

@@ -162,3 +162,19 @@ def test_an_answer_cut_by_the_cap_keeps_its_text(fake_server: FakeServer) -> Non
     assert result.content == "The three steps are: first, read the"
     assert result.finish_reason == "length"
     assert len(fake_server.requests) == 1
+
+
+def test_an_answer_stopped_by_the_content_filter_keeps_its_text(fake_server: FakeServer) -> None:
+    push_fixture(fake_server, "azure_content_filter.sse")
+    _, result = stream(fake_server)
+    assert result.content == "The story begins"
+    assert result.finish_reason == "content_filter"
+    assert len(fake_server.requests) == 1
+
+
+def test_an_empty_answer_stopped_by_the_content_filter_is_not_retried(fake_server: FakeServer) -> None:
+    push_fixture(fake_server, "azure_content_filter_empty.sse")
+    err = failing(fake_server, EmptyAnswer)
+    assert "(finish_reason: content_filter)" in str(err)
+    assert "content filter" in str(getattr(err, "hint", ""))
+    assert len(fake_server.requests) == 1
