@@ -95,11 +95,13 @@ class OpenedSession:
     data: SessionData | None
     lock: SessionLock
     notices: tuple[str, ...] = ()
+    """Shown with the preview, before the prompt (e.g. `--continue` found no session here)."""
 
     def preview(self) -> ResumePreview:
         from nanohermes.ui.seams import ResumePreview
 
-        return ResumePreview(self.session.path.stem, tuple(self.data.messages) if self.data else ())
+        messages = tuple(self.data.messages) if self.data else ()
+        return ResumePreview(self.session.path.stem, messages, self.notices)
 
 
 def open_session_first(options: CliOptions, settings: Settings) -> OpenedSession:
@@ -132,10 +134,8 @@ def build_runtime(
     relay = _NoticeRelay()
     if opened is None:
         session, resumed, lock = _open_locked(options, settings, relay)
-    else:
+    else:  # its notices were shown with the preview
         session, resumed, lock = opened.session, opened.data, opened.lock
-        for notice in opened.notices:
-            relay(notice)
     store = _open_store(settings, relay, Path.cwd())
     parts = AgentParts(
         ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None),

@@ -185,7 +185,8 @@ class Repl:
 
         line = f"nanohermes {__version__} · {self.settings.model} · /help for commands · Ctrl-D to exit"
         self.console.print(Text(line, style="dim"))
-        for note in self.notes:
+        preview = self.loader.preview
+        for note in [*self.notes, *(preview.notices if preview is not None else ())]:
             self.renderer.note(note, "warning")
         messages = self.loader.get().agent.messages if self.loader.ready else None
         if messages is None and self.loader.preview is not None:

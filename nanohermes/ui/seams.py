@@ -155,6 +155,8 @@ class ResumePreview:
 
     name: str
     messages: Sequence[Message] = ()
+    notices: Sequence[str] = ()
+    """Warnings about opening it, shown under the banner."""
 
 
 RuntimeBuilder = Callable[["CliOptions", "Settings", Approver | None], RuntimeLike]
