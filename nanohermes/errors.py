@@ -34,8 +34,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C
 LENGTH_NOTE = "the answer was cut at the output-token cap (finish_reason: length); raise max_output_tokens"
 """What a reply cut by the output cap ends with (REPL note, one-shot error line)."""
 FILTER_NOTE = (
-    "the provider's content filter stopped the answer (finish_reason: content_filter); "
-    "rephrase the request"
+    "the provider's content filter stopped the answer (finish_reason: content_filter); rephrase the request"
 )
 """What a reply the provider's filter stopped ends with; the turn ends as a refusal."""
 

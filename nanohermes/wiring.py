@@ -124,6 +124,9 @@ def build_runtime(
 
     One-shot mode (`-p`) never asks: `approver` is ignored there. `--yes` means permission `auto`.
     """
+    from nanohermes.lean_imports import import_httpx
+
+    import_httpx()  # before the model client: without httpx's command-line client
     from nanohermes.llm import ChatClient
 
     if not settings.model:
