@@ -5,6 +5,9 @@
 Figures (medians over N runs, all measured in this same run so the machine's load cancels out):
 - `python -c pass`                the interpreter's floor
 - a bare httpx script             one streamed chat-completions request, the answer printed
+- the same script, lean             httpx imported without its command-line client (click, rich and
+                                   pygments load with httpx whenever click is installed — the MCP SDK
+                                   brings it — and nanohermes skips them: nanohermes/lean_imports.py)
 - `nanohermes -p hi`              the same request through nanohermes (fresh session, memory on)
 Both talk to the fake endpoint of tests/fake_server.py on loopback. Goal: `-p` ≤ 1.8 × the bare
 script. Run it with bytecode caches allowed (`env -u PYTHONDONTWRITEBYTECODE`), as users run it.
@@ -45,6 +48,14 @@ print("".join(parts))
 """
 
 
+LEAN_BARE = (
+    "import sys, types\n"
+    "sys.modules['httpx._main'] = types.ModuleType('httpx._main')\n"
+    "import httpx\n"
+    "del sys.modules['httpx._main']\n" + BARE
+)
+
+
 def timed_ms(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     start = time.perf_counter()
     subprocess.run(argv, env=env, cwd=cwd, check=True, capture_output=True)
@@ -77,20 +88,23 @@ def main() -> None:
         env.update(HOME=str(home), NANOHERMES_API_KEY="bench-key", LANG="C.UTF-8")
         nh = [str(script), "--base-url", server.url, "--model", "bench", "-p", "hi"]
         bare = [sys.executable, "-c", BARE, server.url, "bench-key"]
+        lean = [sys.executable, "-c", LEAN_BARE, server.url, "bench-key"]
         try:
-            for argv in (nh, bare):  # warm the file cache and bytecode
+            for argv in (nh, bare, lean):  # warm the file cache and bytecode
                 subprocess.run(argv, env=env, cwd=home, check=True, capture_output=True)
-            floor, bare_ms, nh_ms = interleaved_medians(
-                [[sys.executable, "-c", "pass"], bare, nh], env, home, args.runs
+            floor, bare_ms, lean_ms, nh_ms = interleaved_medians(
+                [[sys.executable, "-c", "pass"], bare, lean, nh], env, home, args.runs
             )
         finally:
             server.close()
     ratio = nh_ms / bare_ms
     print(f"python -c pass                {floor:7.1f} ms")
     print(f"bare httpx script             {bare_ms:7.1f} ms")
+    print(f"… without httpx's CLI         {lean_ms:7.1f} ms")
     verdict = "met" if ratio <= GOAL_RATIO else "NOT met"
     goal = f"(goal ≤ {GOAL_RATIO:g}×: {verdict})"
     print(f"nanohermes -p hi              {nh_ms:7.1f} ms  = {ratio:.2f}× the bare script {goal}")
+    print(f"{'':30}{'':10}  = {nh_ms / lean_ms:.2f}× the bare script without httpx's CLI")
 
 
 if __name__ == "__main__":
