@@ -43,7 +43,7 @@ class Settings:
     checked on construction (`InvalidSetting`), but only `load_settings` says where a bad one came from.
 
     A plain frozen dataclass checked by `nanohermes.setting_values`: no validation library on the path
-    to the first answer (pydantic and pydantic-settings were ~40 % of `nanohermes -p`'s start-up work;
+    to the first answer (importing pydantic and building the model were 31 % of `nanohermes -p`'s work;
     README, Performance). pydantic is imported only to check `[mcp_servers.*]` tables, when there are."""
 
     model: str | None = None
