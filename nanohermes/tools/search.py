@@ -33,6 +33,9 @@ GREP_MAX_FILE_BYTES = 16 * 1024 * 1024
 GREP_FILE_SECONDS = 3.0
 """Time limit for searching one file: a pattern that backtracks catastrophically is stopped."""
 ALWAYS_SKIPPED = frozenset({".git"})
+GITIGNORE_MAX_BYTES = 1024 * 1024
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def glob_to_regex(pattern: str) -> str:
@@ -170,15 +173,26 @@ class Walker:
         return rules
 
     def _read_rules(self, directory: Path, base: str, dir_fd: int | None = None) -> list[Rule]:
+        """The rules of the .gitignore in `directory` (or the directory `dir_fd`). Like git, only a
+        regular file counts: a symlink is not followed and a FIFO or a device is never read (the
+        open does not wait for a writer), so a hostile .gitignore cannot block or flood the walk."""
+        flags = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0)
         try:
             if dir_fd is not None:
-                fd = os.open(".gitignore", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dir_fd)
-                with os.fdopen(fd, "rb") as handle:
-                    data = handle.read(1024 * 1024)
+                fd = os.open(".gitignore", flags, dir_fd=dir_fd)
             else:
-                data = (directory / ".gitignore").read_bytes()[: 1024 * 1024]
+                fd = os.open(directory / ".gitignore", flags)
         except OSError:
             return []
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return []
+                if _NONBLOCK:
+                    os.set_blocking(fd, True)
+                data = handle.read(GITIGNORE_MAX_BYTES)
+            except OSError:
+                return []
         return parse_gitignore(data.decode("utf-8", errors="replace"), base)
 
     def _walk_fd(self, fd: int, base: str, rules: list[Rule], ctx: CallContext) -> Iterator[Found]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,23 @@ def test_grep_cap_and_regex_errors(workspace: Path, search: SearchTools) -> None
     message = info.value.one_line()
     assert message.startswith("invalid regular expression '([unclosed':")
     assert "\n" not in message
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("where", ["", "sub/"])
+def test_a_gitignore_that_is_a_fifo_or_a_link_to_a_device_cannot_block_the_walk(
+    search: SearchTools, workspace: Path, where: str
+) -> None:
+    """Opening a FIFO waits for a writer, /dev/zero never ends: both would hang list_files and grep.
+    Like git, only a regular .gitignore counts (a symlinked one is not followed)."""
+    tree(workspace, {"sub/deep/a.txt": "needle", "sub/b.log": "needle"})
+    os.mkfifo(workspace / f"{where}.gitignore")
+    (workspace / "sub" / "deep" / ".gitignore").symlink_to("/dev/zero")
+    outside = workspace.parent / "rules"
+    outside.write_text("*.txt\n")
+    (workspace / "sub" / ".gitignore" if not where else workspace / ".gitignore").symlink_to(outside)
+    for path in (".", "sub", "sub/deep"):
+        assert "a.txt" in search.list_files(path, ctx=CTX)
+    assert "sub/b.log" in search.list_files(".", ctx=CTX)
+    assert "sub/deep/a.txt:1: needle" in search.grep("needle", "sub", ctx=CTX)
