@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 from nanohermes.checkpoints.journal import CheckpointError, FileChange, FileState
 
 GIT_TIMEOUT = 120.0
+COUNT_TIMEOUT = 15.0
+"""Listing the workspace (to choose git or copies) normally takes well under a second."""
 INDEX_NAME = "nanohermes-index"
 EMPTY_MODE = 0
 GITLINK = 0o160000
@@ -110,7 +113,10 @@ class ShadowRepo:
             raise CheckpointError(f"cannot set up {self.git_dir}: {err.strerror}") from None
 
     def count_files(self, limit: int) -> int:
-        """Files a snapshot would hold, counting no further than `limit` + 1 (stops the listing)."""
+        """Files a snapshot would hold, counting no further than `limit` + 1 (stops the listing).
+        Raises CheckpointError when git has not finished within COUNT_TIMEOUT seconds (it waits for
+        ever on a .gitignore that is a FIFO)."""
+        timeout = COUNT_TIMEOUT
         command = [self.git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
         try:
             process = subprocess.Popen(
@@ -118,14 +124,28 @@ class ShadowRepo:
             )
         except OSError as err:
             raise CheckpointError(f"cannot run git: {err.strerror or err}") from None
-        count = 0
-        assert process.stdout is not None
-        with process.stdout:
-            while count <= limit and (chunk := process.stdout.read(65536)):
-                count += chunk.count(b"\0")
-        if count > limit:
+        late = threading.Event()
+
+        def give_up() -> None:
+            late.set()
             process.kill()
-        process.wait()
+
+        timer = threading.Timer(timeout, give_up)
+        timer.daemon = True
+        timer.start()
+        count = 0
+        try:
+            assert process.stdout is not None
+            with process.stdout:
+                while count <= limit and (chunk := process.stdout.read(65536)):
+                    count += chunk.count(b"\0")
+            if count > limit:
+                process.kill()
+            process.wait()
+        finally:
+            timer.cancel()
+        if late.is_set() and count <= limit:
+            raise CheckpointError(f"git took over {timeout:g} s to list the workspace")
         return count
 
     @property

@@ -378,3 +378,26 @@ def test_a_turn_begins_during_the_warm_up_and_its_first_change_waits_for_the_sna
     assert changes.files == ("keep.txt",)
     History(checkpoints).undo(History(checkpoints).plan())
     assert picture(workspace) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.timeout(60)
+def test_a_fifo_gitignore_falls_back_to_copies_instead_of_hanging_the_turn(
+    workspace: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nanohermes.checkpoints import shadow
+
+    monkeypatch.setattr(shadow, "COUNT_TIMEOUT", 1.0)
+    (workspace / ".gitignore").unlink()
+    os.mkfifo(workspace / ".gitignore")  # git waits for a writer when it opens it
+    checkpoints = make(workspace, isolated_home)
+    changes, results = turn(
+        checkpoints,
+        runner_for(workspace, checkpoints),
+        ("write_file", {"path": "keep.txt", "content": "new"}),
+    )
+    assert results[0].ok
+    assert checkpoints.store == "copies"
+    assert "git took over 1 s to list the workspace" in changes.notes[0]
+    History(checkpoints).undo(History(checkpoints).plan())
+    assert (workspace / "keep.txt").read_bytes() == b"line one\nline two\r\nno newline at end"
