@@ -37,6 +37,11 @@ FILTER_NOTE = (
     "the provider's content filter stopped the answer (finish_reason: content_filter); rephrase the request"
 )
 """What a reply the provider's filter stopped ends with; the turn ends as a refusal."""
+CAPACITY_NOTE = (
+    "the provider cut the answer short for lack of capacity "
+    "(finish_reason: insufficient_system_resource); try again"
+)
+"""DeepSeek's reply interrupted on its side: the partial answer is kept, the turn is not completed."""
 
 INTERRUPTED = "interrupted by user"
 """What Ctrl-C leaves behind: the result of every unanswered tool call, the mark on a cut reply."""

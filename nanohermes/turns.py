@@ -7,10 +7,15 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from nanohermes.errors import FILTER_NOTE, LENGTH_NOTE
+from nanohermes.errors import CAPACITY_NOTE, FILTER_NOTE, LENGTH_NOTE
 from nanohermes.events import Event, Note
 from nanohermes.protocols import TurnChanges
 from nanohermes.types import ChatResult, Message, Usage
+
+CUT_SHORT = frozenset({"length", "insufficient_system_resource"})
+"""Finish reasons of a reply stopped mid-way: a tool call in it may be cut mid-arguments. DeepSeek
+documents `insufficient_system_resource`: «the request is interrupted due to insufficient resource of
+the inference system»."""
 
 
 class TurnOver(Exception):
@@ -29,12 +34,13 @@ def drop_cut_calls(result: ChatResult) -> str:
         dropped = len(result.tool_calls)
         result.tool_calls = []
         return f"{dropped} tool call(s) in a reply stopped by the provider's content filter were not run"
-    if result.finish_reason != "length":
+    if result.finish_reason not in CUT_SHORT:
         return ""
     kept = [call for call in result.tool_calls if _complete_arguments(call.arguments)]
     dropped = len(result.tool_calls) - len(kept)
     result.tool_calls = kept
-    return f"{dropped} tool call(s) cut by the output-token cap were not run" if dropped else ""
+    by = "the output-token cap" if result.finish_reason == "length" else "the provider"
+    return f"{dropped} tool call(s) cut by {by} were not run" if dropped else ""
 
 
 def _complete_arguments(text: str) -> bool:
@@ -52,6 +58,8 @@ def reply_over(result: ChatResult) -> TurnOver:
         return TurnOver(False, "length", Note(LENGTH_NOTE, "error"), result.content)
     if result.finish_reason == "content_filter":
         return TurnOver(False, "refusal", Note(FILTER_NOTE, "error"), result.content)
+    if result.finish_reason == "insufficient_system_resource":
+        return TurnOver(False, "error", Note(CAPACITY_NOTE, "error"), result.content)
     return TurnOver(True, "done", answer=result.content)
 
 

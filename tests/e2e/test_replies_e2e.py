@@ -119,3 +119,17 @@ def test_tool_calls_in_a_reply_stopped_by_the_content_filter_are_never_run(
     assert not (tmp_path / "notes.txt").exists()
     assert "content filter were not run" in done.stderr
     assert done.returncode == 1
+
+
+def test_an_answer_the_provider_cut_for_lack_of_capacity_is_not_a_success(
+    fake_server: FakeServer, tmp_path: Path
+) -> None:
+    push_fixture(fake_server, "deepseek_insufficient_resource.sse")
+    done = nh(fake_server, tmp_path, "-p", "list the steps", "--json")
+    payload = json.loads(done.stdout)
+    assert payload["answer"] == "Step one: open the"
+    assert payload["completed"] is False
+    assert "insufficient_system_resource" in payload["error"]
+    assert done.returncode == 1
+    plain = nh(fake_server, tmp_path, "-p", "again")  # the default reply: a normal answer completes
+    assert plain.returncode == 0, plain.stderr
