@@ -7,7 +7,8 @@
     [mcp_servers.docs]                      # streamable HTTP
     url = "https://example.com/mcp"
     headers = { Authorization = "Bearer …" }
-    tool_timeout = 120                      # also: enabled, startup_timeout, trusted, cwd (stdio)
+    tool_timeout = 120                      # also: enabled, startup_timeout, trusted, cwd (stdio),
+    disabled_tools = ["delete_page"]        # enabled_tools = [...] offers only those
 
 Stdlib and pydantic only: `nanohermes.settings` validates the TOML form with this model (so it lives
 beside settings, below `tools` and the `nanohermes.mcp` package that builds on both).
@@ -30,7 +31,7 @@ from nanohermes.errors import ConfigError
 Transport = Literal["stdio", "http"]
 STDIO_KEYS = ("command", "args", "env", "cwd")
 HTTP_KEYS = ("url", "headers")
-COMMON_KEYS = ("enabled", "startup_timeout", "tool_timeout", "trusted")
+COMMON_KEYS = ("enabled", "startup_timeout", "tool_timeout", "trusted", "enabled_tools", "disabled_tools")
 SECRET_KEYS = ("env", "headers")
 """Values under these keys are never shown in an error (tokens live there)."""
 JSON_TYPES: dict[str, Transport | None] = {
@@ -60,6 +61,10 @@ class McpServerConfig(BaseModel):
     startup_timeout: float = Field(10.0, gt=0, le=3600)
     tool_timeout: float = Field(60.0, gt=0, le=86400)
     trusted: bool = False
+    enabled_tools: tuple[str, ...] | None = None
+    """Only these of the server's tools are offered (Codex's key); None: all."""
+    disabled_tools: tuple[str, ...] = ()
+    """These are not offered (applied after enabled_tools)."""
 
     @field_validator("startup_timeout", "tool_timeout")
     @classmethod
@@ -93,6 +98,11 @@ class McpServerConfig(BaseModel):
         elif "headers" in self.model_fields_set:
             raise ValueError("headers is for HTTP servers (with url), not with command")
         return self
+
+    def offers(self, tool: str) -> bool:
+        """Whether the server's tool `tool` (its own name) is offered to the model."""
+        allowed = self.enabled_tools is None or tool in self.enabled_tools
+        return allowed and tool not in self.disabled_tools
 
     @property
     def transport(self) -> Transport:

@@ -256,6 +256,7 @@ class McpManager:
 
     def _set_tools(self, server: ServerEntry, listed: list[ListedTool]) -> None:
         name = server.name
+        listed = [spec for spec in listed if server.config.offers(spec.name)]
         tools = build_tools(name, server.config, listed, self._caller(name), self._starter(name))
         infos = tuple(tool_info(tool, spec) for tool, spec in zip(tools, listed, strict=True))
         with self._lock:

@@ -59,6 +59,16 @@ def test_toml_tables_stdio_and_http(tmp_path: Path) -> None:
     assert time.target() == "uvx mcp-server-time"
 
 
+def test_enabled_and_disabled_tools(tmp_path: Path) -> None:
+    settings = settings_from(
+        tmp_path, '[mcp_servers.gh]\ncommand = "x"\nenabled_tools = ["a", "b"]\ndisabled_tools = ["b"]\n'
+    )
+    gh = settings.mcp_servers["gh"]
+    assert [tool for tool in ("a", "b", "c") if gh.offers(tool)] == ["a"]
+    everything = McpServerConfig(command="x", disabled_tools=("c",))
+    assert [tool for tool in ("a", "b", "c") if everything.offers(tool)] == ["a", "b"]
+
+
 def test_no_servers_by_default(tmp_path: Path) -> None:
     assert settings_from(tmp_path, 'model = "m"\n').mcp_servers == {}
 
@@ -73,6 +83,7 @@ def test_no_servers_by_default(tmp_path: Path) -> None:
         ('[mcp_servers.t]\ncommand = "x"\nheaders = { A = "b" }\n', 1, "headers is for HTTP servers"),
         ('[mcp_servers.t]\nurl = "http://h/mcp"\nargs = ["a"]\n', 1, "args is for stdio servers"),
         ('model = "m"\n[mcp_servers.t]\ncommand = "x"\ntool_timeout = -1\n', 4, "tool_timeout"),
+        ('[mcp_servers.t]\ncommand = "x"\ndisabled_tools = "rm"\n', 3, "for disabled_tools: Input should be"),
         ('[mcp_servers."t"]\ncommand = "x"\nstartup_timeout = nan\n', 3, "for startup_timeout"),
         ('[mcp_servers.t]\ncommand = "x"\nargs = "a b"\n', 3, "args"),
     ],

@@ -150,6 +150,13 @@ def test_config_variables_expand_and_a_missing_one_fails_that_server_only(
     assert managers.notices == [f"MCP server missing failed to start: {states['missing'].last_error}"]
 
 
+def test_only_the_tools_the_config_lets_through_are_offered(managers: Managers) -> None:
+    config = demo_stdio(enabled_tools=("echo", "add", "write_note"), disabled_tools=("write_note",))
+    manager = managers({"demo": config})
+    assert set(tools_by_name(manager.tools())) == {"mcp__demo__echo", "mcp__demo__add"}
+    assert [info.remote for info in manager.status()[0].tools] == ["echo", "add"]
+
+
 def test_tool_timeout(managers: Managers, markers: Path) -> None:
     tools = tools_by_name(managers({"demo": demo_stdio(markers, tool_timeout=0.5)}).tools())
     with pytest.raises(ToolError, match=r"hang on MCP server demo timed out after 0.5 s"):
