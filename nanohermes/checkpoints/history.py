@@ -57,8 +57,8 @@ class History:
         last: dict[str, tuple[FileState | None, str]] = {}
         for turn in chosen:
             for change in turn.files:
-                first.setdefault(change.path, (change.before, turn.store))
-                last[change.path] = (change.after, turn.store)
+                first.setdefault(change.path, (change.before, turn.store_of(change)))
+                last[change.path] = (change.after, turn.store_of(change))
         contents = self._contents([*first.values(), *last.values()])
         diffs = []
         for path in sorted(first):
@@ -96,8 +96,8 @@ class History:
         for turn in plan.turns:  # latest first: the earliest turn's `before` wins
             for change in turn.files:
                 _check_path(change.path)
-                plan.expected.setdefault(change.path, (change.after, turn.store))
-                plan.final[change.path] = (change.before, turn.store)
+                plan.expected.setdefault(change.path, (change.after, turn.store_of(change)))
+                plan.final[change.path] = (change.before, turn.store_of(change))
         root = self.cp.workspace
         plan.conflicts = [
             path for path, (state, store) in plan.expected.items() if not same_as(root / path, state, store)

@@ -3,7 +3,8 @@
     {"version": 1, "session": "/path/to/session.json", "workspace": "/path/to/workspace",
      "turns": [{"number": 3, "when": "...", "prompt": "...", "store": "git" | "copies",
                 "before": "<commit>", "after": "<commit>", "undone": false, "told": true,
-                "files": [{"path": "src/a.py", "before": [mode, ref] | null, "after": [mode, ref] | null}]}]}
+                "files": [{"path": "src/a.py", "before": [mode, ref] | null, "after": [mode, ref] | null,
+                           "store": "copies" (only where it differs from the turn's)}]}]}
 
 A file state is its mode (git style: 0o100644, 0o100755, 0o120000 for a symlink; the copy store keeps
 the exact permission bits) and a reference to its bytes (a git blob id, or the sha256 of a kept copy);
@@ -43,6 +44,9 @@ class FileChange:
     """Relative to the workspace, with '/' separators."""
     before: FileState | None
     after: FileState | None
+    store: str = ""
+    """Where its states are kept when not where the turn's are: "copies" for a file git ignores
+    that a git turn wrote or edited; "" for the turn's store."""
 
     @property
     def shown(self) -> str:
@@ -83,14 +87,21 @@ class TurnRecord:
             "told": self.told,
             "files": [
                 {"path": f.path, "before": _state_out(f.before), "after": _state_out(f.after)}
+                | ({"store": f.store} if f.store else {})
                 for f in self.files
             ],
         }
 
+    def store_of(self, change: FileChange) -> str:
+        """Where the states of `change` are kept: "git" or "copies"."""
+        return change.store or self.store
+
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> TurnRecord:
         files = [
-            FileChange(str(f["path"]), _state_in(f.get("before")), _state_in(f.get("after")))
+            FileChange(
+                str(f["path"]), _state_in(f.get("before")), _state_in(f.get("after")), str(f.get("store", ""))
+            )
             for f in raw.get("files", [])
         ]
         return cls(

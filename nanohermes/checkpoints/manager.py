@@ -59,6 +59,8 @@ class _Turn:
     failed: bool = False
     tree: str = ""
     copies: dict[str, FileState | None] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+    """Paths a write or edit of this turn was checked for."""
 
 
 class Checkpoints:
@@ -175,13 +177,15 @@ class Checkpoints:
 
     def _before(self, turn: _Turn, path: Path | None) -> None:
         store = self._decide()
-        if store == "git":
-            if not turn.tree:
-                turn.tree = self.repo().snapshot()
-            return
+        if store == "git" and not turn.tree:
+            turn.tree = self.repo().snapshot()
         relative = self._relative(path)
-        private = path is not None and any(path.resolve().is_relative_to(p) for p in self._private)
-        if relative is not None and path is not None and not private and relative not in turn.copies:
+        if relative is None or path is None or relative in turn.copies or relative in turn.seen:
+            return
+        turn.seen.add(relative)
+        if any(path.resolve().is_relative_to(p) for p in self._private):
+            return
+        if store == "copies" or self.repo().ignores(relative):  # .env, build output: git skips them
             turn.copies[relative] = self.copies.capture(path)
 
     def _decide(self) -> str:
@@ -245,25 +249,31 @@ class Checkpoints:
         if turn.tree:
             repo = self.repo()
             after = repo.snapshot()
-            if after == turn.tree:
+            changes = repo.changes(turn.tree, after) if after != turn.tree else []
+            tracked = {change.path for change in changes}
+            changes += [c for c in self._copied(turn, "copies") if c.path not in tracked]  # ignored ones
+            if not changes:
                 return None
-            changes = repo.changes(turn.tree, after)
             first = repo.commit(turn.tree, f"before turn {number}")
             last = repo.commit(after, f"after turn {number}: {turn.prompt}", first)
             repo.keep(f"refs/nanohermes/{session_key(self.session)}/{number}", last)
             record = TurnRecord(number, when, turn.prompt, "git", changes, first, last)
         else:
-            changes = []
-            for relative, before in turn.copies.items():
-                after_state = self.copies.capture(self.workspace / relative)
-                if after_state != before:
-                    changes.append(FileChange(relative, before, after_state))
-            record = TurnRecord(number, when, turn.prompt, "copies", changes)
+            record = TurnRecord(number, when, turn.prompt, "copies", self._copied(turn, ""))
         if not record.files:
             return None
         journal.turns.append(record)
         journal.save()
         return record
+
+    def _copied(self, turn: _Turn, store: str) -> list[FileChange]:
+        """The changes of the files the turn kept copies of (`store`: how the journal names it)."""
+        changes = []
+        for relative, before in turn.copies.items():
+            after = self.copies.capture(self.workspace / relative)
+            if after != before:
+                changes.append(FileChange(relative, before, after, store))
+        return changes
 
     def _prune(self) -> None:
         """Forget the checkpoints of sessions whose session file is gone (they live as long as it),
@@ -282,8 +292,8 @@ class Checkpoints:
                 keep.update(
                     c.ref
                     for t in journal.turns
-                    if t.store == "copies"
                     for s in t.files
+                    if t.store_of(s) == "copies"
                     for c in (s.before, s.after)
                     if c is not None
                 )

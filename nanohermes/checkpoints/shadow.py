@@ -148,6 +148,14 @@ class ShadowRepo:
             raise CheckpointError(f"git took over {timeout:g} s to list the workspace")
         return count
 
+    def ignores(self, relative: str) -> bool:
+        """Whether a snapshot leaves out the workspace file `relative` (.gitignore, info/exclude);
+        a file the shadow index already tracks is never ignored."""
+        try:
+            return bool(self.run("check-ignore", "--", relative, ok_codes=(0, 1)).strip())
+        except CheckpointError:
+            return True  # unsure: the caller keeps a copy, which restores it either way
+
     @property
     def index(self) -> Path:
         return self.git_dir / INDEX_NAME

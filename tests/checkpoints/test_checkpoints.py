@@ -401,3 +401,34 @@ def test_a_fifo_gitignore_falls_back_to_copies_instead_of_hanging_the_turn(
     assert "git took over 1 s to list the workspace" in changes.notes[0]
     History(checkpoints).undo(History(checkpoints).plan())
     assert (workspace / "keep.txt").read_bytes() == b"line one\nline two\r\nno newline at end"
+
+
+def test_files_git_ignores_that_the_agent_writes_or_edits_are_kept_as_copies(
+    workspace: Path, isolated_home: Path
+) -> None:
+    """A turn that overwrites .env or a build log (both .gitignore'd) can be undone: the write tools'
+    files that git leaves out are copied; what a shell command does to them is still not covered."""
+    (workspace / ".gitignore").write_text("*.log\n.env\nout/\n")
+    (workspace / ".env").write_text("API_TOKEN=the user's only copy\n")
+    (workspace / ".env").chmod(0o600)
+    before = picture(workspace)
+    checkpoints = make(workspace, isolated_home)
+    changes, results = turn(
+        checkpoints,
+        runner_for(workspace, checkpoints),
+        ("write_file", {"path": ".env", "content": "API_TOKEN=\n"}),
+        ("edit_file", {"path": "build.log", "old": "old", "new": "new"}),
+        ("write_file", {"path": "out/made.log", "content": "made"}),
+        ("edit_file", {"path": "keep.txt", "old": "line one", "new": "LINE ONE"}),
+        ("write_file", {"path": "keep.txt", "content": "rewritten"}),
+    )
+    assert all(result.ok for result in results), results
+    assert sorted(changes.files) == [".env", "build.log", "keep.txt", "out/made.log"]
+    turns, diffs = History(checkpoints).diff()
+    assert {diff.path: diff.status for diff in diffs} == {
+        ".env": "modified", "build.log": "modified", "keep.txt": "modified", "out/made.log": "added"
+    }  # fmt: skip
+    assert any("-API_TOKEN=the user's only copy" in diff.lines for diff in diffs)
+    lines = History(checkpoints).undo(History(checkpoints).plan())
+    assert "removed out/made.log" in lines
+    assert picture(workspace) == before  # exact bytes and modes, .env 0600 again
