@@ -66,6 +66,7 @@ class Distiller:
         try:
             request = distill_messages(excerpt)
             result = self._model.complete(request, None, model=self._model_name(), cancel=self.cancel)
+            self._add_usage(result.counted_usage(request))  # spent, whatever happens to the answer
             # The turn's user message is each memory's context: indexed, never shown (SPEC §3.7).
             context = message_text(excerpt[0]) if excerpt[0].get("role") == "user" else ""
             items = parse_distill(result.content)
@@ -77,7 +78,6 @@ class Distiller:
             if self._verbose:
                 self._post(Note(f"distillation failed: {type(err).__name__}: {err}", "debug"))
             return
-        self._add_usage(result.counted_usage(request))
         if saved:
             self._post(Note(f"{saved} {'memory' if saved == 1 else 'memories'} saved"))
         elif self._verbose:

@@ -1,0 +1,38 @@
+"""The background distiller: what it reports and what it counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agent_scripted import ScriptedModel
+
+from nanohermes.distiller import Distiller
+from nanohermes.errors import StoreError
+from nanohermes.events import Note
+from nanohermes.memory import MemoryStore
+from nanohermes.types import Usage
+
+
+def test_the_request_is_counted_even_when_its_memories_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = ScriptedModel()
+    model.distill.append('[{"kind": "preference", "text": "The user always prefers tabs."}]')
+    store = MemoryStore(tmp_path / "mem")
+
+    def disk_full(*args: object, **kwargs: object) -> bool:
+        raise StoreError("cannot write memory.json: No space left on device")
+
+    monkeypatch.setattr(store, "remember", disk_full)
+    notes: list[Note] = []
+    usage: list[Usage] = []
+    distiller = Distiller(
+        model, store, model_name=lambda: "m", post_note=notes.append, add_usage=usage.append
+    )
+    distiller.start([{"role": "user", "content": "please remember I always prefer tabs"}], had_tools=False)
+    assert distiller.wait(30)
+    assert [note.text for note in notes] == [
+        "memory not saved: cannot write memory.json: No space left on device"
+    ]
+    assert usage == [Usage(10, 5, 15)]  # the tokens were spent: /tokens counts them
