@@ -26,6 +26,7 @@ from nanohermes import __version__
 from nanohermes.acp import commands, convert
 from nanohermes.acp.listing import LIST_PAGE, session_infos
 from nanohermes.acp.session import AcpSession, Bridge, Opened
+from nanohermes.acp.workers import Workers
 from nanohermes.errors import ConfigError, NanoHermesError, SessionInUse
 from nanohermes.events import Note
 from nanohermes.protocols import Approver
@@ -79,6 +80,7 @@ class NanohermesAcpAgent:
         self._id_locks: dict[str, asyncio.Lock] = {}
         """One opening or closing at a time per session id."""
         self._retired: list[Agent] = []
+        self._workers = Workers()
         """Agents of closed sessions whose distillation may still run (waited for at exit)."""
 
     def on_connect(self, conn: Client) -> None:
@@ -302,9 +304,8 @@ class NanohermesAcpAgent:
         if not self.settings.model:
             raise RequestError(-32603, "no model configured: start with --model NAME or set NANOHERMES_MODEL")
         loop = asyncio.get_running_loop()
-        session = AcpSession(
-            session_id, workspace, Bridge(loop, self._client(), session_id), self.settings.permission
-        )
+        bridge = Bridge(loop, self._client(), session_id)
+        session = AcpSession(session_id, workspace, bridge, self.settings.permission, self._workers)
         files = self._files_factory(session.bridge)
         path = self._path(session_id)
         try:

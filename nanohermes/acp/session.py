@@ -12,7 +12,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from acp.helpers import update_agent_message_text, update_agent_thought_text, up
 
 from nanohermes.acp import convert
 from nanohermes.acp.inbox import Inbox
+from nanohermes.acp.workers import Workers
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
 from nanohermes.events import (
@@ -125,7 +125,6 @@ class _Turn:
     inbox: Inbox[_Item]
     cancel: CancelToken = field(default_factory=CancelToken)
     asking: asyncio.Task[Any] | None = None
-    worker: threading.Thread | None = None
     errors: list[str] = field(default_factory=list)
 
 
@@ -141,8 +140,11 @@ class Opened:
 class AcpSession:
     """A session: the agent, its mode, its running turn (at most one) and its tool-call ids."""
 
-    def __init__(self, session_id: str, workspace: Path, bridge: Bridge, mode: str) -> None:
+    def __init__(
+        self, session_id: str, workspace: Path, bridge: Bridge, mode: str, workers: Workers | None = None
+    ) -> None:
         self.id, self.workspace, self.bridge, self.mode = session_id, workspace, bridge, mode
+        self.workers = workers or Workers()
         self.agent: Agent | None = None
         self.release: Callable[[], None] = lambda: None
         """Closes the session's MCP servers and releases its lock (Opened.close)."""
@@ -180,13 +182,10 @@ class AcpSession:
             raise RequestError.invalid_request({"details": f"session {self.id} is already running a prompt"})
         turn = _Turn(Inbox(self.bridge.loop))
         self.turn = turn
-        turn.worker = threading.Thread(
-            target=self._work, args=(source, turn), name=f"nh-acp-{self.id}", daemon=True
-        )
         done = False
         try:
             await self._send_notes()
-            turn.worker.start()
+            self.workers.run(lambda: self._work(source, turn))
             finished = await self._pump(turn)
             done = True
         finally:
@@ -222,18 +221,17 @@ class AcpSession:
                 turn.inbox.put(_Done(error))
 
     async def _pump(self, turn: _Turn) -> TurnFinished:
-        finished: TurnFinished | None = None
         while True:
             item = await turn.inbox.get()
             if isinstance(item, _Done):
                 if item.error is not None:
                     raise RequestError(-32603, f"internal error: {type(item.error).__name__}: {item.error}")
-                return finished or TurnFinished(False, "interrupted")
+                return TurnFinished(False, "interrupted")
             if isinstance(item, _Ask):
                 await self._ask(turn, item)
                 continue
-            if isinstance(item, TurnFinished):
-                finished = item
+            if isinstance(item, TurnFinished):  # the last event: answer now, not once the worker is free
+                return item
             for update in self._updates(item, turn):
                 await self.bridge.client.session_update(session_id=self.id, update=update)
 

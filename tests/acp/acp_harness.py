@@ -22,6 +22,9 @@ from acp.client.connection import ClientSideConnection
 
 SCRIPT = Path(sys.executable).with_name("nanohermes")
 KEY = "sk-acp-test-0123456789abcdef"
+SHUTDOWN_TIMEOUT = 20.0
+"""Seconds the server has after stdin closes (saving, closing MCP servers) before SIGTERM: generous, as
+tests check it exits 0 on its own even on a busy machine."""
 
 
 class RecordingClient:
@@ -97,14 +100,24 @@ async def running_server(
     env.update({"NANOHERMES_API_KEY": KEY, "HOME": os.environ["HOME"]})
     with tempfile.TemporaryFile() as stderr:
         args = ["acp", "--base-url", base_url, "--model", "fake-model", *extra]
-        async with spawn_agent_process(
-            client, str(SCRIPT), *args, env=env, cwd=cwd, transport_kwargs={"stderr": stderr.fileno()}
-        ) as (conn, process):
-            process.stderr_file = stderr
-            yield conn, process
+        options = {"stderr": stderr.fileno(), "shutdown_timeout": SHUTDOWN_TIMEOUT}
+        spawned: list[Any] = []
+        try:
+            async with spawn_agent_process(
+                client, str(SCRIPT), *args, env=env, cwd=cwd, transport_kwargs=options
+            ) as (conn, process):
+                process.stderr_file = stderr
+                spawned.append(process)
+                yield conn, process
+        finally:
+            for process in spawned:  # read before the file goes away
+                process.stderr_kept = stderr_text(process)
 
 
 def stderr_text(process: Any) -> str:
+    """What the server wrote to stderr so far (all of it, once its context has ended)."""
+    if hasattr(process, "stderr_kept"):
+        return str(process.stderr_kept)
     handle = process.stderr_file
     handle.seek(0)
     return str(handle.read().decode("utf-8", "replace"))
