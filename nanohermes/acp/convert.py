@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from acp import schema
 from acp.helpers import (
@@ -155,16 +156,25 @@ def prompt_text(blocks: Sequence[PromptBlock]) -> str:
         if isinstance(block, schema.TextContentBlock):
             parts.append(block.text)
         elif isinstance(block, schema.ResourceContentBlock):
-            parts.append(f"[@{block.name}]({block.uri})")
+            parts.append(f"[@{block.name}]({local_ref(block.uri)})")
         elif isinstance(block, schema.EmbeddedResourceContentBlock):
             resource = block.resource
             if isinstance(resource, schema.TextResourceContents):
-                parts.append(f'\n<context ref="{resource.uri}">\n{resource.text}\n</context>')
+                parts.append(f'\n<context ref="{local_ref(resource.uri)}">\n{resource.text}\n</context>')
             else:
                 parts.append(f"[attached binary resource {resource.uri} not shown: text only]")
         else:
             parts.append(f"[{block.type} attachment not shown: this agent reads text only]")
     return "".join(parts).strip()
+
+
+def local_ref(uri: str) -> str:
+    """A `file://` URI as the path the file tools take (`#L10:20` kept); other URIs as they are."""
+    parsed = urlsplit(uri)
+    if parsed.scheme != "file":
+        return uri
+    path = unquote(parsed.path)
+    return f"{path}#{parsed.fragment}" if parsed.fragment else path
 
 
 def replay(messages: Sequence[Message], workspace: Path) -> Iterator[Any]:

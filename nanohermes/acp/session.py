@@ -14,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,6 +156,8 @@ class AcpSession:
         self._live: dict[str, tuple[str, str]] = {}
         """model call id → (ACP tool call id, tool name), for calls shown and not yet finished."""
         self._count = 0
+        self._title = ""
+        """The title last sent (`session_info_update`): the first user message, as session/list shows."""
 
     # -- approvals (called on worker threads by the tool runner) ---------------------------------
 
@@ -194,6 +197,7 @@ class AcpSession:
             self.turn = None
         await self._close_open_calls(turn.cancel.cancelled)
         await self._send_notes()
+        await self._send_title()
         if turn.cancel.cancelled:
             return "cancelled"
         if finished.reason == "error":
@@ -329,6 +333,17 @@ class AcpSession:
             await self.bridge.client.session_update(
                 session_id=self.id, update=update_tool_call(acp_id, status=status)
             )
+
+    async def _send_title(self) -> None:
+        """The editor's thread title, once the conversation has one (again after /reset)."""
+        from nanohermes.session import title_of
+
+        title = title_of(self.agent.messages) if self.agent is not None else ""
+        if title and title != self._title:
+            self._title = title
+            now = datetime.now().astimezone().isoformat(timespec="seconds")
+            info = schema.SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=now)
+            await self.bridge.client.session_update(session_id=self.id, update=info)
 
     async def _send_notes(self) -> None:
         """What happened in the background (an MCP server that failed, an unreadable AGENTS.md, a

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from acp import schema
 
-from nanohermes.acp.convert import announce, mcp_configs
+from nanohermes.acp.convert import announce, mcp_configs, prompt_text
 from nanohermes.errors import ConfigError
 from nanohermes.toolcalls import tool_title
 from nanohermes.types import ToolCall
@@ -57,3 +57,17 @@ def test_titles_of_mcp_and_builtin_calls() -> None:
     assert tool_title("mcp__", {}) == "mcp__"
     shown = announce("1-c", ToolCall("c", "mcp__docs__search", '{"query": "q"}'), Path("/w"), "pending")
     assert (shown.title, shown.kind) == ("docs: search q", "other")
+
+
+def test_file_mentions_reach_the_model_as_paths() -> None:
+    link = schema.ResourceContentBlock(type="resource_link", name="a b.py", uri="file:///w/src/a%20b.py")
+    embedded = schema.EmbeddedResourceContentBlock(
+        type="resource",
+        resource=schema.TextResourceContents(uri="file:///w/x.py#L2:3", text="y = 2\n"),
+    )
+    web = schema.ResourceContentBlock(type="resource_link", name="doc", uri="https://example.com/d")
+    text = prompt_text([schema.TextContentBlock(type="text", text="look at "), link, embedded, web])
+    assert text == (
+        'look at [@a b.py](/w/src/a b.py)\n<context ref="/w/x.py#L2:3">\ny = 2\n\n</context>'
+        "[@doc](https://example.com/d)"
+    )

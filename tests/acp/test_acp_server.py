@@ -69,6 +69,8 @@ def test_plain_turn_streams_the_answer_and_saves_the_session(
     assert len(client.of_kind(sid, "agent_message_chunk")) > 1
     commands = client.of_kind(sid, "available_commands_update")
     assert {c.name for c in commands[0].available_commands} == {"compact", "memory", "reset"}
+    [info] = client.of_kind(sid, "session_info_update")  # the thread's title, once
+    assert info.title == "say hello"
     saved = json.loads((sessions_dir() / f"{sid}.json").read_text())
     assert saved["workspace"] == str(workspace)
     assert [m["role"] for m in saved["messages"]] == ["system", "user", "assistant"]
