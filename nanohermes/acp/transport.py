@@ -19,8 +19,6 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
-from acp.task import MessageSender, TaskSupervisor
-
 LINE_LIMIT = 50 * 1024 * 1024
 """The longest message read (an embedded file in a prompt can be large)."""
 
@@ -39,8 +37,7 @@ class LineTransport:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
-        self._tasks = TaskSupervisor(source="nanohermes.acp.transport")
-        self._sender = MessageSender(writer, self._tasks)
+        self._writer = writer
         self._open_requests: set[str] = set()
 
     def unanswered(self) -> int:
@@ -48,9 +45,13 @@ class LineTransport:
         return len(self._open_requests)
 
     async def send(self, message: dict[str, Any]) -> None:
+        """Write one message now (in call order: writes are never interleaved), then wait only if
+        the client reads slower than we write. No sender task in between: each hop through the
+        event loop is one more wait for the GIL while a turn's worker thread runs."""
         if "method" not in message and "id" in message:
             self._open_requests.discard(json.dumps(message["id"]))
-        await self._sender.send(message)
+        self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
+        await self._writer.drain()
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message; None at end of input. Bad lines are answered here."""
@@ -109,8 +110,7 @@ class LineTransport:
         await self.send(error_reply(-32600, "Invalid request", data={"details": f"message over {limit} MB"}))
 
     async def close(self) -> None:
-        await self._sender.close()
-        await self._tasks.shutdown()
+        """Nothing is queued: every message was written by `send`."""
 
 
 def protocol_files() -> tuple[BinaryIO, BinaryIO]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
+
+from mcp_helpers import wait_for
 
 from nanohermes.acp.workers import Workers
 
@@ -23,34 +23,25 @@ def run_and_wait(workers: Workers, hold: threading.Event | None = None) -> tuple
     return seen[0], ran
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
-
-
 def test_an_idle_thread_runs_the_next_job_and_busy_ones_are_never_waited_for() -> None:
     workers = Workers(idle_seconds=10)
     first, _ = run_and_wait(workers)
-    assert wait_until(lambda: workers.idle() == 1)
+    assert wait_for(lambda: workers.idle() == 1)
     again, _ = run_and_wait(workers)
     assert again == first
     hold = threading.Event()
     try:
-        assert wait_until(lambda: workers.idle() == 1)
+        assert wait_for(lambda: workers.idle() == 1)
         busy, _ = run_and_wait(workers, hold)
         other, _ = run_and_wait(workers)  # the only thread is busy: a new one runs this at once
         assert other != busy
     finally:
         hold.set()
-    assert wait_until(lambda: workers.idle() == 2)
+    assert wait_for(lambda: workers.idle() == 2)
 
 
 def test_idle_threads_end() -> None:
     workers = Workers(idle_seconds=0.05)
     ident, _ = run_and_wait(workers)
-    assert wait_until(lambda: workers.idle() == 0 and all(t.ident != ident for t in threading.enumerate()))
+    assert wait_for(lambda: workers.idle() == 0 and all(t.ident != ident for t in threading.enumerate()))
     run_and_wait(workers)  # none idle any more: a fresh thread runs it
