@@ -190,33 +190,28 @@ class MemoryStore:
         key = normalize(clean)
         if not key:
             raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
+        new = Entry("", parsed, clean, source, int(time.time()), clean_keys, clean_context, project)
         self._file.make_dir()  # before locking: the lock file lives in the directory
         with self._lock.hold():
             snap = self._current()
             self._file.check_writable(snap)
-            now = int(time.time())
             index = self._duplicate(clean, key, snap)
             if index is not None:
-                old = snap.entries[index]
-                merged = merge(old, parsed, clean, source, now, clean_keys, clean_context, self.secrets)
-                merged = dataclasses.replace(merged, project=merged_project(old, project, self.project))
-                self._file.commit(snap.replaced(index, self._doc(merged), self._line(merged)))
-                self.last_id = merged.id
+                self._merge_into(snap, index, new)
                 return False
-            entry = Entry(
-                derive_id(parsed, clean, snap.by_id),
-                parsed,
-                clean,
-                source,
-                now,
-                clean_keys,
-                clean_context,
-                project,
-            )
+            entry = dataclasses.replace(new, id=derive_id(parsed, clean, snap.by_id))
             doc = self._doc(entry, key)
             self._file.commit(trimmed(snap.appended(doc, self._line(entry)), self.max_entries))
             self.last_id = entry.id
             return True
+
+    def _merge_into(self, snap: Snapshot, index: int, new: Entry) -> None:
+        """Merge `new` (without an id) into the entry at `index`, which it duplicates."""
+        old = snap.entries[index]
+        merged = merge(old, new.kind, new.text, new.source, new.ts, new.keys, new.context, self.secrets)
+        merged = dataclasses.replace(merged, project=merged_project(old, new.project, self.project))
+        self._file.commit(snap.replaced(index, self._doc(merged), self._line(merged)))
+        self.last_id = merged.id
 
     def forget(self, entry_id: str) -> bool:
         """Delete the entry with this id. False if there is none."""
