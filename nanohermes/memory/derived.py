@@ -72,8 +72,8 @@ class Derived:
         for line in lines:
             entry = seen.get(line)
             try:
-                entry = entry or self._read_line(line, kept)
-            except _WholeFile:
+                entry = entry or self.read_line(line, kept)
+            except WholeFile:
                 return parse_document(raw, self.known)
             if entry is None:
                 continue  # an entry this version cannot use: kept as it is
@@ -81,27 +81,43 @@ class Derived:
                 return parse_document(raw, self.known)
             taken.add(entry.id)
             entries.append(entry)
-        return Document(entries, FORMAT_VERSION, Kept(tuple(kept), top))
+        return Document(entries, FORMAT_VERSION, Kept(tuple(kept), top), by_line=True)
 
-    def _read_line(self, line: bytes, kept: list[str]) -> Entry | None:
+    def read_line(self, line: bytes, kept: list[str]) -> Entry | None:
         """The entry of a line not seen before, or None with the line appended to `kept` when this
-        version cannot use it. _WholeFile when only the whole document can decide."""
+        version cannot use it. WholeFile when only the whole document can decide."""
         try:
             item = json.loads(line)
         except (UnicodeDecodeError, ValueError, RecursionError):
-            raise _WholeFile from None  # its parse says what is wrong with the file
+            raise WholeFile from None  # its parse says what is wrong with the file
         count = len(kept)
         found = entries_from_list([item], self.known, kept)
         if not found:
             if len(kept) > count:
                 return None
-            raise _WholeFile
+            raise WholeFile
         entry = found[0]
         if not isinstance(item, dict) or entry.id != item.get("id"):
-            raise _WholeFile  # its id was derived: that depends on the other entries
+            raise WholeFile  # its id was derived: that depends on the other entries
         self.by_line[line] = entry
         self.lines[entry.id] = (entry, line)  # written back as it was read
         return entry
+
+    def new_entries(self, lines: list[bytes], taken: dict[str, int]) -> list[Entry] | None:
+        """The entries of lines appended to a file whose other entries' ids are `taken`, or None
+        when one of them needs the whole file (a kept entry, an id to derive, an id taken)."""
+        entries: list[Entry] = []
+        seen: set[str] = set()
+        for line in lines:
+            try:
+                entry = self.by_line.get(line) or self.read_line(line, [])
+            except WholeFile:
+                return None
+            if entry is None or entry.id in taken or entry.id in seen:
+                return None
+            seen.add(entry.id)
+            entries.append(entry)
+        return entries
 
     def forget_stale(self, entries: list[Entry]) -> None:
         """Drop derived data of entries gone from the file, once it outweighs the live data."""
@@ -114,5 +130,5 @@ class Derived:
             self.by_line = {line: entry for entry, line in self.lines.values()}
 
 
-class _WholeFile(Exception):
+class WholeFile(Exception):
     """A line the line-by-line parse cannot decide alone."""

@@ -104,6 +104,8 @@ class Document:
     entries: list[Entry]
     version: int
     kept: Kept
+    by_line: bool = field(default=False, compare=False)
+    """Read line by line: the file is laid out as this program writes it, one entry per line."""
 
 
 def parse_document(raw: bytes, known: Known | None = None) -> Document:

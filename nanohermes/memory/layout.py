@@ -45,12 +45,57 @@ def dump_blocks(blocks: Sequence[bytes], kept: Kept | None = None) -> list[bytes
     if kept is not None and kept.lines:
         rest = _SEPARATOR.join(line.encode() for line in kept.lines)
         pieces += [_SEPARATOR, rest] if pieces else [rest]
-    top = b""
-    if kept is not None and kept.top:
-        top = "".join(f",\n  {_dumps(name)}: {value}" for name, value in kept.top).encode()
     if not pieces:
-        return [_HEAD, b"[]", top, _TAIL]
-    return [_HEAD + _OPEN, *pieces, b"".join((_END, top, _TAIL))]
+        return [_HEAD, b"[]", _top(kept), _TAIL]
+    return [_HEAD + _OPEN, *pieces, tail_of(kept)]
+
+
+def _top(kept: Kept | None) -> bytes:
+    if kept is None or not kept.top:
+        return b""
+    return "".join(f",\n  {_dumps(name)}: {value}" for name, value in kept.top).encode()
+
+
+def tail_of(kept: Kept | None) -> bytes:
+    """What follows the entry lines of a file with at least one: the end of the list, the kept
+    top-level fields, the end of the document."""
+    return b"".join((_END, _top(kept), _TAIL))
+
+
+def lines_end(raw: bytes) -> int | None:
+    """Where the entry lines of a file `split_document` accepts end (None without lines)."""
+    if not raw.startswith(_HEAD + _OPEN):
+        return None
+    end = raw.find(_END, len(_HEAD) + len(_OPEN))
+    return None if end < 0 else end
+
+
+def blocks_end(raw: bytes, blocks: Sequence[bytes]) -> int | None:
+    """Where `blocks` (entry lines as `dump_blocks` writes them) end in `raw` when `raw` begins with
+    them, else None. Compared in place, without copying."""
+    if not blocks or not raw.startswith(_HEAD + _OPEN):
+        return None
+    offset = len(_HEAD) + len(_OPEN)
+    for i, block in enumerate(blocks):
+        if i:
+            if not raw.startswith(_SEPARATOR, offset):
+                return None
+            offset += len(_SEPARATOR)
+        if not raw.startswith(block, offset):
+            return None
+        offset += len(block)
+    return offset
+
+
+def lines_after(raw: bytes, offset: int, tail: bytes) -> list[bytes] | None:
+    """The entry lines `raw` holds after `offset` (where the lines already known end), when the
+    rest of the file is exactly more lines and then `tail`; else None."""
+    start = offset + len(_SEPARATOR)
+    end = len(raw) - len(tail)
+    if end <= start or not raw.startswith(_SEPARATOR, offset) or not raw.endswith(tail):
+        return None
+    lines = raw[start:end].split(_SEPARATOR)
+    return None if any(b"\n" in line for line in lines) else lines
 
 
 def dump_lines(lines: Sequence[bytes], kept: Kept | None = None) -> list[bytes]:

@@ -36,7 +36,7 @@ from nanohermes.memory.fileio import (
     unlink_quietly,
     write_target,
 )
-from nanohermes.memory.layout import blocks_of, dump_blocks
+from nanohermes.memory.layout import blocks_of, dump_blocks, lines_after, lines_end, tail_of
 from nanohermes.memory.locking import lock_for
 from nanohermes.memory.snapshot import Identity, Snapshot, identity
 
@@ -117,17 +117,41 @@ class MemoryFile:
             if what is not None:  # replaced by a special file since the stat: never read it
                 raise not_regular(self.path, what)
             version = identity(st)
+            raw = read_all(fd)
             with self._mutex:
-                document = self.derived.parse(read_all(fd))
-                entries = document.entries
-                make = self.derived.doc
-                docs = [make(entry) for entry in entries]
-                self.derived.forget_stale(entries)
+                snap = self._grown(raw) or self._parsed(raw)
         except BaseException:
             os.close(fd)
             raise
-        snap = Snapshot(docs, document.version, entries=entries, kept=document.kept)
         return self._install(snap, version, fd)
+
+    def _parsed(self, raw: bytes) -> Snapshot:
+        """A snapshot of the whole file (its unchanged lines are not parsed again)."""
+        document = self.derived.parse(raw)
+        entries = document.entries
+        make = self.derived.doc
+        docs = [make(entry) for entry in entries]
+        self.derived.forget_stale(entries)
+        snap = Snapshot(docs, document.version, entries=entries, kept=document.kept)
+        end = lines_end(raw) if document.by_line else None
+        if end is not None:
+            snap.raw, snap.raw_end = raw, end
+        return snap
+
+    def _grown(self, raw: bytes) -> Snapshot | None:
+        """The current snapshot with the entries another session appended, when that is all that
+        changed in the file (checked in place: its old bytes are unchanged), else None."""
+        old = self.snapshot
+        offset = None if old is None or old.identity is None else old.lines_end_in(raw)
+        if old is None or offset is None:
+            return None
+        lines = lines_after(raw, offset, tail_of(old.kept))
+        entries = None if lines is None else self.derived.new_entries(lines, old.by_id)
+        if lines is None or entries is None:
+            return None
+        snap = old.grown([self.derived.doc(entry) for entry in entries], lines)
+        snap.raw, snap.raw_end = raw, len(raw) - len(tail_of(old.kept))
+        return snap
 
     def _install(self, snap: Snapshot, version: Identity, fd: int) -> Snapshot:
         snap.identity = version

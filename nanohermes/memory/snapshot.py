@@ -11,7 +11,7 @@ import weakref
 
 from nanohermes.memory.docs import Doc
 from nanohermes.memory.entry import FORMAT_VERSION, Entry, Kept
-from nanohermes.memory.layout import BLOCK_LINES, appended_blocks, blocks_of
+from nanohermes.memory.layout import BLOCK_LINES, appended_blocks, blocks_end, blocks_of
 
 Identity = tuple[int, int, int, int, int]
 """(device, inode, mtime_ns, ctime_ns, size): the file version a snapshot was read from or written as."""
@@ -45,6 +45,8 @@ class Snapshot:
         self.identity: Identity | None = None
         self.lines = lines
         self.blocks = blocks if lines is not None else None  # the lines in blocks (layout.blocks_of)
+        self.raw: bytes | None = None  # the file's bytes, when it was read line by line
+        self.raw_end = 0  # where its entry lines end in `raw`
         self.kept: Kept = kept if kept is not None else (parent.kept if parent is not None else Kept())
         self.parent = parent
         self.delta = delta
@@ -82,6 +84,38 @@ class Snapshot:
             delta=((), (doc,)),
             entries=[*self.entries, doc.entry],
             by_id=by_id,
+        )
+
+    def lines_end_in(self, raw: bytes) -> int | None:
+        """Where this version's entry lines end in `raw` when `raw` begins exactly as this
+        version's file did (another session appended to it), else None."""
+        if self.kept.lines or self.version != FORMAT_VERSION:
+            return None  # kept lines follow the entries: an append does not extend the bytes
+        if self.raw is not None:
+            prefix = memoryview(self.raw)[: self.raw_end]
+            return self.raw_end if self.raw_end and raw.startswith(prefix) else None
+        return None if self.blocks is None else blocks_end(raw, self.blocks)
+
+    def grown(self, docs: list[Doc], lines: list[bytes]) -> Snapshot:
+        """This snapshot with `docs` (their `lines`) appended, as another session's write made it."""
+        by_id = self.by_id
+        self._by_id = None  # handed over, as in `appended`
+        for position, doc in enumerate(docs, start=len(self.docs)):
+            by_id[doc.entry.id] = position
+        blocks = self.blocks
+        if blocks is not None and self.lines is not None:
+            count = len(self.lines)
+            for line in lines:
+                blocks = appended_blocks(blocks, count, line)
+                count += 1
+        return Snapshot(
+            [*self.docs, *docs],
+            lines=None if self.lines is None else [*self.lines, *lines],
+            parent=self,
+            delta=((), tuple(docs)),
+            entries=[*self.entries, *(doc.entry for doc in docs)],
+            by_id=by_id,
+            blocks=blocks,
         )
 
     def replaced(self, index: int, doc: Doc, line: bytes) -> Snapshot:

@@ -211,3 +211,32 @@ def test_blocks_of_lines_follow_appends_merges_evictions_and_forgets(
         lines = [json.dumps(entry.to_dict(), ensure_ascii=False).encode() for entry in store.load()]
         assert (tmp_path / "memory.json").read_bytes() == b"".join(dump_lines(lines))
         assert MemoryStore(tmp_path).load() == store.load()
+
+
+def test_another_session_s_appends_are_read_without_parsing_the_file_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader, writer = MemoryStore(tmp_path), MemoryStore(tmp_path)
+    writer.remember("fact", "The project uses uv for packaging")
+    assert [e.text for _, e in reader.search("packaging")] == ["The project uses uv for packaging"]
+    reader.remember("lesson", "Run the slow tests only in CI")  # the reader wrote last once too
+    parsed: list[bytes] = []
+    whole = Derived.parse
+
+    def counted(self: Derived, raw: bytes) -> object:
+        parsed.append(raw)
+        return whole(self, raw)
+
+    monkeypatch.setattr(Derived, "parse", counted)
+    for name in ("alpha", "bravo", "charlie", "delta"):
+        writer.remember("fact", f"the {name} deploy target is {name}.example.org")
+        assert reader.search(name)[0][1].text == f"the {name} deploy target is {name}.example.org"
+        assert reader.load() == writer.load()
+    assert parsed == []  # the reader grew its snapshot by the appended lines each time
+    writer.remember("lesson", "Run the slow tests only in CI runners")  # a merge: not an append
+    assert reader.load() == writer.load()
+    assert len(parsed) == 1  # the merge changed a line: the reader parsed the file (line by line)
+    writer.remember("fact", "The docs live in docs/site")
+    assert reader.get(writer.last_id or "") is not None
+    assert len(parsed) == 1
+    assert reader.load() == MemoryStore(tmp_path).load()
