@@ -140,6 +140,11 @@ class Sandbox:
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         root = str(self.workspace)
         args += ["--bind", root, root]
+        git_dir = _git_dir_inside(self.workspace)
+        if git_dir is not None:
+            # Hooks and config run unsandboxed at the user's next git command: like Codex, the
+            # repository's own metadata stays read-only (one outside the workspace already is).
+            args += ["--ro-bind", str(git_dir), str(git_dir)]
         for path in self.hidden:
             if path.is_dir():
                 args += ["--tmpfs", str(path)]
@@ -161,10 +166,20 @@ class Sandbox:
             return ""
         network = "on" if self.network else "off"
         return (
-            "sandbox: this command ran under bubblewrap (only the workspace and /tmp are writable; "
-            f"network {network}); the failure above may be the sandbox blocking it. Do not retry: "
-            "ask the user (they can set sandbox_network = true or sandbox = off)."
+            "sandbox: this command ran under bubblewrap (only the workspace, except its .git, and /tmp "
+            f"are writable; network {network}); the failure above may be the sandbox blocking it. "
+            "Do not retry: ask the user (they can set sandbox_network = true or sandbox = off)."
         )
+
+
+def _git_dir_inside(workspace: Path) -> Path | None:
+    """The workspace's `.git` directory (after links) when it lies inside the workspace."""
+    try:
+        git_dir = (workspace / ".git").resolve()
+        inside = git_dir.is_dir() and git_dir.is_relative_to(workspace)
+    except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13)
+        return None
+    return git_dir if inside else None
 
 
 def _hideable(paths: Iterable[Path], workspace: Path) -> tuple[Path, ...]:

