@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints, FileDiff, History
@@ -50,10 +51,11 @@ def show_diff(ctx: CommandContext, arg: str) -> None:
 
 def print_diffs(ctx: CommandContext, diffs: list[FileDiff]) -> None:
     for diff in diffs:
-        header = Text.assemble((f"{diff.status:<9}", STATUS_STYLES.get(diff.status, "")), (diff.path, "bold"))
+        path = terminal_safe(diff.path)
+        header = Text.assemble((f"{diff.status:<9}", STATUS_STYLES.get(diff.status, "")), (path, "bold"))
         ctx.console.print(header, overflow="fold")
         for line in diff.lines:
-            ctx.console.print(Text(line, style=LINE_STYLES.get(line[:1], "")), overflow="fold")
+            ctx.console.print(Text(terminal_safe(line), style=LINE_STYLES.get(line[:1], "")), overflow="fold")
 
 
 def undo(ctx: CommandContext, arg: str) -> None:

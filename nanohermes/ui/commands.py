@@ -18,6 +18,7 @@ from nanohermes.session import describe_session, recent_session_files
 from nanohermes.settings import PERMISSION_MODES
 from nanohermes.types import plural
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
+from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -48,10 +49,10 @@ class CommandContext:
         return self.runtime_source()
 
     def say(self, text: str, style: str = "") -> None:
-        self.console.print(Text(text, style=style), overflow="fold")
+        self.console.print(Text(terminal_safe(text), style=style), overflow="fold")
 
     def fail(self, text: str) -> None:
-        self.console.print(Text(text, style="red"), overflow="fold")
+        self.console.print(Text(terminal_safe(text), style="red"), overflow="fold")
 
 
 Handler = Callable[[CommandContext, str], None]

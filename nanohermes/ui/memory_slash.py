@@ -12,6 +12,7 @@ from rich.text import Text
 
 from nanohermes.errors import StoreError
 from nanohermes.types import plural
+from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -85,7 +86,10 @@ def _list(ctx: CommandContext, store: MemoryStoreLike, everywhere: bool) -> None
     table = _table("id", "kind", "scope", "text")
     for entry in entries:
         table.add_row(
-            Text(entry.id), _kind_name(entry.kind), Text(_scope(entry, store.project)), Text(entry.text)
+            Text(entry.id),
+            _kind_name(entry.kind),
+            Text(_scope(entry, store.project)),
+            Text(terminal_safe(entry.text)),
         )
     ctx.console.print(table)
     ctx.say(f"{plural(len(entries), 'memory')}{more}", "dim")
@@ -99,7 +103,9 @@ def _search(ctx: CommandContext, store: MemoryStoreLike, query: str, everywhere:
     table = _table("score", "id", "kind", "scope", "text")
     for score, entry in hits:
         scope = Text(_scope(entry, None if everywhere else store.project))
-        table.add_row(f"{score:.2f}", Text(entry.id), _kind_name(entry.kind), scope, Text(entry.text))
+        table.add_row(
+            f"{score:.2f}", Text(entry.id), _kind_name(entry.kind), scope, Text(terminal_safe(entry.text))
+        )
     ctx.console.print(table)
 
 
@@ -152,7 +158,7 @@ def _last(ctx: CommandContext) -> None:
             f"{memory.score:.2f}",
             Text(memory.id),
             memory.kind,
-            Text(", ".join(memory.terms)),
-            Text(memory.text),
+            Text(terminal_safe(", ".join(memory.terms))),
+            Text(terminal_safe(memory.text)),
         )
     ctx.console.print(table)

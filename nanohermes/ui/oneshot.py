@@ -40,6 +40,7 @@ from nanohermes.events import (
     TurnFinished,
 )
 from nanohermes.types import Usage
+from nanohermes.ui.safe_text import terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -160,7 +161,8 @@ class _AnswerPrinter:
         self.out.flush()
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
+        # only a terminal acts on escape sequences; piped, the answer is passed on byte for byte
+        self.out.write(terminal_safe(text) if self.stream else text)
         self.out.flush()
         self.open_line = not text.endswith("\n")
 
@@ -212,7 +214,7 @@ def _record(event: Event, outcome: _Outcome) -> None:
 def _progress(event: Event, verbose: bool) -> None:
     line = _progress_line(event, verbose)
     if line:
-        print(line, file=sys.stderr, flush=True)
+        print(terminal_safe(line), file=sys.stderr, flush=True)
 
 
 def _progress_line(event: Event, verbose: bool) -> str:
@@ -265,7 +267,7 @@ def _error_line(outcome: _Outcome) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"nanohermes: error: {' '.join(message.split())}", file=sys.stderr)
+    print(f"nanohermes: error: {terminal_safe(' '.join(message.split()))}", file=sys.stderr)
     return code
 
 

@@ -302,3 +302,21 @@ def test_one_shot_loads_no_terminal_library_no_validation_library_and_no_httpx_c
         [sys.executable, "-c", check], capture_output=True, text=True, timeout=60, check=True
     )
     assert real.stdout.strip() == "True"
+
+
+def test_escape_sequences_reach_a_pipe_unchanged_but_never_the_terminal_on_stderr(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    fake_server.push_tool_calls([("read_file", {"path": "x\x1b[2K.txt"})])
+    fake_server.push_text("done \x1b[31mred\x1b[0m")
+    done = nh(fake_server, workspace, "--no-memory", "-p", "read it")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "done \x1b[31mred\x1b[0m\n"  # piped: the answer byte for byte
+    assert "x\\x1b[2K.txt" in done.stderr
+    assert "\x1b" not in done.stderr
+    fake_server.push_status(400, {"error": {"message": "bad request \x1b]52;c;ZXZpbA==\x07 here"}})
+    failed = nh(fake_server, workspace, "--no-memory", "-p", "again")
+    assert failed.returncode == 1
+    assert "\\x1b]52;c;ZXZpbA==\\x07" in failed.stderr
+    assert "\x1b" not in failed.stderr
+    assert "\x07" not in failed.stderr

@@ -120,3 +120,15 @@ def test_permission_and_the_bottom_bar_show_the_sandbox(tmp_path: Path) -> None:
     assert "│ sandboxed │" in bar
     assert sandbox_label(False, True, "bwrap") == "shell refused"
     assert sandbox_label(False, True, "auto") == "no sandbox"
+
+
+def test_diff_shows_escape_sequences_in_names_and_lines_instead_of_obeying_them(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    h = Harness(tmp_path, isolated_home)
+    h.agent_turn("write_file", path="e\x1b[2K.txt", content="\x1b]0;owned\x07 text\n")
+    diff = h.run("/diff")
+    assert "\x1b" not in diff
+    assert "\x07" not in diff
+    assert "e\\x1b[2K.txt" in diff
+    assert "+\\x1b]0;owned\\x07 text" in diff

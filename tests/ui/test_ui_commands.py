@@ -233,3 +233,12 @@ def test_mcp_shows_each_server_state_tools_and_last_error() -> None:
     assert lines[2].split()[:2] == ["mcp__demo__write_note", "asks"]
     assert lines[3] == "web · failed · http: http://h/mcp · 0 tools"
     assert lines[4] == "  last error: cannot connect: refused"
+
+
+def test_slash_command_output_shows_escape_sequences_instead_of_obeying_them() -> None:
+    hostile = "clear \x1b[2K\x1b]52;c;ZXZpbA==\x07 the \u202eline"
+    h = Harness(FakeStore([FakeEntry("e5e5e5e5", "lesson", hostile)]))
+    for command in ("/memory list", "/memory search clear", "/\x1b[2Kmemory"):
+        shown = h.run(command)
+        assert not {"\x1b", "\x07", "\u202e"} & set(shown), command
+        assert "\\x1b[2K" in shown, command
