@@ -96,7 +96,7 @@ def _dispatch(options: CliOptions) -> int:
 
         return run_undo_command(options.undo, settings)
     if options.acp:
-        from nanohermes.wiring import run_acp
+        from nanohermes.acp_wiring import run_acp
 
         return run_acp(options, settings)
     from nanohermes.wiring import run_chat

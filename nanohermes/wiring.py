@@ -139,7 +139,7 @@ def build_runtime(
         session, resumed, lock = _open_locked(options, settings, relay)
     else:  # its notices were shown with the preview
         session, resumed, lock = opened.session, opened.data, opened.lock
-    store = _open_store(settings, relay, Path.cwd())
+    store = open_store(settings, relay, Path.cwd())
     parts = AgentParts(
         ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None),
         store,
@@ -322,7 +322,7 @@ def open_session(
     return session, (session.load() if load and session.exists() else None)
 
 
-def _open_store(settings: Settings, relay: Callable[[str], None], workspace: Path) -> MemoryStore | None:
+def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path) -> MemoryStore | None:
     """The store for this workspace's project (SPEC §3.9): global entries and this project's. Read
     once now so that a notice about it («memory.json was unreadable, moved to …») is shown at
     start-up rather than after the first answer."""
@@ -407,69 +407,3 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
             stack.callback(opened.lock.release)  # also when the background build fails
         builder: RuntimeBuilder = functools.partial(build_runtime, local=endpoint, opened=opened)
         return run_repl(options, settings, builder, preview=opened.preview() if opened else None)
-
-
-def run_acp(options: CliOptions, settings: Settings) -> int:
-    """`nanohermes acp`: every session's agent is built here from one model client and the memory
-    store of its workspace's project (one store per project, shared by that project's sessions).
-    A session holds its lock and its MCP servers (the configured ones and the client's) until the
-    client closes it or the server ends."""
-    import threading
-
-    from nanohermes.acp.main import serve
-    from nanohermes.acp.session import Opened
-    from nanohermes.llm import ChatClient
-    from nanohermes.session import SessionFile
-    from nanohermes.session_lock import SessionLock
-
-    client = ChatClient.from_settings(settings)
-    stores: dict[Path, MemoryStore | None] = {}
-    guard = threading.Lock()
-    opened: set[Callable[[], None]] = set()  # the close of every open session: run at exit
-
-    def store_for(workspace: Path) -> MemoryStore | None:
-        with guard:
-            if workspace not in stores:
-                notice = lambda message: print(f"nanohermes acp: {message}", file=sys.stderr)  # noqa: E731
-                stores[workspace] = _open_store(settings, notice, workspace)
-            return stores[workspace]
-
-    def open_session(
-        session_path: Path,
-        workspace: Path,
-        approver: Approver,
-        files: Callable[[Path, int], FileTools] | None,
-        mcp_servers: Mapping[str, McpServerConfig],
-    ) -> Opened:
-        session = SessionFile(session_path)
-        lock = SessionLock.acquire(session_path)
-        try:
-            resumed = session.load() if session.exists() else None
-            parts = AgentParts(client, store_for(workspace), approver, options.verbose, options.config, files)
-            servers = {**settings.mcp_servers, **mcp_servers}  # the client's win a name clash
-            built = build_agent(
-                settings, parts, workspace=workspace, session=session, resumed=resumed, mcp_servers=servers
-            )
-        except BaseException:
-            lock.release()
-            raise
-
-        def close() -> None:
-            with guard:
-                opened.discard(close)
-            try:
-                if built.mcp is not None:
-                    built.mcp.close()
-            finally:
-                lock.release()
-
-        with guard:
-            opened.add(close)
-        return Opened(built.agent, close)
-
-    try:
-        return serve(settings, open_session, store_for, verbose=options.verbose)
-    finally:
-        for close in list(opened):
-            close()
-        client.close()
