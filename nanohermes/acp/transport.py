@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import sys
 import threading
 from typing import Any, BinaryIO
@@ -132,17 +133,29 @@ async def open_transport(proto_in: BinaryIO, proto_out: BinaryIO) -> LineTranspo
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
     try:
+        if not _pollable(proto_in):
+            raise ValueError("not pollable")
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), proto_in)
     except ValueError:
         threading.Thread(target=_feed, args=(loop, reader, proto_in), daemon=True).start()
     protocol = asyncio.streams.FlowControlMixin()
     transport: asyncio.WriteTransport
     try:
+        if not _pollable(proto_out):
+            raise ValueError("not pollable")
         transport, _ = await loop.connect_write_pipe(lambda: protocol, proto_out)
     except ValueError:
         transport = _FileWriteTransport(proto_out)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return LineTransport(reader, writer)
+
+
+def _pollable(target: BinaryIO) -> bool:
+    """Whether the event loop can watch `target`: a pipe, a socket or a terminal. Other character
+    devices (`< /dev/null`) pass asyncio's own check but epoll refuses them, and EOF never came."""
+    number = target.fileno()
+    mode = os.fstat(number).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(number)
 
 
 def _feed(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, source: BinaryIO) -> None:

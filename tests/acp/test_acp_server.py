@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from acp import RequestError, text_block
 from acp_harness import RecordingClient, capabilities, running_server, stderr_text, streaming_prompt
+from cli_process import child_env, nanohermes_command, run_nanohermes
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
@@ -529,3 +531,20 @@ def test_a_second_prompt_while_one_runs_in_the_same_session_is_refused(
     assert first.stop_reason == "end_turn"
     assert "already running a prompt" in refused
     assert client.texts(next(s for s, _ in client.updates)) == "slow " * 20
+
+
+@pytest.mark.timeout(60)
+def test_stdin_or_stdout_on_dev_null_ends_like_any_eof(fake_server: FakeServer, workspace: Path) -> None:
+    # /dev/null is a character device: asyncio takes it for a pipe, but epoll refuses to watch it
+    silent = run_nanohermes(fake_server, workspace, "acp", key="sk-acp", timeout=20)  # stdin: /dev/null
+    assert silent.returncode == 0, silent.stderr
+    assert silent.stdout == ""
+    assert "Traceback" not in silent.stderr
+    assert "Operation not permitted" not in silent.stderr
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+    unheard = subprocess.run(
+        nanohermes_command(fake_server, "acp"), input=init + "\n", stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, timeout=20, env=child_env("sk-acp"), cwd=workspace,
+    )  # fmt: skip
+    assert unheard.returncode == 0, unheard.stderr
+    assert "Traceback" not in unheard.stderr
