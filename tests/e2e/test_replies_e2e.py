@@ -78,16 +78,26 @@ def test_a_tool_call_cut_by_the_cap_is_never_run(fake_server: FakeServer, tmp_pa
     assert len([b for b in fake_server.bodies if b.get("stream")]) == 1, "nothing was sent back to run"
 
 
-def test_an_answer_stopped_by_the_content_filter_is_shown_and_not_completed(
-    fake_server: FakeServer, tmp_path: Path
+@pytest.mark.parametrize(
+    ("fixture", "answer", "error"),
+    [
+        ("azure_content_filter.sse", "The story begins", "content filter"),
+        ("deepseek_insufficient_resource.sse", "Step one: open the", "insufficient_system_resource"),
+    ],
+    ids=["stopped-by-the-content-filter", "cut-for-lack-of-capacity"],
+)
+def test_a_partial_answer_the_provider_stopped_is_shown_and_not_a_success(
+    fake_server: FakeServer, tmp_path: Path, fixture: str, answer: str, error: str
 ) -> None:
-    push_fixture(fake_server, "azure_content_filter.sse")
-    done = nh(fake_server, tmp_path, "-p", "tell a story", "--json")
+    push_fixture(fake_server, fixture)
+    done = nh(fake_server, tmp_path, "-p", "go on", "--json")
     payload = json.loads(done.stdout)
-    assert payload["answer"] == "The story begins"
+    assert payload["answer"] == answer
     assert payload["completed"] is False
-    assert "content filter" in payload["error"]
+    assert error in payload["error"]
     assert done.returncode == 1
+    plain = nh(fake_server, tmp_path, "-p", "again")  # the default reply: a normal answer completes
+    assert plain.returncode == 0, plain.stderr
 
 
 @pytest.mark.timeout(60)
@@ -119,17 +129,3 @@ def test_tool_calls_in_a_reply_stopped_by_the_content_filter_are_never_run(
     assert not (tmp_path / "notes.txt").exists()
     assert "content filter were not run" in done.stderr
     assert done.returncode == 1
-
-
-def test_an_answer_the_provider_cut_for_lack_of_capacity_is_not_a_success(
-    fake_server: FakeServer, tmp_path: Path
-) -> None:
-    push_fixture(fake_server, "deepseek_insufficient_resource.sse")
-    done = nh(fake_server, tmp_path, "-p", "list the steps", "--json")
-    payload = json.loads(done.stdout)
-    assert payload["answer"] == "Step one: open the"
-    assert payload["completed"] is False
-    assert "insufficient_system_resource" in payload["error"]
-    assert done.returncode == 1
-    plain = nh(fake_server, tmp_path, "-p", "again")  # the default reply: a normal answer completes
-    assert plain.returncode == 0, plain.stderr
