@@ -17,7 +17,7 @@ NanoHermesError              .hint: one short "how to fix it" phrase, or ""
 │   └── StreamError          an {"error": ...} chunk inside an HTTP 200 stream
 ├── ToolError                a tool refused or failed (becomes an ERROR result for the model)
 ├── StoreError               memory.json could not be read or written
-│   └── MemoryRejected       remember() refused a text (empty, injection, invisible Unicode)
+│   └── MemoryRejected       remember() refused a text (empty, injection, invisible/control chars)
 ├── SessionError             a session file is corrupt, unreadable or unwritable
 │   └── SessionInUse         another running nanohermes holds the session (exit code 2)
 └── Cancelled                the user pressed Ctrl-C

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from nanohermes.memory.constants import INJECT_CHAR_BUDGET
 from nanohermes.memory.entry import Entry
+from nanohermes.memory.security import controls_shown
 
 BLOCK_START = "=== Long-term memory (retrieved from past sessions) ==="
 BLOCK_END = "=== End long-term memory ==="
@@ -20,11 +21,12 @@ _HEADER = {
 
 
 def block_lines(entries: Sequence[Entry], lang: str = "en") -> list[str]:
-    """The block's entry lines: the first entries (best first) whose lines fit the character budget."""
+    """The block's entry lines: the first entries (best first) whose lines fit the character budget.
+    A control character in an entry (stored by an older version) is shown as an escape like `\\x1b`."""
     lines: list[str] = []
     used = 0
     for entry in entries:
-        line = f"- [{entry.kind.label(lang)}] {entry.text}"
+        line = f"- [{entry.kind.label(lang)}] {controls_shown(entry.text)}"
         cost = len(line) + 1  # with its newline
         if used + cost > INJECT_CHAR_BUDGET:
             break

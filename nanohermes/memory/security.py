@@ -1,4 +1,5 @@
-"""SPEC §6 on write: redact secrets; refuse invisible Unicode and prompt-injection phrases."""
+"""SPEC §6 on write: redact secrets; refuse invisible Unicode, control characters and prompt-injection
+phrases."""
 
 from __future__ import annotations
 
@@ -54,6 +55,25 @@ MIN_SECRET_CHARS = 8
 _URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
 
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
+# C0 and C1 control characters, DEL included. Tab, newline, vertical tab, form feed and carriage return
+# are not among them: writing folds them into one space like any other whitespace.
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+# A whole terminal escape sequence, so that cleaning leaves no `[31m` behind: CSI (colours, cursor,
+# erase), OSC/DCS/SOS/PM/APC strings up to their terminator (titles, clipboard, hyperlinks), and the
+# other ESC sequences (character sets, reset).
+_ESCAPE_SEQUENCE = re.compile(
+    "(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]"
+    "|(?:\x1b[\\]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"
+    "|\x1b[ -/]*[0-~]"
+)
+_CONTROL_NAMES = {
+    0x00: "null",
+    0x07: "bell",
+    0x08: "backspace",
+    0x1B: "escape, which starts terminal escape sequences",
+    0x7F: "delete",
+    0x9B: "control sequence introducer",
+}
 _INJECTION = (
     re.compile(
         r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?"
@@ -112,6 +132,33 @@ def invisible_removed(text: str) -> str:
     return "".join(ch for at, ch in enumerate(text) if not _INVISIBLE.match(ch) or _in_emoji(text, at))
 
 
+def controls_removed(text: str) -> str:
+    """`text` without terminal escape sequences and the other control characters `refusal_reason`
+    would refuse (tab, newline, carriage return and the like are kept)."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
+
+
+def controls_shown(text: str) -> str:
+    """`text` with each control character written as a visible escape (`\\x1b`): a memory that an
+    older version stored with an escape sequence reaches the prompt as text, not as a sequence."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(lambda found: repr(found.group(0))[1:-1], text)
+
+
+def control_reason(text: str) -> str | None:
+    """Why `text` must not be stored because it holds a control character (a terminal escape sequence
+    would be replayed wherever the memory is shown), or None."""
+    found = _CONTROL.search(text)
+    if found is None:
+        return None
+    code = ord(found.group(0))
+    name = _CONTROL_NAMES.get(code, "C0 control character" if code < 0x80 else "C1 control character")
+    return f"text holds the control character U+{code:04X} ({name}); refused"
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with every secret it holds replaced by [REDACTED]: each of `secrets` (the configured
     API key, whatever its shape), then the shapes of SPEC §6."""
@@ -159,7 +206,11 @@ def _looks_secret(value: str) -> bool:
 
 
 def refusal_reason(text: str) -> str | None:
-    """Why `text` must not be stored (invisible Unicode, an injection phrase), or None if it may be."""
+    """Why `text` must not be stored (a control character, invisible Unicode, an injection phrase), or
+    None if it may be."""
+    control = control_reason(text)
+    if control is not None:
+        return control
     invisible = next((m for m in _INVISIBLE.finditer(text) if not _in_emoji(text, m.start())), None)
     if invisible is not None:
         char = invisible.group(0)

@@ -7,7 +7,13 @@ from collections.abc import Iterable
 from nanohermes.errors import MemoryRejected
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
 from nanohermes.memory.entry import clean_keys
-from nanohermes.memory.security import invisible_removed, redact, refusal_reason, risky_instruction
+from nanohermes.memory.security import (
+    controls_removed,
+    invisible_removed,
+    redact,
+    refusal_reason,
+    risky_instruction,
+)
 from nanohermes.memory.text import cut_text
 
 
@@ -31,16 +37,20 @@ def prepare_text(text: object, secrets: Iterable[str] = (), *, source: str = "to
 
 
 def prepare_keys(keys: Iterable[str], secrets: Iterable[str] = ()) -> tuple[str, ...]:
-    """Search keys: redacted, without unsafe ones, de-duplicated, at most MAX_KEYS."""
+    """Search keys: redacted, without unsafe ones (control characters, invisible Unicode, injection
+    phrases: a key is never shown, so it is dropped rather than refused), de-duplicated, at most
+    MAX_KEYS."""
     secrets = tuple(secrets)
     safe = [redact(key, secrets) for key in keys if isinstance(key, str) and refusal_reason(key) is None]
     return clean_keys(safe)
 
 
 def prepare_context(context: object, secrets: Iterable[str] = ()) -> str:
-    """The conversation around a memory: redacted, on one line, without invisible characters, at
-    most MAX_CONTEXT characters. Never shown, so it is cleaned rather than refused."""
+    """The conversation around a memory: redacted, on one line, without terminal escape sequences,
+    control or invisible characters, at most MAX_CONTEXT characters. Never shown, so it is cleaned
+    rather than refused."""
     if not isinstance(context, str):
         return ""
-    one_line = " ".join(invisible_removed(redact(context, tuple(secrets))).split())
+    cleaned = invisible_removed(controls_removed(context))
+    one_line = " ".join(redact(cleaned, tuple(secrets)).split())
     return cut_text(one_line, MAX_CONTEXT).rstrip("…") if one_line else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -117,3 +118,63 @@ def test_markup_in_ids_and_sources_from_the_file_is_shown_literally(memory_dir: 
     assert forgot.returncode == 0, forgot.stderr
     assert "Forgot [/x] [Fact] deploy via make" in forgot.stdout
     assert MemoryStore(memory_dir).load() == []
+
+
+def test_add_refuses_a_terminal_escape_sequence_in_one_line(memory_dir: Path) -> None:
+    result = run("add", "fact", "build with make \x1b[2J\x1b]52;c;ZXZpbA==\x07 release")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "control character U+001B" in result.stderr
+    assert "\x1b" not in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+    assert not (memory_dir / "memory.json").exists()
+
+
+def test_import_skips_memories_with_control_characters_and_says_which(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """A hand-edited or foreign export: the clean memories are imported, each unsafe one is named on
+    stderr (escaped, so the terminal shows it instead of obeying it) and counted as refused."""
+    as_json = tmp_path / "memories.json"
+    as_json.write_text(
+        json.dumps(
+            [
+                {"kind": "fact", "text": "CI runs on every push"},
+                {"kind": "fact", "text": "deploy \x1b[2K\x1b[1A with make release"},
+                {"kind": "lesson", "text": "bell \x07 here"},
+                {
+                    "kind": "preference",
+                    "text": "answer briefly",
+                    "keys": ["short\x1b[8m"],
+                    "context": "be \x1b[1mbrief\x1b[0m",
+                },
+            ]
+        ),
+        encoding="utf-8",
+    )
+    result = run("import", str(as_json))
+    assert result.returncode == 0, result.stderr
+    assert "Imported 2 new memories" in result.stdout
+    assert "2 refused" in result.stdout
+    notes = result.stderr.splitlines()
+    assert len(notes) == 2
+    assert "not imported: 'deploy \\x1b[2K\\x1b[1A with make release'" in notes[0]
+    assert "U+001B" in notes[0]
+    assert "U+0007" in notes[1]
+    assert "\x1b" not in result.stderr + result.stdout
+    entries = {e.text: e for e in MemoryStore(memory_dir).load()}
+    assert sorted(entries) == ["CI runs on every push", "answer briefly"]
+    assert entries["answer briefly"].keys == ()
+    assert entries["answer briefly"].context == "be brief"
+
+    markdown = tmp_path / "memories.md"
+    markdown.write_text(
+        "## Global\n\n### Facts\n\n- tests use \x1b[32mpytest\x1b[0m\n- the api listens on 8443\n"
+    )
+    imported = run("import", str(markdown))
+    assert imported.returncode == 0, imported.stderr
+    assert "Imported 1 new memory" in imported.stdout
+    assert "1 refused" in imported.stdout
+    assert "not imported: 'tests use \\x1b[32mpytest\\x1b[0m'" in imported.stderr
+    assert "\x1b" not in imported.stderr + imported.stdout
+    assert len(MemoryStore(memory_dir).load()) == 3

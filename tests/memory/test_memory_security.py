@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from nanohermes.errors import MemoryRejected
-from nanohermes.memory import MemoryStore, redact
+from nanohermes.memory import Kind, MemoryStore, redact
 from nanohermes.memory.security import refusal_reason
 
 SECRETS = [
@@ -173,3 +174,91 @@ def test_a_distilled_instruction_to_run_fetched_code_weaken_security_or_send_dat
 @pytest.mark.parametrize("text", SAFE)
 def test_ordinary_distilled_memories_are_kept(tmp_path: Path, text: str) -> None:
     assert MemoryStore(tmp_path).remember("fact", text, source="auto")
+
+
+CONTROLS = [
+    ("make \x1b[2J\x1b[H release", "U\\+001B \\(escape"),  # clear screen, cursor home
+    ("copy \x1b]52;c;ZXZpbA==\x07 this", "U\\+001B"),  # OSC 52: writes the clipboard
+    ("ring \x07 the bell", "U\\+0007 \\(bell"),
+    ("a NUL \x00 byte", "U\\+0000 \\(null"),
+    ("erase\x08\x08\x08 it", "U\\+0008 \\(backspace"),
+    ("delete \x7f char", "U\\+007F \\(delete"),
+    ("eight-bit \x9b31m red", "U\\+009B \\(control sequence introducer"),
+    ("shift \x0e out", "U\\+000E \\(C0 control character"),
+    ("next line \x85 here", "U\\+0085 \\(C1 control character"),
+]
+
+
+@pytest.mark.parametrize(("text", "reason"), CONTROLS)
+def test_a_text_with_a_control_character_is_refused_in_one_line(
+    tmp_path: Path, text: str, reason: str
+) -> None:
+    """A terminal escape sequence in a memory would be replayed by every `memory list` and injected
+    into every prompt that recalls it: refused like invisible Unicode, naming the character."""
+    store = MemoryStore(tmp_path)
+    for source in ("user", "tool", "auto"):
+        with pytest.raises(MemoryRejected, match=reason) as caught:
+            store.remember("fact", text, source=source)
+        line = caught.value.one_line()
+        assert "\n" not in line
+        assert all(ch >= " " for ch in line)  # the reason itself holds no control character
+    assert not (tmp_path / "memory.json").exists()
+
+
+def test_tabs_newlines_and_carriage_returns_are_whitespace_not_refused(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path)
+    assert store.remember("fact", "run\tthe tests\r\nbefore\x0bevery\x0cpush")
+    assert store.load()[0].text == "run the tests before every push"
+
+
+def test_keys_with_control_characters_are_dropped_and_context_is_cleaned(tmp_path: Path) -> None:
+    """Keys and context are never shown: an unsafe key is dropped (as one with invisible Unicode),
+    escape sequences are cut out of the context whole, so no `[31m` is left to be indexed."""
+    store = MemoryStore(tmp_path)
+    context = "how do I \x1b[1;31mship\x1b[0m it?\x1b]0;pwned title\x07 and \x1b(B\x9b2Jtag\x00 now"
+    assert store.remember(
+        "fact", "deploy with make release", keys=["ship\x1b[2J", "上线", "rel\x07"], context=context
+    )
+    entry = store.load()[0]
+    assert entry.keys == ("上线",)
+    assert entry.context == "how do I ship it? and tag now"
+    raw = (tmp_path / "memory.json").read_text(encoding="utf-8")
+    assert "\\u001b" not in raw
+    assert "\\u0007" not in raw
+    assert [e.id for _, e in store.search("ship")] == [entry.id]  # the cleaned context still finds it
+
+
+def test_memory_save_and_distillation_refuse_a_control_sequence(tmp_path: Path) -> None:
+    from nanohermes.errors import ToolError
+    from nanohermes.memory.distill import Distilled, save_distilled
+    from nanohermes.memory.tools import save_memory
+
+    store = MemoryStore(tmp_path)
+    with pytest.raises(ToolError, match="U\\+001B"):
+        save_memory(store, "preference", "answer \x1b[8m hidden \x1b[0m briefly")
+    rejected: list[tuple[str, str]] = []
+    items = [
+        Distilled(Kind.FACT, "ci \x1b]8;;https://x.example\x1b\\runs\x1b]8;;\x1b\\ on push"),
+        Distilled(Kind.FACT, "CI runs on every push"),
+    ]
+    assert save_distilled(store, items, on_rejected=lambda text, why: rejected.append((text, why))) == 1
+    assert [why for _, why in rejected] == [
+        "text holds the control character U+001B (escape, which starts terminal escape sequences); refused"
+    ]
+    assert [e.text for e in store.load()] == ["CI runs on every push"]
+
+
+def test_an_escape_sequence_stored_by_an_older_version_reaches_the_prompt_as_visible_text(
+    tmp_path: Path,
+) -> None:
+    entry = {
+        "kind": "fact",
+        "text": "deploy with make \x1b[2J\x1b]0;x\x07 release",
+        "source": "auto",
+        "ts": 1,
+    }
+    (tmp_path / "memory.json").write_text(json.dumps({"version": 1, "entries": [entry]}), encoding="utf-8")
+    block = MemoryStore(tmp_path).retrieve_block("how do I deploy")
+    assert "- [Fact] deploy with make \\x1b[2J\\x1b]0;x\\x07 release" in block
+    assert "\x1b" not in block
+    assert "\x07" not in block

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from test_ui_commands import Harness
@@ -64,11 +65,28 @@ def test_memory_command_shows_escape_sequences_in_a_memory_instead_of_obeying_th
     from nanohermes.settings import Settings
     from nanohermes.ui.memory_cmd import run_memory_command
 
-    store = MemoryStore(isolated_home / ".nanohermes")
-    assert store.remember("fact", "build with make \x1b[2K\x1b]52;c;ZXZpbA==\x1b\\ release", source="auto")
+    # `remember` refuses control characters now; a file written by an older version may still hold them
+    memory_dir = isolated_home / ".nanohermes"
+    memory_dir.mkdir()
+    text = "build with make \x1b[2K\x1b]52;c;ZXZpbA==\x1b\\ release"
+    entry = {"id": "e5c4p3", "kind": "fact", "text": text, "source": "auto", "ts": 1}
+    (memory_dir / "memory.json").write_text(json.dumps({"version": 1, "entries": [entry]}), encoding="utf-8")
+    assert [e.text for e in MemoryStore(memory_dir).load()] == [text]
     settings = Settings()
     for args in (MemoryArgs("list"), MemoryArgs("search", "release")):
         console, out = plain_console(300)
         assert run_memory_command(args, settings, console) == 0
         assert "\x1b" not in out.getvalue()
         assert "make \\x1b[2K\\x1b]52;c;ZXZpbA==\\x1b\\ release" in out.getvalue()
+
+
+def test_memory_add_refuses_a_terminal_escape_sequence_in_one_line(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "mem")
+    h = Harness()
+    h.runtime.store = store
+    shown = h.run("/memory add fact deploy \x1b[2J\x1b[3J with make release")
+    assert "control character U+001B" in shown
+    assert "\x1b" not in shown
+    assert len(shown.strip().splitlines()) == 1
+    assert store.load() == []
+    assert "saved" in h.run("/memory add fact deploy with make release")  # the REPL goes on
