@@ -31,18 +31,18 @@ class Derived:
         self.docs: dict[str, Doc] = {}
         self.lines: dict[str, tuple[Entry, bytes]] = {}
         self.by_line: dict[bytes, Entry] = {}
+        self.analysed = 0  # documents made (not reused) so far: how much a load had to analyse
 
     def doc(self, entry: Entry, key: str | None = None) -> Doc:
         """The entry's document, reused by id when its text, kind, keys and context are unchanged."""
         cached = self.docs.get(entry.id)
-        if cached is None:
-            doc = make_doc(entry, key)
-        elif cached.entry is entry:
+        if cached is not None and cached.entry is entry:
             return cached
-        elif cached.same_source(entry):
+        if cached is not None and cached.same_source(entry):
             doc = Doc(entry, cached.tf, cached.main_len, cached.context_len, cached.key)
         else:
             doc = make_doc(entry, key)
+            self.analysed += 1
         self.docs[entry.id] = doc
         return doc
 

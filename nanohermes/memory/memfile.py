@@ -89,6 +89,22 @@ class MemoryFile:
             return snap
         return self._reload()
 
+    def peek(self) -> bytes | None:
+        """The file's bytes when it is a regular file that can be read now, else None (then a full
+        read says what is wrong). Installs nothing: for the cold path (coldsearch.py)."""
+        try:
+            fd = os.open(self.path, _READ_FLAGS)
+        except OSError:
+            return None
+        try:
+            if special_kind(os.fstat(fd).st_mode) is not None:
+                return None
+            return read_all(fd)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
     def _empty(self) -> Snapshot:
         snap = self.snapshot
         if snap is None or snap.identity is not None:

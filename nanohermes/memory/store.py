@@ -13,9 +13,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from nanohermes.errors import MemoryRejected, StoreError
+from nanohermes.memory import coldcache
 from nanohermes.memory.analysis import analyze, analyze_words
 from nanohermes.memory.block import render_block
 from nanohermes.memory.bm25 import Explanation, query_terms
+from nanohermes.memory.coldsearch import MIN_STALE, ColdStart, with_words
 from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES, SHORT_MESSAGE_CHARS
 from nanohermes.memory.docs import Doc
 from nanohermes.memory.duplicates import KeyIndex, first_duplicate, merge
@@ -71,6 +73,8 @@ class MemoryStore:
         self._indexed: Snapshot | None = None  # the snapshot the index holds
         self._keys = KeyIndex()  # duplicate keys of every entry, built on the first write
         self._keys_at: Snapshot | None = None  # the snapshot they follow
+        self._cold = ColdStart(self.dir)  # searches before the first full load (memory.cache)
+        self._analysed_mark = 0
 
     def for_project(self, project: str | None) -> MemoryStore:
         """A store of the same file and settings that sees `project`'s entries and the global ones
@@ -126,6 +130,11 @@ class MemoryStore:
         if not terms or top_k <= 0:
             return []
         with self._mutex:
+            if self._indexed is None and self._file.snapshot is None:  # nothing loaded yet
+                raw = self._file.peek()
+                found = None if raw is None else self._cold.search(raw, terms, top_k, self.project)
+                if found is not None:
+                    return found.hits
             index = self._synced(self._current())
             return [(score, doc.entry) for score, doc in index.search(terms, top_k)]
 
@@ -138,6 +147,10 @@ class MemoryStore:
             if word not in found:
                 found.append(word)
         with self._mutex:
+            if self._indexed is None and self._file.snapshot is None:
+                cold = self._cold.explained.get((tuple(words), entry_id))
+                if cold is not None:  # a hit of a cold search: explained without a full load
+                    return with_words(cold, words)
             index = self._synced(self._current())
             if entry_id not in index.slot_of:
                 raise StoreError(f"no memory with id {entry_id!r}")
@@ -250,12 +263,25 @@ class MemoryStore:
         """An installed snapshot: our own write updates the keys and the index by what changed."""
         parent, delta = snap.parent, snap.delta
         if parent is None or delta is None:
+            self._loaded(snap)
             return
         if self._keys_at is parent:
             self._keys.apply(*delta)
             self._keys_at = snap
         if self._indexed is parent:
             self._synced(snap)
+
+    def _loaded(self, snap: Snapshot) -> None:
+        """A full load: when it had to analyse many entries and the cache did not already hold
+        them, write memory.cache, so the next process's first search need not."""
+        derived = self._file.derived
+        analysed = derived.analysed - self._analysed_mark
+        self._analysed_mark = derived.analysed
+        if analysed >= MIN_STALE and snap.raw is not None:
+            lines = [derived.line(entry) for entry in snap.entries]
+            if not self._cold.covers(lines):
+                coldcache.write(self.dir, lines, snap.docs)
+        self._cold.forget()
 
     def _synced(self, snap: Snapshot) -> Index:
         """The index, brought to `snap` (call with the mutex held)."""
