@@ -20,8 +20,13 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-BLOCK_LINES = 1024
-"""Entry lines per block: a write appends to the last block or replaces one, never joins them all."""
+BLOCK_LINES = 256
+"""Entry lines per block: a write joins the lines of the block it changes, never all of them."""
+
+
+def join_lines(lines: Sequence[bytes]) -> bytes:
+    """One block: entry lines joined by the separator."""
+    return _SEPARATOR.join(lines)
 
 
 def blocks_of(lines: Sequence[bytes]) -> list[bytes]:
@@ -29,17 +34,10 @@ def blocks_of(lines: Sequence[bytes]) -> list[bytes]:
     return [_SEPARATOR.join(lines[i : i + BLOCK_LINES]) for i in range(0, len(lines), BLOCK_LINES)]
 
 
-def appended_blocks(blocks: list[bytes], count: int, line: bytes) -> list[bytes]:
-    """`blocks` (of `count` lines) with `line` appended: a copy of the last block at most."""
-    if count % BLOCK_LINES == 0:
-        return [*blocks, line]
-    return [*blocks[:-1], blocks[-1] + _SEPARATOR + line]
-
-
 def dump_blocks(blocks: Sequence[bytes], kept: Kept | None = None) -> list[bytes]:
-    """memory.json v1 from blocks of entry lines (see `blocks_of`), as pieces to write gathered
-    (joined they are the file). `kept`'s entry lines follow the entries; its top-level fields
-    follow the entries list."""
+    """memory.json v1 from blocks of entry lines (each one or more lines joined by the separator,
+    e.g. `blocks_of`), as pieces to write gathered (joined they are the file). `kept`'s entry lines
+    follow the entries; its top-level fields follow the entries list."""
     pieces = [_SEPARATOR] * (2 * len(blocks) - 1) if blocks else []
     pieces[::2] = blocks
     if kept is not None and kept.lines:

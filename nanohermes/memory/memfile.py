@@ -36,7 +36,7 @@ from nanohermes.memory.fileio import (
     unlink_quietly,
     write_target,
 )
-from nanohermes.memory.layout import blocks_of, dump_blocks, lines_after, lines_end, tail_of
+from nanohermes.memory.layout import dump_blocks, lines_after, lines_end, tail_of
 from nanohermes.memory.locking import lock_for
 from nanohermes.memory.snapshot import Identity, Snapshot, identity
 
@@ -221,11 +221,11 @@ class MemoryFile:
     def commit(self, snap: Snapshot) -> None:
         """Replace memory.json atomically with `snap`'s entries; on failure the old file stays."""
         self._prepare_dir()
-        if snap.lines is None:
-            snap.lines = [self.derived.line(entry) for entry in snap.entries]
-        if snap.blocks is None:
-            snap.blocks = blocks_of(snap.lines)
-        data = dump_blocks(snap.blocks, snap.kept)
+        blocks = snap.blocks
+        if blocks is None:
+            snap.fill_lines([self.derived.line(entry) for entry in snap.entries])
+            blocks = snap.blocks or []
+        data = dump_blocks(blocks, snap.kept)
         try:
             target = write_target(self.path)  # through a symlink: the link stays, its target changes
             fd = atomic_write(target, data, temp_prefix=_TEMP_PREFIX, keep_open=True)

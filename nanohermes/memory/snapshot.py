@@ -1,17 +1,24 @@
 """One version of memory.json in memory: its entries, their documents and JSON lines, in file order.
 
 A snapshot made by a write knows its parent and what changed (its delta), so the search index and
-the duplicate keys follow it without looking at the other entries.
+the duplicate keys follow it without looking at the other entries. Its lists are immutable `Chunked`
+sequences of BLOCK_LINES items a chunk: a write copies the chunks it changes, not the whole lists,
+and joins the lines of the chunk it changes into that chunk's block of the file, not every line.
 """
 
 from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Sequence
+from typing import TypeVar
 
+from nanohermes.memory.chunked import Chunked
 from nanohermes.memory.docs import Doc
 from nanohermes.memory.entry import FORMAT_VERSION, Entry, Kept
-from nanohermes.memory.layout import BLOCK_LINES, appended_blocks, blocks_end, blocks_of
+from nanohermes.memory.layout import BLOCK_LINES, blocks_end, join_lines
+
+T = TypeVar("T")
 
 Identity = tuple[int, int, int, int, int]
 """(device, inode, mtime_ns, ctime_ns, size): the file version a snapshot was read from or written as."""
@@ -24,27 +31,31 @@ def identity(st: os.stat_result) -> Identity:
 
 
 class Snapshot:
-    """`docs`, `entries` and (once a write needed them) `lines` are parallel lists in file order."""
+    """`docs`, `entries` and (once a write needed them) `lines` are parallel sequences in file order."""
 
     def __init__(
         self,
-        docs: list[Doc],
+        docs: Sequence[Doc],
         version: int = FORMAT_VERSION,
         *,
-        lines: list[bytes] | None = None,
+        lines: Sequence[bytes] | None = None,
         parent: Snapshot | None = None,
         delta: Delta | None = None,
-        entries: list[Entry] | None = None,
+        entries: Sequence[Entry] | None = None,
         kept: Kept | None = None,
         by_id: dict[str, int] | None = None,
-        blocks: list[bytes] | None = None,
     ) -> None:
-        self.docs = docs
-        self.entries = [doc.entry for doc in docs] if entries is None else entries
+        self.docs: Chunked[Doc] = _chunked(docs)
+        if entries is None:
+            size = self.docs.size
+            entries = Chunked([tuple(doc.entry for doc in chunk) for chunk in self.docs.chunks], size)
+        self.entries: Chunked[Entry] = _chunked(entries)
         self.version = version
         self.identity: Identity | None = None
-        self.lines = lines
-        self.blocks = blocks if lines is not None else None  # the lines in blocks (layout.blocks_of)
+        self.lines: Chunked[bytes] | None = None if lines is None else _chunked(lines)
+        self._blocks: list[bytes] | None = None
+        # id(chunk) → (chunk, its block): the parent's, for the chunks this version shares with it
+        self._joined: dict[int, tuple[tuple[bytes, ...], bytes]] = {} if parent is None else parent._joined
         self.raw: bytes | None = None  # the file's bytes, when it was read line by line
         self.raw_end = 0  # where its entry lines end in `raw`
         self.kept: Kept = kept if kept is not None else (parent.kept if parent is not None else Kept())
@@ -57,7 +68,7 @@ class Snapshot:
         """Each entry's position by id (built on first use)."""
         found = self._by_id
         if found is None:
-            found = self._by_id = {doc.entry.id: i for i, doc in enumerate(self.docs)}
+            found = self._by_id = {entry.id: i for i, entry in enumerate(self.entries)}
         return found
 
     def position(self, entry_id: str) -> int | None:
@@ -67,22 +78,46 @@ class Snapshot:
             return None  # (an id a newer version added to the map this one handed over)
         return found
 
+    def fill_lines(self, lines: Sequence[bytes]) -> None:
+        """Set the entries' JSON lines (a write needs them; a snapshot read from a file may lack them)."""
+        self.lines = _chunked(lines)
+        self._blocks = None
+
+    @property
+    def blocks(self) -> list[bytes] | None:
+        """The entry lines as blocks to write (layout.dump_blocks): each full chunk joined, the last
+        chunk's lines one by one (appends add to it: joining it would copy it on every write).
+        Chunks shared with the parent keep the block joined for it. None without lines."""
+        lines = self.lines
+        if lines is None:
+            return None
+        if self._blocks is None:
+            known = self._joined
+            joined: dict[int, tuple[tuple[bytes, ...], bytes]] = {}
+            blocks: list[bytes] = []
+            chunks = lines.chunks
+            for chunk in chunks[:-1]:
+                hit = known.get(id(chunk))
+                block = hit[1] if hit is not None and hit[0] is chunk else join_lines(chunk)
+                joined[id(chunk)] = (chunk, block)
+                blocks.append(block)
+            if chunks:
+                blocks.extend(chunks[-1])
+            self._blocks, self._joined = blocks, joined
+        return self._blocks
+
     def appended(self, doc: Doc, line: bytes) -> Snapshot:
         """This snapshot with `doc` appended (its line too), as a write makes it. The id map is
         handed over, not copied: this snapshot builds its own again if it is still asked."""
         by_id = self.by_id
         self._by_id = None
         by_id[doc.entry.id] = len(self.docs)
-        blocks = None
-        if self.blocks is not None and self.lines is not None:
-            blocks = appended_blocks(self.blocks, len(self.lines), line)
         return Snapshot(
-            [*self.docs, doc],
-            lines=None if self.lines is None else [*self.lines, line],
-            blocks=blocks,
+            self.docs.appended((doc,)),
+            lines=None if self.lines is None else self.lines.appended((line,)),
             parent=self,
             delta=((), (doc,)),
-            entries=[*self.entries, doc.entry],
+            entries=self.entries.appended((doc.entry,)),
             by_id=by_id,
         )
 
@@ -94,7 +129,8 @@ class Snapshot:
         if self.raw is not None:
             prefix = memoryview(self.raw)[: self.raw_end]
             return self.raw_end if self.raw_end and raw.startswith(prefix) else None
-        return None if self.blocks is None else blocks_end(raw, self.blocks)
+        blocks = self.blocks
+        return None if blocks is None else blocks_end(raw, blocks)
 
     def grown(self, docs: list[Doc], lines: list[bytes]) -> Snapshot:
         """This snapshot with `docs` (their `lines`) appended, as another session's write made it."""
@@ -102,63 +138,50 @@ class Snapshot:
         self._by_id = None  # handed over, as in `appended`
         for position, doc in enumerate(docs, start=len(self.docs)):
             by_id[doc.entry.id] = position
-        blocks = self.blocks
-        if blocks is not None and self.lines is not None:
-            count = len(self.lines)
-            for line in lines:
-                blocks = appended_blocks(blocks, count, line)
-                count += 1
         return Snapshot(
-            [*self.docs, *docs],
-            lines=None if self.lines is None else [*self.lines, *lines],
+            self.docs.appended(docs),
+            lines=None if self.lines is None else self.lines.appended(lines),
             parent=self,
             delta=((), tuple(docs)),
-            entries=[*self.entries, *(doc.entry for doc in docs)],
+            entries=self.entries.appended([doc.entry for doc in docs]),
             by_id=by_id,
-            blocks=blocks,
         )
 
     def replaced(self, index: int, doc: Doc, line: bytes) -> Snapshot:
         """This snapshot with the entry at `index` replaced by `doc` (same id)."""
-        docs = list(self.docs)
-        docs[index] = doc
-        entries = list(self.entries)
-        entries[index] = doc.entry
-        lines = blocks = None
-        if self.lines is not None:
-            lines = list(self.lines)
-            lines[index] = line
-            if self.blocks is not None:
-                blocks = list(self.blocks)
-                start = index - index % BLOCK_LINES
-                blocks[index // BLOCK_LINES] = blocks_of(lines[start : start + BLOCK_LINES])[0]
         return Snapshot(
-            docs,
-            lines=lines,
+            self.docs.replaced(index, doc),
+            lines=None if self.lines is None else self.lines.replaced(index, line),
             parent=self,
             delta=((), (doc,)),
-            entries=entries,
+            entries=self.entries.replaced(index, doc.entry),
             by_id=self._by_id,
-            blocks=blocks,
         )
 
     def without(self, drop: set[int]) -> Snapshot:
         """This snapshot without the entries at positions `drop`. When this snapshot is a write's
         (it has a parent and a delta), the result replaces it: its parent is that parent and its
         delta both changes together."""
-        docs = [doc for i, doc in enumerate(self.docs) if i not in drop]
-        lines = None if self.lines is None else [line for i, line in enumerate(self.lines) if i not in drop]
-        removed = tuple(self.docs[i].entry.id for i in drop)
+        removed = tuple(self.entries[i].id for i in drop)
         base = self.parent if self.parent is not None and self.delta is not None else self
         added = self.delta[1] if base is not self and self.delta is not None else ()
         kept = tuple(doc for doc in added if doc.entry.id not in removed)
         gone = tuple(i for i in removed if all(doc.entry.id != i for doc in added))
-        blocks = None
-        if self.blocks is not None and lines is not None and drop:
-            same = min(drop) // BLOCK_LINES  # the blocks before the first dropped line stay
-            blocks = self.blocks[:same] + blocks_of(lines[same * BLOCK_LINES :])
-        return Snapshot(docs, lines=lines, parent=base, delta=(gone, kept), kept=self.kept, blocks=blocks)
+        made = Snapshot(
+            self.docs.without(drop),
+            lines=None if self.lines is None else self.lines.without(drop),
+            parent=base,
+            delta=(gone, kept),
+            entries=self.entries.without(drop),
+            kept=self.kept,
+        )
+        made._joined = self._joined  # (the blocks this one or its parent joined)
+        return made
 
     def anchor(self, fd: int) -> None:
         """Keep `fd` (this version's file) open while the snapshot lives, so its inode is not reused."""
         weakref.finalize(self, os.close, fd)
+
+
+def _chunked(items: Sequence[T]) -> Chunked[T]:
+    return items if isinstance(items, Chunked) else Chunked.of(items, BLOCK_LINES)
