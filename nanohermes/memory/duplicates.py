@@ -4,8 +4,11 @@ A text duplicates an entry when their normalized keys are equal, or one contains
 shorter weighs at least DUPLICATE_MIN_WEIGHT, unless exactly one of the two negates
 (`text.is_duplicate`). `KeyIndex` finds the candidates without comparing the new key with every
 stored one: equal keys through a dict; stored keys that contain the new key by one `str.find` pass
-over the keys joined in chunks; stored keys inside the new key by their first HEAD characters (a
-shorter one whole), looked up at each position of the new key. It is kept by entry id and follows
+over the keys joined in chunks, shelved by length and script so that only the keys at least as long
+as the new one are searched (only the non-ASCII ones for a non-ASCII key); stored keys inside the
+new key by their head (their first HEAD, 2·HEAD, 4·HEAD… characters, the most that fit, so that
+keys sharing a long opening do not pile up under one head; a key shorter than HEAD whole), looked up
+at each position of the new key. It is kept by entry id and follows
 each write's changes, so `remember` does not touch the other entries' keys.
 """
 
@@ -25,9 +28,25 @@ from nanohermes.memory.text import is_duplicate, weight
 from nanohermes.memory.writing import prepare_keys
 
 HEAD = 16
-"""Stored keys at least this long are found by their first HEAD characters; shorter ones whole."""
+"""Stored keys at least this long are found by their head (`_head`); shorter ones whole."""
+MAX_HEAD = 16 * HEAD
 CHUNK_CHARS = 1 << 16
+SHELF_CHARS = 16
+"""Keys are shelved by length in steps of SHELF_CHARS (and by script, ASCII or not)."""
 _SEPARATOR = "\x00"
+
+Shelf = tuple[bool, int]
+"""(ASCII only, length // SHELF_CHARS)"""
+
+
+def _shelf(key: str) -> Shelf:
+    return key.isascii(), len(key) // SHELF_CHARS
+
+
+def _head(key: str) -> str:
+    """The opening of `key` (at least HEAD characters) it is found by: HEAD · 2**k characters, the
+    most that fit, at most MAX_HEAD."""
+    return key[: min(MAX_HEAD, HEAD << ((len(key) // HEAD).bit_length() - 1))]
 
 
 def _weighty(key: str) -> bool:
@@ -41,6 +60,14 @@ def _put(table: dict[str, list[str]], name: str, entry_id: str) -> None:
         table[name] = [entry_id]
     else:
         found.append(entry_id)
+
+
+def _count_down(counts: dict[int, int], size: int) -> None:
+    left = counts[size] - 1
+    if left:
+        counts[size] = left
+    else:
+        del counts[size]
 
 
 def _take(table: dict[str, list[str]], name: str, entry_id: str) -> None:
@@ -89,7 +116,8 @@ class KeyIndex:
         self._equal: dict[str, list[str]] = {}
         self._heads: dict[str, list[str]] = {}
         self._short: dict[int, int] = {}  # length (< HEAD) → how many weighty keys have it
-        self._chunks: list[_Chunk] = []
+        self._head_sizes: dict[int, int] = {}  # head length → how many keys have a head that long
+        self._shelves: dict[Shelf, list[_Chunk]] = {}
         self._stale = 0  # keys in the chunks whose entry was removed or changed
         for doc in docs:
             self._enter(doc.entry.id, doc.key)
@@ -100,16 +128,19 @@ class KeyIndex:
 
     def add(self, entry_id: str, key: str) -> None:
         self._enter(entry_id, key)
-        if not self._chunks or len(self._chunks[-1].text) >= CHUNK_CHARS:
-            self._chunks.append(_Chunk())
-        self._chunks[-1].add(entry_id, key)
+        chunks = self._shelves.setdefault(_shelf(key), [])
+        if not chunks or len(chunks[-1].text) >= CHUNK_CHARS:
+            chunks.append(_Chunk())
+        chunks[-1].add(entry_id, key)
 
     def _enter(self, entry_id: str, key: str) -> None:
         """Everything but the chunks."""
         self.key_of[entry_id] = key
         _put(self._equal, key, entry_id)
         if len(key) >= HEAD:
-            _put(self._heads, key[:HEAD], entry_id)
+            head = _head(key)
+            _put(self._heads, head, entry_id)
+            self._head_sizes[len(head)] = self._head_sizes.get(len(head), 0) + 1
         elif _weighty(key):
             self._short[len(key)] = self._short.get(len(key), 0) + 1
 
@@ -117,13 +148,11 @@ class KeyIndex:
         key = self.key_of.pop(entry_id)
         _take(self._equal, key, entry_id)
         if len(key) >= HEAD:
-            _take(self._heads, key[:HEAD], entry_id)
+            head = _head(key)
+            _take(self._heads, head, entry_id)
+            _count_down(self._head_sizes, len(head))
         elif _weighty(key):
-            left = self._short[len(key)] - 1
-            if left:
-                self._short[len(key)] = left
-            else:
-                del self._short[len(key)]
+            _count_down(self._short, len(key))
         self._stale += 1
         if self._stale > len(self.key_of) + 64:
             self._rechunk()
@@ -151,19 +180,31 @@ class KeyIndex:
         self.apply([i for i in key_of if i not in wanted], changed)
 
     def _rechunk(self) -> None:
-        """Join the live keys again, in chunks of about CHUNK_CHARS characters."""
-        self._chunks = []
+        """Join the live keys again, shelf by shelf, in chunks of about CHUNK_CHARS characters."""
         self._stale = 0
-        ids: list[str] = []
-        size = 0
+        shelved: dict[Shelf, list[str]] = {}
         for entry_id, key in self.key_of.items():
-            ids.append(entry_id)
-            size += len(key) + 1
-            if size >= CHUNK_CHARS:
-                self._chunks.append(_Chunk.of(ids, self.key_of))
-                ids, size = [], 0
-        if ids:
-            self._chunks.append(_Chunk.of(ids, self.key_of))
+            shelved.setdefault(_shelf(key), []).append(entry_id)
+        self._shelves = {}
+        for shelf, ids in shelved.items():
+            chunks = self._shelves[shelf] = []
+            start, size = 0, 0
+            for end, entry_id in enumerate(ids, start=1):
+                size += len(self.key_of[entry_id]) + 1
+                if size >= CHUNK_CHARS:
+                    chunks.append(_Chunk.of(ids[start:end], self.key_of))
+                    start, size = end, 0
+            if start < len(ids):
+                chunks.append(_Chunk.of(ids[start:], self.key_of))
+
+    def _holding(self, key: str) -> Iterable[str]:
+        """Ids of stored keys that contain `key` (a few more, whose entries are gone or changed):
+        only the shelves of keys at least as long, of its script or wider, are searched."""
+        ascii_only, length = _shelf(key)
+        for (shelf_ascii, shelf_length), chunks in self._shelves.items():
+            if shelf_length >= length and (ascii_only or not shelf_ascii):
+                for chunk in chunks:
+                    yield from chunk.holding(key)
 
     def candidates(self, key: str) -> set[str]:
         """The ids of every entry whose key equals `key`, contains it or lies inside it (a superset
@@ -173,8 +214,7 @@ class KeyIndex:
         if _SEPARATOR in key:  # the chunks cannot tell where such a key occurs
             found.update(i for i, theirs in key_of.items() if key in theirs)
         elif _weighty(key):  # stored keys that contain the new one
-            for chunk in self._chunks:
-                found.update(i for i in chunk.holding(key) if key in key_of.get(i, ""))
+            found.update(i for i in self._holding(key) if key in key_of.get(i, ""))
         found.update(self._inside(key))
         return found
 
@@ -182,10 +222,14 @@ class KeyIndex:
         """Ids of stored keys (weighty or equal) that occur in `key`."""
         heads, equal, key_of = self._heads, self._equal, self.key_of
         lengths = sorted(self._short)
+        sizes = sorted(self._head_sizes)
         for position in range(len(key)):
-            for entry_id in heads.get(key[position : position + HEAD], ()):
-                if key.startswith(key_of[entry_id], position):
-                    yield entry_id
+            for size in sizes:
+                if position + size > len(key):
+                    break
+                for entry_id in heads.get(key[position : position + size], ()):
+                    if key.startswith(key_of[entry_id], position):
+                        yield entry_id
             for length in lengths:
                 if position + length > len(key):
                     break

@@ -78,6 +78,30 @@ def test_key_index_finds_what_a_scan_of_every_key_finds() -> None:
     assert len(index) == 50
 
 
+def test_key_index_finds_keys_on_every_shelf_that_may_hold_them() -> None:
+    """Keys are shelved by length (16 characters a shelf) and script: a key is found inside longer
+    ones at every shelf boundary, and an ASCII key inside a key with CJK characters."""
+    base = "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnop"
+    stored = {f"s{n}": base[:n] for n in range(12, 52)} | {"cjk": "部署脚本" + base[:20] + "缓存"}
+    index = KeyIndex([make_doc(Entry(i, Kind.FACT, text)) for i, text in stored.items()])
+    for n in range(12, 52):
+        assert index.candidates(base[:n]) >= {f"s{m}" for m in range(n, 52)}, n
+    assert "cjk" in index.candidates(base[:20])
+    assert "cjk" in index.candidates("脚本" + base[:4])  # weight 2 · 4 + 4
+    assert index.candidates("缓存部署") == set()
+
+
+def test_key_index_finds_stored_keys_of_every_head_length_inside_a_new_key() -> None:
+    """Stored keys are found by their first 16, 32, 64, 128 or 256 characters: every one of them,
+    short or long, is found inside a longer new key, wherever it starts."""
+    rng = random.Random(8)
+    text = "".join(rng.choice(string.ascii_lowercase + "部署缓存") for _ in range(420))
+    stored = {f"s{n}": text[n : 2 * n] for n in range(12, 210, 3)}
+    index = KeyIndex([make_doc(Entry(i, Kind.FACT, key)) for i, key in stored.items()])
+    assert index.candidates(text) >= set(stored)
+    assert index.candidates(text[:200]) == _reference(text[:200], stored)
+
+
 def test_key_index_survives_a_separator_in_a_key() -> None:
     index = KeyIndex([make_doc(Entry("a", Kind.FACT, "abc\x00defghijklmnopq"))])
     assert index.candidates("c\x00defghijklm") == {"a"}
