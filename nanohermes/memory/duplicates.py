@@ -114,7 +114,7 @@ class KeyIndex:
     def __init__(self, docs: Iterable[Doc] = ()) -> None:
         self.key_of: dict[str, str] = {}
         self._equal: dict[str, list[str]] = {}
-        self._heads: dict[str, list[str]] = {}
+        self._heads: dict[str, dict[str, list[str]]] = {}  # first HEAD characters → head → ids
         self._short: dict[int, int] = {}  # length (< HEAD) → how many weighty keys have it
         self._head_sizes: dict[int, int] = {}  # head length → how many keys have a head that long
         self._shelves: dict[Shelf, list[_Chunk]] = {}
@@ -139,7 +139,7 @@ class KeyIndex:
         _put(self._equal, key, entry_id)
         if len(key) >= HEAD:
             head = _head(key)
-            _put(self._heads, head, entry_id)
+            _put(self._heads.setdefault(head[:HEAD], {}), head, entry_id)
             self._head_sizes[len(head)] = self._head_sizes.get(len(head), 0) + 1
         elif _weighty(key):
             self._short[len(key)] = self._short.get(len(key), 0) + 1
@@ -149,7 +149,10 @@ class KeyIndex:
         _take(self._equal, key, entry_id)
         if len(key) >= HEAD:
             head = _head(key)
-            _take(self._heads, head, entry_id)
+            heads = self._heads[head[:HEAD]]
+            _take(heads, head, entry_id)
+            if not heads:
+                del self._heads[head[:HEAD]]
             _count_down(self._head_sizes, len(head))
         elif _weighty(key):
             _count_down(self._short, len(key))
@@ -218,18 +221,25 @@ class KeyIndex:
         found.update(self._inside(key))
         return found
 
+    def _at(self, key: str, position: int, heads: dict[str, list[str]], sizes: list[int]) -> Iterable[str]:
+        """Ids of the stored keys under `heads` (by head) that occur in `key` at `position`."""
+        key_of = self.key_of
+        for size in sizes:
+            if position + size > len(key):
+                break
+            for entry_id in heads.get(key[position : position + size], ()):
+                if key.startswith(key_of[entry_id], position):
+                    yield entry_id
+
     def _inside(self, key: str) -> Iterable[str]:
         """Ids of stored keys (weighty or equal) that occur in `key`."""
-        heads, equal, key_of = self._heads, self._equal, self.key_of
+        heads, equal = self._heads, self._equal
         lengths = sorted(self._short)
         sizes = sorted(self._head_sizes)
         for position in range(len(key)):
-            for size in sizes:
-                if position + size > len(key):
-                    break
-                for entry_id in heads.get(key[position : position + size], ()):
-                    if key.startswith(key_of[entry_id], position):
-                        yield entry_id
+            found = heads.get(key[position : position + HEAD])
+            if found is not None:  # a stored key starts with the HEAD characters at `position`
+                yield from self._at(key, position, found, sizes)
             for length in lengths:
                 if position + length > len(key):
                     break
