@@ -19,7 +19,7 @@ T = TypeVar("T")
 
 
 class Chunked(Sequence[T]):
-    __slots__ = ("_chunks", "_len", "_size", "_starts")
+    __slots__ = ("_chunks", "_firsts", "_len", "_size", "_starts")
 
     def __init__(self, chunks: list[tuple[T, ...]], size: int) -> None:
         """`chunks`: non-empty tuples of at most `size` items each (use `of` to cut a sequence)."""
@@ -27,6 +27,7 @@ class Chunked(Sequence[T]):
         self._size = size
         self._len = sum(map(len, chunks))
         self._starts: list[int] | None = None  # where each chunk starts (built on first use)
+        self._firsts: list[T] | None = None  # each chunk's first item (`find_sorted`)
 
     @classmethod
     def of(cls, items: Iterable[T], size: int) -> Chunked[T]:
@@ -66,11 +67,29 @@ class Chunked(Sequence[T]):
 
     def locate(self, index: int) -> tuple[int, int]:
         """(chunk, offset in it) of the item at `index` (0 ≤ index < len)."""
+        starts = self._starts_list()
+        chunk = bisect.bisect_right(starts, index) - 1
+        return chunk, index - starts[chunk]
+
+    def _starts_list(self) -> list[int]:
         starts = self._starts
         if starts is None:
             starts = self._starts = list(itertools.accumulate(map(len, self._chunks[:-1]), initial=0))
-        chunk = bisect.bisect_right(starts, index) - 1
-        return chunk, index - starts[chunk]
+        return starts
+
+    def find_sorted(self: Chunked[int], value: int) -> int | None:
+        """The position of `value` in this sequence of increasing numbers, or None. O(log N)."""
+        firsts = self._firsts
+        if firsts is None:
+            firsts = self._firsts = [chunk[0] for chunk in self._chunks]
+        found = bisect.bisect_right(firsts, value) - 1
+        if found < 0:
+            return None
+        chunk = self._chunks[found]
+        offset = bisect.bisect_left(chunk, value)
+        if offset == len(chunk) or chunk[offset] != value:
+            return None
+        return self._starts_list()[found] + offset
 
     def appended(self, items: Sequence[T]) -> Chunked[T]:
         """A copy with `items` appended: the last chunk filled up, then new chunks."""
@@ -93,6 +112,13 @@ class Chunked(Sequence[T]):
         made = self._made(chunks)
         made._starts = self._starts  # the same lengths
         return made
+
+    @property
+    def last(self) -> T:
+        """The last item (IndexError when empty)."""
+        if not self._chunks:
+            raise IndexError("Chunked is empty")
+        return self._chunks[-1][-1]
 
     def without(self, drop: Iterable[int]) -> Chunked[T]:
         """A copy without the items at positions `drop`: only their chunks are copied; the chunks

@@ -31,7 +31,10 @@ def identity(st: os.stat_result) -> Identity:
 
 
 class Snapshot:
-    """`docs`, `entries` and (once a write needed them) `lines` are parallel sequences in file order."""
+    """`docs`, `entries`, `orders` and (once a write needed them) `lines` are parallel sequences in
+    file order. `orders` numbers the entries in file order (increasing, never renumbered: a removal
+    leaves a gap, an append takes the next number), so the map from id to order (`by_id`) stays
+    true across writes and is handed from version to version, not rebuilt."""
 
     def __init__(
         self,
@@ -44,8 +47,10 @@ class Snapshot:
         entries: Sequence[Entry] | None = None,
         kept: Kept | None = None,
         by_id: dict[str, int] | None = None,
+        orders: Chunked[int] | None = None,
     ) -> None:
         self.docs: Chunked[Doc] = _chunked(docs)
+        self.orders: Chunked[int] = _chunked(range(len(self.docs))) if orders is None else orders
         if entries is None:
             size = self.docs.size
             entries = Chunked([tuple(doc.entry for doc in chunk) for chunk in self.docs.chunks], size)
@@ -65,18 +70,35 @@ class Snapshot:
 
     @property
     def by_id(self) -> dict[str, int]:
-        """Each entry's position by id (built on first use)."""
+        """Each entry's order by id (built on first use)."""
         found = self._by_id
         if found is None:
-            found = self._by_id = {entry.id: i for i, entry in enumerate(self.entries)}
+            pairs = zip(self.entries, self.orders, strict=True)
+            found = self._by_id = {entry.id: order for entry, order in pairs}
         return found
+
+    def _handed_over(self) -> dict[str, int]:
+        """The id map, for a version made from this one to change: this one builds its own again
+        if it is still asked."""
+        by_id = self.by_id
+        self._by_id = None
+        return by_id
 
     def position(self, entry_id: str) -> int | None:
         """The position of the entry with this id, or None."""
-        found = self.by_id.get(entry_id)
-        if found is None or found >= len(self.entries) or self.entries[found].id != entry_id:
-            return None  # (an id a newer version added to the map this one handed over)
+        order = self.by_id.get(entry_id)
+        found = None if order is None else self.orders.find_sorted(order)
+        if found is None or self.entries[found].id != entry_id:
+            return None  # (an id another version added to or removed from the map it handed over)
         return found
+
+    def order_of(self, entry_id: str) -> int | None:
+        """The entry's order (see the class docstring), or None."""
+        return self.by_id.get(entry_id)
+
+    def _next_orders(self, count: int) -> range:
+        start = self.orders.last + 1 if len(self.orders) else 0
+        return range(start, start + count)
 
     def fill_lines(self, lines: Sequence[bytes]) -> None:
         """Set the entries' JSON lines (a write needs them; a snapshot read from a file may lack them)."""
@@ -109,9 +131,9 @@ class Snapshot:
     def appended(self, doc: Doc, line: bytes) -> Snapshot:
         """This snapshot with `doc` appended (its line too), as a write makes it. The id map is
         handed over, not copied: this snapshot builds its own again if it is still asked."""
-        by_id = self.by_id
-        self._by_id = None
-        by_id[doc.entry.id] = len(self.docs)
+        by_id = self._handed_over()
+        orders = self._next_orders(1)
+        by_id[doc.entry.id] = orders[0]
         return Snapshot(
             self.docs.appended((doc,)),
             lines=None if self.lines is None else self.lines.appended((line,)),
@@ -119,6 +141,7 @@ class Snapshot:
             delta=((), (doc,)),
             entries=self.entries.appended((doc.entry,)),
             by_id=by_id,
+            orders=self.orders.appended(orders),
         )
 
     def lines_end_in(self, raw: bytes) -> int | None:
@@ -134,10 +157,10 @@ class Snapshot:
 
     def grown(self, docs: list[Doc], lines: list[bytes]) -> Snapshot:
         """This snapshot with `docs` (their `lines`) appended, as another session's write made it."""
-        by_id = self.by_id
-        self._by_id = None  # handed over, as in `appended`
-        for position, doc in enumerate(docs, start=len(self.docs)):
-            by_id[doc.entry.id] = position
+        by_id = self._handed_over()
+        orders = self._next_orders(len(docs))
+        for order, doc in zip(orders, docs, strict=True):
+            by_id[doc.entry.id] = order
         return Snapshot(
             self.docs.appended(docs),
             lines=None if self.lines is None else self.lines.appended(lines),
@@ -145,6 +168,7 @@ class Snapshot:
             delta=((), tuple(docs)),
             entries=self.entries.appended([doc.entry for doc in docs]),
             by_id=by_id,
+            orders=self.orders.appended(orders),
         )
 
     def replaced(self, index: int, doc: Doc, line: bytes) -> Snapshot:
@@ -155,7 +179,8 @@ class Snapshot:
             parent=self,
             delta=((), (doc,)),
             entries=self.entries.replaced(index, doc.entry),
-            by_id=self._by_id,
+            by_id=self._handed_over(),  # (the same ids and orders)
+            orders=self.orders,
         )
 
     def without(self, drop: set[int]) -> Snapshot:
@@ -167,6 +192,9 @@ class Snapshot:
         added = self.delta[1] if base is not self and self.delta is not None else ()
         kept = tuple(doc for doc in added if doc.entry.id not in removed)
         gone = tuple(i for i in removed if all(doc.entry.id != i for doc in added))
+        by_id = self._handed_over()
+        for entry_id in removed:
+            del by_id[entry_id]
         made = Snapshot(
             self.docs.without(drop),
             lines=None if self.lines is None else self.lines.without(drop),
@@ -174,6 +202,8 @@ class Snapshot:
             delta=(gone, kept),
             entries=self.entries.without(drop),
             kept=self.kept,
+            by_id=by_id,
+            orders=self.orders.without(drop),
         )
         made._joined = self._joined  # (the blocks this one or its parent joined)
         return made

@@ -22,7 +22,7 @@ from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES, SHORT_MESSAGE
 from nanohermes.memory.docs import Doc
 from nanohermes.memory.duplicates import KeyIndex, first_duplicate, merge
 from nanohermes.memory.entry import Entry, derive_id
-from nanohermes.memory.eviction import eviction_order, trim, trimmed
+from nanohermes.memory.eviction import EvictionQueue, eviction_order, trim, trimmed
 from nanohermes.memory.index import Index
 from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.memfile import MEMORY_FILE, MemoryFile
@@ -75,6 +75,8 @@ class MemoryStore:
         self._keys_at: Snapshot | None = None  # the snapshot they follow
         self._cold = ColdStart(self.dir)  # searches before the first full load (memory.cache)
         self._analysed_mark = 0
+        self._evictions = EvictionQueue()  # the entries in eviction order, built at the cap
+        self._evictions_at: Snapshot | None = None  # the snapshot it follows
 
     def for_project(self, project: str | None) -> MemoryStore:
         """A store of the same file and settings that sees `project`'s entries and the global ones
@@ -214,7 +216,7 @@ class MemoryStore:
                 return False
             entry = dataclasses.replace(new, id=derive_id(parsed, clean, snap.by_id))
             doc = self._doc(entry, key)
-            self._file.commit(trimmed(snap.appended(doc, self._line(entry)), self.max_entries))
+            self._file.commit(self._trimmed(snap.appended(doc, self._line(entry))))
             self.last_id = entry.id
             return True
 
@@ -225,6 +227,17 @@ class MemoryStore:
         merged = dataclasses.replace(merged, project=merged_project(old, new.project, self.project))
         self._file.commit(snap.replaced(index, self._doc(merged), self._line(merged)))
         self.last_id = merged.id
+
+    def _trimmed(self, snap: Snapshot) -> Snapshot:
+        """`snap` (an append's) within the cap: the excess evicted in eviction order (SPEC §3.4)."""
+        parent = snap.parent
+        if len(snap.entries) <= self.max_entries or parent is None:
+            return trimmed(snap, self.max_entries)
+        with self._mutex:
+            if self._evictions_at is not parent:  # the first eviction, or the file changed elsewhere
+                self._evictions.sync(parent)
+                self._evictions_at = parent
+            return trimmed(snap, self.max_entries, self._evictions)
 
     def forget(self, entry_id: str) -> bool:
         """Delete the entry with this id. False if there is none."""
@@ -268,6 +281,9 @@ class MemoryStore:
         if self._keys_at is parent:
             self._keys.apply(*delta)
             self._keys_at = snap
+        if self._evictions_at is parent:
+            self._evictions.apply(*delta, snap)
+            self._evictions_at = snap
         if self._indexed is parent:
             self._synced(snap)
 
