@@ -12,13 +12,12 @@ Scores: `idf = ln(1 + (N − n + 0.5)/(n + 0.5))`, summed over distinct query te
 
 from __future__ import annotations
 
-import bisect
 import heapq
 from collections.abc import Iterable, Sequence
 
 from nanohermes.memory import topk
 from nanohermes.memory.bm25 import Explanation, TermScore, idf
-from nanohermes.memory.constants import CONTEXT_WEIGHT, K1, B
+from nanohermes.memory.constants import CONTEXT_WEIGHT, K1
 from nanohermes.memory.docs import Doc
 
 _BOOST = K1 + 1.0
@@ -29,20 +28,14 @@ BRANCH_MAX_TERMS = 12
 MAX_MEMOISED = 256
 
 
-def _bitset(slots: Iterable[int], size: int) -> int:
-    """An int with the bits `slots` set, built through a bytearray (one pass, no big-int churn)."""
-    bits = bytearray((size + 7) // 8)
-    for slot in slots:
-        bits[slot >> 3] |= 1 << (slot & 7)
-    return int.from_bytes(bits, "little")
-
-
 class Index:
     """Postings by slot, kept in step with the store's entries. Not thread-safe: the store locks."""
 
     def __init__(self) -> None:
         self.slot_of: dict[str, int] = {}
         self.docs: list[Doc | None] = []
+        self.lengths: list[float] = []  # per slot: the weighted length (0 for a free slot)
+        self.stamps: list[int] = []  # per slot: the entry's ts (ties: newer first)
         self.postings: dict[str, dict[int, float]] = {}
         self.main_total = 0
         self.context_total = 0
@@ -51,8 +44,7 @@ class Index:
         self.ones: dict[str, int] = {}  # frequent term → slots where its tf is exactly 1
         self.others: dict[str, int] = {}  # frequent term → slots with another tf
         self.tf_max: dict[str, float] = {}  # frequent term → an upper bound of its other tfs
-        self.buckets: dict[int, int] = {}  # length bucket → its slots
-        self.bucket_keys: list[int] = []  # the non-empty buckets, shortest first
+        self.buckets = topk.Buckets()
         self._cache: dict[str, dict[int, float]] = {}  # per term: {slot: contribution}, this version
         self._norm: list[float] | None = None
         self._results: dict[tuple[tuple[str, ...], int], list[tuple[float, Doc]]] = {}
@@ -72,6 +64,8 @@ class Index:
         bit = 1 << slot
         self.slot_of[doc.entry.id] = slot
         self.docs.append(doc)
+        self.lengths.append(doc.length)
+        self.stamps.append(doc.entry.ts)
         postings = self.postings
         ones, others = self.ones, self.others
         for term, tf in doc.tf.items():
@@ -85,13 +79,7 @@ class Index:
             elif len(found) > topk.RARE_DF:
                 self._make_bits(term, found)
         self.live |= bit
-        bucket = topk.bucket_of(doc.length)
-        held = self.buckets.get(bucket)
-        if held is None:
-            bisect.insort(self.bucket_keys, bucket)
-            self.buckets[bucket] = bit
-        else:
-            self.buckets[bucket] = held | bit
+        self.buckets.add(slot, doc.length)
         self.main_total += doc.main_len
         self.context_total += doc.context_len
         self._changed()
@@ -124,6 +112,7 @@ class Index:
         doc = self.docs[slot]
         assert doc is not None
         self.docs[slot] = None
+        self.lengths[slot] = 0.0
         bit = 1 << slot
         postings = self.postings
         for term in doc.tf:
@@ -138,13 +127,7 @@ class Index:
                     self.others.pop(term, None)
                     self.tf_max.pop(term, None)
         self.live ^= bit
-        bucket = topk.bucket_of(doc.length)
-        held = self.buckets[bucket] ^ bit
-        if held:
-            self.buckets[bucket] = held
-        else:
-            del self.buckets[bucket]
-            self.bucket_keys.remove(bucket)
+        self.buckets.remove(slot, doc.length)
         self.main_total -= doc.main_len
         self.context_total -= doc.context_len
         self._changed()
@@ -156,6 +139,7 @@ class Index:
         assert old is not None
         if old.tf is doc.tf:
             self.docs[slot] = doc  # same document (ts or source changed): scores do not change
+            self.stamps[slot] = doc.entry.ts
             return
         self.remove(doc.entry.id)
         self.add(doc)
@@ -195,31 +179,30 @@ class Index:
         """Hold exactly `docs`, in slots 0, 1, … (file order); bitsets built in one pass each."""
         self.__init__()  # type: ignore[misc]
         postings = self.postings
-        buckets: dict[int, list[int]] = {}
         for slot, doc in enumerate(docs):
             self.slot_of[doc.entry.id] = slot
             self.docs.append(doc)
+            self.lengths.append(doc.length)
+            self.stamps.append(doc.entry.ts)
             for term, tf in doc.tf.items():
                 found = postings.get(term)
                 if found is None:
                     postings[term] = {slot: tf}
                 else:
                     found[slot] = tf
-            buckets.setdefault(topk.bucket_of(doc.length), []).append(slot)
             self.main_total += doc.main_len
             self.context_total += doc.context_len
         size = len(self.docs)
         self.live = (1 << size) - 1
-        self.buckets = {bucket: _bitset(slots, size) for bucket, slots in buckets.items()}
-        self.bucket_keys = sorted(self.buckets)
+        self.buckets = topk.Buckets.build(self.lengths)
         for term, found in postings.items():
             if len(found) > topk.RARE_DF:
                 ones = [slot for slot, tf in found.items() if tf == 1]
                 if ones:
-                    self.ones[term] = _bitset(ones, size)
+                    self.ones[term] = topk.bitset(ones, size)
                 if len(ones) < len(found):
                     others = [slot for slot, tf in found.items() if tf != 1]
-                    self.others[term] = _bitset(others, size)
+                    self.others[term] = topk.bitset(others, size)
                     self.tf_max[term] = max(found[slot] for slot in others)
 
     def _changed(self) -> None:
@@ -232,11 +215,12 @@ class Index:
     # ----------------------------------------------------------------- scoring
 
     def _saturation(self) -> list[float]:
-        """Per slot: K1 · (1 − B + B · len / max(avgdl, 1)), the length part of the denominator."""
+        """Per slot: K1 · (1 − B + B · len / max(avgdl, 1)), the length part of the denominator,
+        computed as topk.py computes it (so both scorers agree bit for bit)."""
         norm = self._norm
         if norm is None:
-            avgdl = max(self.avgdl, 1.0)
-            norm = [0.0 if doc is None else K1 * (1.0 - B + B * doc.length / avgdl) for doc in self.docs]
+            sat_a, sat_b = topk.saturation(self.avgdl)
+            norm = [sat_a + sat_b * length for length in self.lengths]
             self._norm = norm
         return norm
 

@@ -3,42 +3,49 @@
 The index keeps, updated on every add and remove (no per-query building):
 - per frequent term (more than RARE_DF entries hold it) two bitsets over slots: entries where its
   weighted tf is exactly 1, and the others (with `tf_max`, an upper bound of their tf);
-- per length bucket (weighted lengths within a factor BUCKET_RATIO) a bitset of its slots.
+- per length bucket (weighted lengths within a factor BUCKET_RATIO) its shortest length and the
+  bitset of the slots in it or any shorter bucket; per slot the entry's weighted length and ts.
 
 A query first scores every entry holding one of its rare terms (few by definition), exactly. The
 remaining entries hold only frequent terms: a depth-first walk decides term by term "tf 1", "other
 tf" or "lacks it" by AND-ing bitsets, so each branch is the set of entries with one pattern. A
 contribution is at most `idf · tf·(K1+1) / (tf + K(len))` and K grows with length, so a branch is
 bounded by its terms at the shortest length; a branch whose bound is below the current k-th score
-is dropped unopened. A complete pattern is scanned bucket by bucket, shortest first, until the
-bound at the bucket's shortest length falls below the k-th score. Every returned score is the full
-sum, added in query-term order, as the exhaustive merge adds it.
+is dropped unopened. A complete pattern is scanned bucket by bucket, shortest first, until there
+are k results; then one AND keeps its entries in the buckets whose bound at their shortest length
+reaches the k-th score, and only those are scored. Within a pattern whose terms all
+have tf 1 an entry's score depends on its length only, so it is computed once per length.
+
+Every returned score is the full sum, added in query-term order, as the exhaustive merge adds it
+(`weight · tf / (tf + K)` with `K = sat_a + sat_b · len`, see `saturation`), so both agree bit for
+bit, ties included.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from nanohermes.memory.constants import K1, B
 
 if TYPE_CHECKING:
-    from nanohermes.memory.docs import Doc
     from nanohermes.memory.index import Index
 
 RARE_DF = 32
 """A term held by at most this many entries is scored entry by entry, without bitsets."""
-SCAN_ALL = 8
-"""A pattern of at most this many entries is scored whole, without walking the length buckets."""
 BUCKET_RATIO = 1.15
 _LOG_RATIO = math.log(BUCKET_RATIO)
 _SAFETY = 1.0 + 1e-9  # prune only when the bound is below the k-th score by more than rounding
 _BOOST = K1 + 1.0
 
 Heap = list[tuple[float, int, int]]  # (score, ts, -slot): the worst on top
-Others = tuple[tuple[float, float, str], ...]  # held terms with a tf other than 1: (weight, tf_max, term)
+Others = tuple[tuple[float, float], ...]  # held terms with a tf other than 1: (weight, tf_max)
+Parts = list[
+    tuple[float, str | None]
+]  # a pattern's held terms in query order: (weight, term or None if tf 1)
 
 
 def bucket_of(length: float) -> int:
@@ -50,8 +57,85 @@ def bucket_floor(bucket: int) -> float:
     return max(math.exp(bucket * _LOG_RATIO) - 1.0, 0.0)
 
 
+def saturation(avgdl: float) -> tuple[float, float]:
+    """(a, b) with K1 · (1 − B + B · len / max(avgdl, 1)) computed as `a + b · len` (both scorers)."""
+    return K1 * (1.0 - B), K1 * B / max(avgdl, 1.0)
+
+
+def bitset(slots: Iterable[int], size: int) -> int:
+    """An int with the bits `slots` set, built through a bytearray (one pass, no big-int churn)."""
+    bits = bytearray((size + 7) // 8)
+    for slot in slots:
+        bits[slot >> 3] |= 1 << (slot & 7)
+    return int.from_bytes(bits, "little")
+
+
+class Buckets:
+    """Slots by weighted length bucket, kept up to date by the index: `keys` the non-empty buckets,
+    shortest first; `floors` their shortest possible lengths; `bits` per bucket its slots;
+    `shorter` per position in `keys` the slots of that bucket or any shorter one."""
+
+    __slots__ = ("keys", "floors", "bits", "shorter")
+
+    def __init__(self) -> None:
+        self.keys: list[int] = []
+        self.floors: list[float] = []
+        self.bits: dict[int, int] = {}
+        self.shorter: list[int] = []
+
+    def add(self, slot: int, length: float) -> None:
+        bit = 1 << slot
+        bucket = bucket_of(length)
+        place = bisect.bisect_left(self.keys, bucket)
+        held = self.bits.get(bucket)
+        if held is None:
+            self.keys.insert(place, bucket)
+            self.floors.insert(place, bucket_floor(bucket))
+            self.shorter.insert(place, self.shorter[place - 1] if place else 0)
+            held = 0
+        self.bits[bucket] = held | bit
+        shorter = self.shorter
+        for i in range(place, len(shorter)):
+            shorter[i] |= bit
+
+    def remove(self, slot: int, length: float) -> None:
+        bit = 1 << slot
+        bucket = bucket_of(length)
+        place = bisect.bisect_left(self.keys, bucket)
+        shorter = self.shorter
+        for i in range(place, len(shorter)):
+            shorter[i] ^= bit
+        held = self.bits[bucket] ^ bit
+        if held:
+            self.bits[bucket] = held
+        else:
+            del self.bits[bucket], self.keys[place], self.floors[place], shorter[place]
+
+    @classmethod
+    def build(cls, lengths: Sequence[float]) -> Buckets:
+        """The buckets of slots 0, 1, … with these lengths (all live)."""
+        slots: dict[int, list[int]] = {}
+        for slot, length in enumerate(lengths):
+            slots.setdefault(bucket_of(length), []).append(slot)
+        made = cls()
+        made.keys = sorted(slots)
+        made.floors = [bucket_floor(bucket) for bucket in made.keys]
+        made.bits = {bucket: bitset(slots[bucket], len(lengths)) for bucket in made.keys}
+        union = 0
+        for bucket in made.keys:
+            union |= made.bits[bucket]
+            made.shorter.append(union)
+        return made
+
+
+def _idf(n: int, df: int) -> float:
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
 class _Query:
     """One query's exact top k over an index (see the module docstring)."""
+
+    __slots__ = ("index", "weights", "k", "heap", "theta", "sat_a", "sat_b")
 
     def __init__(self, index: Index, weights: list[tuple[str, float]], k: int) -> None:
         self.index = index
@@ -59,22 +143,10 @@ class _Query:
         self.k = k
         self.heap: Heap = []
         self.theta = -1.0
-        avgdl = max(index.avgdl, 1.0)
-        self.sat_a = K1 * (1.0 - B)
-        self.sat_b = K1 * B / avgdl
+        self.sat_a, self.sat_b = saturation(index.avgdl)
 
-    def score(self, doc: Doc, terms: Sequence[tuple[str, float]]) -> float:
-        sat = self.sat_a + self.sat_b * doc.length
-        tfs = doc.tf
-        total = 0.0
-        for term, weight in terms:
-            tf = tfs.get(term)
-            if tf:
-                total += weight * tf / (tf + sat)
-        return total
-
-    def offer(self, slot: int, score: float, doc: Doc) -> None:
-        key = (score, doc.entry.ts, -slot)
+    def offer(self, score: float, ts: int, slot: int) -> None:
+        key = (score, ts, -slot)
         heap = self.heap
         if len(heap) < self.k:
             heapq.heappush(heap, key)
@@ -85,65 +157,83 @@ class _Query:
         if len(heap) == self.k:
             self.theta = heap[0][0]
 
+    def score_rare(self, rare: list[str]) -> int:
+        """Score every entry holding one of the `rare` terms on all the query's terms; their slots."""
+        index = self.index
+        postings, docs, lengths, stamps = index.postings, index.docs, index.lengths, index.stamps
+        slots = {slot for term in rare for slot in postings[term]}
+        weights, sat_a, sat_b = self.weights, self.sat_a, self.sat_b
+        for slot in slots:
+            doc = docs[slot]
+            if doc is None:
+                continue
+            sat = sat_a + sat_b * lengths[slot]
+            tfs = doc.tf
+            total = 0.0
+            for term, weight in weights:
+                tf = tfs.get(term)
+                if tf:
+                    total += weight * tf / (tf + sat)
+            self.offer(total, stamps[slot], slot)
+        return bitset(slots, len(docs))
+
     def result(self) -> list[tuple[float, int]]:
         return [(score, -negated) for score, _, negated in sorted(self.heap, reverse=True) if score > 0.0]
 
 
 def search(index: Index, terms: Sequence[str], k: int) -> list[tuple[float, int]]:
     """The exact top k (score, slot): score descending, then newer ts, then lower slot."""
-    n = len(index)
-    weights = [(t, _idf(n, len(index.postings[t])) * _BOOST) for t in terms if t in index.postings]
+    n = len(index.slot_of)
+    postings = index.postings
+    weights: list[tuple[str, float]] = []
+    for term in terms:
+        found = postings.get(term)
+        if found:
+            weights.append((term, _idf(n, len(found)) * _BOOST))
     if not weights or k <= 0:
         return []
     query = _Query(index, weights, k)
-    frequent = [(t, w) for t, w in weights if t in index.ones or t in index.others]
-    rare = [t for t, _ in weights if not (t in index.ones or t in index.others)]
-    scored = 0
-    docs = index.docs
-    for slot in {slot for t in rare for slot in index.postings[t]}:
-        doc = docs[slot]
-        if doc is not None:
-            query.offer(slot, query.score(doc, weights), doc)
-            scored |= 1 << slot
+    ones, others = index.ones, index.others
+    frequent = [(t, w) for t, w in weights if t in ones or t in others]
+    rare = [t for t, _ in weights if not (t in ones or t in others)]
+    scored = query.score_rare(rare) if rare else 0
     if frequent:
         _walk(query, frequent, index.live ^ scored)  # scored ⊆ live
     return query.result()
 
 
-def _idf(n: int, df: int) -> float:
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-
-Group = tuple[int, int, int, int, float, Others, float]
+Part = tuple[int, float, str | None]
+"""A held query term: its position among the frequent terms, its weight, itself (None: tf 1)."""
+Held = tuple[Part, ...]
+Group = tuple[int, int, int, Held, Held, int, float, Others, float]
 """Frequent query terms with the same bitsets (the bigrams of one word, say): tf-1 slots, other
-slots, both, a bitmask of the members (query positions), the sum of their weights, their (weight,
-tf_max, term) for the other tfs, and their bound at the shortest length."""
+slots, both; the members as held with tf 1 and with another tf; a bitmask of their positions;
+the sum of their weights; (that sum, their largest tf_max) for the other tfs; their bound at the
+shortest length."""
 
 
-def _groups(query: _Query, frequent: list[tuple[str, float]], sat_min: float) -> list[Group]:
-    index = query.index
-    ones, others_of, tf_max = index.ones, index.others, index.tf_max
-    found: list[tuple[int, int, list[tuple[int, str, float, float]]]] = []
+def _groups(index: Index, frequent: list[tuple[str, float]], sat_min: float) -> list[Group]:
+    ones_of, others_of, tf_max = index.ones, index.others, index.tf_max
+    keys: list[tuple[int, int]] = []
+    found: list[list[Part]] = []
     for position, (term, weight) in enumerate(frequent):
-        member = (position, term, weight, max(1.0, tf_max.get(term, 1.0)))
-        one, other = ones.get(term, 0), others_of.get(term, 0)
-        for one_seen, other_seen, members in found:  # equal bitsets: compared, never hashed
-            if one_seen == one and other_seen == other:
-                members.append(member)
-                break
+        key = (ones_of.get(term, 0), others_of.get(term, 0))
+        if key in keys:  # equal bitsets: compared, never hashed
+            found[keys.index(key)].append((position, weight, term))
         else:
-            found.append((one, other, [member]))
+            keys.append(key)
+            found.append([(position, weight, term)])
     groups: list[Group] = []
-    for one, other, members in found:
-        weight = top = 0.0
-        bits = 0
-        for position, _, w, tf_top in members:
-            bits |= 1 << position
-            weight += w
-            top += w * tf_top / (tf_top + sat_min)
-        held = tuple((w, tf_top, term) for _, term, w, tf_top in members)
-        groups.append((one, other, one | other, bits, weight, held, top))
-    groups.sort(key=lambda group: group[6], reverse=True)
+    for (one, other), members in zip(keys, found, strict=True):
+        weight = sum(w for _, w, _ in members)
+        tf_top = max(1.0, *(tf_max.get(str(term), 1.0) for _, _, term in members)) if other else 1.0
+        top = weight * tf_top / (tf_top + sat_min)
+        bits = sum(1 << position for position, _, _ in members)
+        as_ones: Held = tuple((position, w, None) for position, w, _ in members)
+        groups.append(
+            (one, other, one | other, as_ones, tuple(members), bits, weight, ((weight, tf_top),), top)
+        )
+    groups.sort(key=lambda group: group[8], reverse=True)
     return groups
 
 
@@ -151,122 +241,150 @@ def _walk(query: _Query, frequent: list[tuple[str, float]], everything: int) -> 
     """Branch and bound over the frequent terms' patterns (their own scores only: these entries
     hold none of the rare terms)."""
     index = query.index
-    sat_min = query.sat_a + query.sat_b * bucket_floor(index.bucket_keys[0]) if index.bucket_keys else 0.0
-    groups = _groups(query, frequent, sat_min)
+    if not index.buckets.keys:
+        return
+    sat_min = query.sat_a + query.sat_b * index.buckets.floors[0]
+    groups = _groups(index, frequent, sat_min)
     rest = [0.0] * (len(groups) + 1)
     for i in range(len(groups) - 1, -1, -1):
-        rest[i] = rest[i + 1] + groups[i][6]
-    _Walker(query, groups, rest, sat_min, frequent).visit(0, everything, 0, 0.0, (), 0.0)
+        rest[i] = rest[i + 1] + groups[i][8]
+    _Walker(query, groups, rest, sat_min).visit(0, everything, (), 0, 0.0, (), 0.0)
 
 
 class _Walker:
-    __slots__ = ("query", "groups", "rest", "one_factor", "frequent", "held", "sat")
+    __slots__ = ("query", "groups", "rest", "one_factor", "memo")
 
-    def __init__(
-        self,
-        query: _Query,
-        groups: list[Group],
-        rest: list[float],
-        sat_min: float,
-        frequent: list[tuple[str, float]],
-    ) -> None:
+    def __init__(self, query: _Query, groups: list[Group], rest: list[float], sat_min: float) -> None:
         self.query = query
         self.groups = groups
         self.rest = rest
         self.one_factor = 1.0 / (1.0 + sat_min)  # a tf-1 term's share of its weight at sat_min
-        self.frequent = frequent
-        self.held: dict[int, list[tuple[str, float]]] = {}
-        self.sat: list[float] | None = None
+        self.memo: dict[int, dict[float, float]] = {}  # per all-tf-1 pattern: {length: score}
 
-    def visit(self, i: int, docs: int, mask: int, ones_weight: float, others: Others, bound: float) -> None:
-        """`docs` hold the terms of `mask`: tf 1 for those summing `ones_weight`, another tf for
-        `others`; they lack the other terms of the groups before `i`. `bound`: their score's
-        bound at the shortest length."""
-        theta = self.query.theta
-        if theta > 0.0 and (bound + self.rest[i]) * _SAFETY < theta:
-            return
+    def visit(
+        self, i: int, docs: int, held: Held, ones: int, ones_weight: float, others: Others, bound: float
+    ) -> None:
+        """`docs` hold the terms `held` and lack the other terms of the groups before `i`: tf 1
+        for the bitmask `ones` (weights summing to `ones_weight`), another tf for the rest
+        (`others`: their weights and tf bounds). `bound`: their score's bound at the shortest
+        length. A branch is opened only when its bound with the groups after it reaches the
+        k-th score."""
         groups = self.groups
         if i == len(groups):
-            if mask:
-                self.scan(docs, mask, ones_weight, others)
+            if held:
+                self.scan(docs, held, ones, ones_weight, others)
             return
-        one, other, either, members, weight, group_others, top = groups[i]
+        one, other, either, as_ones, as_others, members, weight, bounds, top = groups[i]
         j = i + 1
-        found = docs & one
-        if found:
-            ones_bound = bound + weight * self.one_factor
-            self.visit(j, found, mask | members, ones_weight + weight, others, ones_bound)
-        found = docs & other
-        if found:
-            self.visit(j, found, mask | members, ones_weight, others + group_others, bound + top)
-        if mask or j < len(groups):
+        query = self.query
+        rest = self.rest[j]
+        reach = bound + weight * self.one_factor
+        if (reach + rest) * _SAFETY >= query.theta:
+            found = docs & one
+            if found:
+                self.visit(j, found, held + as_ones, ones | members, ones_weight + weight, others, reach)
+        if other and (bound + top + rest) * _SAFETY >= query.theta:
+            found = docs & other
+            if found:
+                self.visit(j, found, held + as_others, ones, ones_weight, others + bounds, bound + top)
+        if (held or j < len(groups)) and (bound + rest) * _SAFETY >= query.theta:
             found = docs ^ (docs & either)  # docs & ~either without a negative int (slow)
             if found:
-                self.visit(j, found, mask, ones_weight, others, bound)
+                self.visit(j, found, held, ones, ones_weight, others, bound)
 
-    def scan(self, docs: int, mask: int, ones_weight: float, others: Others) -> None:
-        """Score the entries of one pattern: all of them when they are few, else shortest bucket
-        first while the bucket's bound can still enter the top k."""
+    def scan(self, docs: int, held: Held, ones: int, ones_weight: float, others: Others) -> None:
+        """Score the entries of one pattern that can still enter the top k: shortest bucket first
+        until there are k results, then at once those of every bucket whose bound reaches the
+        k-th score (one AND with the union of those buckets)."""
         query = self.query
-        held = self.held.get(mask)
-        if held is None:
-            held = self.held[mask] = [part for j, part in enumerate(self.frequent) if mask >> j & 1]
-        if docs.bit_count() <= SCAN_ALL:
-            self._score_all(docs, held)
+        parts = sorted(held)  # query order: the merge's order of addition
+        memo = None if others else self.memo.setdefault(ones, {})
+        if not docs & (docs - 1):  # a single entry
+            self._score_all(docs, parts, memo)
             return
         buckets = query.index.buckets
-        for bucket, sat in zip(query.index.bucket_keys, self._bucket_sat(), strict=True):
-            found = docs & buckets[bucket]
-            if not found:
-                continue
-            if query.theta > 0.0 and _bound(sat, ones_weight, others) * _SAFETY < query.theta:
-                return
-            docs ^= found
-            self._score_all(found, held)
-            if not docs:
-                return
+        if query.theta <= 0.0:  # fewer than k results yet: fill the heap from the shortest
+            bits = buckets.bits
+            for bucket in buckets.keys:
+                found = docs & bits[bucket]
+                if found:
+                    self._score_all(found, parts, memo)
+                    docs ^= found
+                    if not docs:
+                        return
+                    if query.theta > 0.0:
+                        break
+        cut = self._cut(ones_weight, others)
+        if cut >= 0:
+            docs &= buckets.shorter[cut]
+            if docs:
+                self._score_all(docs, parts, memo)
 
-    def _bucket_sat(self) -> list[float]:
-        """The length factor K at each bucket's shortest length (computed once per query)."""
-        if self.sat is None:
-            query = self.query
-            self.sat = [query.sat_a + query.sat_b * bucket_floor(b) for b in query.index.bucket_keys]
-        return self.sat
-
-    def _score_all(self, found: int, held: list[tuple[str, float]]) -> None:
-        """`_Query.score` and `_Query.offer` for each entry of `found`, inlined: this is the loop."""
+    def _cut(self, ones_weight: float, others: Others) -> int:
+        """The position of the longest bucket whose bound at its shortest length reaches the
+        k-th score (-1 if none): the bound falls as the length grows."""
         query = self.query
-        entries = query.index.docs
+        floors = query.index.buckets.floors
+        theta, sat_a, sat_b = query.theta, query.sat_a, query.sat_b
+        if not others and sat_b > 0.0:
+            # ones_weight / (1 + a + b · floor) · SAFETY ≥ theta, solved for floor (a hair wide)
+            limit = (ones_weight * _SAFETY / theta - 1.0 - sat_a) / sat_b
+            return bisect.bisect_right(floors, limit + abs(limit) * 1e-9 + 1e-9) - 1
+
+        def reaches(position: int) -> bool:
+            sat = sat_a + sat_b * floors[position]
+            bound = ones_weight / (1.0 + sat)
+            for weight, tf_top in others:
+                bound += weight * tf_top / (tf_top + sat)
+            return bound * _SAFETY >= theta
+
+        low, high = -1, len(floors) - 1  # reaches(low) (or low = -1), not reaches(above high)
+        if reaches(high):
+            return high
+        high -= 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            if reaches(middle):
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def _score_all(self, found: int, parts: list[Part], memo: dict[float, float] | None) -> None:
+        """Score and offer each entry of `found`, inlined: this is the loop. `memo`: {length:
+        score} when every part has tf 1 (the score then depends on the length only)."""
+        query = self.query
+        index = query.index
+        lengths, stamps, entries = index.lengths, index.stamps, index.docs
         sat_a, sat_b, heap, k = query.sat_a, query.sat_b, query.heap, query.k
         theta = query.theta
         while found:
             slot = found.bit_length() - 1
             found ^= 1 << slot
-            doc = entries[slot]
-            if doc is None:
-                continue
-            sat = sat_a + sat_b * doc.length
-            tfs = doc.tf
-            score = 0.0
-            for term, weight in held:
-                tf = tfs.get(term)
-                if tf:
-                    score += weight * tf / (tf + sat)
+            length = lengths[slot]
+            score = None if memo is None else memo.get(length)
+            if score is None:
+                sat = sat_a + sat_b * length
+                score = 0.0
+                if memo is None:
+                    doc = entries[slot]
+                    assert doc is not None
+                    tfs = doc.tf
+                    for _, weight, term in parts:
+                        tf = 1 if term is None else tfs[term]
+                        score += weight * tf / (tf + sat)
+                else:
+                    for _, weight, _ in parts:
+                        score += weight / (1 + sat)
+                    memo[length] = score
             if score < theta:
                 continue  # below the k-th: cannot enter
-            key = (score, doc.entry.ts, -slot)
+            entry_key = (score, stamps[slot], -slot)
             if len(heap) < k:
-                heapq.heappush(heap, key)
-            elif key > heap[0]:
-                heapq.heapreplace(heap, key)
+                heapq.heappush(heap, entry_key)
+            elif entry_key > heap[0]:
+                heapq.heapreplace(heap, entry_key)
             else:
                 continue
             if len(heap) == k:
                 theta = query.theta = heap[0][0]
-
-
-def _bound(sat: float, ones_weight: float, others: Others) -> float:
-    total = ones_weight / (1.0 + sat)
-    for weight, tf_top, _ in others:
-        total += weight * tf_top / (tf_top + sat)
-    return total
