@@ -21,12 +21,12 @@ from pathlib import Path
 from nanohermes.memory import coldcache
 from nanohermes.memory.bm25 import Explanation, TermScore, idf
 from nanohermes.memory.coldcache import GLOBAL, Packed, line_key
-from nanohermes.memory.constants import CONTEXT_WEIGHT, K1, B
+from nanohermes.memory.constants import CONTEXT_WEIGHT, K1
 from nanohermes.memory.docs import make_doc
 from nanohermes.memory.entry import Entry, entries_from_list
-from nanohermes.memory.index import BRANCH_MAX_K, BRANCH_MAX_TERMS
 from nanohermes.memory.layout import split_document
 from nanohermes.memory.scope import sees
+from nanohermes.memory.topk import saturation
 
 MIN_STALE = 64
 """Lines the cache may miss before a cold search gives up and a full load rewrites the cache
@@ -228,9 +228,7 @@ def _ranked(
     packed: Packed, lines: list[bytes], scope: _Scope, terms: Sequence[str], k: int, stale: int
 ) -> ColdResult:
     """Score every entry holding a query term, exactly as the index would, and keep the best k."""
-    avgdl = max(scope.avgdl, 1.0)
-    branch = k <= BRANCH_MAX_K and len(terms) <= BRANCH_MAX_TERMS  # which of the index's sums
-    sat_a, sat_b = K1 * (1.0 - B), K1 * B / avgdl
+    sat_a, sat_b = saturation(scope.avgdl)  # as the index computes it (topk and merge alike)
     position, main, context = scope.position, packed.main_len, packed.context_len
     totals: dict[int, float] = {}
     get = totals.get
@@ -256,7 +254,7 @@ def _ranked(
         for where, text in found.items():
             tf = float(text)
             length = lengths[where]
-            sat = sat_a + sat_b * length if branch else K1 * (1.0 - B + B * length / avgdl)
+            sat = sat_a + sat_b * length
             totals[where] = get(where, 0.0) + weight * tf / (tf + sat)
     timestamps = _timestamps(packed, scope)
     best = heapq.nlargest(k, ((score, timestamps[where], -where) for where, score in totals.items()))
@@ -277,7 +275,7 @@ def _ranked(
                 raise _Full
             entry = found_entry
         result.append((score, entry))
-        explained[entry.id] = _explanation(held, where, length, scope, avgdl)
+        explained[entry.id] = _explanation(held, where, length, scope)
     return ColdResult(result, explained, stale)
 
 
@@ -292,10 +290,10 @@ def _explanation(
     where: int,
     length: float,
     scope: _Scope,
-    avgdl: float,
 ) -> Explanation:
     """What `index.explain` says of the entry at `where` (its contributions as the merge adds them)."""
-    sat = K1 * (1.0 - B + B * length / avgdl)
+    sat_a, sat_b = saturation(scope.avgdl)
+    sat = sat_a + sat_b * length
     parts: list[TermScore] = []
     for term, weight, found in held:
         tf = found.get(where)
