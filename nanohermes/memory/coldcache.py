@@ -1,18 +1,25 @@
 """memory.cache: the search index of memory.json on disk, for the first search of a new process.
 
 Analysing and indexing every entry costs far more than reading the file (a few hundred ms at 5,000
-entries against a few ms of `json.loads`), and a new process (`-p`, a new REPL, a sub-agent) pays it
-before its first answer. The cache keeps what a search needs, packed so that loading it builds
-almost no Python objects:
-- per entry line of memory.json (in file order), a key of its bytes (`line_key`), its id, weighted
-  field lengths, `ts` and project;
-- per term, its postings as one string «slot tf slot tf …», decoded only when a query holds it.
+entries against a few ms of `json.loads`), and a new process (`-p`, a new REPL, a sub-agent) would
+pay it before its first answer. The cache keeps what a search needs, laid out so that loading it
+builds almost nothing:
 
-It is only a cache: it is written after a full load that had to analyse many entries (never by
-`remember`, which stays cheap), atomically (temp file, rename; no fsync: a torn or stale cache is
-just not used), mode 0600, and never trusted beyond what it proves: a line whose bytes changed is not
-in it, a cache from another nanohermes or analyser (`fingerprint`) is ignored, and anything
-unexpected in it means «no cache». Deleting it is always safe.
+    a header (one JSON line): format, fingerprint, entry count, projects, per-scope totals, the
+      length and CRC-32 of memory.json up to the end of the last cached entry line, section sizes,
+      the CRC-32 of the sections;
+    meta: per cached entry (slot, in file order) five little-endian int64: weighted main and context
+      lengths, ts, project (-1: global) and the byte offset of its line in memory.json;
+    keys: per slot an int64 key of its line's bytes (`line_key`);
+    ids: the entries' ids, a JSON list (read only when lines changed);
+    postings: per term a line «term<TAB>slot tf slot tf …», found with one bytes search when a query
+      holds the term.
+
+It is only a cache: written after a full load that had to analyse many entries (never by
+`remember`, which stays cheap), atomically (temp file, rename; no fsync: a torn or stale cache is not
+used), mode 0600, and never trusted beyond what it proves: its CRC must match, a cache from another
+nanohermes or analyser (`fingerprint`) is ignored, a line whose bytes changed is not in it, and
+anything unexpected in it means «no cache». Deleting it is always safe.
 """
 
 from __future__ import annotations
@@ -22,23 +29,28 @@ import functools
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import time
 import zlib
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nanohermes.memory.docs import Doc
+from nanohermes.memory.layout import ENTRIES_END, ENTRIES_START, SEPARATOR
 
 CACHE_FILE = "memory.cache"
-CACHE_FORMAT = 1
-MAX_CACHE_BYTES = 256 << 20  # a cache this big is not ours to load
+CACHE_FORMAT = 2
+MAX_CACHE_BYTES = 1 << 30
+META = 5
+"""int64 per slot in the meta section: main length, context length, ts, project, line offset."""
+GLOBAL = -1
+"""The project of an entry without one."""
 _TEMP_PREFIX = ".memory.cache."
 _STALE_TEMP_SECONDS = 3600
 _PROBE = "Makefiles deploying drew painted 部署脚本 用中文回复 Ünïcode x1 a_b café don't 🧘‍♀️ GPUs v2.1"
-GLOBAL = -1
-"""The project index of an entry without a project."""
 
 
 def line_key(line: bytes) -> int:
@@ -59,6 +71,7 @@ def fingerprint() -> str:
         (
             CACHE_FORMAT,
             __version__,
+            sys.byteorder,
             sorted(analysis.STOP_EN),
             sorted(analysis.STOP_ZH),
             sorted(analysis._IRREGULAR.items()),
@@ -72,27 +85,55 @@ def fingerprint() -> str:
 
 @dataclass
 class Packed:
-    """A loaded cache. Parallel lists by slot (the cached entry lines in file order)."""
+    """A loaded cache (see the module docstring)."""
 
-    keys: list[int]
-    ids: list[str]
-    main_len: list[int]
-    context_len: list[int]
-    ts: list[int]
-    project: list[int]  # index into `projects`, or GLOBAL
+    count: int
+    meta: array  # type: ignore[type-arg]  # int64, META per slot
+    keys: array  # type: ignore[type-arg]
+    ids_json: bytes
     projects: list[str]
-    postings: dict[str, str]
-    slot_of: dict[int, int] = field(default_factory=dict)
+    totals: list[list[int]]
+    """Per project index + 1 (0: global entries): [count, main length, context length]."""
+    prefix: tuple[int, int] | None
+    """(bytes, CRC-32) of memory.json up to the end of the last cached line; None when unknown."""
+    terms: bytes  # the terms, sorted by their UTF-8 bytes, each followed by a newline
+    term_at: array  # type: ignore[type-arg]  # int64: where each term starts in `terms`, then the end
+    posting_at: array  # type: ignore[type-arg]  # int64: where each term's postings start, then the end
+    postings: bytes
+    _slot_of: dict[int, int] | None = field(default=None, repr=False)
 
-    def __post_init__(self) -> None:
-        self.slot_of = {key: slot for slot, key in enumerate(self.keys)}
+    @property
+    def owners(self) -> array:  # type: ignore[type-arg]
+        """Each slot's project index (GLOBAL for none)."""
+        return self.meta[3::META]
 
-    def decode(self, term: str) -> tuple[list[int], list[str]]:
-        """The slots holding `term` and its weighted tf in each, as written ("2", "1.5")."""
-        packed = self.postings.get(term)
-        if not packed:
+    def slot_of(self) -> dict[int, int]:
+        """Each cached line's slot by its key (built on first use: only when lines changed)."""
+        if self._slot_of is None:
+            self._slot_of = {key: slot for slot, key in enumerate(self.keys)}
+        return self._slot_of
+
+    def ids(self) -> list[str]:
+        """The cached entries' ids, by slot (read on first use: only when lines were added)."""
+        found = json.loads(self.ids_json)
+        if not isinstance(found, list) or len(found) != self.count:
+            raise ValueError("the cache's ids do not match its entries")
+        return found
+
+    def decode(self, term: str) -> tuple[list[int], list[bytes]]:
+        """The slots holding `term` (ascending) and its weighted tf in each, as written (b"2",
+        b"1.5"): a binary search over the sorted terms, then one slice of the postings."""
+        key, terms, term_at = term.encode(), self.terms, self.term_at
+        low, high = 0, len(term_at) - 1
+        while low < high:
+            middle = (low + high) // 2
+            if terms[term_at[middle] : term_at[middle + 1] - 1] < key:
+                low = middle + 1
+            else:
+                high = middle
+        if low == len(term_at) - 1 or terms[term_at[low] : term_at[low + 1] - 1] != key:
             return [], []
-        parts = packed.split(" ")
+        parts = self.postings[self.posting_at[low] : self.posting_at[low + 1]].split(b" ")
         return list(map(int, parts[0::2])), parts[1::2]
 
 
@@ -102,58 +143,79 @@ def read(directory: Path) -> Packed | None:
         with open(directory / CACHE_FILE, "rb") as file:
             if os.fstat(file.fileno()).st_size > MAX_CACHE_BYTES:
                 return None
-            data = json.loads(file.read())
+            data = file.read()
         return _packed(data)
-    except (OSError, ValueError, RecursionError, TypeError, KeyError):
+    except (OSError, ValueError, RecursionError, TypeError, KeyError, IndexError):
         return None
 
 
-def _packed(data: object) -> Packed | None:
-    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
+def _packed(data: bytes) -> Packed | None:
+    end = data.index(b"\n")
+    header = json.loads(data[:end])
+    if not isinstance(header, dict) or header.get("format") != CACHE_FORMAT:
         return None
-    if data.get("fingerprint") != fingerprint():
+    body = memoryview(data)[end + 1 :]
+    if zlib.crc32(body) != header["checksum"] or header.get("fingerprint") != fingerprint():
         return None
-    keys, ids, meta, projects, postings = (
-        data["keys"],
-        data["ids"],
-        data["meta"],
-        data["projects"],
-        data["postings"],
+    count, sizes = header["count"], header["sections"]
+    if len(sizes) != 7 or sum(sizes) != len(body):
+        return None
+    sections, offset = [], 0
+    for size in sizes:
+        sections.append(body[offset : offset + size])
+        offset += size
+    meta, keys, term_at, posting_at = array("q"), array("q"), array("q"), array("q")
+    meta.frombytes(sections[0])
+    keys.frombytes(sections[1])
+    term_at.frombytes(sections[4])
+    posting_at.frombytes(sections[5])
+    if len(meta) != META * count or len(keys) != count or not term_at or len(term_at) != len(posting_at):
+        return None
+    if term_at[-1] != sizes[3] or posting_at[-1] != sizes[6]:
+        return None
+    prefix = header["prefix"]
+    projects, totals = header["projects"], header["totals"]
+    if not isinstance(projects, list) or not isinstance(totals, list) or len(totals) != len(projects) + 1:
+        return None
+    owners = meta[3::META]
+    if count and (min(owners) < GLOBAL or max(owners) >= len(projects)):
+        return None
+    return Packed(
+        count,
+        meta,
+        keys,
+        bytes(sections[2]),
+        projects,
+        totals,
+        None if prefix is None else (int(prefix[0]), int(prefix[1])),
+        bytes(sections[3]),
+        term_at,
+        posting_at,
+        bytes(sections[6]),
     )
-    count = len(keys)
-    if not (
-        _all(keys, int)
-        and _all(ids, str)
-        and _all(meta, int)
-        and _all(projects, str)
-        and isinstance(postings, dict)
-        and _all(list(postings.values()), str)
-        and len(ids) == count
-        and len(meta) == 4 * count
-        and len(set(ids)) == count
-        and len(set(keys)) == count
-    ):
-        return None
-    packed = Packed(keys, ids, meta[0::4], meta[1::4], meta[2::4], meta[3::4], projects, postings)
-    if any(not GLOBAL <= p < len(projects) for p in packed.project):
-        return None
-    return packed
 
 
-def _all(values: object, kind: type) -> bool:
-    return isinstance(values, list) and all(type(value) is kind for value in values)
-
-
-def write(directory: Path, lines: Sequence[bytes], docs: Sequence[Doc]) -> bool:
-    """Write the cache of the entries `docs` (their JSON `lines`, file order). False when it could
-    not be written (a full disk, a read-only directory): the store works the same without it."""
+def write(directory: Path, lines: Sequence[bytes], docs: Sequence[Doc], raw: bytes | None) -> bool:
+    """Write the cache of the entries `docs` (their JSON `lines`, file order; `raw`: the file they
+    were read from, when it holds exactly these lines). False when it could not be written (a full
+    disk, a read-only directory): the store works the same without it."""
+    offsets = _offsets(lines, raw)
     projects: dict[str, int] = {}
-    meta: list[int] = []
+    totals = [[0, 0, 0]]
+    meta = array("q")
     postings: dict[str, list[str]] = {}
     for slot, doc in enumerate(docs):
         entry = doc.entry
-        project = GLOBAL if entry.project is None else projects.setdefault(entry.project, len(projects))
-        meta += (doc.main_len, doc.context_len, entry.ts, project)
+        project = GLOBAL
+        if entry.project is not None:
+            project = projects.setdefault(entry.project, len(projects))
+            if project + 1 == len(totals):
+                totals.append([0, 0, 0])
+        scope = totals[project + 1]
+        scope[0] += 1
+        scope[1] += doc.main_len
+        scope[2] += doc.context_len
+        meta.extend((doc.main_len, doc.context_len, entry.ts, project, offsets[slot]))
         prefix = f"{slot} "
         for term, tf in doc.tf.items():
             text = prefix + repr(tf)  # an int count stays "2", a weighted one "2.5" or "2.0"
@@ -162,17 +224,57 @@ def write(directory: Path, lines: Sequence[bytes], docs: Sequence[Doc]) -> bool:
                 postings[term] = [text]
             else:
                 found.append(text)
-    document = {
+    sections = [
+        meta.tobytes(),
+        array("q", map(line_key, lines)).tobytes(),
+        json.dumps([doc.entry.id for doc in docs], ensure_ascii=False).encode(),
+        *_term_sections(postings),
+    ]
+    end = offsets[-1] + len(lines[-1]) if raw is not None and lines and offsets[-1] >= 0 else -1
+    header = {
         "format": CACHE_FORMAT,
         "fingerprint": fingerprint(),
-        "keys": [line_key(line) for line in lines],
-        "ids": [doc.entry.id for doc in docs],
-        "meta": meta,
+        "count": len(docs),
         "projects": list(projects),
-        "postings": {term: " ".join(parts) for term, parts in postings.items()},
+        "totals": totals,
+        "prefix": None if raw is None or end < 0 else [end, zlib.crc32(memoryview(raw)[:end])],
+        "sections": [len(section) for section in sections],
+        "checksum": functools.reduce(lambda crc, section: zlib.crc32(section, crc), sections, 0),
     }
-    data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
-    return _replace(directory, data)
+    data = [json.dumps(header, ensure_ascii=False).encode() + b"\n", *sections]
+    return _replace(directory, b"".join(data))
+
+
+def _term_sections(postings: dict[str, list[str]]) -> list[bytes]:
+    """The terms (sorted by their bytes, a newline after each), where each starts, where each
+    one's postings start, and the postings «slot tf slot tf …» one after another."""
+    terms: list[bytes] = []
+    texts: list[bytes] = []
+    term_at, posting_at = array("q", [0]), array("q", [0])
+    for term, parts in sorted((term.encode(), parts) for term, parts in postings.items()):
+        terms.append(term + b"\n")
+        term_at.append(term_at[-1] + len(term) + 1)
+        text = " ".join(parts).encode()
+        texts.append(text)
+        posting_at.append(posting_at[-1] + len(text))
+    return [b"".join(terms), term_at.tobytes(), posting_at.tobytes(), b"".join(texts)]
+
+
+def _offsets(lines: Sequence[bytes], raw: bytes | None) -> list[int]:
+    """Each line's byte offset in `raw` when `raw` lays them out one after another as this program
+    writes memory.json (no other lines between or after them), else -1 each."""
+    unknown = [-1] * len(lines)
+    if raw is None or not lines or not raw.startswith(ENTRIES_START):
+        return unknown
+    offsets: list[int] = []
+    start, gap = len(ENTRIES_START), len(SEPARATOR)
+    for line in lines:
+        offsets.append(start)
+        start += len(line) + gap
+    end = start - gap
+    if not raw.startswith(ENTRIES_END, end) or raw[len(ENTRIES_START) : end] != SEPARATOR.join(lines):
+        return unknown
+    return offsets
 
 
 def _replace(directory: Path, data: bytes) -> bool:

@@ -138,3 +138,11 @@ def _top_fields(tail: bytes) -> Top | None:
     if not isinstance(data, dict) or "version" in data or "entries" in data:
         return None
     return tuple((name, _dumps(value)) for name, value in data.items())
+
+
+ENTRIES_START = _HEAD + _OPEN
+"""What precedes the first entry line of a file with entries, as this program writes it."""
+SEPARATOR = _SEPARATOR
+"""What separates two entry lines."""
+ENTRIES_END = _END
+"""What follows the last entry line."""

@@ -296,7 +296,7 @@ class MemoryStore:
         if analysed >= MIN_STALE and snap.raw is not None:
             lines = [derived.line(entry) for entry in snap.entries]
             if not self._cold.covers(lines):
-                coldcache.write(self.dir, lines, snap.docs)
+                coldcache.write(self.dir, lines, snap.docs, snap.raw)
         self._cold.forget()
 
     def _synced(self, snap: Snapshot) -> Index:

@@ -7,11 +7,14 @@ import json
 import os
 import random
 import stat
+import zlib
+from array import array
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from nanohermes.memory import MemoryStore, coldcache
+from nanohermes.memory import MemoryStore, coldcache, coldsearch
 from nanohermes.memory.coldsearch import MIN_STALE
 
 WORDS = [
@@ -136,6 +139,21 @@ def test_cold_search_follows_changes_since_the_cache(tmp_path: Path) -> None:
     _assert_same(tmp_path, QUERIES + ["fresh lesson ship"], [None, "p1", "p2"])
 
 
+def test_appended_lines_need_no_line_by_line_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fill(tmp_path, 150)
+    _full(tmp_path, None)
+    writer = MemoryStore(tmp_path, max_entries=10_000, project="p2")
+    for i in range(4):  # appended by another session: the file still begins as cached
+        writer.remember("lesson", f"appended lesson {i}: painted the nginx cron", context="deploy ship")
+    writer.remember("preference", "appended preference: 部署脚本 in Chinese", scope="global")
+
+    def no_line_view(*_: object) -> None:
+        raise AssertionError("matched line by line")
+
+    monkeypatch.setattr(coldsearch, "_line_view", no_line_view)
+    _assert_same(tmp_path, [*QUERIES, "appended painted ship"], [None, "p2", "p1"])
+
+
 def test_many_changes_fall_back_to_a_full_load_that_rewrites_the_cache(tmp_path: Path) -> None:
     _fill(tmp_path, 80)
     _full(tmp_path, None)
@@ -169,29 +187,90 @@ def test_unusable_cache_is_ignored(tmp_path: Path, damage: bytes) -> None:
     assert [e.id for _, e in store.search("deploy painted", 4)] == want
 
 
+def _sections(directory: Path) -> tuple[dict[str, Any], list[bytes]]:
+    data = (directory / coldcache.CACHE_FILE).read_bytes()
+    end = data.index(b"\n")
+    header = json.loads(data[:end])
+    sections, offset = [], end + 1
+    for size in header["sections"]:
+        sections.append(data[offset : offset + size])
+        offset += size
+    return header, sections
+
+
+def _store_cache(directory: Path, header: dict[str, Any], sections: list[bytes], *, checksum: bool) -> None:
+    if checksum:
+        header["checksum"] = zlib.crc32(b"".join(sections))
+    header["sections"] = [len(section) for section in sections]
+    (directory / coldcache.CACHE_FILE).write_bytes(json.dumps(header).encode() + b"\n" + b"".join(sections))
+
+
 def _edit_cache(directory: Path, change: str) -> None:
-    path = directory / coldcache.CACHE_FILE
-    data = json.loads(path.read_bytes())
+    header, sections = _sections(directory)
     if change == "fingerprint":
-        data["fingerprint"] = "0" * 32
-    elif change == "types":
-        data["meta"][0] = "7"
-    elif change == "lengths":
-        data["ids"].pop()
-    elif change == "project":
-        data["meta"][3] = 99
-    elif change == "postings":
-        data["postings"] = {"deploy": 5}
-    path.write_text(json.dumps(data))
+        header["fingerprint"] = "0" * 32
+    elif change == "count":
+        header["count"] += 1
+    elif change == "totals":
+        header["totals"].append([1, 2, 3])
+    elif change == "format":
+        header["format"] += 1
+    elif change == "project":  # an entry's project index out of range
+        meta = array("q")
+        meta.frombytes(sections[0])
+        meta[3] = len(header["projects"])
+        sections[0] = meta.tobytes()
+        _store_cache(directory, header, sections, checksum=True)
+        return
+    elif change == "checksum":  # one byte of the postings changed, the checksum not
+        sections[6] = sections[6].replace(b" 1 ", b" 2 ", 1)
+        _store_cache(directory, header, sections, checksum=False)
+        return
+    elif change == "truncated":
+        path = directory / coldcache.CACHE_FILE
+        path.write_bytes(path.read_bytes()[:-10])
+        return
+    _store_cache(directory, header, sections, checksum=False)
 
 
-@pytest.mark.parametrize("change", ["fingerprint", "types", "lengths", "project", "postings"])
+@pytest.mark.parametrize(
+    "change", ["fingerprint", "count", "totals", "format", "checksum", "truncated", "project"]
+)
 def test_cache_that_does_not_check_out_is_ignored(tmp_path: Path, change: str) -> None:
     _fill(tmp_path, 80)
     want = [e.id for _, e in _full(tmp_path, None).search("deploy painted", 4)]
     _edit_cache(tmp_path, change)
     assert coldcache.read(tmp_path) is None
     assert [e.id for _, e in MemoryStore(tmp_path, max_entries=10_000).search("deploy painted", 4)] == want
+
+
+@pytest.mark.parametrize("lie", ["slot", "offset"])
+def test_cache_that_lies_with_a_good_checksum_goes_to_the_full_load(tmp_path: Path, lie: str) -> None:
+    _fill(tmp_path, 80)
+    want = [e.id for _, e in _full(tmp_path, None).search("deploy painted", 4)]
+    header, sections = _sections(tmp_path)
+    meta = array("q")
+    meta.frombytes(sections[0])
+    if lie == "slot":  # a posting of an entry that does not exist
+        starts, ends = array("q"), array("q")
+        starts.frombytes(sections[4])
+        ends.frombytes(sections[5])
+        terms = sections[3].decode().split("\n")[:-1]
+        postings = {
+            term: sections[6][ends[i] : ends[i + 1]].decode().split(" ") for i, term in enumerate(terms)
+        }
+        postings["deploy"] += ["999999", "1"]
+        pairs = {term: [f"{p[i]} {p[i + 1]}" for i in range(0, len(p), 2)] for term, p in postings.items()}
+        sections[3:] = coldcache._term_sections(pairs)
+    else:  # a hit's line offset in the middle of another line
+        for slot in range(header["count"]):
+            meta[slot * coldcache.META + 4] += 3
+    sections[0] = meta.tobytes()
+    _store_cache(tmp_path, header, sections, checksum=True)
+    assert coldcache.read(tmp_path) is not None
+    store = MemoryStore(tmp_path, max_entries=10_000)
+    assert [e.id for _, e in store.search("deploy painted", 4)] == want
+    assert store._file.snapshot is not None  # the full load answered
 
 
 def test_broken_memory_file_is_still_moved_aside(tmp_path: Path) -> None:
