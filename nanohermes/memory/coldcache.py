@@ -44,6 +44,13 @@ from nanohermes.memory.layout import ENTRIES_END, ENTRIES_START, SEPARATOR
 CACHE_FILE = "memory.cache"
 CACHE_FORMAT = 2
 MAX_CACHE_BYTES = 1 << 30
+
+
+def size_limit(memory_bytes: int) -> int:
+    """The largest cache worth reading for a memory.json of this size (ours is about 1.3 times it)."""
+    return min(MAX_CACHE_BYTES, 16 * memory_bytes + (1 << 20))
+
+
 META = 5
 """int64 per slot in the meta section: main length, context length, ts, project, line offset."""
 GLOBAL = -1
@@ -137,11 +144,12 @@ class Packed:
         return list(map(int, parts[0::2])), parts[1::2]
 
 
-def read(directory: Path) -> Packed | None:
-    """The cache of `directory`'s memory.json, or None when there is none or it is not usable."""
+def read(directory: Path, limit: int = MAX_CACHE_BYTES) -> Packed | None:
+    """The cache of `directory`'s memory.json, or None when there is none, it is larger than
+    `limit` bytes or it is not usable."""
     try:
         with open(directory / CACHE_FILE, "rb") as file:
-            if os.fstat(file.fileno()).st_size > MAX_CACHE_BYTES:
+            if os.fstat(file.fileno()).st_size > limit:
                 return None
             data = file.read()
         return _packed(data)

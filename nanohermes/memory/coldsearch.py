@@ -55,7 +55,7 @@ class ColdStart:
         """The last cold search found the cache up to date (a full load need not write it)."""
 
     def search(self, raw: bytes, terms: Sequence[str], k: int, project: str | None) -> ColdResult | None:
-        packed = self._load()
+        packed = self._load(coldcache.size_limit(len(raw)))
         if packed is None:
             return None
         found = search(packed, raw, terms, k, project)
@@ -72,21 +72,23 @@ class ColdStart:
         load need not write it again)."""
         if self.fresh:
             return True
-        packed = self._load()
+        packed = self._load(coldcache.size_limit(sum(map(len, lines))))
         if packed is None:
             return False
         known = packed.slot_of()
         missing = sum(1 for line in lines if line_key(line) not in known)
         return missing + max(0, packed.count - (len(lines) - missing)) < MIN_STALE
 
-    def _load(self) -> Packed | None:
+    def _load(self, limit: int) -> Packed | None:
         try:
             st = os.stat(self.dir / coldcache.CACHE_FILE)
         except OSError:
             return None
+        if st.st_size > limit:
+            return None
         version = (st.st_ino, st.st_mtime_ns, st.st_size)
         if version != self._packed_version:
-            self._packed = coldcache.read(self.dir)
+            self._packed = coldcache.read(self.dir, limit)
             self._packed_version = version
         return self._packed
 

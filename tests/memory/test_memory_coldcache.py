@@ -273,6 +273,18 @@ def test_cache_that_lies_with_a_good_checksum_goes_to_the_full_load(tmp_path: Pa
     assert store._file.snapshot is not None  # the full load answered
 
 
+def test_cache_far_larger_than_the_file_is_not_read(tmp_path: Path) -> None:
+    _fill(tmp_path, 80)
+    want = [e.id for _, e in _full(tmp_path, None).search("deploy painted", 4)]
+    cache = tmp_path / coldcache.CACHE_FILE
+    size = (tmp_path / "memory.json").stat().st_size
+    with open(cache, "ab") as file:
+        file.truncate(coldcache.size_limit(size) + 1)  # sparse: no disk used
+    store = MemoryStore(tmp_path, max_entries=10_000)
+    assert [e.id for _, e in store.search("deploy painted", 4)] == want
+    assert store._file.snapshot is not None  # the full load answered
+
+
 def test_broken_memory_file_is_still_moved_aside(tmp_path: Path) -> None:
     _fill(tmp_path, 80)
     _full(tmp_path, None)
