@@ -1,7 +1,7 @@
 """Long-term memory without a vector database (SPEC §3): one JSON file, BM25, CJK bigrams.
 
-Stdlib only (plus `filelock` for the cross-process lock); no HTTP, no UI. Every name of SPEC §3.0
-is importable from here.
+Stdlib only (plus `filelock` for the cross-process lock where the OS has no flock); no HTTP, no
+UI. Every name of SPEC §3.0 is importable from here.
 """
 
 from __future__ import annotations

@@ -194,7 +194,7 @@ class Snapshot:
         gone = tuple(i for i in removed if all(doc.entry.id != i for doc in added))
         by_id = self._handed_over()
         for entry_id in removed:
-            del by_id[entry_id]
+            by_id.pop(entry_id, None)
         made = Snapshot(
             self.docs.without(drop),
             lines=None if self.lines is None else self.lines.without(drop),
