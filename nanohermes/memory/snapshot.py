@@ -107,9 +107,9 @@ class Snapshot:
 
     @property
     def blocks(self) -> list[bytes] | None:
-        """The entry lines as blocks to write (layout.dump_blocks): each full chunk joined, the last
-        chunk's lines one by one (appends add to it: joining it would copy it on every write).
-        Chunks shared with the parent keep the block joined for it. None without lines."""
+        """The entry lines as blocks to write (layout.dump_blocks): every chunk but the last joined,
+        the last chunk's lines one by one (appends add to it: joining it would copy it on every
+        write). Chunks shared with the parent keep the block joined for it. None without lines."""
         lines = self.lines
         if lines is None:
             return None
