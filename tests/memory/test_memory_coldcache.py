@@ -9,6 +9,7 @@ import random
 import stat
 import zlib
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -285,28 +286,25 @@ def test_cache_far_larger_than_the_file_is_not_read(tmp_path: Path) -> None:
     assert store._file.snapshot is not None  # the full load answered
 
 
-def test_broken_memory_file_is_still_moved_aside(tmp_path: Path) -> None:
+def _cut_in_half(raw: bytes) -> bytes:
+    return raw[: len(raw) // 2]
+
+
+def _one_line_not_json(raw: bytes) -> bytes:
+    lines = raw.split(b"\n")
+    lines[5] = lines[5][:-3] + b"!!" + lines[5][-1:]  # a changed line: not in the cache
+    return b"\n".join(lines)
+
+
+@pytest.mark.parametrize("damage", [_cut_in_half, _one_line_not_json])
+def test_broken_memory_file_is_still_moved_aside(tmp_path: Path, damage: Callable[[bytes], bytes]) -> None:
     _fill(tmp_path, 80)
     _full(tmp_path, None)
     path = tmp_path / "memory.json"
-    raw = path.read_bytes()
-    path.write_bytes(raw[: len(raw) // 2])  # cut mid-way: the cache must not answer for it
+    path.write_bytes(damage(path.read_bytes()))  # the cache must not answer for this file
     notices: list[str] = []
     store = MemoryStore(tmp_path, max_entries=10_000, on_notice=notices.append)
     assert store.search("deploy") == []
-    assert len(notices) == 1
-    assert "moved to" in notices[0]
-
-
-def test_changed_line_with_bad_json_goes_to_the_full_load(tmp_path: Path) -> None:
-    _fill(tmp_path, 80)
-    _full(tmp_path, None)
-    path = tmp_path / "memory.json"
-    lines = path.read_bytes().split(b"\n")
-    lines[5] = lines[5][:-3] + b"!!" + lines[5][-1:]  # one entry line no longer JSON
-    path.write_bytes(b"\n".join(lines))
-    notices: list[str] = []
-    MemoryStore(tmp_path, max_entries=10_000, on_notice=notices.append).search("deploy")
     assert len(notices) == 1
     assert "moved to" in notices[0]
 
