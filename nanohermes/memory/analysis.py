@@ -110,9 +110,16 @@ def analyze(text: str, *, query: bool = False) -> list[str]:
     unless every token is one (then all of them, so a query is never empty when it has tokens)."""
     tokens = tokenize(text)
     if query:
-        content = [token for token in tokens if not is_stop_word(token)]
-        tokens = content or tokens
+        terms = [term for term in map(_query_term, tokens) if term is not None]
+        if terms or not tokens:
+            return terms
     return list(map(stem, tokens))
+
+
+@functools.lru_cache(maxsize=_MAX_CACHED_STEMS)
+def _query_term(token: str) -> str | None:
+    """What a query keeps of a token: None for a stop word, else its stem (one cached call)."""
+    return None if is_stop_word(token) else stem(token)
 
 
 def analyze_words(text: str, *, query: bool = False) -> list[tuple[str, str]]:

@@ -13,6 +13,7 @@ Scores: `idf = ln(1 + (N − n + 0.5)/(n + 0.5))`, summed over distinct query te
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections.abc import Iterable, Sequence
 
 from nanohermes.memory import topk
@@ -34,8 +35,8 @@ class Index:
     def __init__(self) -> None:
         self.slot_of: dict[str, int] = {}
         self.docs: list[Doc | None] = []
-        self.lengths: list[float] = []  # per slot: the weighted length (0 for a free slot)
-        self.stamps: list[int] = []  # per slot: the entry's ts (ties: newer first)
+        self.lengths = array("d")  # per slot: the weighted length (0 for a free slot), packed
+        self.stamps: list[int] = []  # per slot: the entry's ts (ties: newer first; any size)
         self.postings: dict[str, dict[int, float]] = {}
         self.main_total = 0
         self.context_total = 0

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 RARE_DF = 32
 """A term held by at most this many entries is scored entry by entry, without bitsets."""
+SCAN_ALL = 8
+"""A pattern with other tfs and at most this many entries is scored whole, without its buckets."""
 BUCKET_RATIO = 1.15
 _LOG_RATIO = math.log(BUCKET_RATIO)
 _SAFETY = 1.0 + 1e-9  # prune only when the bound is below the k-th score by more than rounding
@@ -128,10 +130,6 @@ class Buckets:
         return made
 
 
-def _idf(n: int, df: int) -> float:
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-
 class _Query:
     """One query's exact top k over an index (see the module docstring)."""
 
@@ -183,25 +181,36 @@ class _Query:
 
 def search(index: Index, terms: Sequence[str], k: int) -> list[tuple[float, int]]:
     """The exact top k (score, slot): score descending, then newer ts, then lower slot."""
+    if k <= 0:
+        return []
     n = len(index.slot_of)
-    postings = index.postings
+    postings, ones_of, others_of = index.postings, index.ones, index.others
+    log = math.log
     weights: list[tuple[str, float]] = []
+    frequent: list[Frequent] = []
+    rare: list[str] = []
     for term in terms:
         found = postings.get(term)
         if found:
-            weights.append((term, _idf(n, len(found)) * _BOOST))
-    if not weights or k <= 0:
+            df = len(found)
+            weight = log(1.0 + (n - df + 0.5) / (df + 0.5)) * _BOOST  # bm25.idf · (K1 + 1)
+            weights.append((term, weight))
+            one, other = ones_of.get(term, 0), others_of.get(term, 0)
+            if one or other:
+                frequent.append((term, weight, one, other))
+            else:
+                rare.append(term)
+    if not weights:
         return []
     query = _Query(index, weights, k)
-    ones, others = index.ones, index.others
-    frequent = [(t, w) for t, w in weights if t in ones or t in others]
-    rare = [t for t, _ in weights if not (t in ones or t in others)]
     scored = query.score_rare(rare) if rare else 0
     if frequent:
         _walk(query, frequent, index.live ^ scored)  # scored ⊆ live
     return query.result()
 
 
+Frequent = tuple[str, float, int, int]
+"""A query term with bitsets: itself, its weight, its tf-1 slots and its other slots."""
 Part = tuple[int, float, str | None]
 """A held query term: its position among the frequent terms, its weight, itself (None: tf 1)."""
 Held = tuple[Part, ...]
@@ -212,12 +221,12 @@ the sum of their weights; (that sum, their largest tf_max) for the other tfs; th
 shortest length."""
 
 
-def _groups(index: Index, frequent: list[tuple[str, float]], sat_min: float) -> list[Group]:
-    ones_of, others_of, tf_max = index.ones, index.others, index.tf_max
+def _groups(index: Index, frequent: list[Frequent], sat_min: float) -> list[Group]:
+    tf_max = index.tf_max
     keys: list[tuple[int, int]] = []
     found: list[list[Part]] = []
-    for position, (term, weight) in enumerate(frequent):
-        key = (ones_of.get(term, 0), others_of.get(term, 0))
+    for position, (term, weight, one, other) in enumerate(frequent):
+        key = (one, other)
         if key in keys:  # equal bitsets: compared, never hashed
             found[keys.index(key)].append((position, weight, term))
         else:
@@ -237,7 +246,7 @@ def _groups(index: Index, frequent: list[tuple[str, float]], sat_min: float) -> 
     return groups
 
 
-def _walk(query: _Query, frequent: list[tuple[str, float]], everything: int) -> None:
+def _walk(query: _Query, frequent: list[Frequent], everything: int) -> None:
     """Branch and bound over the frequent terms' patterns (their own scores only: these entries
     hold none of the rare terms)."""
     index = query.index
@@ -299,8 +308,8 @@ class _Walker:
         query = self.query
         parts = sorted(held)  # query order: the merge's order of addition
         memo = None if others else self.memo.setdefault(ones, {})
-        if not docs & (docs - 1):  # a single entry
-            self._score_all(docs, parts, memo)
+        if not docs & (docs - 1) or (others and docs.bit_count() <= SCAN_ALL):
+            self._score_all(docs, parts, memo)  # one entry, or a few with another tf: all of them
             return
         buckets = query.index.buckets
         if query.theta <= 0.0:  # fewer than k results yet: fill the heap from the shortest
@@ -355,28 +364,32 @@ class _Walker:
         score} when every part has tf 1 (the score then depends on the length only)."""
         query = self.query
         index = query.index
-        lengths, stamps, entries = index.lengths, index.stamps, index.docs
+        lengths, stamps = index.lengths, index.stamps
         sat_a, sat_b, heap, k = query.sat_a, query.sat_b, query.heap, query.k
         theta = query.theta
+        entries = index.docs
         while found:
             slot = found.bit_length() - 1
             found ^= 1 << slot
             length = lengths[slot]
-            score = None if memo is None else memo.get(length)
-            if score is None:
-                sat = sat_a + sat_b * length
-                score = 0.0
-                if memo is None:
-                    doc = entries[slot]
-                    assert doc is not None
-                    tfs = doc.tf
-                    for _, weight, term in parts:
-                        tf = 1 if term is None else tfs[term]
-                        score += weight * tf / (tf + sat)
-                else:
+            if memo is not None:
+                score = memo.get(length)
+                if score is None:
+                    sat = 1 + (sat_a + sat_b * length)  # as weight · tf / (tf + sat) adds it for tf 1
+                    score = 0.0
                     for _, weight, _ in parts:
-                        score += weight / (1 + sat)
+                        score += weight / sat
                     memo[length] = score
+            else:
+                sat = sat_a + sat_b * length
+                tfs = entries[slot].tf  # type: ignore[union-attr]  # found ⊆ live slots
+                score = 0.0
+                for _, weight, term in parts:
+                    if term is None:
+                        score += weight / (1 + sat)
+                    else:
+                        tf = tfs[term]
+                        score += weight * tf / (tf + sat)
             if score < theta:
                 continue  # below the k-th: cannot enter
             entry_key = (score, stamps[slot], -slot)
