@@ -1,16 +1,21 @@
-"""The exact top k of topk.py (branch and bound) against the full merge, bit for bit, and the
-length buckets the index keeps for it."""
+"""The exact top k of topk.py (branch and bound) against the full merge, bit for bit, the length
+buckets the index keeps for it, and a query's analysis."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
+from memory_helpers import raw_entry, write_raw
 
+from nanohermes.memory import MemoryStore
+from nanohermes.memory.analysis import analyze, is_stop_word, stem
 from nanohermes.memory.docs import make_doc
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.index import Index
 from nanohermes.memory.kinds import Kind
+from nanohermes.memory.text import tokenize
 from nanohermes.memory.topk import RARE_DF, Buckets, bucket_floor, bucket_of
 from nanohermes.memory.topk import search as branch_search
 
@@ -151,3 +156,26 @@ def test_patterns_of_tf_1_are_cut_by_length_exactly() -> None:
     for terms in (["alpha", "zeta"], ["zeta", "alpha"], ["alpha"], ["alpha", "zeta", "filler7"]):
         for k in range(1, 40):
             assert branch_search(index, terms, k) == index.merge_search(terms, k), (terms, k)
+
+
+def test_a_huge_ts_in_a_hand_edited_file_still_ranks(tmp_path: Path) -> None:
+    """ts of any size (a hand edit, a float) orders ties without overflowing anything."""
+    entries = [
+        raw_entry("fact", "deploy script runs", 10**40, "a1"),
+        raw_entry("fact", "deploy script runs", 5, "a2"),
+        raw_entry("fact", "deploy script runs", 10**40 + 1, "a3"),
+    ]
+    write_raw(tmp_path, entries)
+    hits = MemoryStore(tmp_path).search("deploy", top_k=3)
+    assert [entry.id for _, entry in hits] == ["a3", "a1", "a2"]
+    assert len({score for score, _ in hits}) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["how should the deploy script handle it", "the of and", "缓存层怎么运行", "的了", "", "Makefiles ran"],
+)
+def test_query_analysis_keeps_content_words_or_else_everything(text: str) -> None:
+    tokens = tokenize(text)
+    content = [token for token in tokens if not is_stop_word(token)]
+    assert analyze(text, query=True) == [stem(token) for token in content or tokens]
