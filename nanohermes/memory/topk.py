@@ -38,7 +38,8 @@ RARE_DF = 32
 """A term held by at most this many entries is scored entry by entry, without bitsets."""
 SCAN_ALL = 8
 """A pattern with other tfs and at most this many entries is scored whole, without its buckets."""
-BUCKET_RATIO = 1.15
+_CHEAP_COUNT = 1 << 14  # counting an int's bits costs in proportion to its length: only below this
+BUCKET_RATIO = 1.06
 _LOG_RATIO = math.log(BUCKET_RATIO)
 _SAFETY = 1.0 + 1e-9  # prune only when the bound is below the k-th score by more than rounding
 _BOOST = K1 + 1.0
@@ -308,13 +309,22 @@ class _Walker:
         query = self.query
         parts = sorted(held)  # query order: the merge's order of addition
         memo = None if others else self.memo.setdefault(ones, {})
-        if not docs & (docs - 1) or (others and docs.bit_count() <= SCAN_ALL):
+        if not docs & (docs - 1) or (
+            others and docs.bit_length() <= _CHEAP_COUNT and docs.bit_count() <= SCAN_ALL
+        ):
             self._score_all(docs, parts, memo)  # one entry, or a few with another tf: all of them
             return
         buckets = query.index.buckets
         if query.theta <= 0.0:  # fewer than k results yet: fill the heap from the shortest
-            bits = buckets.bits
-            for bucket in buckets.keys:
+            bits, shorter = buckets.bits, buckets.shorter
+            low, high = 0, len(shorter) - 1  # the shortest bucket holding any of docs (⊆ live)
+            while low < high:
+                middle = (low + high) // 2
+                if docs & shorter[middle]:
+                    high = middle
+                else:
+                    low = middle + 1
+            for bucket in buckets.keys[low:]:
                 found = docs & bits[bucket]
                 if found:
                     self._score_all(found, parts, memo)
@@ -335,6 +345,8 @@ class _Walker:
         query = self.query
         floors = query.index.buckets.floors
         theta, sat_a, sat_b = query.theta, query.sat_a, query.sat_b
+        if theta <= 0.0:  # no k-th score yet: every bucket
+            return len(floors) - 1
         if not others and sat_b > 0.0:
             # ones_weight / (1 + a + b · floor) · SAFETY ≥ theta, solved for floor (a hair wide)
             limit = (ones_weight * _SAFETY / theta - 1.0 - sat_a) / sat_b
