@@ -199,24 +199,45 @@ def test_cancel_during_the_stream_keeps_the_partial_reply_marked(tmp_path: Path)
 
 
 def test_cancel_during_tools_answers_every_call(tmp_path: Path) -> None:
-    model = ScriptedModel([calls(("block", {}), ("list_files", {}), ("block", {}))])
+    """Cancelled while two calls of a batch still run: each gets `interrupted by user`, the call that
+    had finished keeps its result, all in call order, and the turn ends without waiting for the two.
+    Cancelled on conditions, not after a delay, so a loaded machine gives the same outcome."""
+    model = ScriptedModel([calls(("quick", {}), ("stuck", {}), ("stuck", {}))])
     agent, runner, _ = make_agent(tmp_path, model)
-    started = threading.Event()
+    stuck_running = threading.Semaphore(0)
+    release = threading.Event()
 
-    def block(cancel: CancelToken) -> str:
-        """Blocks until cancelled."""
-        started.set()
-        cancel.wait(30)
-        return "unblocked"
+    def quick() -> str:
+        """Answers at once."""
+        return "quick result"
 
-    runner.register(tool_from_function(block))
+    def stuck() -> str:
+        """Runs until the test releases it, whatever the cancel token says."""
+        stuck_running.release()
+        release.wait(60)
+        return "finished too late"
+
+    runner.register(tool_from_function(quick))
+    runner.register(tool_from_function(stuck))
     cancel = CancelToken()
-    threading.Thread(target=lambda: started.wait(10) and cancel.cancel(), daemon=True).start()
-    events = run(agent, "block please", cancel)
+    events: list[Event] = []
+    try:
+        for event in agent.run("run them", cancel):
+            events.append(event)
+            if isinstance(event, ToolFinished) and event.result.call_id == "call_1":
+                assert stuck_running.acquire(timeout=30)
+                assert stuck_running.acquire(timeout=30)
+                cancel.cancel()  # both stuck calls are running, the quick one has its result
+    finally:
+        release.set()  # only now: had the turn waited for the stuck calls, they would have its answers
     assert finished(events).reason == "interrupted"
     tool_messages = [m for m in agent.messages if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == ["call_1", "call_2", "call_3"]
-    assert tool_messages[2]["content"] == "interrupted by user"
+    assert [m["content"] for m in tool_messages] == [
+        "quick result",
+        "interrupted by user",
+        "interrupted by user",
+    ]
     assert_valid_history(agent.messages)
 
 

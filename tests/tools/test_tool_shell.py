@@ -7,6 +7,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,13 +34,36 @@ def is_gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
-def wait_gone(pid: int, seconds: float) -> bool:
+SLEEP = 1000
+"""What the commands sleep: a process still there after SETTLE seconds was not going to end on its own."""
+SETTLE = 30.0
+"""How long a condition may take to come true on a loaded machine (a bound, not a delay: waits end as
+soon as it holds)."""
+PROMPTLY = SLEEP / 50
+"""A call that should end early ends well within this (20 s): far from the sleep's own end, so the
+check holds however loaded the machine is and still fails if the command ran its course."""
+
+
+def wait_for(condition: Callable[[], object], seconds: float = SETTLE) -> bool:
+    """Poll `condition` until it is true or `seconds` have passed; whether it became true."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if is_gone(pid):
-            return True
-        time.sleep(0.05)
-    return is_gone(pid)
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def wait_gone(pid: int, seconds: float = SETTLE) -> bool:
+    return wait_for(lambda: is_gone(pid), seconds)
+
+
+def pid_in(pidfile: Path) -> int:
+    """The pid a command wrote to `pidfile` (it must have got that far)."""
+    assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip().isdigit(), 0), (
+        f"the command never wrote {pidfile.name}"
+    )
+    return int(pidfile.read_text())
 
 
 def test_exit_code_and_both_streams(workspace: Path) -> None:
@@ -55,24 +79,19 @@ def test_timeout_kills_the_shell_and_its_grandchild(workspace: Path) -> None:
     shell = ShellTool(workspace, timeout=120)
     pidfile = workspace / "grandchild.pid"
     began = time.monotonic()
-    out = shell.run_shell(f"sleep 1000 & echo $! > {pidfile}; sleep 1000", timeout=1, ctx=CallContext())
+    out = shell.run_shell(f"sleep {SLEEP} & echo $! > {pidfile}; sleep {SLEEP}", timeout=2, ctx=CallContext())
     elapsed = time.monotonic() - began
-    grandchild = int(pidfile.read_text())
-    assert out.startswith("timed out after 1 s: the command and its process group were killed")
-    assert elapsed < 1 + 2, f"took {elapsed:.1f} s"
-    assert wait_gone(grandchild, (1 + 2) - elapsed), "the backgrounded sleep survived"
+    assert out.startswith("timed out after 2 s: the command and its process group were killed")
+    assert elapsed < 2 + PROMPTLY, f"took {elapsed:.1f} s"  # the timeout ended it, not the sleeps
+    assert wait_gone(pid_in(pidfile)), "the backgrounded sleep survived"
 
 
 def test_group_members_ignoring_sigterm_are_killed_too(workspace: Path) -> None:
-    pidfile = workspace / "stubborn.pid"
-    command = f"sh -c 'trap \"\" TERM; echo $$ > {pidfile}; sleep 1000' & sleep 1000"
-    began = time.monotonic()
-    ShellTool(workspace).run_shell(command, timeout=0.5, ctx=CallContext())
-    for _ in range(40):
-        if pidfile.exists() and pidfile.read_text().strip():
-            break
-        time.sleep(0.05)
-    assert wait_gone(int(pidfile.read_text()), 2.5 - (time.monotonic() - began))
+    pidfile = workspace / "stubborn.pid"  # written once TERM is ignored
+    command = f"sh -c 'trap \"\" TERM; echo $$ > {pidfile}; sleep {SLEEP}' & sleep {SLEEP}"
+    out = ShellTool(workspace).run_shell(command, timeout=2, ctx=CallContext())
+    assert out.startswith("timed out after 2 s")
+    assert wait_gone(pid_in(pidfile)), "the member ignoring SIGTERM survived"
 
 
 def omitted_around(section: str) -> tuple[str, int, str]:
@@ -151,23 +170,34 @@ def test_timeout_override_is_bounded(workspace: Path) -> None:
 def test_cancellation_kills_the_group_at_once(workspace: Path) -> None:
     cancel = CancelToken()
     pidfile = workspace / "child.pid"
-    threading.Timer(0.5, cancel.cancel).start()
-    began = time.monotonic()
+    cancelled_at: list[float] = []
+
+    def cancel_once_started() -> None:  # not after a fixed delay: the shell may start slowly
+        wait_for(lambda: pidfile.exists() and pidfile.read_text().strip())
+        cancelled_at.append(time.monotonic())
+        cancel.cancel()
+
+    canceller = threading.Thread(target=cancel_once_started, daemon=True)
+    canceller.start()
     with pytest.raises(Cancelled):
         ShellTool(workspace).run_shell(
-            f"sleep 1000 & echo $! > {pidfile}; sleep 1000", ctx=CallContext(cancel=cancel)
+            f"sleep {SLEEP} & echo $! > {pidfile}; sleep {SLEEP}", ctx=CallContext(cancel=cancel)
         )
-    assert time.monotonic() - began < 0.5 + 2
-    assert wait_gone(int(pidfile.read_text()), 2)
+    returned = time.monotonic() - cancelled_at[0]
+    canceller.join(SETTLE)
+    assert returned < PROMPTLY, f"returned {returned:.1f} s after the cancellation"
+    assert wait_gone(pid_in(pidfile)), "the backgrounded sleep survived"
 
 
 def test_background_process_holding_the_pipes_is_stopped(workspace: Path) -> None:
     pidfile = workspace / "bg.pid"
-    out = ShellTool(workspace).run_shell(f"sleep 1000 & echo $! > {pidfile}; echo started", ctx=CallContext())
+    out = ShellTool(workspace).run_shell(
+        f"sleep {SLEEP} & echo $! > {pidfile}; echo started", ctx=CallContext()
+    )
     assert out.startswith("exit code: 0")
     assert "background processes kept the output open" in out
     assert "started" in out
-    assert wait_gone(int(pidfile.read_text()), 2)
+    assert wait_gone(pid_in(pidfile))
 
 
 def test_background_process_with_redirected_output_keeps_running(workspace: Path) -> None:

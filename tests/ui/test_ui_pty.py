@@ -23,7 +23,7 @@ from nanohermes.types import message_text
 pytestmark = pytest.mark.pty
 
 PROMPT = "❯"
-WAIT = 15
+WAIT = 30  # generous: a bound on a loaded machine, not a delay (expects end as soon as the text arrives)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
 
 
@@ -131,11 +131,15 @@ def test_chat_turn_renders_markdown_and_returns_to_the_prompt(
     fake_server.push_text("Here is **the plan**:\n\n```python\nprint('hi')\n```\nDone here.")
     term = launch("--no-memory")
     term.send("hello\r")
-    shown = term.expect("Done here.")
-    assert "the plan" in shown
-    assert "**" not in shown  # rendered as Markdown, not raw
-    assert "print('hi')" in shown
-    term.prompt()
+    term.expect("Done here.")
+    term.prompt()  # the turn is over: every block is printed for good, whatever the live region showed
+    # While streaming, the live region may show an unclosed `**the pl` (more frames on a loaded
+    # machine); what Markdown never shows is the closed raw markup, in any frame or the final text.
+    everything = plain(term.log.getvalue())
+    assert "Here is the plan:" in everything  # the bold markers became a style
+    assert "**the plan**" not in everything
+    assert "print('hi')" in everything
+    assert "```python" not in everything  # a code block, not its fence
     assert user_texts(fake_server.bodies[0])[-1] == "hello"
     term.send("/exit\r")
     assert term.exit_code() == 0
