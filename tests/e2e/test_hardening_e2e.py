@@ -500,5 +500,7 @@ def test_an_api_key_echoed_in_an_error_is_never_printed_nor_stored(
     assert "[redacted]" in (done.stdout if json_output else done.stderr)
     if json_output:
         assert ECHOED_KEY[:20] not in json.loads(done.stdout)["error"]
-    stored = "".join(p.read_text() for p in sessions_dir().glob("echo*") if p.is_file())
+    saved = [p for p in sessions_dir().glob("echo*") if p.is_file()]
+    assert saved, "the session with the failed turn was saved"
+    stored = "".join(p.read_text() for p in saved)
     assert ECHOED_KEY[:20] not in stored

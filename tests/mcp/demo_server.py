@@ -56,7 +56,9 @@ def build(marker_dir: Path | None) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     async def hang(seconds: float) -> str:
-        """Sleep for a while (records a cancellation in the marker directory)."""
+        """Sleep for a while (records its start and a cancellation in the marker directory)."""
+        if marker_dir is not None:
+            (marker_dir / "hang.started").write_text("hang", encoding="utf-8")
         try:
             await anyio.sleep(seconds)
         except anyio.get_cancelled_exc_class():

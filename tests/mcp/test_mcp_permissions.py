@@ -116,7 +116,8 @@ def test_ctrl_c_through_the_runner_cancels_the_call(managers: Managers, tmp_path
     runner = runner_for(managers, tmp_path, "auto", None, marker_dir=markers)
     assert "mcp__demo__hang" in runner.names()  # the server is up
     cancel = CancelToken()
-    threading.Timer(1.0, cancel.cancel).start()
+    started = markers / "hang.started"  # cancelled once the server runs the call, not after a delay
+    threading.Thread(target=lambda: wait_for(started.exists, 30) and cancel.cancel(), daemon=True).start()
     calls = [ToolCall(id="c1", name="mcp__demo__hang", arguments='{"seconds": 60}')]
     [result] = [e.result for e in runner.run_calls(calls, cancel) if isinstance(e, ToolFinished)]
     assert (result.content, result.ok) == (INTERRUPTED, False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,14 @@ def test_ctrl_c_cancels_the_started_call(workspace: Path) -> None:
     runner = auto_runner(workspace)
     runner.register(remote.tool())
     cancel = CancelToken()
-    threading.Timer(0.3, cancel.cancel).start()
+
+    def cancel_once_started() -> None:  # not after a delay: on a loaded machine it may come first
+        deadline = time.monotonic() + 20
+        while not remote.futures and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cancel.cancel()
+
+    threading.Thread(target=cancel_once_started, daemon=True).start()
     [result] = results(run(runner, [call("remote", args(text="x"))], cancel))
     assert (result.content, result.ok) == (INTERRUPTED, False)
     assert remote.futures[0].cancelled()  # so the call itself is cancelled (MCP: notifications/cancelled)
