@@ -36,15 +36,21 @@ STREAM_OVERHEAD = 48
 
 
 class CappedBuffer:
-    """Keeps the first and last `limit // 2` bytes written, and counts the rest."""
+    """Keeps the first and last `limit // 2` bytes written, and counts the rest. Thread-safe: a
+    process that could not be stopped may still be writing while the report is read."""
 
     def __init__(self, limit: int) -> None:
         self.half = max(1, limit // 2)
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self._lock = threading.Lock()
 
     def write(self, data: bytes) -> None:
+        with self._lock:
+            self._write(data)
+
+    def _write(self, data: bytes) -> None:
         self.total += len(data)
         room = self.half - len(self.head)
         if room > 0:
@@ -63,6 +69,10 @@ class CappedBuffer:
     def text(self, limit: int | None = None) -> str:
         """What was written, cut to at most `limit` bytes (default: all it can show), head and tail
         around a note of how many bytes were left out."""
+        with self._lock:
+            return self._text(limit)
+
+    def _text(self, limit: int | None) -> str:
         limit = 2 * self.half if limit is None else max(0, min(limit, 2 * self.half))
         complete = self.total == len(self.head) + len(self.tail)  # nothing dropped while writing
         head = bytes(self.head[: limit // 2])
@@ -77,9 +87,15 @@ class CappedBuffer:
 
 
 def _pump(stream: IO[bytes], sink: CappedBuffer) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        while chunk := stream.read1(CHUNK) if hasattr(stream, "read1") else stream.read(CHUNK):
-            sink.write(chunk)
+    """Read `stream` into `sink` until its last writer closes it, then close it. Only this thread
+    closes it: closing a pipe another thread is reading from waits for that read to end."""
+    try:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := stream.read1(CHUNK) if hasattr(stream, "read1") else stream.read(CHUNK):
+                sink.write(chunk)
+    finally:
+        with contextlib.suppress(OSError):
+            stream.close()
 
 
 class ShellTool:
@@ -121,7 +137,7 @@ class ShellTool:
             signal_group(process, signal.SIGTERM)
 
         unregister = ctx.cancel.on_cancel(stop)
-        timed_out = lingering = False
+        timed_out = lingering = escaped = False
         try:
             timed_out = self._wait(process, limit, ctx)
             if timed_out:
@@ -130,7 +146,7 @@ class ShellTool:
             if lingering:  # background processes still hold the pipes
                 kill_group(process)
                 kill_tagged(tag)
-                _join(readers, PIPE_GRACE)
+                escaped = _join(readers, PIPE_GRACE)  # held by one that left the group and the tag
         finally:
             unregister()
             if process.poll() is None:
@@ -138,13 +154,10 @@ class ShellTool:
                 kill_tagged(tag)
             elif ctx.cancel.cancelled:  # also what left the group (setsid)
                 kill_tagged(tag)
-            for pipe in (process.stdout, process.stderr):
-                if pipe is not None:
-                    with contextlib.suppress(OSError):
-                        pipe.close()
         if ctx.cancel.cancelled:
             raise Cancelled()
-        return self._report(process.returncode, out, err, timed_out, limit, note, lingering)
+        held = "escaped" if escaped else "stopped" if lingering else ""
+        return self._report(process.returncode, out, err, timed_out, limit, note, held)
 
     def _timeout(self, requested: float | None) -> tuple[float, str]:
         """The limit for one call: the setting, or less when the model asks for less. NaN, infinite,
@@ -206,8 +219,9 @@ class ShellTool:
         timed_out: bool,
         limit: float,
         note: str,
-        lingering: bool,
+        held: str,
     ) -> str:
+        """The report; `held`: "stopped" or "escaped" when background processes kept the output open."""
         if timed_out:
             head = f"timed out after {limit:g} s: the command and its process group were killed"
         elif code is not None and code < 0:
@@ -215,10 +229,15 @@ class ShellTool:
         else:
             head = f"exit code: {code}"
         lines = [" ".join(part for part in (head, note) if part)]
-        if lingering:
+        if held == "stopped":
             lines.append(
                 "(background processes kept the output open and were stopped; "
                 "redirect their output to keep them running)"
+            )
+        elif held:
+            lines.append(
+                "(background processes kept the output open; one that left the process group and "
+                "cleared its environment could not be stopped and may still run; output shown so far)"
             )
         blocked = self.sandbox.blocked_note(err.text() + (out.text() if code else ""))
         used = sum(len(line) + 1 for line in (*lines, blocked) if line)

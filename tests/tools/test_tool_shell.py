@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 import threading
 import time
@@ -198,6 +199,29 @@ def test_background_process_holding_the_pipes_is_stopped(workspace: Path) -> Non
     assert "background processes kept the output open" in out
     assert "started" in out
     assert wait_gone(pid_in(pidfile))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid (util-linux)")
+def test_a_process_that_escaped_the_group_and_the_tag_cannot_hold_the_call(workspace: Path) -> None:
+    """`env -i setsid` leaves the process group and drops the call's tag: it cannot be found to be
+    stopped. Holding the output, it must not keep the call waiting for as long as it runs."""
+    pidfile = workspace / "escaped.pid"
+    command = f"env -i setsid sh -c 'echo $$ > {pidfile}; exec sleep {SLEEP}' & echo started"
+    began = time.monotonic()
+    out = ShellTool(workspace).run_shell(command, ctx=CallContext())
+    elapsed = time.monotonic() - began
+    assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip().isdigit())
+    pid = pid_in(pidfile)
+    try:
+        assert elapsed < PROMPTLY, f"took {elapsed:.1f} s"  # not the escaped sleep's whole run
+        assert out.startswith("exit code: 0")
+        assert "started" in out
+        assert "could not be stopped and may still run" in out
+        assert not is_gone(pid)  # what the note says: it escaped
+    finally:
+        os.kill(pid, 9)
+    assert wait_gone(pid)
 
 
 def test_background_process_with_redirected_output_keeps_running(workspace: Path) -> None:
