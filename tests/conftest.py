@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 _CLEARED_PREFIXES = ("NANOHERMES_", "OPENAI_")
 _LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests press Ctrl-C (SIGINT) in the processes they start. A runner started as a background job
+    of a non-interactive shell (`(pytest &)`, some CI steps) ignores SIGINT, and every child would
+    inherit that and never see the Ctrl-C: the runner takes back the default handling."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
