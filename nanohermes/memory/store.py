@@ -192,8 +192,8 @@ class MemoryStore:
 
         `context` (the conversation around it) is redacted, cut to MAX_CONTEXT and indexed with a
         low weight; it is never shown. Raises MemoryRejected (unknown kind, empty text, invisible
-        Unicode, injection phrase) or StoreError (the file cannot be locked or written; the old
-        file is then unchanged).
+        Unicode, a control character, injection phrase) or StoreError (the file cannot be locked
+        or written; the old file is then unchanged).
         """
         parsed = Kind.parse(kind)
         if parsed is None:
