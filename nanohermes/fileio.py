@@ -73,35 +73,49 @@ def atomic_write(
     *,
     temp_prefix: str | None = None,
     keep_open: Literal[False] = False,
+    durable: bool = True,
 ) -> None: ...
 
 
 @overload
 def atomic_write(
-    path: Path, data: bytes | Sequence[bytes], *, temp_prefix: str | None = None, keep_open: Literal[True]
+    path: Path,
+    data: bytes | Sequence[bytes],
+    *,
+    temp_prefix: str | None = None,
+    keep_open: Literal[True],
+    durable: bool = True,
 ) -> int: ...
 
 
 def atomic_write(
-    path: Path, data: bytes | Sequence[bytes], *, temp_prefix: str | None = None, keep_open: bool = False
+    path: Path,
+    data: bytes | Sequence[bytes],
+    *,
+    temp_prefix: str | None = None,
+    keep_open: bool = False,
+    durable: bool = True,
 ) -> int | None:
     """Replace `path` with `data` (bytes, or pieces written gathered) atomically (file mode 0600).
     On failure the old file is untouched, the temp file is removed and the OSError propagates.
-    Returns the new file's descriptor when `keep_open` (the caller closes it), else None."""
+    Returns the new file's descriptor when `keep_open` (the caller closes it), else None.
+    `durable=False` skips both fsyncs: for a cache, where a file lost in a crash is only rebuilt."""
     prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
     try:
         if os.name == "posix":
             os.fchmod(fd, 0o600)
         write_all(fd, data)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
         os.replace(temp, path)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
     if keep_open:
         return fd
     os.close(fd)

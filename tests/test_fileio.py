@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nanohermes import fileio
 from nanohermes.fileio import atomic_write, ensure_private_dir
 
 
@@ -47,3 +48,17 @@ def test_ensure_private_dir_creates_missing_parents_0700_and_leaves_existing_one
     assert (existing / "a").stat().st_mode & 0o777 == 0o700
     assert (existing / "a" / "b").stat().st_mode & 0o777 == 0o700
     assert existing.stat().st_mode & 0o777 == 0o755
+
+
+@pytest.mark.parametrize(("durable", "syncs"), [(True, 2), (False, 0)])
+def test_atomic_write_fsyncs_only_when_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool, syncs: int
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(fileio.os, "fsync", calls.append)
+    target = tmp_path / "cache"
+    target.write_bytes(b"old")
+    atomic_write(target, b"new", durable=durable)
+    assert target.read_bytes() == b"new"
+    assert len(calls) == syncs  # the file, then its directory
+    assert [p.name for p in tmp_path.iterdir()] == ["cache"]

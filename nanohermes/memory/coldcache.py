@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 import zlib
 from array import array
@@ -38,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nanohermes.fileio import atomic_write
 from nanohermes.memory.docs import Doc
 from nanohermes.memory.layout import ENTRIES_END, ENTRIES_START, SEPARATOR
 
@@ -287,18 +287,8 @@ def _offsets(lines: Sequence[bytes], raw: bytes | None) -> list[int]:
 
 def _replace(directory: Path, data: bytes) -> bool:
     try:
-        fd, temp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX, suffix=".tmp")
+        atomic_write(directory / CACHE_FILE, data, temp_prefix=_TEMP_PREFIX, durable=False)
     except OSError:
-        return False
-    try:
-        with open(fd, "wb") as file:
-            if os.name == "posix":
-                os.fchmod(file.fileno(), 0o600)
-            file.write(data)
-        os.replace(temp, directory / CACHE_FILE)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
         return False
     _remove_stale_temps(directory)
     return True

@@ -17,7 +17,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import heapq
-import json
 import os
 import zlib
 from collections.abc import Callable, Sequence
@@ -28,8 +27,9 @@ from nanohermes.memory import coldcache
 from nanohermes.memory.bm25 import Explanation, TermScore, idf
 from nanohermes.memory.coldcache import GLOBAL, META, Packed, line_key
 from nanohermes.memory.constants import CONTEXT_WEIGHT, K1
+from nanohermes.memory.derived import WholeFile, entry_of_line
 from nanohermes.memory.docs import make_doc
-from nanohermes.memory.entry import Entry, entries_from_list
+from nanohermes.memory.entry import Entry
 from nanohermes.memory.layout import ENTRIES_END, SEPARATOR, split_document
 from nanohermes.memory.scope import sees
 from nanohermes.memory.topk import saturation
@@ -278,19 +278,9 @@ def read_line(line: bytes) -> Entry | None:
     """The entry of one line, None for a line this version keeps but cannot use; _Full when only
     the whole file decides (as the store's line-by-line read decides)."""
     try:
-        item = json.loads(line)
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        return entry_of_line(line, [])
+    except WholeFile:
         raise _Full from None
-    kept: list[str] = []
-    found = entries_from_list([item], None, kept)
-    if not found:
-        if kept:
-            return None
-        raise _Full
-    entry = found[0]
-    if not isinstance(item, dict) or entry.id != item.get("id"):
-        raise _Full  # its id was derived: that depends on the other entries
-    return entry
 
 
 Held = list[tuple[str, float, list[int], list[bytes], dict[int, float]]]

@@ -86,19 +86,9 @@ class Derived:
     def read_line(self, line: bytes, kept: list[str]) -> Entry | None:
         """The entry of a line not seen before, or None with the line appended to `kept` when this
         version cannot use it. WholeFile when only the whole document can decide."""
-        try:
-            item = json.loads(line)
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise WholeFile from None  # its parse says what is wrong with the file
-        count = len(kept)
-        found = entries_from_list([item], self.known, kept)
-        if not found:
-            if len(kept) > count:
-                return None
-            raise WholeFile
-        entry = found[0]
-        if not isinstance(item, dict) or entry.id != item.get("id"):
-            raise WholeFile  # its id was derived: that depends on the other entries
+        entry = entry_of_line(line, kept, self.known)
+        if entry is None:
+            return None
         self.by_line[line] = entry
         self.lines[entry.id] = (entry, line)  # written back as it was read
         return entry
@@ -132,3 +122,23 @@ class Derived:
 
 class WholeFile(Exception):
     """A line the line-by-line parse cannot decide alone."""
+
+
+def entry_of_line(line: bytes, kept: list[str], known: Known | None = None) -> Entry | None:
+    """The entry of one entry line of memory.json, or None with the line appended to `kept` when
+    this version cannot use it. WholeFile when only the whole document can decide (the line is not
+    JSON, or its id must be derived: that depends on the other entries)."""
+    try:
+        item = json.loads(line)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise WholeFile from None  # its parse says what is wrong with the file
+    count = len(kept)
+    found = entries_from_list([item], known, kept)
+    if not found:
+        if len(kept) > count:
+            return None
+        raise WholeFile
+    entry = found[0]
+    if not isinstance(item, dict) or entry.id != item.get("id"):
+        raise WholeFile
+    return entry

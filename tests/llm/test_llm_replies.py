@@ -156,19 +156,20 @@ def test_a_refusal_not_streamed(fake_server: FakeServer) -> None:
     assert result.refusal == "I can't help with that."
 
 
-def test_an_answer_cut_by_the_cap_keeps_its_text(fake_server: FakeServer) -> None:
-    push_fixture(fake_server, "length_partial.sse")
+@pytest.mark.parametrize(
+    ("fixture", "content", "reason"),
+    [
+        ("length_partial.sse", "The three steps are: first, read the", "length"),
+        ("azure_content_filter.sse", "The story begins", "content_filter"),
+    ],
+)
+def test_an_answer_stopped_part_way_keeps_its_text(
+    fake_server: FakeServer, fixture: str, content: str, reason: str
+) -> None:
+    push_fixture(fake_server, fixture)
     _, result = stream(fake_server)
-    assert result.content == "The three steps are: first, read the"
-    assert result.finish_reason == "length"
-    assert len(fake_server.requests) == 1
-
-
-def test_an_answer_stopped_by_the_content_filter_keeps_its_text(fake_server: FakeServer) -> None:
-    push_fixture(fake_server, "azure_content_filter.sse")
-    _, result = stream(fake_server)
-    assert result.content == "The story begins"
-    assert result.finish_reason == "content_filter"
+    assert result.content == content
+    assert result.finish_reason == reason
     assert len(fake_server.requests) == 1
 
 

@@ -291,17 +291,22 @@ def test_undo_in_the_repl_over_a_later_edit_asks_first(
     assert term.exit_code() == 0
 
 
+def _run_to_exit(workspace: Path, args: tuple[str, ...], env: dict[str, str]) -> tuple[int | None, str]:
+    """Run nanohermes in a pty until it exits: its exit status and what it printed, plain."""
+    child = spawn(workspace, args, env)
+    child.expect(pexpect.EOF, timeout=WAIT)
+    child.close()
+    return child.exitstatus, plain(child.before or "")
+
+
 def test_resuming_a_broken_or_busy_session_is_one_line_before_any_prompt(
     fake_server: FakeServer, workspace: Path, isolated_home: Path
 ) -> None:
     sessions = isolated_home / ".nanohermes" / "sessions"
     sessions.mkdir(parents=True)
     (sessions / "broken.json").write_text('{"version": 2, "messages": [', encoding="utf-8")
-    child = spawn(workspace, ("--session", "broken"), server_env(fake_server))
-    child.expect(pexpect.EOF, timeout=WAIT)
-    child.close()
-    text = plain(child.before or "")
-    assert child.exitstatus == 1, text
+    status, text = _run_to_exit(workspace, ("--session", "broken"), server_env(fake_server))
+    assert status == 1, text
     assert "broken.json" in text
     assert PROMPT not in text
     assert "Traceback" not in text
@@ -313,11 +318,8 @@ def test_resuming_a_broken_or_busy_session_is_one_line_before_any_prompt(
         first.prompt()
         first.send("remember this\r")
         first.expect("Noted.")
-        second = spawn(workspace, ("--session", "held"), server_env(fake_server))
-        second.expect(pexpect.EOF, timeout=WAIT)
-        second.close()
-        busy = plain(second.before or "")
-        assert second.exitstatus == 2, busy
+        status, busy = _run_to_exit(workspace, ("--session", "held"), server_env(fake_server))
+        assert status == 2, busy
         assert "in use by another nanohermes" in busy
         assert PROMPT not in busy
     finally:
