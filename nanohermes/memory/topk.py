@@ -224,27 +224,32 @@ shortest length."""
 
 def _groups(index: Index, frequent: list[Frequent], sat_min: float) -> list[Group]:
     tf_max = index.tf_max
-    keys: list[tuple[int, int]] = []
-    found: list[list[Part]] = []
-    for position, (term, weight, one, other) in enumerate(frequent):
-        key = (one, other)
-        if key in keys:  # equal bitsets: compared, never hashed
-            found[keys.index(key)].append((position, weight, term))
-        else:
-            keys.append(key)
-            found.append([(position, weight, term)])
     groups: list[Group] = []
-    for (one, other), members in zip(keys, found, strict=True):
-        weight = sum(w for _, w, _ in members)
-        tf_top = max(1.0, *(tf_max.get(str(term), 1.0) for _, _, term in members)) if other else 1.0
-        top = weight * tf_top / (tf_top + sat_min)
-        bits = sum(1 << position for position, _, _ in members)
-        as_ones: Held = tuple((position, w, None) for position, w, _ in members)
-        groups.append(
-            (one, other, one | other, as_ones, tuple(members), bits, weight, ((weight, tf_top),), top)
-        )
+    for position, (term, weight, one, other) in enumerate(frequent):
+        tf_top = max(1.0, tf_max.get(term, 1.0)) if other else 1.0
+        for place, group in enumerate(groups):
+            if group[0] == one and group[1] == other:  # equal bitsets: compared, never hashed
+                groups[place] = _joined(group, position, weight, term, tf_top, sat_min)
+                break
+        else:
+            top = weight * tf_top / (tf_top + sat_min)
+            as_ones: Held = ((position, weight, None),)
+            as_others: Held = ((position, weight, term),)
+            bounds = ((weight, tf_top),)
+            groups.append((one, other, one | other, as_ones, as_others, 1 << position, weight, bounds, top))
     groups.sort(key=lambda group: group[8], reverse=True)
     return groups
+
+
+def _joined(group: Group, position: int, weight: float, term: str, tf_top: float, sat_min: float) -> Group:
+    """`group` with one more member: a term with the same bitsets (the bigrams of one word, say)."""
+    one, other, either, as_ones, as_others, bits, total, bounds, _ = group
+    total += weight
+    tf_top = max(tf_top, bounds[0][1])
+    as_ones = (*as_ones, (position, weight, None))
+    as_others = (*as_others, (position, weight, term))
+    top = total * tf_top / (tf_top + sat_min)
+    return (one, other, either, as_ones, as_others, bits | 1 << position, total, ((total, tf_top),), top)
 
 
 def _walk(query: _Query, frequent: list[Frequent], everything: int) -> None:
@@ -280,29 +285,29 @@ class _Walker:
         length. A branch is opened only when its bound with the groups after it reaches the
         k-th score."""
         groups = self.groups
-        if i == len(groups):
-            if held:
-                self.scan(docs, held, ones, ones_weight, others)
-            return
         one, other, either, as_ones, as_others, members, weight, bounds, top = groups[i]
         j = i + 1
+        last = j == len(groups)
+        descend = self.scan if last else self.visit  # the last group: each branch is a pattern
         query = self.query
         rest = self.rest[j]
         reach = bound + weight * self.one_factor
         if (reach + rest) * _SAFETY >= query.theta:
             found = docs & one
             if found:
-                self.visit(j, found, held + as_ones, ones | members, ones_weight + weight, others, reach)
+                descend(j, found, held + as_ones, ones | members, ones_weight + weight, others, reach)
         if other and (bound + top + rest) * _SAFETY >= query.theta:
             found = docs & other
             if found:
-                self.visit(j, found, held + as_others, ones, ones_weight, others + bounds, bound + top)
-        if (held or j < len(groups)) and (bound + rest) * _SAFETY >= query.theta:
+                descend(j, found, held + as_others, ones, ones_weight, others + bounds, bound + top)
+        if (held or not last) and (bound + rest) * _SAFETY >= query.theta:
             found = docs ^ (docs & either)  # docs & ~either without a negative int (slow)
             if found:
-                self.visit(j, found, held, ones, ones_weight, others, bound)
+                descend(j, found, held, ones, ones_weight, others, bound)
 
-    def scan(self, docs: int, held: Held, ones: int, ones_weight: float, others: Others) -> None:
+    def scan(
+        self, _: int, docs: int, held: Held, ones: int, ones_weight: float, others: Others, __: float
+    ) -> None:
         """Score the entries of one pattern that can still enter the top k: shortest bucket first
         until there are k results, then at once those of every bucket whose bound reaches the
         k-th score (one AND with the union of those buckets)."""
