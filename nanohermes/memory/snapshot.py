@@ -8,6 +8,8 @@ and joins the lines of the chunk it changes into that chunk's block of the file,
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import os
 import weakref
 from collections.abc import Sequence
@@ -208,9 +210,30 @@ class Snapshot:
         made._joined = self._joined  # (the blocks this one or its parent joined)
         return made
 
-    def anchor(self, fd: int) -> None:
-        """Keep `fd` (this version's file) open while the snapshot lives, so its inode is not reused."""
-        weakref.finalize(self, os.close, fd)
+    def anchor(self, fd: int, size: int) -> None:
+        """Keep `fd` (this version's file, `size` bytes) open while the snapshot lives, so its inode
+        is not reused."""
+        weakref.finalize(self, os.close if size < CLOSE_ASIDE else close_aside, fd)
+
+
+CLOSE_ASIDE = 1 << 19
+"""A replaced file of this many bytes is closed on a thread of its own: the close frees the
+file's blocks (about 1 ms a megabyte here), which the writer whose write replaced it need not wait for."""
+
+
+def close_aside(fd: int) -> None:
+    """Close `fd` on a short-lived thread (directly at interpreter exit, when no thread starts).
+    A bare `_thread` thread: `threading.Thread.start` waits for the thread to run (about 150 µs
+    against 30 µs here), and a close needs no join."""
+    try:
+        _thread.start_new_thread(_close_quietly, (fd,))
+    except RuntimeError:
+        _close_quietly(fd)
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):  # the descriptor was ours alone: nothing else to undo
+        os.close(fd)
 
 
 def _chunked(items: Sequence[T]) -> Chunked[T]:

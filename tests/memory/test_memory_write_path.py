@@ -5,12 +5,15 @@ the tokenizer's fast paths against the plain rule."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import random
 import re
 import string
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -264,3 +267,59 @@ def test_another_session_s_appends_are_read_without_parsing_the_file_again(
     assert reader.get(writer.last_id or "") is not None
     assert len(parsed) == 1
     assert reader.load() == MemoryStore(tmp_path).load()
+
+
+def _deleted_files_held(directory: Path) -> int:
+    """How many of this process's descriptors point to a deleted file of `directory`."""
+    held = 0
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{name}")
+            held += target.startswith(str(directory)) and target.endswith(" (deleted)")
+    return held
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd (Linux)")
+def test_a_replaced_large_file_is_closed_off_the_writer_s_path(tmp_path: Path) -> None:
+    """The snapshot holds its file open (inode never reused); when a write replaces a file larger
+    than CLOSE_ASIDE, the old one is closed on a thread of its own, and it is closed."""
+    filler = "x" * 180
+    entries = [
+        {"id": f"f{i}", "kind": "fact", "text": f"filler {i} {filler}", "source": "t", "ts": i}
+        for i in range(snapshot.CLOSE_ASIDE // 200 + 100)
+    ]
+    (tmp_path / "memory.json").write_text(json.dumps({"version": 1, "entries": entries}), "utf-8")
+    store = MemoryStore(tmp_path, max_entries=100_000)
+    store.search("filler")
+    assert os.stat(store.path).st_size >= snapshot.CLOSE_ASIDE
+    started: list[int] = []
+    real_start = snapshot._thread.start_new_thread
+
+    def recording(function: Callable[..., object], args: tuple[int]) -> int:
+        started.append(args[0])
+        return real_start(function, args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(snapshot._thread, "start_new_thread", recording)
+        for i in range(3):
+            store.remember("fact", f"a new fact number {i} about the deploy")
+    assert len(started) == 3  # each write's predecessor, closed aside
+    deadline = time.monotonic() + 10
+    while _deleted_files_held(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _deleted_files_held(tmp_path) == 0
+    assert [entry.text for _, entry in store.search("new fact deploy", top_k=3)]
+
+
+def test_closing_aside_closes_at_once_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At interpreter exit no thread starts: the descriptor is closed right away instead."""
+    read, write = os.pipe()
+    os.close(write)
+
+    def refuse(function: Callable[..., object], args: tuple[int]) -> int:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(snapshot._thread, "start_new_thread", refuse)
+    snapshot.close_aside(read)
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(read)
