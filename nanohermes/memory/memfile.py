@@ -172,7 +172,7 @@ class MemoryFile:
     def _install(self, snap: Snapshot, version: Identity, fd: int) -> Snapshot:
         snap.identity = version
         if _HOLD_INODE:
-            snap.anchor(fd, version[4])
+            snap.anchor(fd)
         else:
             os.close(fd)
         with self._mutex:

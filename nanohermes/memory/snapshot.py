@@ -210,15 +210,12 @@ class Snapshot:
         made._joined = self._joined  # (the blocks this one or its parent joined)
         return made
 
-    def anchor(self, fd: int, size: int) -> None:
-        """Keep `fd` (this version's file, `size` bytes) open while the snapshot lives, so its inode
-        is not reused."""
-        weakref.finalize(self, os.close if size < CLOSE_ASIDE else close_aside, fd)
-
-
-CLOSE_ASIDE = 1 << 19
-"""A replaced file of this many bytes is closed on a thread of its own: the close frees the
-file's blocks (about 1 ms a megabyte here), which the writer whose write replaced it need not wait for."""
+    def anchor(self, fd: int) -> None:
+        """Keep `fd` (this version's file) open while the snapshot lives, so its inode is not
+        reused; then close it aside: once a write replaced the file, that last close frees its
+        blocks (0.2 ms for 16 KB, 1 ms for 1 MB, 8 ms for 10 MB on this disk), which the writer
+        need not wait for."""
+        weakref.finalize(self, close_aside, fd)
 
 
 def close_aside(fd: int) -> None:
