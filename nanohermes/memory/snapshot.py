@@ -215,7 +215,7 @@ class Snapshot:
         reused; then close it aside: once a write replaced the file, that last close frees its
         blocks (0.2 ms for 16 KB, 1 ms for 1 MB, 8 ms for 10 MB on this disk), which the writer
         need not wait for."""
-        weakref.finalize(self, close_aside, fd)
+        weakref.finalize(self, close_aside, fd).atexit = False  # at exit the OS closes it
 
 
 def close_aside(fd: int) -> None:
