@@ -140,6 +140,78 @@ def _top_fields(tail: bytes) -> Top | None:
     return tuple((name, _dumps(value)) for name, value in data.items())
 
 
+_STEP = 1 << 16  # bytes compared at once (memcmp) before halving down to the first difference
+
+
+def common_prefix(a: bytes, b: bytes) -> int:
+    """The length of the longest common prefix of `a` and `b`, compared in place."""
+    size = min(len(a), len(b))
+    view = memoryview(a)
+    low = 0  # a[:low] == b[:low]
+    while low < size:
+        high = min(low + _STEP, size)
+        if not b.startswith(view[low:high], low):
+            break
+        low = high
+    else:
+        return size
+    while high - low > 1:  # a[:high] != b[:high]
+        middle = (low + high) // 2
+        if b.startswith(view[low:middle], low):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def common_suffix(a: bytes, b: bytes) -> int:
+    """The length of the longest common suffix of `a` and `b`, compared in place."""
+    size = min(len(a), len(b))
+    view, end_a, end_b = memoryview(a), len(a), len(b)
+    low = 0  # a[end_a - low:] == b[end_b - low:]
+    while low < size:
+        high = min(low + _STEP, size)
+        if not b.endswith(view[end_a - high : end_a - low], 0, end_b - low):
+            break
+        low = high
+    else:
+        return size
+    while high - low > 1:
+        middle = (low + high) // 2
+        if b.endswith(view[end_a - middle : end_a - low], 0, end_b - low):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def changed_line(before: bytes, after: bytes) -> tuple[bytes, bytes] | None:
+    """(old line, new line) when `after` is `before` (both as `dump_lines` writes them) with one
+    entry line changed in place and every other byte the same; else None."""
+    head = common_prefix(before, after)
+    if head == len(before) or head == len(after):
+        return None  # one ends where the other goes on: not one line changed
+    tail = min(common_suffix(before, after), len(before) - head, len(after) - head)
+    # The line holding the first difference: no JSON string holds a raw newline, so "\n    " only
+    # ever precedes an entry line. Before the first line, the difference is in the head.
+    start = after.rfind(b"\n    ", 0, head) + 5
+    if start < len(ENTRIES_START):
+        return None
+    old_end, new_end = _line_end(before, start), _line_end(after, start)
+    if old_end is None or new_end is None or len(before) - old_end != len(after) - new_end:
+        return None  # the lines after it are not where they were
+    if len(before) - tail > old_end or len(after) - tail > new_end:
+        return None  # something after this line changed too
+    return before[start:old_end], after[start:new_end]
+
+
+def _line_end(raw: bytes, start: int) -> int | None:
+    newline = raw.find(b"\n", start)
+    if newline < 0:
+        return None
+    return newline - 1 if raw.startswith(b",", newline - 1) else newline
+
+
 ENTRIES_START = _HEAD + _OPEN
 """What precedes the first entry line of a file with entries, as this program writes it."""
 SEPARATOR = _SEPARATOR

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from nanohermes.errors import StoreError
 from nanohermes.fileio import atomic_write, ensure_private_dir
-from nanohermes.memory.derived import Derived
+from nanohermes.memory.derived import Derived, WholeFile
 from nanohermes.memory.entry import FORMAT_VERSION, FormatError
 from nanohermes.memory.fileio import (
     free_name,
@@ -36,7 +36,7 @@ from nanohermes.memory.fileio import (
     unlink_quietly,
     write_target,
 )
-from nanohermes.memory.layout import dump_blocks, lines_after, lines_end, tail_of
+from nanohermes.memory.layout import changed_line, dump_blocks, lines_after, lines_end, tail_of
 from nanohermes.memory.locking import lock_for
 from nanohermes.memory.snapshot import Identity, Snapshot, identity
 
@@ -135,7 +135,7 @@ class MemoryFile:
             version = identity(st)
             raw = read_all(fd)
             with self._mutex:
-                snap = self._grown(raw) or self._parsed(raw)
+                snap = self._grown(raw) or self._one_line_changed(raw) or self._parsed(raw)
         except BaseException:
             os.close(fd)
             raise
@@ -166,6 +166,34 @@ class MemoryFile:
         if lines is None or entries is None:
             return None
         snap = old.grown([self.derived.doc(entry) for entry in entries], lines)
+        snap.raw, snap.raw_end = raw, len(raw) - len(tail_of(old.kept))
+        return snap
+
+    def _one_line_changed(self, raw: bytes) -> Snapshot | None:
+        """The current snapshot with one entry replaced, when that is all another session changed
+        in the file (a merge refreshed a memory in place): the old and the new bytes are compared
+        from both ends in place, so no other line is split off or looked up. Else None."""
+        old = self.snapshot
+        if old is None or old.identity is None or old.kept.lines:
+            return None
+        before = old.raw
+        if before is None and old.blocks is not None:  # our own write: the bytes we wrote
+            before = b"".join(dump_blocks(old.blocks, old.kept))
+        change = None if before is None or old.version != FORMAT_VERSION else changed_line(before, raw)
+        if change is None:
+            return None
+        old_line, new_line = change
+        was = self.derived.by_line.get(old_line)
+        index = None if was is None else old.position(was.id)
+        if was is None or index is None or old.entries[index] is not was:
+            return None  # (the entry there is not the one this line was read as)
+        try:
+            entry = self.derived.by_line.get(new_line) or self.derived.read_line(new_line, [])
+        except WholeFile:
+            return None
+        if entry is None or entry.id != was.id:
+            return None  # a kept entry or another id: the whole file decides
+        snap = old.replaced(index, self.derived.doc(entry), new_line)
         snap.raw, snap.raw_end = raw, len(raw) - len(tail_of(old.kept))
         return snap
 

@@ -260,13 +260,119 @@ def test_another_session_s_appends_are_read_without_parsing_the_file_again(
         assert reader.search(name)[0][1].text == f"the {name} deploy target is {name}.example.org"
         assert reader.load() == writer.load()
     assert parsed == []  # the reader grew its snapshot by the appended lines each time
-    writer.remember("lesson", "Run the slow tests only in CI runners")  # a merge: not an append
+    writer.remember("lesson", "Run the slow tests only in CI runners")  # a merge: one line changed
     assert reader.load() == writer.load()
-    assert len(parsed) == 1  # the merge changed a line: the reader parsed the file (line by line)
+    assert reader.search("runners")[0][1].text == "Run the slow tests only in CI runners"
+    assert parsed == []  # the reader replaced that one entry of its snapshot
+    writer.forget(writer.load()[0].id)  # a line removed: the reader parses the file (line by line)
+    assert reader.load() == writer.load()
+    assert len(parsed) == 1
     writer.remember("fact", "The docs live in docs/site")
     assert reader.get(writer.last_id or "") is not None
     assert len(parsed) == 1
     assert reader.load() == MemoryStore(tmp_path).load()
+
+
+def _file_of(texts: list[str], top: str = "") -> bytes:
+    lines = [
+        json.dumps({"id": f"m{i}", "kind": "fact", "text": text, "source": "t", "ts": i}).encode()
+        for i, text in enumerate(texts)
+    ]
+    data = b"".join(dump_lines(lines))
+    return data[: -len(b"\n}\n")] + top.encode() + b"\n}\n" if top else data
+
+
+@pytest.mark.parametrize(
+    ("change", "found"),
+    [
+        (lambda t: t.__setitem__(0, "the first one, changed"), True),
+        (lambda t: t.__setitem__(7, "a middle one, much longer than it was before " * 3), True),
+        (lambda t: t.__setitem__(-1, "z"), True),
+        (lambda t: t.__setitem__(3, t[3] + "x") or t.__setitem__(9, t[9] + "y"), False),  # two lines
+        (lambda t: t.pop(4), False),  # a line removed
+        (lambda t: t.insert(4, "a new line in the middle"), False),
+        (lambda t: t.append("an appended line"), False),
+        (lambda t: None, False),  # nothing changed
+    ],
+)
+def test_changed_line_finds_one_line_changed_in_place_and_nothing_else(
+    change: Callable[[list[str]], object], found: bool
+) -> None:
+    texts = [f"memory number {i} " + "abc" * (i % 4) for i in range(12)]
+    before = _file_of(texts, top=', "note": "kept"')
+    changed = list(texts)
+    change(changed)
+    after = _file_of(changed, top=', "note": "kept"')
+    result = layout.changed_line(before, after)
+    if not found:
+        assert result is None
+        return
+    assert result is not None
+    old_line, new_line = result
+    position = next(i for i, (a, b) in enumerate(zip(texts, changed, strict=True)) if a != b)
+    assert json.loads(old_line)["text"] == texts[position]
+    assert json.loads(new_line)["text"] == changed[position]
+
+
+def test_common_prefix_and_suffix_match_a_plain_scan() -> None:
+    rng = random.Random(3)
+    for _ in range(300):
+        size = rng.choice([0, 1, 5, 70_000, 140_000])
+        a = bytes(rng.randrange(3) for _ in range(size)) if size < 100 else os.urandom(size)
+        b = bytearray(a)
+        for _ in range(rng.randint(0, 2)):
+            if b:
+                b[rng.randrange(len(b))] ^= 1
+        if rng.random() < 0.3:
+            b += b"tail"
+        b = bytes(b)
+        plain = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        back = next(
+            (i for i, (x, y) in enumerate(zip(reversed(a), reversed(b), strict=False)) if x != y),
+            min(len(a), len(b)),
+        )
+        assert layout.common_prefix(a, b) == plain
+        assert layout.common_suffix(a, b) == back
+
+
+def test_a_foreign_edit_of_one_line_is_taken_in_place_and_others_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another program rewrote one entry in place (same id): the reader replaces that entry; an
+    edit that changes an id, breaks a line or touches two lines takes the whole file, and every
+    time the reader holds what a fresh store reads."""
+    texts = [f"deploy note {i}: the staging host is host{i}.example.org" for i in range(40)]
+    path = tmp_path / "memory.json"
+    path.write_bytes(_file_of(texts))
+    reader = MemoryStore(tmp_path)
+    assert reader.search("host7")[0][1].id == "m7"
+    parsed: list[bytes] = []
+    whole = Derived.parse
+
+    def counted(self: Derived, raw: bytes) -> object:
+        parsed.append(raw)
+        return whole(self, raw)
+
+    monkeypatch.setattr(Derived, "parse", counted)
+    texts[7] = "deploy note 7: the staging host moved to blue7.example.org"
+    path.write_bytes(_file_of(texts))
+    assert reader.search("blue7")[0][1].id == "m7"
+    assert reader.search("host7") == [] or reader.search("host7")[0][1].id != "m7"
+    assert parsed == []
+    edits = [
+        lambda raw: raw.replace(b'"id": "m9"', b'"id": "x9"'),  # another id
+        lambda raw: raw.replace(b"host3.example", b"host3\\u00e9example"),  # an escape: same id
+        lambda raw: raw.replace(b"host5", b"hostV").replace(b"host6", b"hostW"),  # two lines
+        lambda raw: raw.replace(b'"id": "m2", "kind": "fact"', b'"id": "m2", "kind": "opinion"'),
+        lambda raw: raw.replace(b'"ts": 11}', b'"ts": 11'),  # a broken line
+    ]
+    for edit in edits:
+        path.write_bytes(edit(path.read_bytes()))
+        fresh = MemoryStore(tmp_path / "fresh")
+        (tmp_path / "fresh").mkdir(exist_ok=True)
+        (tmp_path / "fresh" / "memory.json").write_bytes(path.read_bytes())
+        assert reader.load() == fresh.load()
+        assert reader.search("staging host") == fresh.search("staging host")
 
 
 def _deleted_files_held(directory: Path) -> int:
