@@ -205,6 +205,29 @@ def changed_line(before: bytes, after: bytes) -> tuple[bytes, bytes] | None:
     return before[start:old_end], after[start:new_end]
 
 
+def removed_line(before: bytes, after: bytes, tail: bytes) -> tuple[bytes, list[bytes]] | None:
+    """(the removed line, the lines appended) when `after` is `before` (both as `dump_lines` writes
+    them, ending in `tail`) with one entry line taken out (not the last) and zero or more lines
+    appended, every other byte the same (a forget, or an append that evicted at the cap); else
+    None."""
+    head = common_prefix(before, after)
+    start = after.rfind(b"\n    ", 0, head) + 5  # as in changed_line
+    lines_end = len(before) - len(tail)
+    if start < len(ENTRIES_START) or head == len(before) or not before.endswith(tail):
+        return None
+    old_end = _line_end(before, start)
+    if old_end is None or old_end >= lines_end:
+        return None
+    rest = memoryview(before)[old_end + len(_SEPARATOR) : lines_end]  # the lines after it, moved up
+    if not after.startswith(rest, start):
+        return None
+    offset = start + len(rest)
+    if len(after) - offset == len(tail) and after.endswith(tail):
+        return before[start:old_end], []
+    added = lines_after(after, offset, tail)
+    return None if added is None else (before[start:old_end], added)
+
+
 def _line_end(raw: bytes, start: int) -> int | None:
     newline = raw.find(b"\n", start)
     if newline < 0:

@@ -26,7 +26,7 @@ from pathlib import Path
 from nanohermes.errors import StoreError
 from nanohermes.fileio import atomic_write, ensure_private_dir
 from nanohermes.memory.derived import Derived, WholeFile
-from nanohermes.memory.entry import FORMAT_VERSION, FormatError
+from nanohermes.memory.entry import FORMAT_VERSION, Entry, FormatError
 from nanohermes.memory.fileio import (
     free_name,
     not_regular,
@@ -36,7 +36,7 @@ from nanohermes.memory.fileio import (
     unlink_quietly,
     write_target,
 )
-from nanohermes.memory.layout import changed_line, dump_blocks, lines_after, lines_end, tail_of
+from nanohermes.memory.layout import changed_line, dump_blocks, lines_after, lines_end, removed_line, tail_of
 from nanohermes.memory.locking import lock_for
 from nanohermes.memory.snapshot import Identity, Snapshot, identity
 
@@ -170,32 +170,59 @@ class MemoryFile:
         return snap
 
     def _one_line_changed(self, raw: bytes) -> Snapshot | None:
-        """The current snapshot with one entry replaced, when that is all another session changed
-        in the file (a merge refreshed a memory in place): the old and the new bytes are compared
-        from both ends in place, so no other line is split off or looked up. Else None."""
+        """The current snapshot with what another session changed in the file, when that is one
+        entry replaced in place (a merge refreshed a memory), or one taken out with lines perhaps
+        appended (a forget, or an append that evicted at the cap): the old and the new bytes are
+        compared from both ends in place, so no unchanged line is split off or looked up. Else
+        None (the whole file is read line by line)."""
         old = self.snapshot
-        if old is None or old.identity is None or old.kept.lines:
+        if old is None or old.identity is None or old.kept.lines or old.version != FORMAT_VERSION:
             return None
         before = old.raw
         if before is None and old.blocks is not None:  # our own write: the bytes we wrote
             before = b"".join(dump_blocks(old.blocks, old.kept))
-        change = None if before is None or old.version != FORMAT_VERSION else changed_line(before, raw)
-        if change is None:
+        if before is None:
             return None
-        old_line, new_line = change
-        was = self.derived.by_line.get(old_line)
-        index = None if was is None else old.position(was.id)
-        if was is None or index is None or old.entries[index] is not was:
-            return None  # (the entry there is not the one this line was read as)
+        tail = tail_of(old.kept)
+        snap = self._replaced(old, changed_line(before, raw)) or self._removed(
+            old, removed_line(before, raw, tail)
+        )
+        if snap is not None:
+            snap.raw, snap.raw_end = raw, len(raw) - len(tail)
+        return snap
+
+    def _replaced(self, old: Snapshot, change: tuple[bytes, bytes] | None) -> Snapshot | None:
+        index = None if change is None else self._position_of(old, change[0])
+        if change is None or index is None:
+            return None
+        entry = self._entry_of(change[1])
+        if entry is None or entry.id != old.entries[index].id:
+            return None  # a kept entry or another id: the whole file decides
+        return old.replaced(index, self.derived.doc(entry), change[1])
+
+    def _removed(self, old: Snapshot, change: tuple[bytes, list[bytes]] | None) -> Snapshot | None:
+        index = None if change is None else self._position_of(old, change[0])
+        if change is None or index is None:
+            return None
+        added = change[1]
+        entries = self.derived.new_entries(added, old.by_id) if added else []
+        if entries is None:
+            return None
+        grown = old.grown([self.derived.doc(entry) for entry in entries], added) if added else old
+        return grown.without({index})  # (after an append: one write's change from `old`)
+
+    def _position_of(self, snap: Snapshot, line: bytes) -> int | None:
+        """The position in `snap` of the entry read from or written as `line`, or None."""
+        was = self.derived.by_line.get(line)
+        index = None if was is None else snap.position(was.id)
+        return None if index is None or snap.entries[index] is not was else index
+
+    def _entry_of(self, line: bytes) -> Entry | None:
+        """The entry of an entry line (None: a kept line, or one only the whole file decides)."""
         try:
-            entry = self.derived.by_line.get(new_line) or self.derived.read_line(new_line, [])
+            return self.derived.by_line.get(line) or self.derived.read_line(line, [])
         except WholeFile:
             return None
-        if entry is None or entry.id != was.id:
-            return None  # a kept entry or another id: the whole file decides
-        snap = old.replaced(index, self.derived.doc(entry), new_line)
-        snap.raw, snap.raw_end = raw, len(raw) - len(tail_of(old.kept))
-        return snap
 
     def _install(self, snap: Snapshot, version: Identity, fd: int) -> Snapshot:
         snap.identity = version

@@ -264,13 +264,45 @@ def test_another_session_s_appends_are_read_without_parsing_the_file_again(
     assert reader.load() == writer.load()
     assert reader.search("runners")[0][1].text == "Run the slow tests only in CI runners"
     assert parsed == []  # the reader replaced that one entry of its snapshot
-    writer.forget(writer.load()[0].id)  # a line removed: the reader parses the file (line by line)
+    writer.forget(writer.load()[0].id)  # a line removed: taken out of the reader's snapshot
     assert reader.load() == writer.load()
-    assert len(parsed) == 1
     writer.remember("fact", "The docs live in docs/site")
     assert reader.get(writer.last_id or "") is not None
+    assert parsed == []
+    writer.forget(writer.load()[-1].id)  # the last line removed: the file is read line by line
+    assert reader.load() == writer.load()
     assert len(parsed) == 1
     assert reader.load() == MemoryStore(tmp_path).load()
+
+
+def test_another_session_s_evictions_at_the_cap_are_taken_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the cap every new memory evicts one: the reader appends the one and drops the other,
+    and ranks as a fresh store does."""
+    reader, writer = MemoryStore(tmp_path, max_entries=30), MemoryStore(tmp_path, max_entries=30)
+    kinds = ["fact", "lesson", "preference", "correction"]
+    for i in range(30):
+        writer.remember(kinds[i % 4], f"rule {i}: the service{i} port is {8000 + i}")
+    assert reader.search("service7 port")[0][1].text == "rule 7: the service7 port is 8007"
+    parsed: list[bytes] = []
+    whole = Derived.parse
+    readers = reader._file.derived
+
+    def counted(self: Derived, raw: bytes) -> object:
+        if self is readers:
+            parsed.append(raw)
+        return whole(self, raw)
+
+    monkeypatch.setattr(Derived, "parse", counted)
+    for i in range(30, 40):
+        writer.remember("fact", f"rule {i}: the worker{i} queue is q{i}")
+        assert len(writer.load()) == 30
+        assert reader.load() == writer.load()
+        fresh = MemoryStore(tmp_path, max_entries=30)
+        for query in (f"worker{i} queue", "service port", "rule"):
+            assert reader.search(query, top_k=5) == fresh.search(query, top_k=5)
+    assert parsed == []  # each time: the new line appended, the evicted one taken out
 
 
 def _file_of(texts: list[str], top: str = "") -> bytes:
@@ -312,6 +344,53 @@ def test_changed_line_finds_one_line_changed_in_place_and_nothing_else(
     position = next(i for i, (a, b) in enumerate(zip(texts, changed, strict=True)) if a != b)
     assert json.loads(old_line)["text"] == texts[position]
     assert json.loads(new_line)["text"] == changed[position]
+
+
+@pytest.mark.parametrize(
+    ("position", "appended", "found"),
+    [(0, 0, True), (5, 0, True), (5, 1, True), (10, 2, True), (11, 0, False), (11, 1, False)],
+)
+def test_removed_line_finds_one_line_taken_out_and_lines_appended(
+    position: int, appended: int, found: bool
+) -> None:
+    texts = [f"memory number {i} " + "abc" * (i % 4) for i in range(12)]
+    changed = [text for i, text in enumerate(texts) if i != position]
+    changed += [f"appended {i}" for i in range(appended)]
+    lines = [
+        json.dumps({"id": f"m{i}", "kind": "fact", "text": text, "source": "t", "ts": i}).encode()
+        for i, text in enumerate(texts)
+    ]
+    before = b"".join(dump_lines(lines))
+    new_lines = [line for i, line in enumerate(lines) if i != position]
+    new_lines += [json.dumps({"id": f"a{i}", "text": f"appended {i}"}).encode() for i in range(appended)]
+    after = b"".join(dump_lines(new_lines))
+    result = layout.removed_line(before, after, layout.tail_of(None))
+    if not found:  # the last line: the whole file decides
+        assert result is None
+        return
+    assert result == (lines[position], new_lines[len(lines) - 1 :])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda t: t.__setitem__(3, "changed"),
+        lambda t: t.pop(3) and t.pop(6),
+        lambda t: t.pop(3) and t.insert(6, "inserted"),
+        lambda t: None,
+    ],
+)
+def test_removed_line_refuses_anything_but_one_line_out_and_lines_appended(
+    change: Callable[[list[str]], object],
+) -> None:
+    texts = [f"memory number {i}" for i in range(12)]
+    changed = list(texts)
+    change(changed)
+
+    def file_of(texts: list[str]) -> bytes:  # ids follow the texts, not their positions
+        return b"".join(dump_lines([json.dumps({"id": text, "text": text}).encode() for text in texts]))
+
+    assert layout.removed_line(file_of(texts), file_of(changed), layout.tail_of(None)) is None
 
 
 def test_common_prefix_and_suffix_match_a_plain_scan() -> None:
