@@ -59,7 +59,7 @@ class ColdStart:
         if packed is None:
             return None
         found = search(packed, raw, terms, k, project)
-        self.fresh = found is not None and found.stale < MIN_STALE
+        self.fresh = found is not None and found.appended and found.stale < MIN_STALE
         if found is not None:
             if len(self.explained) > 1024:
                 self.explained.clear()
@@ -67,17 +67,19 @@ class ColdStart:
             self.explained.update(((key, entry_id), why) for entry_id, why in found.explained.items())
         return found
 
-    def covers(self, lines: Sequence[bytes]) -> bool:
-        """Whether the cache on disk misses fewer than MIN_STALE of these entry lines (then a full
-        load need not write it again)."""
+    def covers(self, raw: bytes) -> bool:
+        """Whether the cache on disk still serves memory.json (`raw`) on its fast path: the file
+        begins with the bytes the cache was built from, and fewer than MIN_STALE lines were
+        appended since. Else a full load writes it again: a file changed in place would have every
+        new process match it to the cache line by line (at 50,000 memories, longer than json.loads)."""
         if self.fresh:
             return True
-        packed = self._load(coldcache.size_limit(sum(map(len, lines))))
-        if packed is None:
+        packed = self._load(coldcache.size_limit(len(raw)))
+        try:
+            found = None if packed is None else _appended_lines(packed, raw)
+        except _Full:
             return False
-        known = packed.slot_of()
-        missing = sum(1 for line in lines if line_key(line) not in known)
-        return missing + max(0, packed.count - (len(lines) - missing)) < MIN_STALE
+        return found is not None and len(found[1]) < MIN_STALE
 
     def _load(self, limit: int) -> Packed | None:
         try:
@@ -118,6 +120,8 @@ class ColdResult:
     """Each hit's explanation by entry id (without the query's words)."""
     stale: int
     """Entry lines of the file the cache did not know plus cached lines gone from it."""
+    appended: bool
+    """The file begins with the bytes the cache was built from (the fast path answered)."""
 
 
 @dataclass
@@ -154,6 +158,26 @@ def search(
 def _appended_view(packed: Packed, raw: bytes, project: str | None) -> _View | None:
     """The view when memory.json begins with the bytes the cache was built from (lines may have
     been appended since), else None."""
+    appended = _appended_lines(packed, raw)
+    if appended is None:
+        return None
+    size, extra = appended
+    meta, last = packed.meta, packed.count - 1
+
+    def line_at(slot: int) -> bytes:
+        stop = size if slot == last else meta[(slot + 1) * META + 4] - len(SEPARATOR)
+        return raw[meta[slot * META + 4] : stop]
+
+    found = _new_entries(packed, [(packed.count + i, line) for i, line in enumerate(extra)], None)
+    view = _View(None, _allowed(packed, project), [], line_at, len(extra), packed.owners)
+    _count_cached(packed, view)
+    _add_new(view, found, project)
+    return view
+
+
+def _appended_lines(packed: Packed, raw: bytes) -> tuple[int, list[bytes]] | None:
+    """Where the cached lines end in memory.json and the lines appended after them, when the file
+    begins with the bytes the cache was built from; else None. _Full when too many were appended."""
     prefix = packed.prefix
     if prefix is None or packed.count == 0 or len(raw) < prefix[0]:
         return None
@@ -168,17 +192,7 @@ def _appended_view(packed: Packed, raw: bytes, project: str | None) -> _View | N
         extra = raw[size + len(SEPARATOR) : end].split(SEPARATOR)
         if len(extra) > max(MIN_STALE, packed.count // 8):
             raise _Full
-    meta, last = packed.meta, packed.count - 1
-
-    def line_at(slot: int) -> bytes:
-        stop = size if slot == last else meta[(slot + 1) * META + 4] - len(SEPARATOR)
-        return raw[meta[slot * META + 4] : stop]
-
-    found = _new_entries(packed, [(packed.count + i, line) for i, line in enumerate(extra)], None)
-    view = _View(None, _allowed(packed, project), [], line_at, len(extra), packed.owners)
-    _count_cached(packed, view)
-    _add_new(view, found, project)
-    return view
+    return size, extra
 
 
 def _line_view(packed: Packed, raw: bytes, project: str | None) -> _View:
@@ -360,7 +374,7 @@ def _best(packed: Packed, view: _View, totals: dict[int, float], held: Held, k: 
             raise _Full
         result.append((score, entry))
         explained[entry.id] = _explanation(held, key, length, view)
-    return ColdResult(result, explained, view.stale)
+    return ColdResult(result, explained, view.stale, view.position is None)
 
 
 def _explanation(held: Held, key: int, length: float, view: _View) -> Explanation:

@@ -288,15 +288,14 @@ class MemoryStore:
             self._synced(snap)
 
     def _loaded(self, snap: Snapshot) -> None:
-        """A full load: when it had to analyse many entries and the cache did not already hold
-        them, write memory.cache, so the next process's first search need not."""
+        """A full load: when it had to analyse many entries and the cache does not serve the file
+        on its fast path, write memory.cache, so the next process's first search need not."""
         derived = self._file.derived
         analysed = derived.analysed - self._analysed_mark
         self._analysed_mark = derived.analysed
-        if analysed >= MIN_STALE and snap.raw is not None:
+        if analysed >= MIN_STALE and snap.raw is not None and not self._cold.covers(snap.raw):
             lines = [derived.line(entry) for entry in snap.entries]
-            if not self._cold.covers(lines):
-                coldcache.write(self.dir, lines, snap.docs, snap.raw)
+            coldcache.write(self.dir, lines, snap.docs, snap.raw)
         self._cold.forget()
 
     def _synced(self, snap: Snapshot) -> Index:

@@ -155,6 +155,31 @@ def test_appended_lines_need_no_line_by_line_match(tmp_path: Path, monkeypatch: 
     _assert_same(tmp_path, [*QUERIES, "appended painted ship"], [None, "p2", "p1"])
 
 
+def test_a_file_changed_in_place_has_the_next_full_load_rewrite_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A merge changes a cached line in place: the cold path still answers (line by line), and the
+    next process's full load writes the cache again, so later processes take the fast path."""
+    _fill(tmp_path, 150)
+    _full(tmp_path, None)
+    writer = MemoryStore(tmp_path, max_entries=10_000)
+    entries = writer.load()
+    writer.remember(entries[20].kind, entries[20].text, source="again")  # merged: changed in place
+    before = coldcache.read(tmp_path)
+    cold = MemoryStore(tmp_path, max_entries=10_000)
+    assert cold.search("deploy")
+    assert cold._file.snapshot is None  # answered line by line
+    assert coldcache.read(tmp_path) == before  # a cold search never writes it
+    _full(tmp_path, None)  # a new process's full load
+    assert coldcache.read(tmp_path) != before
+
+    def no_line_view(*_: object) -> None:
+        raise AssertionError("matched line by line")
+
+    monkeypatch.setattr(coldsearch, "_line_view", no_line_view)
+    _assert_same(tmp_path, QUERIES, [None, "p1"])
+
+
 def test_many_changes_fall_back_to_a_full_load_that_rewrites_the_cache(tmp_path: Path) -> None:
     _fill(tmp_path, 80)
     _full(tmp_path, None)
