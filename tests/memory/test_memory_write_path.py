@@ -240,6 +240,20 @@ def test_blocks_of_lines_follow_appends_merges_evictions_and_forgets(
         assert MemoryStore(tmp_path).load() == store.load()
 
 
+def _count_parses(monkeypatch: pytest.MonkeyPatch, only: Derived | None = None) -> list[bytes]:
+    """The files parsed line by line from now on (by `only`'s store, when given)."""
+    parsed: list[bytes] = []
+    whole = Derived.parse
+
+    def counted(self: Derived, raw: bytes) -> object:
+        if only is None or self is only:
+            parsed.append(raw)
+        return whole(self, raw)
+
+    monkeypatch.setattr(Derived, "parse", counted)
+    return parsed
+
+
 def test_another_session_s_appends_are_read_without_parsing_the_file_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -247,14 +261,7 @@ def test_another_session_s_appends_are_read_without_parsing_the_file_again(
     writer.remember("fact", "The project uses uv for packaging")
     assert [e.text for _, e in reader.search("packaging")] == ["The project uses uv for packaging"]
     reader.remember("lesson", "Run the slow tests only in CI")  # the reader wrote last once too
-    parsed: list[bytes] = []
-    whole = Derived.parse
-
-    def counted(self: Derived, raw: bytes) -> object:
-        parsed.append(raw)
-        return whole(self, raw)
-
-    monkeypatch.setattr(Derived, "parse", counted)
+    parsed = _count_parses(monkeypatch)
     for name in ("alpha", "bravo", "charlie", "delta"):
         writer.remember("fact", f"the {name} deploy target is {name}.example.org")
         assert reader.search(name)[0][1].text == f"the {name} deploy target is {name}.example.org"
@@ -285,16 +292,7 @@ def test_another_session_s_evictions_at_the_cap_are_taken_in_place(
     for i in range(30):
         writer.remember(kinds[i % 4], f"rule {i}: the service{i} port is {8000 + i}")
     assert reader.search("service7 port")[0][1].text == "rule 7: the service7 port is 8007"
-    parsed: list[bytes] = []
-    whole = Derived.parse
-    readers = reader._file.derived
-
-    def counted(self: Derived, raw: bytes) -> object:
-        if self is readers:
-            parsed.append(raw)
-        return whole(self, raw)
-
-    monkeypatch.setattr(Derived, "parse", counted)
+    parsed = _count_parses(monkeypatch, reader._file.derived)
     for i in range(30, 40):
         writer.remember("fact", f"rule {i}: the worker{i} queue is q{i}")
         assert len(writer.load()) == 30
@@ -425,14 +423,7 @@ def test_a_foreign_edit_of_one_line_is_taken_in_place_and_others_in_full(
     path.write_bytes(_file_of(texts))
     reader = MemoryStore(tmp_path)
     assert reader.search("host7")[0][1].id == "m7"
-    parsed: list[bytes] = []
-    whole = Derived.parse
-
-    def counted(self: Derived, raw: bytes) -> object:
-        parsed.append(raw)
-        return whole(self, raw)
-
-    monkeypatch.setattr(Derived, "parse", counted)
+    parsed = _count_parses(monkeypatch)
     texts[7] = "deploy note 7: the staging host moved to blue7.example.org"
     path.write_bytes(_file_of(texts))
     assert reader.search("blue7")[0][1].id == "m7"
