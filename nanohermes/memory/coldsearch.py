@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nanohermes.memory import coldcache
+from nanohermes.memory.bitsets import saturation
 from nanohermes.memory.bm25 import Explanation, TermScore, idf
 from nanohermes.memory.coldcache import GLOBAL, META, Packed, line_key
 from nanohermes.memory.constants import CONTEXT_WEIGHT, K1
@@ -32,7 +33,6 @@ from nanohermes.memory.docs import make_doc
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.layout import ENTRIES_END, SEPARATOR, split_document
 from nanohermes.memory.scope import sees
-from nanohermes.memory.topk import saturation
 
 MIN_STALE = 64
 """Lines the cache may miss before a cold search gives up and a full load rewrites the cache

@@ -17,6 +17,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 
 from nanohermes.memory import topk
+from nanohermes.memory.bitsets import RARE_DF, Buckets, bitset, saturation
 from nanohermes.memory.bm25 import Explanation, TermScore, idf
 from nanohermes.memory.constants import CONTEXT_WEIGHT, K1
 from nanohermes.memory.docs import Doc
@@ -45,7 +46,7 @@ class Index:
         self.ones: dict[str, int] = {}  # frequent term → slots where its tf is exactly 1
         self.others: dict[str, int] = {}  # frequent term → slots with another tf
         self.tf_max: dict[str, float] = {}  # frequent term → an upper bound of its other tfs
-        self.buckets = topk.Buckets()
+        self.buckets = Buckets()
         self._cache: dict[str, dict[int, float]] = {}  # per term: {slot: contribution}, this version
         self._norm: list[float] | None = None
         self._results: dict[tuple[tuple[str, ...], int], list[tuple[float, Doc]]] = {}
@@ -77,7 +78,7 @@ class Index:
             found[slot] = tf
             if term in ones or term in others:
                 self._set_bit(term, tf, bit)
-            elif len(found) > topk.RARE_DF:
+            elif len(found) > RARE_DF:
                 self._make_bits(term, found)
         self.live |= bit
         self.buckets.add(slot, doc.length)
@@ -123,7 +124,7 @@ class Index:
                 del postings[term]
             if term in self.ones or term in self.others:
                 self._clear_bit(term, bit)
-                if len(found) <= topk.RARE_DF // 2:  # rare again (with hysteresis): no bitsets
+                if len(found) <= RARE_DF // 2:  # rare again (with hysteresis): no bitsets
                     self.ones.pop(term, None)
                     self.others.pop(term, None)
                     self.tf_max.pop(term, None)
@@ -195,15 +196,15 @@ class Index:
             self.context_total += doc.context_len
         size = len(self.docs)
         self.live = (1 << size) - 1
-        self.buckets = topk.Buckets.build(self.lengths)
+        self.buckets = Buckets.build(self.lengths)
         for term, found in postings.items():
-            if len(found) > topk.RARE_DF:
+            if len(found) > RARE_DF:
                 ones = [slot for slot, tf in found.items() if tf == 1]
                 if ones:
-                    self.ones[term] = topk.bitset(ones, size)
+                    self.ones[term] = bitset(ones, size)
                 if len(ones) < len(found):
                     others = [slot for slot, tf in found.items() if tf != 1]
-                    self.others[term] = topk.bitset(others, size)
+                    self.others[term] = bitset(others, size)
                     self.tf_max[term] = max(found[slot] for slot in others)
 
     def _changed(self) -> None:
@@ -220,7 +221,7 @@ class Index:
         computed as topk.py computes it (so both scorers agree bit for bit)."""
         norm = self._norm
         if norm is None:
-            sat_a, sat_b = topk.saturation(self.avgdl)
+            sat_a, sat_b = saturation(self.avgdl)
             norm = [sat_a + sat_b * length for length in self.lengths]
             self._norm = norm
         return norm

@@ -11,12 +11,12 @@ from memory_helpers import raw_entry, write_raw
 
 from nanohermes.memory import MemoryStore
 from nanohermes.memory.analysis import analyze, is_stop_word, stem
+from nanohermes.memory.bitsets import RARE_DF, Buckets, bucket_floor, bucket_of
 from nanohermes.memory.docs import make_doc
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.index import Index
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.text import tokenize
-from nanohermes.memory.topk import RARE_DF, Buckets, bucket_floor, bucket_of
 from nanohermes.memory.topk import search as branch_search
 
 COMMON = ["deploy", "build", "cache", "test", "部署", "缓存", "release"]
