@@ -21,7 +21,6 @@ Ours includes ranking the top 4; theirs return raw score arrays. Figures only, n
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import random
@@ -145,7 +144,6 @@ def bench_size(n: int, n_queries: int, root: Path) -> dict[str, float]:
         cold.append(timed(partial(store.search, queries[round_number % len(queries)])))
     result["cold"] = statistics.median(cold)
     result.update(cold_after_changes(store, other, queries, rounds, rng))
-    gc.collect()  # its two stores at the cap (cycles: store ↔ file): not to be collected in later timings
     raw = (directory / "memory.json").read_bytes()
     result["json_loads"] = median_ms(partial(json.loads, raw), 5)
     foreign: list[float] = []

@@ -191,16 +191,14 @@ def changed_line(before: bytes, after: bytes) -> tuple[bytes, bytes] | None:
     head = common_prefix(before, after)
     if head == len(before) or head == len(after):
         return None  # one ends where the other goes on: not one line changed
-    tail = min(common_suffix(before, after), len(before) - head, len(after) - head)
-    # The line holding the first difference: no JSON string holds a raw newline, so "\n    " only
-    # ever precedes an entry line. Before the first line, the difference is in the head.
-    start = after.rfind(b"\n    ", 0, head) + 5
-    if start < len(ENTRIES_START):
+    same_end = min(common_suffix(before, after), len(before) - head, len(after) - head)
+    start = _line_start(after, head)
+    if start is None:
         return None
     old_end, new_end = _line_end(before, start), _line_end(after, start)
     if old_end is None or new_end is None or len(before) - old_end != len(after) - new_end:
         return None  # the lines after it are not where they were
-    if len(before) - tail > old_end or len(after) - tail > new_end:
+    if len(before) - same_end > old_end or len(after) - same_end > new_end:
         return None  # something after this line changed too
     return before[start:old_end], after[start:new_end]
 
@@ -211,14 +209,12 @@ def removed_line(before: bytes, after: bytes, tail: bytes) -> tuple[bytes, list[
     appended, every other byte the same (a forget, or an append that evicted at the cap); else
     None."""
     head = common_prefix(before, after)
-    start = after.rfind(b"\n    ", 0, head) + 5  # as in changed_line
-    lines_end = len(before) - len(tail)
-    if start < len(ENTRIES_START) or head == len(before) or not before.endswith(tail):
+    start = None if head == len(before) or not before.endswith(tail) else _line_start(after, head)
+    old_end = None if start is None else _line_end(before, start)
+    end = len(before) - len(tail)  # where before's entry lines end
+    if start is None or old_end is None or old_end >= end:
         return None
-    old_end = _line_end(before, start)
-    if old_end is None or old_end >= lines_end:
-        return None
-    rest = memoryview(before)[old_end + len(_SEPARATOR) : lines_end]  # the lines after it, moved up
+    rest = memoryview(before)[old_end + len(_SEPARATOR) : end]  # the lines after it, moved up
     if not after.startswith(rest, start):
         return None
     offset = start + len(rest)
@@ -226,6 +222,16 @@ def removed_line(before: bytes, after: bytes, tail: bytes) -> tuple[bytes, list[
         return before[start:old_end], []
     added = lines_after(after, offset, tail)
     return None if added is None else (before[start:old_end], added)
+
+
+_LINE_START = _SEPARATOR[1:]  # "\n    ": what precedes every entry line
+
+
+def _line_start(raw: bytes, offset: int) -> int | None:
+    """Where the entry line holding `offset` starts; None when `offset` is in the head. No JSON
+    string holds a raw newline, so "\n    " only ever precedes an entry line."""
+    start = raw.rfind(_LINE_START, 0, offset) + len(_LINE_START)
+    return start if start >= len(ENTRIES_START) else None
 
 
 def _line_end(raw: bytes, start: int) -> int | None:
