@@ -3,8 +3,9 @@
 Every live entry has a slot (a small integer); the index keeps per term the postings {slot:
 weighted tf}, per slot the entry's document, and the totals BM25 needs (entries, weighted length).
 Adding or removing an entry touches only that entry's terms, so `remember` costs no more with 50,000
-entries than with 500 apart from writing the file. Slots grow in file order; when they become sparse
-the slots are renumbered (amortised O(1)), so slot order is file order.
+entries than with 500 apart from writing the file. Slots grow in file order, a replaced entry keeps
+its slot, and when slots become sparse, or another program reordered the file, they are renumbered
+(amortised O(1)): slot order is file order, which orders equal scores of equal ts.
 
 Scores: `idf = ln(1 + (N − n + 0.5)/(n + 0.5))`, summed over distinct query terms:
 `idf · f·(K1+1) / (f + K1·(1 − B + B·len/max(avgdl, 1)))`, f and len the weighted sums.
@@ -62,12 +63,21 @@ class Index:
     # ----------------------------------------------------------------- updates
 
     def add(self, doc: Doc) -> None:
-        slot = len(self.docs)
+        """Index `doc` in a new slot after every other (appended to the file: slot order stays
+        file order)."""
+        self.docs.append(None)
+        self.lengths.append(0.0)
+        self.stamps.append(0)
+        self._put(len(self.docs) - 1, doc)
+        self._changed()
+
+    def _put(self, slot: int, doc: Doc) -> None:
+        """Index `doc` in the free `slot`."""
         bit = 1 << slot
         self.slot_of[doc.entry.id] = slot
-        self.docs.append(doc)
-        self.lengths.append(doc.length)
-        self.stamps.append(doc.entry.ts)
+        self.docs[slot] = doc
+        self.lengths[slot] = doc.length
+        self.stamps[slot] = doc.entry.ts
         postings = self.postings
         ones, others = self.ones, self.others
         for term, tf in doc.tf.items():
@@ -84,7 +94,6 @@ class Index:
         self.buckets.add(slot, doc.length)
         self.main_total += doc.main_len
         self.context_total += doc.context_len
-        self._changed()
 
     def _set_bit(self, term: str, tf: float, bit: int) -> None:
         if tf == 1:
@@ -110,7 +119,11 @@ class Index:
                     del table[term]
 
     def remove(self, entry_id: str) -> None:
-        slot = self.slot_of.pop(entry_id)
+        self._take(self.slot_of.pop(entry_id))
+        self._changed()
+
+    def _take(self, slot: int) -> None:
+        """Take the document in `slot` out of the index; the slot stays free."""
         doc = self.docs[slot]
         assert doc is not None
         self.docs[slot] = None
@@ -132,19 +145,22 @@ class Index:
         self.buckets.remove(slot, doc.length)
         self.main_total -= doc.main_len
         self.context_total -= doc.context_len
-        self._changed()
 
     def replace(self, doc: Doc) -> None:
-        """Swap in an entry's new version (same id, e.g. a refreshed duplicate) in place."""
+        """Swap in an entry's new version (same id, e.g. a refreshed duplicate) in its own slot:
+        it keeps its place in the file, so it keeps its place among equal scores."""
         slot = self.slot_of[doc.entry.id]
         old = self.docs[slot]
         assert old is not None
         if old.tf is doc.tf:
             self.docs[slot] = doc  # same document (ts or source changed): scores do not change
             self.stamps[slot] = doc.entry.ts
+            if self._results:  # they hold the old entry, and ts orders equal scores
+                self._results = {}
             return
-        self.remove(doc.entry.id)
-        self.add(doc)
+        self._take(slot)
+        self._put(slot, doc)
+        self._changed()
 
     def apply(self, removed: Iterable[str], changed: Iterable[Doc]) -> None:
         """Remove the entries with ids `removed`, then add or replace the documents `changed`."""
@@ -169,8 +185,20 @@ class Index:
             return
         wanted = {doc.entry.id for doc in docs}
         self.apply([i for i in slot_of if i not in wanted], changed)
-        if self.sparse:
+        if self.sparse or not self._in_file_order(docs):
             self.rebuild(docs)
+
+    def _in_file_order(self, docs: Sequence[Doc]) -> bool:
+        """Whether the slots of `docs` (the file's entries, in file order) increase: equal scores
+        are ordered by the file, and another program may have reordered its lines."""
+        slot_of = self.slot_of
+        previous = -1
+        for doc in docs:
+            slot = slot_of[doc.entry.id]
+            if slot <= previous:
+                return False
+            previous = slot
+        return True
 
     @property
     def sparse(self) -> bool:

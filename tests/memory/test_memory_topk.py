@@ -12,7 +12,7 @@ from memory_helpers import raw_entry, write_raw
 from nanohermes.memory import MemoryStore
 from nanohermes.memory.analysis import analyze, is_stop_word, stem
 from nanohermes.memory.bitsets import RARE_DF, Buckets, bucket_floor, bucket_of
-from nanohermes.memory.docs import make_doc
+from nanohermes.memory.docs import Doc, make_doc
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.index import Index
 from nanohermes.memory.kinds import Kind
@@ -104,6 +104,39 @@ def test_a_term_turning_frequent_and_rare_again_keeps_results_exact() -> None:
             assert branch_search(index, terms, 4) == index.merge_search(terms, 4)
     assert "alpha" not in index.ones
     assert "alpha" not in index.others
+
+
+def test_a_replaced_document_keeps_its_slot_and_its_place_among_equal_scores() -> None:
+    """A merge that changes an entry's text leaves it where it is in the file: it keeps its slot,
+    so equal scores still fall by file order, as in an index built afresh."""
+    entries = [Entry(f"e{i}", Kind.FACT, f"deploy cache note{i}", "", 7) for i in range(6)]
+    index = Index()
+    for entry in entries:
+        index.add(make_doc(entry))
+    changed = Entry("e2", Kind.FACT, "deploy cache other", "", 7)  # same length, same query tfs
+    index.replace(make_doc(changed))
+    assert index.slot_of["e2"] == 2
+    fresh = Index()
+    fresh.rebuild([make_doc(entry) for entry in [*entries[:2], changed, *entries[3:]]])
+    for terms in (analyze("deploy cache"), analyze("cache")):
+        ours = [index.docs[slot].entry.id for _, slot in branch_search(index, terms, 10)]  # type: ignore[union-attr]
+        theirs = [fresh.docs[slot].entry.id for _, slot in branch_search(fresh, terms, 10)]  # type: ignore[union-attr]
+        assert ours == theirs == ["e0", "e1", "e2", "e3", "e4", "e5"]
+        assert index.merge_search(terms, 10) == branch_search(index, terms, 10)
+
+
+def test_a_refreshed_entry_is_what_a_memoised_search_returns() -> None:
+    """A duplicate refreshes an entry's ts and source without changing its terms: a search
+    memoised before returns the new entry, ordered by its new ts among equal scores."""
+    index = Index()
+    index.add(make_doc(Entry("a", Kind.FACT, "deploy cache", "auto", 5)))
+    old = make_doc(Entry("b", Kind.FACT, "deploy cache", "auto", 5))
+    index.add(old)
+    assert [doc.entry.id for _, doc in index.search(analyze("deploy"), 4)] == ["a", "b"]  # earlier first
+    refreshed = Entry("b", Kind.FACT, "deploy cache", "user", 9)
+    index.replace(Doc(refreshed, old.tf, old.main_len, old.context_len, old.key))
+    hits = index.search(analyze("deploy"), 4)
+    assert [doc.entry for _, doc in hits] == [refreshed, index.docs[0].entry]  # type: ignore[union-attr]
 
 
 def _check(buckets: Buckets, lengths: dict[int, float]) -> None:

@@ -1,0 +1,174 @@
+"""Stores that follow one file: whatever another session or another program did to it, a store that
+was open before (through its in-place and incremental paths) and a new process's first search
+(through memory.cache) answer exactly as a store opened afresh on the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+from memory_helpers import raw_entry, write_raw
+
+from nanohermes.memory import MemoryStore
+from nanohermes.memory.entry import Entry
+
+WORDS = [
+    *("deploy", "script", "pytest", "ruff", "docker", "staging", "nginx", "cache", "port", "8080"),
+    *("uv", "lockfile", "部署", "脚本", "测试", "缓存"),
+]
+_SEPARATOR = b",\n    "
+Hits = list[list[tuple[float, str]]]
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) + f" {rng.randint(0, 40)}"
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Another program's write: a new file renamed into place."""
+    temp = path.with_name("foreign.tmp")
+    temp.write_bytes(data)
+    os.replace(temp, path)
+
+
+def _line(item: dict[str, object]) -> bytes:
+    return json.dumps(item, ensure_ascii=False).encode()
+
+
+def _edit_lines(rng: random.Random, lines: list[bytes]) -> str:
+    """One edit of the entry lines, as another program might make it; its name."""
+    i = rng.randrange(len(lines))
+    item = json.loads(lines[i])
+    edit = rng.choice(["text", "ts", "remove", "copy", "swap", "id", "kind", "append", "two"])
+    if edit == "text":
+        lines[i] = _line({**item, "text": _text(rng)})
+    elif edit == "ts":
+        lines[i] = _line({**item, "ts": item["ts"] + rng.randint(1, 100)})
+    elif edit == "remove":
+        del lines[i]
+    elif edit == "copy":  # the same id twice
+        lines.insert(rng.randrange(len(lines) + 1), lines[i])
+    elif edit == "swap":
+        j = rng.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+    elif edit == "id":
+        lines[i] = _line({**item, "id": f"x{rng.randrange(10**6)}"})
+    elif edit == "kind":
+        lines[i] = _line({**item, "kind": rng.choice(["fact", "lesson", "a-newer-kind"])})
+    elif edit == "append":
+        lines.append(_line({"id": f"a{rng.randrange(10**6)}", "kind": "fact", "text": _text(rng), "ts": 5}))
+    else:
+        lines[i] = _line({**item, "text": _text(rng)})
+        j = rng.randrange(len(lines))
+        lines[j] = _line({**json.loads(lines[j]), "text": _text(rng)})
+    return edit
+
+
+def _foreign_edit(path: Path, rng: random.Random) -> str:
+    """Edit memory.json as another program would: one entry line changed, removed, copied, moved
+    or added in place, or the whole document written again in another layout."""
+    if not path.exists():
+        return "none"
+    raw = path.read_bytes()
+    start, end = raw.find(b"[\n    "), raw.rfind(b"\n  ]")
+    if start < 0 or end < start:
+        return "none"
+    if rng.random() < 0.1:
+        document = json.loads(raw)
+        _replace(path, json.dumps(document, indent=rng.choice([None, 2]), ensure_ascii=False).encode())
+        return "layout"
+    lines = raw[start + 6 : end].split(_SEPARATOR)
+    try:
+        for line in lines:
+            json.loads(line)
+    except ValueError:
+        return "none"  # not one entry per line (another layout): left as it is
+    edit = _edit_lines(rng, lines)
+    if lines:
+        _replace(path, raw[: start + 6] + _SEPARATOR.join(lines) + raw[end:])
+    return edit
+
+
+def _seen(store: MemoryStore, queries: list[str]) -> tuple[list[Entry], Hits]:
+    entries = store.load()
+    return entries, [[(score, entry.id) for score, entry in store.search(q, 4)] for q in queries]
+
+
+def _step(
+    rng: random.Random, path: Path, writer: MemoryStore, reader: MemoryStore, queries: list[str]
+) -> str:
+    """One random step: a write by either store, a foreign edit or a search; its name."""
+    roll = rng.random()
+    if roll < 0.45:
+        who = writer if rng.random() < 0.7 else reader
+        who.remember(rng.choice(["fact", "lesson", "preference"]), _text(rng), "test")
+        return "remember"
+    if roll < 0.6:
+        entries = writer.load()
+        if not entries:
+            return "none"
+        entry = rng.choice(entries)
+        if rng.random() < 0.5:
+            writer.forget(entry.id)
+            return "forget"
+        writer.remember(entry.kind, entry.text, "again")  # a duplicate: merged, ts refreshed
+        return "merge"
+    if roll < 0.8:
+        return _foreign_edit(path, rng)
+    reader.search(rng.choice(queries))
+    return "search"
+
+
+RUNS = [(seed, cap, bulk) for seed in (2, 3, 5) for cap, bulk in ((5, 0), (12, 0), (40, 0), (300, 80))]
+"""Seeds, caps (evictions at 5, 12 and 40) and entries written first (80: enough for memory.cache)."""
+
+
+@pytest.mark.parametrize(("seed", "cap", "bulk"), RUNS)
+def test_a_reader_and_a_writer_answer_as_a_fresh_store_whatever_happened_to_the_file(
+    tmp_path: Path, seed: int, cap: int, bulk: int
+) -> None:
+    """A random run of writes (adds, merges, forgets, evictions at the cap) and foreign edits:
+    after every step the writer, a reader that follows along and a new process's first search
+    (memory.cache, when a full load wrote one) return what a store opened afresh returns: the
+    same entries in the same order, the same hits with the same scores, ties included."""
+    rng = random.Random(seed)
+    path = tmp_path / "memory.json"
+    writer, reader = MemoryStore(tmp_path, max_entries=cap), MemoryStore(tmp_path, max_entries=cap)
+    queries = [_text(rng) for _ in range(3)]
+    for i in range(bulk):
+        writer.remember("fact", f"{_text(rng)} bulk {i}", "test")
+    if bulk:
+        MemoryStore(tmp_path, max_entries=cap).load()  # a full load of many entries writes memory.cache
+    done: list[str] = []
+    for _ in range(60):
+        done.append(_step(rng, path, writer, reader, queries))
+        first = MemoryStore(tmp_path, max_entries=cap)
+        first_hits = [[(score, entry.id) for score, entry in first.search(q, 4)] for q in queries]
+        fresh = _seen(MemoryStore(tmp_path, max_entries=cap), queries)
+        assert first_hits == fresh[1], done
+        assert _seen(reader, queries) == fresh, done
+        assert _seen(writer, queries) == fresh, done
+    assert not list(tmp_path.glob("memory.json.broken-*"))
+
+
+def test_a_reader_orders_equal_scores_by_the_file_after_another_program_reordered_it(
+    tmp_path: Path,
+) -> None:
+    """Equal scores and equal ts fall by file order; a store that read the file before another
+    program moved its lines follows the new order, as a fresh store does."""
+    texts = {"one": "deploy cache alpha", "two": "deploy cache bravo", "three": "deploy cache gamma"}
+
+    def order(ids: list[str]) -> None:
+        write_raw(tmp_path, [raw_entry("fact", texts[i], 7, entry_id=i) for i in ids])
+
+    order(["one", "two", "three"])
+    reader = MemoryStore(tmp_path)
+    assert [entry.id for _, entry in reader.search("deploy cache")] == ["one", "two", "three"]
+    time.sleep(0.01)  # another mtime, whatever the filesystem's clock
+    order(["three", "one", "two"])
+    assert [entry.id for _, entry in reader.search("deploy cache")] == ["three", "one", "two"]
+    assert reader.search("deploy cache") == MemoryStore(tmp_path).search("deploy cache")
