@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from nanohermes.errors import MemoryRejected, StoreError
@@ -303,26 +303,31 @@ class MemoryStore:
         if self._indexed is not snap:
             parent, delta = snap.parent, snap.delta
             if parent is not None and delta is not None and self._indexed is parent:
-                self._index.apply(*self._scoped_delta(delta))
-                if self._index.sparse:
-                    project = self.project
-                    docs = snap.docs if project is None else [d for d in snap.docs if sees(project, d.entry)]
-                    self._index.rebuild(docs)
+                in_order = self._apply_delta(snap, delta)
+                if self._index.sparse or not in_order:
+                    self._index.rebuild(self._scoped_docs(snap))
             else:
-                project = self.project
-                docs = snap.docs if project is None else [d for d in snap.docs if sees(project, d.entry)]
-                self._index.sync(docs)
+                self._index.sync(self._scoped_docs(snap))
             self._indexed = snap
             snap.parent = None  # what the index needed; do not keep the chain of old versions alive
         return self._index
 
-    def _scoped_delta(self, delta: Delta) -> Delta:
-        """The part of a write's changes the index of this store's scope sees."""
+    def _scoped_docs(self, snap: Snapshot) -> Sequence[Doc]:
+        project = self.project
+        return snap.docs if project is None else [d for d in snap.docs if sees(project, d.entry)]
+
+    def _apply_delta(self, snap: Snapshot, delta: Delta) -> bool:
+        """Apply a write's changes to the index of this store's scope; whether its slots are still
+        in file order. A new slot goes after every other, which is the file's order for an appended
+        entry but not for one this scope did not see before (another project's, made global)."""
         if self.project is None:
-            return delta
+            self._index.apply(*delta)
+            return True
         removed, changed = delta
         indexed = self._index.slot_of
         shown = tuple(doc for doc in changed if sees(self.project, doc.entry))
         hidden = tuple(doc.entry.id for doc in changed if not sees(self.project, doc.entry))
-        gone = tuple(i for i in (*removed, *hidden) if i in indexed)
-        return gone, shown
+        new = [doc.entry.id for doc in shown if doc.entry.id not in indexed]
+        self._index.apply(tuple(i for i in (*removed, *hidden) if i in indexed), shown)
+        last = len(snap.entries) - len(new)
+        return all((snap.position(i) or 0) >= last for i in new)

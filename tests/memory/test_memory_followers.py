@@ -105,7 +105,8 @@ def _step(
     roll = rng.random()
     if roll < 0.45:
         who = writer if rng.random() < 0.7 else reader
-        who.remember(rng.choice(["fact", "lesson", "preference"]), _text(rng), "test")
+        scope = rng.choice([None, "global", "project"])
+        who.remember(rng.choice(["fact", "lesson", "preference"]), _text(rng), "test", scope=scope)
         return "remember"
     if roll < 0.6:
         entries = writer.load()
@@ -115,7 +116,9 @@ def _step(
         if rng.random() < 0.5:
             writer.forget(entry.id)
             return "forget"
-        writer.remember(entry.kind, entry.text, "again")  # a duplicate: merged, ts refreshed
+        # A duplicate: merged, ts refreshed; re-learnt from another project, it becomes global.
+        who = writer if rng.random() < 0.7 else reader
+        who.remember(entry.kind, entry.text, "again")
         return "merge"
     if roll < 0.8:
         return _foreign_edit(path, rng)
@@ -127,32 +130,48 @@ RUNS = [(seed, cap, bulk) for seed in (2, 3, 5) for cap, bulk in ((5, 0), (12, 0
 """Seeds, caps (evictions at 5, 12 and 40) and entries written first (80: enough for memory.cache)."""
 
 
-@pytest.mark.parametrize(("seed", "cap", "bulk"), RUNS)
-def test_a_reader_and_a_writer_answer_as_a_fresh_store_whatever_happened_to_the_file(
-    tmp_path: Path, seed: int, cap: int, bulk: int
+def _follow_a_random_run(
+    path: Path, seed: int, cap: int, bulk: int, projects: tuple[str | None, str | None]
 ) -> None:
-    """A random run of writes (adds, merges, forgets, evictions at the cap) and foreign edits:
-    after every step the writer, a reader that follows along and a new process's first search
-    (memory.cache, when a full load wrote one) return what a store opened afresh returns: the
-    same entries in the same order, the same hits with the same scores, ties included."""
+    """A random run of writes (adds, merges, forgets, evictions at the cap) by a writer and a
+    reader opened for `projects`, and foreign edits: after every step each of them, and a new
+    process's first search for its project (memory.cache, when a full load wrote one), returns
+    what a store opened afresh for that project returns: the same entries in the same order, the
+    same hits with the same scores, ties included."""
     rng = random.Random(seed)
-    path = tmp_path / "memory.json"
-    writer, reader = MemoryStore(tmp_path, max_entries=cap), MemoryStore(tmp_path, max_entries=cap)
+    folder = path.parent
+    writer, reader = (MemoryStore(folder, max_entries=cap, project=project) for project in projects)
     queries = [_text(rng) for _ in range(3)]
     for i in range(bulk):
         writer.remember("fact", f"{_text(rng)} bulk {i}", "test")
     if bulk:
-        MemoryStore(tmp_path, max_entries=cap).load()  # a full load of many entries writes memory.cache
+        MemoryStore(folder, max_entries=cap).load()  # a full load of many entries writes memory.cache
     done: list[str] = []
     for _ in range(60):
         done.append(_step(rng, path, writer, reader, queries))
-        first = MemoryStore(tmp_path, max_entries=cap)
-        first_hits = [[(score, entry.id) for score, entry in first.search(q, 4)] for q in queries]
-        fresh = _seen(MemoryStore(tmp_path, max_entries=cap), queries)
-        assert first_hits == fresh[1], done
-        assert _seen(reader, queries) == fresh, done
-        assert _seen(writer, queries) == fresh, done
-    assert not list(tmp_path.glob("memory.json.broken-*"))
+        for store in (writer, reader):
+            first = MemoryStore(folder, max_entries=cap, project=store.project)
+            first_hits = [[(score, entry.id) for score, entry in first.search(q, 4)] for q in queries]
+            fresh = _seen(MemoryStore(folder, max_entries=cap, project=store.project), queries)
+            assert first_hits == fresh[1], done
+            assert _seen(store, queries) == fresh, (store.project, done)
+    assert not list(folder.glob("memory.json.broken-*"))
+
+
+@pytest.mark.parametrize(("seed", "cap", "bulk"), RUNS)
+def test_a_reader_and_a_writer_answer_as_a_fresh_store_whatever_happened_to_the_file(
+    tmp_path: Path, seed: int, cap: int, bulk: int
+) -> None:
+    _follow_a_random_run(tmp_path / "memory.json", seed, cap, bulk, (None, None))
+
+
+@pytest.mark.parametrize(("seed", "cap", "bulk"), RUNS)
+def test_stores_of_two_projects_answer_as_fresh_stores_of_their_projects(
+    tmp_path: Path, seed: int, cap: int, bulk: int
+) -> None:
+    """As above, with a writer and a reader opened for different projects: each sees the global
+    entries and its own, and a memory of one project re-learnt in the other becomes global."""
+    _follow_a_random_run(tmp_path / "memory.json", seed, cap, bulk, ("alpha", "beta"))
 
 
 def test_a_reader_orders_equal_scores_by_the_file_after_another_program_reordered_it(
