@@ -61,36 +61,33 @@ class _Query:
         self.theta = -1.0
         self.sat_a, self.sat_b = saturation(index.avgdl)
 
-    def offer(self, score: float, ts: int, slot: int) -> None:
-        key = (score, ts, -slot)
-        heap = self.heap
-        if len(heap) < self.k:
-            heapq.heappush(heap, key)
-        elif key > heap[0]:
-            heapq.heapreplace(heap, key)
-        else:
-            return
-        if len(heap) == self.k:
-            self.theta = heap[0][0]
-
     def score_rare(self, rare: list[str]) -> int:
         """Score every entry holding one of the `rare` terms on all the query's terms; their slots."""
         index = self.index
         postings, docs, lengths, stamps = index.postings, index.docs, index.lengths, index.stamps
-        slots = {slot for term in rare for slot in postings[term]}
+        slots = set().union(*[postings[term] for term in rare])
         weights, sat_a, sat_b = self.weights, self.sat_a, self.sat_b
+        heap, k, theta = self.heap, self.k, self.theta
         for slot in slots:
-            doc = docs[slot]
-            if doc is None:
-                continue
+            tfs = docs[slot].tf  # type: ignore[union-attr]  # postings hold live slots only
             sat = sat_a + sat_b * lengths[slot]
-            tfs = doc.tf
             total = 0.0
             for term, weight in weights:
-                tf = tfs.get(term)
-                if tf:
+                if term in tfs:
+                    tf = tfs[term]
                     total += weight * tf / (tf + sat)
-            self.offer(total, stamps[slot], slot)
+            if total < theta:
+                continue  # below the k-th: cannot enter (the heap, inlined: this is the loop)
+            key = (total, stamps[slot], -slot)
+            if len(heap) < k:
+                heapq.heappush(heap, key)
+            elif key > heap[0]:
+                heapq.heapreplace(heap, key)
+            else:
+                continue
+            if len(heap) == k:
+                theta = heap[0][0]
+        self.theta = theta
         return bitset(slots, len(docs))
 
     def result(self) -> list[tuple[float, int]]:
