@@ -7,7 +7,6 @@ for backoff waits, `clock()` for the total deadline, `wall_clock()` for HTTP-dat
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random as _random
 import time
@@ -27,25 +26,23 @@ from nanohermes.errors import (
     EndpointUnreachable,
     IncompleteStream,
     LLMError,
-    NanoHermesError,
     ServerError,
     ServerStopped,
 )
 from nanohermes.events import Retrying, StreamItem
+from nanohermes.llm.bodies import BodyReader, describe, is_json
 from nanohermes.llm.failures import (
     RETRY_AFTER_MAX,
     Target,
     after_retries,
     backoff_delay,
     is_retryable,
-    one_line,
     parse_retry_after,
     status_error,
     without_key,
 )
-from nanohermes.llm.interrupt import SendWorkers, abort_response
+from nanohermes.llm.interrupt import SendWorkers
 from nanohermes.llm.response import StreamAssembler, assemble, parse_completion, replay_deltas
-from nanohermes.llm.sse import Marker, iter_chunks
 from nanohermes.llm.wire import build_body, rejected_optional_field
 from nanohermes.types import ChatResult, Message
 
@@ -57,7 +54,6 @@ SleepFn = Callable[[float, CancelToken | None], bool]
 
 CONNECT_TIMEOUT = 10.0
 MIN_TOTAL_DEADLINE = 600.0
-_ERROR_BODY_LIMIT = 64 * 1024
 
 
 def real_sleep(seconds: float, cancel: CancelToken | None) -> bool:
@@ -99,7 +95,9 @@ class ChatClient:
         self._timeout = httpx.Timeout(
             connect=connect_timeout, read=request_timeout, write=request_timeout, pool=connect_timeout
         )
-        self.total_timeout = total_timeout or max(MIN_TOTAL_DEADLINE, 5 * request_timeout)
+        self._bodies = BodyReader(
+            self.url, total_timeout or max(MIN_TOTAL_DEADLINE, 5 * request_timeout), clock
+        )
         self.send_reasoning = send_reasoning
         self.max_tokens = max_tokens
         self._sleep = sleep
@@ -129,6 +127,11 @@ class ChatClient:
             max_tokens=settings.max_output_tokens,
             stopped=stopped,
         )
+
+    @property
+    def total_timeout(self) -> float:
+        """Seconds one answer may take in all, however steadily it streams."""
+        return self._bodies.total_timeout
 
     def close(self) -> None:
         """Close the HTTP client if this object created it (an injected one belongs to the caller)."""
@@ -167,16 +170,16 @@ class ChatClient:
                 f"{self.url} answered with a web page, not a chat completion",
                 "check --base-url: it should be the API root, often ending in /v1",
             )
-        if _is_json(response):  # the server ignored `stream: true`
-            result = parse_completion(self._read_body(response, cancel), target)
+        if is_json(response):  # the server ignored `stream: true`
+            result = parse_completion(self._bodies.whole(response, cancel), target)
             problem = _empty(result)
         else:
             assembler = StreamAssembler(target)
-            ended = yield from self._read_stream(response, assembler, cancel)
+            ended = yield from self._bodies.stream(response, assembler, cancel)
             result = assembler.result()
             problem = _cut(ended, assembler) or _empty(result)
         if not problem:
-            if _is_json(response):
+            if is_json(response):
                 yield from replay_deltas(result)
             yield result
             return
@@ -245,7 +248,7 @@ class ChatClient:
             except StopIteration as done:
                 response: httpx.Response = done.value
                 break
-        text = self._read_body(response, cancel)
+        text = self._bodies.whole(response, cancel)
         if "event-stream" in response.headers.get("content-type", "").lower():  # streamed anyway
             return assemble(text.splitlines(), target)
         return parse_completion(text, target)
@@ -289,10 +292,10 @@ class ChatClient:
             except _RETRYABLE_TRANSPORT as err:
                 self._raise_if_stopped()
                 failure: LLMError = self._unreachable(err, retries)
-                reason = f"cannot reach the endpoint ({_describe(err)})"
+                reason = f"cannot reach the endpoint ({describe(err)})"
             except httpx.TimeoutException as err:
                 raise ServerError(
-                    f"{self.url} sent no answer within {self._timeout.read:g} s ({_describe(err)})",
+                    f"{self.url} sent no answer within {self._timeout.read:g} s ({describe(err)})",
                     "raise request_timeout, or check the server is not overloaded",
                 ) from None
             except httpx.HTTPError as err:
@@ -301,7 +304,7 @@ class ChatClient:
             else:
                 if response.status_code < 300:
                     return response
-                text = self._read_error(response)
+                text = self._bodies.error_text(response)
                 status = response.status_code
                 rejected = rejected_optional_field(status, text, body)
                 if rejected:  # an older server that rejects an optional field: ask again without it
@@ -333,7 +336,7 @@ class ChatClient:
 
     def _unreachable(self, err: httpx.HTTPError, retries: int) -> EndpointUnreachable:
         return EndpointUnreachable(
-            f"cannot reach {self.url}{after_retries(retries)}: {_describe(err)}",
+            f"cannot reach {self.url}{after_retries(retries)}: {describe(err)}",
             "check --base-url and that the server is running",
         )
 
@@ -343,78 +346,6 @@ class ChatClient:
         if cancel is None:
             return self._http.send(request, stream=True)
         return self._workers.send(self._http, request, cancel, self.total_timeout)
-
-    def _read_error(self, response: httpx.Response) -> str:
-        try:
-            data = b""
-            for piece in response.iter_bytes():
-                data += piece
-                if len(data) >= _ERROR_BODY_LIMIT:
-                    break
-            return data.decode("utf-8", "replace")
-        except httpx.HTTPError:
-            return ""
-        finally:
-            response.close()
-
-    def _read_body(self, response: httpx.Response, cancel: CancelToken | None) -> str:
-        deadline = self._clock() + self.total_timeout
-        unregister = cancel.on_cancel(lambda: abort_response(response)) if cancel is not None else _nothing
-        parts: list[bytes] = []
-        try:
-            for piece in response.iter_bytes():
-                parts.append(piece)
-                self._check(deadline, cancel)
-        except (httpx.HTTPError, httpx.StreamError, OSError, ValueError) as err:
-            if cancel is not None and cancel.cancelled:
-                raise Cancelled() from None
-            raise IncompleteStream(
-                f"the answer from {self.url} was cut off: {_describe(err)}", "try again"
-            ) from None
-        finally:
-            unregister()
-            response.close()
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        return b"".join(parts).decode(response.encoding or "utf-8", "replace")
-
-    def _read_stream(
-        self, response: httpx.Response, assembler: StreamAssembler, cancel: CancelToken | None
-    ) -> Generator[StreamItem, None, bool]:
-        """Yield the stream's deltas; return whether it ended properly ([DONE] or EOF after finish)."""
-        deadline = self._clock() + self.total_timeout
-        unregister = cancel.on_cancel(lambda: abort_response(response)) if cancel is not None else _nothing
-        try:
-            lines = self._lines(response, deadline, cancel)
-            for chunk in iter_chunks(lines):
-                if chunk is Marker.DONE:
-                    _drain(lines)
-                    return True
-                yield from assembler.feed(chunk)
-        except (httpx.HTTPError, httpx.StreamError, OSError, ValueError):
-            if cancel is not None and cancel.cancelled:
-                raise Cancelled() from None
-            # A cut connection after the finish reason loses nothing but the usage chunk.
-        finally:
-            unregister()
-            response.close()
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        return assembler.finish_reason is not None
-
-    def _lines(self, response: httpx.Response, deadline: float, cancel: CancelToken | None) -> Iterator[str]:
-        for line in response.iter_lines():
-            self._check(deadline, cancel)
-            yield line
-
-    def _check(self, deadline: float, cancel: CancelToken | None) -> None:
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled()
-        if self._clock() > deadline:
-            raise IncompleteStream(
-                f"the answer from {self.url} took longer than the {self.total_timeout:g} s total deadline",
-                "raise request_timeout, or check the server is not stuck sending keep-alives",
-            )
 
 
 def _new_http_client(base_url: str) -> httpx.Client:
@@ -444,28 +375,6 @@ def _empty_answer(result: ChatResult) -> EmptyAnswer:
     }
     hint = hints.get(reason, "try again or rephrase; if it repeats, check the server's logs")
     return EmptyAnswer(f"the model returned an empty answer (finish_reason: {reason})", hint)
-
-
-def _drain(lines: Iterator[str]) -> None:
-    """Read what follows `[DONE]` (normally only the end of the body) so that the connection goes back
-    to the pool; breaking off early would cost a new TCP/TLS handshake on the next request. The OpenAI
-    SDK drains the same way; the read timeout, the total deadline and cancellation still bound it."""
-    with contextlib.suppress(httpx.HTTPError, httpx.StreamError, OSError, ValueError, NanoHermesError):
-        for _ in lines:
-            pass
-
-
-def _is_json(response: httpx.Response) -> bool:
-    kind = response.headers.get("content-type", "").lower()
-    return "json" in kind and "event-stream" not in kind
-
-
-def _describe(err: BaseException) -> str:
-    return one_line(str(err)) or type(err).__name__
-
-
-def _nothing() -> None:
-    return None
 
 
 # Errors raised by `send()` before any response byte arrived, so retrying cannot duplicate an answer.

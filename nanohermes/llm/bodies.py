@@ -1,0 +1,131 @@
+"""Reading a chat response's body: an error's text, a whole JSON answer, or an SSE stream.
+
+Each read is bounded by the client's total deadline and ends at once when the turn is cancelled (the
+response is aborted from the cancelling thread); a connection cut mid-way becomes IncompleteStream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Generator, Iterator
+
+import httpx
+
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import Cancelled, IncompleteStream, NanoHermesError
+from nanohermes.events import StreamItem
+from nanohermes.llm.failures import one_line
+from nanohermes.llm.interrupt import abort_response
+from nanohermes.llm.response import StreamAssembler
+from nanohermes.llm.sse import Marker, iter_chunks
+
+ERROR_BODY_LIMIT = 64 * 1024
+"""At most this much of an error response is read: enough for any provider's error JSON."""
+_CUT = (httpx.HTTPError, httpx.StreamError, OSError, ValueError)
+
+
+class BodyReader:
+    """Reads the bodies of one endpoint's responses (`url` names it in errors)."""
+
+    def __init__(self, url: str, total_timeout: float, clock: Callable[[], float]) -> None:
+        self.url = url
+        self.total_timeout = total_timeout
+        self._clock = clock
+
+    def error_text(self, response: httpx.Response) -> str:
+        """The start of an error response's body ("" when it cannot be read); closes the response."""
+        try:
+            data = b""
+            for piece in response.iter_bytes():
+                data += piece
+                if len(data) >= ERROR_BODY_LIMIT:
+                    break
+            return data.decode("utf-8", "replace")
+        except httpx.HTTPError:
+            return ""
+        finally:
+            response.close()
+
+    def whole(self, response: httpx.Response, cancel: CancelToken | None) -> str:
+        """The whole body (a JSON answer to a streamed request, or to a plain one)."""
+        deadline = self._clock() + self.total_timeout
+        unregister = cancel.on_cancel(lambda: abort_response(response)) if cancel is not None else _nothing
+        parts: list[bytes] = []
+        try:
+            for piece in response.iter_bytes():
+                parts.append(piece)
+                self._check(deadline, cancel)
+        except _CUT as err:
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled() from None
+            raise IncompleteStream(
+                f"the answer from {self.url} was cut off: {describe(err)}", "try again"
+            ) from None
+        finally:
+            unregister()
+            response.close()
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        return b"".join(parts).decode(response.encoding or "utf-8", "replace")
+
+    def stream(
+        self, response: httpx.Response, assembler: StreamAssembler, cancel: CancelToken | None
+    ) -> Generator[StreamItem, None, bool]:
+        """Yield the stream's deltas; return whether it ended properly ([DONE] or EOF after finish)."""
+        deadline = self._clock() + self.total_timeout
+        unregister = cancel.on_cancel(lambda: abort_response(response)) if cancel is not None else _nothing
+        try:
+            lines = self._lines(response, deadline, cancel)
+            for chunk in iter_chunks(lines):
+                if chunk is Marker.DONE:
+                    _drain(lines)
+                    return True
+                yield from assembler.feed(chunk)
+        except _CUT:
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled() from None
+            # A cut connection after the finish reason loses nothing but the usage chunk.
+        finally:
+            unregister()
+            response.close()
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        return assembler.finish_reason is not None
+
+    def _lines(self, response: httpx.Response, deadline: float, cancel: CancelToken | None) -> Iterator[str]:
+        for line in response.iter_lines():
+            self._check(deadline, cancel)
+            yield line
+
+    def _check(self, deadline: float, cancel: CancelToken | None) -> None:
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled()
+        if self._clock() > deadline:
+            raise IncompleteStream(
+                f"the answer from {self.url} took longer than the {self.total_timeout:g} s total deadline",
+                "raise request_timeout, or check the server is not stuck sending keep-alives",
+            )
+
+
+def _drain(lines: Iterator[str]) -> None:
+    """Read what follows `[DONE]` (normally only the end of the body) so that the connection goes back
+    to the pool; breaking off early would cost a new TCP/TLS handshake on the next request. The OpenAI
+    SDK drains the same way; the read timeout, the total deadline and cancellation still bound it."""
+    with contextlib.suppress(*_CUT, NanoHermesError):
+        for _ in lines:
+            pass
+
+
+def is_json(response: httpx.Response) -> bool:
+    """Whether the response is a JSON document (not an event stream)."""
+    kind = response.headers.get("content-type", "").lower()
+    return "json" in kind and "event-stream" not in kind
+
+
+def describe(err: BaseException) -> str:
+    """An exception in one line (its type's name when it says nothing)."""
+    return one_line(str(err)) or type(err).__name__
+
+
+def _nothing() -> None:
+    return None
