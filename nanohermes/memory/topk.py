@@ -76,17 +76,8 @@ class _Query:
                 if term in tfs:
                     tf = tfs[term]
                     total += weight * tf / (tf + sat)
-            if total < theta:
-                continue  # below the k-th: cannot enter (the heap, inlined: this is the loop)
-            key = (total, stamps[slot], -slot)
-            if len(heap) < k:
-                heapq.heappush(heap, key)
-            elif key > heap[0]:
-                heapq.heapreplace(heap, key)
-            else:
-                continue
-            if len(heap) == k:
-                theta = heap[0][0]
+            if total >= theta:  # else below the k-th: cannot enter
+                theta = _pushed(heap, k, (total, stamps[slot], -slot), theta)
         self.theta = theta
         return bitset(slots, len(docs))
 
@@ -321,14 +312,18 @@ class _Walker:
                     else:
                         tf = tfs[term]
                         score += weight * tf / (tf + sat)
-            if score < theta:
-                continue  # below the k-th: cannot enter
-            entry_key = (score, stamps[slot], -slot)
-            if len(heap) < k:
-                heapq.heappush(heap, entry_key)
-            elif entry_key > heap[0]:
-                heapq.heapreplace(heap, entry_key)
-            else:
-                continue
-            if len(heap) == k:
-                theta = query.theta = heap[0][0]
+            if score >= theta:  # else below the k-th: cannot enter
+                theta = _pushed(heap, k, (score, stamps[slot], -slot), theta)
+        query.theta = theta
+
+
+def _pushed(heap: Heap, k: int, key: tuple[float, int, int], theta: float) -> float:
+    """Offer `key` to the heap of the k best; the k-th score after it (`theta` while not full).
+    Called only for an entry that reaches `theta`, so most entries cost no call."""
+    if len(heap) < k:
+        heapq.heappush(heap, key)
+    elif key > heap[0]:
+        heapq.heapreplace(heap, key)
+    else:
+        return theta
+    return heap[0][0] if len(heap) == k else theta
