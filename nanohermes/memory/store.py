@@ -330,4 +330,4 @@ class MemoryStore:
         new = [doc.entry.id for doc in shown if doc.entry.id not in indexed]
         self._index.apply(tuple(i for i in (*removed, *hidden) if i in indexed), shown)
         last = len(snap.entries) - len(new)
-        return all((snap.position(i) or 0) >= last for i in new)
+        return all((position := snap.position(i)) is not None and position >= last for i in new)

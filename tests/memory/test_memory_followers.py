@@ -149,12 +149,14 @@ def _follow_a_random_run(
     done: list[str] = []
     for _ in range(60):
         done.append(_step(rng, path, writer, reader, queries))
-        for store in (writer, reader):
-            first = MemoryStore(folder, max_entries=cap, project=store.project)
+        for project in dict.fromkeys(projects):  # each project once
+            first = MemoryStore(folder, max_entries=cap, project=project)
             first_hits = [[(score, entry.id) for score, entry in first.search(q, 4)] for q in queries]
-            fresh = _seen(MemoryStore(folder, max_entries=cap, project=store.project), queries)
+            fresh = _seen(MemoryStore(folder, max_entries=cap, project=project), queries)
             assert first_hits == fresh[1], done
-            assert _seen(store, queries) == fresh, (store.project, done)
+            for store in (writer, reader):
+                if store.project == project:
+                    assert _seen(store, queries) == fresh, (project, done)
     assert not list(folder.glob("memory.json.broken-*"))
 
 
@@ -191,3 +193,24 @@ def test_a_reader_orders_equal_scores_by_the_file_after_another_program_reordere
     order(["three", "one", "two"])
     assert [entry.id for _, entry in reader.search("deploy cache")] == ["three", "one", "two"]
     assert reader.search("deploy cache") == MemoryStore(tmp_path).search("deploy cache")
+
+
+def test_a_project_store_ranks_another_projects_memory_made_global_by_its_place_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memory of project beta, re-learnt in alpha, becomes global: alpha's store sees it for the
+    first time, and ranks it among equal scores of equal ts by its place in the file (before the
+    entry after it), as a fresh store of alpha does; not after everything it already indexed."""
+    texts = {"one": "deploy cache alpha", "two": "deploy cache bravo", "three": "deploy cache gamma"}
+    entries = [raw_entry("fact", text, 1000, entry_id=key) for key, text in texts.items()]
+    entries[1]["project"] = "beta"
+    write_raw(tmp_path, entries)
+    alpha = MemoryStore(tmp_path, project="alpha")
+    assert [entry.id for _, entry in alpha.search("deploy cache")] == ["one", "three"]
+    monkeypatch.setattr(time, "time", lambda: 1000.0)  # the merge keeps ts 1000: a tie of equal ts
+    assert alpha.remember("fact", "deploy cache bravo") is False  # merged into beta's, now global
+    merged = alpha.get("two")
+    assert merged is not None
+    assert merged.project is None
+    assert [entry.id for _, entry in alpha.search("deploy cache")] == ["one", "two", "three"]
+    assert alpha.search("deploy cache") == MemoryStore(tmp_path, project="alpha").search("deploy cache")
