@@ -109,3 +109,37 @@ def test_cancel_mid_stream_stops_reading() -> None:
     assert seen == [TextDelta("w0 "), TextDelta("w1 "), TextDelta("w2 ")]
     assert len(produced) < 10
     assert len(recorder.requests) == 1, "a cancelled stream is not retried"
+
+
+def _cut_by_cancelling(cancel: CancelToken, first: bytes) -> Iterator[bytes]:
+    """A body whose connection is cut, as aborting it from the cancelling thread cuts it."""
+    yield first
+    cancel.cancel()
+    raise httpx.ReadError("connection aborted")
+
+
+def test_a_body_cut_by_cancelling_is_a_cancel_not_a_cut_answer() -> None:
+    """Reading a whole (JSON) answer: a read that fails because Ctrl-C aborted it raises Cancelled,
+    not IncompleteStream ("the answer was cut off"), and is not retried."""
+    cancel = CancelToken()
+    body = _cut_by_cancelling(cancel, b'{"choices": [')
+    recorder = Recorder(httpx.Response(200, content=body, headers={"content-type": "application/json"}))
+    with pytest.raises(Cancelled):
+        make_client(recorder).complete([{"role": "user", "content": "x"}], cancel=cancel)
+    assert len(recorder.requests) == 1
+
+
+def test_a_stream_cut_by_cancelling_is_a_cancel_not_a_retry() -> None:
+    cancel = CancelToken()
+    first = sse_lines([{"choices": [{"index": 0, "delta": {"content": "w0 "}}]}]).encode()
+    recorder = Recorder(
+        httpx.Response(
+            200, content=_cut_by_cancelling(cancel, first), headers={"content-type": "text/event-stream"}
+        )
+    )
+    seen: list[object] = []
+    stream = make_client(recorder).stream([{"role": "user", "content": "x"}], cancel=cancel)
+    with pytest.raises(Cancelled):
+        consume(stream, seen, lambda _: None)
+    assert seen == [TextDelta("w0 ")]
+    assert len(recorder.requests) == 1, "a cancelled stream is not retried without streaming"
