@@ -48,22 +48,16 @@ class BodyReader:
 
     def whole(self, response: httpx.Response, cancel: CancelToken | None) -> str:
         """The whole body (a JSON answer to a streamed request, or to a plain one)."""
-        deadline = self._clock() + self.total_timeout
-        unregister = cancel.on_cancel(lambda: abort_response(response)) if cancel is not None else _nothing
         parts: list[bytes] = []
         try:
-            for piece in response.iter_bytes():
-                parts.append(piece)
-                self._check(deadline, cancel)
+            with self._guarded(response, cancel) as deadline:
+                for piece in response.iter_bytes():
+                    parts.append(piece)
+                    self._check(deadline, cancel)
         except _CUT as err:
-            if cancel is not None and cancel.cancelled:
-                raise Cancelled() from None
             raise IncompleteStream(
                 f"the answer from {self.url} was cut off: {describe(err)}", "try again"
             ) from None
-        finally:
-            unregister()
-            response.close()
         if cancel is not None:
             cancel.raise_if_cancelled()
         return b"".join(parts).decode(response.encoding or "utf-8", "replace")
@@ -72,25 +66,36 @@ class BodyReader:
         self, response: httpx.Response, assembler: StreamAssembler, cancel: CancelToken | None
     ) -> Generator[StreamItem, None, bool]:
         """Yield the stream's deltas; return whether it ended properly ([DONE] or EOF after finish)."""
-        deadline = self._clock() + self.total_timeout
-        unregister = cancel.on_cancel(lambda: abort_response(response)) if cancel is not None else _nothing
         try:
-            lines = self._lines(response, deadline, cancel)
-            for chunk in iter_chunks(lines):
-                if chunk is Marker.DONE:
-                    _drain(lines)
-                    return True
-                yield from assembler.feed(chunk)
+            with self._guarded(response, cancel) as deadline:
+                lines = self._lines(response, deadline, cancel)
+                for chunk in iter_chunks(lines):
+                    if chunk is Marker.DONE:
+                        _drain(lines)
+                        return True
+                    yield from assembler.feed(chunk)
         except _CUT:
-            if cancel is not None and cancel.cancelled:
-                raise Cancelled() from None
-            # A cut connection after the finish reason loses nothing but the usage chunk.
-        finally:
-            unregister()
-            response.close()
+            pass  # a cut connection after the finish reason loses nothing but the usage chunk
         if cancel is not None:
             cancel.raise_if_cancelled()
         return assembler.finish_reason is not None
+
+    @contextlib.contextmanager
+    def _guarded(self, response: httpx.Response, cancel: CancelToken | None) -> Iterator[float]:
+        """A read of `response`'s body, given its deadline: cancelling aborts it (a read cut that
+        way raises Cancelled), and the response is closed however the read ends."""
+        deadline = self._clock() + self.total_timeout
+        unregister = cancel.on_cancel(lambda: abort_response(response)) if cancel is not None else None
+        try:
+            yield deadline
+        except _CUT:
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled() from None
+            raise
+        finally:
+            if unregister is not None:
+                unregister()
+            response.close()
 
     def _lines(self, response: httpx.Response, deadline: float, cancel: CancelToken | None) -> Iterator[str]:
         for line in response.iter_lines():
@@ -125,7 +130,3 @@ def is_json(response: httpx.Response) -> bool:
 def describe(err: BaseException) -> str:
     """An exception in one line (its type's name when it says nothing)."""
     return one_line(str(err)) or type(err).__name__
-
-
-def _nothing() -> None:
-    return None
