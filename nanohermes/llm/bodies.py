@@ -32,19 +32,19 @@ class BodyReader:
         self.total_timeout = total_timeout
         self._clock = clock
 
-    def error_text(self, response: httpx.Response) -> str:
-        """The start of an error response's body ("" when it cannot be read); closes the response."""
+    def error_text(self, response: httpx.Response, cancel: CancelToken | None) -> str:
+        """The start of an error response's body: at most ERROR_BODY_LIMIT bytes, and only what
+        arrived before the total deadline ("" when it cannot be read); closes the response."""
+        data = bytearray()
         try:
-            data = b""
-            for piece in response.iter_bytes():
-                data += piece
-                if len(data) >= ERROR_BODY_LIMIT:
-                    break
-            return data.decode("utf-8", "replace")
-        except httpx.HTTPError:
+            with self._guarded(response, cancel) as deadline:
+                for piece in response.iter_bytes():
+                    data += piece
+                    if len(data) >= ERROR_BODY_LIMIT or self._past(deadline, cancel):
+                        break
+        except _CUT:
             return ""
-        finally:
-            response.close()
+        return data.decode("utf-8", "replace")
 
     def whole(self, response: httpx.Response, cancel: CancelToken | None) -> str:
         """The whole body (a JSON answer to a streamed request, or to a plain one)."""
@@ -103,13 +103,17 @@ class BodyReader:
             yield line
 
     def _check(self, deadline: float, cancel: CancelToken | None) -> None:
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled()
-        if self._clock() > deadline:
+        if self._past(deadline, cancel):
             raise IncompleteStream(
                 f"the answer from {self.url} took longer than the {self.total_timeout:g} s total deadline",
                 "raise request_timeout, or check the server is not stuck sending keep-alives",
             )
+
+    def _past(self, deadline: float, cancel: CancelToken | None) -> bool:
+        """Whether `deadline` has passed; raises Cancelled when the turn was cancelled."""
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled()
+        return self._clock() > deadline
 
 
 def _drain(lines: Iterator[str]) -> None:

@@ -304,7 +304,7 @@ class ChatClient:
             else:
                 if response.status_code < 300:
                     return response
-                text = self._bodies.error_text(response)
+                text = self._bodies.error_text(response, cancel)
                 status = response.status_code
                 rejected = rejected_optional_field(status, text, body)
                 if rejected:  # an older server that rejects an optional field: ask again without it

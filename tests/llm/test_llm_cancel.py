@@ -143,3 +143,19 @@ def test_a_stream_cut_by_cancelling_is_a_cancel_not_a_retry() -> None:
         consume(stream, seen, lambda _: None)
     assert seen == [TextDelta("w0 ")]
     assert len(recorder.requests) == 1, "a cancelled stream is not retried without streaming"
+
+
+def test_ctrl_c_while_an_error_body_trickles_in_is_a_cancel() -> None:
+    """Reading an error's body is bounded like an answer's: Ctrl-C ends it with Cancelled."""
+    cancel = CancelToken()
+
+    def trickle() -> Iterator[bytes]:
+        yield b'{"error": {"message": "bad'
+        cancel.cancel()
+        while True:
+            yield b" "
+
+    recorder = Recorder(httpx.Response(400, content=trickle(), headers={"content-type": "application/json"}))
+    with pytest.raises(Cancelled):
+        make_client(recorder).complete([{"role": "user", "content": "x"}], cancel=cancel)
+    assert len(recorder.requests) == 1

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from llm_helpers import Recorder, completion, fixture_bytes, make_client, run_stream, sse_lines, sse_response
 
-from nanohermes.errors import ContextOverflow, IncompleteStream
+from nanohermes.errors import BadResponse, ContextOverflow, IncompleteStream
 from nanohermes.events import Retrying, TextDelta
 from nanohermes.types import ChatResult
 
@@ -159,3 +159,23 @@ def test_a_cut_stream_sent_to_a_non_streaming_request_is_not_trusted_either() ->
         seen.extend(make_client(recorder).stream([{"role": "user", "content": "hi"}]))
     assert not any(isinstance(item, ChatResult) for item in seen)
     assert [b["stream"] for b in recorder.bodies] == [True, False]
+
+
+def test_total_deadline_ends_an_error_body_that_never_ends() -> None:
+    """A hostile or stuck server answers 400 and then trickles its error body: reading it stops
+    at the total deadline (not after 64 KB of trickle), and the error keeps what arrived."""
+    clock = [0.0]
+
+    def trickle() -> Iterator[bytes]:
+        yield b'{"error": {"message": "bad request"}}'
+        while True:
+            clock[0] += 10.0
+            yield b" "
+
+    recorder = Recorder(httpx.Response(400, content=trickle(), headers={"content-type": "application/json"}))
+    client = make_client(recorder, total_timeout=300.0, clock=lambda: clock[0])
+    with pytest.raises(BadResponse) as caught:
+        list(client.stream([{"role": "user", "content": "hi"}]))
+    assert "bad request" in str(caught.value)
+    assert 300.0 <= clock[0] <= 320.0
+    assert len(recorder.requests) == 1
