@@ -193,6 +193,8 @@ def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"{path}, line {err.lineno}: not valid JSON ({err.msg})", "fix that line") from None
+    except (ValueError, RecursionError) as err:  # an integer of 5,000 digits, arrays nested 100,000 deep
+        raise ConfigError(f"{path}: not valid JSON ({type(err).__name__}: {err})") from None
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f'{path}: no "mcpServers" object', 'the form is {"mcpServers": {"NAME": {...}}}')
@@ -212,7 +214,7 @@ def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfi
     values = dict(entry)
     kind = values.pop("type", None)
     if kind is not None:
-        if kind not in JSON_TYPES:
+        if not isinstance(kind, str) or kind not in JSON_TYPES:  # a list or object is not hashable
             raise ConfigError(f"{where}: server {name!r} has unknown type {kind!r}", "use stdio or http")
         if JSON_TYPES[kind] is None:
             raise ConfigError(
@@ -220,7 +222,10 @@ def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfi
                 "use the server's streamable HTTP endpoint (type http)",
             )
     if "disabled" in values:  # the form some editors write
-        values["enabled"] = not values.pop("disabled")
+        disabled = values.pop("disabled")
+        if not isinstance(disabled, bool):  # `not "false"` would disable the server
+            raise ConfigError(f"{where}: server {name!r}: disabled must be true or false, not {disabled!r}")
+        values["enabled"] = not disabled
     try:
         return McpServerConfig.model_validate(values)
     except ValidationError as err:

@@ -28,6 +28,7 @@ from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from pydantic import ValidationError
 
 from nanohermes import __version__
 from nanohermes.errors import NanoHermesError
@@ -205,8 +206,26 @@ def _one_line_errors() -> Iterator[None]:
         if err.code == mcp_types.CONNECTION_CLOSED:
             raise ServerGone("the server exited or closed the connection") from None
         raise CallFailed(err.message) from None
+    except ValidationError as err:  # a reply the SDK refuses (content not a list, an unknown part type)
+        raise CallFailed(invalid_reply(err)) from None
     except (httpx2.TransportError, OSError) as err:
         raise ServerGone(describe_error(err)) from None
+
+
+def invalid_reply(err: ValidationError) -> str:
+    """One line for a server reply that is not valid MCP: where, and what (pydantic's own text is a
+    dozen lines with links, one per branch of every union it tried)."""
+    problems = err.errors(include_url=False)
+    if not problems:
+        return f"the server sent an invalid {err.title}"
+    loc, message = list(problems[0]["loc"]), str(problems[0]["msg"])
+    union = next((i for i, part in enumerate(loc) if isinstance(part, str) and part[:1].isupper()), None)
+    if union is not None:  # pydantic tried each member of a union (`TextContent`, …): none matched
+        loc, message = loc[:union], "matches none of the kinds MCP allows there"
+    more = len({tuple(problem["loc"][: len(loc)]) for problem in problems}) - 1
+    where = ".".join(str(part) for part in loc) or "the reply"
+    tail = f" (and {more} more problems)" if more > 0 else ""
+    return f"the server sent an invalid {err.title}: {where}: {message}{tail}"
 
 
 def _pid_of(transport: Any) -> int | None:
@@ -262,6 +281,8 @@ def describe_error(err: BaseException) -> str:
         if err.code == mcp_types.CONNECTION_CLOSED:
             return "the server closed the connection (it exited)"
         return err.message
+    if isinstance(err, ValidationError):
+        return invalid_reply(err)
     if isinstance(err, httpx2.ConnectError):
         return f"cannot connect: {err}"
     if isinstance(err, httpx2.HTTPStatusError):

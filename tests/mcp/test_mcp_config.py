@@ -142,6 +142,22 @@ def test_json_form_joins_and_overrides_the_toml_servers(tmp_path: Path) -> None:
         ('{"mcpServers": {"a": {"type": "sse", "url": "http://h/sse"}}}', "old SSE transport"),
         ('{"mcpServers": {"a": {"type": "carrier-pigeon", "url": "http://h"}}}', "unknown type"),
         ('{"mcpServers": {"a": "npx server"}}', "must be an object"),
+        ('{"mcpServers": {"a": {"type": ["stdio"], "command": "x"}}}', "unknown type"),
+        ('{"mcpServers": {"a": {"command": "x", "disabled": "false"}}}', "disabled must be true or false"),
+        ('{"mcpServers": ' + "[" * 100_000 + "]" * 100_000 + "}", "not valid JSON"),
+        ('{"mcpServers": {"a": {"command": "x", "tool_timeout": 1' + "0" * 5000 + "}}}", "not valid JSON"),
+    ],
+    ids=[
+        "trailing-comma",
+        "no-servers",
+        "unknown-key",
+        "sse",
+        "unknown-type",
+        "not-object",
+        "type-list",
+        "disabled-string",
+        "nested-deep",
+        "huge-number",
     ],
 )
 def test_bad_json_files(tmp_path: Path, text: str, message: str) -> None:
