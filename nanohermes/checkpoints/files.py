@@ -58,8 +58,11 @@ def git_state(path: Path) -> FileState | None:
     return FileState(EXEC_MODE if st_mode & stat.S_IXUSR else FILE_MODE, git_blob_id(data))
 
 
-def same_as(path: Path, state: FileState | None, store: str) -> bool:
-    """Whether `path` is now exactly `state` (contents and mode); unreadable counts as different."""
+def same_as(path: Path, root: Path, state: FileState | None, store: str) -> bool:
+    """Whether `path` is now exactly `state` (contents and mode); unreadable counts as different, and
+    so does a path under a directory of `root` that became a symlink (its file lies elsewhere now)."""
+    if linked_parent(path, root) is not None:
+        return False
     try:
         now = git_state(path) if store == "git" else CopyStore.state_of(path)
     except CheckpointError:
@@ -119,6 +122,9 @@ def remove(path: Path, root: Path) -> None:
     """Remove a file (or symlink) the turn created, then parent directories left empty by it."""
     if path.is_dir() and not path.is_symlink():
         raise CheckpointError(f"{path} is a directory now; move it away and undo again")
+    link = linked_parent(path, root)
+    if link is not None:  # unlinking through it would delete a file outside the workspace
+        raise CheckpointError(f"{link} is a symlink now, in the way of {path}; move it away and undo again")
     try:
         path.unlink()
     except FileNotFoundError:
@@ -194,12 +200,20 @@ def _exec_bits(current: int, mode: int) -> int:
 def _clear_way(path: Path, root: Path) -> None:
     """Create missing parent directories inside `root`; a file or a symlink standing where a directory
     must be is an error (a symlink could lead the write outside the workspace)."""
-    for parent in reversed(path.parents):
-        if parent == root or not parent.is_relative_to(root):
-            continue
+    for parent in _parents_inside(path, root):
         if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
             raise CheckpointError(f"{parent} is in the way of {path}; move it away and undo again")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise CheckpointError(f"cannot create {path.parent}: {err.strerror}") from None
+
+
+def linked_parent(path: Path, root: Path) -> Path | None:
+    """The first directory between `root` and `path` that is a symlink now, or None."""
+    return next((parent for parent in _parents_inside(path, root) if parent.is_symlink()), None)
+
+
+def _parents_inside(path: Path, root: Path) -> list[Path]:
+    """The directories from below `root` down to `path`'s parent, outermost first."""
+    return [parent for parent in reversed(path.parents) if parent != root and parent.is_relative_to(root)]

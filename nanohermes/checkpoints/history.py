@@ -100,7 +100,9 @@ class History:
                 plan.final[change.path] = (change.before, turn.store_of(change))
         root = self.cp.workspace
         plan.conflicts = [
-            path for path, (state, store) in plan.expected.items() if not same_as(root / path, state, store)
+            path
+            for path, (state, store) in plan.expected.items()
+            if not same_as(root / path, root, state, store)
         ]
         return plan
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -22,6 +23,7 @@ EDIT_MAX_BYTES = 8 * 1024 * 1024
 """edit_file refuses files bigger than this."""
 SNIFF_BYTES = 8192
 DIFF_MAX_LINES = 400
+_BARE_LF = re.compile(r"(?<!\r)\n")
 
 
 def looks_binary(sample: bytes) -> bool:
@@ -52,6 +54,17 @@ def decode(data: bytes) -> Decoded:
         return Decoded(data.decode("utf-8"), True)
     except UnicodeDecodeError:
         return Decoded(data.decode("utf-8", errors="replace"), False)
+
+
+def encode(text: str, what: str) -> bytes:
+    """`text` as UTF-8; a lone surrogate (a JSON "\\ud800" escape) is a clear error, not a crash."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ToolError(
+            f"{what} holds a lone surrogate ({text[err.start]!r}) that cannot be written as UTF-8; "
+            "nothing was written"
+        ) from None
 
 
 def unified_diff(before: str | None, after: str, label: str) -> str:
@@ -162,8 +175,8 @@ class FileTools:
             content: the complete new content of the file
         """
         resolved = self.workspace.resolve(path, ctx.granted)
+        data = encode(content, "content")
         existed = resolved.exists()
-        data = content.encode("utf-8")
         self.workspace.replace_into(resolved, data)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         verb = "Overwrote" if existed else "Created"
@@ -190,7 +203,7 @@ class FileTools:
         resolved = self.workspace.resolve(path, ctx.granted)
         text = self._editable_text(resolved, path)
         updated, count = apply_edit(text, old, new, replace_all, path)
-        self.workspace.replace_into(resolved, updated.encode("utf-8"))
+        self.workspace.replace_into(resolved, encode(updated, "new"))
         where = f"{count} occurrences" if count > 1 else "1 occurrence"
         return f"Edited {self.workspace.relative(resolved)}: replaced {where}"
 
@@ -239,9 +252,21 @@ def _read_line(handle: BinaryIO, max_bytes: int = 64 * 1024) -> bytes | None:
         return None
     if not line.endswith(b"\n"):
         rest = readline(max_bytes)
+        if rest:  # cut mid-line, so maybe mid-character: that is no sign of bytes that are not UTF-8
+            line = _whole_characters(line)
         while rest and not rest.endswith(b"\n"):
             rest = readline(max_bytes)
     return line
+
+
+def _whole_characters(data: bytes) -> bytes:
+    """`data` without a UTF-8 character cut in two at its very end."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.reason == "unexpected end of data":
+            return data[: err.start]
+    return data
 
 
 def apply_edit(text: str, old: str, new: str, replace_all: bool, path: str) -> tuple[str, int]:
@@ -252,6 +277,8 @@ def apply_edit(text: str, old: str, new: str, replace_all: bool, path: str) -> t
         raise ToolError("old and new are the same: nothing to change")
     if old not in text and "\r\n" in text and "\r\n" not in old:
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")  # the file uses CRLF
+    if "\r\n" in text and text.count("\n") == text.count("\r\n"):
+        new = _BARE_LF.sub("\r\n", new)  # new lines in an all-CRLF file end in CRLF too, never mixed
     count = text.count(old)
     if count == 0:
         raise ToolError(f"old text not found in {path}. {closest_match(text, old)}")

@@ -27,6 +27,8 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 SAFE_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
+TEMP_STEM_BYTES = 128
+"""Bytes of the target's name kept in its temp file's name (the rest of which takes under 60)."""
 
 
 class OutsideWorkspace(ToolError):
@@ -52,6 +54,10 @@ class Workspace:
             raise ToolError("path is empty")
         if "\x00" in path:
             raise ToolError("path contains a NUL byte")
+        try:
+            os.fsencode(path)  # a lone surrogate ("\ud800" in the JSON) names no file: realpath raises
+        except UnicodeError:
+            raise ToolError(f"path {path!r} is not valid text (a lone surrogate)") from None
         try:
             candidate = Path(path.strip()).expanduser()
         except (RuntimeError, KeyError, OSError) as err:  # `~nosuchuser/x`, or no home directory
@@ -120,7 +126,7 @@ class Workspace:
             if SAFE_WALK
             else self._checked_parent(resolved)
         )
-        temp_name = f".{resolved.name}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
+        temp_name = _temp_name(resolved.name, data)
         try:
             old_mode = _existing_mode(resolved.name, parent, resolved)
             kwargs = {"dir_fd": parent} if parent >= 0 else {}
@@ -166,8 +172,8 @@ class Workspace:
         """Open `directory` by walking from `/` with O_NOFOLLOW on every component."""
         fd = os.open(directory.anchor or "/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
         try:
-            for part in directory.parts[1:]:
-                child = self._step(fd, part, directory, create)
+            for depth, part in enumerate(directory.parts[1:], start=2):
+                child = self._step(fd, part, Path(*directory.parts[:depth]), create)
                 os.close(fd)
                 fd = child
         except BaseException:
@@ -175,7 +181,8 @@ class Workspace:
             raise
         return fd
 
-    def _step(self, fd: int, part: str, whole: Path, create: bool) -> int:
+    def _step(self, fd: int, part: str, here: Path, create: bool) -> int:
+        """Open the directory `part` (the path `here`) inside the directory `fd`."""
         flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
         try:
             try:
@@ -186,8 +193,10 @@ class Workspace:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o777, dir_fd=fd)
                 child = os.open(part, flags, dir_fd=fd)
+        except NotADirectoryError:
+            raise _not_a_directory(part, fd, here) from None
         except OSError as err:
-            raise _translate(err, whole) from None
+            raise _translate(err, here) from None
         return child
 
     def _open_checked(self, resolved: Path, flags: int) -> int:
@@ -245,6 +254,13 @@ def _not_regular(resolved: Path, mode: int) -> ToolError:
     return ToolError(f"{resolved} is not a regular file ({kind}); not opened")
 
 
+def _temp_name(name: str, data: bytes) -> str:
+    """The temp file beside `name`: its name cut so that the temp's stays within NAME_MAX (255 bytes)
+    even when `name` itself is close to it."""
+    stem = os.fsencode(name)[:TEMP_STEM_BYTES].decode("utf-8", "ignore") or "file"
+    return f".{stem}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
+
+
 def _existing_mode(name: str, parent: int, resolved: Path) -> int | None:
     try:
         st = os.stat(name, dir_fd=parent, follow_symlinks=False) if parent >= 0 else os.lstat(resolved)
@@ -255,6 +271,18 @@ def _existing_mode(name: str, parent: int, resolved: Path) -> int | None:
     if stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{resolved} is a directory")
     return stat.S_IMODE(st.st_mode)
+
+
+def _not_a_directory(part: str, parent: int, here: Path) -> ToolError:
+    """The error for a path component that is not a directory: a symlink (swapped in after the
+    check: `resolve` leaves none) or a file standing where the path needs a directory."""
+    try:
+        is_link = stat.S_ISLNK(os.stat(part, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        is_link = False
+    if is_link:
+        return ToolError(f"{here}: a symlink was swapped in after the path was checked; refused")
+    return ToolError(f"{here} is not a directory")
 
 
 def _translate(err: OSError, path: Path) -> ToolError:

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 from nanohermes.errors import ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import SNIFF_BYTES, looks_binary
+from nanohermes.tools.gitignore import Rule, glob_to_regex, is_ignored, parse_gitignore
 from nanohermes.tools.paths import SAFE_WALK, Workspace, is_special
+from nanohermes.types import shorten
 
 if TYPE_CHECKING:
     import regex
@@ -34,108 +36,11 @@ GREP_FILE_SECONDS = 3.0
 """Time limit for searching one file: a pattern that backtracks catastrophically is stopped."""
 ALWAYS_SKIPPED = frozenset({".git"})
 GITIGNORE_MAX_BYTES = 1024 * 1024
+MAX_DEPTH = 100
+"""Directories nested deeper than this below the walk's start are listed but not entered: a repository
+holding a chain of hundreds of nested directories would otherwise exhaust the stack and fail the walk."""
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-
-
-def glob_to_regex(pattern: str) -> str:
-    """Translate a gitignore-style glob (`*`, `?`, `[..]`, `**`) to a regex body (no anchors)."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[" and _bracket_end(pattern, i) > 0:
-            end = _bracket_end(pattern, i)
-            body = pattern[i + 1 : end]
-            body = "^" + body[1:] if body[:1] in ("!", "^") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end
-        elif char == "\\" and i + 1 < len(pattern):
-            i += 1
-            out.append(re.escape(pattern[i]))
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-def _bracket_end(pattern: str, start: int) -> int:
-    """Index of the `]` closing the class opened at `start`, or -1 (then `[` is literal)."""
-    j = start + 1
-    if pattern[j : j + 1] in ("!", "^"):
-        j += 1
-    if pattern[j : j + 1] == "]":
-        j += 1
-    return pattern.find("]", j)
-
-
-@dataclass(frozen=True)
-class Rule:
-    base: str
-    """Directory of the .gitignore, relative to the root ("" for the root)."""
-    regex: re.Pattern[str]
-    negate: bool
-    dir_only: bool
-
-    def matches(self, rel: str, is_dir: bool) -> bool:
-        if self.dir_only and not is_dir:
-            return False
-        if self.base:
-            if not rel.startswith(self.base + "/"):
-                return False
-            rel = rel[len(self.base) + 1 :]
-        return self.regex.fullmatch(rel) is not None
-
-
-def parse_gitignore(text: str, base: str = "") -> list[Rule]:
-    rules: list[Rule] = []
-    for raw in text.splitlines():
-        line = raw.rstrip("\r")
-        if not line.strip() or line.startswith("#"):
-            continue
-        line = _strip_trailing_spaces(line)
-        negate = line.startswith("!")
-        if negate or line.startswith("\\!") or line.startswith("\\#"):
-            line = line[1:]
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            continue
-        anchored = "/" in line
-        body = glob_to_regex(line.lstrip("/"))
-        try:
-            regex = re.compile(body if anchored else f"(?:.*/)?{body}")
-        except re.error:
-            continue  # git ignores patterns it cannot parse; so do we
-        rules.append(Rule(base, regex, negate, dir_only))
-    return rules
-
-
-def _strip_trailing_spaces(line: str) -> str:
-    stripped = line.rstrip(" ")
-    if stripped.endswith("\\") and len(stripped) < len(line):
-        return stripped + " "
-    return stripped
-
-
-def is_ignored(rules: list[Rule], rel: str, is_dir: bool) -> bool:
-    ignored = False
-    for rule in rules:
-        if rule.matches(rel, is_dir):
-            ignored = not rule.negate
-    return ignored
 
 
 @dataclass(frozen=True)
@@ -143,6 +48,8 @@ class Found:
     rel: str
     """Path relative to the workspace root (posix)."""
     is_dir: bool
+    too_deep: bool = False
+    """A directory nested deeper than MAX_DEPTH: not entered."""
 
 
 class Walker:
@@ -156,9 +63,9 @@ class Walker:
         base = self.workspace.relative(start) if start != self.workspace.root else ""
         if SAFE_WALK:
             with self.workspace.dir_fd(start) as fd:
-                yield from self._walk_fd(fd, base, rules, ctx)
+                yield from self._walk_fd(fd, base, rules, ctx, 1)
         else:
-            yield from self._walk_path(start, base, rules, ctx)
+            yield from self._walk_path(start, base, rules, ctx, 1)
 
     def _rules_above(self, start: Path) -> list[Rule]:
         """Rules of the .gitignore files from the root down to (not including) `start`."""
@@ -195,7 +102,9 @@ class Walker:
                 return []
         return parse_gitignore(data.decode("utf-8", errors="replace"), base)
 
-    def _walk_fd(self, fd: int, base: str, rules: list[Rule], ctx: CallContext) -> Iterator[Found]:
+    def _walk_fd(
+        self, fd: int, base: str, rules: list[Rule], ctx: CallContext, depth: int
+    ) -> Iterator[Found]:
         ctx.cancel.raise_if_cancelled()
         rules = rules + self._read_rules(Path(), base, dir_fd=fd)
         try:
@@ -215,22 +124,26 @@ class Walker:
             is_dir = stat.S_ISDIR(st.st_mode)
             if is_ignored(rules, rel, is_dir):
                 continue
-            yield Found(rel, is_dir)
-            if is_dir:
-                yield from self._descend(fd, name, rel, rules, ctx)
+            yield Found(rel, is_dir, is_dir and depth > MAX_DEPTH)
+            if is_dir and depth <= MAX_DEPTH:
+                yield from self._descend(fd, name, rel, rules, ctx, depth + 1)
 
-    def _descend(self, fd: int, name: str, rel: str, rules: list[Rule], ctx: CallContext) -> Iterator[Found]:
+    def _descend(
+        self, fd: int, name: str, rel: str, rules: list[Rule], ctx: CallContext, depth: int
+    ) -> Iterator[Found]:
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         try:
             child = os.open(name, flags, dir_fd=fd)
         except OSError:
             return  # replaced by a symlink or removed meanwhile: not followed
         try:
-            yield from self._walk_fd(child, rel, rules, ctx)
+            yield from self._walk_fd(child, rel, rules, ctx, depth)
         finally:
             os.close(child)
 
-    def _walk_path(self, directory: Path, base: str, rules: list[Rule], ctx: CallContext) -> Iterator[Found]:
+    def _walk_path(
+        self, directory: Path, base: str, rules: list[Rule], ctx: CallContext, depth: int
+    ) -> Iterator[Found]:
         ctx.cancel.raise_if_cancelled()
         rules = rules + self._read_rules(directory, base)
         try:
@@ -249,9 +162,29 @@ class Walker:
             is_dir = entry.is_dir(follow_symlinks=False)
             if is_ignored(rules, rel, is_dir):
                 continue
-            yield Found(rel, is_dir)
-            if is_dir:
-                yield from self._walk_path(Path(entry.path), rel, rules, ctx)
+            yield Found(rel, is_dir, is_dir and depth > MAX_DEPTH)
+            if is_dir and depth <= MAX_DEPTH:
+                yield from self._walk_path(Path(entry.path), rel, rules, ctx, depth + 1)
+
+
+def _too_deep_note(deep: list[str]) -> list[str]:
+    """A line saying which directories were too deep to enter, if any were."""
+    if not deep:
+        return []
+    more = f" and {len(deep) - 1} more" if len(deep) > 1 else ""
+    return [f"[not entered, more than {MAX_DEPTH} directories deep: {shorten(deep[0], 120)}{more}]"]
+
+
+def _too_big_note(big: list[str]) -> list[str]:
+    """A line naming the files too big to search, if there were any."""
+    if not big:
+        return []
+    more = f" and {len(big) - 1} more" if len(big) > 1 else ""
+    limit = GREP_MAX_FILE_BYTES // (1024 * 1024)
+    return [
+        f"[not searched, larger than {limit} MB: {shorten(big[0], 120)}{more}; "
+        "run_shell with grep can search them]"
+    ]
 
 
 def glob_filter(glob: str | None) -> re.Pattern[str] | None:
@@ -296,17 +229,20 @@ class SearchTools:
         wanted = glob_filter(glob)
         shown: list[str] = []
         total = 0
+        deep: list[str] = []
         for found in self.walker.walk(start, ctx):
+            if found.too_deep:
+                deep.append(found.rel)
             if found.is_dir or (wanted and not wanted.fullmatch(found.rel)):
                 continue
             total += 1
             if len(shown) < LIST_MAX_ENTRIES:
                 shown.append(found.rel)
-        if not shown:
-            return f"no files{' matching ' + repr(glob) if glob else ''} under {path}"
         if total > len(shown):
             shown.append(f"[… {total - len(shown)} more files; narrow it with path or glob]")
-        return "\n".join(shown)
+        if not shown:
+            shown.append(f"no files{' matching ' + repr(glob) if glob else ''} under {path}")
+        return "\n".join(shown + _too_deep_note(deep))
 
     def grep(self, pattern: str, path: str = ".", glob: str | None = None, *, ctx: CallContext) -> str:
         """Search file contents for a regular expression (Python syntax); prints path:line: text.
@@ -319,26 +255,41 @@ class SearchTools:
         compiled = compile_pattern(pattern)
         resolved = self.workspace.resolve(path, ctx.granted)
         wanted = glob_filter(glob)
+        deep: list[str] = []
         files: Iterator[Path]
         if resolved.is_dir():
-            files = (
-                self.workspace.root / found.rel
-                for found in self.walker.walk(resolved, ctx)
-                if not found.is_dir and not (wanted and not wanted.fullmatch(found.rel))
-            )
+            files = self._files_under(resolved, wanted, deep, ctx)
         else:
             os.close(self.workspace.open_file(resolved, os.O_RDONLY))  # a FIFO or device: ERROR
             files = iter([resolved])
-        return self._grep_files(compiled, files, pattern, ctx)
+        big: list[str] = []
+        found = self._grep_files(compiled, files, pattern, big, ctx)
+        return "\n".join([found, *_too_deep_note(deep), *_too_big_note(big)])
+
+    def _files_under(
+        self, directory: Path, wanted: re.Pattern[str] | None, deep: list[str], ctx: CallContext
+    ) -> Iterator[Path]:
+        """The files grep searches under `directory`; directories too deep to enter go to `deep`."""
+        for found in self.walker.walk(directory, ctx):
+            if found.too_deep:
+                deep.append(found.rel)
+            if not found.is_dir and not (wanted and not wanted.fullmatch(found.rel)):
+                yield self.workspace.root / found.rel
 
     def _grep_files(
-        self, compiled: regex.Pattern[str], files: Iterator[Path], pattern: str, ctx: CallContext
+        self,
+        compiled: regex.Pattern[str],
+        files: Iterator[Path],
+        pattern: str,
+        big: list[str],
+        ctx: CallContext,
     ) -> str:
+        """The matches in `files`; files too big to search go to `big`."""
         hits: list[str] = []
         more = 0
         for file in files:
             ctx.cancel.raise_if_cancelled()
-            for line_no, line in self._search_file(file, compiled, pattern, ctx):
+            for line_no, line in self._search_file(file, compiled, pattern, big, ctx):
                 if len(hits) >= GREP_MAX_MATCHES:
                     more += 1
                     continue
@@ -352,7 +303,7 @@ class SearchTools:
         return "\n".join(hits)
 
     def _search_file(
-        self, file: Path, compiled: regex.Pattern[str], pattern: str, ctx: CallContext
+        self, file: Path, compiled: regex.Pattern[str], pattern: str, big: list[str], ctx: CallContext
     ) -> Iterator[tuple[int, str]]:
         try:
             real = file.resolve()
@@ -362,7 +313,10 @@ class SearchTools:
         except (ToolError, OSError):
             return
         with os.fdopen(fd, "rb") as handle:
-            if os.fstat(fd).st_size > GREP_MAX_FILE_BYTES or looks_binary(handle.read(SNIFF_BYTES)):
+            if os.fstat(fd).st_size > GREP_MAX_FILE_BYTES:
+                big.append(self.workspace.relative(real))  # said in the result: not "no matches"
+                return
+            if looks_binary(handle.read(SNIFF_BYTES)):
                 return
             handle.seek(0)
             deadline = time.monotonic() + self.file_seconds

@@ -193,6 +193,8 @@ class ShellTool:
             )
         except OSError as err:
             raise ToolError(f"could not start the shell: {err.strerror or err}") from None
+        except ValueError as err:  # a NUL byte or a lone surrogate: no argv can hold it
+            raise ToolError(f"command cannot be run: {err}") from None
 
     @staticmethod
     def _wait(process: subprocess.Popen[bytes], limit: float, ctx: CallContext) -> bool:

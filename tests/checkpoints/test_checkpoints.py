@@ -432,3 +432,26 @@ def test_files_git_ignores_that_the_agent_writes_or_edits_are_kept_as_copies(
     lines = History(checkpoints).undo(History(checkpoints).plan())
     assert "removed out/made.log" in lines
     assert picture(workspace) == before  # exact bytes and modes, .env 0600 again
+
+
+@pytest.mark.parametrize("with_git", [True, False], ids=["git", "copies"])
+def test_undo_never_removes_a_file_through_a_directory_swapped_for_a_symlink(
+    workspace: Path, isolated_home: Path, tmp_path: Path, with_git: bool
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("precious\n")
+    checkpoints = make(workspace, isolated_home, **({} if with_git else {"git": None}))
+    turn(
+        checkpoints,
+        runner_for(workspace, checkpoints),
+        ("write_file", {"path": "sub/f.txt", "content": "precious\n"}),  # the turn creates sub/f.txt
+    )
+    shutil.rmtree(workspace / "sub")
+    (workspace / "sub").symlink_to(outside)  # after the turn: the same name, now leading outside
+    history = History(checkpoints)
+    plan = history.plan()
+    assert plan.conflicts == ["sub/f.txt"]  # not the file the turn left, though its bytes are the same
+    with pytest.raises(CheckpointError, match="sub is a symlink now"):
+        history.undo(plan, force=True)
+    assert (outside / "f.txt").read_text() == "precious\n"

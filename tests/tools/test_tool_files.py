@@ -129,3 +129,45 @@ def test_edit_keeps_crlf_line_endings(workspace: Path, files: FileTools) -> None
     (workspace / "w.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
     files.edit_file("w.txt", "one\ntwo", "uno\ndos", ctx=CTX)
     assert (workspace / "w.txt").read_bytes() == b"uno\r\ndos\r\nthree\r\n"
+
+
+def test_edit_of_an_all_crlf_file_writes_the_new_lines_in_crlf(workspace: Path, files: FileTools) -> None:
+    (workspace / "w.txt").write_bytes(b"x = 1\r\ny = 2\r\n")
+    files.edit_file("w.txt", "x = 1", "x = 1\nz = 3", ctx=CTX)  # one line becomes two
+    assert (workspace / "w.txt").read_bytes() == b"x = 1\r\nz = 3\r\ny = 2\r\n"  # never mixed endings
+
+
+def test_edit_of_a_mixed_file_keeps_new_as_given(workspace: Path, files: FileTools) -> None:
+    (workspace / "m.txt").write_bytes(b"a\r\nb\nc\n")
+    files.edit_file("m.txt", "b", "b\nb2", ctx=CTX)
+    assert (workspace / "m.txt").read_bytes() == b"a\r\nb\nb2\nc\n"
+
+
+def test_a_file_whose_name_is_near_the_length_limit_is_written_and_edited(
+    workspace: Path, files: FileTools
+) -> None:
+    name = "n" * 250  # the longest names (255 bytes) are valid: its temp file's name must fit too
+    assert files.write_file(name, "hello\n", ctx=CTX).startswith("Created")
+    files.edit_file(name, "hello", "bye", ctx=CTX)
+    assert (workspace / name).read_text() == "bye\n"
+    assert os.listdir(workspace) == [name]
+
+
+def test_text_with_a_lone_surrogate_is_a_clear_error_and_nothing_is_written(
+    workspace: Path, files: FileTools
+) -> None:
+    (workspace / "a.txt").write_text("hello\n")
+    with pytest.raises(ToolError, match="lone surrogate"):
+        files.write_file("new.txt", "x\ud800y", ctx=CTX)
+    with pytest.raises(ToolError, match="lone surrogate"):
+        files.edit_file("a.txt", "hello", "\ud800", ctx=CTX)
+    assert sorted(os.listdir(workspace)) == ["a.txt"]
+    assert (workspace / "a.txt").read_text() == "hello\n"
+
+
+def test_a_long_utf8_line_cut_mid_character_is_not_called_invalid(workspace: Path, files: FileTools) -> None:
+    (workspace / "cjk.txt").write_text("中" * 30_000 + "\nsecond\n")  # 90 KB: cut at 64 KB, mid-character
+    shown = files.read_file("cjk.txt", ctx=CTX)
+    assert "not valid UTF-8" not in shown
+    assert "\ufffd" not in shown
+    assert shown.endswith("     2\tsecond")

@@ -147,3 +147,24 @@ def test_granted_outside_path_is_allowed(workspace: Path, outside: Path) -> None
 def test_empty_or_nul_paths_are_refused(workspace: Path, bad: str) -> None:
     with pytest.raises(ToolError):
         Workspace(workspace).resolve(bad)
+
+
+@pytest.mark.parametrize(
+    ("tool", "extra"),
+    [("read_file", {}), ("write_file", {"content": "x"}), ("list_files", {}), ("grep", {"pattern": "x"})],
+)
+def test_a_path_with_a_lone_surrogate_is_an_error_result_not_an_exception(
+    workspace: Path, tool: str, extra: dict[str, str]
+) -> None:
+    raw = args(path="bad\ud800.txt", **extra)  # JSON escapes it as "\ud800", which a model can send
+    [result] = results(run(auto_runner(workspace), [call(tool, raw)]))
+    assert not result.ok
+    assert "lone surrogate" in result.content
+    assert os.listdir(workspace) == []
+
+
+def test_a_file_where_a_directory_is_needed_is_named_not_blamed_on_a_symlink(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("a file\n")
+    [result] = results(run(auto_runner(workspace), [call("write_file", args(path="a.txt/b", content="x"))]))
+    assert result.content == f"ERROR: {workspace / 'a.txt'} is not a directory"
+    assert (workspace / "a.txt").read_text() == "a file\n"

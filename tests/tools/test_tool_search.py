@@ -165,3 +165,48 @@ def test_a_gitignore_that_is_a_fifo_or_a_link_to_a_device_cannot_block_the_walk(
         assert "a.txt" in search.list_files(path, ctx=CTX)
     assert "sub/b.log" in search.list_files(".", ctx=CTX)
     assert "sub/deep/a.txt:1: needle" in search.grep("needle", "sub", ctx=CTX)
+
+
+def test_a_directory_chain_too_deep_to_walk_is_named_and_the_rest_is_still_searched(
+    workspace: Path,
+) -> None:
+    fd = os.open(workspace, os.O_RDONLY)
+    for _ in range(700):  # a recursive walk this deep exhausts the stack (RecursionError)
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)
+    (workspace / "top.txt").write_text("needle\n")
+    tools = SearchTools(Workspace(workspace))
+    listed = tools.list_files(ctx=CTX).splitlines()
+    assert listed[0] == "top.txt"
+    assert listed[1].startswith("[not entered, more than ")
+    assert "directories deep: d/d/" in listed[1]
+    found = tools.grep("needle", ctx=CTX).splitlines()
+    assert found[0] == "top.txt:1: needle"
+    assert found[1].startswith("[not entered")
+
+
+def test_files_just_within_the_depth_limit_are_found(workspace: Path) -> None:
+    from nanohermes.tools.search import MAX_DEPTH
+
+    deep = workspace.joinpath(*["d"] * MAX_DEPTH)
+    deep.mkdir(parents=True)
+    (deep / "deep.txt").write_text("needle\n")
+    tools = SearchTools(Workspace(workspace))
+    assert tools.list_files(ctx=CTX) == "/".join(["d"] * MAX_DEPTH) + "/deep.txt"
+    assert tools.grep("needle", ctx=CTX).endswith("deep.txt:1: needle")
+
+
+def test_grep_says_which_files_were_too_big_to_search(workspace: Path) -> None:
+    from nanohermes.tools.search import GREP_MAX_FILE_BYTES
+
+    filler = b"a line of a log\n"
+    (workspace / "big.log").write_bytes(filler * (GREP_MAX_FILE_BYTES // len(filler)) + b"needle\n")
+    (workspace / "small.txt").write_text("nothing here\n")
+    tools = SearchTools(Workspace(workspace))
+    for path in (".", "big.log"):
+        found = tools.grep("needle", path, ctx=CTX).splitlines()
+        assert found[0] == "no matches for 'needle'"
+        assert found[1].startswith("[not searched, larger than 16 MB: big.log;")

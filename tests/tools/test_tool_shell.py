@@ -298,3 +298,9 @@ def _writers_in(workspace: Path) -> set[int]:
         if here and not zombie:
             found.add(int(entry.name))
     return found
+
+
+@pytest.mark.parametrize("command", ["echo a\x00b", "echo \ud800"], ids=["nul", "lone-surrogate"])
+def test_a_command_no_argv_can_hold_is_a_clear_error(workspace: Path, command: str) -> None:
+    with pytest.raises(ToolError, match="command cannot be run"):
+        ShellTool(workspace).run_shell(command, ctx=CallContext())
