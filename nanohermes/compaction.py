@@ -27,6 +27,8 @@ DROPPED_PREFIX = "[Earlier messages were removed to fit the context window"
 TOOL_OUTPUT_KEEP = 300
 TRANSCRIPT_CHARS = 60_000
 TRANSCRIPT_MESSAGE_CHARS = 4_000
+SUMMARY_MAX_CHARS = TRANSCRIPT_CHARS // 3
+"""A longer summary is cut: it replaces at most TRANSCRIPT_CHARS of transcript."""
 
 SUMMARY_SYSTEM_PROMPT = """\
 You compress the earlier part of a conversation between a user and a coding agent so the agent can \
@@ -101,14 +103,25 @@ def compact(
     except Cancelled:
         raise
     except NanoHermesError as err:
-        note = f"summarising failed ({err.one_line()}); {len(middle)} earlier messages dropped"
-        placeholder = f"{DROPPED_PREFIX}: {len(middle)} messages; they are kept in the session archive.]"
-        new = [*head, {"role": "user", "content": placeholder}, *tail]
-        return Compaction(new, list(middle), before, total_chars(new), summarized=False, note=note)
-    if not summary:
-        summary = "(the summariser returned nothing)"
+        return _dropped(head, middle, tail, before, err.one_line())
+    if not summary:  # the middle would be gone with nothing in its place: say so, as for a failure
+        return _dropped(head, middle, tail, before, "the model returned an empty summary")
+    note = ""
+    if len(summary) > SUMMARY_MAX_CHARS:  # a runaway reply would grow the context it was to shrink
+        note = f"the summary was cut from {len(summary):,} to {SUMMARY_MAX_CHARS:,} characters"
+        summary = summary[:SUMMARY_MAX_CHARS] + " […]"
     new = [*head, {"role": "user", "content": f"{SUMMARY_PREFIX}\n{summary}"}, *tail]
-    return Compaction(new, list(middle), before, total_chars(new), summarized=True)
+    return Compaction(new, list(middle), before, total_chars(new), summarized=True, note=note)
+
+
+def _dropped(
+    head: list[Message], middle: list[Message], tail: list[Message], before: int, why: str
+) -> Compaction:
+    """The middle replaced by a placeholder, when no summary could be had."""
+    note = f"summarising failed ({why}); {len(middle)} earlier messages dropped"
+    placeholder = f"{DROPPED_PREFIX}: {len(middle)} messages; they are kept in the session archive.]"
+    new = [*head, {"role": "user", "content": placeholder}, *tail]
+    return Compaction(new, list(middle), before, total_chars(new), summarized=False, note=note)
 
 
 def shorten_tool_outputs(middle: list[Message]) -> tuple[list[Message], list[Message]]:

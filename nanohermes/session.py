@@ -25,6 +25,7 @@ import errno
 import json
 import os
 import re
+import stat
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,6 +34,7 @@ from typing import Any
 
 from nanohermes.errors import ConfigError, SessionError
 from nanohermes.fileio import atomic_write, ensure_private_dir, write_all
+from nanohermes.session_lock import lock_path
 from nanohermes.types import Message, Usage, message_problem, message_text
 
 SESSION_VERSION = 2
@@ -41,6 +43,10 @@ ARCHIVE_SUFFIX = ".archive.jsonl"
 HEADER_READ = 16 * 1024
 _MESSAGES_KEY = ',"messages":'
 TITLE_CHARS = 60
+JSON_ERRORS = (ValueError, RecursionError)
+"""What json.loads raises on a bad file: a few kilobytes of `[[[[…` exhaust the decoder's recursion."""
+OPEN_SIDECAR = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+"""The sidecar is never opened through a symlink (the truncation of a stale tail would cut its target)."""
 
 
 @dataclass
@@ -103,6 +109,13 @@ class Snapshot:
         return redact(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets)
 
 
+def encode(text: str) -> bytes:
+    """JSON text as UTF-8. A lone surrogate (a file name that is not UTF-8, as os.listdir decodes it,
+    or half of an emoji split across two stream chunks) cannot be UTF-8: it is written as its JSON
+    escape `\\udcff` (it can only sit inside a JSON string), which loads back as the same string."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -141,8 +154,8 @@ class SessionFile:
             raise self._corrupt(f"cannot be read ({_reason(err)})") from None
         try:
             raw = json.loads(text)
-        except ValueError as err:
-            raise self._corrupt(f"is not valid JSON ({err})") from None
+        except JSON_ERRORS as err:
+            raise self._corrupt(f"is not valid JSON ({_json_reason(err)})") from None
         data = self._parse(raw)
         self._archive_bytes = data.archive_bytes
         return data
@@ -163,7 +176,7 @@ class SessionFile:
         for number, line in enumerate(raw.splitlines(), start=1):
             try:
                 message = json.loads(line)
-            except ValueError:
+            except JSON_ERRORS:
                 raise self._corrupt(f"has a broken line {number} in {self.archive_path.name}") from None
             messages.append(message)
         return messages + data.archive
@@ -191,7 +204,7 @@ class SessionFile:
         try:
             ensure_private_dir(self.path.parent)
             size = self._append_archive(lines, snapshot.secrets)
-            atomic_write(self.path, snapshot.text(size).encode("utf-8"))
+            atomic_write(self.path, encode(snapshot.text(size)))
         except OSError as err:
             self._unwritten = lines
             problem = f"cannot write session file {self.path}: {_reason(err)}"
@@ -204,17 +217,20 @@ class SessionFile:
         expected = self._archive_bytes
         if not lines and (expected is not None or not self.archive_path.exists()):
             return expected or 0
-        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(self.archive_path, flags, 0o600)
+        # O_NONBLOCK: a FIFO in the sidecar's place fails to open (ENXIO) instead of hanging the save.
+        fd = os.open(self.archive_path, OPEN_SIDECAR | getattr(os, "O_NONBLOCK", 0), 0o600)
         try:
-            size = os.fstat(fd).st_size
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(errno.EINVAL, f"{self.archive_path.name} is not a regular file")
+            size = info.st_size
             if expected is None:  # a new session, or a version 1 file: no sidecar is vouched for yet
                 expected = 0 if self._main_version() < SESSION_VERSION else size
             if size > expected:
                 os.ftruncate(fd, expected)
                 size = expected
             if lines:
-                data = redact("".join(line + "\n" for line in lines), secrets).encode("utf-8")
+                data = encode(redact("".join(line + "\n" for line in lines), secrets))
                 os.lseek(fd, size, os.SEEK_SET)
                 write_all(fd, data)
                 os.fsync(fd)
@@ -284,7 +300,7 @@ def read_header(path: Path) -> dict[str, Any] | None:
         return None
     try:
         header = json.loads(head[:cut] + "}")
-    except ValueError:
+    except JSON_ERRORS:
         return None
     return header if isinstance(header, dict) else None
 
@@ -310,20 +326,43 @@ def resolve_session_path(sessions_dir: Path, name_or_path: str) -> Path:
             "nor a path ending in .json",
             "e.g. --session refactor, or --session notes/refactor.json",
         )
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError as err:  # a name too long for the file system: a usage error, not a crash
+        raise ConfigError(
+            f"--session {value!r} cannot be used: {_reason(err)}", "give a shorter path"
+        ) from None
+    if is_dir:
         raise ConfigError(f"--session {value!r} names a directory ({path})", "give a .json file or a name")
     return path
 
 
 def new_session_path(sessions_dir: Path, now: datetime | None = None) -> Path:
-    """`<sessions_dir>/<timestamp>.json`, with a numeric suffix when that name is taken."""
+    """`<sessions_dir>/<timestamp>.json`, with a numeric suffix when that name is taken.
+
+    The name is reserved by creating its lock file exclusively: a session file appears only after the
+    first turn, so two nanohermes started in the same second would otherwise pick the same name (the
+    second exits «in use», or later resumes the first's conversation as its own)."""
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
     path = sessions_dir / f"{stamp}.json"
     number = 2
-    while path.exists():
+    while path.exists() or not _reserve(path):
         path = sessions_dir / f"{stamp}-{number}.json"
         number += 1
     return path
+
+
+def _reserve(path: Path) -> bool:
+    """Create `path`'s lock file if no one has; False when it exists (the name is taken)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        ensure_private_dir(path.parent)
+        os.close(os.open(lock_path(path), flags, 0o600))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True  # nothing can be reserved here: locking the session will name the cause
+    return True
 
 
 def latest_session(sessions_dir: Path, workspace: Path | None = None) -> Path | None:
@@ -342,7 +381,7 @@ def session_workspace(path: Path) -> str:
     if raw is None:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+        except (OSError, *JSON_ERRORS):
             return ""
     value = raw.get("workspace") if isinstance(raw, dict) else None
     return value if isinstance(value, str) else ""
@@ -398,6 +437,10 @@ def _mtime(path: Path) -> float:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _json_reason(err: Exception) -> str:
+    return "nested too deeply" if isinstance(err, RecursionError) else str(err)
 
 
 def _reason(err: Exception) -> str:

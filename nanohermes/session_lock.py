@@ -18,6 +18,8 @@ from nanohermes.errors import SessionError, SessionInUse
 from nanohermes.fileio import ensure_private_dir
 
 LOCK_SUFFIX = ".lock"
+OPEN_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+"""Never through a symlink: taking the lock truncates the file to write the pid into it."""
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
@@ -58,7 +60,7 @@ class SessionLock:
         path = lock_path(session_path)
         try:
             ensure_private_dir(path.parent)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+            fd = os.open(path, OPEN_FLAGS, 0o600)
         except OSError as err:
             raise SessionError(f"cannot lock session file {session_path}: {err.strerror or err}") from None
         if not _try_lock(fd):

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nanohermes.types import Message, message_text, shorten
+from nanohermes.ui.safe_text import terminal_safe
 
 EXCHANGES_SHOWN = 3
 
@@ -34,12 +35,13 @@ def recent_exchanges(messages: Sequence[Message], count: int = EXCHANGES_SHOWN) 
 
 
 def exchange_lines(exchanges: Sequence[Exchange], width: int) -> list[str]:
-    """`you  …` / `  →  …` lines, each shortened to `width` characters."""
+    """`you  …` / `  →  …` lines, each shortened to `width` characters. The texts come from the session
+    file (model replies, pasted text): escape sequences in them are shown, never sent to the terminal."""
     lines: list[str] = []
     for exchange in exchanges:
-        lines.append(shorten(f"you: {exchange.question}", width))
+        lines.append(shorten(terminal_safe(f"you: {exchange.question}"), width))
         if exchange.answer:
-            lines.append(shorten(f"  → {exchange.answer}", width))
+            lines.append(shorten(terminal_safe(f"  → {exchange.answer}"), width))
     return lines
 
 

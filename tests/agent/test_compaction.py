@@ -97,6 +97,27 @@ def test_failed_summary_drops_the_middle_with_a_note() -> None:
     assert len(result.removed) + len(result.messages) - 2 == len(messages) - 1
 
 
+@pytest.mark.parametrize("reply", ["", "  \n "])
+def test_an_empty_summary_is_a_failure_not_a_summary(reply: str) -> None:
+    messages = _session(10, tool_output=50)
+    result = compact(messages, keep=4, summarize=lambda middle: reply)
+    assert result is not None
+    assert not result.summarized
+    assert result.messages[1]["content"].startswith(DROPPED_PREFIX)
+    assert "empty summary" in result.note
+    assert len(result.removed) + len(result.messages) - 2 == len(messages) - 1
+
+
+def test_a_runaway_summary_is_cut_with_a_note() -> None:
+    messages = _session(10, tool_output=50)
+    result = compact(messages, keep=4, summarize=lambda middle: "y" * 5_000_000)
+    assert result is not None
+    assert result.summarized
+    assert result.messages[1]["content"].startswith(SUMMARY_PREFIX)
+    assert len(result.messages[1]["content"]) < 100_000  # not the 5,000,000 characters of the reply
+    assert "summary was cut" in result.note
+
+
 def test_cancel_during_summary_propagates_and_nothing_to_compact_is_none() -> None:
     def cancelled(middle: list[Message]) -> str:
         raise Cancelled()

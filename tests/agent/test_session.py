@@ -150,6 +150,7 @@ def test_round_trip_is_private_atomic_and_redacts_the_key(tmp_path: Path) -> Non
         ('{"messages": []}', "has no version"),
         ('{"version": 1, "messages": [{"role": "robot"}]}', "invalid entry messages[0]"),
         ('{"version": 1}', "has no 'messages' list"),
+        ('{"version": 2, "messages": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
     ],
 )
 def test_corrupt_file_is_a_clear_error_and_left_untouched(tmp_path: Path, content: str, problem: str) -> None:
@@ -201,3 +202,65 @@ def test_paths_names_timestamps_and_listing(tmp_path: Path) -> None:
     assert [i.path.name for i in infos] == ["named.json", first.name, "broken.json"]
     assert infos[1].title == "fix the parser"
     assert infos[2].title == "(unreadable session file)"
+
+
+def test_a_deeply_nested_file_does_not_break_listing_or_continue(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    hostile = sessions / "deep.json"  # `[[[[…` in the header: the JSON decoder runs out of recursion
+    hostile.write_text('{"version": 2, "title": ' + "[" * 8_000 + "]" * 8_000 + ', "messages": []}')
+    assert [info.title for info in list_sessions(sessions)] == ["(unreadable session file)"]
+    assert latest_session(sessions, tmp_path) is None
+
+
+def test_text_that_is_not_utf_8_is_saved_and_loads_back(tmp_path: Path) -> None:
+    # os.listdir decodes a file name that is not UTF-8 with lone surrogates; a stream can split an emoji
+    listing = os.fsdecode(b"bad\xff.txt")
+    data = SessionData(messages=[{"role": "system", "content": "S"}, {"role": "user", "content": listing}])
+    data.archive.append({"role": "assistant", "content": "\ud83d\ude00 split"})
+    path = tmp_path / "u.json"
+    SessionFile(path).save(data)
+    assert SessionFile(path).load().messages[1]["content"] == listing
+    healed = SessionFile(path).load_archive()  # the escaped halves of the pair load as one emoji
+    assert healed == [{"role": "assistant", "content": "\U0001f600 split"}]
+
+
+def test_an_archive_sidecar_that_is_a_symlink_is_refused_and_its_target_kept(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "notes.txt"
+    elsewhere.write_text("precious\n", encoding="utf-8")
+    path = tmp_path / "sessions" / "s.json"
+    path.parent.mkdir()
+    path.with_name("s.archive.jsonl").symlink_to(elsewhere)
+    data = SessionData(
+        messages=[{"role": "system", "content": "S"}], archive=[{"role": "user", "content": "a"}]
+    )
+    with pytest.raises(SessionError, match="cannot write session file"):
+        SessionFile(path).save(data)
+    assert elsewhere.read_text(encoding="utf-8") == "precious\n"
+
+
+def test_new_session_names_are_reserved_before_any_file_is_written(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    when = datetime(2026, 1, 2, 3, 4, 5)
+    # two nanohermes started in the same second: neither has written its session file yet
+    names = {new_session_path(sessions, when).name for _ in range(3)}
+    assert names == {"20260102-030405.json", "20260102-030405-2.json", "20260102-030405-3.json"}
+
+
+def test_a_last_reply_with_unanswered_tool_calls_still_loads(tmp_path: Path) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "assistant", "content": "", "tool_calls": [call, {**call, "id": "c2"}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "second"},
+        {"role": "tool", "tool_call_id": "c1", "content": "first"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},  # the process died here
+    ]
+    path = tmp_path / "d.json"
+    SessionFile(path).save(SessionData(messages=messages))
+    assert SessionFile(path).load().messages == messages
+
+
+def test_a_session_path_too_long_for_the_file_system_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot be used: File name too long"):
+        resolve_session_path(tmp_path, str(tmp_path / ("x" * 5_000 + ".json")))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.errors import SessionInUse
+from nanohermes.errors import SessionError, SessionInUse
 from nanohermes.session_lock import SessionLock, lock_path
 
 
@@ -41,3 +41,13 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
         holder.kill()
         holder.communicate(timeout=30)
     SessionLock.acquire(session).release()
+
+
+def test_a_lock_file_that_is_a_symlink_is_refused_and_its_target_kept(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "notes.txt"
+    elsewhere.write_text("precious\n", encoding="utf-8")
+    session = tmp_path / "work.json"  # e.g. --session pointing into a checkout that planted the link
+    lock_path(session).symlink_to(elsewhere)
+    with pytest.raises(SessionError, match="cannot lock session file"):
+        SessionLock.acquire(session)
+    assert elsewhere.read_text(encoding="utf-8") == "precious\n"
