@@ -18,7 +18,7 @@ def call_arguments(call: ToolCall) -> dict[str, Any]:
     """The call's arguments as a dict ({} when they are not a JSON object: the runner reports that)."""
     try:
         args = json.loads(call.arguments or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
         return {}
     return args if isinstance(args, dict) else {}
 
@@ -27,7 +27,7 @@ def key_argument(call: ToolCall, width: int = 60) -> str:
     """The argument that says what a call is about (its path, command, pattern…), shortened."""
     try:
         arguments = json.loads(call.arguments or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
         return shorten(call.arguments, width)
     if not isinstance(arguments, dict):
         return ""

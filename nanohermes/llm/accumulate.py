@@ -11,6 +11,7 @@ are joined; arguments fragments are concatenated exactly as sent.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import uuid
@@ -26,13 +27,31 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
+_STRUCTURE = re.compile(r'[{}"\\]')
+"""The characters that open or close an object or a string, or escape the next character."""
+
+
 @dataclass
 class _Slot:
+    """One call being assembled. Its arguments are scanned as they arrive (braces outside strings),
+    so that asking whether they are complete parses them only when an object may just have closed:
+    joining and parsing the whole text on every delta is quadratic in the number of deltas."""
+
     id: str
     index: int | None
     name: str = ""
     parts: list[str] = field(default_factory=list)
-    _checked_len: int = -1
+    begun: bool = False
+    """Whether the arguments hold anything but whitespace."""
+    _length: int = 0
+    _depth: int = 0
+    _in_string: bool = False
+    _escaped_at: int = -1
+    _closed_at: int = -1
+    """Where an object closed at depth 0 with nothing but whitespace after it; -1: nowhere (yet)."""
+    _never: bool = False
+    """The text can no longer become one JSON object (a stray `}`, or more text after the object)."""
+    _checked_at: int = -1
     _complete: bool = False
 
     def arguments(self) -> str:
@@ -40,18 +59,50 @@ class _Slot:
             self.parts = ["".join(self.parts)]
         return self.parts[0] if self.parts else ""
 
+    def append(self, text: str) -> None:
+        offset = self._length
+        self.parts.append(text)
+        self.begun = self.begun or bool(text.strip())
+        for match in _STRUCTURE.finditer(text):
+            self._scan(match.group(), offset + match.start())
+        self._length += len(text)
+        if self._closed_at >= 0 and text[max(0, self._closed_at - offset) :].strip():
+            self._closed_at, self._never = -1, True  # `{…} more`: no longer one object
+
+    def _scan(self, char: str, at: int) -> None:
+        if at == self._escaped_at:
+            return
+        if self._in_string:
+            if char == "\\":
+                self._escaped_at = at + 1
+            elif char == '"':
+                self._in_string = False
+        elif char == '"':
+            self._in_string = True
+        elif char == "{":
+            self._depth += 1
+        elif char == "}":
+            self._depth -= 1
+            if self._depth == 0 and not self._never:
+                self._never = self._closed_at >= 0  # a second object after the first
+                self._closed_at = -1 if self._never else at + 1
+            self._never = self._never or self._depth < 0
+
+    def replace(self, text: str) -> None:
+        """Arguments sent whole (as an object): they replace whatever came before."""
+        fresh = _Slot(self.id, self.index, self.name)
+        fresh.append(text)
+        self.__dict__.update(fresh.__dict__)
+
     def arguments_complete(self) -> bool:
-        """True once the arguments so far parse as a JSON object (cheap: only re-checked on a `}`)."""
-        text = self.arguments()
-        if len(text) == self._checked_len:
-            return self._complete
-        self._checked_len = len(text)
-        stripped = text.rstrip()
-        self._complete = False
-        if stripped.endswith("}"):
+        """True once the arguments so far parse as a JSON object (parsed once per closing `}`)."""
+        if self._never or self._closed_at < 0 or self._in_string:
+            return False
+        if self._checked_at != self._closed_at:
+            self._checked_at = self._closed_at
             try:
-                self._complete = isinstance(json.loads(stripped), dict)
-            except ValueError:
+                self._complete = isinstance(json.loads(self.arguments()), dict)
+            except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
                 self._complete = False
         return self._complete
 
@@ -79,13 +130,17 @@ class ToolCallAccumulator:
             slot.name = name if name.startswith(slot.name) else slot.name + name
         if isinstance(arguments, str):
             if arguments:
-                slot.parts.append(arguments)
+                slot.append(arguments)
         elif isinstance(arguments, Mapping):
-            slot.parts = [json.dumps(arguments, ensure_ascii=False)]
+            slot.replace(json.dumps(arguments, ensure_ascii=False))
 
     def _slot_for(self, call_id: str, index: int | None, name: str, *, has_arguments: bool) -> _Slot:
-        if call_id and call_id in self._by_id:
-            return self._by_id[call_id]
+        known = self._by_id.get(call_id) if call_id else None
+        if known is not None:
+            if index is None or known.index in (None, index):
+                return self._start(call_id, index) if _another(known, name, has_arguments) else known
+            # The same id at another index: a second call that reuses the id, not more of the first.
+            return self._by_index.get(index) or self._start(call_id, index)
         current = self._current(index)
         if call_id:
             if current is not None and _continues(current, name):
@@ -94,7 +149,7 @@ class ToolCallAccumulator:
             return self._start(call_id, index)
         if current is None:
             return self._start("", index)
-        if name and current.name and current.arguments_complete() and (has_arguments or name != current.name):
+        if _another(current, name, has_arguments):
             return self._start("", index)  # several calls at one index, without ids
         return current
 
@@ -115,7 +170,20 @@ class ToolCallAccumulator:
     def calls(self) -> list[ToolCall]:
         """The accumulated calls in order; ids synthesised when missing; empty arguments become `{}`."""
         found = (finished_call(slot.id, slot.name, slot.arguments(), self._new_id) for slot in self._slots)
-        return [call for call in found if call is not None]
+        return unique_ids([call for call in found if call is not None], self._new_id)
+
+
+def unique_ids(calls: list[ToolCall], new_id: Callable[[], str] = new_call_id) -> list[ToolCall]:
+    """`calls` with each id used once: a repeated id is replaced by a fresh one, because two results
+    under one `tool_call_id` cannot be told apart by the model (and strict servers refuse them)."""
+    seen: set[str] = set()
+    unique: list[ToolCall] = []
+    for call in calls:
+        if call.id in seen:
+            call = dataclasses.replace(call, id=new_id())
+        seen.add(call.id)
+        unique.append(call)
+    return unique
 
 
 def finished_call(
@@ -129,6 +197,14 @@ def finished_call(
     return ToolCall(id=call_id or new_id(), name=name.strip(), arguments=text)
 
 
+def _another(current: _Slot, name: str, has_arguments: bool) -> bool:
+    """Whether a delta that names a tool starts a new call although it would join `current`:
+    `current` already holds complete arguments, and the delta brings arguments or another name."""
+    if not (name and current.name and current.arguments_complete()):
+        return False
+    return has_arguments or name != current.name
+
+
 def _continues(current: _Slot, name: str) -> bool:
     """Whether a delta under a new id continues `current` rather than starting a call: it has no
     name (LM Studio) or repeats the name, while `current`'s arguments are begun and incomplete."""
@@ -136,7 +212,7 @@ def _continues(current: _Slot, name: str) -> bool:
         return False
     if not name:
         return True
-    return name == current.name and bool(current.arguments().strip())
+    return name == current.name and current.begun
 
 
 def _text(value: Any) -> str:
@@ -184,7 +260,7 @@ def extract_text_tool_calls(content: str, tool_names: set[str]) -> tuple[str, li
 def _parse_calls(text: str, tool_names: set[str], *, need_arguments: bool) -> list[ToolCall] | None:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
         return None
     items = value if isinstance(value, list) else [value]
     calls: list[ToolCall] = []

@@ -8,7 +8,7 @@ from typing import Any
 
 from nanohermes.errors import BadResponse, IncompleteStream
 from nanohermes.events import ReasoningDelta, StreamItem, TextDelta
-from nanohermes.llm.accumulate import ToolCallAccumulator, finished_call
+from nanohermes.llm.accumulate import ToolCallAccumulator, finished_call, unique_ids
 from nanohermes.llm.failures import Target, one_line, payload_error
 from nanohermes.llm.parts import first_choice, reasoning_of, refusal_of, split_content
 from nanohermes.llm.sse import Chunk, Marker, iter_chunks
@@ -120,7 +120,7 @@ def parse_completion(body: str, target: Target) -> ChatResult:
     """A non-streaming answer. Raises BadResponse (or the mapped error) when it is not one."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
         raise BadResponse(
             f"the endpoint's answer is not JSON: {one_line(body, 120)!r}",
             "check --base-url points at an OpenAI-compatible /v1 endpoint",
@@ -153,7 +153,7 @@ def _message_calls(raw: Any) -> list[ToolCall]:
         return []
     parsed = (ToolCall.from_dict(item) for item in raw if isinstance(item, dict))
     found = (finished_call(call.id, call.name, call.arguments) for call in parsed)
-    return [call for call in found if call is not None]
+    return unique_ids([call for call in found if call is not None])
 
 
 def replay_deltas(result: ChatResult) -> Iterator[StreamItem]:

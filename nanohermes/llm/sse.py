@@ -61,7 +61,7 @@ def as_error(data: list[str]) -> str:
     text = "\n".join(data).strip()
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep for the decoder
         value = text
     if isinstance(value, dict) and "error" in value:
         return json.dumps(value)
@@ -93,7 +93,7 @@ def _decode(payload: str) -> Chunk | Literal[Marker.DONE]:
         return DONE
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
         raise BadResponse(
             f"the endpoint sent a stream event that is not JSON: {one_line(text, 120)}",
             "check --base-url points at an OpenAI-compatible /v1 endpoint",

@@ -1,0 +1,63 @@
+"""Tool-call arguments that Python's JSON decoder cannot take at all (nesting too deep raises
+RecursionError, a number over the digit limit a plain ValueError): an ERROR result for the model, the
+turn goes on, the history stays valid — never a traceback out of the loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agent_scripted import ScriptedModel, assert_valid_history, text
+
+from nanohermes.agent import Agent, AgentConfig
+from nanohermes.events import ToolFinished, TurnFinished
+from nanohermes.prompts import base_system_prompt
+from nanohermes.session import SessionFile
+from nanohermes.toolcalls import call_arguments, key_argument
+from nanohermes.tools.runner import ToolRunner
+from nanohermes.types import ChatResult, ToolCall, Usage
+
+DEEP = '{"path": ' + "[" * 100_000 + "]" * 100_000 + "}"
+HUGE_NUMBER = '{"path": "a.txt", "limit": ' + "9" * 5_000 + "}"
+
+
+def _agent(tmp_path: Path, model: ScriptedModel) -> Agent:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("hello\n")
+    runner = ToolRunner(workspace, permission="auto", approver=None, store=None)
+    return Agent(
+        model,
+        runner,
+        AgentConfig(model="m"),
+        base_system_prompt(workspace, memory=False),
+        session=SessionFile(tmp_path / "s.json"),
+        workspace=str(workspace),
+    )
+
+
+@pytest.mark.parametrize("arguments", [DEEP, HUGE_NUMBER], ids=["nested-too-deep", "5000-digit-number"])
+def test_undecodable_arguments_are_an_error_result_and_the_turn_goes_on(
+    tmp_path: Path, arguments: str
+) -> None:
+    reply = ChatResult(
+        tool_calls=[ToolCall("c1", "read_file", arguments)], finish_reason="tool_calls", usage=Usage(1, 1, 2)
+    )
+    model = ScriptedModel([reply, text("done")])
+    agent = _agent(tmp_path, model)
+    events = list(agent.run("read it"))
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished)
+    assert finished.completed
+    results = [e.result for e in events if isinstance(e, ToolFinished)]
+    assert len(results) == 1
+    assert results[0].content.startswith("ERROR: arguments for read_file could not be decoded")
+    assert "\n" not in results[0].content
+    assert_valid_history(agent.messages)
+    assert agent.flush(5)
+
+
+def test_call_summaries_survive_arguments_nested_too_deep() -> None:
+    call = ToolCall("c1", "read_file", DEEP)
+    assert call_arguments(call) == {}
+    assert key_argument(call, 20).startswith('{"path"')
