@@ -46,7 +46,7 @@ def drop_cut_calls(result: ChatResult) -> str:
 def _complete_arguments(text: str) -> bool:
     try:
         return isinstance(json.loads(text or "{}"), dict)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
         return False
 
 

@@ -24,8 +24,13 @@ REASONING_KEYS = ("reasoning_content", "reasoning")
 def prepare_messages(messages: list[Message], *, send_reasoning: bool = False) -> list[Message]:
     out: list[Message] = []
     pending: list[str] = []  # call ids of the last assistant message still waiting for a result
+    called: set[str] = set()  # call ids of the assistant message the tool results here follow
     for message in messages:
         role = message.get("role")
+        if role == "tool" and str(message.get("tool_call_id") or "") not in called:
+            continue  # answers no call (a hand-edited session): servers refuse the whole request (400)
+        if role != "tool":
+            called = set()
         if role != "tool" and pending:
             out.extend(_missing_result(call_id) for call_id in pending)
             pending = []
@@ -40,6 +45,7 @@ def prepare_messages(messages: list[Message], *, send_reasoning: bool = False) -
                 if not isinstance(clean.get("content"), str):
                     clean["content"] = message_text(clean) if clean.get("content") else ""
                 pending = [call["id"] for call in calls]
+                called = set(pending)
             else:
                 clean.pop("tool_calls", None)
                 if clean.get("content") is None:

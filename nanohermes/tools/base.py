@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import ToolError
+from nanohermes.types import shorten
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -95,6 +96,9 @@ class Tool:
             raise ToolError(
                 f"arguments for {self.name} are not valid JSON ({err.msg} at char {err.pos})"
             ) from None
+        except (ValueError, RecursionError) as err:  # a number over Python's digit limit; deep nesting
+            reason = "nested too deeply" if isinstance(err, RecursionError) else shorten(str(err), 120)
+            raise ToolError(f"arguments for {self.name} could not be decoded ({reason})") from None
         if args is None:
             args = {}
         if not isinstance(args, dict):

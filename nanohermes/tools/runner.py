@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.cancel import CancelToken
-from nanohermes.errors import INTERRUPTED, Cancelled, ConfigError, NanoHermesError, ToolError
+from nanohermes.errors import INTERRUPTED, Cancelled, ConfigError, NanoHermesError
 from nanohermes.events import Event, ToolFinished, ToolStarted
 from nanohermes.protocols import ApprovalRequest, Approver, ChangeGuard, Decision
 from nanohermes.settings import PERMISSION_MODES
@@ -275,11 +275,12 @@ class ToolRunner:
         tool = self._all_tools().get(call.name)
         if tool is None:
             available = ", ".join(sorted(self.names()))
-            return make_result(call, f"ERROR: unknown tool {call.name!r}; available: {available}", ok=False)
+            name = shorten(call.name, 80)  # a model may send a name of any length: it is not echoed whole
+            return make_result(call, f"ERROR: unknown tool {name!r}; available: {available}", ok=False)
         if not self._offered(tool):
             return make_result(call, f"ERROR: {tool.name} is not available in read-only mode", ok=False)
         try:
-            args = _parse_arguments(tool, call)
+            args = tool.parse_arguments(call.arguments)
             resolved, granted = self._check_path(call, tool, args)
             risk = tool.risk(args) if tool.risk is not None else None
             if risk and self.permission == "read-only":
@@ -377,17 +378,6 @@ class ToolRunner:
         if value is None:
             value = tool.parameters["properties"].get(tool.summary_arg, {}).get("default", "")
         return shorten(str(value), 200)
-
-
-def _parse_arguments(tool: Tool, call: ToolCall) -> dict[str, Any]:
-    """The call's arguments, checked by the tool. JSON the decoder cannot take at all (a number over
-    Python's digit limit is a ValueError, nesting too deep a RecursionError) is refused like any
-    invalid JSON, so that no argument text a model sends can end the turn with a traceback."""
-    try:
-        return tool.parse_arguments(call.arguments)
-    except (ValueError, RecursionError) as err:
-        reason = "nested too deeply" if isinstance(err, RecursionError) else shorten(str(err), 120)
-        raise ToolError(f"arguments for {tool.name} could not be decoded ({reason})") from None
 
 
 class _Refused(NanoHermesError):

@@ -15,6 +15,7 @@ from nanohermes.prompts import base_system_prompt
 from nanohermes.session import SessionFile
 from nanohermes.toolcalls import call_arguments, key_argument
 from nanohermes.tools.runner import ToolRunner
+from nanohermes.turns import drop_cut_calls
 from nanohermes.types import ChatResult, ToolCall, Usage
 
 DEEP = '{"path": ' + "[" * 100_000 + "]" * 100_000 + "}"
@@ -61,3 +62,11 @@ def test_call_summaries_survive_arguments_nested_too_deep() -> None:
     call = ToolCall("c1", "read_file", DEEP)
     assert call_arguments(call) == {}
     assert key_argument(call, 20).startswith('{"path"')
+
+
+def test_a_reply_cut_by_the_token_cap_with_arguments_nested_too_deep_drops_that_call() -> None:
+    deep = ToolCall(id="c1", name="read_file", arguments=DEEP)
+    whole = ToolCall(id="c2", name="read_file", arguments='{"path": "a.txt"}')
+    result = ChatResult(content="", tool_calls=[deep, whole], finish_reason="length")
+    assert drop_cut_calls(result) == "1 tool call(s) cut by the output-token cap were not run"
+    assert result.tool_calls == [whole]

@@ -120,6 +120,27 @@ def test_a_call_without_result_gets_an_error_result_right_after() -> None:
     assert messages[3] == {"role": "tool", "tool_call_id": "b", "content": MISSING_RESULT}
 
 
+def test_a_tool_result_that_answers_no_call_is_not_sent() -> None:
+    call = ToolCall("a", "t").to_dict()
+    messages = prepare_messages(
+        [
+            {"role": "user", "content": "go"},
+            {"role": "tool", "tool_call_id": "a", "content": "before any call"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "a", "content": "done"},
+            {"role": "tool", "tool_call_id": "zz", "content": "no such call"},
+            {"role": "user", "content": "next"},
+            {"role": "tool", "tool_call_id": "a", "content": "after a user message"},
+        ]
+    )
+    assert [(m["role"], m.get("content")) for m in messages] == [
+        ("user", "go"),
+        ("assistant", ""),
+        ("tool", "done"),
+        ("user", "next"),
+    ]
+
+
 def test_assistant_without_calls_keeps_no_tool_calls_key_and_string_content() -> None:
     messages = prepare_messages([{"role": "assistant", "content": None, "tool_calls": []}])
     assert messages == [{"role": "assistant", "content": ""}]

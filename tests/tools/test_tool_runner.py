@@ -76,6 +76,13 @@ def test_bad_calls_become_error_results(workspace: Path) -> None:
     assert all(not r.ok for r in got[:6])
 
 
+def test_an_unknown_tool_name_of_any_length_is_not_echoed_whole(workspace: Path) -> None:
+    runner = ToolRunner(workspace, permission="auto", approver=None, store=None)
+    got = results(run(runner, [call("x" * 100_000, "{}", "long")]))
+    assert got[0].content.startswith("ERROR: unknown tool 'xxx")
+    assert len(got[0].content) < 1_000
+
+
 def test_results_are_capped_keeping_head_and_tail(workspace: Path) -> None:
     def chatty() -> str:
         """Says a lot."""
