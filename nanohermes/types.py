@@ -186,7 +186,8 @@ def _chars(message: Message) -> int:
 
 
 def _as_int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """A token count as sent, or 0 when it is not one (a string, a float, a bool, a negative number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def message_problem(message: Any) -> str | None:

@@ -89,6 +89,12 @@ def test_usage_from_top_level_choice_and_x_groq() -> None:
         assert result.usage == usage, name
 
 
+def test_usage_counts_that_are_not_token_counts_count_as_zero() -> None:
+    sent = {"prompt_tokens": -15, "completion_tokens": "7", "total_tokens": True}
+    assert Usage.from_dict(sent) == Usage(0, 0, 0)
+    assert Usage.from_dict({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": -1}) == Usage(3, 2, 5)
+
+
 @pytest.mark.parametrize(
     ("name", "reasoning", "content"),
     [
