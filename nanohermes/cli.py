@@ -33,8 +33,7 @@ def __getattr__(name: str) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:
-        print(f"nanohermes {__version__}")
-        return EXIT_OK
+        return _print_version()
     verbose = "--verbose" in args
     from nanohermes.cliargs import UsageError, parse_args
 
@@ -46,11 +45,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # stdout's reader left (`| head -1`): nothing went wrong worth a line
+        return _stdout_closed()
     except Exception as err:  # the one place that turns any error into one line
         return _report(err, verbose)
     if argv is None and options.prompt is not None:
         _leave(code)
     return code
+
+
+def _print_version() -> int:
+    try:
+        print(f"nanohermes {__version__}", flush=True)
+    except BrokenPipeError:
+        return _stdout_closed()
+    return EXIT_OK
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout is gone: exit non-zero, quietly, like other commands in a pipe."""
+    from nanohermes.ui.oneshot import drop_stdout
+
+    drop_stdout(sys.stdout)
+    return EXIT_FAILURE
 
 
 def _leave(code: int) -> None:
@@ -120,6 +137,8 @@ def _report(err: Exception, verbose: bool) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    first_line = " ".join(message.split())
+    from nanohermes.ui.safe_text import terminal_safe  # a flag's value may hold escape sequences
+
+    first_line = terminal_safe(" ".join(message.split()))
     print(f"nanohermes: error: {first_line}", file=sys.stderr)
     return code

@@ -169,7 +169,7 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
     return CliOptions(
         session=ns.session,
         continue_last=ns.continue_last,
-        config=Path(ns.config) if ns.config else None,
+        config=_config_file(ns, "nanohermes"),
         prompt=ns.prompt,
         json_output=ns.json_output,
         yes=ns.yes,
@@ -178,6 +178,16 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         mcp_config=tuple(Path(path) for path in ns.mcp_config or ()),
         overrides=overrides,
     )
+
+
+def _config_file(ns: argparse.Namespace, command: str) -> Path | None:
+    """`--config FILE`; an empty FILE (`--config "$UNSET"`) is a mistake, not "no config file": the
+    default ~/.nanohermes/config.toml would be read instead of the file meant."""
+    if ns.config is None:
+        return None
+    if not ns.config.strip():
+        raise UsageError("--config needs a file path, not an empty one", command)
+    return Path(ns.config)
 
 
 def _sub_command_at(argv: list[str]) -> int | None:
@@ -216,7 +226,7 @@ def _parse_memory(argv: list[str]) -> CliOptions:
     )
     overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir else {}
     return CliOptions(
-        config=Path(ns.config) if ns.config else None,
+        config=_config_file(ns, "nanohermes memory"),
         verbose=ns.verbose,
         memory=memory,
         overrides=overrides,
@@ -238,13 +248,13 @@ def _parse_undo(argv: list[str]) -> CliOptions:
     if ns.list_only and (ns.to is not None or ns.force):
         raise UsageError("--list only lists; drop --to and --force", "nanohermes undo")
     undo = UndoArgs(ns.session, ns.list_only, ns.to, ns.force)
-    return CliOptions(config=Path(ns.config) if ns.config else None, verbose=ns.verbose, undo=undo)
+    return CliOptions(config=_config_file(ns, "nanohermes undo"), verbose=ns.verbose, undo=undo)
 
 
 def _parse_acp(argv: list[str]) -> CliOptions:
     ns = build_acp_parser().parse_args(argv)
     return CliOptions(
-        config=Path(ns.config) if ns.config else None,
+        config=_config_file(ns, "nanohermes acp"),
         verbose=ns.verbose,
         acp=True,
         overrides=_run_overrides(ns, "nanohermes acp"),
@@ -263,7 +273,7 @@ def _parse_mcp(argv: list[str]) -> CliOptions:
     if ns.action is None:
         raise UsageError("mcp needs an action: list", "nanohermes mcp")
     return CliOptions(
-        config=Path(ns.config) if ns.config else None,
+        config=_config_file(ns, "nanohermes mcp"),
         verbose=ns.verbose,
         mcp_config=tuple(Path(path) for path in ns.mcp_config or ()),
         mcp_action=ns.action,

@@ -8,7 +8,9 @@ or the new one, never half of one.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -120,3 +122,25 @@ def atomic_write(
         return fd
     os.close(fd)
     return None
+
+
+def read_small_text(path: Path, limit: int) -> str:
+    """The UTF-8 text of a small file the user names (a config file). Only a regular file is read: the
+    open never blocks (a FIFO would hang start-up) and a device (/dev/zero) or a file over `limit`
+    bytes is refused instead of read whole. Raises OSError (FileNotFoundError, IsADirectoryError…)
+    or UnicodeDecodeError."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
+        data = bytearray()
+        while len(data) <= limit and (chunk := os.read(fd, 65536)):
+            data += chunk
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes")
+    return data.decode("utf-8")

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from nanohermes.errors import ConfigError
+from nanohermes.fileio import read_small_text
 
 Transport = Literal["stdio", "http"]
 STDIO_KEYS = ("command", "args", "env", "cwd")
@@ -43,6 +44,8 @@ JSON_TYPES: dict[str, Transport | None] = {
     "sse": None,
 }
 TOOL_NAME_MAX = 64
+MCP_CONFIG_MAX_BYTES = 1_000_000
+"""An MCP config file is a few kilobytes; past this it is not one (and would be read whole)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -183,7 +186,7 @@ def check_server_names(names: Sequence[str]) -> str | None:
 def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
     """Servers of a `{"mcpServers": {NAME: {...}}}` file. Raises ConfigError naming the file and line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_small_text(path, MCP_CONFIG_MAX_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"MCP config file {path} does not exist", "check the --mcp-config path") from None
     except (OSError, UnicodeDecodeError) as err:

@@ -9,22 +9,31 @@ Strings are read the way users expect from the environment: `"3"` is 3, `"yes"`/
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import SplitResult, urlsplit  # pathlib imports it anyway: free at start-up
 
 Reader = Callable[[Any], Any]
 
 TRUE_WORDS = frozenset({"1", "true", "t", "yes", "y", "on"})
 FALSE_WORDS = frozenset({"0", "false", "f", "no", "n", "off"})
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+"""Control characters and invisible Unicode (SPEC §6): a terminal acts on them, a header refuses them."""
+_KEY = re.compile("[!-~]+")
+"""What an API key may hold: it travels in an HTTP header, where anything else is refused (and the
+HTTP library's error would quote the whole header, key included)."""
 
 
 class BadValue(ValueError):
     """One value that cannot be used; `reason` says why (the value itself is shown by the caller)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, shown: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.shown = shown
+        """What to show instead of the value, when the value holds a secret (a password in a URL)."""
 
 
 class Secret:
@@ -62,19 +71,50 @@ def optional_text(value: Any) -> str | None:
     return None if value is None else text(value).strip() or None
 
 
+def optional_name(value: Any) -> str | None:
+    """A model name that may be unset. It is shown on the terminal (banner, notes) and sent to the
+    endpoint, so control and invisible characters (an escape sequence retitling the window) are refused."""
+    name = optional_text(value)
+    if name is not None and _INVISIBLE.search(name):
+        raise BadValue("must not contain control or invisible characters")
+    return name
+
+
 def secret(value: Any) -> Secret | None:
+    """The API key; blank means unset, and the spaces or newline copied around a key are dropped."""
     if value is None or isinstance(value, Secret):
         return value
     if not isinstance(value, str):
         raise BadValue("must be a string")
-    return Secret(value)
+    key = value.strip()
+    if not key:
+        return None
+    if not _KEY.fullmatch(key):
+        raise BadValue("must be printable ASCII without spaces or control characters (check what was copied)")
+    return Secret(key)
 
 
 def base_url(value: Any) -> str:
     url = text(value).strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise BadValue("must start with http:// or https://")
+    if _INVISIBLE.search(url) or any(char.isspace() for char in url):
+        raise BadValue("must not contain spaces or control characters (write a space as %20)")
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # .port checks the number
+    except ValueError as err:  # "Invalid IPv6 URL", "Port out of range 0-65535"
+        raise BadValue(f"is not a valid URL ({err})") from None
+    if parts.username is not None or parts.password is not None:
+        # error lines quote the URL: a password in it would be printed
+        raise BadValue("must not hold a user name or password (give the key as api_key)", _masked(parts))
+    if not host:
+        raise BadValue("names no host (e.g. http://localhost:8080/v1)")
     return url
+
+
+def _masked(parts: SplitResult) -> str:
+    return parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl()
 
 
 def boolean(value: Any) -> bool:

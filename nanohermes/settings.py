@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from nanohermes import setting_values as read
 from nanohermes.errors import ConfigError
+from nanohermes.fileio import read_small_text
 from nanohermes.setting_values import BadValue, Secret
 
 if TYPE_CHECKING:
@@ -26,6 +27,8 @@ ENV_FALLBACKS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
 PermissionMode = Literal["read-only", "ask", "auto"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 SandboxMode = Literal["auto", "bwrap", "off"]
+CONFIG_MAX_BYTES = 1_000_000
+"""A config file is a few hundred bytes; past this it is not one (and would be read whole)."""
 
 
 class InvalidSetting(ValueError):
@@ -77,7 +80,8 @@ class Settings:
             try:
                 checked = reader(value)
             except BadValue as err:
-                raise InvalidSetting(name, value, err.reason) from None
+                shown = value if err.shown is None else err.shown
+                raise InvalidSetting(name, shown, err.reason) from None
             object.__setattr__(self, name, checked)
 
     @property
@@ -130,7 +134,7 @@ def _mcp_servers(value: Any) -> dict[str, McpServerConfig]:
 
 
 _READERS: dict[str, read.Reader] = {
-    "model": read.optional_text,
+    "model": read.optional_name,
     "base_url": read.base_url,
     "api_key": read.secret,
     "request_timeout": read.seconds,
@@ -140,7 +144,7 @@ _READERS: dict[str, read.Reader] = {
     "memory": read.boolean,
     "memory_dir": read.path,
     "memory_max_entries": read.whole(1, 1_000_000),
-    "distill_model": read.optional_text,
+    "distill_model": read.optional_name,
     "compact_threshold_chars": read.whole(1_000),
     "compact_keep_messages": read.whole(1),
     "sessions_dir": read.path,
@@ -261,7 +265,7 @@ def _env_values(environ: Mapping[str, str]) -> dict[str, Any]:
 
 def _read_config(path: Path, *, required: bool) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_small_text(path, CONFIG_MAX_BYTES)
     except FileNotFoundError:
         if required:
             raise ConfigError(f"config file {path} does not exist", "check the --config path") from None

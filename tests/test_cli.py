@@ -21,14 +21,16 @@ def nanohermes_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "nanohermes"]
 
 
-def run(args: list[str], home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str], home: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "HOME": str(home), **(env or {})}
     return subprocess.run(
         [*nanohermes_command(), *args],
         capture_output=True,
         text=True,
         env=full_env,
-        timeout=60,
+        timeout=timeout,
         stdin=subprocess.DEVNULL,
         check=False,
     )
@@ -143,3 +145,54 @@ def test_yes_means_auto_in_every_mode_and_never_widens_read_only(isolated_home: 
     with pytest.raises(ConfigError, match="--yes cannot widen permission read-only"):
         apply_yes(CliOptions(yes=True), load_settings({"permission": "read-only"}))
     assert_one_line_error(run(["--permission", "read-only", "--yes"], isolated_home), "--yes", "read-only")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_config_that_is_a_fifo_or_a_device_is_refused_unread(isolated_home: Path, tmp_path: Path) -> None:
+    """A FIFO as --config (or ~/.nanohermes/config.toml) hung start-up for good; /dev/zero filled memory."""
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    for config in (str(fifo), "/dev/zero"):
+        result = run(["--config", config, "--model", "m", "-p", "hi"], isolated_home, timeout=20)
+        assert_one_line_error(result, config, "not a regular file")
+
+
+def test_config_file_too_big_to_be_one_is_refused(isolated_home: Path, tmp_path: Path) -> None:
+    config = tmp_path / "huge.toml"
+    config.write_text("# padding\n" * 200_000, encoding="utf-8")
+    assert_one_line_error(run(["--config", str(config)], isolated_home), str(config), "larger than")
+
+
+def test_empty_config_path_is_a_usage_error_not_the_default_file(isolated_home: Path) -> None:
+    """`--config "$UNSET"` silently read ~/.nanohermes/config.toml instead of the file meant."""
+    for args in (["--config", ""], ["memory", "list", "--config", ""], ["undo", "--config", " "]):
+        assert_one_line_error(run(args, isolated_home), "--config needs a file path")
+
+
+def test_an_error_line_never_carries_an_escape_sequence(isolated_home: Path) -> None:
+    """A flag's value is echoed in its error line: ESC reached the terminal (here: colour everything red)."""
+    result = run(["--permission", "\x1b[31mred\x1b]0;title\x07"], isolated_home)
+    assert_one_line_error(result, "unknown permission mode", "\\x1b[31mred")
+    assert "\x1b" not in result.stderr
+    assert "\x07" not in result.stderr
+
+
+def test_version_into_a_closed_pipe_is_no_traceback(isolated_home: Path) -> None:
+    """`nanohermes --version | true`: the reader is gone before the line is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [*nanohermes_command(), "--version"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "HOME": str(isolated_home)},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1
+    assert result.stderr == ""

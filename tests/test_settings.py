@@ -296,3 +296,67 @@ def test_settings_load_without_a_validation_library(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("http://[::1/v1", "not a valid URL"),
+        ("http://localhost:99999/v1", "not a valid URL"),
+        ("http://localhost:8080/my models/v1", "spaces"),
+        ("http://localhost:8080/\x1b]0;title\x07/v1", "control characters"),
+        ("http://:8080/v1", "names no host"),
+    ],
+)
+def test_base_url_that_no_request_could_use_is_refused_at_start(
+    tmp_path: Path, url: str, fragment: str
+) -> None:
+    """They used to pass, then end the first turn in "internal error: ValueError: Invalid IPv6 URL"
+    (or InvalidURL, or a refused connection to a URL with a space in it)."""
+    with pytest.raises(ConfigError) as err:
+        load_settings({"base_url": url}, environ={"HOME": str(tmp_path)})
+    assert fragment in err.value.one_line()
+    assert "--base-url" in err.value.one_line()
+
+
+def test_base_url_with_a_password_is_refused_without_showing_it(tmp_path: Path) -> None:
+    """Error lines quote the base URL ("cannot reach http://user:pw@…"): its password was printed."""
+    environ = {"HOME": str(tmp_path), "NANOHERMES_BASE_URL": "https://bob:hunter2-pw@llm.example/v1"}
+    with pytest.raises(ConfigError) as err:
+        load_settings({}, environ=environ)
+    line = err.value.one_line()
+    assert "NANOHERMES_BASE_URL" in line
+    assert "user name or password" in line
+    assert "hunter2" not in line
+    assert "bob" not in line
+
+
+@pytest.mark.parametrize(
+    "key", ["sk-abc\ndef-123456789", "sk-abc def-123456789", "sk-abcé-123456789", "sk-\x00-123456789"]
+)
+def test_api_key_that_cannot_travel_in_a_header_is_refused_without_echo(tmp_path: Path, key: str) -> None:
+    """The HTTP library refused such a key only at the first request, quoting the whole header —
+    `Illegal header value b'Bearer sk-…'` — on the terminal."""
+    with pytest.raises(ConfigError) as err:
+        load_settings({}, environ={"HOME": str(tmp_path), "NANOHERMES_API_KEY": key})
+    line = err.value.one_line()
+    assert "NANOHERMES_API_KEY" in line
+    assert "123456789" not in line
+
+
+def test_api_key_loses_the_blanks_copied_around_it(tmp_path: Path) -> None:
+    config = _config(tmp_path, 'api_key = "  sk-copied-123\\n"\n')
+    settings = load_settings({}, config_file=config, environ={"HOME": str(tmp_path)})
+    assert settings.api_key_value() == "sk-copied-123"
+    blank = load_settings({}, environ={"HOME": str(tmp_path), "OPENAI_API_KEY": " \t"})
+    assert blank.api_key_value() is None
+
+
+@pytest.mark.parametrize("name", ["gpt\x1b]0;pwned\x07", "gpt\u202e-4o", "gpt\x9b2J"])
+def test_model_name_with_control_or_invisible_characters_is_refused(tmp_path: Path, name: str) -> None:
+    """The banner printed the model name raw: an escape sequence in it retitled the terminal."""
+    for setting, variable in (("model", "NANOHERMES_MODEL"), ("distill_model", "NANOHERMES_DISTILL_MODEL")):
+        with pytest.raises(ConfigError, match=f"{variable}.*control or invisible"):
+            load_settings({}, environ={"HOME": str(tmp_path), variable: name})
+        with pytest.raises(ConfigError):
+            load_settings({setting: name}, environ={"HOME": str(tmp_path)})

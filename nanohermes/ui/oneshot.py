@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -51,6 +52,12 @@ if TYPE_CHECKING:
 DISTILL_GRACE = 5.0
 DISTILL_NOTE_AFTER = 1.0
 """Seconds of waiting for distillation before saying so on stderr."""
+PROMPT_MAX_BYTES = 16 * 1024 * 1024
+"""`-p -`: more than this on stdin is not a prompt (`< /dev/zero` would fill memory)."""
+
+
+class PromptError(ValueError):
+    """`-p -` could not read a prompt from stdin: one line saying why."""
 
 
 @dataclass
@@ -75,7 +82,10 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     no_key = None if options.local else missing_key_message(settings)
     if no_key:
         return _fail(no_key, EXIT_USAGE)
-    prompt = read_prompt(options.prompt or "", sys.stdin)
+    try:
+        prompt = read_prompt(options.prompt or "", sys.stdin)
+    except PromptError as err:
+        return _fail(str(err), EXIT_USAGE)
     if not prompt.strip():
         return _fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
     runtime = build_runtime(options, settings, None)
@@ -98,7 +108,7 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
             if not options.json_output:
                 answer.handle(event)
             elif isinstance(event, TurnFinished):
-                _print_json(runtime, outcome)
+                answer.emit(_json_line(runtime, outcome))
             _progress(event, options.verbose)
     _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
@@ -109,6 +119,9 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     for event in agent.drain_background_events():
         _progress(event, options.verbose)
     code = _exit_code(outcome)
+    if answer.closed and code == EXIT_OK:  # the turn is saved, but the answer reached no one
+        where = f"; the answer is in {agent.session_path}" if not unsaved else ""
+        return _fail(f"standard output was closed before the answer was written{where}", EXIT_FAILURE)
     if unsaved and code == EXIT_OK:  # the answer is printed, but the turn is lost: not a success
         return _fail(unsaved, EXIT_FAILURE)
     if unsaved:
@@ -116,9 +129,28 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     return code
 
 
-def read_prompt(value: str, stdin: TextIO) -> str:
-    """`-p -` reads the whole prompt from standard input."""
-    return stdin.read() if value == "-" else value
+def read_prompt(value: str, stdin: TextIO | None) -> str:
+    """`-p -` reads the whole prompt from standard input. Bytes that are not UTF-8 (binary data, a
+    Latin-1 file, an argument in another encoding) become U+FFFD: as lone surrogates they could not be
+    sent as JSON, nor saved. Raises PromptError when stdin is closed or holds more than a prompt."""
+    if value != "-":
+        return _valid_text(value)
+    if stdin is None:
+        raise PromptError("-p - reads the prompt from stdin, but stdin is closed")
+    source = getattr(stdin, "buffer", None)
+    data = source.read(PROMPT_MAX_BYTES + 1) if source is not None else stdin.read().encode()
+    if len(data) > PROMPT_MAX_BYTES:
+        raise PromptError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
+    return data.decode("utf-8", "replace")
+
+
+def _valid_text(text: str) -> str:
+    """An argument's bytes that are not UTF-8 arrive as lone surrogates: back to bytes, then U+FFFD."""
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte (not from the command line)
+        data = text.encode("utf-8", "surrogatepass")
+    return data.decode("utf-8", "replace")
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -137,6 +169,19 @@ class _AnswerPrinter:
         self.out, self.stream = out, stream
         self.segment = ""  # text streamed since the last tool call
         self.open_line = False
+        self.closed = False
+        """stdout was closed by its reader (`| head -c1`): nothing more is written; the turn goes on."""
+
+    def emit(self, text: str) -> None:
+        """Write and flush `text` unless stdout is closed (then note it, and write no more)."""
+        if self.closed:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            self.closed = True
+            drop_stdout(self.out)
 
     def handle(self, event: Event) -> None:
         if isinstance(event, TextDelta) and self.stream and event.text:
@@ -158,17 +203,24 @@ class _AnswerPrinter:
             self._end_line()
         elif shown:
             self._write(event.answer + "\n")
-        self.out.flush()
 
     def _write(self, text: str) -> None:
         # only a terminal acts on escape sequences; piped, the answer is passed on byte for byte
-        self.out.write(terminal_safe(text) if self.stream else text)
-        self.out.flush()
+        self.emit(terminal_safe(text) if self.stream else text)
         self.open_line = not text.endswith("\n")
 
     def _end_line(self) -> None:
         if self.open_line:
             self._write("\n")
+
+
+def drop_stdout(out: TextIO) -> None:
+    """Point the closed stdout at /dev/null: what is still buffered in it would make the
+    interpreter's exit print «Exception ignored … BrokenPipeError»."""
+    with contextlib.suppress(OSError, ValueError):  # no file descriptor (a test's StringIO): nothing to do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)
 
 
 def _wait_for_distillation(agent: ChatAgent, budget: float) -> None:
@@ -236,7 +288,7 @@ def _progress_line(event: Event, verbose: bool) -> str:
     return ""
 
 
-def _print_json(runtime: RuntimeLike, outcome: _Outcome) -> None:
+def _json_line(runtime: RuntimeLike, outcome: _Outcome) -> str:
     payload = {
         "answer": outcome.answer,
         "session": str(runtime.agent.session_path),
@@ -247,7 +299,7 @@ def _print_json(runtime: RuntimeLike, outcome: _Outcome) -> None:
         "completed": outcome.completed,
         "error": _error_line(outcome) or None,
     }
-    print(json.dumps(payload, ensure_ascii=False), flush=True)
+    return json.dumps(payload, ensure_ascii=False) + "\n"
 
 
 def _exit_code(outcome: _Outcome) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -167,6 +168,15 @@ def test_bad_json_files(tmp_path: Path, text: str, message: str) -> None:
         settings_from(tmp_path, "", path)
     assert str(path) in caught.value.one_line()
     assert message in caught.value.one_line()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_a_json_file_that_is_a_fifo_or_a_device_is_refused_unread(tmp_path: Path) -> None:
+    fifo = tmp_path / "mcp.json"
+    os.mkfifo(fifo)  # no writer: opening it for reading the usual way waits for ever
+    for path in (fifo, Path("/dev/zero")):
+        with pytest.raises(ConfigError, match="not a regular file"):
+            settings_from(tmp_path, "", path)
 
 
 def test_missing_json_file(tmp_path: Path) -> None:
