@@ -26,13 +26,27 @@ def block_lines(entries: Sequence[Entry], lang: str = "en") -> list[str]:
     lines: list[str] = []
     used = 0
     for entry in entries:
-        line = f"- [{entry.kind.label(lang)}] {controls_shown(entry.text)}"
+        line = f"- [{entry.kind.label(lang)}] {_shown(entry.text)}"
         cost = len(line) + 1  # with its newline
         if used + cost > INJECT_CHAR_BUDGET:
             break
         used += cost
         lines.append(line)
     return lines
+
+
+_DEFUSED = {marker: marker.replace("===", "==") for marker in (BLOCK_START, BLOCK_END)}
+
+
+def _shown(text: str) -> str:
+    """An entry's text as one line of the block, without the block's own markers: a memory holding
+    BLOCK_END (planted by a file the distiller read, or a hand-edited memory.json) would end the block
+    early, its rest would read as system instructions, and `set_block` would leave that rest in the
+    system message for good, once more every turn."""
+    line = " ".join(controls_shown(text).split())
+    for marker, defused in _DEFUSED.items():
+        line = line.replace(marker, defused)
+    return line
 
 
 def render_block(entries: Sequence[Entry], lang: str = "en") -> str:

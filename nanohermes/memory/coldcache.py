@@ -55,6 +55,8 @@ META = 5
 """int64 per slot in the meta section: main length, context length, ts, project, line offset."""
 GLOBAL = -1
 """The project of an entry without one."""
+_MAX_INT64 = (1 << 63) - 1
+"""What a meta field holds at most (array "q")."""
 _TEMP_PREFIX = ".memory.cache."
 _STALE_TEMP_SECONDS = 3600
 _PROBE = "Makefiles deploying drew painted 部署脚本 用中文回复 Ünïcode x1 a_b café don't 🧘‍♀️ GPUs v2.1"
@@ -207,6 +209,8 @@ def write(directory: Path, lines: Sequence[bytes], docs: Sequence[Doc], raw: byt
     """Write the cache of the entries `docs` (their JSON `lines`, file order; `raw`: the file they
     were read from, when it holds exactly these lines). False when it could not be written (a full
     disk, a read-only directory): the store works the same without it."""
+    if any(not 0 <= doc.entry.ts <= _MAX_INT64 for doc in docs):
+        return False  # a hand-edited ts beyond int64 (10**30): the store works the same without a cache
     offsets = _offsets(lines, raw)
     projects: dict[str, int] = {}
     totals = [[0, 0, 0]]

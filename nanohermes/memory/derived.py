@@ -20,6 +20,7 @@ from nanohermes.memory.entry import (
     Kept,
     Known,
     entries_from_list,
+    json_bytes,
     parse_document,
 )
 from nanohermes.memory.layout import split_document
@@ -51,7 +52,7 @@ class Derived:
         if cached is not None and cached[0] is entry:
             return cached[1]
         data = entry.to_dict()
-        line = json.dumps(data, ensure_ascii=False).encode()
+        line = json_bytes(data)
         self.lines[entry.id] = (entry, line)
         self.by_line[line] = entry
         self.known[entry.id] = (data, entry)  # json.loads of the line gives back an equal dict

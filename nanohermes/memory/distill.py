@@ -53,6 +53,8 @@ _MARKERS_EN = re.compile(
     re.IGNORECASE,
 )
 WORTH_MIN_CHARS = 24
+MAX_DISTILLED = 8
+"""Memories one distillation may save (a turn yields a few; the prompt asks to merge near-duplicates)."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,8 @@ def _distilled(item: object) -> Distilled | None:
     if not isinstance(text, str) or not text.strip():
         return None
     kind = Kind.parse(item.get("kind")) or Kind.FACT
-    return Distilled(kind, text.strip(), clean_keys(item.get("keys")), parse_scope(item.get("scope")))
+    keys = clean_keys(item.get("keys"), cut=False)  # whole: `remember` redacts them, then cuts them
+    return Distilled(kind, text.strip(), keys, parse_scope(item.get("scope")))
 
 
 def save_distilled(
@@ -184,9 +187,15 @@ def save_distilled(
 ) -> int:
     """Remember each item, with `context` (the turn's user message: indexed, never shown); returns
     how many were added. Items `remember` rejects are skipped (and given to `on_rejected(text,
-    reason)`); a StoreError (the file cannot be written) propagates."""
+    reason)`); a StoreError (the file cannot be written) propagates. Only the first
+    MAX_DISTILLED items are saved: a reply holding hundreds (a runaway or hostile model) would
+    otherwise evict every memory the user has at the cap."""
+    items = list(items)
+    if len(items) > MAX_DISTILLED and on_rejected is not None:
+        extra = len(items) - MAX_DISTILLED
+        on_rejected(f"{extra} more", f"one distillation saves at most {MAX_DISTILLED} memories; ignored")
     added = 0
-    for item in items:
+    for item in items[:MAX_DISTILLED]:
         try:
             if store.remember(
                 item.kind, item.text, source=source, keys=item.keys, context=context, scope=item.scope

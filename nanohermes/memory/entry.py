@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +12,15 @@ from nanohermes.memory.constants import MAX_CONTEXT, MAX_KEY_CHARS, MAX_KEYS
 from nanohermes.memory.kinds import Kind
 
 FORMAT_VERSION = 1
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """`text` with each lone surrogate (a JSON `\\ud83d` escape cut from its pair, as a truncated
+    emoji leaves it) replaced by U+FFFD: it cannot be encoded, so printing, a session file or the
+    request to the model would fail on it."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass(frozen=True)
@@ -70,16 +80,19 @@ def derive_id(kind: Kind, text: str, taken: set[str] | dict[str, Any]) -> str:
     raise RuntimeError("could not derive a unique memory id")  # 1000 collisions of 32-bit hashes
 
 
-def clean_keys(raw: object) -> tuple[str, ...]:
-    """At most MAX_KEYS distinct non-empty strings of at most MAX_KEY_CHARS characters."""
+def clean_keys(raw: object, *, cut: bool = True) -> tuple[str, ...]:
+    """At most MAX_KEYS distinct non-empty strings of at most MAX_KEY_CHARS characters. `cut=False`
+    keeps them whole, for keys `remember` has yet to redact: cut first, a secret could lose the
+    length that makes it recognisable and be stored in part."""
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list | tuple):
         return ()
     keys: dict[str, None] = {}
+    limit = MAX_KEY_CHARS if cut else None
     for item in raw:
         if isinstance(item, str):
-            key = " ".join(item.split())[:MAX_KEY_CHARS].strip()
+            key = " ".join(valid_text(item).split())[:limit].strip()
             if key:
                 keys[key] = None
     return tuple(keys)[:MAX_KEYS]
@@ -128,7 +141,27 @@ def parse_document(raw: bytes, known: Known | None = None) -> Document:
 
 
 def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return json_text(value)
+
+
+def json_text(value: object) -> str:
+    """The JSON text of a stored value, always encodable as UTF-8: other characters as they are, but
+    a value holding a lone surrogate (legal as a JSON `\\ud800` escape, not in UTF-8) written with
+    escapes, so a file another program wrote that way is written back unchanged instead of never."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return text
+
+
+def json_bytes(value: object) -> bytes:
+    """`json_text(value)` as UTF-8 (one encode on the common path)."""
+    try:
+        return json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:  # a lone surrogate: see json_text
+        return json.dumps(value).encode()
 
 
 Known = dict[str, tuple[dict[str, Any], Entry]]
@@ -171,16 +204,18 @@ def _entry_from(item: dict[str, Any], taken: dict[str, None]) -> Entry | None:
     text = item.get("text")
     if kind is None or not isinstance(text, str) or not text.strip():
         return None
-    text = text.strip()
+    text = valid_text(text.strip())
     source = item.get("source")
     entry_id = item.get("id")
+    if isinstance(entry_id, str):
+        entry_id = valid_text(entry_id)
     if not isinstance(entry_id, str) or not entry_id.strip() or entry_id in taken:
         entry_id = derive_id(kind, text, taken)
     return Entry(
         id=entry_id,
         kind=kind,
         text=text,
-        source=source if isinstance(source, str) else "",
+        source=valid_text(source) if isinstance(source, str) else "",
         ts=_as_ts(item.get("ts")),
         keys=clean_keys(item.get("keys")),
         context=_as_context(item.get("context")),
@@ -190,7 +225,7 @@ def _entry_from(item: dict[str, Any], taken: dict[str, None]) -> Entry | None:
 
 
 def _as_project(value: object) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
+    return valid_text(value.strip()) if isinstance(value, str) and value.strip() else None
 
 
 def _extra(item: dict[str, Any]) -> str:
@@ -199,7 +234,7 @@ def _extra(item: dict[str, Any]) -> str:
 
 
 def _as_context(value: object) -> str:
-    return " ".join(value.split())[:MAX_CONTEXT] if isinstance(value, str) else ""
+    return " ".join(valid_text(value).split())[:MAX_CONTEXT] if isinstance(value, str) else ""
 
 
 def _as_ts(value: object) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from nanohermes.memory.entry import FORMAT_VERSION, Kept
+from nanohermes.memory.entry import FORMAT_VERSION, Kept, json_text
 
 _HEAD = b'{\n  "version": %d,\n  "entries": ' % FORMAT_VERSION
 _OPEN, _SEPARATOR, _END, _TAIL = b"[\n    ", b",\n    ", b"\n  ]", b"\n}\n"
@@ -17,7 +17,7 @@ Top = tuple[tuple[str, str], ...]
 
 
 def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return json_text(value)
 
 
 BLOCK_LINES = 256

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import time
@@ -45,6 +46,8 @@ _TEMP_PREFIX = ".memory.json."
 _TEMP_SUFFIX = ".tmp"  # as nanohermes.fileio.atomic_write names its temp files
 _HOLD_INODE = os.name == "posix"
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)  # a FIFO never blocks
+_TRANSIENT = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS, errno.EAGAIN, errno.EINTR})
+"""Errors that say the process is short of something, not that the file is bad: no reason to move it aside."""
 
 
 class MemoryFile:
@@ -75,6 +78,7 @@ class MemoryFile:
         try:
             st = stat_memory_file(self._path)  # StoreError for a symlink loop or a special file
         except OSError as err:
+            self._check_transient(err)
             return self._quarantine(f"cannot stat it: {err.strerror or err}")
         if st is None:
             return self._empty()
@@ -118,12 +122,23 @@ class MemoryFile:
         except FileNotFoundError:
             return self._empty()
         except OSError as err:
+            self._check_transient(err)
             return self._quarantine(f"cannot open it: {err.strerror or err}")
         try:
             return self._install_open(fd)
         except (OSError, FormatError) as err:
+            if isinstance(err, OSError):
+                self._check_transient(err)
             reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
             return self._quarantine(reason)
+
+    def _check_transient(self, err: OSError) -> None:
+        """StoreError, the file left where it is, when `err` says this process is short of file
+        descriptors or memory: moving a sound memory.json aside for that would empty the memory."""
+        if err.errno in _TRANSIENT:
+            raise StoreError(
+                f"cannot read {self.path} now: {err.strerror or err}", "it is left as it is; try again"
+            ) from None
 
     def _install_open(self, fd: int) -> Snapshot:
         """Parse and install the file open at `fd`. On OSError or FormatError, `fd` is closed."""

@@ -205,6 +205,16 @@ def _looks_secret(value: str) -> bool:
     return len(value) >= 8 and any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)
 
 
+def _as_read(text: str) -> str:
+    """`text` as a reader (the model) reads it, for the phrase checks: compatibility forms folded
+    (fullwidth `ｉｇｎｏｒｅ` is `ignore`) and format characters no one sees (a soft hyphen in
+    `ig\u00adnore`) dropped, so such a spelling does not slip a refused phrase through."""
+    if text.isascii():
+        return text
+    folded = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+
+
 def refusal_reason(text: str) -> str | None:
     """Why `text` must not be stored (a control character, invisible Unicode, an injection phrase), or
     None if it may be."""
@@ -216,8 +226,9 @@ def refusal_reason(text: str) -> str | None:
         char = invisible.group(0)
         name = unicodedata.name(char, "format character").lower()
         return f"text holds the invisible Unicode character U+{ord(char):04X} ({name}); refused"
+    probe = _as_read(text)
     for pattern in _INJECTION:
-        found = pattern.search(text)
+        found = pattern.search(probe)
         if found is not None:
             phrase = " ".join(found.group(0).split())
             return f"text looks like a prompt injection ({phrase!r}); refused"
@@ -280,8 +291,9 @@ _RISKY: tuple[tuple[str, re.Pattern[str]], ...] = (
 def risky_instruction(text: str) -> str | None:
     """Why `text` is an instruction no file may plant as a memory (runs code fetched from the network,
     disables a security check, sends data away), or None."""
+    probe = _as_read(text)
     for what, pattern in _RISKY:
-        found = pattern.search(text)
+        found = pattern.search(probe)
         if found is not None:
             phrase = " ".join(found.group(0).split())[:80]
             return f"text {what} ({phrase!r})"

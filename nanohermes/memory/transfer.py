@@ -105,7 +105,7 @@ def _parse_json(text: str) -> list[Importable]:
             Importable(
                 kind,
                 body.strip(),
-                clean_keys(item.get("keys")),
+                clean_keys(item.get("keys"), cut=False),  # `remember` redacts, then cuts
                 context if isinstance(context, str) else "",
                 project.strip() if isinstance(project, str) and project.strip() else None,
             )
@@ -166,9 +166,9 @@ def _add_detail(draft: _Draft, field: str, value: str, number: int) -> None:
         return
     try:
         keys = json.loads(value) if value.strip().startswith("[") else value.split(",")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: `[[[[…` nested too deep
         raise MemoryRejected(f"line {number}: keys must be a JSON list or comma-separated words") from None
-    draft.keys = clean_keys(keys)
+    draft.keys = clean_keys(keys, cut=False)  # `remember` redacts, then cuts
 
 
 def scopes_of(items: Iterable[Importable]) -> list[str | None]:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from nanohermes.errors import MemoryRejected
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
-from nanohermes.memory.entry import clean_keys
+from nanohermes.memory.entry import clean_keys, valid_text
 from nanohermes.memory.security import (
     controls_removed,
     invisible_removed,
@@ -23,7 +23,7 @@ def prepare_text(text: object, secrets: Iterable[str] = (), *, source: str = "to
     refused (SPEC §3.7). Raises MemoryRejected."""
     if not isinstance(text, str):
         raise MemoryRejected(f"memory text must be a string, not {type(text).__name__}")
-    text = text.strip()
+    text = valid_text(text).strip()
     if not text:
         raise MemoryRejected("memory text is empty; nothing to remember")
     reason = refusal_reason(text)
@@ -51,6 +51,6 @@ def prepare_context(context: object, secrets: Iterable[str] = ()) -> str:
     rather than refused."""
     if not isinstance(context, str):
         return ""
-    cleaned = invisible_removed(controls_removed(context))
+    cleaned = invisible_removed(controls_removed(valid_text(context)))
     one_line = " ".join(redact(cleaned, tuple(secrets)).split())
     return cut_text(one_line, MAX_CONTEXT).rstrip("…") if one_line else ""

@@ -86,7 +86,12 @@ def _error(message: str, code: int) -> int:
 
 
 def _when(ts: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts > 0 else "-"
+    if ts <= 0:
+        return "-"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+    except (OverflowError, ValueError, OSError):  # a hand-edited ts past what the clock can show
+        return "?"
 
 
 def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
