@@ -14,6 +14,7 @@ measures, in this one run:
   layout, and the very first search of a fresh store (parse + tokenize everything + index + query);
 - the first search of a new store when memory.cache (written by an earlier full load) is there,
   as in every new process after the first: read the cache, score from its postings;
+- `memory import` of as many new memories into an empty store (one write of the file per scope);
 - rank_bm25 (BM25Okapi.get_scores) and bm25s (lucene, get_scores) on the same pre-tokenized corpus
   and the same query tokens, with their index built beforehand (not timed); ratios = theirs / ours.
 Ours includes ranking the top 4; theirs return raw score arrays. Figures only, no assertions.
@@ -39,6 +40,7 @@ from nanohermes.memory.bm25 import query_terms
 from nanohermes.memory.docs import main_terms as doc_tokens
 from nanohermes.memory.docs import make_doc
 from nanohermes.memory.index import Index
+from nanohermes.memory.transfer import import_memories, parse_import
 
 
 def _words(text: str, sep: str = " ") -> list[str]:
@@ -310,6 +312,17 @@ def bench_remember(root: Path, size: int, cap: int, count: int = 30) -> tuple[fl
     return statistics.median(times), statistics.median(floors), statistics.median(bares)
 
 
+def bench_import(root: Path, size: int) -> tuple[float, float]:
+    """`memory import` of `size` new memories (a JSON list) into an empty store, cap raised: its
+    seconds, and one atomic write of the resulting file (ms), the floor of any crash-safe import."""
+    rng = random.Random(-size)
+    items = [{"kind": KINDS[i % 4], "text": f"{make_text(rng)} (import {i})"} for i in range(size)]
+    parsed = parse_import(json.dumps(items, ensure_ascii=False))
+    store = MemoryStore(root / f"import{size}", max_entries=10 * size)
+    seconds = timed(partial(import_memories, store, parsed)) / 1000.0
+    return seconds, _floor_write(root / f"import{size}.json", store.path.read_bytes())
+
+
 def _floor_write(path: Path, data: bytes) -> float:
     """The time of an atomic write of `data` over `path`, with the replaced file held open until
     after it, as `remember` holds its snapshot's file: freeing the old file's blocks (on the last
@@ -343,6 +356,7 @@ def main() -> None:
             rows.append(bench_size(n, args.queries, root))
         remembers = [(500, 500, *bench_remember(root, 500, 500))]
         remembers += [(n, 10 * n, *bench_remember(root, n, 10 * n)) for n in sizes if n > 500]
+        imports = [(n, *bench_import(root, n)) for n in sizes]
     print()
     header = (
         f"{'entries':>8} {'warm':>9} {'warm 1st':>9} {'cold':>9} {'fresh':>9} "
@@ -389,6 +403,14 @@ def main() -> None:
             f"remember() with fsync, {size} entries (cap {cap}): median {ms:.2f} ms; an atomic write "
             f"of the same bytes alone: {floor:.2f} ms (ratio {ms / floor:.2f}); json.dumps + write + "
             f"fsync of the same document: {bare:.2f} ms (ratio {ms / bare:.2f})"
+        )
+    for size, seconds, floor in imports:
+        each = seconds * 1000.0 / size
+        growth = each / (imports[0][1] * 1000.0 / imports[0][0])
+        print(
+            f"memory import of {size} memories into an empty store: {seconds:.2f} s ({each:.3f} ms each, "
+            f"x{growth:.1f} the per-memory cost at {imports[0][0]}); "
+            f"one atomic write of the result: {floor:.1f} ms"
         )
     print(
         "warm = repeated query, file unchanged (results are memoised per file version); warm 1st = a "

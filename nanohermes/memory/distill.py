@@ -17,6 +17,7 @@ from nanohermes.memory.constants import EXCERPT_CHARS, EXCERPT_MESSAGE_CHARS
 from nanohermes.memory.entry import clean_keys
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.scope import parse_scope
+from nanohermes.memory.writing import NewMemory
 from nanohermes.types import Message, message_text
 
 if TYPE_CHECKING:
@@ -185,23 +186,19 @@ def save_distilled(
     on_rejected: Callable[[str, str], None] | None = None,
     context: str = "",
 ) -> int:
-    """Remember each item, with `context` (the turn's user message: indexed, never shown); returns
-    how many were added. Items `remember` rejects are skipped (and given to `on_rejected(text,
-    reason)`); a StoreError (the file cannot be written) propagates. Only the first
-    MAX_DISTILLED items are saved: a reply holding hundreds (a runaway or hostile model) would
-    otherwise evict every memory the user has at the cap."""
+    """Remember each item, with `context` (the turn's user message: indexed, never shown), in one
+    write of the file; returns how many were added. Items `remember` would reject are skipped (and
+    given to `on_rejected(text, reason)`); a StoreError (the file cannot be written) propagates.
+    Only the first MAX_DISTILLED items are saved: a reply holding hundreds (a runaway or hostile
+    model) would otherwise evict every memory the user has at the cap."""
     items = list(items)
     if len(items) > MAX_DISTILLED and on_rejected is not None:
         extra = len(items) - MAX_DISTILLED
         on_rejected(f"{extra} more", f"one distillation saves at most {MAX_DISTILLED} memories; ignored")
-    added = 0
-    for item in items[:MAX_DISTILLED]:
-        try:
-            if store.remember(
-                item.kind, item.text, source=source, keys=item.keys, context=context, scope=item.scope
-            ):
-                added += 1
-        except MemoryRejected as err:
-            if on_rejected is not None:
-                on_rejected(item.text, err.one_line())
-    return added
+    items = items[:MAX_DISTILLED]
+    memories = [NewMemory(item.kind, item.text, item.keys, context, item.scope) for item in items]
+    outcomes = store.remember_many(memories, source)
+    for item, outcome in zip(items, outcomes, strict=True):
+        if isinstance(outcome, MemoryRejected) and on_rejected is not None:
+            on_rejected(item.text, outcome.one_line())
+    return sum(outcome is True for outcome in outcomes)

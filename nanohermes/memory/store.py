@@ -30,9 +30,9 @@ from nanohermes.memory.scope import merged_project, sees, target_project
 from nanohermes.memory.snapshot import Delta, Snapshot
 from nanohermes.memory.stats import MemoryStats, compute_stats
 from nanohermes.memory.text import normalize
-from nanohermes.memory.writing import prepare_context, prepare_keys, prepare_text
+from nanohermes.memory.writing import NewMemory, prepare_context, prepare_keys, prepare_text
 
-__all__ = ["MEMORY_FILE", "MIN_ID_PREFIX", "MemoryStore", "eviction_order", "trim"]
+__all__ = ["MEMORY_FILE", "MIN_ID_PREFIX", "MemoryStore", "NewMemory", "eviction_order", "trim"]
 
 MIN_ID_PREFIX = 4
 
@@ -195,38 +195,92 @@ class MemoryStore:
         Unicode, a control character, injection phrase) or StoreError (the file cannot be locked
         or written; the old file is then unchanged).
         """
-        parsed = Kind.parse(kind)
-        if parsed is None:
-            raise MemoryRejected(unknown_kind_message(kind))
-        clean = prepare_text(text, self.secrets, source=source)
-        clean_keys = prepare_keys(keys, self.secrets)
-        clean_context = prepare_context(context, self.secrets)
-        project = target_project(scope, parsed, self.project)
-        key = normalize(clean)
-        if not key:
-            raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
-        new = Entry("", parsed, clean, source, int(time.time()), clean_keys, clean_context, project)
+        new = self._prepared(NewMemory(kind, text, tuple(keys), context, scope), source)
         self._file.make_dir()  # before locking: the lock file lives in the directory
         with self._lock.hold():
             snap = self._current()
             self._file.check_writable(snap)
-            index = self._duplicate(clean, key, snap)
-            if index is not None:
-                self._merge_into(snap, index, new)
-                return False
-            entry = dataclasses.replace(new, id=derive_id(parsed, clean, snap.by_id))
-            doc = self._doc(entry, key)
-            self._file.commit(self._trimmed(snap.appended(doc, self._line(entry))))
-            self.last_id = entry.id
-            return True
+            after, added, entry_id = self._with(snap, new)
+            self._file.commit(after)
+            self.last_id = entry_id
+            return added
 
-    def _merge_into(self, snap: Snapshot, index: int, new: Entry) -> None:
-        """Merge `new` (without an id) into the entry at `index`, which it duplicates."""
-        old = snap.entries[index]
-        merged = merge(old, new.kind, new.text, new.source, new.ts, new.keys, new.context, self.secrets)
-        merged = dataclasses.replace(merged, project=merged_project(old, new.project, self.project))
-        self._file.commit(snap.replaced(index, self._doc(merged), self._line(merged)))
-        self.last_id = merged.id
+    def remember_many(
+        self, memories: Iterable[NewMemory], source: str = "user"
+    ) -> list[bool | MemoryRejected]:
+        """Store several memories as `remember` stores each (duplicates merge, also among them; the cap
+        evicts), with one write of the file: an import of 5,000 costs one write, not 5,000. Per
+        memory: True (added), False (merged) or the MemoryRejected that refused it. Raises
+        StoreError when the file cannot be locked or written: then none of them is stored."""
+        outcomes: list[bool | MemoryRejected] = []
+        prepared: list[Entry] = []
+        for memory in memories:
+            try:
+                prepared.append(self._prepared(memory, source))
+            except MemoryRejected as err:
+                outcomes.append(err)
+                continue
+            outcomes.append(True)
+        if not prepared:
+            return outcomes
+        self._file.make_dir()
+        with self._lock.hold():
+            snap = self._current()
+            self._file.check_writable(snap)
+            entries = iter(prepared)
+            try:
+                for place, outcome in enumerate(outcomes):
+                    if outcome is True:
+                        snap, outcomes[place], entry_id = self._with(snap, next(entries), follow=True)
+                self._file.commit(snap)
+            except BaseException:
+                with self._mutex:  # they follow versions never written: rebuilt on their next use
+                    self._keys_at = self._evictions_at = None
+                raise
+            self.last_id = entry_id
+        return outcomes
+
+    def _prepared(self, memory: NewMemory, source: str) -> Entry:
+        """`memory` as an entry without an id: checked, redacted and cut (MemoryRejected if refused)."""
+        kind = Kind.parse(memory.kind)
+        if kind is None:
+            raise MemoryRejected(unknown_kind_message(memory.kind))
+        clean = prepare_text(memory.text, self.secrets, source=source)
+        if not normalize(clean):
+            raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
+        keys = prepare_keys(memory.keys, self.secrets)
+        context = prepare_context(memory.context, self.secrets)
+        project = target_project(memory.scope, kind, self.project)
+        return Entry("", kind, clean, source, int(time.time()), keys, context, project)
+
+    def _with(self, snap: Snapshot, new: Entry, *, follow: bool = False) -> tuple[Snapshot, bool, str]:
+        """`snap` with `new` added (True) or merged into the entry it duplicates (False), and the id
+        of the entry it added or merged into. `follow`:
+        the duplicate keys and the eviction queue follow the result at once (a batch: the next
+        memory is checked against it), and the result holds no chain of older versions."""
+        key = normalize(new.text)
+        index = self._duplicate(new.text, key, snap)
+        if index is not None:
+            old = snap.entries[index]
+            merged = merge(old, new.kind, new.text, new.source, new.ts, new.keys, new.context, self.secrets)
+            merged = dataclasses.replace(merged, project=merged_project(old, new.project, self.project))
+            after, added, entry_id = (
+                snap.replaced(index, self._doc(merged), self._line(merged)),
+                False,
+                merged.id,
+            )
+        else:
+            entry = dataclasses.replace(new, id=derive_id(new.kind, new.text, snap.by_id))
+            after, added, entry_id = (
+                self._trimmed(snap.appended(self._doc(entry, key), self._line(entry))),
+                True,
+                entry.id,
+            )
+        if follow:
+            with self._mutex:
+                self._follow_keys(after)
+            snap.parent = None  # `after` still names `snap`: a write's follow needs one step only
+        return after, added, entry_id
 
     def _trimmed(self, snap: Snapshot) -> Snapshot:
         """`snap` (an append's) within the cap: the excess evicted in eviction order (SPEC §3.4)."""
@@ -278,14 +332,22 @@ class MemoryStore:
         if parent is None or delta is None:
             self._loaded(snap)
             return
+        self._follow_keys(snap)
+        if self._indexed is parent:
+            self._synced(snap)
+
+    def _follow_keys(self, snap: Snapshot) -> None:
+        """The duplicate keys and the eviction queue, brought from `snap`'s parent to `snap` by its
+        delta (those that followed the parent; call with the mutex held)."""
+        parent, delta = snap.parent, snap.delta
+        if parent is None or delta is None:
+            return
         if self._keys_at is parent:
             self._keys.apply(*delta)
             self._keys_at = snap
         if self._evictions_at is parent:
             self._evictions.apply(*delta, snap)
             self._evictions_at = snap
-        if self._indexed is parent:
-            self._synced(snap)
 
     def _loaded(self, snap: Snapshot) -> None:
         """A full load: when it had to analyse many entries and the cache does not serve the file

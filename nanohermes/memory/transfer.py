@@ -18,7 +18,7 @@ from nanohermes.errors import MemoryRejected
 from nanohermes.memory.entry import Entry, clean_keys
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.scope import GLOBAL, PROJECT
-from nanohermes.memory.store import MemoryStore
+from nanohermes.memory.store import MemoryStore, NewMemory
 
 TITLE = "# nanohermes memory"
 GLOBAL_HEADING = "## Global"
@@ -186,22 +186,20 @@ class ImportResult:
 
 
 def import_memories(store: MemoryStore, items: Sequence[Importable], source: str = "user") -> ImportResult:
-    """Save `items` through `remember` (duplicates merge, secrets are redacted), each in its scope:
-    a project's memories through a store opened for that project. StoreError (disk, lock) stops it;
-    what was saved stays, and importing again adds nothing twice."""
+    """Save `items` as `remember` would (duplicates merge, secrets are redacted), each in its scope:
+    a project's memories through a store opened for that project, with one write of the file per
+    scope. StoreError (disk, lock) stops it; the scopes written before stay, and importing again
+    adds nothing twice."""
     result = ImportResult()
     for project in scopes_of(items):
-        scoped = store.for_project(project)
         scope = GLOBAL if project is None else PROJECT
-        for item in (item for item in items if item.project == project):
-            try:
-                added = scoped.remember(
-                    item.kind, item.text, source=source, keys=item.keys, context=item.context, scope=scope
-                )
-            except MemoryRejected as err:
-                result.refused.append(f"{item.text[:60]!r}: {err.one_line()}")
-                continue
-            if added:
+        chosen = [item for item in items if item.project == project]
+        memories = [NewMemory(item.kind, item.text, item.keys, item.context, scope) for item in chosen]
+        outcomes = store.for_project(project).remember_many(memories, source)
+        for item, outcome in zip(chosen, outcomes, strict=True):
+            if isinstance(outcome, MemoryRejected):
+                result.refused.append(f"{item.text[:60]!r}: {outcome.one_line()}")
+            elif outcome:
                 result.added += 1
             else:
                 result.merged += 1

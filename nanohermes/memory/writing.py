@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from nanohermes.errors import MemoryRejected
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
 from nanohermes.memory.entry import clean_keys, valid_text
+from nanohermes.memory.kinds import Kind
 from nanohermes.memory.security import (
     controls_removed,
     invisible_removed,
@@ -15,6 +17,17 @@ from nanohermes.memory.security import (
     risky_instruction,
 )
 from nanohermes.memory.text import cut_text
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """One memory for `MemoryStore.remember_many`: what `remember` takes, but the source."""
+
+    kind: Kind | str
+    text: str
+    keys: tuple[str, ...] = ()
+    context: str = ""
+    scope: str | None = None
 
 
 def prepare_text(text: object, secrets: Iterable[str] = (), *, source: str = "tool") -> str:

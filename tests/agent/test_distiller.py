@@ -24,7 +24,7 @@ def test_the_request_is_counted_even_when_its_memories_cannot_be_written(
     def disk_full(*args: object, **kwargs: object) -> bool:
         raise StoreError("cannot write memory.json: No space left on device")
 
-    monkeypatch.setattr(store, "remember", disk_full)
+    monkeypatch.setattr(store, "remember_many", disk_full)
     notes: list[Note] = []
     usage: list[Usage] = []
     distiller = Distiller(
