@@ -15,6 +15,7 @@ from nanohermes.compaction import total_chars
 from nanohermes.errors import NanoHermesError
 from nanohermes.protocols import Approver
 from nanohermes.session import describe_session, recent_session_files
+from nanohermes.setting_values import BadValue, optional_name
 from nanohermes.settings import PERMISSION_MODES
 from nanohermes.types import plural
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
@@ -178,6 +179,11 @@ def cmd_model(ctx: CommandContext, arg: str) -> None:
     agent = ctx.runtime.agent
     if not name:
         ctx.say(f"model: {agent.model}")
+        return
+    try:
+        optional_name(name)  # as --model checks it: shown in the toolbar and notes
+    except BadValue as err:
+        ctx.fail(f"model name {terminal_safe(name)!r} {err.reason}")
         return
     agent.set_model(name)
     ctx.say(f"model set to {name} (from the next request)", "dim")

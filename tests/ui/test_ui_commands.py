@@ -83,6 +83,14 @@ def test_exit_reset_model_permission_tokens() -> None:
     assert h.ctx.exit_requested
 
 
+def test_a_model_name_with_an_escape_sequence_is_refused_and_not_echoed_raw() -> None:
+    h = Harness()
+    shown = h.run("/model m\x1b]0;pwned\x07")
+    assert "must not contain control or invisible characters" in shown
+    assert "\x1b" not in shown
+    assert h.runtime.agent.model == "fake-model"
+
+
 def test_context_fill_is_what_compaction_measures() -> None:
     h = Harness()
     h.runtime.agent.messages.extend(
