@@ -305,7 +305,8 @@ def open_session(
     """The session file to use, and its contents when resuming (when `load`). Raises SessionError,
     or ConfigError for a `--session` value that is neither a name nor a .json path. `notice` hears
     that `--continue` found no session of this workspace (a new one is started)."""
-    from nanohermes.session import SessionFile, latest_session, new_session_path, resolve_session_path
+    from nanohermes.session import SessionFile
+    from nanohermes.session_files import latest_session, new_session_path, resolve_session_path
 
     path: Path | None = None
     if options.session is not None:

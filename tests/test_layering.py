@@ -21,6 +21,7 @@ CORE_MODULES = (
     "settings",
     "compaction",
     "session",
+    "session_files",
     "prompts",
     "agent",
     "turns",

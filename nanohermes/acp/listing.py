@@ -15,7 +15,7 @@ LIST_PAGE = 50
 
 def session_infos(sessions_dir: Path, cwd: str | None, start: int) -> tuple[list[schema.SessionInfo], bool]:
     """Up to LIST_PAGE sessions after the first `start` (of workspace `cwd` when given); more left?"""
-    from nanohermes.session import recent_session_files
+    from nanohermes.session_files import recent_session_files
 
     infos: list[schema.SessionInfo] = []
     matched = 0

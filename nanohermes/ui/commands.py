@@ -14,7 +14,7 @@ from rich.text import Text
 from nanohermes.compaction import total_chars
 from nanohermes.errors import NanoHermesError
 from nanohermes.protocols import Approver
-from nanohermes.session import describe_session, recent_session_files
+from nanohermes.session_files import describe_session, recent_session_files
 from nanohermes.setting_values import BadValue, optional_name
 from nanohermes.settings import PERMISSION_MODES
 from nanohermes.types import plural

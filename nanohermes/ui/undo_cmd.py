@@ -49,7 +49,7 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
 
 def _locate(args: UndoArgs, settings: Settings) -> Checkpoints:
     from nanohermes.checkpoints import for_session, latest_in
-    from nanohermes.session import resolve_session_path
+    from nanohermes.session_files import resolve_session_path
 
     if args.session is not None:
         session = resolve_session_path(settings.sessions_dir, args.session)

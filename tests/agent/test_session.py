@@ -11,15 +11,12 @@ from pathlib import Path
 import pytest
 
 from nanohermes.errors import ConfigError, SessionError
-from nanohermes.session import (
-    SESSION_VERSION,
-    SessionData,
-    SessionFile,
+from nanohermes.session import SESSION_VERSION, SessionData, SessionFile, read_header
+from nanohermes.session_files import (
     describe_session,
     latest_session,
     list_sessions,
     new_session_path,
-    read_header,
     resolve_session_path,
 )
 from nanohermes.types import Usage
