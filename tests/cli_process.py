@@ -91,6 +91,15 @@ def read_line(process: subprocess.Popen[str], timeout: float) -> str:
     return process.stdout.readline() if ready else ""
 
 
+def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one `nanohermes: error:` line of a run that failed cleanly (no traceback, no internal error)."""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("nanohermes: error: ")]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "internal error" not in result.stderr
+    return lines[0]
+
+
 def sessions_dir() -> Path:
     return Path(os.environ["NANOHERMES_SESSIONS_DIR"])
 

@@ -8,26 +8,25 @@ import functools
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_process import DISTILL, chat_bodies, memory_file, run_nanohermes, sessions_dir, started_nanohermes
+from cli_process import (
+    DISTILL,
+    chat_bodies,
+    memory_file,
+    one_error_line,
+    run_nanohermes,
+    sessions_dir,
+    started_nanohermes,
+)
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
 KEY = "sk-hardening-SECRET-0123456789abcdef"
 nh = functools.partial(run_nanohermes, key=KEY)
-
-
-def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.startswith("nanohermes: error: ")]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    assert "internal error" not in result.stderr
-    return lines[0]
 
 
 # -- 1. --permission read-only --yes ---------------------------------------------------------------

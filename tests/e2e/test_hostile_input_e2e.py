@@ -9,19 +9,18 @@ import os
 import subprocess
 from pathlib import Path
 
-from cli_process import chat_bodies, child_env, nanohermes_command, run_nanohermes, sessions_dir
+from cli_process import (
+    chat_bodies,
+    child_env,
+    nanohermes_command,
+    one_error_line,
+    run_nanohermes,
+    sessions_dir,
+)
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
 KEY = "sk-hostile-SECRET-0123456789abcdef"
-
-
-def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.startswith("nanohermes: error: ")]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    assert "internal error" not in result.stderr
-    return lines[0]
 
 
 def last_user_text(server: FakeServer) -> str:
