@@ -1,10 +1,11 @@
 """How `run_shell` commands are confined (SPEC §12): under bubblewrap, or plainly.
 
 Under bubblewrap (`bwrap`) a command sees the whole filesystem read-only except the workspace (bound
-read-write) and a private `/tmp`; nanohermes' own directories (memory, sessions, config, checkpoints)
-are covered by empty directories and the config file by an empty file, so no command can read a key
-or a memory; the network is cut (its own network namespace) unless `sandbox_network` is on; the API
-key variables are removed from its environment. It also gets its own PID namespace and dies with
+read-write), a private `/tmp` and an empty `/run` (no daemon sockets: see RUNTIME_DIR); nanohermes' own
+directories (memory, sessions, config, checkpoints) are covered by empty directories and the config file
+by an empty file, so no command can read a key or a memory; the network is cut (its own network
+namespace) unless `sandbox_network` is on; the API key variables are left out of the environment
+bubblewrap itself starts with (`Sandbox.environment`). It also gets its own PID namespace and dies with
 nanohermes, so nothing it starts outlives it; it stays in nanohermes' process group for the command,
 so timeouts and Ctrl-C still kill the whole group.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,14 @@ from nanohermes.errors import ToolError
 PROBE_TIMEOUT = 5.0
 SECRET_VARIABLES = ("NANOHERMES_API_KEY", "OPENAI_API_KEY")
 """Environment variables that may hold the model key: never visible to a sandboxed command."""
+RUNTIME_DIR = Path("/run")
+"""Where daemons keep their sockets: the session bus, ssh and gpg agents, docker. A socket on a read-only
+mount still takes connections, and through the session bus (`systemd-run --user …`) or docker a command
+would have anything done outside the sandbox, network namespace or not; so commands get an empty one."""
+NETWORK_RUNTIME = ("/run/systemd/resolve",)
+"""Kept from RUNTIME_DIR when the network is on: `/etc/resolv.conf` may point there (systemd-resolved)."""
+PROGRAM_RUNTIME = ("/run/current-system", "/run/wrappers")
+"""Kept from RUNTIME_DIR always (read-only): on NixOS PATH leads there, to every program of the system."""
 BLOCKED_MARKERS = (
     "read-only file system",
     "network is unreachable",
@@ -136,8 +145,17 @@ class Sandbox:
             )
         return self._wrap(command) if self.active else None
 
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The environment to start a command with: `base`, without the key variables when confined.
+        Not bubblewrap's `--unsetenv`: that clears them for the command only, while bubblewrap's own
+        process (PID 1 in the sandbox) keeps them, readable in `/proc/1/environ`."""
+        if not self.active:
+            return dict(base)
+        return {name: value for name, value in base.items() if name not in SECRET_VARIABLES}
+
     def _wrap(self, command: str) -> list[str]:
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        args += self._runtime_args()
         root = str(self.workspace)
         args += ["--bind", root, root]
         git_dir = _git_dir_inside(self.workspace)
@@ -152,9 +170,16 @@ class Sandbox:
                 args += ["--ro-bind", "/dev/null", str(path)]
         if not self.network:
             args.append("--unshare-net")
-        for name in SECRET_VARIABLES:
-            args += ["--unsetenv", name]
         args += ["--unshare-pid", "--die-with-parent", "--chdir", root, "--", "/bin/sh", "-c", command]
+        return args
+
+    def _runtime_args(self) -> list[str]:
+        """Cover RUNTIME_DIR (when the host has one: bubblewrap cannot create it on a read-only root)."""
+        if not RUNTIME_DIR.is_dir():
+            return []
+        args = ["--tmpfs", str(RUNTIME_DIR)]
+        for kept in (*PROGRAM_RUNTIME, *(NETWORK_RUNTIME if self.network else ())):
+            args += ["--ro-bind-try", kept, kept]
         return args
 
     def blocked_note(self, output: str) -> str:
@@ -173,10 +198,11 @@ class Sandbox:
 
 
 def _git_dir_inside(workspace: Path) -> Path | None:
-    """The workspace's `.git` directory (after links) when it lies inside the workspace."""
+    """The workspace's `.git` (after links) when it lies inside the workspace: a directory, or the
+    file of a worktree or submodule ("gitdir: …"), which a command could point at hooks of its own."""
     try:
         git_dir = (workspace / ".git").resolve()
-        inside = git_dir.is_dir() and git_dir.is_relative_to(workspace)
+        inside = (git_dir.is_dir() or git_dir.is_file()) and git_dir.is_relative_to(workspace)
     except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13)
         return None
     return git_dir if inside else None

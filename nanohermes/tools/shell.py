@@ -185,7 +185,7 @@ class ShellTool:
                 shell=argv is None,
                 cwd=self.cwd,
                 stdin=subprocess.DEVNULL,
-                env=tagged_env(tag),  # every descendant inherits it: see tools/reaper.py
+                env=self.sandbox.environment(tagged_env(tag)),  # the tag: see tools/reaper.py
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=not windows,

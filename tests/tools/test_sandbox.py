@@ -17,7 +17,7 @@ import pytest
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import ToolError
 from nanohermes.tools.base import CallContext
-from nanohermes.tools.sandbox import Sandbox
+from nanohermes.tools.sandbox import NETWORK_RUNTIME, PROGRAM_RUNTIME, RUNTIME_DIR, Sandbox
 from nanohermes.tools.shell import ShellTool
 
 
@@ -101,6 +101,20 @@ def test_memory_sessions_and_keys_are_invisible(
     assert "private" in plain  # the same command unconfined does see it
 
 
+def test_no_process_in_the_sandbox_holds_the_keys(
+    workspace: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NANOHERMES_API_KEY", "sk-nanohermes-visible-outside")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-visible-outside")
+    sandbox = detect(workspace, isolated_home, network=False)
+    if not sandbox.active:
+        pytest.skip(f"bubblewrap cannot run here: {sandbox.problem}")
+    # PID 1 in the sandbox is bubblewrap itself: its environment must not hold the keys either
+    result = shell(workspace, sandbox, "cat /proc/1/environ /proc/self/environ | tr '\\0' '\\n'; echo end")
+    assert "NANOHERMES_SHELL_CALL=" in result  # the environments were read
+    assert "visible-outside" not in result
+
+
 def _listener() -> tuple[socket.socket, int]:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -131,6 +145,52 @@ def test_the_network_is_off_unless_allowed(workspace: Path, isolated_home: Path,
         assert allowed.active
         assert "connected" in shell(workspace, allowed, CONNECT.format(port=port))
     assert sandboxed.status == "sandbox: bwrap, network off"
+
+
+@pytest.fixture
+def runtime_socket() -> Iterator[Path]:
+    """A listening socket where daemons keep theirs (the session bus, agents, docker)."""
+    if not os.access(RUNTIME_DIR, os.W_OK):
+        pytest.skip(f"planting a socket needs a writable {RUNTIME_DIR}")
+    folder = Path(tempfile.mkdtemp(dir=RUNTIME_DIR, prefix="nh-sandbox-"))
+    server = socket.socket(socket.AF_UNIX)
+    with server:
+        server.bind(str(folder / "daemon.sock"))
+        server.listen(1)
+        yield folder / "daemon.sock"
+    shutil.rmtree(folder)
+
+
+UNIX_CONNECT = (
+    "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{path}'); print('connected')\""
+)
+
+
+@pytest.mark.parametrize("network", [False, True])
+def test_daemon_sockets_cannot_be_reached(
+    workspace: Path, isolated_home: Path, runtime_socket: Path, network: bool
+) -> None:
+    sandbox = detect(workspace, isolated_home, network=network)
+    if not sandbox.active:
+        pytest.skip(f"bubblewrap cannot run here: {sandbox.problem}")
+    assert "connected" in shell(workspace, Sandbox.off(), UNIX_CONNECT.format(path=runtime_socket))
+    result = shell(workspace, sandbox, UNIX_CONNECT.format(path=runtime_socket))
+    assert "connected" not in result  # through such a socket a command could act outside the sandbox
+    assert not result.startswith("exit code: 0")
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+def test_the_empty_run_keeps_where_programs_and_dns_live(
+    workspace: Path, isolated_home: Path, network: bool
+) -> None:
+    sandbox = detect(workspace, isolated_home, network=network)
+    if not sandbox.active or not RUNTIME_DIR.is_dir():
+        pytest.skip("bubblewrap cannot run here, or the host has no /run")
+    args = sandbox.argv("true") or []
+    kept = {args[i + 1] for i, arg in enumerate(args) if arg == "--ro-bind-try"}
+    assert set(PROGRAM_RUNTIME) <= kept  # NixOS: PATH leads to /run/current-system and /run/wrappers
+    assert (set(NETWORK_RUNTIME) <= kept) is network
+    assert args.index("--tmpfs", args.index("/tmp")) < args.index("--ro-bind-try")
 
 
 def _running(marker: str) -> bool:
@@ -220,6 +280,15 @@ def test_the_repositorys_git_metadata_is_read_only(workspace: Path, sandboxed: S
     assert (real / "config").read_text() == "[core]\n"
     work = shell(workspace, sandboxed, "echo ok > tracked.txt && cat tracked.txt")
     assert work.startswith("exit code: 0"), work  # the rest of the workspace stays writable
+
+
+def test_a_worktrees_git_file_is_read_only(workspace: Path, sandboxed: Sandbox, tmp_path: Path) -> None:
+    pointer = f"gitdir: {tmp_path / 'main.git' / 'worktrees' / 'ws'}\n"
+    (workspace / ".git").write_text(pointer)
+    result = shell(workspace, sandboxed, "mkdir -p evil/hooks && echo 'gitdir: evil' > .git")
+    assert "Read-only file system" in result  # else the user's next git command runs evil/hooks
+    assert (workspace / ".git").read_text() == pointer
+    assert (workspace / "evil" / "hooks").is_dir()  # the rest of the workspace stays writable
 
 
 def test_a_git_link_loop_does_not_break_the_sandbox(workspace: Path, sandboxed: Sandbox) -> None:
