@@ -57,7 +57,8 @@ def run_acp(options: CliOptions, settings: Settings) -> int:
         lock = SessionLock.acquire(session_path)
         try:
             resumed = session.load() if session.exists() else None
-            parts = AgentParts(client, store_for(workspace), approver, options.verbose, options.config, files)
+            secret_files = options.secret_files
+            parts = AgentParts(client, store_for(workspace), approver, options.verbose, secret_files, files)
             servers = {**settings.mcp_servers, **mcp_servers}  # the client's win a name clash
             built = build_agent(
                 settings, parts, workspace=workspace, session=session, resumed=resumed, mcp_servers=servers

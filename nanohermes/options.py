@@ -56,3 +56,9 @@ class CliOptions:
     mcp_action: str | None = None
     """`nanohermes mcp ACTION` (only `list`)."""
     overrides: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def secret_files(self) -> tuple[Path, ...]:
+        """Files the user named that may hold keys or tokens (the config file, MCP configs with
+        `env` and `headers`): hidden from sandboxed commands."""
+        return (*((self.config,) if self.config is not None else ()), *self.mcp_config)

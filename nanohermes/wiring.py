@@ -145,7 +145,7 @@ def build_runtime(
         store,
         approver,
         options.verbose,
-        options.config,
+        options.secret_files,
         save_each_turn=options.prompt is None,
     )
     built = build_agent(settings, parts, workspace=Path.cwd(), session=session, resumed=resumed)
@@ -156,14 +156,14 @@ def build_runtime(
 @dataclass(frozen=True)
 class AgentParts:
     """What every agent of one process shares: the model client and the memory store; how it asks;
-    the config file (hidden from sandboxed commands). `files` replaces the file tools' disk access
-    (ACP: the editor's buffers)."""
+    the files that may hold keys (the config file, MCP configs: hidden from sandboxed commands).
+    `files` replaces the file tools' disk access (ACP: the editor's buffers)."""
 
     client: ChatClient
     store: MemoryStore | None
     approver: Approver | None
     verbose: bool = False
-    config: Path | None = None
+    secret_files: tuple[Path, ...] = ()
     files: Callable[[Path, int], FileTools] | None = None
     save_each_turn: bool = True
     """False in `-p`: its one save comes after distillation."""
@@ -195,7 +195,7 @@ def build_agent(
     from nanohermes.tools.runner import ToolRunner
 
     checkpoints = _checkpoints(settings, workspace, session.path)
-    sandbox = _sandbox(settings, workspace, parts.config)
+    sandbox = _sandbox(settings, workspace, parts.secret_files)
     files = parts.files(workspace, settings.tool_output_chars) if parts.files else None
     runner = ToolRunner.from_settings(
         settings,
@@ -247,7 +247,7 @@ def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoi
     return checkpoints
 
 
-def _sandbox(settings: Settings, workspace: Path, config: Path | None) -> Sandbox:
+def _sandbox(settings: Settings, workspace: Path, secret_files: tuple[Path, ...]) -> Sandbox:
     """Probe bubblewrap once (a few ms; the REPL builds this while the prompt is already up). Hidden
     from commands: everything nanohermes keeps (memory, sessions, config with keys, checkpoints)."""
     from nanohermes.tools.sandbox import Sandbox
@@ -257,8 +257,7 @@ def _sandbox(settings: Settings, workspace: Path, config: Path | None) -> Sandbo
         settings.memory_file,
         Path("~/.nanohermes/config.toml"),
     ]  # also when their folder holds the workspace
-    if config is not None:
-        hidden.append(config)
+    hidden += secret_files
     return Sandbox.detect(
         settings.sandbox, network=settings.sandbox_network, workspace=workspace, hidden=hidden
     )

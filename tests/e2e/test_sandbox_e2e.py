@@ -1,11 +1,15 @@
-"""End to end: `sandbox = "bwrap"` without bubblewrap says so once at start-up and refuses shell calls."""
+"""End to end, the real `nanohermes -p`: bubblewrap missing; the files that hold keys hidden from it."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from cli_process import SCRIPT, run_nanohermes
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
@@ -25,3 +29,50 @@ def test_bwrap_mode_without_bubblewrap_refuses_shell_commands(
     assert not (workspace / "out.txt").exists()
     tool_result = next(m for m in fake_server.bodies[-1]["messages"] if m["role"] == "tool")
     assert "shell command refused: sandbox = bwrap" in json.dumps(tool_result)
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    base = Path("/var/tmp")
+    if not os.access(base, os.W_OK):
+        pytest.skip("/var/tmp is not writable here")
+    folder = Path(tempfile.mkdtemp(dir=base, prefix="nh-sandbox-e2e-"))
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_files_named_on_the_command_line_that_may_hold_tokens_are_hidden_from_the_sandbox(
+    fake_server: FakeServer, workspace: Path, outside_tmp: Path
+) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    tmp_path = outside_tmp  # the sandbox's /tmp is its own: these must be visible but for hiding
+    mcp = tmp_path / "mcp.json"  # outside ~/.nanohermes: only the command line names it
+    mcp.write_text(
+        '{"mcpServers": {"gh": {"url": "http://127.0.0.1:9/mcp", "enabled": false, '
+        '"headers": {"Authorization": "Bearer ghp-TOKEN-IN-MCP-CONFIG"}}}}'
+    )
+    config = tmp_path / "nh.toml"
+    config.write_text('api_key = "sk-TOKEN-IN-CONFIG"\n')
+    fake_server.push_tool_calls([("run_shell", {"command": f"cat {mcp} {config}; echo done"})])
+    fake_server.push_text("ok")
+    env = {**os.environ, "NANOHERMES_SANDBOX": "bwrap"}
+    done = run_nanohermes(
+        fake_server,
+        workspace,
+        "--config",
+        str(config),
+        "--mcp-config",
+        str(mcp),
+        "--yes",
+        "--no-memory",
+        "-p",
+        "go",
+        env=env,
+    )
+    if "shell commands will be refused" in done.stderr:
+        pytest.skip("bubblewrap cannot run here")
+    assert done.returncode == 0, done.stderr
+    tool_result = json.dumps(next(m for m in fake_server.bodies[-1]["messages"] if m["role"] == "tool"))
+    assert "done" in tool_result  # the command ran
+    assert "TOKEN-IN" not in tool_result
