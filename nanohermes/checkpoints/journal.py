@@ -28,6 +28,11 @@ class CheckpointError(NanoHermesError):
     """A checkpoint could not be taken, read or restored."""
 
 
+class CorruptJournal(CheckpointError):
+    """A journal file whose content is not a journal (truncated, overwritten): unlike one that cannot
+    be read (permissions), it will never be readable again."""
+
+
 @dataclass(frozen=True)
 class FileState:
     mode: int
@@ -139,13 +144,15 @@ class Journal:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return cls(path, session, workspace)
-        except (OSError, ValueError) as err:
+        except OSError as err:
             raise CheckpointError(f"checkpoint journal {path} is unreadable ({err})") from None
+        except ValueError as err:
+            raise CorruptJournal(f"checkpoint journal {path} is unreadable ({err})") from None
         try:
             turns = [TurnRecord.from_dict(turn) for turn in raw.get("turns", [])]
             return cls(path, str(raw["session"]), str(raw["workspace"]), turns)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise CheckpointError(f"checkpoint journal {path} is malformed ({err!r})") from None
+            raise CorruptJournal(f"checkpoint journal {path} is malformed ({err!r})") from None
 
     def save(self) -> None:
         data = {

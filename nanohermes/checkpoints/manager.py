@@ -21,8 +21,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nanohermes.checkpoints.active import ActiveTurns
 from nanohermes.checkpoints.files import CopyStore
-from nanohermes.checkpoints.journal import CheckpointError, FileChange, FileState, Journal, TurnRecord
+from nanohermes.checkpoints.journal import (
+    CheckpointError,
+    CorruptJournal,
+    FileChange,
+    FileState,
+    Journal,
+    TurnRecord,
+)
 from nanohermes.checkpoints.shadow import ShadowRepo
 from nanohermes.protocols import TurnChanges
 
@@ -61,6 +69,12 @@ class _Turn:
     copies: dict[str, FileState | None] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
     """Paths a write or edit of this turn was checked for."""
+    shell: bool = False
+    """A change without a path (a shell command) ran: it may have changed any file."""
+    joined: bool = False
+    """Marked as running in `ActiveTurns` (at its first snapshot)."""
+    shared: bool = False
+    """Another session's turn was running in this workspace when this one took its snapshot."""
 
 
 class Checkpoints:
@@ -100,6 +114,7 @@ class Checkpoints:
         """The journal's (inode, mtime, size) when model_notes last found nothing to tell."""
         self._file_lock: BaseFileLock | None = None
         self._private = [path.resolve() for path in (*private, checkpoints_root(state_dir))]
+        self._active = ActiveTurns(self.dir / "active", session_key(self.session))
 
     # -- shared pieces ----------------------------------------------------------------------------
 
@@ -178,7 +193,9 @@ class Checkpoints:
     def _before(self, turn: _Turn, path: Path | None) -> None:
         store = self._decide()
         if store == "git" and not turn.tree:
+            turn.shared, turn.joined = self._active.join(), True
             turn.tree = self.repo().snapshot()
+        turn.shell = turn.shell or path is None
         relative = self._relative(path)
         if relative is None or path is None or relative in turn.copies or relative in turn.seen:
             return
@@ -226,11 +243,14 @@ class Checkpoints:
             turn, self._turn = self._turn, None
             notes, self._notes = tuple(self._notes), []
         if turn is None or turn.failed or not (turn.tree or turn.copies):
+            self._active.release()
             return TurnChanges(notes=notes)
+        late: list[str] = []
         with self._work:
             try:
                 with self.lock():
-                    record = self._record(turn)
+                    record = self._record(turn, late)
+                    notes = (*notes, *late)
                     if record is not None and not self._pruned:
                         self._pruned = True
                         self._prune()
@@ -238,18 +258,24 @@ class Checkpoints:
                 return TurnChanges(
                     notes=(*notes, f"checkpoint failed ({_why(err)}): this turn cannot be undone")
                 )
+            finally:
+                self._active.release()  # whatever failed: other sessions must not see it running
         if record is None:
             return TurnChanges(notes=notes)
         return TurnChanges(record.number, tuple(change.shown for change in record.files), notes)
 
-    def _record(self, turn: _Turn) -> TurnRecord | None:
-        journal = self.journal()
+    def _record(self, turn: _Turn, notes: list[str]) -> TurnRecord | None:
+        """The turn's record, saved in the journal (None: it changed nothing); `notes`: what to say."""
+        shared = turn.joined and (self._active.leave() or turn.shared)  # before the "after" snapshot
+        journal = self._journal_to_record(notes)
         number = journal.next_number()
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         if turn.tree:
             repo = self.repo()
             after = repo.snapshot()
             changes = repo.changes(turn.tree, after) if after != turn.tree else []
+            if shared:
+                changes = self._own(turn, changes, notes)
             tracked = {change.path for change in changes}
             changes += [c for c in self._copied(turn, "copies") if c.path not in tracked]  # ignored ones
             if not changes:
@@ -265,6 +291,33 @@ class Checkpoints:
         journal.turns.append(record)
         journal.save()
         return record
+
+    def _journal_to_record(self, notes: list[str]) -> Journal:
+        """The journal, or a new one when it is corrupt: kept aside, it would otherwise fail the
+        recording of every later turn of this session."""
+        try:
+            return self.journal()
+        except CorruptJournal as err:
+            aside = self.journal_path.with_name(f"{self.journal_path.name}.corrupt")
+            try:
+                self.journal_path.replace(aside)
+            except OSError as move:
+                raise CheckpointError(f"{err.one_line()}; cannot move it aside: {move.strerror}") from None
+            notes.append(f"{err.one_line()}: moved to {aside.name}; earlier turns can no longer be undone")
+            return self.journal()
+
+    def _own(self, turn: _Turn, changes: list[FileChange], notes: list[str]) -> list[FileChange]:
+        """Of the changes seen while another session's turn ran in this workspace, those of files this
+        turn's own tools wrote or edited: the others may be that session's, and undoing them here would
+        revert its work."""
+        own = [change for change in changes if change.path in turn.seen]
+        if len(own) < len(changes) and turn.shell:
+            notes.append(
+                "checkpoint: another nanohermes session was changing this workspace during this turn, so "
+                "only the files this turn wrote or edited are recorded; changes made by its shell commands "
+                "cannot be told apart from that session's and cannot be undone"
+            )
+        return own
 
     def _copied(self, turn: _Turn, store: str) -> list[FileChange]:
         """The changes of the files the turn kept copies of (`store`: how the journal names it)."""
@@ -300,6 +353,7 @@ class Checkpoints:
                 continue
             if self._repo is not None:
                 self._repo.drop_refs(f"refs/nanohermes/{path.stem}/")
+            self._active.forget(path.stem)
             path.unlink(missing_ok=True)
         if not unreadable:
             self.copies.prune(keep)

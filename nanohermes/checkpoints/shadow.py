@@ -164,8 +164,19 @@ class ShadowRepo:
         """Record the workspace as it is now; returns the tree id. The caller holds the checkpoints'
         file lock, so an index lock left by a killed git is stale and removed."""
         self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
-        self.run("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
+        try:
+            self._add_all()
+        except CheckpointError:
+            if not self.index.exists():
+                raise
+            # The index only caches what earlier snapshots read; one left broken (a full disk, a
+            # truncated copy) would fail every later snapshot of every session here: rebuild it.
+            self.index.unlink()
+            self._add_all()
         return self.run("write-tree").decode().strip()
+
+    def _add_all(self) -> None:
+        self.run("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
 
     def commit(self, tree: str, message: str, parent: str = "") -> str:
         args = ["commit-tree", tree, "-m", message]

@@ -1,0 +1,78 @@
+"""Which sessions have a turn changing the workspace right now (two nanohermes in one workspace).
+
+The shadow repository is shared by every session of a workspace, so a turn's "after" snapshot also
+holds what another session's turn changed meanwhile: recorded as this turn's, an undo here would
+revert the other session's work. A turn that overlapped another is *shared*, and records only the
+files its own tools wrote or edited.
+
+`<checkpoints>/active/<session-key>.lock` is held (an OS lock, dropped when the process dies) from a
+turn's first snapshot to its end: a session that finds another's held knows they overlap, and says so
+to the other by creating its `<session-key>.shared`. All of it runs under the checkpoints' file lock.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nanohermes.checkpoints.journal import CheckpointError
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
+
+class ActiveTurns:
+    def __init__(self, directory: Path, key: str) -> None:
+        self.directory = directory
+        self.key = key
+        self._held: BaseFileLock | None = None
+
+    def join(self) -> bool:
+        """Mark this session's turn as running; True when another session's turn is running too."""
+        from filelock import FileLock, Timeout
+
+        try:
+            self.directory.mkdir(exist_ok=True, mode=0o700)
+            self._flag(self.key).unlink(missing_ok=True)  # left by an earlier turn that did not end
+            shared = False
+            for path in self.directory.glob("*.lock"):
+                if path.stem == self.key:
+                    continue
+                probe = FileLock(str(path), timeout=0)
+                try:
+                    probe.acquire()
+                except Timeout:  # held: that session's turn is running
+                    shared = True
+                    self._flag(path.stem).touch()
+                    continue
+                probe.release()
+            held = FileLock(str(self.directory / f"{self.key}.lock"), timeout=0)
+            held.acquire()
+        except (OSError, Timeout) as err:
+            raise CheckpointError(f"cannot mark the turn as running in {self.directory}: {err}") from None
+        self._held = held
+        return shared
+
+    def leave(self) -> bool:
+        """End this session's turn; True when another session's turn ran while it did."""
+        try:
+            flag = self._flag(self.key)
+            shared = flag.exists()
+            flag.unlink(missing_ok=True)
+        finally:
+            self.release()
+        return shared
+
+    def release(self) -> None:
+        """Stop marking this session's turn as running (idempotent; its flag is cleared at the next join)."""
+        if self._held is not None:
+            self._held.release()
+            self._held = None
+
+    def forget(self, key: str) -> None:
+        """Remove the files of a session whose checkpoints are pruned."""
+        for path in (self.directory / f"{key}.lock", self._flag(key)):
+            path.unlink(missing_ok=True)
+
+    def _flag(self, key: str) -> Path:
+        return self.directory / f"{key}.shared"

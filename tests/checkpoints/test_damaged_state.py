@@ -1,0 +1,51 @@
+"""Checkpoint state damaged on disk (a kill, a full disk, a bad copy): later turns are still recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cp_helpers import runner_for, turn
+
+from nanohermes.checkpoints import Checkpoints, History
+
+
+def make(workspace: Path, home: Path) -> Checkpoints:
+    return Checkpoints(workspace, home / ".nanohermes", home / "sessions" / "s1.json")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_a_broken_shadow_index_is_rebuilt(workspace: Path, isolated_home: Path, damage: str) -> None:
+    first = make(workspace, isolated_home)
+    turn(first, runner_for(workspace, first), ("write_file", {"path": "keep.txt", "content": "v1\n"}))
+    index = first.repo().index
+    index.write_bytes(index.read_bytes()[:30] if damage == "truncated" else b"not an index at all" * 50)
+
+    later = make(workspace, isolated_home)  # the next run of the session
+    changes, _ = turn(
+        later, runner_for(workspace, later), ("write_file", {"path": "keep.txt", "content": "v2\n"})
+    )
+    assert changes.notes == ()
+    assert changes.files == ("keep.txt",)
+    history = History(later)
+    history.undo(history.plan())
+    assert (workspace / "keep.txt").read_text() == "v1\n"
+
+
+def test_a_corrupt_journal_is_set_aside_and_later_turns_can_be_undone(
+    workspace: Path, isolated_home: Path
+) -> None:
+    first = make(workspace, isolated_home)
+    turn(first, runner_for(workspace, first), ("write_file", {"path": "keep.txt", "content": "v1\n"}))
+    first.journal_path.write_bytes(first.journal_path.read_bytes()[:40])  # cut short
+
+    later = make(workspace, isolated_home)
+    changes, _ = turn(
+        later, runner_for(workspace, later), ("write_file", {"path": "keep.txt", "content": "v2\n"})
+    )
+    assert changes.files == ("keep.txt",)
+    assert any("moved to" in note for note in changes.notes)
+    assert first.journal_path.with_name(first.journal_path.name + ".corrupt").is_file()
+    history = History(later)
+    history.undo(history.plan())
+    assert (workspace / "keep.txt").read_text() == "v1\n"
