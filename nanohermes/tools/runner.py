@@ -266,6 +266,8 @@ class ToolRunner:
             kwargs[tool.cancel_arg] = cancel
         if tool.mutating and self.checkpoints is not None:
             self.checkpoints.before_change(prepared.resolved)  # never raises; the first one snapshots
+            if cancel.cancelled:  # Ctrl-C during the snapshot (seconds on a big workspace): the call is
+                return make_result(call, INTERRUPTED, ok=False)  # reported interrupted, so it must not run
         content, ok = invoke(tool, kwargs)
         return make_result(call, cap_output(content, self.max_chars), ok)
 

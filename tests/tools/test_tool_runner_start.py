@@ -119,3 +119,23 @@ def test_a_writing_remote_call_takes_its_checkpoint_first(workspace: Path) -> No
     [result] = results(run(runner, [call("remote", args(text="x"))]))
     assert result.ok
     assert order == ["checkpoint None", "call {'text': 'x'}"]
+
+
+def test_ctrl_c_during_the_checkpoint_stops_the_write_it_was_taken_for(workspace: Path) -> None:
+    cancel = CancelToken()
+    written = threading.Event()
+
+    class SlowGuard:  # the first snapshot of a big workspace takes seconds: Ctrl-C may come then
+        def before_change(self, path: Path | None) -> None:
+            cancel.cancel()
+
+    def write(**_: Any) -> str:
+        written.set()
+        return "written"
+
+    runner = auto_runner(workspace, checkpoints=SlowGuard())
+    runner.register(Tool("writer", "d", SCHEMA, write, mutating=True))
+    [result] = results(run(runner, [call("writer", args(text="x"))], cancel))
+    assert (result.content, result.ok) == (INTERRUPTED, False)
+    # told "interrupted", so nothing may be written: the worker must not go on after the checkpoint
+    assert not written.wait(2)
