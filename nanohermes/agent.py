@@ -52,7 +52,7 @@ from nanohermes.memory import (
 )
 from nanohermes.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
 from nanohermes.session import SessionData, SessionFile
-from nanohermes.turns import Turn, TurnOver, checkpoint_notes, drop_cut_calls, reply_over
+from nanohermes.turns import Turn, TurnOver, checkpoint_notes, drop_cut_calls, messages_of_turn, reply_over
 from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage
 
 if TYPE_CHECKING:
@@ -340,16 +340,8 @@ class Agent:
 
     def _start_distillation(self, turn: Turn) -> None:
         if self._distiller is not None:
-            self._distiller.start(self._turn_messages(turn), had_tools=turn.had_tools)
-
-    def _turn_messages(self, turn: Turn) -> list[Message]:
-        """The turn's messages from its user message on. When a compaction during the turn took that
-        message out of the live context, it goes back in front of what is left after the summary at
-        index 1: the excerpt must start with what the user said, not with the summary."""
-        start = next((i for i, m in enumerate(self.messages) if m is turn.user_message), None)
-        if start is not None:
-            return list(self.messages[start:])
-        return [turn.user_message, *self.messages[2:]]
+            messages = messages_of_turn(self.messages, turn.user_message)
+            self._distiller.start(messages, had_tools=turn.had_tools)
 
     def wait_for_distillation(self, timeout: float | None = None) -> bool:
         """Wait for running distillations; True when none is left running."""

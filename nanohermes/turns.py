@@ -81,3 +81,13 @@ def checkpoint_notes(changes: TurnChanges) -> Iterator[Event]:
         yield Note(
             f"checkpoint {changes.turn}: {count} {'file' if count == 1 else 'files'} changed ({shown})"
         )
+
+
+def messages_of_turn(messages: list[Message], user_message: Message) -> list[Message]:
+    """A turn's messages from its user message on. When a compaction during the turn took that
+    message out of the live context, it goes back in front of what is left after the summary at
+    index 1: what the distiller reads must start with what the user said, not with the summary."""
+    start = next((i for i, m in enumerate(messages) if m is user_message), None)
+    if start is not None:
+        return list(messages[start:])
+    return [user_message, *messages[2:]]

@@ -264,12 +264,18 @@ class ToolRunner:
             kwargs[tool.context_arg] = CallContext(cancel, prepared.granted)
         if tool.cancel_arg:
             kwargs[tool.cancel_arg] = cancel
-        if tool.mutating and self.checkpoints is not None:
-            self.checkpoints.before_change(prepared.resolved)  # never raises; the first one snapshots
-            if cancel.cancelled:  # Ctrl-C during the snapshot (seconds on a big workspace): the call is
-                return make_result(call, INTERRUPTED, ok=False)  # reported interrupted, so it must not run
+        if not self._checkpointed(prepared, cancel):
+            return make_result(call, INTERRUPTED, ok=False)
         content, ok = invoke(tool, kwargs)
         return make_result(call, cap_output(content, self.max_chars), ok)
+
+    def _checkpointed(self, prepared: _Prepared, cancel: CancelToken) -> bool:
+        """Take the checkpoint a writing call needs first (never raises; the first one snapshots).
+        False when Ctrl-C came meanwhile (a snapshot of a big workspace takes seconds): the call is
+        then reported interrupted, so it must not run."""
+        if prepared.tool.mutating and self.checkpoints is not None:
+            self.checkpoints.before_change(prepared.resolved)
+        return not cancel.cancelled
 
     # -- checks and approvals (in the calling thread, one call at a time) -----------------------
 
