@@ -12,17 +12,50 @@ directory); nothing is executed, so a hostile repository cannot run code through
 from __future__ import annotations
 
 import configparser
+import hashlib
 import os
 import re
+import stat
 from pathlib import Path
 
 MAX_CONFIG_BYTES = 1 << 20
-_SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$")  # git@host:owner/repo.git
-_URL = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?([^/:?#]+)(?::\d+)?(/[^?#]*)?", re.IGNORECASE)
+MAX_KEY_CHARS = 200
+"""A longer key (a hostile remote URL can be a megabyte) is cut and ends with a digest of the whole:
+it is stored in every project memory of memory.json and shown in listings."""
+# The userinfo runs to the LAST `@` before the path: a password may hold an unencoded `@`.
+_SCP_LIKE = re.compile(r"^(?:[^/\s]*@)?([^:/\s@]+):(?!//)(.+)$")  # git@host:owner/repo.git
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^/?#]*@)?([^/:?#@]+)(?::\d+)?(/[^?#]*)?", re.IGNORECASE)
+# What memory.json or a terminal would not give back as is: controls, bidi overrides, lone
+# surrogates (a path's non-UTF-8 bytes); and whitespace at either end (a loaded key is stripped).
+_UNSTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_EDGE_SPACE = re.compile(r"^\s+|\s+$")
 
 
 def project_key(workspace: Path | str) -> str:
-    """The project key of `workspace` (never empty)."""
+    """The project key of `workspace` (never empty), in the form memory.json gives back unchanged."""
+    return stored_form(_raw_key(workspace))
+
+
+def stored_form(key: str) -> str:
+    """`key` with each character that a reload of memory.json would change (or a terminal would
+    act on) written as a visible escape, and cut to MAX_KEY_CHARS: otherwise a project's memories
+    vanish after a restart, or `/repo ` sees those of `/repo`."""
+    key = _UNSTABLE.sub(_escaped, key)
+    key = _EDGE_SPACE.sub(lambda found: "".join(_escaped(char) for char in found.group()), key)
+    if len(key) <= MAX_KEY_CHARS:
+        return key
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    return f"{key[: MAX_KEY_CHARS - len(digest) - 1]}#{digest}"
+
+
+def _escaped(found: re.Match[str] | str) -> str:
+    code = ord(found if isinstance(found, str) else found.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, decoded with surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _raw_key(workspace: Path | str) -> str:
     root = Path(os.path.abspath(workspace))
     top = git_top_level(root)
     if top is None:
@@ -60,13 +93,25 @@ def _git_dir(top: Path) -> Path | None:
 
 
 def _read_small(path: Path) -> str | None:
-    """A small regular file's text, else None (a FIFO or device is never opened)."""
+    """A small regular file's text, else None. A FIFO or device is never read, and neither is a
+    file that reports size 0: a real one holds nothing, but /proc and /sys files report 0 and
+    /proc/kmsg blocks for ever (a `.git/config` symlinked there would hang start-up). Bytes that are
+    not UTF-8 are kept apart (surrogateescape), so two such remotes never become one key."""
     try:
-        if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
+        if not path.is_file():
             return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError):
         return None
+    with os.fdopen(fd, "rb") as file:
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_CONFIG_BYTES:
+                return None  # swapped for something else since is_file, or empty, or too big
+            data = file.read(MAX_CONFIG_BYTES)
+        except OSError:
+            return None
+    return data.decode("utf-8", errors="surrogateescape")
 
 
 def origin_url(top: Path) -> str | None:

@@ -31,7 +31,8 @@ def run_memory(ctx: CommandContext, store: MemoryStoreLike, arg: str) -> None:
     action, _, rest = arg.strip().partition(" ")
     action = action or "list"
     words = rest.split()
-    everywhere = "--all" in words
+    # only list and search take --all: in `add` it is part of the memory's text
+    everywhere = action in ("list", "search") and "--all" in words
     rest = " ".join(word for word in words if word != "--all") if everywhere else rest.strip()
     try:
         _dispatch(ctx, store, action, rest, everywhere)
@@ -73,7 +74,8 @@ def _scope(entry: MemoryEntry, project: str | None) -> str:
     owner = getattr(entry, "project", None)
     if owner is None:
         return "global"
-    return "this project" if owner == project else str(owner)
+    # another project's key comes from its remote URL or path: it may hold escape sequences
+    return "this project" if owner == project else terminal_safe(str(owner))
 
 
 def _list(ctx: CommandContext, store: MemoryStoreLike, everywhere: bool) -> None:
@@ -133,8 +135,11 @@ def _stats(ctx: CommandContext, store: MemoryStoreLike) -> None:
 def _add(ctx: CommandContext, store: MemoryStoreLike, rest: str) -> None:
     """`/memory add [--project] KIND TEXT`: typed by the user (source `user`), global by default."""
     words = rest.split()
-    project = "--project" in words
-    words = [word for word in words if word != "--project"]
+    # the flag is the first word (or the last, as `nanohermes memory add KIND TEXT --project`); one
+    # inside the text is the user's text, not a request to change the scope
+    project = "--project" in (words[:1] + words[-1:])
+    if project:
+        words = words[1:] if words[0] == "--project" else words[:-1]
     if len(words) < 2:
         ctx.fail(USAGE)
         return

@@ -90,3 +90,31 @@ def test_memory_add_refuses_a_terminal_escape_sequence_in_one_line(tmp_path: Pat
     assert len(shown.strip().splitlines()) == 1
     assert store.load() == []
     assert "saved" in h.run("/memory add fact deploy with make release")  # the REPL goes on
+
+
+def test_memory_list_all_shows_a_hostile_project_key_instead_of_obeying_it(tmp_path: Path) -> None:
+    # a key written by an older version, or by hand: the REPL shows it like `nanohermes memory list`
+    hostile = "example.org/x\x1b]0;pwned\x1b\\\x1b[2J"
+    evil = MemoryStore(tmp_path / "mem", project=hostile)
+    assert evil.remember("fact", "the evil project builds with make", source="user", scope="project")
+    h = Harness()
+    h.runtime.store = MemoryStore(tmp_path / "mem", project="example.org/mine")
+    for command in ("/memory list --all", "/memory search evil --all"):
+        shown = h.run(command)
+        assert "the evil project builds with make" in shown
+        assert "\x1b" not in shown
+        assert "example.org/x\\x1b]0;pwned" in shown
+
+
+def test_memory_add_keeps_flag_like_words_inside_the_text(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "mem", project="example.org/mine")
+    h = Harness()
+    h.runtime.store = store
+    assert "(global)" in h.run("/memory add fact never pass --project to the old release tool")
+    assert "(global)" in h.run("/memory add fact ship with ./ship.sh --all to reach every region")
+    assert "(this project)" in h.run("/memory add fact beta listens on port 8080 --project")
+    assert [(e.text, e.project) for e in store.load()] == [
+        ("never pass --project to the old release tool", None),
+        ("ship with ./ship.sh --all to reach every region", None),
+        ("beta listens on port 8080", "example.org/mine"),
+    ]
