@@ -19,6 +19,8 @@ from nanohermes.protocols import ApprovalRequest, Decision
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
+    from prompt_toolkit.input import Input
+    from prompt_toolkit.key_binding import KeyPress
     from rich.console import Console
 
     from nanohermes.cancel import CancelToken
@@ -132,6 +134,7 @@ def _clip(detail: str) -> str:
 def read_one_key(question: str) -> str:
     """Ask `question` and return the first of y / n / a pressed (Enter or Esc mean n)."""
     from prompt_toolkit.application import Application
+    from prompt_toolkit.input.typeahead import store_typeahead
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
     from prompt_toolkit.layout import FormattedTextControl, Layout, Window
 
@@ -159,4 +162,21 @@ def read_one_key(question: str) -> str:
         full_screen=False,
         erase_when_done=True,
     )
-    return app.run()
+    earlier = _take_pending_keys(app.input)  # typed during the turn, before the question: no answer
+    try:
+        return app.run()
+    finally:
+        _take_pending_keys(app.input)  # the rest of «yes⏎» or «no⏎» must not become the next message
+        store_typeahead(app.input, earlier)  # what was typed ahead still reaches the next prompt
+
+
+def _take_pending_keys(source: Input) -> list[KeyPress]:
+    """Remove and return the keys typed but not yet handled: prompt_toolkit's typeahead and what
+    waits in the terminal (a line typed without Enter is readable only outside canonical mode)."""
+    from prompt_toolkit.input.typeahead import get_typeahead
+
+    keys = get_typeahead(source)
+    with source.raw_mode():
+        while batch := source.read_keys():
+            keys.extend(batch)
+    return [*keys, *source.flush_keys()]

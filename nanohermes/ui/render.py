@@ -32,12 +32,15 @@ from nanohermes.ui.safe_text import terminal_safe
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.live import Live
+    from rich.markdown import Markdown
 
 NOTE_STYLES = {"info": "dim", "debug": "dim", "warning": "yellow", "error": "bold red"}
 CODE_THEME = "monokai"
 REFRESH_PER_SECOND = 10
 EXPLAINED_REASONS = ("done", "interrupted", "error", "max_iterations")
 """TurnFinished reasons the agent already explained with a Note."""
+MARKDOWN_MAX_NESTING = 20
+"""`maxNesting` of markdown-it's commonmark preset, the parser rich's Markdown uses."""
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
 
 
@@ -52,6 +55,12 @@ def human_size(content: str) -> str:
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     amount = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
     return f"{lines} line{'s' if lines != 1 else ''}, {amount}"
+
+
+def _too_deep(markdown: Markdown) -> bool:
+    """markdown-it stops parsing at its nesting limit (lists ~9 levels deep) and drops the rest of
+    the block without a word; such a block is shown as plain text instead, all of it."""
+    return any(token.level >= MARKDOWN_MAX_NESTING - 1 for token in markdown.parsed)
 
 
 class Renderer:
@@ -200,7 +209,9 @@ class Renderer:
 
         if self._printed_answer and not _LIST_ITEM.match(block):  # rich already opens lists with one
             self.console.print()
-        self.console.print(Markdown(terminal_safe(block), code_theme=CODE_THEME))
+        safe = terminal_safe(block)
+        markdown = Markdown(safe, code_theme=CODE_THEME)
+        self.console.print(markdown if not _too_deep(markdown) else Text(safe))
         self._printed_answer = True
 
     def _flush_text(self) -> None:

@@ -164,3 +164,11 @@ def test_terminal_controls_from_the_model_or_a_tool_are_shown_not_obeyed() -> No
     assert "ls\\x1b[2K" in text
     assert "ERROR: bad\\x1b[31m" in text
     assert "note\\x1b[1A" in text
+
+
+def test_a_list_nested_deeper_than_markdown_parses_is_shown_whole() -> None:
+    deep = "\n".join("  " * level + f"- level {level}" for level in range(14))
+    shown = rendered(TextDelta(deep + "\n\nafter the list\n"), TurnFinished(True, "done"))
+    for level in range(14):
+        assert f"level {level}" in shown  # markdown-it silently dropped levels 9 and up
+    assert "after the list" in shown
