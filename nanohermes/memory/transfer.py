@@ -43,7 +43,7 @@ def export_markdown(entries: Sequence[Entry], source: str = "") -> str:
     """Every entry as Markdown, global first, then each project; kinds in eviction order."""
     projects = sorted({entry.project for entry in entries if entry.project is not None})
     lines = [TITLE, ""]
-    where = f" from {source}" if source else ""
+    where = f" from {_one_line(source)}" if source else ""
     lines += [
         f"{len(entries)} memories{where}. Edit freely; `nanohermes memory import FILE` reads this back.",
         "",
@@ -52,7 +52,7 @@ def export_markdown(entries: Sequence[Entry], source: str = "") -> str:
         scoped = [entry for entry in entries if entry.project == project]
         if not scoped:
             continue
-        lines += [GLOBAL_HEADING if project is None else PROJECT_HEADING + project, ""]
+        lines += [GLOBAL_HEADING if project is None else PROJECT_HEADING + _one_line(project), ""]
         for kind in Kind:
             of_kind = [entry for entry in scoped if entry.kind is kind]
             if of_kind:
@@ -64,12 +64,19 @@ def export_markdown(entries: Sequence[Entry], source: str = "") -> str:
 
 
 def _entry_lines(entry: Entry) -> list[str]:
-    lines = [f"- {entry.text}"]
+    lines = [f"- {_one_line(entry.text)}"]
     if entry.keys:
         lines.append(f"  - keys: {json.dumps(list(entry.keys), ensure_ascii=False)}")
     if entry.context:
-        lines.append(f"  - context: {entry.context}")
+        lines.append(f"  - context: {_one_line(entry.context)}")
     return lines
+
+
+def _one_line(value: str) -> str:
+    """`value` on one line: a line break in a memory.json written by hand or by an older version
+    would otherwise start a heading or a memory of its own on import (`remember` makes the text's
+    breaks spaces anyway, so its round trip is unchanged)."""
+    return " ".join(value.splitlines())
 
 
 def parse_import(text: str) -> list[Importable]:

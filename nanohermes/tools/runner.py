@@ -207,11 +207,16 @@ class ToolRunner:
         (so the user sees the whole plan, and a "no" stops a call before any of its batch runs)."""
         previews: dict[Path, str] = {}
         prepared: list[_Prepared | ToolResult] = []
+        stopped = False
         for call in calls:
-            if cancel.cancelled:
+            if stopped or cancel.cancelled:
                 prepared.append(make_result(call, INTERRUPTED, ok=False))
-            else:
-                prepared.append(self._prepare(call, previews))
+                continue
+            ready = self._prepare(call, previews)
+            # Ctrl-C at an approval (the approver raised Cancelled) may reach the token only later:
+            # the later calls are not asked, and get the interrupted result, not a refusal
+            stopped = isinstance(ready, ToolResult) and ready.content == INTERRUPTED
+            prepared.append(ready)
         return prepared
 
     def _collect(self, slots: list[_Slot], cancel: CancelToken) -> Iterator[Event]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from nanohermes.errors import Cancelled
 from nanohermes.protocols import ApprovalRequest, Decision
 from nanohermes.ui.safe_text import terminal_safe
 
@@ -41,17 +42,26 @@ class PendingApproval:
         self.request = request
         self._done = threading.Event()
         self._decision = Decision.NO
+        self._interrupted = False
 
     def resolve(self, decision: Decision) -> None:
         if not self._done.is_set():
             self._decision = decision
             self._done.set()
 
+    def interrupt(self) -> None:
+        """Ctrl-C while asking: the call was never answered, so it is interrupted, not declined."""
+        self._interrupted = True
+        self.resolve(Decision.NO)
+
     def wait(self, cancel: CancelToken | None, poll: float = 0.2) -> Decision:
-        """Block until answered; a cancelled turn answers no."""
+        """Block until answered; raises `Cancelled` when interrupted or the turn was cancelled (the
+        runner then gives this call, and the calls after it, the interrupted result)."""
         while not self._done.wait(poll):
             if cancel is not None and cancel.cancelled:
                 self.resolve(Decision.NO)
+        if self._interrupted or (cancel is not None and cancel.cancelled):
+            raise Cancelled()
         return self._decision
 
 
@@ -81,7 +91,7 @@ class TerminalApprover:
         if threading.get_ident() == self._owner or post is None:
             return self.ask(request)
         if cancel is not None and cancel.cancelled:
-            return Decision.NO
+            raise Cancelled()  # never asked: interrupted (SPEC §4.1), not declined
         pending = PendingApproval(request)
         post(pending)
         return pending.wait(cancel)
@@ -89,14 +99,26 @@ class TerminalApprover:
     def answer(self, pending: PendingApproval) -> Decision:
         """Main thread: ask the user about a posted request and hand the decision to the worker.
 
-        A Ctrl-C while asking answers no, then propagates so the REPL cancels the turn."""
+        A Ctrl-C while asking interrupts the call, then propagates so the REPL cancels the turn."""
         try:
             decision = self.ask(pending.request)
+        except KeyboardInterrupt:
+            self._cancel_turn()  # first: the released worker must see the turn cancelled
+            pending.interrupt()
+            raise
         except BaseException:
-            pending.resolve(Decision.NO)  # unblock the worker before Ctrl-C propagates
+            pending.interrupt()  # unblock the worker before the error propagates
             raise
         pending.resolve(decision)
         return decision
+
+    def _cancel_turn(self) -> None:
+        """Ctrl-C at a posted question cancels the turn before its worker is released; otherwise the
+        worker, told "interrupted", could send the next model request before the REPL cancels."""
+        with self._lock:
+            cancel = self._cancel
+        if cancel is not None:
+            cancel.cancel()
 
     def ask(self, request: ApprovalRequest) -> Decision:
         self.show(request)
@@ -132,7 +154,7 @@ def _clip(detail: str) -> str:
 
 
 def read_one_key(question: str) -> str:
-    """Ask `question` and return the first of y / n / a pressed (Enter or Esc mean n)."""
+    """Ask `question` and return the first of y / n / a pressed (Enter, Esc or Ctrl-D mean n)."""
     from prompt_toolkit.application import Application
     from prompt_toolkit.input.typeahead import store_typeahead
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -150,6 +172,7 @@ def read_one_key(question: str) -> str:
         bind(key.upper(), key)
     bind("enter", "n")
     bind("escape", "n")
+    bind("c-d", "n")  # end of input: no one will say yes, so the question must not keep waiting
 
     @bindings.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:

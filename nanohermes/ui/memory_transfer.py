@@ -12,6 +12,7 @@ from nanohermes.errors import MemoryRejected
 from nanohermes.memory import Entry, Kind, MemoryStore
 from nanohermes.memory.transfer import export_markdown, import_memories, parse_import
 from nanohermes.types import plural
+from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,8 +58,10 @@ def saved_line(store: MemoryStore, kind: Kind, added: bool) -> str:
 
 
 def export_memories(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
-    """`memory export`: every memory of every project, as Markdown on stdout."""
-    sys.stdout.write(export_markdown(store.load(), str(store.path)))
+    """`memory export`: every memory of every project, as Markdown on stdout. A file gets the texts as
+    stored; a terminal sees an escape sequence an older memory.json may hold as text, not obeyed."""
+    text = export_markdown(store.load(), str(store.path))
+    sys.stdout.write(terminal_safe(text) if sys.stdout.isatty() else text)
     sys.stdout.flush()
 
 

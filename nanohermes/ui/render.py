@@ -8,6 +8,8 @@ rate. Works on any rich `Console`, so tests use `Console(file=StringIO())`.
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -61,6 +63,52 @@ def _too_deep(markdown: Markdown) -> bool:
     """markdown-it stops parsing at its nesting limit (lists ~9 levels deep) and drops the rest of
     the block without a word; such a block is shown as plain text instead, all of it."""
     return any(token.level >= MARKDOWN_MAX_NESTING - 1 for token in markdown.parsed)
+
+
+def _tables_fit(console: Console, markdown: Markdown) -> bool:
+    """rich squeezes a table wider than the console into columns of "…", its cell text shown nowhere:
+    measure each table's narrowest rendering (rich's own measurement, as its Markdown builds it)."""
+    from rich import box
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    unbounded = console.options.update_width(sys.maxsize)  # Measurement.get clamps to the width
+    for rows in _table_rows(markdown):
+        table = Table(box=box.SIMPLE, pad_edge=False, show_edge=True, collapse_padding=True)
+        for heading in rows[0]:
+            table.add_column(heading)
+        for row in rows[1:]:
+            table.add_row(*row)
+        if Measurement.get(console, unbounded, table).minimum > console.options.max_width:
+            return False
+    return True
+
+
+def _table_rows(markdown: Markdown) -> Iterator[list[list[str]]]:
+    """Each table's rows of cell source text (the header row first), from the parsed tokens."""
+    rows: list[list[str]] = []
+    in_cell = False
+    for token in markdown.parsed:
+        if token.type == "tr_open":
+            rows.append([])
+        elif token.type in ("th_open", "td_open"):
+            in_cell = True
+        elif in_cell and token.type in ("inline", "th_close", "td_close"):
+            rows[-1].append(token.content if token.type == "inline" else "")
+            in_cell = False
+        elif token.type == "table_close":
+            yield rows
+            rows = []
+
+
+def _answer(console: Console, safe: str) -> RenderableType:
+    """An answer block as Markdown; as plain text when rich would lose some of it."""
+    from rich.markdown import Markdown  # markdown-it and pygments load on the first answer only
+
+    markdown = Markdown(safe, code_theme=CODE_THEME)
+    if _too_deep(markdown) or not _tables_fit(console, markdown):
+        return Text(safe)
+    return markdown
 
 
 class Renderer:
@@ -205,13 +253,9 @@ class Renderer:
     # -- output helpers -------------------------------------------------------------------------
 
     def _print_markdown(self, block: str) -> None:
-        from rich.markdown import Markdown  # markdown-it and pygments load on the first answer only
-
         if self._printed_answer and not _LIST_ITEM.match(block):  # rich already opens lists with one
             self.console.print()
-        safe = terminal_safe(block)
-        markdown = Markdown(safe, code_theme=CODE_THEME)
-        self.console.print(markdown if not _too_deep(markdown) else Text(safe))
+        self.console.print(_answer(self.console, terminal_safe(block)))
         self._printed_answer = True
 
     def _flush_text(self) -> None:
@@ -233,10 +277,8 @@ class Renderer:
             parts.append(Text(terminal_safe(self._reasoning), style="dim italic"))
         tail = self._text.tail
         if tail.strip():
-            from rich.markdown import Markdown
-
             height = max(3, self.console.size.height - 4)
-            parts.append(Markdown(terminal_safe(visible_tail(tail, height)), code_theme=CODE_THEME))
+            parts.append(_answer(self.console, terminal_safe(visible_tail(tail, height))))
         for label in self._running.values():
             parts.append(Spinner("dots", Text(" " + shorten(label, 70), style="dim")))
         if self._waiting and not parts:

@@ -71,3 +71,33 @@ def test_a_whole_memory_json_imports_what_it_can_use() -> None:
     }
     items = parse_import(json.dumps(data))
     assert [(i.text, i.project) for i in items] == [("the api listens on 8443", "example.org/x")]
+
+
+def test_export_of_line_breaks_and_markdown_syntax_round_trips(tmp_path: Path) -> None:
+    """Texts, contexts and project keys a hand-edited (or older) memory.json may hold with line breaks
+    or Markdown of the export's own: each stays one memory, in its scope, on re-import."""
+    memory_dir = tmp_path / "a"
+    MemoryStore(memory_dir).remember(Kind.FACT, "seed")  # creates the file in the current format
+    data = json.loads((memory_dir / "memory.json").read_text(encoding="utf-8"))
+    base = data["entries"][0]
+    shapes = [
+        ("first line\n## Project injected\n### Fact\n- fake memory", "why\u2028- context: no", None),
+        ("# not a heading", "", "example.org/a\n## Global"),
+        ('- looks like an item\r\n  - keys: ["forged"]', "", None),
+    ]
+    data["entries"] = [
+        dict(base, id=f"m{n}", text=text, context=context, project=project)
+        for n, (text, context, project) in enumerate(shapes)
+    ]
+    (memory_dir / "memory.json").write_text(json.dumps(data), encoding="utf-8")
+    exported = export_markdown(MemoryStore(memory_dir).load(), "a\nb")
+    back = {(i.text, i.context, i.keys, i.project) for i in parse_import(exported)}
+    assert back == {
+        ("first line ## Project injected ### Fact - fake memory", "why - context: no", (), None),
+        ("# not a heading", "", (), "example.org/a ## Global"),
+        ('- looks like an item   - keys: ["forged"]', "", (), None),
+    }
+    target = MemoryStore(tmp_path / "b")
+    assert import_memories(target, parse_import(exported)).added == 3
+    # what `remember` stores of each original text, in the original's scope
+    assert {(e.text, e.project) for e in target.load()} == {(" ".join(t.split()), p) for t, _, _, p in back}

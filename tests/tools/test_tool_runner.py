@@ -12,7 +12,7 @@ import pytest
 from tool_helpers import FakeApprover, args, auto_runner, call, results, run, started
 
 from nanohermes.cancel import CancelToken
-from nanohermes.errors import ConfigError
+from nanohermes.errors import Cancelled, ConfigError
 from nanohermes.events import ToolFinished, ToolStarted
 from nanohermes.protocols import ApprovalRequest, Decision
 from nanohermes.settings import load_settings
@@ -407,3 +407,20 @@ def test_approvals_from_parallel_batches_are_asked_one_at_a_time(workspace: Path
         thread.join(10)
     assert most == 1
     assert sorted(p.name for p in workspace.iterdir()) == ["f0.txt", "f1.txt", "f2.txt", "f3.txt"]
+
+
+def test_ctrl_c_at_an_approval_interrupts_that_call_and_asks_no_more(workspace: Path) -> None:
+    """The approver raises `Cancelled` (Ctrl-C at the question) before the cancel token is set: the
+    asked call and every later call of the batch get the interrupted result, and none is asked."""
+    asked: list[str] = []
+
+    def approver(request: ApprovalRequest) -> Decision:
+        asked.append(request.call.id if request.call else "")
+        raise Cancelled()
+
+    runner = ToolRunner(workspace, permission="ask", approver=approver, store=None)
+    calls = [call("write_file", args(path=f"{n}.txt", content="x"), n) for n in ("a", "b", "c")]
+    got = results(run(runner, calls))
+    assert asked == ["a"]
+    assert [(r.call_id, r.content, r.ok) for r in got] == [(n, INTERRUPTED, False) for n in "abc"]
+    assert not any(workspace.iterdir())

@@ -10,6 +10,7 @@ import pytest
 from ui_fakes import plain_console
 
 from nanohermes.cancel import CancelToken
+from nanohermes.errors import Cancelled
 from nanohermes.protocols import ApprovalRequest, Decision
 from nanohermes.ui.approve import PendingApproval, TerminalApprover
 
@@ -84,30 +85,46 @@ def test_worker_thread_question_is_answered_by_the_main_thread() -> None:
     assert answers == [Decision.ALWAYS]
 
 
-def test_cancel_unblocks_a_waiting_worker_with_no() -> None:
+def test_cancel_unblocks_a_waiting_worker_as_interrupted() -> None:
     console, _ = plain_console()
     approver = TerminalApprover(console, read_key=lambda q: "y")
     token = CancelToken()
     approver.attach(lambda pending: None, token)  # nobody answers
-    answers: list[Decision] = []
-    worker = threading.Thread(target=lambda: answers.append(approver(EDIT)))
+    answers: list[Decision | Cancelled] = []
+
+    def ask() -> None:
+        try:
+            answers.append(approver(EDIT))
+        except Cancelled as err:
+            answers.append(err)
+
+    worker = threading.Thread(target=ask)
     worker.start()
     token.cancel()
     worker.join(5)
-    assert answers == [Decision.NO]
+    later = threading.Thread(target=ask)  # asked after the cancel: never posted, interrupted too
+    later.start()
+    later.join(5)
+    assert [type(answer) for answer in answers] == [Cancelled, Cancelled]
 
 
-def test_ctrl_c_while_asking_answers_no_and_propagates() -> None:
+def test_ctrl_c_while_asking_interrupts_the_call_and_propagates() -> None:
+    """Ctrl-C at the question is no answer: the waiting worker gets `Cancelled` (the runner's
+    "interrupted by user"), not a "no" that the model would read as the user declining."""
     console, _ = plain_console()
 
     def interrupted(question: str) -> str:
         raise KeyboardInterrupt
 
     approver = TerminalApprover(console, read_key=interrupted)
+    token = CancelToken()
+    approver.attach(lambda pending: None, token)
     pending = PendingApproval(EDIT)
     with pytest.raises(KeyboardInterrupt):
         approver.answer(pending)
-    assert pending.wait(None) is Decision.NO
+    assert token.cancelled  # before the worker is released: it must not go on to the next request
+    with pytest.raises(Cancelled):
+        pending.wait(None)
 
 
 def test_escape_sequences_cannot_hide_what_is_approved() -> None:

@@ -118,3 +118,33 @@ def test_memory_add_keeps_flag_like_words_inside_the_text(tmp_path: Path) -> Non
         ("ship with ./ship.sh --all to reach every region", None),
         ("beta listens on port 8080", "example.org/mine"),
     ]
+
+
+def test_memory_export_to_a_terminal_shows_escape_sequences_and_a_file_keeps_them(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import pexpect
+
+    memory_dir = isolated_home / ".nanohermes"
+    memory_dir.mkdir()
+    text = "build with make \x1b[2J\x1b]0;owned\x07 release"
+    entry = {"id": "e5c4p3", "kind": "fact", "text": text, "source": "auto", "ts": 1}
+    entry["project"] = "example.org/\x1b[31mred"
+    (memory_dir / "memory.json").write_text(json.dumps({"version": 1, "entries": [entry]}), encoding="utf-8")
+    command = str(Path(sys.executable).with_name("nanohermes"))
+    term = pexpect.spawn(command, ["memory", "export"], env=dict(os.environ), cwd=str(tmp_path), timeout=20)
+    shown = term.read().decode("utf-8")  # up to EOF, bounded by the timeout
+    term.close()
+    assert term.exitstatus == 0
+    assert "\x1b" not in shown
+    assert "\x07" not in shown
+    assert "make \\x1b[2J\\x1b]0;owned\\x07 release" in shown
+    assert "## Project example.org/\\x1b[31mred" in shown
+    to_file = subprocess.run(
+        [command, "memory", "export"], cwd=tmp_path, capture_output=True, text=True, timeout=20, check=True
+    )
+    assert f"- {text}\n" in to_file.stdout  # a file keeps the texts as stored

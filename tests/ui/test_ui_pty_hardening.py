@@ -70,3 +70,41 @@ def test_an_approval_answered_with_a_word_and_enter_sends_no_stray_message(
     assert term.exit_code() == 0
     assert (workspace / "notes.txt").read_text() == "yes text\n"
     assert [user_texts(body)[-1] for body in fake_server.bodies] == ["write the notes"] * 2
+
+
+def test_ctrl_d_at_an_approval_answers_no(fake_server: FakeServer, workspace: Path, launch: Launch) -> None:
+    fake_server.push_tool_calls([("write_file", {"path": "notes.txt", "content": "x\n"})])
+    fake_server.push_text("Not written.")
+    term = launch("--no-memory", "--permission", "ask")
+    term.send("write the notes\r")
+    term.expect("Allow?")
+    term.send("\x04")  # Ctrl-D at the question: no, like Esc (it used to keep waiting)
+    term.expect("Not written.")
+    term.prompt()
+    term.send("\x04")
+    assert term.exit_code() == 0
+    assert not (workspace / "notes.txt").exists()
+    tool_results = [m for m in fake_server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert "declined" in message_text(tool_results[-1])
+
+
+def test_ctrl_c_at_an_approval_interrupts_every_call_of_the_reply(
+    fake_server: FakeServer, workspace: Path, launch: Launch
+) -> None:
+    writes = [("write_file", {"path": name, "content": "x\n"}) for name in ("a.txt", "b.txt")]
+    fake_server.push_tool_calls(writes)
+    fake_server.push_text("Fine.")
+    term = launch("--no-memory", "--permission", "ask")
+    term.send("write both\r")
+    term.expect("Allow?")
+    term.send("\x03")  # Ctrl-C: the asked call and the one never asked are interrupted, not declined
+    term.prompt()
+    term.send("go on\r")
+    term.expect("Fine.")
+    term.prompt()
+    term.send("\x04")
+    assert term.exit_code() == 0
+    assert not (workspace / "a.txt").exists()
+    assert not (workspace / "b.txt").exists()
+    tool_results = [message_text(m) for m in fake_server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert tool_results == ["interrupted by user"] * 2

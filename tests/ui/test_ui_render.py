@@ -172,3 +172,31 @@ def test_a_list_nested_deeper_than_markdown_parses_is_shown_whole() -> None:
     for level in range(14):
         assert f"level {level}" in shown  # markdown-it silently dropped levels 9 and up
     assert "after the list" in shown
+
+
+def _table(headings: list[str], cells: list[str]) -> str:
+    return "\n".join(
+        ["| " + " | ".join(headings) + " |", "|---" * len(headings) + "|", "| " + " | ".join(cells) + " |"]
+    )
+
+
+def test_a_table_too_wide_for_the_console_shows_all_its_text() -> None:
+    """rich squeezes such a table into columns of "…": its source is shown instead, all of it."""
+    wide = _table([f"heading{i}longword" for i in range(30)], [f"cell{i}value" for i in range(30)])
+    many = _table([f"h{i}" for i in range(500)], [f"c{i}" for i in range(500)])
+    for table, words in ((wide, ["heading29longword", "cell7value"]), (many, ["h499", "c250"])):
+        shown = rendered(TextDelta(table + "\n\nafter\x1b[2J the table\n"), TurnFinished(True, "done"))
+        for word in words:
+            assert word in shown
+        assert "after\\x1b[2J the table" in shown  # still terminal-safe
+
+
+def test_a_table_that_fits_stays_a_table() -> None:
+    shown = rendered(
+        TextDelta(_table(["name", "size"], ["**a.txt**", "3 B"]) + "\n"), TurnFinished(True, "done")
+    )
+    assert "| name" not in shown
+    assert "**" not in shown
+    assert "name" in shown
+    assert "a.txt" in shown
+    assert "───" in shown
