@@ -61,7 +61,9 @@ class ApprovalRequest:
 
 
 class Approver(Protocol):
-    """The UI's seam for confirmation. Called from a worker thread; blocks until the user answers."""
+    """The UI's seam for confirmation. Called from a worker thread; blocks until the user answers.
+    Raises `Cancelled` when the user interrupts instead of answering (Ctrl-C): the call, and the
+    calls after it, are then interrupted, not declined."""
 
     def __call__(self, request: ApprovalRequest) -> Decision: ...
 

@@ -30,6 +30,7 @@ from nanohermes.memory import set_block
 from nanohermes.prompts import base_system_prompt
 from nanohermes.protocols import ChatModel, ToolExecutor
 from nanohermes.tools.base import Tool
+from nanohermes.turns import drop_cut_calls
 from nanohermes.types import Message, ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -160,6 +161,10 @@ class SubAgentRunner:
             if not calls and result.content:
                 result.content, calls = extract_text_tool_calls(result.content, allowed)
                 result.tool_calls = calls
+            cut = drop_cut_calls(result)  # as the main loop: a call cut mid-arguments never runs
+            calls = result.tool_calls
+            if cut and not calls:
+                raise ToolError(f"sub-agent '{definition.name}': {cut}")
             messages.append(result.to_message())
             if not calls:
                 return result.content.strip() or f"(sub-agent '{definition.name}' gave no answer)"

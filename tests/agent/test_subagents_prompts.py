@@ -21,7 +21,7 @@ from nanohermes.subagents import (
     parse_definition,
 )
 from nanohermes.tools.runner import ToolRunner
-from nanohermes.types import ToolCall
+from nanohermes.types import ChatResult, ToolCall
 
 REPO_AGENTS = Path(__file__).resolve().parents[2] / "config" / "agents"
 
@@ -145,3 +145,16 @@ def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="stopped after 1 model calls"):
         tool.func(agent="general", task="do it", cancel=CancelToken())
     assert "task" not in sub.allowed(BUILTIN_AGENTS[0])
+
+
+def test_a_sub_agent_call_cut_by_the_token_cap_is_not_run(tmp_path: Path) -> None:
+    runner = _runner(tmp_path, None)
+    model = ScriptedModel()
+    cut = ToolCall("c1", "write_file", '{"path": "half.txt", "content": "the file wou')
+    model.completions = [ChatResult(content="", tool_calls=[cut], finish_reason="length")]
+    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub")
+    tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
+    with pytest.raises(ToolError, match="1 tool call\\(s\\) cut by the output-token cap were not run"):
+        tool.func(agent="general", task="write it", cancel=CancelToken())
+    assert not (tmp_path / "ws" / "half.txt").exists()
+    assert len(model.complete_requests) == 1
