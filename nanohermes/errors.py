@@ -45,6 +45,14 @@ CAPACITY_NOTE = (
 
 INTERRUPTED = "interrupted by user"
 """What Ctrl-C leaves behind: the result of every unanswered tool call, the mark on a cut reply."""
+JSON_ERRORS = (ValueError, RecursionError)
+"""What `json.loads` raises on text it cannot take: ValueError (not JSON, or a number over Python's
+digit limit) and RecursionError (nesting too deep for the decoder: a few KB of `[[[[…`)."""
+
+
+def json_problem(err: Exception) -> str:
+    """A JSON_ERRORS error in a few words (the RecursionError's own text says nothing useful)."""
+    return "nested too deeply" if isinstance(err, RecursionError) else str(err)
 
 
 class NanoHermesError(Exception):

@@ -2,7 +2,8 @@
 
 A write goes to a temp file (0600) in the same directory, is fsynced, renamed over the target with
 `os.replace`, and the directory is fsynced so the rename survives a crash: readers see the old file
-or the new one, never half of one.
+or the new one, never half of one. A small file a user or a repository names (a config file,
+AGENTS.md, a repository's git config) is read by `read_regular`, which never blocks.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, overload
+
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def ensure_private_dir(directory: Path) -> None:
@@ -124,23 +127,32 @@ def atomic_write(
     return None
 
 
-def read_small_text(path: Path, limit: int) -> str:
-    """The UTF-8 text of a small file the user names (a config file). Only a regular file is read: the
-    open never blocks (a FIFO would hang start-up) and a device (/dev/zero) or a file over `limit`
-    bytes is refused instead of read whole. Raises OSError (FileNotFoundError, IsADirectoryError…)
-    or UnicodeDecodeError."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+def read_regular(path: Path, limit: int, *, follow: bool = True) -> tuple[bytes, int]:
+    """At most `limit` bytes of the regular file `path`, and its size. Raises OSError for anything
+    else (IsADirectoryError for a directory): the open never blocks (O_NONBLOCK), a FIFO, socket or
+    device is refused unread, and a symlink too unless `follow`. A file that reports size 0 is not
+    read: a real one holds nothing, while /proc and /sys files report 0 and reading one may block or
+    consume it (/proc/kmsg)."""
+    flags = os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags if follow else flags | getattr(os, "O_NOFOLLOW", 0))
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
         data = bytearray()
-        while len(data) <= limit and (chunk := os.read(fd, 65536)):
+        while st.st_size and len(data) < limit and (chunk := os.read(fd, min(limit - len(data), 65536))):
             data += chunk
+        return bytes(data), st.st_size
     finally:
         os.close(fd)
-    if len(data) > limit:
+
+
+def read_small_text(path: Path, limit: int) -> str:
+    """The UTF-8 text of a small file the user names (a config file), read by `read_regular`: a file
+    over `limit` bytes is refused instead of read whole. Raises OSError or UnicodeDecodeError."""
+    data, size = read_regular(path, limit + 1)
+    if max(len(data), size) > limit:
         raise OSError(errno.EFBIG, f"larger than {limit:,} bytes")
     return data.decode("utf-8")

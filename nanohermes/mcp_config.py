@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from nanohermes.errors import ConfigError
+from nanohermes.errors import JSON_ERRORS, ConfigError, json_problem
 from nanohermes.fileio import read_small_text
 
 Transport = Literal["stdio", "http"]
@@ -196,8 +196,8 @@ def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"{path}, line {err.lineno}: not valid JSON ({err.msg})", "fix that line") from None
-    except (ValueError, RecursionError) as err:  # an integer of 5,000 digits, arrays nested 100,000 deep
-        raise ConfigError(f"{path}: not valid JSON ({type(err).__name__}: {err})") from None
+    except JSON_ERRORS as err:  # an integer of 5,000 digits, arrays nested 100,000 deep
+        raise ConfigError(f"{path}: not valid JSON ({json_problem(err)})") from None
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f'{path}: no "mcpServers" object', 'the form is {"mcpServers": {"NAME": {...}}}')

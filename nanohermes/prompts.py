@@ -3,17 +3,15 @@ block goes last (callers use `nanohermes.memory.set_block`), so the stable prefi
 
 from __future__ import annotations
 
-import errno
 import os
 import platform
-import stat
 from datetime import date
 from pathlib import Path
 
+from nanohermes.fileio import read_regular
+
 AGENTS_FILE = "AGENTS.md"
 AGENTS_MAX_CHARS = 20_000
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 BASE_PROMPT = """\
 You are nanohermes, a coding agent working in the user's terminal. You help with software tasks in \
@@ -80,7 +78,9 @@ def load_agents_md(workspace: Path) -> tuple[str, str]:
     if not real.is_relative_to(root):
         return "", _ignored(f"it links to {real}, outside the workspace")
     try:
-        data, size = _read_regular(real, 4 * AGENTS_MAX_CHARS + 4)  # UTF-8: at most 4 bytes a character
+        data, size = read_regular(
+            real, 4 * AGENTS_MAX_CHARS + 4, follow=False
+        )  # UTF-8: at most 4 bytes a character
     except OSError as err:
         return "", _ignored(_reason(err))
     text = data.decode("utf-8", errors="replace")
@@ -89,25 +89,6 @@ def load_agents_md(workspace: Path) -> tuple[str, str]:
     kept = text[:AGENTS_MAX_CHARS]
     cut = size - len(kept.encode("utf-8", errors="replace"))
     return kept.strip() + f"\n[… {cut} more bytes of {AGENTS_FILE} not shown]", ""
-
-
-def _read_regular(path: Path, limit: int) -> tuple[bytes, int]:
-    """At most `limit` bytes of the regular file `path`, and its size. Raises OSError for anything
-    else: the open never blocks (O_NONBLOCK), and a FIFO, socket or device is refused unread."""
-    flags = os.O_RDONLY | _NONBLOCK | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
-        chunks: list[bytes] = []
-        left = limit
-        while left > 0 and (chunk := os.read(fd, min(left, 65536))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks), st.st_size
-    finally:
-        os.close(fd)
 
 
 def _ignored(why: str) -> str:

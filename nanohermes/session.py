@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from nanohermes.errors import SessionError
+from nanohermes.errors import JSON_ERRORS, SessionError, json_problem
 from nanohermes.fileio import atomic_write, ensure_private_dir, write_all
 from nanohermes.types import Message, Usage, message_problem, message_text
 
@@ -41,8 +41,6 @@ ARCHIVE_SUFFIX = ".archive.jsonl"
 HEADER_READ = 16 * 1024
 _MESSAGES_KEY = ',"messages":'
 TITLE_CHARS = 60
-JSON_ERRORS = (ValueError, RecursionError)
-"""What json.loads raises on a bad file: a few kilobytes of `[[[[…` exhaust the decoder's recursion."""
 OPEN_SIDECAR = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 """The sidecar is never opened through a symlink (the truncation of a stale tail would cut its target)."""
 
@@ -143,7 +141,7 @@ class SessionFile:
         try:
             raw = json.loads(text)
         except JSON_ERRORS as err:
-            raise self._corrupt(f"is not valid JSON ({_json_reason(err)})") from None
+            raise self._corrupt(f"is not valid JSON ({json_problem(err)})") from None
         data = self._parse(raw)
         self._archive_bytes = data.archive_bytes
         return data
@@ -296,10 +294,6 @@ def read_header(path: Path) -> dict[str, Any] | None:
 def count(value: Any) -> int:
     """A count from a file: a non-negative int, else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def _json_reason(err: Exception) -> str:
-    return "nested too deeply" if isinstance(err, RecursionError) else str(err)
 
 
 def reason(err: Exception) -> str:

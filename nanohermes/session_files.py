@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from nanohermes.errors import ConfigError, SessionError
+from nanohermes.errors import JSON_ERRORS, ConfigError, SessionError
 from nanohermes.fileio import ensure_private_dir
-from nanohermes.session import JSON_ERRORS, SessionFile, count, read_header, reason, title_of
+from nanohermes.session import SessionFile, count, read_header, reason, title_of
 from nanohermes.session_lock import lock_path
 
 

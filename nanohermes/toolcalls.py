@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from nanohermes.errors import JSON_ERRORS
 from nanohermes.types import ToolCall, shorten
 
 KEY_ARGUMENTS = ("path", "command", "pattern", "query", "glob", "id", "description", "kind", "text")
@@ -18,7 +19,7 @@ def call_arguments(call: ToolCall) -> dict[str, Any]:
     """The call's arguments as a dict ({} when they are not a JSON object: the runner reports that)."""
     try:
         args = json.loads(call.arguments or "{}")
-    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
+    except JSON_ERRORS:
         return {}
     return args if isinstance(args, dict) else {}
 
@@ -27,7 +28,7 @@ def key_argument(call: ToolCall, width: int = 60) -> str:
     """The argument that says what a call is about (its path, command, pattern…), shortened."""
     try:
         arguments = json.loads(call.arguments or "{}")
-    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
+    except JSON_ERRORS:
         return shorten(call.arguments, width)
     if not isinstance(arguments, dict):
         return ""

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from nanohermes.errors import CAPACITY_NOTE, FILTER_NOTE, LENGTH_NOTE
+from nanohermes.errors import CAPACITY_NOTE, FILTER_NOTE, JSON_ERRORS, LENGTH_NOTE
 from nanohermes.events import Event, Note
 from nanohermes.protocols import TurnChanges
 from nanohermes.types import ChatResult, Message, Usage
@@ -46,7 +46,7 @@ def drop_cut_calls(result: ChatResult) -> str:
 def _complete_arguments(text: str) -> bool:
     try:
         return isinstance(json.loads(text or "{}"), dict)
-    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
+    except JSON_ERRORS:
         return False
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,3 +44,15 @@ def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "ws"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A fresh directory outside the workspace and outside /tmp (a sandboxed command's /tmp is its
+    own), removed afterwards; skips where /var/tmp is not writable."""
+    base = Path("/var/tmp")
+    if not os.access(base, os.W_OK):
+        pytest.skip("/var/tmp is not writable here")
+    folder = Path(tempfile.mkdtemp(dir=base, prefix="nh-test-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

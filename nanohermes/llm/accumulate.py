@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nanohermes.errors import JSON_ERRORS
 from nanohermes.types import ToolCall
 
 
@@ -102,7 +103,7 @@ class _Slot:
             self._checked_at = self._closed_at
             try:
                 self._complete = isinstance(json.loads(self.arguments()), dict)
-            except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
+            except JSON_ERRORS:
                 self._complete = False
         return self._complete
 
@@ -260,7 +261,7 @@ def extract_text_tool_calls(content: str, tool_names: set[str]) -> tuple[str, li
 def _parse_calls(text: str, tool_names: set[str], *, need_arguments: bool) -> list[ToolCall] | None:
     try:
         value = json.loads(text)
-    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
+    except JSON_ERRORS:
         return None
     items = value if isinstance(value, list) else [value]
     calls: list[ToolCall] = []

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from nanohermes.errors import BadResponse, IncompleteStream
+from nanohermes.errors import JSON_ERRORS, BadResponse, IncompleteStream
 from nanohermes.events import ReasoningDelta, StreamItem, TextDelta
 from nanohermes.llm.accumulate import ToolCallAccumulator, finished_call, unique_ids
 from nanohermes.llm.failures import Target, one_line, payload_error
@@ -120,7 +120,7 @@ def parse_completion(body: str, target: Target) -> ChatResult:
     """A non-streaming answer. Raises BadResponse (or the mapped error) when it is not one."""
     try:
         data = json.loads(body)
-    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
+    except JSON_ERRORS:
         raise BadResponse(
             f"the endpoint's answer is not JSON: {one_line(body, 120)!r}",
             "check --base-url points at an OpenAI-compatible /v1 endpoint",

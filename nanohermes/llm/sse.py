@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal
 
-from nanohermes.errors import BadResponse
+from nanohermes.errors import JSON_ERRORS, BadResponse
 from nanohermes.llm.failures import one_line
 
 
@@ -61,7 +61,7 @@ def as_error(data: list[str]) -> str:
     text = "\n".join(data).strip()
     try:
         value = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep for the decoder
+    except JSON_ERRORS:  # not JSON: the text itself
         value = text
     if isinstance(value, dict) and "error" in value:
         return json.dumps(value)
@@ -93,7 +93,7 @@ def _decode(payload: str) -> Chunk | Literal[Marker.DONE]:
         return DONE
     try:
         value = json.loads(text)
-    except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
+    except JSON_ERRORS:
         raise BadResponse(
             f"the endpoint sent a stream event that is not JSON: {one_line(text, 120)}",
             "check --base-url points at an OpenAI-compatible /v1 endpoint",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.errors import MemoryRejected
+from nanohermes.errors import JSON_ERRORS, MemoryRejected
 from nanohermes.memory.constants import EXCERPT_CHARS, EXCERPT_MESSAGE_CHARS
 from nanohermes.memory.entry import clean_keys
 from nanohermes.memory.kinds import Kind
@@ -158,7 +158,7 @@ def _first_json(parts: Iterable[str]) -> Any:
     for part in parts:
         try:
             return json.loads(part)
-        except (ValueError, RecursionError):
+        except JSON_ERRORS:
             continue
     return None
 

@@ -15,8 +15,9 @@ import configparser
 import hashlib
 import os
 import re
-import stat
 from pathlib import Path
+
+from nanohermes.fileio import read_regular
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_KEY_CHARS = 200
@@ -93,25 +94,14 @@ def _git_dir(top: Path) -> Path | None:
 
 
 def _read_small(path: Path) -> str | None:
-    """A small regular file's text, else None. A FIFO or device is never read, and neither is a
-    file that reports size 0: a real one holds nothing, but /proc and /sys files report 0 and
-    /proc/kmsg blocks for ever (a `.git/config` symlinked there would hang start-up). Bytes that are
-    not UTF-8 are kept apart (surrogateescape), so two such remotes never become one key."""
+    """A small regular file's text, else None (see `read_regular`: never blocks, never reads /proc).
+    Bytes that are not UTF-8 are kept apart (surrogateescape), so two such remotes never become one
+    key."""
     try:
-        if not path.is_file():
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except (OSError, ValueError):
+        data, size = read_regular(path, MAX_CONFIG_BYTES)
+    except (OSError, ValueError):  # ValueError: a NUL in a `gitdir:` path
         return None
-    with os.fdopen(fd, "rb") as file:
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_CONFIG_BYTES:
-                return None  # swapped for something else since is_file, or empty, or too big
-            data = file.read(MAX_CONFIG_BYTES)
-        except OSError:
-            return None
-    return data.decode("utf-8", errors="surrogateescape")
+    return data.decode("utf-8", errors="surrogateescape") if 0 < size <= MAX_CONFIG_BYTES else None
 
 
 def origin_url(top: Path) -> str | None:

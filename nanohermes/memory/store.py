@@ -195,15 +195,10 @@ class MemoryStore:
         Unicode, a control character, injection phrase) or StoreError (the file cannot be locked
         or written; the old file is then unchanged).
         """
-        new = self._prepared(NewMemory(kind, text, tuple(keys), context, scope), source)
-        self._file.make_dir()  # before locking: the lock file lives in the directory
-        with self._lock.hold():
-            snap = self._current()
-            self._file.check_writable(snap)
-            after, added, entry_id = self._with(snap, new)
-            self._file.commit(after)
-            self.last_id = entry_id
-            return added
+        [outcome] = self.remember_many([NewMemory(kind, text, tuple(keys), context, scope)], source)
+        if isinstance(outcome, MemoryRejected):
+            raise outcome
+        return outcome
 
     def remember_many(
         self, memories: Iterable[NewMemory], source: str = "user"
@@ -212,33 +207,35 @@ class MemoryStore:
         evicts), with one write of the file: an import of 5,000 costs one write, not 5,000. Per
         memory: True (added), False (merged) or the MemoryRejected that refused it. Raises
         StoreError when the file cannot be locked or written: then none of them is stored."""
+        checked = [self._checked(memory, source) for memory in memories]
+        refused = [item for item in checked if isinstance(item, MemoryRejected)]
+        if len(refused) == len(checked):
+            return list(refused)
+        self._file.make_dir()  # before locking: the lock file lives in the directory
         outcomes: list[bool | MemoryRejected] = []
-        prepared: list[Entry] = []
-        for memory in memories:
-            try:
-                prepared.append(self._prepared(memory, source))
-            except MemoryRejected as err:
-                outcomes.append(err)
-                continue
-            outcomes.append(True)
-        if not prepared:
-            return outcomes
-        self._file.make_dir()
         with self._lock.hold():
             snap = self._current()
             self._file.check_writable(snap)
-            entries = iter(prepared)
             try:
-                for place, outcome in enumerate(outcomes):
-                    if outcome is True:
-                        snap, outcomes[place], entry_id = self._with(snap, next(entries), follow=True)
+                for item in checked:
+                    if isinstance(item, MemoryRejected):
+                        outcomes.append(item)
+                        continue
+                    snap, added, last_id = self._with(snap, item)
+                    outcomes.append(added)
                 self._file.commit(snap)
             except BaseException:
                 with self._mutex:  # they follow versions never written: rebuilt on their next use
                     self._keys_at = self._evictions_at = None
                 raise
-            self.last_id = entry_id
+            self.last_id = last_id
         return outcomes
+
+    def _checked(self, memory: NewMemory, source: str) -> Entry | MemoryRejected:
+        try:
+            return self._prepared(memory, source)
+        except MemoryRejected as err:
+            return err
 
     def _prepared(self, memory: NewMemory, source: str) -> Entry:
         """`memory` as an entry without an id: checked, redacted and cut (MemoryRejected if refused)."""
@@ -253,33 +250,26 @@ class MemoryStore:
         project = target_project(memory.scope, kind, self.project)
         return Entry("", kind, clean, source, int(time.time()), keys, context, project)
 
-    def _with(self, snap: Snapshot, new: Entry, *, follow: bool = False) -> tuple[Snapshot, bool, str]:
+    def _with(self, snap: Snapshot, new: Entry) -> tuple[Snapshot, bool, str]:
         """`snap` with `new` added (True) or merged into the entry it duplicates (False), and the id
-        of the entry it added or merged into. `follow`:
-        the duplicate keys and the eviction queue follow the result at once (a batch: the next
-        memory is checked against it), and the result holds no chain of older versions."""
+        of the entry it added or merged into. The duplicate keys and the eviction queue follow the
+        result at once (the next memory of a batch is checked against it); `snap` drops its own
+        parent, so a batch holds no chain of older versions (a write's follow needs one step)."""
         key = normalize(new.text)
         index = self._duplicate(new.text, key, snap)
         if index is not None:
             old = snap.entries[index]
             merged = merge(old, new.kind, new.text, new.source, new.ts, new.keys, new.context, self.secrets)
             merged = dataclasses.replace(merged, project=merged_project(old, new.project, self.project))
-            after, added, entry_id = (
-                snap.replaced(index, self._doc(merged), self._line(merged)),
-                False,
-                merged.id,
-            )
+            after = snap.replaced(index, self._doc(merged), self._line(merged))
+            added, entry_id = False, merged.id
         else:
             entry = dataclasses.replace(new, id=derive_id(new.kind, new.text, snap.by_id))
-            after, added, entry_id = (
-                self._trimmed(snap.appended(self._doc(entry, key), self._line(entry))),
-                True,
-                entry.id,
-            )
-        if follow:
-            with self._mutex:
-                self._follow_keys(after)
-            snap.parent = None  # `after` still names `snap`: a write's follow needs one step only
+            after = self._trimmed(snap.appended(self._doc(entry, key), self._line(entry)))
+            added, entry_id = True, entry.id
+        with self._mutex:
+            self._follow_keys(after)
+        snap.parent = None
         return after, added, entry_id
 
     def _trimmed(self, snap: Snapshot) -> Snapshot:

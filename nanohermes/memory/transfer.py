@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from nanohermes.errors import MemoryRejected
+from nanohermes.errors import JSON_ERRORS, MemoryRejected, json_problem
 from nanohermes.memory.entry import Entry, clean_keys
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.scope import GLOBAL, PROJECT
@@ -91,8 +91,8 @@ def parse_import(text: str) -> list[Importable]:
 def _parse_json(text: str) -> list[Importable]:
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError) as err:
-        raise MemoryRejected(f"not valid JSON: {err}") from None
+    except JSON_ERRORS as err:
+        raise MemoryRejected(f"not valid JSON: {json_problem(err)}") from None
     whole_file = isinstance(data, dict)  # a memory.json: what this version cannot use is skipped
     items = data.get("entries") if isinstance(data, dict) else data
     if not isinstance(items, list):
@@ -173,7 +173,7 @@ def _add_detail(draft: _Draft, field: str, value: str, number: int) -> None:
         return
     try:
         keys = json.loads(value) if value.strip().startswith("[") else value.split(",")
-    except (ValueError, RecursionError):  # RecursionError: `[[[[…` nested too deep
+    except JSON_ERRORS:
         raise MemoryRejected(f"line {number}: keys must be a JSON list or comma-separated words") from None
     draft.keys = clean_keys(keys, cut=False)  # `remember` redacts, then cuts
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.cancel import CancelToken
-from nanohermes.errors import ToolError
+from nanohermes.errors import JSON_ERRORS, ToolError, json_problem
 from nanohermes.types import shorten
 
 if TYPE_CHECKING:
@@ -96,8 +96,8 @@ class Tool:
             raise ToolError(
                 f"arguments for {self.name} are not valid JSON ({err.msg} at char {err.pos})"
             ) from None
-        except (ValueError, RecursionError) as err:  # a number over Python's digit limit; deep nesting
-            reason = "nested too deeply" if isinstance(err, RecursionError) else shorten(str(err), 120)
+        except JSON_ERRORS as err:  # a number over Python's digit limit; deep nesting
+            reason = shorten(json_problem(err), 120)
             raise ToolError(f"arguments for {self.name} could not be decoded ({reason})") from None
         if args is None:
             args = {}

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,16 +27,6 @@ def test_bwrap_mode_without_bubblewrap_refuses_shell_commands(
     assert not (workspace / "out.txt").exists()
     tool_result = next(m for m in fake_server.bodies[-1]["messages"] if m["role"] == "tool")
     assert "shell command refused: sandbox = bwrap" in json.dumps(tool_result)
-
-
-@pytest.fixture
-def outside_tmp() -> Iterator[Path]:
-    base = Path("/var/tmp")
-    if not os.access(base, os.W_OK):
-        pytest.skip("/var/tmp is not writable here")
-    folder = Path(tempfile.mkdtemp(dir=base, prefix="nh-sandbox-e2e-"))
-    yield folder
-    shutil.rmtree(folder)
 
 
 def test_files_named_on_the_command_line_that_may_hold_tokens_are_hidden_from_the_sandbox(

@@ -85,23 +85,35 @@ def test_drop_after_finish_reason_loses_nothing() -> None:
     assert len(recorder.requests) == 1
 
 
+class EndlessBody:
+    """A response whose body never ends: `head`, then `filler` for ever, each piece 10 s later on a
+    fake clock; `client` has a 300 s total deadline on that clock."""
+
+    def __init__(self, status: int, content_type: str, filler: bytes, head: bytes = b"") -> None:
+        self.now = 0.0
+
+        def body() -> Iterator[bytes]:
+            if head:
+                yield head
+            while True:
+                self.now += 10.0
+                yield filler
+
+        headers = {"content-type": content_type}
+        self.recorder = Recorder(httpx.Response(status, content=body(), headers=headers))
+        self.client = make_client(self.recorder, total_timeout=300.0, clock=lambda: self.now)
+
+    def assert_stopped_at_the_deadline(self) -> None:
+        assert 300.0 <= self.now <= 320.0
+        assert len(self.recorder.requests) == 1  # and not retried
+
+
 def test_total_deadline_ends_an_endless_keep_alive_stream() -> None:
-    clock = [0.0]
-
-    def keep_alives() -> Iterator[bytes]:
-        while True:
-            clock[0] += 10.0
-            yield b": keep-alive\n\n"
-
-    recorder = Recorder(
-        httpx.Response(200, content=keep_alives(), headers={"content-type": "text/event-stream"})
-    )
-    client = make_client(recorder, total_timeout=300.0, clock=lambda: clock[0])
+    endless = EndlessBody(200, "text/event-stream", b": keep-alive\n\n")
     with pytest.raises(IncompleteStream) as caught:
-        list(client.stream([{"role": "user", "content": "hi"}]))
+        list(endless.client.stream([{"role": "user", "content": "hi"}]))
     assert "300 s total deadline" in str(caught.value)
-    assert 300.0 <= clock[0] <= 320.0
-    assert len(recorder.requests) == 1
+    endless.assert_stopped_at_the_deadline()
 
 
 def test_context_overflow_on_the_fallback_is_not_hidden() -> None:
@@ -164,18 +176,8 @@ def test_a_cut_stream_sent_to_a_non_streaming_request_is_not_trusted_either() ->
 def test_total_deadline_ends_an_error_body_that_never_ends() -> None:
     """A hostile or stuck server answers 400 and then trickles its error body: reading it stops
     at the total deadline (not after 64 KB of trickle), and the error keeps what arrived."""
-    clock = [0.0]
-
-    def trickle() -> Iterator[bytes]:
-        yield b'{"error": {"message": "bad request"}}'
-        while True:
-            clock[0] += 10.0
-            yield b" "
-
-    recorder = Recorder(httpx.Response(400, content=trickle(), headers={"content-type": "application/json"}))
-    client = make_client(recorder, total_timeout=300.0, clock=lambda: clock[0])
+    endless = EndlessBody(400, "application/json", b" ", head=b'{"error": {"message": "bad request"}}')
     with pytest.raises(BadResponse) as caught:
-        list(client.stream([{"role": "user", "content": "hi"}]))
+        list(endless.client.stream([{"role": "user", "content": "hi"}]))
     assert "bad request" in str(caught.value)
-    assert 300.0 <= clock[0] <= 320.0
-    assert len(recorder.requests) == 1
+    endless.assert_stopped_at_the_deadline()

@@ -41,15 +41,10 @@ def shell(workspace: Path, sandbox: Sandbox, command: str, timeout: float | None
 
 
 @pytest.fixture
-def outside_tmp() -> Iterator[Path]:
-    """A directory outside the workspace and outside /tmp (the sandbox's /tmp is its own)."""
-    base = Path("/var/tmp")
-    if not os.access(base, os.W_OK):
-        pytest.skip("/var/tmp is not writable here")
-    folder = Path(tempfile.mkdtemp(dir=base, prefix="nh-sandbox-"))
-    (folder / "secret.txt").write_text("TOP-SECRET\n")
-    yield folder
-    shutil.rmtree(folder)
+def outside_tmp(outside_tmp: Path) -> Path:
+    """conftest's directory outside /tmp, holding a secret a sandboxed command must not read."""
+    (outside_tmp / "secret.txt").write_text("TOP-SECRET\n")
+    return outside_tmp
 
 
 def test_a_write_outside_the_workspace_fails_and_says_the_sandbox_blocked_it(

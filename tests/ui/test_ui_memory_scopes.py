@@ -58,6 +58,16 @@ def test_memory_add_list_all_and_forget_across_projects(tmp_path: Path) -> None:
     assert [e.source for e in beta.load()] == ["user", "user"]
 
 
+def _written_by_an_older_version(home: Path, text: str, **fields: str) -> Path:
+    """~/.nanohermes/memory.json holding one fact `text` as an older version (or a person) wrote it:
+    `remember` refuses control characters now, a file may still hold them."""
+    memory_dir = home / ".nanohermes"
+    memory_dir.mkdir()
+    entry = {"id": "e5c4p3", "kind": "fact", "text": text, "source": "auto", "ts": 1, **fields}
+    (memory_dir / "memory.json").write_text(json.dumps({"version": 1, "entries": [entry]}), encoding="utf-8")
+    return memory_dir
+
+
 def test_memory_command_shows_escape_sequences_in_a_memory_instead_of_obeying_them(
     tmp_path: Path, isolated_home: Path
 ) -> None:
@@ -65,12 +75,8 @@ def test_memory_command_shows_escape_sequences_in_a_memory_instead_of_obeying_th
     from nanohermes.settings import Settings
     from nanohermes.ui.memory_cmd import run_memory_command
 
-    # `remember` refuses control characters now; a file written by an older version may still hold them
-    memory_dir = isolated_home / ".nanohermes"
-    memory_dir.mkdir()
     text = "build with make \x1b[2K\x1b]52;c;ZXZpbA==\x1b\\ release"
-    entry = {"id": "e5c4p3", "kind": "fact", "text": text, "source": "auto", "ts": 1}
-    (memory_dir / "memory.json").write_text(json.dumps({"version": 1, "entries": [entry]}), encoding="utf-8")
+    memory_dir = _written_by_an_older_version(isolated_home, text)
     assert [e.text for e in MemoryStore(memory_dir).load()] == [text]
     settings = Settings()
     for args in (MemoryArgs("list"), MemoryArgs("search", "release")):
@@ -129,12 +135,8 @@ def test_memory_export_to_a_terminal_shows_escape_sequences_and_a_file_keeps_the
 
     import pexpect
 
-    memory_dir = isolated_home / ".nanohermes"
-    memory_dir.mkdir()
     text = "build with make \x1b[2J\x1b]0;owned\x07 release"
-    entry = {"id": "e5c4p3", "kind": "fact", "text": text, "source": "auto", "ts": 1}
-    entry["project"] = "example.org/\x1b[31mred"
-    (memory_dir / "memory.json").write_text(json.dumps({"version": 1, "entries": [entry]}), encoding="utf-8")
+    _written_by_an_older_version(isolated_home, text, project="example.org/\x1b[31mred")
     command = str(Path(sys.executable).with_name("nanohermes"))
     term = pexpect.spawn(command, ["memory", "export"], env=dict(os.environ), cwd=str(tmp_path), timeout=20)
     shown = term.read().decode("utf-8")  # up to EOF, bounded by the timeout
