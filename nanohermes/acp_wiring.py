@@ -1,5 +1,5 @@
 """Composition root for `nanohermes acp`: every ACP session's agent built from the same parts as the
-REPL's (wiring.build_agent), one model client, and one memory store per project. Part of the `cli`
+REPL's (agent_wiring.build_agent), one model client, and one memory store per project. Part of the `cli`
 layer, imported only for `nanohermes acp`."""
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.acp.session import Opened
+from nanohermes.agent_wiring import AgentParts, build_agent
 from nanohermes.lean_imports import import_httpx
 from nanohermes.session import SessionFile
 from nanohermes.session_lock import SessionLock
-from nanohermes.wiring import AgentParts, build_agent, open_store
+from nanohermes.wiring import open_store
 
 if TYPE_CHECKING:
+    from nanohermes.llm import ChatClient
     from nanohermes.mcp_config import McpServerConfig
     from nanohermes.memory import MemoryStore
     from nanohermes.options import CliOptions
@@ -35,30 +37,48 @@ def run_acp(options: CliOptions, settings: Settings) -> int:
     from nanohermes.llm import ChatClient
 
     client = ChatClient.from_settings(settings)
-    stores: dict[Path, MemoryStore | None] = {}
-    guard = threading.Lock()
-    opened: set[Callable[[], None]] = set()  # the close of every open session: run at exit
+    sessions = _Sessions(options, settings, client)
+    try:
+        return serve(settings, sessions.open, sessions.store_for, verbose=options.verbose)
+    finally:
+        sessions.close_all()
+        client.close()
 
-    def store_for(workspace: Path) -> MemoryStore | None:
-        with guard:
-            if workspace not in stores:
+
+class _Sessions:
+    """The server's open sessions and its memory stores, shared by the server's threads."""
+
+    def __init__(self, options: CliOptions, settings: Settings, client: ChatClient) -> None:
+        self.options = options
+        self.settings = settings
+        self.client = client
+        self.stores: dict[Path, MemoryStore | None] = {}
+        self.guard = threading.Lock()
+        self.opened: set[Callable[[], None]] = set()  # the close of every open session: run at exit
+
+    def store_for(self, workspace: Path) -> MemoryStore | None:
+        with self.guard:
+            if workspace not in self.stores:
                 notice = lambda message: print(f"nanohermes acp: {message}", file=sys.stderr)  # noqa: E731
-                stores[workspace] = open_store(settings, notice, workspace)
-            return stores[workspace]
+                self.stores[workspace] = open_store(self.settings, notice, workspace)
+            return self.stores[workspace]
 
-    def open_session(
+    def open(
+        self,
         session_path: Path,
         workspace: Path,
         approver: Approver,
         files: Callable[[Path, int], FileTools] | None,
         mcp_servers: Mapping[str, McpServerConfig],
     ) -> Opened:
+        """A session's agent, holding the session's lock until its close is called."""
+        settings, options = self.settings, self.options
         session = SessionFile(session_path)
         lock = SessionLock.acquire(session_path)
         try:
             resumed = session.load() if session.exists() else None
-            secret_files = options.secret_files
-            parts = AgentParts(client, store_for(workspace), approver, options.verbose, secret_files, files)
+            store = self.store_for(workspace)
+            parts = AgentParts(self.client, store, approver, options.verbose, options.secret_files, files)
             servers = {**settings.mcp_servers, **mcp_servers}  # the client's win a name clash
             built = build_agent(
                 settings, parts, workspace=workspace, session=session, resumed=resumed, mcp_servers=servers
@@ -68,21 +88,20 @@ def run_acp(options: CliOptions, settings: Settings) -> int:
             raise
 
         def close() -> None:
-            with guard:
-                opened.discard(close)
+            with self.guard:
+                self.opened.discard(close)
             try:
                 if built.mcp is not None:
                     built.mcp.close()
             finally:
                 lock.release()
 
-        with guard:
-            opened.add(close)
+        with self.guard:
+            self.opened.add(close)
         return Opened(built.agent, close)
 
-    try:
-        return serve(settings, open_session, store_for, verbose=options.verbose)
-    finally:
-        for close in list(opened):
+    def close_all(self) -> None:
+        with self.guard:
+            still_open = list(self.opened)
+        for close in still_open:
             close()
-        client.close()

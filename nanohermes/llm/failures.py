@@ -119,19 +119,10 @@ def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> Conte
     return None
 
 
-def status_error(
-    status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
-) -> LLMError:
-    """The error for a non-2xx answer. `retries` is how many retries were spent before giving up;
-    `retry_after` whether the server asked to retry later (then quota words mean a rate limit)."""
-    body = hide_key(body, target.key)
-    info = body_info(body)
-    detail = one_line(info.message or body.strip())
-    said = f": {detail}" if detail else ""
-    after = after_retries(retries)
-    overflow = overflow_error(info, status, target)
-    if overflow is not None:
-        return overflow
+def _account_error(
+    status: int, said: str, target: Target, info: ErrorInfo, *, retry_after: bool
+) -> LLMError | None:
+    """The error when the key or the account is the problem (401, 403, no credit left), else None."""
     if status == 401:
         problem = "the endpoint rejected the API key" if target.has_key else "the endpoint needs an API key"
         return AuthError(f"{problem} (401){said}", KEY_HINT, status)
@@ -147,6 +138,25 @@ def status_error(
             "add credit or check billing at the provider",
             status,
         )
+    return None
+
+
+def status_error(
+    status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
+) -> LLMError:
+    """The error for a non-2xx answer. `retries` is how many retries were spent before giving up;
+    `retry_after` whether the server asked to retry later (then quota words mean a rate limit)."""
+    body = hide_key(body, target.key)
+    info = body_info(body)
+    detail = one_line(info.message or body.strip())
+    said = f": {detail}" if detail else ""
+    after = after_retries(retries)
+    overflow = overflow_error(info, status, target)
+    if overflow is not None:
+        return overflow
+    refused = _account_error(status, said, target, info, retry_after=retry_after)
+    if refused is not None:
+        return refused
     if status == 404:
         return ModelNotFound(
             f"model not found: {target.model} at {target.url} (404){said}",
