@@ -99,8 +99,9 @@ def stem(token: str) -> str:
 
 
 def is_stop_word(token: str) -> bool:
-    """A function word: English (the NLTK list), Chinese, or a CJK bigram of two function characters."""
-    if token in STOP_EN or token in STOP_ZH:
+    """A function word: English (the NLTK list, and a form of one: `done` is `do`), Chinese, or a
+    CJK bigram of two function characters."""
+    if token in STOP_EN or token in STOP_ZH or _IRREGULAR.get(token) in STOP_EN:
         return True
     return len(token) == 2 and token[0] in _STOP_ZH_CHARS and token[1] in _STOP_ZH_CHARS
 
