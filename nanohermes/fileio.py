@@ -106,18 +106,11 @@ def atomic_write(
     Returns the new file's descriptor when `keep_open` (the caller closes it), else None.
     `durable=False` skips both fsyncs: for a cache, where a file lost in a crash is only rebuilt."""
     prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+    fd, temp = _write_temp(path, data, prefix, durable)
     try:
-        if os.name == "posix":
-            os.fchmod(fd, 0o600)
-        write_all(fd, data)
-        if durable:
-            os.fsync(fd)
         os.replace(temp, path)
     except BaseException:
-        os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
+        _drop(fd, temp)
         raise
     if durable:
         fsync_dir(path.parent)
@@ -125,6 +118,61 @@ def atomic_write(
         return fd
     os.close(fd)
     return None
+
+
+class StagedWrite:
+    """The new content of `path`, written and fsynced beside it (0600) but not yet in place: for a
+    write that must be known to fit on the disk before something else is changed. `commit()` renames
+    it over `path` (a rename needs no space); `discard()` removes it (a no-op once committed)."""
+
+    def __init__(self, path: Path, data: bytes) -> None:
+        """Raises OSError, leaving nothing behind."""
+        self.path = path
+        fd, self._temp = _write_temp(path, data, f".{path.name}.", durable=True)
+        os.close(fd)
+
+    def commit(self) -> None:
+        """Put the new content in place. Raises OSError (the old file untouched, the temp removed)."""
+        temp, self._temp = self._temp, ""
+        if not temp:
+            return
+        try:
+            os.replace(temp, self.path)
+        except BaseException:
+            _unlink_quietly(temp)
+            raise
+        fsync_dir(self.path.parent)
+
+    def discard(self) -> None:
+        temp, self._temp = self._temp, ""
+        if temp:
+            _unlink_quietly(temp)
+
+
+def _write_temp(path: Path, data: bytes | Sequence[bytes], prefix: str, durable: bool) -> tuple[int, str]:
+    """A new temp file (0600) beside `path` holding `data`: its open descriptor and name. On failure
+    nothing is left behind and the OSError propagates."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+    try:
+        if os.name == "posix":
+            os.fchmod(fd, 0o600)
+        write_all(fd, data)
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        _drop(fd, temp)
+        raise
+    return fd, temp
+
+
+def _drop(fd: int, temp: str) -> None:
+    os.close(fd)
+    _unlink_quietly(temp)
+
+
+def _unlink_quietly(temp: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)
 
 
 def read_regular(path: Path, limit: int, *, follow: bool = True) -> tuple[bytes, int]:

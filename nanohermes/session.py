@@ -194,7 +194,7 @@ class SessionFile:
         except OSError as err:
             self._unwritten = lines
             problem = f"cannot write session file {self.path}: {reason(err)}"
-            raise SessionError(problem, _write_hint(err)) from None
+            raise SessionError(problem, _write_hint(err, self.path.exists())) from None
         self._unwritten = []
         self._archive_bytes = size
 
@@ -301,10 +301,11 @@ def reason(err: Exception) -> str:
     return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
 
 
-def _write_hint(err: OSError) -> str:
-    """How to fix a failed write: only a permission problem is one of permissions."""
+def _write_hint(err: OSError, existed: bool) -> str:
+    """How to fix a failed write: only a permission problem is one of permissions; "intact" only
+    where there is a previous version (the first save of a new session has none)."""
     if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
-        return "free some disk space; the previous version of the file is intact"
+        return "free some disk space" + ("; the previous version of the file is intact" if existed else "")
     if err.errno in (errno.EACCES, errno.EPERM):
         return "check the directory's permissions"
     if err.errno == errno.EROFS:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from nanohermes.checkpoints.files import put_back, remove, same_as
 from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord, shown
 from nanohermes.checkpoints.manager import Checkpoints
+from nanohermes.fileio import StagedWrite
 
 MAX_DIFF_LINES = 4000
 
@@ -133,9 +134,11 @@ class History:
             )
         with self.cp.lock():
             contents = self._contents(list(plan.final.values()))
+            staged = self._stage_undone(plan)  # before any file changes: a full disk restores nothing
             lines: list[str] = []
             try:
                 self._restore(plan, contents, lines)
+                staged.commit()
             except CheckpointError as err:
                 if not lines:
                     raise
@@ -144,7 +147,14 @@ class History:
                     f"{err}; undo stopped after it had {done}",
                     "fix the cause and undo again to finish (the files already done count as edited since)",
                 ) from None
-            self._mark_undone(plan)
+            except OSError as err:  # the rename of the journal: the files are back, the record is not
+                raise CheckpointError(
+                    f"{'; '.join(lines)}, but cannot record the undo in {self.cp.journal_path}: "
+                    f"{err.strerror or err}",
+                    "undo again with --force to record it",
+                ) from None
+            finally:
+                staged.discard()
         return lines
 
     def _restore(self, plan: UndoPlan, contents: dict[str, bytes], lines: list[str]) -> None:
@@ -161,13 +171,17 @@ class History:
             put_back(root / path, root, state, contents[state.ref], exact_mode=store == "copies")
             lines.append(f"{'restored' if existed else 'recreated'} {shown(path)}")
 
-    def _mark_undone(self, plan: UndoPlan) -> None:
+    def _stage_undone(self, plan: UndoPlan) -> StagedWrite:
+        """The journal with the plan's turns marked undone, written but not yet in place."""
         journal: Journal = self.cp.journal()
         numbers = {turn.number for turn in plan.turns}
         for turn in journal.turns:
             if turn.number in numbers:
                 turn.undone, turn.told = True, False
-        journal.save()
+        try:
+            return journal.stage()
+        except CheckpointError as err:
+            raise CheckpointError(f"{err}; nothing was restored") from None
 
 
 def render_diff(path: str, old: bytes, new: bytes) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.errors import NanoHermesError
-from nanohermes.fileio import atomic_write, ensure_private_dir
+from nanohermes.fileio import StagedWrite, ensure_private_dir
 
 JOURNAL_VERSION = 1
 
@@ -155,6 +155,16 @@ class Journal:
             raise CorruptJournal(f"checkpoint journal {path} is malformed ({err!r})") from None
 
     def save(self) -> None:
+        """Write the journal atomically. Raises CheckpointError."""
+        staged = self.stage()
+        try:
+            staged.commit()
+        except OSError as err:
+            raise self._unwritable(err) from None
+
+    def stage(self) -> StagedWrite:
+        """The journal as it is now, written beside its file but not yet in place (see StagedWrite).
+        Raises CheckpointError (a full disk: nothing written)."""
         data = {
             "version": JOURNAL_VERSION,
             "session": self.session,
@@ -164,9 +174,12 @@ class Journal:
         try:
             ensure_private_dir(self.path.parent)
             # ASCII escapes: a file name that is not valid UTF-8 (a lone surrogate here) survives
-            atomic_write(self.path, json.dumps(data).encode("ascii"))
+            return StagedWrite(self.path, json.dumps(data).encode("ascii"))
         except OSError as err:
-            raise CheckpointError(f"cannot write checkpoint journal {self.path}: {err.strerror}") from None
+            raise self._unwritable(err) from None
+
+    def _unwritable(self, err: OSError) -> CheckpointError:
+        return CheckpointError(f"cannot write checkpoint journal {self.path}: {err.strerror or err}")
 
 
 def _state_out(state: FileState | None) -> list[Any] | None:

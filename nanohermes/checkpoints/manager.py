@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from nanohermes.checkpoints.active import ActiveTurns
+from nanohermes.checkpoints.dirlock import CheckpointLock
 from nanohermes.checkpoints.files import CopyStore
 from nanohermes.checkpoints.journal import (
     CheckpointError,
@@ -33,9 +33,6 @@ from nanohermes.checkpoints.journal import (
 )
 from nanohermes.checkpoints.shadow import ShadowRepo
 from nanohermes.protocols import TurnChanges
-
-if TYPE_CHECKING:
-    from filelock import BaseFileLock
 
 FILE_LIMIT = 20_000
 """Above this many files a workspace is not snapshotted with git: per-file copies instead."""
@@ -112,19 +109,14 @@ class Checkpoints:
         self._pruned = False
         self._seen: tuple[int, int, int] = (0, 0, 0)
         """The journal's (inode, mtime, size) when model_notes last found nothing to tell."""
-        self._file_lock: BaseFileLock | None = None
+        self._file_lock = CheckpointLock(self.dir, LOCK_TIMEOUT)
         self._private = [path.resolve() for path in (*private, checkpoints_root(state_dir))]
         self._active = ActiveTurns(self.dir / "active", session_key(self.session))
 
     # -- shared pieces ----------------------------------------------------------------------------
 
-    def lock(self) -> BaseFileLock:
-        """The cross-process lock on this workspace's checkpoints (two nanohermes in one workspace)."""
-        if self._file_lock is None:
-            from filelock import FileLock
-
-            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._file_lock = FileLock(str(self.dir / "lock"), timeout=LOCK_TIMEOUT)
+    def lock(self) -> CheckpointLock:
+        """The cross-process lock on this workspace's checkpoints; taking it raises CheckpointError."""
         return self._file_lock
 
     def repo(self) -> ShadowRepo:

@@ -101,7 +101,9 @@ class ShadowRepo:
         """Create the shadow repository on first use; `excluded`: workspace-relative directories
         never snapshotted (nanohermes' own state, when it lives inside the workspace)."""
         try:
-            if not (self.git_dir / "HEAD").exists():
+            # `objects/` is made last: a `git init` cut short (a full disk) leaves HEAD without it, and
+            # such a repository fails every later command until `git init` runs again and completes it
+            if not (self.git_dir / "HEAD").exists() or not (self.git_dir / "objects").is_dir():
                 self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
                 self.run("init", "--quiet")
             info = self.git_dir / "info"
