@@ -30,6 +30,9 @@ KEYS: dict[str, Decision] = {"y": Decision.YES, "n": Decision.NO, "a": Decision.
 QUESTION = "Allow? [y]es / [n]o / [a]lways for this session: "
 SHELL_TOOLS = ("run_shell", "shell", "bash")
 MAX_DETAIL_LINES = 60
+MAX_DETAIL_CHARS = 6000
+"""About 60 rows of a 100-column terminal. Unclipped, a one-line 1 MB command printed 10,000 rows and
+took seconds to highlight before the question came, its start long scrolled out of sight."""
 
 KeyReader = Callable[[str], str]
 """Shows a question and returns the one key pressed (lower-case); raises KeyboardInterrupt on Ctrl-C."""
@@ -135,22 +138,35 @@ class TerminalApprover:
 
     def show(self, request: ApprovalRequest) -> None:
         self.console.print(Text.assemble(("? ", "bold yellow"), (terminal_safe(request.title), "bold")))
-        detail = terminal_safe(_clip(request.detail))
+        shell = request.tool in SHELL_TOOLS
+        detail = terminal_safe(_clip(request.detail, keep_end=shell))
         if not detail.strip():
             return
         from rich.syntax import Syntax  # pygments loads on the first question, not at start-up
 
-        lexer = "bash" if request.tool in SHELL_TOOLS else "diff"
+        lexer = "bash" if shell else "diff"
         syntax = Syntax(detail, lexer, theme="ansi_dark", word_wrap=True, background_color="default")
         self.console.print(syntax)
 
 
-def _clip(detail: str) -> str:
-    lines = detail.rstrip("\n").split("\n")
-    if len(lines) <= MAX_DETAIL_LINES:
-        return "\n".join(lines)
-    hidden = len(lines) - MAX_DETAIL_LINES
-    return "\n".join([*lines[:MAX_DETAIL_LINES], f"… {hidden} more lines"])
+def _clip(detail: str, *, keep_end: bool) -> str:
+    """`detail` cut to MAX_DETAIL_LINES lines and MAX_DETAIL_CHARS characters, with a line saying how
+    much is not shown. `keep_end` (a command): half of each budget goes to its end, which runs as
+    surely as its start (`echo …1 MB… ; rm -rf ~` must show the `rm`)."""
+    text = detail.rstrip("\n")
+    lines = text.split("\n")
+    if len(lines) <= MAX_DETAIL_LINES and len(text) <= MAX_DETAIL_CHARS:
+        return text
+    share = 2 if keep_end else 1
+    count, budget = MAX_DETAIL_LINES // share, MAX_DETAIL_CHARS // share
+    whole_head = "\n".join(lines[:count])
+    whole_tail = "\n".join(lines[len(lines) - count :]) if keep_end else ""
+    head, tail = whole_head[:budget], whole_tail[-budget:]
+    if (head, tail) == (whole_head, whole_tail):  # only whole lines left out
+        marker = f"… {len(lines) - 2 * count if keep_end else len(lines) - count} more lines"
+    else:
+        marker = f"… {len(text) - len(head) - len(tail):,} more characters"
+    return "\n".join(part for part in (head, marker, tail) if part)
 
 
 def read_one_key(question: str) -> str:

@@ -108,6 +108,8 @@ def list_checkpoints(ctx: CommandContext, arg: str) -> None:
         ctx.say(f"  {turn.prompt}", "dim")
         for change in turn.files:
             line = Text.assemble(
-                "    ", (f"{change.status:<9}", STATUS_STYLES.get(change.status, "")), change.shown
+                "    ",
+                (f"{change.status:<9}", STATUS_STYLES.get(change.status, "")),
+                terminal_safe(change.shown),  # a shell command may create any file name
             )
             ctx.console.print(line, overflow="fold")

@@ -7,6 +7,7 @@ answer costs the same per token as a short one.
 from __future__ import annotations
 
 import re
+import sys
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -24,12 +25,20 @@ class MarkdownSplitter:
 
     def __init__(self) -> None:
         self._closed_lines: list[str] = []
-        self._partial = ""
+        self._pieces: list[str] = []
+        """The line being written, as it arrived: a 1 MB line in 100,000 deltas costs O(delta) each."""
         self._fence: str | None = None
 
     @property
     def in_fence(self) -> bool:
         return self._fence is not None
+
+    @property
+    def _partial(self) -> str:
+        """The line being written (its pieces joined once, then kept joined)."""
+        if len(self._pieces) > 1:
+            self._pieces = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
 
     @property
     def tail(self) -> str:
@@ -39,20 +48,18 @@ class MarkdownSplitter:
         return "\n".join(self._closed_lines) + "\n" + self._partial
 
     def feed(self, text: str) -> list[str]:
-        blocks: list[str] = []
-        data = self._partial + text
-        *lines, self._partial = data.split("\n")
-        for line in lines:
-            block = self._take_line(line)
-            if block:
-                blocks.append(block)
-        return blocks
+        self._pieces.append(text)
+        if "\n" not in text:
+            return []
+        *lines, rest = self._partial.split("\n")
+        self._pieces = [rest]
+        return [block for line in lines if (block := self._take_line(line))]
 
     def finish(self) -> str:
         """Everything left, as one block (may be empty)."""
         rest = self.tail
         self._closed_lines = []
-        self._partial = ""
+        self._pieces = []
         self._fence = None
         return rest.strip("\n")
 
@@ -80,13 +87,15 @@ class MarkdownSplitter:
         return block or None
 
 
-def visible_tail(tail: str, max_lines: int) -> str:
-    """The last `max_lines` lines of an open block, re-opening its code fence when one was cut off."""
+def visible_tail(tail: str, max_lines: int, max_chars: int = sys.maxsize) -> str:
+    """The end of an open block that fits in `max_lines` lines and `max_chars` characters (a live
+    region shows no more: an open paragraph of 1 MB is not laid out ten times a second), re-opening its
+    code fence when one was cut off."""
     lines = tail.split("\n")
-    if len(lines) <= max_lines:
+    if len(lines) <= max_lines and len(tail) <= max_chars:
         return tail
-    keep = lines[-max(1, max_lines - 1) :]
-    opener = next((line for line in lines if _fence_marker(line)), None)
-    if opener is not None and lines.index(opener) < len(lines) - len(keep):
-        return "\n".join([opener.strip(), *keep])
-    return "\n".join(lines[-max_lines:])
+    keep = "\n".join(lines[-max(1, max_lines - 1) :])[-max_chars:]
+    opener = next((index for index, line in enumerate(lines) if _fence_marker(line)), None)
+    if opener is not None and sum(len(line) + 1 for line in lines[:opener]) < len(tail) - len(keep):
+        return "\n".join([lines[opener].strip(), keep])  # the opener is not (all) in what is kept
+    return "\n".join(lines[-max_lines:])[-max_chars:]

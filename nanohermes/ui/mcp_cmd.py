@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.errors import EXIT_FAILURE, EXIT_OK
+from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from nanohermes.mcp.status import ServerStatus
@@ -23,7 +24,13 @@ LIST_SLACK = 15.0
 
 
 def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
-    """(text, style) lines describing every server: a head line, its tools, its last error."""
+    """(text, style) lines describing every server: a head line, its tools, its last error. Made
+    terminal-safe here, for `/mcp` and `mcp list` alike: a server writes its tools' descriptions and
+    its error messages, and may put escape sequences in them."""
+    return [(terminal_safe(text), style) for text, style in _raw_status_lines(statuses)]
+
+
+def _raw_status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
     lines: list[tuple[str, str]] = []
     for status in statuses:
         count = len(status.tools)
@@ -76,7 +83,9 @@ def run_mcp_command(options: CliOptions, settings: Settings) -> int:
     broken = [s.name for s in statuses if s.state not in ("ready", "disabled")]
     if broken:
         print(
-            f"nanohermes: not ready: {', '.join(broken)} (stderr logs in {settings.state_dir / 'mcp'})",
+            terminal_safe(
+                f"nanohermes: not ready: {', '.join(broken)} (stderr logs in {settings.state_dir / 'mcp'})"
+            ),
             file=sys.stderr,
         )
         return EXIT_FAILURE

@@ -41,7 +41,7 @@ from nanohermes.events import (
     TurnFinished,
 )
 from nanohermes.types import Usage
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import encodable, terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -167,17 +167,19 @@ class _AnswerPrinter:
 
     def __init__(self, out: TextIO, *, stream: bool) -> None:
         self.out, self.stream = out, stream
-        self.segment = ""  # text streamed since the last tool call
+        self.segment: list[str] = []
+        """The text streamed since the last tool call, as it arrived (joined once, at the end)."""
         self.open_line = False
         self.closed = False
         """stdout was closed by its reader (`| head -c1`): nothing more is written; the turn goes on."""
 
     def emit(self, text: str) -> None:
-        """Write and flush `text` unless stdout is closed (then note it, and write no more)."""
+        """Write and flush `text` unless stdout is closed (then note it, and write no more). A lone
+        surrogate in it (a reply's JSON `"\\ud800"`) becomes U+FFFD: it has no UTF-8 bytes to pass on."""
         if self.closed:
             return
         try:
-            self.out.write(text)
+            self.out.write(encodable(text))
             self.out.flush()
         except BrokenPipeError:
             self.closed = True
@@ -186,10 +188,10 @@ class _AnswerPrinter:
     def handle(self, event: Event) -> None:
         if isinstance(event, TextDelta) and self.stream and event.text:
             self._write(event.text)
-            self.segment += event.text
+            self.segment.append(event.text)
         elif isinstance(event, ToolStarted) and self.stream:
             self._end_line()
-            self.segment = ""
+            self.segment = []
         elif isinstance(event, TurnFinished):
             self._finish(event)
 
@@ -197,7 +199,7 @@ class _AnswerPrinter:
         # a refusal or a cut answer is still shown; the exit code says the turn failed
         shown = event.completed or bool(event.answer and event.reason in ("refusal", "length"))
         if self.stream:
-            if shown and event.answer.strip() != self.segment.strip():
+            if shown and event.answer.strip() != "".join(self.segment).strip():
                 self._end_line()  # the answer differs from what streamed (e.g. a text tool call)
                 self._write(event.answer)
             self._end_line()

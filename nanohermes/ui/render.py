@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -105,7 +106,9 @@ def _answer(console: Console, safe: str) -> RenderableType:
     """An answer block as Markdown; as plain text when rich would lose some of it."""
     from rich.markdown import Markdown  # markdown-it and pygments load on the first answer only
 
-    markdown = Markdown(safe, code_theme=CODE_THEME)
+    # hyperlinks=False: a link's target is printed after its text, not hidden in an OSC 8 sequence
+    # (where `[https://bank.example](https://evil.example)` would open the second on a click)
+    markdown = Markdown(safe, code_theme=CODE_THEME, hyperlinks=False)
     if _too_deep(markdown) or not _tables_fit(console, markdown):
         return Text(safe)
     return markdown
@@ -118,17 +121,20 @@ class Renderer:
         self.console = console
         self._live: Live | None = None
         self._text = MarkdownSplitter()
-        self._reasoning = ""
+        self._reasoning: list[str] = []
+        """The reasoning line being written, as its pieces arrived (appending costs O(delta))."""
         self._running: dict[str, str] = {}
         self._arguments: dict[str, str] = {}
         self._waiting = False
         self._printed_answer = False
+        self._built_at = 0.0
+        self._stale = False
 
     # -- turn lifecycle -------------------------------------------------------------------------
 
     def begin_turn(self) -> None:
         self._text = MarkdownSplitter()
-        self._reasoning = ""
+        self._reasoning = []
         self._running.clear()
         self._arguments.clear()
         self._waiting = True
@@ -174,7 +180,12 @@ class Renderer:
             self.note(f"memory: {n} recalled · /memory last")  # dim, before the answer (SPEC §3.10)
         elif isinstance(event, TurnFinished):
             self._on_finished(event)
-        self._refresh()
+        self._refresh(urgent=not isinstance(event, TextDelta | ReasoningDelta))
+
+    def tick(self) -> None:
+        """While no event comes: show the text the refresh limit held back."""
+        if self._stale:
+            self._refresh(urgent=True)
 
     def note(self, text: str, level: str = "info") -> None:
         """One line: dimmed for info, yellow for warnings, red for errors."""
@@ -199,8 +210,13 @@ class Renderer:
             self._print_markdown(block)
 
     def _on_reasoning(self, text: str) -> None:
-        self._reasoning += text
-        *lines, self._reasoning = self._reasoning.split("\n")
+        if not text:
+            return
+        self._reasoning.append(text)
+        if "\n" not in text:
+            return
+        *lines, rest = "".join(self._reasoning).split("\n")
+        self._reasoning = [rest] if rest else []
         for line in lines:
             self.console.print(Text(terminal_safe(line), style="dim italic"), overflow="fold")
 
@@ -265,29 +281,40 @@ class Renderer:
 
     def _flush_reasoning(self) -> None:
         if self._reasoning:
-            self.console.print(Text(terminal_safe(self._reasoning), style="dim italic"), overflow="fold")
-            self._reasoning = ""
+            text, self._reasoning = "".join(self._reasoning), []
+            self.console.print(Text(terminal_safe(text), style="dim italic"), overflow="fold")
 
     def _live_renderable(self) -> RenderableType:
         from rich.console import Group
         from rich.spinner import Spinner
 
         parts: list[RenderableType] = []
+        height = max(3, self.console.size.height - 4)
+        room = height * self.console.width  # the most a live region can show: lay out no more
         if self._reasoning:
-            parts.append(Text(terminal_safe(self._reasoning), style="dim italic"))
+            self._reasoning = ["".join(self._reasoning)]
+            parts.append(Text(terminal_safe(self._reasoning[0][-room:]), style="dim italic"))
         tail = self._text.tail
         if tail.strip():
-            height = max(3, self.console.size.height - 4)
-            parts.append(_answer(self.console, terminal_safe(visible_tail(tail, height))))
+            parts.append(_answer(self.console, terminal_safe(visible_tail(tail, height, room))))
         for label in self._running.values():
             parts.append(Spinner("dots", Text(" " + shorten(label, 70), style="dim")))
         if self._waiting and not parts:
             parts.append(Spinner("dots", Text(" thinking…", style="dim")))
         return Group(*parts)
 
-    def _refresh(self) -> None:
-        if self._live is not None:
-            self._live.update(self._live_renderable())
+    def _refresh(self, *, urgent: bool) -> None:
+        """Rebuild the live region: at once for a tool, a note or the end; for streamed text at most
+        REFRESH_PER_SECOND times a second (`tick` shows the rest), as a rebuild lays out the whole
+        open block and a long answer arrives in a hundred thousand deltas."""
+        if self._live is None:
+            return
+        now = time.monotonic()
+        if not urgent and now - self._built_at < 1 / REFRESH_PER_SECOND:
+            self._stale = True
+            return
+        self._built_at, self._stale = now, False
+        self._live.update(self._live_renderable())
 
     def _start_live(self) -> None:
         if self._live is not None or not self.console.is_terminal:

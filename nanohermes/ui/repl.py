@@ -48,10 +48,9 @@ def run_repl(
     if not settings.model:
         print(missing_model_message(settings), file=sys.stderr)
         return EXIT_USAGE
-    from rich.console import Console
-
     from nanohermes.ui.approve import TerminalApprover
     from nanohermes.ui.loader import RuntimeLoader
+    from nanohermes.ui.safe_console import safe_console
 
     notes = [] if options.local else [missing_key_message(settings) or ""]
     if options.yes and settings.permission != "read-only":  # SPEC §5: --yes alone means auto; say so
@@ -59,7 +58,7 @@ def run_repl(
         notes.append(
             "--yes: permission auto for this session: writes, edits and shell commands run without asking"
         )
-    console = Console(highlight=False)
+    console = safe_console(highlight=False)
     approver = TerminalApprover(console)
     loader = RuntimeLoader(lambda: build_runtime(options, settings, approver), preview)
     return Repl(loader, settings, console, approver, notes=[n for n in notes if n]).loop()
@@ -230,8 +229,10 @@ class Repl:
         if path is None or not path.is_file():  # a session is written by its first turn
             self.console.print("Nothing to save: no message was sent in this session.")
             return 0
-        hint = resume_hint(path, runtime.settings.sessions_dir)
-        self.console.print(f"Session saved. Resume it with: [bold]{hint}[/bold]", highlight=False)
+        from rich.text import Text
+
+        hint = resume_hint(path, runtime.settings.sessions_dir)  # a path may hold `[`: not markup
+        self.console.print(Text.assemble("Session saved. Resume it with: ", (hint, "bold")))
         self.console.print("(or [bold]nanohermes --continue[/bold]: the latest session in this directory)")
         return 0
 

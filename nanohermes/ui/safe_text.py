@@ -6,18 +6,29 @@ or write the clipboard (OSC 52) — and hide the real command of an approval beh
 Bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069) reorder what is shown (the
 "Trojan Source" trick). Each of these is shown as a visible escape (`\\x1b`, `\\u202e`) instead;
 newlines, tabs and the CR of a CRLF line end are kept.
+
+A lone surrogate (a JSON `"\\ud800"` escape in a reply, a file name that is not UTF-8) cannot be
+encoded at all: written to stdout it raises UnicodeEncodeError and ends the REPL or the `-p` run.
+`terminal_safe` shows it as `\\ud800`; `encodable` (for a pipe, where the text is passed on as it
+is) makes it U+FFFD, as `-p -` does with bytes that are not UTF-8.
 """
 
 from __future__ import annotations
 
 import re
 
-_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]|\r(?!\n)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def terminal_safe(text: str) -> str:
     """`text` with every character a terminal would act on, instead of show, made visible."""
     return _UNSAFE.sub(_visible, text)
+
+
+def encodable(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, so that it can be written as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _visible(match: re.Match[str]) -> str:

@@ -71,6 +71,7 @@ class TurnDriver:
             try:
                 item = items.get(timeout=POLL_SECONDS)
             except queue.Empty:
+                self.renderer.tick()
                 if token.cancelled:
                     cancelled_at = cancelled_at or time.monotonic()
                     if time.monotonic() - cancelled_at > STOP_GRACE_SECONDS:

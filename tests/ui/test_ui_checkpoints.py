@@ -132,3 +132,15 @@ def test_diff_shows_escape_sequences_in_names_and_lines_instead_of_obeying_them(
     assert "\x07" not in diff
     assert "e\\x1b[2K.txt" in diff
     assert "+\\x1b]0;owned\\x07 text" in diff
+
+
+def test_checkpoints_shows_escape_sequences_in_file_names_instead_of_obeying_them(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    """A file the agent's shell command created, named `a\\x1b]0;PWNED\\x07b\\rZ.txt`: /checkpoints
+    printed its name raw, an OSC sequence that retitled the window and swallowed what followed."""
+    h = Harness(tmp_path, isolated_home)
+    h.agent_turn("write_file", path="a\x1b]0;PWNED\x07b\rZ.txt", content="x\n")
+    listing = h.run("/checkpoints")
+    assert "\x1b" not in listing
+    assert "added    a\\x1b]0;PWNED\\x07b\\x0dZ.txt" in listing
