@@ -13,9 +13,10 @@ from nanohermes.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAG
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~10 ms at start-up
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
+    from collections.abc import Callable, Sequence
+    from typing import Any, TextIO
 
+    from nanohermes.errors import NanoHermesError
     from nanohermes.options import CliOptions, MemoryArgs
 
 __all__ = ["CliOptions", "MemoryArgs", "main"]
@@ -59,7 +60,59 @@ def _print_version() -> int:
         print(f"nanohermes {__version__}", flush=True)
     except BrokenPipeError:
         return _stdout_closed()
+    except OSError as err:  # a full disk under `> file`
+        return _fail(_unwritable(sys.stdout, err).one_line(), EXIT_FAILURE)
     return EXIT_OK
+
+
+class _GuardedStdout:
+    """sys.stdout while a sub-command prints (`memory export > file`): a write or flush it cannot
+    make (a full disk) is a NanoHermesError naming stdout, not an «internal error: OSError». A
+    closed pipe stays a BrokenPipeError (main ends quietly)."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        try:
+            return self._inner.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise _unwritable(self._inner, err) from None
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise _unwritable(self._inner, err) from None
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding …: as the real one
+        return getattr(self._inner, name)
+
+
+def _unwritable(out: TextIO, err: OSError) -> NanoHermesError:
+    """The error for a stdout that cannot be written; it is pointed at /dev/null first, so that what
+    it still buffers does not fail the interpreter's exit again."""
+    from nanohermes.errors import NanoHermesError
+    from nanohermes.ui.oneshot import drop_stdout
+
+    drop_stdout(out)
+    return NanoHermesError(f"cannot write to standard output: {err.strerror or err}")
+
+
+def _guarded(command: Callable[[], int]) -> int:
+    """Run a sub-command with its stdout guarded (see _GuardedStdout)."""
+    real = sys.stdout
+    sys.stdout = _GuardedStdout(real)  # duck-typed: write, flush, the rest
+    try:
+        code = command()
+        sys.stdout.flush()
+        return code
+    finally:
+        sys.stdout = real
 
 
 def _stdout_closed() -> int:
@@ -103,15 +156,17 @@ def _dispatch(options: CliOptions) -> int:
     if options.mcp_action is not None:
         from nanohermes.ui.mcp_cmd import run_mcp_command
 
-        return run_mcp_command(options, settings)
+        return _guarded(lambda: run_mcp_command(options, settings))
     if options.memory is not None:
         from nanohermes.ui.memory_cmd import run_memory_command
 
-        return run_memory_command(options.memory, settings)
+        memory = options.memory
+        return _guarded(lambda: run_memory_command(memory, settings))
     if options.undo is not None:
         from nanohermes.ui.undo_cmd import run_undo_command
 
-        return run_undo_command(options.undo, settings)
+        undo = options.undo
+        return _guarded(lambda: run_undo_command(undo, settings))
     if options.acp:
         from nanohermes.acp_wiring import run_acp
 

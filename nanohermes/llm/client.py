@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random as _random
+import re
 import time
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -273,7 +274,7 @@ class ChatClient:
         }
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
-        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        content = _utf8(json.dumps(body, ensure_ascii=False))
         return self._http.build_request(
             "POST", self.url, content=content, headers=headers, timeout=self._timeout
         )
@@ -387,3 +388,16 @@ _RETRYABLE_TRANSPORT = (
     httpx.ReadError,
     httpx.WriteError,
 )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8(text: str) -> bytes:
+    """`text` as UTF-8. A lone surrogate (a reply's JSON `"\\ud800"`, kept in the history; a file
+    name that is not UTF-8) has no UTF-8 form: it is sent as U+FFFD rather than failing every later
+    request of the session."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")

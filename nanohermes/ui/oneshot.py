@@ -121,7 +121,10 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     code = _exit_code(outcome)
     if answer.closed and code == EXIT_OK:  # the turn is saved, but the answer reached no one
         where = f"; the answer is in {agent.session_path}" if not unsaved else ""
-        return _fail(f"standard output was closed before the answer was written{where}", EXIT_FAILURE)
+        what = "standard output was closed before the answer was written"
+        if answer.problem:
+            what = f"cannot write the answer to standard output: {answer.problem}"
+        return _fail(what + where, EXIT_FAILURE)
     if unsaved and code == EXIT_OK:  # the answer is printed, but the turn is lost: not a success
         return _fail(unsaved, EXIT_FAILURE)
     if unsaved:
@@ -171,7 +174,10 @@ class _AnswerPrinter:
         """The text streamed since the last tool call, as it arrived (joined once, at the end)."""
         self.open_line = False
         self.closed = False
-        """stdout was closed by its reader (`| head -c1`): nothing more is written; the turn goes on."""
+        """stdout was closed by its reader (`| head -c1`) or cannot be written (a full disk): nothing
+        more is written; the turn goes on, and is saved."""
+        self.problem = ""
+        """Why stdout could not be written, when it was not closed by its reader."""
 
     def emit(self, text: str) -> None:
         """Write and flush `text` unless stdout is closed (then note it, and write no more). A lone
@@ -181,8 +187,10 @@ class _AnswerPrinter:
         try:
             self.out.write(encodable(text))
             self.out.flush()
-        except BrokenPipeError:
+        except OSError as err:
             self.closed = True
+            if not isinstance(err, BrokenPipeError):
+                self.problem = err.strerror or str(err)
             drop_stdout(self.out)
 
     def handle(self, event: Event) -> None:

@@ -111,7 +111,31 @@ def _answer(console: Console, safe: str) -> RenderableType:
     markdown = Markdown(safe, code_theme=CODE_THEME, hyperlinks=False)
     if _too_deep(markdown) or not _tables_fit(console, markdown):
         return Text(safe)
+    _links_shown_once(markdown)
     return markdown
+
+
+def _links_shown_once(markdown: Markdown) -> None:
+    """A link that is its own address (`<https://x.y>`, `[https://x.y](https://x.y)`) as its text
+    alone: rich shows a link as `text (address)`, which would print such an address twice."""
+    for token in markdown.parsed:
+        children = token.children
+        if not children:
+            continue
+        kept = []
+        i = 0
+        while i < len(children):
+            opened, *inner = children[i : i + 3]
+            shape = [opened.type, *(child.type for child in inner)]
+            if shape == ["link_open", "text", "link_close"] and (
+                opened.markup == "autolink" or inner[0].content == opened.attrs.get("href")
+            ):
+                kept.append(inner[0])  # the text, without the link around it
+                i += 3
+            else:
+                kept.append(opened)
+                i += 1
+        token.children = kept
 
 
 class Renderer:

@@ -141,3 +141,24 @@ def test_many_deltas_ending_in_a_brace_are_not_parsed_again_and_again(
     assert [call.name for call in calls] == ["write_file", "read_file"]
     assert json.loads(calls[0].arguments)["content"] == "f() {}" * 2000
     assert counting.loads_calls <= 2
+
+
+def test_a_lone_surrogate_in_the_history_is_sent_as_a_replacement_character() -> None:
+    """A reply's JSON may hold `"\\ud800"`: json.loads gives a lone surrogate, which the history
+    keeps. The next request must still be sent (it failed with UnicodeEncodeError, so the session
+    could not go on), with U+FFFD in its place and every other character as it was."""
+    seen: list[bytes] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.content)
+        return sse_response('data: {"choices": [{"delta": {"content": "ok"}}]}\n\ndata: [DONE]\n\n')
+
+    history = [
+        {"role": "user", "content": "hi é"},
+        {"role": "assistant", "content": json.loads('"a\\ud800b 😀"')},
+        {"role": "user", "content": "again"},
+    ]
+    _, result = run_stream(make_client(handler), messages=history)
+    assert result.content == "ok"
+    sent = json.loads(seen[0].decode("utf-8"))
+    assert [m["content"] for m in sent["messages"][-3:]] == ["hi é", "a\ufffdb 😀", "again"]

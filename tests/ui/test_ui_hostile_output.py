@@ -156,3 +156,16 @@ def test_the_repl_console_shows_control_characters_a_caller_forgot_but_keeps_its
     assert "\x1b[1;31m" in text  # bold red, as rich wrote it
     assert "中文 👩‍👩‍👧 a" in text
     assert "\x1b[32m" in text
+
+
+def test_a_link_that_is_its_own_address_is_shown_once() -> None:
+    """Shown as `text (address)`, `<https://x.y/a>` printed its address twice; a link whose text is
+    not its address still shows both."""
+    out = io.StringIO()
+    renderer = Renderer(terminal_console(out))
+    renderer.handle(
+        TextDelta("See <https://x.y/a>, [https://p.q](https://p.q), <a@b.c> and [docs](https://u.v).\n\n")
+    )
+    renderer.end_turn()
+    text = " ".join(SGR.sub("", out.getvalue()).split())
+    assert "See https://x.y/a, https://p.q, a@b.c and docs (https://u.v)." in text
