@@ -3,7 +3,9 @@
 The command runs in a new session (`start_new_session`), so it and everything it starts share one
 process group; on timeout or cancellation the whole group gets SIGTERM, then SIGKILL after a short
 grace. Each stream is read in chunks by its own thread into a `CappedBuffer` keeping only a head and a
-tail, so a command printing 10 MB never holds more than the cap in memory. The report (exit code, both
+tail, so a command printing 10 MB never holds more than the cap in memory; when the call returns the
+readers stop and close the pipes, even where a process that escaped the kill still holds them (its
+writes then fail), so no thread of ours keeps working for it. The report (exit code, both
 streams, their notes) fits the cap as a whole, so the runner never cuts it again and the note the model
 sees says how many bytes the command really printed beyond it.
 """
@@ -11,16 +13,20 @@ sees says how many bytes the command really printed beyond it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.reaper import kill_tagged, new_tag, tagged_env
@@ -31,6 +37,8 @@ KILL_GRACE = 0.5
 PIPE_GRACE = 2.0
 """After the shell exits, how long background processes may keep its output pipes open."""
 CHUNK = 64 * 1024
+POLL = 0.1
+"""How often a reader checks whether it was told to stop reading."""
 STREAM_OVERHEAD = 48
 """Characters of the report kept for each stream's label and its "[… N bytes omitted …]" note."""
 
@@ -86,16 +94,35 @@ class CappedBuffer:
         return head_text + tail_text
 
 
-def _pump(stream: IO[bytes], sink: CappedBuffer) -> None:
-    """Read `stream` into `sink` until its last writer closes it, then close it. Only this thread
-    closes it: closing a pipe another thread is reading from waits for that read to end."""
+def _pump(stream: IO[bytes], sink: CappedBuffer, stop: threading.Event) -> None:
+    """Read `stream` into `sink` until its last writer closes it or `stop` is set, then close it.
+    Only this thread closes it: closing a pipe another thread is reading from waits for that read to
+    end. Stopping matters when a process that could not be killed holds the pipe: reading on would keep
+    a thread, two descriptors and a CPU of ours busy for as long as it runs; closed, its writes fail."""
     try:
         with contextlib.suppress(OSError, ValueError):
-            while chunk := stream.read1(CHUNK) if hasattr(stream, "read1") else stream.read(CHUNK):
+            fd = stream.fileno()
+            ready = _readiness(fd)
+            while not stop.is_set():
+                if not ready(POLL):
+                    continue
+                chunk = os.read(fd, CHUNK)
+                if not chunk:
+                    break
                 sink.write(chunk)
     finally:
         with contextlib.suppress(OSError):
             stream.close()
+
+
+def _readiness(fd: int) -> Callable[[float], bool]:
+    """A function telling whether `fd` can be read without blocking, waiting at most the given seconds.
+    Without poll (Windows) it always says yes: reads block, and a reader cannot be stopped there."""
+    if not hasattr(select, "poll"):
+        return lambda seconds: True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return lambda seconds: bool(poller.poll(seconds * 1000))
 
 
 class ShellTool:
@@ -126,12 +153,8 @@ class ShellTool:
         tag = new_tag()
         process = self._start(command, tag)
         out, err = CappedBuffer(self.max_chars), CappedBuffer(self.max_chars)
-        readers = [
-            threading.Thread(target=_pump, args=(process.stdout, out), daemon=True),
-            threading.Thread(target=_pump, args=(process.stderr, err), daemon=True),
-        ]
-        for reader in readers:
-            reader.start()
+        done_reading = threading.Event()
+        readers = _start_readers(process, tag, ((process.stdout, out), (process.stderr, err)), done_reading)
 
         def stop() -> None:  # runs in the cancelling thread: signal only, never wait
             signal_group(process, signal.SIGTERM)
@@ -140,20 +163,20 @@ class ShellTool:
         timed_out = lingering = escaped = False
         try:
             timed_out = self._wait(process, limit, ctx)
-            if timed_out:
+            if timed_out or ctx.cancel.cancelled:  # at once: also what left the group (setsid)
                 kill_tagged(tag)
-            lingering = _join(readers, PIPE_GRACE)
-            if lingering:  # background processes still hold the pipes
+            lingering = _join(readers, PIPE_GRACE, ctx.cancel)
+            if lingering and not ctx.cancel.cancelled:  # background processes still hold the pipes
                 kill_group(process)
                 kill_tagged(tag)
-                escaped = _join(readers, PIPE_GRACE)  # held by one that left the group and the tag
+                escaped = _join(readers, PIPE_GRACE, ctx.cancel)  # held by one that left group and tag
         finally:
             unregister()
-            if process.poll() is None:
+            done_reading.set()  # what still holds the pipes is not read any more (see _pump)
+            if process.poll() is None or ctx.cancel.cancelled:
                 kill_group(process)
                 kill_tagged(tag)
-            elif ctx.cancel.cancelled:  # also what left the group (setsid)
-                kill_tagged(tag)
+            _join(readers, 2 * POLL)
         if ctx.cancel.cancelled:
             raise Cancelled()
         held = "escaped" if escaped else "stopped" if lingering else ""
@@ -164,10 +187,12 @@ class ShellTool:
         zero or negative values are refused; more than the setting is capped at it, never unbounded."""
         if requested is None:
             return self.default_timeout, ""
-        if not math.isfinite(requested) or requested <= 0:
+        # No float() before the checks: a whole number past float's range (10**400) is merely huge.
+        number = isinstance(requested, int | float) and not isinstance(requested, bool)
+        if not number or (isinstance(requested, float) and not math.isfinite(requested)) or requested <= 0:
             raise ToolError(
                 f"timeout must be a positive, finite number of seconds (at most {self.default_timeout:g}), "
-                f"not {requested!r}"
+                f"not {_brief(requested)}"
             )
         if requested > self.default_timeout:
             return (
@@ -192,7 +217,13 @@ class ShellTool:
                 creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if windows else 0,
             )
         except OSError as err:
-            raise ToolError(f"could not start the shell: {err.strerror or err}") from None
+            if err.errno == errno.E2BIG:  # Linux takes at most 128 KiB in one argument
+                raise ToolError(
+                    f"command too long to run ({len(command)} characters): write it to a script file "
+                    "and run that"
+                ) from None
+            where = f": {err.filename}" if err.filename else ""  # a workspace a command removed
+            raise ToolError(f"could not start the shell: {err.strerror or err}{where}") from None
         except ValueError as err:  # a NUL byte or a lone surrogate: no argv can hold it
             raise ToolError(f"command cannot be run: {err}") from None
 
@@ -251,6 +282,41 @@ class ShellTool:
         return "\n".join([*lines, blocked] if blocked else lines)
 
 
+def _brief(value: object) -> str:
+    """`value` for a one-line message: its repr, cut short (an int of 5000 digits has none)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return "a number too long to show"
+    return text if len(text) <= 40 else f"{text[:37]}…"
+
+
+def _start_readers(
+    process: subprocess.Popen[bytes],
+    tag: str,
+    streams: tuple[tuple[IO[bytes] | None, CappedBuffer], ...],
+    stop: threading.Event,
+) -> list[threading.Thread]:
+    """One reader thread per stream, started. When one cannot start (no threads left: a runaway
+    command may have used up the user's processes), the command is killed and the call fails."""
+    readers = [
+        threading.Thread(target=_pump, args=(stream, sink, stop), name="nanohermes-shell-reader", daemon=True)
+        for stream, sink in streams
+    ]
+    try:
+        for reader in readers:
+            reader.start()
+    except RuntimeError as error:
+        stop.set()
+        kill_group(process)
+        kill_tagged(tag)
+        for reader, (stream, _) in zip(readers, streams, strict=True):
+            if stream is not None and reader.ident is None:  # a started reader closes its own
+                stream.close()
+        raise ToolError(f"could not read the command's output ({error}); it was stopped") from None
+    return readers
+
+
 def _share(room: int, first: int, second: int) -> tuple[int, int]:
     """Split `room` between two streams of `first` and `second` bytes: the smaller one gets what it
     needs, up to half; the other one the rest."""
@@ -287,9 +353,14 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=KILL_GRACE)
 
 
-def _join(threads: list[threading.Thread], timeout: float) -> bool:
-    """Join the threads within `timeout` seconds in all; True when some are still running."""
+def _join(threads: list[threading.Thread], timeout: float, cancel: CancelToken | None = None) -> bool:
+    """Join the threads within `timeout` seconds in all, or until `cancel` is cancelled; True when
+    some are still running."""
     deadline = time.monotonic() + timeout
     for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
+        while thread.is_alive() and not (cancel is not None and cancel.cancelled):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            thread.join(min(remaining, POLL))
     return any(thread.is_alive() for thread in threads)
