@@ -247,11 +247,13 @@ def _coerce_type(value: Any, kind: Any) -> Any:
         return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else _BAD
     if kind in ("integer", "number"):
         number = _as_number(value)
+        if isinstance(number, int):  # whole, finite, and maybe past float's range (10**400): kept whole
+            return number
         if number is None or not math.isfinite(number):  # NaN and infinity are never meant
             return _BAD
         if kind == "number":
             return number
-        return int(number) if float(number).is_integer() else _BAD
+        return int(number) if number.is_integer() else _BAD
     if kind == "boolean":
         if isinstance(value, bool):
             return value

@@ -32,7 +32,7 @@ from nanohermes.tools.outcomes import LazyPool, cap_output, finish_summary, invo
 from nanohermes.tools.paths import OutsideWorkspace, Workspace
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.search import SearchTools
-from nanohermes.tools.shell import ShellTool
+from nanohermes.tools.shell import ShellTool, shown_seconds
 from nanohermes.types import ToolCall, ToolResult, shorten
 
 if TYPE_CHECKING:
@@ -379,7 +379,7 @@ class ToolRunner:
             return f"Edit {self.workspace.relative(resolved)}", diff, after
         if tool.func == self._shell.run_shell:
             timeout = args.get("timeout")
-            suffix = f" (timeout {timeout:g} s)" if isinstance(timeout, int | float) else ""
+            suffix = f" (timeout {shown_seconds(timeout)} s)" if isinstance(timeout, int | float) else ""
             return f"Run a shell command in {self.workspace.root}{suffix}", str(args["command"]), None
         return f"Run {tool.name}", json.dumps(args, ensure_ascii=False, indent=2), None
 

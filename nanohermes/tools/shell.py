@@ -282,6 +282,14 @@ class ShellTool:
         return "\n".join([*lines, blocked] if blocked else lines)
 
 
+def shown_seconds(value: float) -> str:
+    """A number of seconds for a title; a whole number past float's range (10**400) has no `:g`."""
+    try:
+        return f"{value:g}"
+    except OverflowError:
+        return "more than 1e308"
+
+
 def _brief(value: object) -> str:
     """`value` for a one-line message: its repr, cut short (an int of 5000 digits has none)."""
     try:

@@ -228,11 +228,14 @@ def test_shell_timeout_nan_infinite_or_negative_is_refused(
     assert not (workspace / "late").exists()
 
 
+@pytest.mark.parametrize("timeout", [100000, 10**400], ids=["large", "past-float-range"])
 @pytest.mark.timeout(60)
 def test_shell_timeout_above_the_setting_is_capped_at_it(
-    fake_server: FakeServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+    fake_server: FakeServer, workspace: Path, monkeypatch: pytest.MonkeyPatch, timeout: int
 ) -> None:
-    fake_server.push_tool_calls([("run_shell", {"command": "sleep 30", "timeout": 100000})])
+    """10**400 is valid JSON and a whole number, past float's range: it ended the turn with
+    «internal error: OverflowError: int too large to convert to float»."""
+    fake_server.push_tool_calls([("run_shell", {"command": "sleep 30", "timeout": timeout})])
     fake_server.push_text("Timed out.")
     monkeypatch.setenv("NANOHERMES_SHELL_TIMEOUT", "1")
     done = nh(fake_server, workspace, "--yes", "-p", "run it", timeout=25)

@@ -72,6 +72,12 @@ def test_arguments_are_checked_and_lightly_coerced() -> None:
         "ratio": 0.25,
     }
     assert tool.parse_arguments('{"name": "a", "count": 2.0}')["count"] == 2
+    huge = "1" + "0" * 400  # past float's range: an int all the same, neither a crash nor refused
+    assert tool.parse_arguments(f'{{"name": "a", "count": {huge}, "ratio": {huge}}}') == {
+        "name": "a",
+        "count": 10**400,
+        "ratio": 10**400,
+    }
     bad = {
         '{"name": "a", "count": 2.5}': "argument count must be an integer",
         '{"name": "a", "count": 1, "mode": "medium"}': "argument mode must be one of fast, slow",

@@ -17,7 +17,7 @@ from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
 from nanohermes.tools import reaper, shell
 from nanohermes.tools.base import CallContext
-from nanohermes.tools.shell import ShellTool
+from nanohermes.tools.shell import ShellTool, shown_seconds
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/fd; POSIX process groups")
 
@@ -132,3 +132,8 @@ def test_a_workspace_a_command_removed_is_named_in_the_next_error(workspace: Pat
     assert tool.run_shell(f"rm -rf '{workspace}'", ctx=CallContext()).startswith("exit code: 0")
     with pytest.raises(ToolError, match=f"could not start the shell: .*: {workspace}$"):
         tool.run_shell("echo hi", ctx=CallContext())
+
+
+def test_a_timeout_past_the_range_of_float_is_shown_in_an_approval_title() -> None:
+    assert shown_seconds(2.5) == "2.5"
+    assert shown_seconds(10**400) == "more than 1e308"  # `:g` raised OverflowError
