@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Callable
 
 from nanohermes.errors import Cancelled
+
+EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""Signals that end nanohermes (kill, the terminal closed). A turn running then is cancelled first:
+its shell commands run in sessions of their own, which the terminal's hang-up does not reach, and
+are killed with the turn rather than left running."""
 
 
 class CancelToken:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from nanohermes.cancel import CancelToken
+from nanohermes.cancel import EXIT_SIGNALS, CancelToken
 from nanohermes.errors import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -342,20 +342,26 @@ def _arguments(text: str) -> Any:
 
 @contextlib.contextmanager
 def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
-    """First Ctrl-C cancels the turn (clean history); a second one raises KeyboardInterrupt."""
+    """First Ctrl-C cancels the turn (clean history); a second one raises KeyboardInterrupt. SIGTERM
+    and SIGHUP cancel it too: its shell commands run in sessions of their own, which a kill or a
+    closed terminal does not reach, so they are killed with the turn rather than left running."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        if signum != signal.SIGINT:
+            cancel.cancel()
+            return
         if cancel.cancelled:
             raise KeyboardInterrupt
         print("nanohermes: interrupting… (Ctrl-C again to abort)", file=sys.stderr, flush=True)
         cancel.cancel()
 
     try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread: leave Ctrl-C alone
+        previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
+    except ValueError:  # not the main thread: leave the signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, old in previous.items():
+            signal.signal(signum, old)

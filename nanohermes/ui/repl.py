@@ -144,6 +144,8 @@ class Repl:
         else:
             agent = self._runtime().agent
             self.driver.run(lambda cancel: agent.run(text, cancel))
+            if self.driver.exit_signal is not None:  # killed or hung up mid-turn: save and end
+                self.ctx.exit_requested = True
         self._update_fill()  # after a turn or a command (/reset, /compact)
 
     def _runtime(self) -> RuntimeLike:

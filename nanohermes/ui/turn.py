@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from nanohermes.cancel import CancelToken
+from nanohermes.cancel import EXIT_SIGNALS, CancelToken
 from nanohermes.errors import Cancelled, NanoHermesError
 from nanohermes.events import Event, Note
 from nanohermes.protocols import Decision
@@ -43,6 +43,11 @@ class TurnDriver:
     def __init__(self, renderer: Renderer, approver: TerminalApprover | None) -> None:
         self.renderer = renderer
         self.approver = approver
+        self.exit_signal: int | None = None
+        """SIGTERM or SIGHUP arrived during a turn: the turn was cancelled; the REPL should end."""
+
+    def _exit_signalled(self, signum: int) -> None:
+        self.exit_signal = signum
 
     def run(self, source: EventSource) -> bool:
         """Run `source` to the end; True when it finished without being interrupted."""
@@ -52,7 +57,7 @@ class TurnDriver:
             self.approver.attach(items.put, token)
         worker = threading.Thread(target=_work, args=(source, token, items), name="nh-turn", daemon=True)
         self.renderer.begin_turn()
-        restore = _cancel_on_sigint(token)
+        restore = _cancel_on_signals(token, self._exit_signalled)
         try:
             with quiet_terminal():
                 worker.start()
@@ -128,8 +133,9 @@ def quiet_terminal() -> Iterator[None]:
         termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
-def _cancel_on_sigint(token: CancelToken) -> Callable[[], None]:
-    """While a turn runs, Ctrl-C (SIGINT) cancels it instead of raising KeyboardInterrupt mid-render.
+def _cancel_on_signals(token: CancelToken, on_exit_signal: Callable[[int], None]) -> Callable[[], None]:
+    """While a turn runs, Ctrl-C (SIGINT) cancels it instead of raising KeyboardInterrupt mid-render;
+    SIGTERM and SIGHUP cancel it too and call `on_exit_signal` (the REPL then ends after the turn).
 
     The cancel itself runs on a short-lived thread: its callbacks (closing the stream, killing a
     process group) must not run inside a signal handler on a thread that may hold their locks."""
@@ -137,12 +143,15 @@ def _cancel_on_sigint(token: CancelToken) -> Callable[[], None]:
         return lambda: None
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        if signum != signal.SIGINT:
+            on_exit_signal(signum)
         threading.Thread(target=token.cancel, name="nh-cancel", daemon=True).start()
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
 
     def restore() -> None:
-        signal.signal(signal.SIGINT, previous)
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
     return restore
 

@@ -1,0 +1,105 @@
+"""A kill (SIGTERM) or a closed terminal (SIGHUP) while a shell command runs: the command runs in a
+session of its own, which neither reaches, so nanohermes cancels the turn first and the command is
+killed with it instead of being left running; the session is saved."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pexpect
+import pytest
+from cli_process import child_env, nanohermes_command, sessions_dir
+from fake_server import FakeServer
+from fake_server import fake_server as fake_server
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def running(marker: str) -> list[int]:
+    """Pids of processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def wait_for(check: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def long_command(server: FakeServer) -> str:
+    marker = f"nh-exit-signal-{uuid.uuid4().hex[:12]}"
+    server.push_tool_calls([("run_shell", {"command": f"sleep 600 # {marker}"})])
+    server.push_text("Done.")
+    return marker
+
+
+@pytest.mark.timeout(60)
+def test_sigterm_during_a_p_turn_kills_its_command_and_saves_the_session(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    marker = long_command(fake_server)
+    env = {**child_env("sk-test"), "NANOHERMES_SANDBOX": "off"}
+    args = nanohermes_command(fake_server, "--yes", "--session", "s", "-p", "run it")
+    import subprocess
+
+    process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        assert wait_for(lambda: running(marker), 20), "the command never started"
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=20)
+        assert wait_for(lambda: not running(marker), 5), "the command was left running"
+        assert (sessions_dir() / "s.json").is_file()
+    finally:
+        for pid in running(marker):
+            os.kill(pid, signal.SIGKILL)
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+@pytest.mark.timeout(90)
+def test_a_terminal_closed_during_a_repl_turn_kills_its_command(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    marker = long_command(fake_server)
+    env = {
+        **os.environ,
+        "NANOHERMES_MODEL": "fake-model",
+        "NANOHERMES_BASE_URL": fake_server.url,
+        "NANOHERMES_API_KEY": "sk-test",
+        "NANOHERMES_SANDBOX": "off",
+        "TERM": "xterm-256color",
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+    }
+    script = str(Path(sys.executable).with_name("nanohermes"))
+    child = pexpect.spawn(script, ["--yes", "--session", "r"], env=env, cwd=str(workspace), encoding="utf-8",
+                          dimensions=(40, 100), timeout=30)  # fmt: skip
+    try:
+        child.expect_exact("❯")
+        child.send("run it\r")
+        assert wait_for(lambda: running(marker), 20), "the command never started"
+        os.kill(child.pid, signal.SIGHUP)  # what the terminal sends when its window closes
+        child.expect(pexpect.EOF, timeout=30)
+        assert wait_for(lambda: not running(marker), 5), "the command was left running"
+        assert (sessions_dir() / "r.json").is_file()
+    finally:
+        for pid in running(marker):
+            os.kill(pid, signal.SIGKILL)
+        child.close(force=True)
