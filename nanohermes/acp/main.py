@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from acp.agent.connection import AgentSideConnection
+from pydantic import ValidationError
 
 from nanohermes.acp.server import AgentFactory, NanohermesAcpAgent
+from nanohermes.acp.session import first_validation_error
 from nanohermes.acp.transport import open_transport, protocol_files
 
 if TYPE_CHECKING:
@@ -36,7 +38,13 @@ class _OneLineFormatter(logging.Formatter):
     def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
         if self.verbose:
             return super().formatException(ei)
-        return f"  {ei[0].__name__}: {ei[1]}" if ei and ei[0] else ""
+        if not ei or not ei[0]:
+            return ""
+        error = ei[1]
+        if isinstance(error, ValidationError) and error.errors():  # its own report is several lines
+            return f"  ValidationError: {first_validation_error(error, error.title)}"
+        lines = str(error).strip().splitlines()
+        return f"  {ei[0].__name__}: {lines[0] if lines else ''}"
 
 
 def serve(
@@ -69,5 +77,8 @@ async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> in
         await connection.listen()
         await agent.shutdown(transport.unanswered)
     finally:
-        await asyncio.shield(connection.close())
+        try:
+            await asyncio.shield(connection.close())
+        except ConnectionError as err:  # a reply that failed as our output went (the SDK logged it)
+            logging.getLogger("nanohermes.acp").info("connection closed: %s", err)
     return 0

@@ -383,8 +383,12 @@ def _holder(err: SessionInUse) -> str:
 
 def _workspace(cwd: str) -> Path:
     path = Path(cwd)
+    shown = cwd if len(cwd) <= 200 else f"{cwd[:200]}…"
     if not path.is_absolute():
-        raise RequestError(-32602, f"cwd must be an absolute path, not {cwd!r}")
-    if not path.is_dir():
-        raise RequestError(-32602, f"cwd {cwd} is not a directory")
-    return path.resolve()
+        raise RequestError(-32602, f"cwd must be an absolute path, not {shown!r}")
+    try:
+        if path.is_dir():
+            return path.resolve()
+    except OSError as err:  # a name too long for the file system, a directory we may not search
+        raise RequestError(-32602, f"cwd {shown} cannot be used: {err.strerror or err}") from None
+    raise RequestError(-32602, f"cwd {shown} is not a directory")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp import RequestError, schema
 from acp.helpers import update_agent_message_text, update_agent_thought_text, update_tool_call
+from pydantic import ValidationError
 
 from nanohermes.acp import convert
 from nanohermes.acp.inbox import Inbox
@@ -89,8 +90,8 @@ class Bridge:
             reply = self.call(
                 lambda: self.client.read_text_file(session_id=self.session_id, path=str(path)), cancel
             )
-        except RequestError as err:
-            raise ToolError(f"the editor could not read {path}: {err}") from None
+        except (RequestError, ValidationError) as err:
+            raise ToolError(f"the editor could not read {path}: {reply_problem(err)}") from None
         return str(reply.content)
 
     def write_text(self, path: Path, content: str, cancel: object | None = None) -> None:
@@ -101,8 +102,8 @@ class Bridge:
                 ),
                 cancel,
             )
-        except RequestError as err:
-            raise ToolError(f"the editor could not write {path}: {err}") from None
+        except (RequestError, ValidationError) as err:
+            raise ToolError(f"the editor could not write {path}: {reply_problem(err)}") from None
 
 
 @dataclass
@@ -191,6 +192,9 @@ class AcpSession:
             self.workers.run(lambda: self._work(source, turn))
             finished = await self._pump(turn)
             done = True
+        except ConnectionError:  # stdin closed: no update reaches the client, its answer still may
+            log.info("session %s: the client has gone; the turn is cancelled", self.id)
+            return "cancelled"
         finally:
             if not done:  # the client went away or the worker failed: stop the agent
                 turn.cancel.cancel()
@@ -260,7 +264,7 @@ class AcpSession:
             if not turn.asking.cancelled() and turn.asking.exception() is None:
                 decision = self._decision(request, turn.asking.result())
             elif not turn.asking.cancelled():
-                log.warning("permission request failed: %s", turn.asking.exception())
+                log.warning("permission request failed: %s", reply_problem(turn.asking.exception()))
         finally:
             turn.asking = None
             if not ask.answer.done():
@@ -359,6 +363,21 @@ class AcpSession:
                 await self.bridge.client.session_update(session_id=self.id, update=update)
             else:
                 log.info("session %s: %s", self.id, note.text)
+
+
+def reply_problem(err: BaseException | None) -> str:
+    """One line for a client's failed or malformed reply (pydantic's report spans several)."""
+    if isinstance(err, ValidationError) and err.errors():
+        return f"malformed reply ({first_validation_error(err, 'the reply')})"
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def first_validation_error(err: ValidationError, whole: str) -> str:
+    """`where: what` of pydantic's first complaint (`whole` when it is about the value itself)."""
+    first = err.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or whole
+    return f"{where}: {first['msg']}"
 
 
 def _cancel(future: concurrent.futures.Future[Any]) -> None:

@@ -2,7 +2,9 @@
 
 The SDK's own framing logs and skips a line that is not JSON, and a JSON value that is not an object
 ends its receive loop. Here such a line gets a JSON-RPC error (`-32700` parse error, `-32600`
-invalid request) and the server keeps reading.
+invalid request) and the server keeps reading; what the SDK would trip on (an id that is a list, a
+reply whose error is a string, JSON nested past the parser's limit) is refused or mended first.
+While the client does not read our output, its input is not read either (memory stays bounded).
 
 `protocol_stdio` keeps stdout for protocol messages only: the protocol gets private duplicates of
 file descriptors 0 and 1; fd 1 then points at stderr and fd 0 at /dev/null, so a stray `print`, a
@@ -12,16 +14,36 @@ library's chatter or a child process can neither corrupt the stream nor eat the 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
+import math
 import os
+import re
 import stat
 import sys
 import threading
+import time
 from typing import Any, BinaryIO
+
+from nanohermes.errors import JSON_ERRORS, json_problem
 
 LINE_LIMIT = 50 * 1024 * 1024
 """The longest message read (an embedded file in a prompt can be large)."""
+FLUSH_SECONDS = 10.0
+"""How long the replies still buffered at exit may take to be read by the client."""
+NOTIFICATIONS = {"session/cancel"}
+"""The notifications the server handles, besides extensions (`_…`)."""
+JSON_TYPES: dict[type, str] = {
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    type(None): "null",
+}
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+"""How a surrogate code point gets into a string: only as an escape (the bytes are strict UTF-8)."""
 
 log = logging.getLogger("nanohermes.acp")
 
@@ -33,30 +55,49 @@ def error_reply(code: int, message: str, request_id: Any = None, data: Any = Non
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
+class InputReader(asyncio.StreamReader):
+    """A StreamReader that tells when its input has ended, while lines before the end are unread."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit=limit)
+        self.ended = asyncio.Event()
+
+    def feed_eof(self) -> None:
+        super().feed_eof()
+        self.ended.set()
+
+
 class LineTransport:
     """An `acp` Transport over asyncio byte streams (one JSON message per line)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: InputReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
         self._writer = writer
-        self._open_requests: set[str] = set()
+        self._open_requests: collections.Counter[str] = collections.Counter()
+        """Requests read and not answered yet, by id (a client may reuse an id before its answer)."""
 
     def unanswered(self) -> int:
         """How many requests read from the client have no reply sent yet."""
-        return len(self._open_requests)
+        return self._open_requests.total()
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message now (in call order: writes are never interleaved), then wait only if
         the client reads slower than we write. No sender task in between: each hop through the
         event loop is one more wait for the GIL while a turn's worker thread runs."""
         if "method" not in message and "id" in message:
-            self._open_requests.discard(json.dumps(message["id"]))
+            key = json.dumps(message["id"])
+            self._open_requests[key] -= 1
+            if self._open_requests[key] <= 0:
+                del self._open_requests[key]
         self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
         await self._writer.drain()
 
     async def receive(self) -> dict[str, Any] | None:
-        """The next well-formed message; None at end of input. Bad lines are answered here."""
+        """The next well-formed message; None at end of input (or once the client stopped reading
+        our output). Bad lines are answered here."""
         while True:
+            if not await self._writable():
+                return None
             try:
                 line = await self._reader.readuntil(b"\n")
             except asyncio.IncompleteReadError as err:
@@ -70,32 +111,48 @@ class LineTransport:
             if message is not None:
                 return message
 
+    async def _writable(self) -> bool:
+        """Wait while the client is not reading our replies: its requests are not read meanwhile,
+        so their replies cannot pile up (once its input has ended, what is left is read). False
+        once our output is gone."""
+        await asyncio.sleep(0)  # the handlers of the messages read so far run (and write) first
+        transport = self._writer.transport
+        if transport.get_write_buffer_size() and not self._reader.ended.is_set():
+            drained = asyncio.ensure_future(self._writer.drain())
+            ended = asyncio.ensure_future(self._reader.ended.wait())
+            await asyncio.wait({drained, ended}, return_when=asyncio.FIRST_COMPLETED)
+            ended.cancel()
+            if not drained.done():
+                drained.cancel()
+            elif drained.exception() is not None:  # ConnectionResetError: the output is gone
+                return False
+        return not transport.is_closing()
+
     async def _parse(self, line: bytes) -> dict[str, Any] | None:
         text = line.strip()
         if not text:
             return None
         try:
-            value = json.loads(text)
-        except ValueError as err:
-            log.warning("malformed JSON from the client: %s", err)
-            await self.send(error_reply(-32700, "Parse error", data={"details": str(err)}))
+            value = decode(text)
+        except JSON_ERRORS as err:
+            details = json_problem(err)
+            log.warning("malformed JSON from the client: %s", details)
+            await self.send(error_reply(-32700, "Parse error", data={"details": details}))
             return None
-        if not isinstance(value, dict):
-            kind = "batch requests are not supported" if isinstance(value, list) else "not a JSON object"
-            await self.send(error_reply(-32600, "Invalid request", data={"details": kind}))
+        problem = _invalid(value)
+        if problem is None and "id" not in value and not _handled(value.get("method")):
+            log.info("notification %.100r ignored: not one nanohermes handles", value["method"])
+            return None  # notifications are never answered; the SDK would log an error
+        if problem is None:
+            if "method" in value and "id" in value:
+                self._open_requests[json.dumps(value["id"])] += 1
+            return _with_error_object(value)
+        if isinstance(value, dict) and "method" not in value and "id" in value:
+            log.warning("a reply from the client dropped: %s", problem)  # replies are never answered
             return None
-        method = value.get("method")
-        if "method" in value and not isinstance(method, str):
-            await self.send(
-                error_reply(-32600, "Invalid request", value.get("id"), {"details": "method is not a string"})
-            )
-            return None
-        if "method" not in value and "id" not in value:
-            await self.send(error_reply(-32600, "Invalid request", data={"details": "no method and no id"}))
-            return None
-        if "method" in value and "id" in value:
-            self._open_requests.add(json.dumps(value["id"]))
-        return value
+        request_id = value.get("id") if isinstance(value, dict) and _valid_id(value.get("id")) else None
+        await self.send(error_reply(-32600, "Invalid request", request_id, {"details": problem}))
+        return None
 
     async def _skip_long_line(self, consumed: int) -> None:
         await self._reader.readexactly(consumed)
@@ -111,7 +168,100 @@ class LineTransport:
         await self.send(error_reply(-32600, "Invalid request", data={"details": f"message over {limit} MB"}))
 
     async def close(self) -> None:
-        """Nothing is queued: every message was written by `send`."""
+        """Write out what the pipe has not taken yet (the client reads slower than we wrote): for
+        up to FLUSH_SECONDS, while the output is still there."""
+        transport = self._writer.transport
+        deadline = time.monotonic() + FLUSH_SECONDS
+        while transport.get_write_buffer_size() and not transport.is_closing():
+            if time.monotonic() > deadline:
+                log.warning(
+                    "%d bytes of replies not written: the client stopped reading",
+                    transport.get_write_buffer_size(),
+                )
+                return
+            await asyncio.sleep(0.01)
+
+
+def decode(text: bytes) -> Any:
+    """A JSON value, refusing what cannot be written back as JSON: NaN, Infinity and numbers too
+    large for a float (a reply echoing them would not be JSON); a lone surrogate (`"\\ud800"`) in any
+    string becomes U+FFFD. Raises ValueError, RecursionError."""
+    value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    return _scrubbed(value) if SURROGATE_ESCAPE.search(text) else value
+
+
+def _scrubbed(value: Any) -> Any:
+    """`value` with its strings made encodable as UTF-8: a lone surrogate in a prompt or a file's
+    text would fail every later model request and session save of that conversation."""
+    holder = [value]
+    stack: list[Any] = [holder]
+    while stack:  # no recursion: the value may be nested nearly as deep as the parser allows
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in [key for key in node if _clean(key) != key]:
+                node[_clean(key)] = node.pop(key)
+        for key in list(node) if isinstance(node, dict) else range(len(node)):
+            item = node[key]
+            if isinstance(item, str):
+                node[key] = _clean(item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+    return holder[0]
+
+
+def _clean(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"number out of range: {text[:40]}")
+    return number
+
+
+def _invalid(value: Any) -> str | None:
+    """Why `value` is not a JSON-RPC message the connection can route; None when it is one."""
+    if not isinstance(value, dict):
+        return "batch requests are not supported" if isinstance(value, list) else "not a JSON object"
+    if "method" in value and not isinstance(value["method"], str):
+        return "method is not a string"
+    if "method" not in value and "id" not in value:
+        return "no method and no id"
+    if "id" in value and not _valid_id(value["id"]):
+        return "id is not a string, a number or null"
+    return None
+
+
+def _handled(method: str | None) -> bool:
+    """Whether the server handles notification `method` (a reply to us has none)."""
+    return method is None or method in NOTIFICATIONS or method.startswith("_")
+
+
+def _valid_id(request_id: Any) -> bool:
+    # a list or object id cannot be looked up (the SDK's table of sent requests raises), and
+    # true would match request 1
+    number = isinstance(request_id, int | float) and not isinstance(request_id, bool)
+    return request_id is None or number or isinstance(request_id, str)
+
+
+def _with_error_object(message: dict[str, Any]) -> dict[str, Any]:
+    """A client's error reply whose `error` is not an object still fails the request it answers
+    (the SDK reads it with `.get`)."""
+    if "method" in message or "error" not in message or isinstance(message["error"], dict):
+        return message
+    kind = JSON_TYPES.get(type(message["error"]), "value")
+    log.warning("a malformed error reply from the client: its error is a %s, not an object", kind)
+    error = {"code": -32603, "message": f"malformed error reply (a {kind}, not an object)"}
+    return {**message, "error": error}
 
 
 def protocol_files() -> tuple[BinaryIO, BinaryIO]:
@@ -131,7 +281,7 @@ async def open_transport(proto_in: BinaryIO, proto_out: BinaryIO) -> LineTranspo
     """Pipes (what editors give) are read and written by the event loop; a regular file (input
     redirected from a file, output to one) falls back to a reader thread / blocking writes."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    reader = InputReader(limit=LINE_LIMIT)
     try:
         if not _pollable(proto_in):
             raise ValueError("not pollable")
@@ -158,7 +308,7 @@ def _pollable(target: BinaryIO) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(number)
 
 
-def _feed(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, source: BinaryIO) -> None:
+def _feed(loop: asyncio.AbstractEventLoop, reader: InputReader, source: BinaryIO) -> None:
     try:
         while data := source.read(65536):
             loop.call_soon_threadsafe(reader.feed_data, data)
@@ -180,6 +330,9 @@ class _FileWriteTransport(asyncio.WriteTransport):
 
     def is_closing(self) -> bool:
         return self._closing
+
+    def get_write_buffer_size(self) -> int:
+        return 0
 
     def close(self) -> None:
         self._closing = True
