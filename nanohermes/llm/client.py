@@ -7,9 +7,7 @@ for backoff waits, `clock()` for the total deadline, `wall_clock()` for HTTP-dat
 
 from __future__ import annotations
 
-import json
 import random as _random
-import re
 import time
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -44,7 +42,7 @@ from nanohermes.llm.failures import (
 )
 from nanohermes.llm.interrupt import SendWorkers
 from nanohermes.llm.response import StreamAssembler, assemble, parse_completion, replay_deltas
-from nanohermes.llm.wire import build_body, rejected_optional_field
+from nanohermes.llm.wire import body_bytes, build_body, rejected_optional_field
 from nanohermes.types import ChatResult, Message
 
 if TYPE_CHECKING:
@@ -274,7 +272,7 @@ class ChatClient:
         }
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
-        content = _utf8(json.dumps(body, ensure_ascii=False))
+        content = body_bytes(body)
         return self._http.build_request(
             "POST", self.url, content=content, headers=headers, timeout=self._timeout
         )
@@ -388,16 +386,3 @@ _RETRYABLE_TRANSPORT = (
     httpx.ReadError,
     httpx.WriteError,
 )
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _utf8(text: str) -> bytes:
-    """`text` as UTF-8. A lone surrogate (a reply's JSON `"\\ud800"`, kept in the history; a file
-    name that is not UTF-8) has no UTF-8 form: it is sent as U+FFFD rather than failing every later
-    request of the session."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text).encode("utf-8")

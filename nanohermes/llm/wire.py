@@ -13,6 +13,7 @@ The caller's messages are never modified.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from nanohermes.types import Message, message_text
@@ -123,3 +124,17 @@ def rejected_optional_field(status: int, text: str, body: dict[str, Any]) -> str
     if status not in (400, 422):
         return None
     return next((name for name in OPTIONAL_FIELDS if name in body and name in text), None)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def body_bytes(body: dict[str, Any]) -> bytes:
+    """A request body as UTF-8 JSON. A lone surrogate (a reply's JSON `"\\ud800"`, kept in the
+    history; a file name that is not UTF-8) has no UTF-8 form: it is sent as U+FFFD rather than
+    failing every later request of the session."""
+    text = json.dumps(body, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
