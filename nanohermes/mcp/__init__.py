@@ -5,6 +5,7 @@
     logs.py        each stdio server's stderr in its own log file (rotated), never on the terminal
     results.py     a CallToolResult as the text the model sees
     status.py      what the manager tracks per server; ServerStatus for /mcp and `mcp list` (no SDK)
+    surrogates.py  a reply with a lone UTF-16 surrogate (which the SDK's parser drops) repaired
     tools.py       server tools → `nanohermes.tools.base.Tool` objects named `mcp__<server>__<tool>`
 
 The configuration (McpServerConfig: the `[mcp_servers.NAME]` table, the JSON `mcpServers` form, ACP's

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from nanohermes import __version__
 from nanohermes.errors import NanoHermesError
+from nanohermes.mcp.surrogates import SurrogateRepair
 from nanohermes.mcp_config import McpServerConfig
 
 CLOSE_SECONDS = 8.0
@@ -131,6 +132,7 @@ class Connection:
             args=list(config.args),
             env=dict(config.env) or None,
             cwd=cwd or self._cwd,
+            encoding_error_handler="replace",  # "strict" ends the reader at a stray byte: every reply lost
         )
         return Client(self._stdio(params), client_info=info, message_handler=self._on_message)
 
@@ -156,9 +158,9 @@ class Connection:
         group only when the server outlives its grace period, so children it started would linger."""
         transport = stdio_client(params, errlog=self._errlog)
         try:
-            async with transport as streams:
+            async with transport as (read, write):
                 self.pid = _pid_of(transport)
-                yield streams
+                yield SurrogateRepair(read), write
         finally:
             if self.pid is not None:
                 kill_group(self.pid)

@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS
 from nanohermes.mcp_config import McpServerConfig
 from nanohermes.tools.base import Tool
 
@@ -56,7 +57,9 @@ class ServerEntry:
     stale: bool = False
     """The server said its tool list changed; not listed again yet."""
     refresh: asyncio.Task[None] | None = None
+    oversized: set[str] = field(default_factory=set)
+    """Tools left out for their schema's size, as last told to the user."""
 
 
 def tool_info(tool: Tool, spec: ListedTool) -> ToolInfo:
-    return ToolInfo(tool.name, spec.name, spec.description, spec.read_only)
+    return ToolInfo(tool.name, spec.name, spec.description[:MAX_DESCRIPTION_CHARS], spec.read_only)

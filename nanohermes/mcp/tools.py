@@ -8,6 +8,7 @@ offered in `read-only`), unless its server is `trusted` (`preapproved`: runs wit
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any, Protocol
@@ -17,6 +18,10 @@ from nanohermes.mcp.schema import normalize_schema
 from nanohermes.mcp_config import McpServerConfig, tool_name, with_hash
 from nanohermes.tools.base import Tool
 
+MAX_DESCRIPTION_CHARS = 2000
+"""A tool's description is cut here: every request to the model carries it."""
+MAX_SCHEMA_CHARS = 32_000
+"""A tool whose input schema is longer (as JSON) is left out: cutting a schema would break it."""
 CANCEL_ARG = "__nanohermes_cancel"
 """The keyword the runner passes the call's CancelToken in (no JSON schema property can clash: the
 runner sets it last)."""
@@ -73,10 +78,13 @@ def build_tools(
         props: dict[str, Any] = parameters["properties"]
         required = [str(key) for key in parameters.get("required", [])]
         remote = _RemoteCall(spec.name, caller, starter)
+        description = spec.description.strip() or f"{spec.name} (MCP server {server})"
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            description = description[: MAX_DESCRIPTION_CHARS - 1] + "…"
         tools.append(
             Tool(
                 name=name,
-                description=spec.description.strip() or f"{spec.name} (MCP server {server})",
+                description=description,
                 parameters=parameters,
                 func=remote,
                 start=remote.start,
@@ -89,6 +97,11 @@ def build_tools(
             )
         )
     return tools
+
+
+def oversized(listed: Iterable[Listed]) -> set[str]:
+    """The names of the tools whose input schema is longer than MAX_SCHEMA_CHARS as JSON."""
+    return {spec.name for spec in listed if len(json.dumps(spec.input_schema)) > MAX_SCHEMA_CHARS}
 
 
 def _unique(name: str, remote: str, taken: set[str]) -> str:

@@ -3,6 +3,9 @@
 bad-content   tools/call answers `content: "text"` (not a list), then a text part beside an
               unknown part type; every later call is answered properly
 bad-listing   tools/list names a tool whose inputSchema is `{"type": "string"}`
+stray-bytes   writes a line of bytes that are not UTF-8 to stdout before each tools/call answer
+surrogates    a lone UTF-16 surrogate (JSON-escaped) in the tool's description and in each result
+oversized     lists `echo` with a 100,000-character description and `huge` with a 100 kB schema
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from typing import Any
 
 MODE = sys.argv[1]
 ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+HALF_EMOJI = "\ud83d"
+"""The first half of a surrogate pair alone: json.dumps writes it as the escape `\\ud83d`."""
+HUGE_SCHEMA = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(5000)}}
 BROKEN_RESULTS: list[dict[str, Any]] = [
     {"content": "not a list"},
     {"content": [{"type": "text", "text": "kept?"}, {"type": "hologram", "data": "x"}]},
@@ -24,6 +30,16 @@ def reply(message_id: Any, result: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def listing() -> list[dict[str, Any]]:
+    if MODE == "bad-listing":
+        return [{"name": "bad", "inputSchema": {"type": "string"}}]
+    if MODE == "surrogates":
+        return [{**ECHO, "description": f"Echo {HALF_EMOJI}"}]
+    if MODE == "oversized":
+        return [{**ECHO, "description": "d" * 100_000}, {"name": "huge", "inputSchema": HUGE_SCHEMA}]
+    return [ECHO]
+
+
 def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
     if method == "initialize":
         info = {"name": "hostile", "version": "1"}
@@ -33,12 +49,15 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
             "serverInfo": info,
         }
     if method == "tools/list":
-        listed = [{"name": "bad", "inputSchema": {"type": "string"}}] if MODE == "bad-listing" else [ECHO]
-        return {"tools": listed}
+        return {"tools": listing()}
     if method == "tools/call" and MODE == "bad-content" and BROKEN_RESULTS:
         return BROKEN_RESULTS.pop(0)
+    if method == "tools/call" and MODE == "stray-bytes":
+        sys.stdout.buffer.write(b"\xff\xfe not UTF-8\n")
+        sys.stdout.flush()
     if method == "tools/call":
-        return {"content": [{"type": "text", "text": "echo: " + str(params["arguments"].get("text"))}]}
+        tail = HALF_EMOJI if MODE == "surrogates" else ""
+        return {"content": [{"type": "text", "text": "echo: " + str(params["arguments"].get("text")) + tail}]}
     return {}
 
 
