@@ -3,8 +3,10 @@ the server neither crashes nor hangs nor loses what it holds (the real process, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,20 +85,23 @@ def test_bad_and_unknown_notifications_are_one_line_notices(fake_server: FakeSer
     assert len(lines) == 4, lines  # two records of two lines: no report of pydantic's, no "not found"
 
 
-def write_turn(server: FakeServer) -> None:
-    server.push_tool_calls([("write_file", {"path": "out.txt", "content": "hello\n"})])
-    server.push_text("Done.")
+@contextlib.contextmanager
+def permission_asked(fake_server: FakeServer, workspace: Path) -> Iterator[tuple[RawServer, dict[str, Any]]]:
+    """A server whose prompt "p" (a turn writing out.txt) waits for an answer to its permission
+    request: the server, and that request."""
+    fake_server.push_tool_calls([("write_file", {"path": "out.txt", "content": "hello\n"})])
+    fake_server.push_text("Done.")
+    with raw_server(fake_server, workspace) as server:
+        server.initialize()
+        sid = server.new_session(workspace)
+        server.prompt("p", sid, "write out.txt")
+        yield server, server.server_request("session/request_permission")
 
 
 def test_malformed_replies_to_a_permission_request_count_as_no(
     fake_server: FakeServer, workspace: Path
 ) -> None:
-    write_turn(fake_server)
-    with raw_server(fake_server, workspace) as server:
-        server.initialize()
-        sid = server.new_session(workspace)
-        server.prompt("p", sid, "write out.txt")
-        asked = server.server_request("session/request_permission")
+    with permission_asked(fake_server, workspace) as (server, asked):
         server.send({"jsonrpc": "2.0", "id": [asked["id"]], "result": {}})  # cannot be matched: dropped
         server.send({"jsonrpc": "2.0", "id": asked["id"], "error": "no"})  # not an error object
         assert server.reply("p")["result"]["stopReason"] == "end_turn"
@@ -109,12 +114,7 @@ def test_malformed_replies_to_a_permission_request_count_as_no(
 def test_a_permission_reply_of_the_wrong_shape_is_one_line_on_stderr(
     fake_server: FakeServer, workspace: Path
 ) -> None:
-    write_turn(fake_server)
-    with raw_server(fake_server, workspace) as server:
-        server.initialize()
-        sid = server.new_session(workspace)
-        server.prompt("p", sid, "write out.txt")
-        asked = server.server_request("session/request_permission")
+    with permission_asked(fake_server, workspace) as (server, asked):
         server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": 5}})
         assert server.reply("p")["result"]["stopReason"] == "end_turn"
         clean_exit(server)
