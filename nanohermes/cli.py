@@ -123,6 +123,26 @@ def _stdout_closed() -> int:
     return EXIT_FAILURE
 
 
+def _ctrl_c_while_leaving(code: int) -> None:
+    """Ctrl-C while a one-shot run ends. The joins below wait for the tools' threads, one of which
+    may still be killing an interrupted command (SIGTERM, then SIGKILL half a second later): a
+    KeyboardInterrupt there printed a traceback and left the command running. Now a first Ctrl-C
+    only says so; a second one quits at once."""
+    import os
+    import signal
+
+    pressed: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if pressed:
+            os._exit(code)
+        pressed.append(signum)
+        print("nanohermes: finishing: stopping the commands still running (Ctrl-C again to quit now)",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    signal.signal(signal.SIGINT, handler)
+
+
 def _leave(code: int) -> None:
     """End a one-shot run now. Everything is written by then (the answer is printed, the session and
     memory files fsynced); what is left is joining threads and running exit hooks — done here, as the
@@ -138,6 +158,7 @@ def _leave(code: int) -> None:
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is None:
         return
+    _ctrl_c_while_leaving(code)
     shutdown()  # joins non-daemon threads and runs threading's exit hooks (ThreadPoolExecutor's)
     import atexit
 

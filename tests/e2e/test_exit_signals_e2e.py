@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -56,8 +57,6 @@ def test_sigterm_during_a_p_turn_kills_its_command_and_saves_the_session(
     marker = long_command(fake_server)
     env = {**child_env("sk-test"), "NANOHERMES_SANDBOX": "off"}
     args = nanohermes_command(fake_server, "--yes", "--session", "s", "-p", "run it")
-    import subprocess
-
     process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)  # fmt: skip
     try:
@@ -103,3 +102,34 @@ def test_a_terminal_closed_during_a_repl_turn_kills_its_command(
         for pid in running(marker):
             os.kill(pid, signal.SIGKILL)
         child.close(force=True)
+
+
+@pytest.mark.parametrize("gap", [0.05, 0.3, 0.6])
+@pytest.mark.timeout(60)
+def test_ctrl_c_twice_in_p_never_leaves_the_command_running(
+    fake_server: FakeServer, workspace: Path, gap: float
+) -> None:
+    """A command that ignores SIGTERM is killed half a second after it; a second Ctrl-C in that half
+    second (as the run was ending) printed a KeyboardInterrupt traceback and left it running."""
+    marker = f"nh-ctrl-c-twice-{uuid.uuid4().hex[:12]}"
+    fake_server.push_tool_calls([("run_shell", {"command": f"trap '' TERM; sleep 600 # {marker}"})])
+    fake_server.push_text("Done.")
+    env = {**child_env("sk-test"), "NANOHERMES_SANDBOX": "off"}
+    args = nanohermes_command(fake_server, "--yes", "-p", "run it")
+    process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert wait_for(lambda: running(marker), 20), "the command never started"
+        process.send_signal(signal.SIGINT)
+        time.sleep(gap)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=20)
+        assert "Traceback" not in stderr
+        assert wait_for(lambda: not running(marker), 5), "the command was left running"
+        assert process.returncode == 130, stderr
+    finally:
+        for pid in running(marker):
+            os.kill(pid, signal.SIGKILL)
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
