@@ -17,6 +17,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output
 
 from nanohermes.fileio import ensure_private_dir
+from nanohermes.ui.safe_text import terminal_safe
 
 PROMPT = "❯ "
 CONTINUATION = "· "
@@ -83,7 +84,10 @@ class ReplCompleter(Completer):
             if hidden or not entry.name.startswith(prefix):
                 continue
             suffix = "/" if entry.is_dir() else ""
-            yield Completion(entry.name + suffix, start_position=-len(prefix), display=entry.name + suffix)
+            # shown safe: a file name may hold escape sequences or a bidi override (`a\u202eb`
+            # would show reordered); inserted as it is, so the path still names the file
+            shown_name = terminal_safe(entry.name + suffix)
+            yield Completion(entry.name + suffix, start_position=-len(prefix), display=shown_name)
             shown += 1
             if shown >= MAX_PATH_COMPLETIONS:
                 return

@@ -115,6 +115,18 @@ def test_completion_of_commands_arguments_and_paths(tmp_path: Path) -> None:
     assert completions(completer, "plain words") == []
 
 
+def test_a_path_completion_shows_escapes_and_bidi_overrides_as_text(tmp_path: Path) -> None:
+    """The completion menu printed file names raw: `\u202e` reordered what was shown (Trojan
+    Source) and an escape sequence reached the terminal. The text inserted stays the real name."""
+    for name in ("invoice\u202etxt.exe", "a\x1b]0;title\x07b"):
+        (tmp_path / name).write_text("")
+    completer = ReplCompleter(COMMANDS, {}, tmp_path)
+    found = list(completer.get_completions(Document("@"), CompleteEvent(completion_requested=True)))
+    assert sorted(c.text for c in found) == sorted(["invoice\u202etxt.exe", "a\x1b]0;title\x07b"])
+    shown = sorted(to_plain_text(c.display) for c in found)
+    assert shown == ["a\\x1b]0;title\\x07b", "invoice\\u202etxt.exe"]
+
+
 def test_toolbar_shows_model_permission_session_and_fill() -> None:
     text = to_plain_text(toolbar_text("gpt-4o", "ask", "work", 42, "Ctrl-C again to exit"))
     for part in ("gpt-4o", "ask", "work", "context 42%", "Ctrl-C again to exit"):
