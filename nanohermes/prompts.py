@@ -78,9 +78,8 @@ def load_agents_md(workspace: Path) -> tuple[str, str]:
     if not real.is_relative_to(root):
         return "", _ignored(f"it links to {real}, outside the workspace")
     try:
-        data, size = read_regular(
-            real, 4 * AGENTS_MAX_CHARS + 4, follow=False
-        )  # UTF-8: at most 4 bytes a character
+        # UTF-8: at most 4 bytes a character
+        data, size = read_regular(real, 4 * AGENTS_MAX_CHARS + 4, follow=False)
     except OSError as err:
         return "", _ignored(_reason(err))
     text = data.decode("utf-8", errors="replace")

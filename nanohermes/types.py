@@ -7,12 +7,41 @@ endpoint takes, what the session file stores and what the memory excerpt reads, 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 Message = dict[str, Any]
 """One chat message in wire format: {"role": ..., "content": ..., "tool_calls"?, "tool_call_id"?}."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """`text` with each lone surrogate (a JSON `\\ud83d` escape cut from its pair, as a truncated
+    emoji leaves it; a file name that is not UTF-8) replaced by U+FFFD: it cannot be encoded, so
+    printing, a session file or the request to the model would fail on it."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+def with_valid_text(value: Any) -> Any:
+    """A parsed JSON `value` with `valid_text` applied to every string in it, keys too (in place).
+    No recursion: it may be nested as deeply as the parser allows."""
+    holder = [value]
+    stack: list[Any] = [holder]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in [key for key in node if isinstance(key, str) and valid_text(key) != key]:
+                node[valid_text(key)] = node.pop(key)
+        places: list[Any] = list(node) if isinstance(node, dict) else list(range(len(node)))
+        for place in places:
+            item = node[place]
+            if isinstance(item, str):
+                node[place] = valid_text(item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+    return holder[0]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from fake_server import FakeServer
 
@@ -43,15 +43,18 @@ def run_nanohermes(
     env: dict[str, str] | None = None,
     stdin: str | None = None,
     timeout: float = 60,
+    stdout: int | IO[Any] = subprocess.PIPE,
 ) -> subprocess.CompletedProcess[str]:
-    """Run to the end; stdin is `stdin`, or empty (never the test runner's own)."""
+    """Run to the end; stdin is `stdin`, or empty (never the test runner's own); stdout is captured
+    unless `stdout` names another target (a closed pipe, /dev/full)."""
     return subprocess.run(
         nanohermes_command(server, *args),
         cwd=cwd,
         env=child_env(key, env),
         input=stdin,
         stdin=None if stdin is not None else subprocess.DEVNULL,
-        capture_output=True,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
         text=True,
         timeout=timeout,
     )

@@ -27,6 +27,7 @@ import time
 from typing import Any, BinaryIO
 
 from nanohermes.errors import JSON_ERRORS, json_problem
+from nanohermes.types import with_valid_text
 
 LINE_LIMIT = 50 * 1024 * 1024
 """The longest message read (an embedded file in a prompt can be large)."""
@@ -187,34 +188,7 @@ def decode(text: bytes) -> Any:
     large for a float (a reply echoing them would not be JSON); a lone surrogate (`"\\ud800"`) in any
     string becomes U+FFFD. Raises ValueError, RecursionError."""
     value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
-    return _scrubbed(value) if SURROGATE_ESCAPE.search(text) else value
-
-
-def _scrubbed(value: Any) -> Any:
-    """`value` with its strings made encodable as UTF-8: a lone surrogate in a prompt or a file's
-    text would fail every later model request and session save of that conversation."""
-    holder = [value]
-    stack: list[Any] = [holder]
-    while stack:  # no recursion: the value may be nested nearly as deep as the parser allows
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key in [key for key in node if _clean(key) != key]:
-                node[_clean(key)] = node.pop(key)
-        for key in list(node) if isinstance(node, dict) else range(len(node)):
-            item = node[key]
-            if isinstance(item, str):
-                node[key] = _clean(item)
-            elif isinstance(item, dict | list):
-                stack.append(item)
-    return holder[0]
-
-
-def _clean(text: str) -> str:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+    return with_valid_text(value) if SURROGATE_ESCAPE.search(text) else value
 
 
 def _not_json(name: str) -> Any:

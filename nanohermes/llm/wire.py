@@ -13,10 +13,9 @@ The caller's messages are never modified.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from nanohermes.types import Message, message_text
+from nanohermes.types import Message, message_text, valid_text
 
 MISSING_RESULT = "ERROR: no result was recorded for this tool call (the turn was interrupted)"
 REASONING_KEYS = ("reasoning_content", "reasoning")
@@ -126,9 +125,6 @@ def rejected_optional_field(status: int, text: str, body: dict[str, Any]) -> str
     return next((name for name in OPTIONAL_FIELDS if name in body and name in text), None)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def body_bytes(body: dict[str, Any]) -> bytes:
     """A request body as UTF-8 JSON. A lone surrogate (a reply's JSON `"\\ud800"`, kept in the
     history; a file name that is not UTF-8) has no UTF-8 form: it is sent as U+FFFD rather than
@@ -137,4 +133,4 @@ def body_bytes(body: dict[str, Any]) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+        return valid_text(text).encode("utf-8")

@@ -18,20 +18,9 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from nanohermes.errors import JSON_ERRORS
+from nanohermes.types import with_valid_text
 
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def scrub(value: Any) -> Any:
-    """`value` (parsed JSON) with every lone surrogate in its strings and keys replaced by U+FFFD."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [scrub(item) for item in value]
-    if isinstance(value, dict):
-        return {scrub(key): scrub(item) for key, item in value.items()}
-    return value
 
 
 def repaired(item: object) -> object:
@@ -44,7 +33,8 @@ def repaired(item: object) -> object:
     if not isinstance(line, str) or not _ESCAPED_SURROGATE.search(line):
         return item
     try:
-        message = mcp_types.jsonrpc_message_adapter.validate_python(scrub(json.loads(line)), by_name=False)
+        value = with_valid_text(json.loads(line))
+        message = mcp_types.jsonrpc_message_adapter.validate_python(value, by_name=False)
     except JSON_ERRORS:  # not (only) a surrogate: the SDK's own error stands
         return item
     return SessionMessage(message)

@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_KEY_CHARS, MAX_KEYS
 from nanohermes.memory.kinds import Kind
+from nanohermes.types import valid_text
 
 FORMAT_VERSION = 1
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def valid_text(text: str) -> str:
-    """`text` with each lone surrogate (a JSON `\\ud83d` escape cut from its pair, as a truncated
-    emoji leaves it) replaced by U+FFFD: it cannot be encoded, so printing, a session file or the
-    request to the model would fail on it."""
-    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from nanohermes.errors import MemoryRejected
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
-from nanohermes.memory.entry import clean_keys, valid_text
+from nanohermes.memory.entry import clean_keys
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.security import (
     controls_removed,
@@ -17,6 +17,7 @@ from nanohermes.memory.security import (
     risky_instruction,
 )
 from nanohermes.memory.text import cut_text
+from nanohermes.types import valid_text
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,40 @@ def _fence_marker(line: str) -> str | None:
     return match.group(1) if match else None
 
 
+class PartialLine:
+    """Text streamed in pieces, split into complete lines as they end. The line being written is
+    kept as its pieces (joined once, when read): a 1 MB line in 100,000 deltas costs O(delta) each."""
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._pieces)
+
+    @property
+    def text(self) -> str:
+        """The line being written."""
+        if len(self._pieces) > 1:
+            self._pieces = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
+
+    def feed(self, text: str) -> list[str]:
+        """Add `text`; the lines it completed."""
+        if not text:
+            return []
+        self._pieces.append(text)
+        if "\n" not in text:
+            return []
+        *lines, rest = self.text.split("\n")
+        self._pieces = [rest] if rest else []
+        return lines
+
+    def take(self) -> str:
+        """The line being written, which is then empty."""
+        text, self._pieces = self.text, []
+        return text
+
+
 class MarkdownSplitter:
     """Feed text as it streams; `feed` returns the blocks that closed.
 
@@ -25,8 +59,7 @@ class MarkdownSplitter:
 
     def __init__(self) -> None:
         self._closed_lines: list[str] = []
-        self._pieces: list[str] = []
-        """The line being written, as it arrived: a 1 MB line in 100,000 deltas costs O(delta) each."""
+        self._partial = PartialLine()
         self._fence: str | None = None
 
     @property
@@ -34,32 +67,20 @@ class MarkdownSplitter:
         return self._fence is not None
 
     @property
-    def _partial(self) -> str:
-        """The line being written (its pieces joined once, then kept joined)."""
-        if len(self._pieces) > 1:
-            self._pieces = ["".join(self._pieces)]
-        return self._pieces[0] if self._pieces else ""
-
-    @property
     def tail(self) -> str:
         """The open block: complete lines not yet closed plus the line being written."""
         if not self._closed_lines:
-            return self._partial
-        return "\n".join(self._closed_lines) + "\n" + self._partial
+            return self._partial.text
+        return "\n".join(self._closed_lines) + "\n" + self._partial.text
 
     def feed(self, text: str) -> list[str]:
-        self._pieces.append(text)
-        if "\n" not in text:
-            return []
-        *lines, rest = self._partial.split("\n")
-        self._pieces = [rest]
-        return [block for line in lines if (block := self._take_line(line))]
+        return [block for line in self._partial.feed(text) if (block := self._take_line(line))]
 
     def finish(self) -> str:
         """Everything left, as one block (may be empty)."""
         rest = self.tail
         self._closed_lines = []
-        self._pieces = []
+        self._partial.take()
         self._fence = None
         return rest.strip("\n")
 

@@ -40,8 +40,8 @@ from nanohermes.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.types import Usage
-from nanohermes.ui.safe_text import encodable, terminal_safe
+from nanohermes.types import Usage, valid_text
+from nanohermes.ui.safe_text import terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ class _AnswerPrinter:
         if self.closed:
             return
         try:
-            self.out.write(encodable(text))
+            self.out.write(valid_text(text))
             self.out.flush()
         except OSError as err:
             self.closed = True

@@ -29,7 +29,7 @@ from nanohermes.events import (
 )
 from nanohermes.toolcalls import key_argument
 from nanohermes.types import ToolResult, shorten
-from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
+from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine, visible_tail
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -145,8 +145,7 @@ class Renderer:
         self.console = console
         self._live: Live | None = None
         self._text = MarkdownSplitter()
-        self._reasoning: list[str] = []
-        """The reasoning line being written, as its pieces arrived (appending costs O(delta))."""
+        self._reasoning = PartialLine()
         self._running: dict[str, str] = {}
         self._arguments: dict[str, str] = {}
         self._waiting = False
@@ -158,7 +157,7 @@ class Renderer:
 
     def begin_turn(self) -> None:
         self._text = MarkdownSplitter()
-        self._reasoning = []
+        self._reasoning = PartialLine()
         self._running.clear()
         self._arguments.clear()
         self._waiting = True
@@ -234,14 +233,7 @@ class Renderer:
             self._print_markdown(block)
 
     def _on_reasoning(self, text: str) -> None:
-        if not text:
-            return
-        self._reasoning.append(text)
-        if "\n" not in text:
-            return
-        *lines, rest = "".join(self._reasoning).split("\n")
-        self._reasoning = [rest] if rest else []
-        for line in lines:
+        for line in self._reasoning.feed(text):
             self.console.print(Text(terminal_safe(line), style="dim italic"), overflow="fold")
 
     def _on_tool_started(self, event: ToolStarted) -> None:
@@ -305,7 +297,7 @@ class Renderer:
 
     def _flush_reasoning(self) -> None:
         if self._reasoning:
-            text, self._reasoning = "".join(self._reasoning), []
+            text = self._reasoning.take()
             self.console.print(Text(terminal_safe(text), style="dim italic"), overflow="fold")
 
     def _live_renderable(self) -> RenderableType:
@@ -316,8 +308,7 @@ class Renderer:
         height = max(3, self.console.size.height - 4)
         room = height * self.console.width  # the most a live region can show: lay out no more
         if self._reasoning:
-            self._reasoning = ["".join(self._reasoning)]
-            parts.append(Text(terminal_safe(self._reasoning[0][-room:]), style="dim italic"))
+            parts.append(Text(terminal_safe(self._reasoning.text[-room:]), style="dim italic"))
         tail = self._text.tail
         if tail.strip():
             parts.append(_answer(self.console, terminal_safe(visible_tail(tail, height, room))))

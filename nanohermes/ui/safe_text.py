@@ -9,8 +9,7 @@ newlines, tabs and the CR of a CRLF line end are kept.
 
 A lone surrogate (a JSON `"\\ud800"` escape in a reply, a file name that is not UTF-8) cannot be
 encoded at all: written to stdout it raises UnicodeEncodeError and ends the REPL or the `-p` run.
-`terminal_safe` shows it as `\\ud800`; `encodable` (for a pipe, where the text is passed on as it
-is) makes it U+FFFD, as `-p -` does with bytes that are not UTF-8.
+`terminal_safe` shows it as `\\ud800` (on a pipe, `types.valid_text` makes it U+FFFD).
 """
 
 from __future__ import annotations
@@ -18,17 +17,11 @@ from __future__ import annotations
 import re
 
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]|\r(?!\n)")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def terminal_safe(text: str) -> str:
     """`text` with every character a terminal would act on, instead of show, made visible."""
     return _UNSAFE.sub(_visible, text)
-
-
-def encodable(text: str) -> str:
-    """`text` with each lone surrogate replaced by U+FFFD, so that it can be written as UTF-8."""
-    return _SURROGATE.sub("\ufffd", text)
 
 
 def _visible(match: re.Match[str]) -> str:

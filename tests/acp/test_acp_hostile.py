@@ -215,6 +215,12 @@ def test_the_server_ends_when_the_client_stops_hearing_it(fake_server: FakeServe
         assert "Traceback" not in server.stderr()
 
 
+def flood(server: RawServer, count: int) -> None:
+    """`count` requests with one id, none of their replies read; a second for them all to arrive."""
+    server.send(b'{"jsonrpc":"2.0","id":1,"method":"_nanohermes/none","params":{}}\n' * count)
+    time.sleep(1)
+
+
 def vm_peak_mb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -229,8 +235,7 @@ def test_a_flood_of_requests_unread_replies_keeps_memory_bounded(
     count = 150_000
     with raw_server(fake_server, workspace) as server:
         server.initialize()
-        server.send(b'{"jsonrpc":"2.0","id":1,"method":"_nanohermes/none","params":{}}\n' * count)
-        time.sleep(1)  # the flood is in; no reply read yet
+        flood(server, count)
         peak = vm_peak_mb(server.process.pid)
         clean_exit(server)
     assert peak < 200
@@ -265,8 +270,7 @@ def test_requests_reusing_an_id_are_all_answered_before_the_exit(
     count = 5000
     with raw_server(fake_server, workspace) as server:
         server.initialize()
-        server.send(b'{"jsonrpc":"2.0","id":1,"method":"_nanohermes/none","params":{}}\n' * count)
-        time.sleep(1)  # replies unread: they wait for the pipe
+        flood(server, count)  # replies unread: they wait for the pipe
         assert server.process.stdin is not None
         server.process.stdin.close()
         time.sleep(2)  # input ended: the server must wait for every reply, not for the first with id 1

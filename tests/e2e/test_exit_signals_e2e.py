@@ -4,21 +4,28 @@ killed with it instead of being left running; the session is saved."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
 import pytest
-from cli_process import child_env, nanohermes_command, sessions_dir
+from cli_process import sessions_dir, started_nanohermes
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def no_sandbox() -> dict[str, str]:
+    """The test's environment (its own HOME and dirs), with the sandbox off: bubblewrap would kill
+    every process of a command by itself."""
+    return {**os.environ, "NANOHERMES_SANDBOX": "off"}
 
 
 def running(marker: str) -> list[int]:
@@ -43,11 +50,22 @@ def wait_for(check: object, timeout: float) -> bool:
     return False
 
 
-def long_command(server: FakeServer) -> str:
+def long_command(server: FakeServer, command: str = "sleep 600") -> str:
+    """Queue a turn running `command`, tagged with a marker to find it by; the marker."""
     marker = f"nh-exit-signal-{uuid.uuid4().hex[:12]}"
-    server.push_tool_calls([("run_shell", {"command": f"sleep 600 # {marker}"})])
+    server.push_tool_calls([("run_shell", {"command": f"{command} # {marker}"})])
     server.push_text("Done.")
     return marker
+
+
+@contextlib.contextmanager
+def none_left(marker: str) -> Iterator[None]:
+    """Whatever the test saw, no process holding `marker` outlives it."""
+    try:
+        yield
+    finally:
+        for pid in running(marker):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.timeout(60)
@@ -55,22 +73,16 @@ def test_sigterm_during_a_p_turn_kills_its_command_and_saves_the_session(
     fake_server: FakeServer, workspace: Path
 ) -> None:
     marker = long_command(fake_server)
-    env = {**child_env("sk-test"), "NANOHERMES_SANDBOX": "off"}
-    args = nanohermes_command(fake_server, "--yes", "--session", "s", "-p", "run it")
-    process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)  # fmt: skip
-    try:
+    args = ("--yes", "--session", "s", "-p", "run it")
+    with (
+        none_left(marker),
+        started_nanohermes(fake_server, workspace, *args, key="sk-test", env=no_sandbox()) as process,
+    ):
         assert wait_for(lambda: running(marker), 20), "the command never started"
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=20)
         assert wait_for(lambda: not running(marker), 5), "the command was left running"
         assert (sessions_dir() / "s.json").is_file()
-    finally:
-        for pid in running(marker):
-            os.kill(pid, signal.SIGKILL)
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
 
 
 @pytest.mark.timeout(90)
@@ -79,18 +91,17 @@ def test_a_terminal_closed_during_a_repl_turn_kills_its_command(
 ) -> None:
     marker = long_command(fake_server)
     env = {
-        **os.environ,
+        **no_sandbox(),
         "NANOHERMES_MODEL": "fake-model",
         "NANOHERMES_BASE_URL": fake_server.url,
         "NANOHERMES_API_KEY": "sk-test",
-        "NANOHERMES_SANDBOX": "off",
         "TERM": "xterm-256color",
         "PROMPT_TOOLKIT_NO_CPR": "1",
     }
     script = str(Path(sys.executable).with_name("nanohermes"))
     child = pexpect.spawn(script, ["--yes", "--session", "r"], env=env, cwd=str(workspace), encoding="utf-8",
                           dimensions=(40, 100), timeout=30)  # fmt: skip
-    try:
+    with none_left(marker), child:  # closed (killed) on leaving, whatever happened
         child.expect_exact("❯")
         child.send("run it\r")
         assert wait_for(lambda: running(marker), 20), "the command never started"
@@ -98,10 +109,6 @@ def test_a_terminal_closed_during_a_repl_turn_kills_its_command(
         child.expect(pexpect.EOF, timeout=30)
         assert wait_for(lambda: not running(marker), 5), "the command was left running"
         assert (sessions_dir() / "r.json").is_file()
-    finally:
-        for pid in running(marker):
-            os.kill(pid, signal.SIGKILL)
-        child.close(force=True)
 
 
 @pytest.mark.parametrize("gap", [0.05, 0.3, 0.6])
@@ -111,14 +118,12 @@ def test_ctrl_c_twice_in_p_never_leaves_the_command_running(
 ) -> None:
     """A command that ignores SIGTERM is killed half a second after it; a second Ctrl-C in that half
     second (as the run was ending) printed a KeyboardInterrupt traceback and left it running."""
-    marker = f"nh-ctrl-c-twice-{uuid.uuid4().hex[:12]}"
-    fake_server.push_tool_calls([("run_shell", {"command": f"trap '' TERM; sleep 600 # {marker}"})])
-    fake_server.push_text("Done.")
-    env = {**child_env("sk-test"), "NANOHERMES_SANDBOX": "off"}
-    args = nanohermes_command(fake_server, "--yes", "-p", "run it")
-    process = subprocess.Popen(args, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
+    marker = long_command(fake_server, "trap '' TERM; sleep 600")
+    args = ("--yes", "-p", "run it")
+    with (
+        none_left(marker),
+        started_nanohermes(fake_server, workspace, *args, key="sk-test", env=no_sandbox()) as process,
+    ):
         assert wait_for(lambda: running(marker), 20), "the command never started"
         process.send_signal(signal.SIGINT)
         time.sleep(gap)
@@ -127,9 +132,3 @@ def test_ctrl_c_twice_in_p_never_leaves_the_command_running(
         assert "Traceback" not in stderr
         assert wait_for(lambda: not running(marker), 5), "the command was left running"
         assert process.returncode == 130, stderr
-    finally:
-        for pid in running(marker):
-            os.kill(pid, signal.SIGKILL)
-        if process.poll() is None:
-            process.kill()
-            process.communicate()

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_process import child_env, nanohermes_command, one_error_line, sessions_dir
+from cli_process import one_error_line, run_nanohermes, sessions_dir
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
@@ -19,16 +19,7 @@ pytestmark = pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full")
 
 def run_into_full(server: FakeServer | None, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     with FULL.open("w") as stdout:
-        return subprocess.run(
-            nanohermes_command(server, *args),
-            cwd=cwd,
-            env=child_env(KEY),
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-        )
+        return run_nanohermes(server, cwd, *args, key=KEY, stdout=stdout)
 
 
 @pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])

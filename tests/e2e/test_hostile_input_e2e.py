@@ -100,17 +100,7 @@ def test_stdout_closed_by_its_reader_keeps_the_turn_and_says_where(
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        result = subprocess.run(
-            nanohermes_command(fake_server, "-p", "hi"),
-            cwd=workspace,
-            env=child_env(KEY),
-            stdin=subprocess.DEVNULL,
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        result = run_nanohermes(fake_server, workspace, "-p", "hi", key=KEY, stdout=write_end)
     finally:
         os.close(write_end)
     assert result.returncode == 1
