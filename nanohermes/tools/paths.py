@@ -120,17 +120,26 @@ class Workspace:
             os.close(fd)
 
     def replace_into(self, resolved: Path, data: bytes) -> None:
-        """Write `data` to `resolved` atomically (temp file + rename in the same, safely opened dir)."""
+        """Write `data` to `resolved` atomically (temp file + rename in the same, safely opened dir).
+        Directories it creates for the file are removed again when the write fails (a full disk)."""
+        made: list[Path] = []
+        try:
+            self._write_new(resolved, data, made)
+        except BaseException:
+            self._remove_made(made)
+            raise
+
+    def _write_new(self, resolved: Path, data: bytes, made: list[Path]) -> None:
         parent = (
-            self._open_dir_chain(resolved.parent, create=True)
+            self._open_dir_chain(resolved.parent, create=True, made=made)
             if SAFE_WALK
-            else self._checked_parent(resolved)
+            else self._checked_parent(resolved, made)
         )
         temp_name = _temp_name(resolved.name, data)
+        kwargs = {"dir_fd": parent} if parent >= 0 else {}
+        target = temp_name if parent >= 0 else str(resolved.parent / temp_name)
         try:
             old_mode = _existing_mode(resolved.name, parent, resolved)
-            kwargs = {"dir_fd": parent} if parent >= 0 else {}
-            target = temp_name if parent >= 0 else str(resolved.parent / temp_name)
             fd = os.open(
                 target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, 0o666, **kwargs
             )
@@ -149,15 +158,26 @@ class Workspace:
                 os.replace(target, resolved)
         except OSError as err:
             with contextlib.suppress(OSError):
-                if parent >= 0:
-                    os.unlink(temp_name, dir_fd=parent)
+                os.unlink(target, **kwargs)  # the fallback's temp file too, not only the safe walk's
             raise _translate(err, resolved) from None
         finally:
             if parent >= 0:
                 os.close(parent)
 
-    def _checked_parent(self, resolved: Path) -> int:
+    def _remove_made(self, made: list[Path]) -> None:
+        """Remove the directories a failed write created, deepest first, each only while empty."""
+        for directory in reversed(made):
+            with contextlib.suppress(OSError):
+                if SAFE_WALK:
+                    with self.dir_fd(directory.parent) as fd:
+                        os.rmdir(directory.name, dir_fd=fd)
+                else:
+                    os.rmdir(directory)
+
+    def _checked_parent(self, resolved: Path, made: list[Path]) -> int:
         """Fallback for replace_into: create the parent, and refuse it if it now resolves elsewhere."""
+        missing = [d for d in (resolved.parent, *resolved.parent.parents) if not d.exists()]
+        made.extend(reversed(missing))  # outermost first, as the safe walk creates them
         try:
             resolved.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -168,12 +188,13 @@ class Workspace:
             )
         return -1
 
-    def _open_dir_chain(self, directory: Path, *, create: bool) -> int:
-        """Open `directory` by walking from `/` with O_NOFOLLOW on every component."""
+    def _open_dir_chain(self, directory: Path, *, create: bool, made: list[Path] | None = None) -> int:
+        """Open `directory` by walking from `/` with O_NOFOLLOW on every component; with `create`,
+        missing ones are made (and appended to `made`)."""
         fd = os.open(directory.anchor or "/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
         try:
             for depth, part in enumerate(directory.parts[1:], start=2):
-                child = self._step(fd, part, Path(*directory.parts[:depth]), create)
+                child = self._step(fd, part, Path(*directory.parts[:depth]), create, made)
                 os.close(fd)
                 fd = child
         except BaseException:
@@ -181,7 +202,7 @@ class Workspace:
             raise
         return fd
 
-    def _step(self, fd: int, part: str, here: Path, create: bool) -> int:
+    def _step(self, fd: int, part: str, here: Path, create: bool, made: list[Path] | None) -> int:
         """Open the directory `part` (the path `here`) inside the directory `fd`."""
         flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
         try:
@@ -190,8 +211,12 @@ class Workspace:
             except FileNotFoundError:
                 if not create:
                     raise
-                with contextlib.suppress(FileExistsError):
+                try:
                     os.mkdir(part, 0o777, dir_fd=fd)
+                    if made is not None:
+                        made.append(here)
+                except FileExistsError:
+                    pass  # made meanwhile by someone else: theirs, never removed
                 child = os.open(part, flags, dir_fd=fd)
         except NotADirectoryError:
             raise _not_a_directory(part, fd, here) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -90,6 +91,24 @@ def test_write_creates_directories_and_keeps_the_mode(workspace: Path, files: Fi
     assert files.write_file("run.sh", "#!/bin/sh\necho hi\n", ctx=CTX).startswith("Overwrote run.sh")
     assert stat.S_IMODE(os.stat(script).st_mode) == 0o755
     assert [p.name for p in workspace.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize("safe_walk", [True, False], ids=["safe-walk", "fallback"])
+def test_a_write_that_fails_on_a_full_disk_removes_the_directories_it_made(
+    workspace: Path, files: FileTools, monkeypatch: pytest.MonkeyPatch, safe_walk: bool
+) -> None:
+    (workspace / "keep").mkdir()
+
+    def full_disk(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr("nanohermes.tools.paths.SAFE_WALK", safe_walk)
+    monkeypatch.setattr("nanohermes.tools.paths.os.fsync", full_disk)
+    with pytest.raises(ToolError, match="No space left on device"):
+        files.write_file("keep/new/deeper/c.txt", "x\n", ctx=CTX)
+    with pytest.raises(ToolError, match="No space left on device"):
+        files.write_file("other/c.txt", "x\n", ctx=CTX)
+    assert sorted(str(p.relative_to(workspace)) for p in workspace.rglob("*")) == ["keep"]
 
 
 def test_edit_replaces_exactly_once(workspace: Path, files: FileTools) -> None:
