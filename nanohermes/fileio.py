@@ -108,12 +108,10 @@ def atomic_write(
     prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
     fd, temp = _write_temp(path, data, prefix, durable)
     try:
-        os.replace(temp, path)
+        _put_in_place(temp, path, durable)
     except BaseException:
-        _drop(fd, temp)
+        os.close(fd)
         raise
-    if durable:
-        fsync_dir(path.parent)
     if keep_open:
         return fd
     os.close(fd)
@@ -134,14 +132,8 @@ class StagedWrite:
     def commit(self) -> None:
         """Put the new content in place. Raises OSError (the old file untouched, the temp removed)."""
         temp, self._temp = self._temp, ""
-        if not temp:
-            return
-        try:
-            os.replace(temp, self.path)
-        except BaseException:
-            _unlink_quietly(temp)
-            raise
-        fsync_dir(self.path.parent)
+        if temp:
+            _put_in_place(temp, self.path, durable=True)
 
     def discard(self) -> None:
         temp, self._temp = self._temp, ""
@@ -163,6 +155,17 @@ def _write_temp(path: Path, data: bytes | Sequence[bytes], prefix: str, durable:
         _drop(fd, temp)
         raise
     return fd, temp
+
+
+def _put_in_place(temp: str, path: Path, durable: bool) -> None:
+    """Rename `temp` over `path` (on failure `temp` is removed), then make the rename durable."""
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        _unlink_quietly(temp)
+        raise
+    if durable:
+        fsync_dir(path.parent)
 
 
 def _drop(fd: int, temp: str) -> None:
