@@ -69,10 +69,15 @@ def load_agents_md(workspace: Path) -> tuple[str, str]:
     path = workspace / AGENTS_FILE
     try:
         os.lstat(path)
-        root = workspace.resolve(strict=True)
-        real = path.resolve(strict=True)
     except FileNotFoundError:
         return "", ""
+    except OSError as err:
+        return "", _ignored(_reason(err))
+    try:
+        root = workspace.resolve(strict=True)
+        real = path.resolve(strict=True)
+    except FileNotFoundError:  # AGENTS.md is there (lstat), so it is a link to nothing
+        return "", _ignored("it is a link to a file that does not exist")
     except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop on older Pythons
         return "", _ignored(f"it cannot be resolved ({_reason(err)})")
     if not real.is_relative_to(root):
@@ -82,12 +87,18 @@ def load_agents_md(workspace: Path) -> tuple[str, str]:
         data, size = read_regular(real, 4 * AGENTS_MAX_CHARS + 4, follow=False)
     except OSError as err:
         return "", _ignored(_reason(err))
-    text = data.decode("utf-8", errors="replace")
+    # surrogateescape: one character per undecodable byte, so the bytes kept are counted exactly
+    text = data.decode("utf-8", errors="surrogateescape")
     if len(text) <= AGENTS_MAX_CHARS and len(data) == size:
-        return text.strip(), ""
+        return _replaced(text).strip(), ""
     kept = text[:AGENTS_MAX_CHARS]
-    cut = size - len(kept.encode("utf-8", errors="replace"))
-    return kept.strip() + f"\n[… {cut} more bytes of {AGENTS_FILE} not shown]", ""
+    cut = size - len(kept.encode("utf-8", errors="surrogateescape"))
+    return _replaced(kept).strip() + f"\n[… {cut} more bytes of {AGENTS_FILE} not shown]", ""
+
+
+def _replaced(text: str) -> str:
+    """`text` with each undecodable byte (kept by surrogateescape) shown as U+FFFD."""
+    return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
 
 
 def _ignored(why: str) -> str:

@@ -10,9 +10,14 @@ in `config/agents/`):
     ---
     You are a meticulous code reviewer. …   (the body is the sub-agent's role prompt)
 
-`tools` is optional (default: every tool the parent has, except `task` itself). The sub-agent shares
-the parent's tool executor (same permissions, approvals, workspace) and memory store; its system
-prompt gets the memory block retrieved for its task text; it never distills.
+Only `name`, `description` and `tools` are known keys (Claude Code's `model` and `color` are
+accepted and ignored); `tools` may also be `[a, b]` or a YAML block list, `[]` is no tools. `tools`
+is optional (default: every tool the parent has, except `task` itself); a key that is unknown,
+repeated or an empty `tools:` is an error, never "every tool". A definition file is read only when
+it is a regular UTF-8 file of at most 100,000 bytes.
+
+The sub-agent shares the parent's tool executor (same permissions, approvals, workspace) and memory
+store; its system prompt gets the memory block retrieved for its task text; it never distills.
 """
 
 from __future__ import annotations
@@ -25,19 +30,25 @@ from typing import TYPE_CHECKING, Any
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import INTERRUPTED, LLMError, ToolError
 from nanohermes.events import ToolFinished
+from nanohermes.fileio import read_small_text
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import set_block
 from nanohermes.prompts import base_system_prompt
 from nanohermes.protocols import ChatModel, ToolExecutor
 from nanohermes.tools.base import Tool
-from nanohermes.turns import drop_cut_calls
-from nanohermes.types import Message, ToolCall, ToolResult
+from nanohermes.turns import drop_cut_calls, reply_over
+from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, shorten
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
 
 TASK_TOOL = "task"
 READ_TOOLS = ("read_file", "list_files", "grep", "memory_search")
+FRONT_MATTER_KEYS = ("name", "description", "tools")
+FOREIGN_KEYS = ("model", "color")
+"""Keys of Claude Code's agent files: accepted so that such a file loads, and not used."""
+NAME_MAX_CHARS = 64
+DEFINITION_MAX_BYTES = 100_000
 
 
 @dataclass(frozen=True)
@@ -72,46 +83,107 @@ BUILTIN_AGENTS = (
 
 def parse_definition(text: str, source: str, fallback_name: str) -> AgentDefinition:
     """Parse one definition file. Raises ValueError with a one-line reason."""
-    meta: dict[str, str] = {}
-    body = text.strip()
-    if body.startswith("---"):
-        header, sep, rest = body[3:].partition("\n---")
-        if not sep:
-            raise ValueError("front matter opened with --- but never closed")
-        for line in header.strip().splitlines():
-            key, colon, value = line.partition(":")
-            if line.strip() and not colon:
-                raise ValueError(f"front matter line without 'key: value': {line.strip()!r}")
-            if colon:
-                meta[key.strip().lower()] = value.strip()
-        body = rest.strip()
-    name = meta.get("name") or fallback_name
+    meta, body = _front_matter(text.lstrip("\ufeff").strip())  # a BOM (Windows editors) is no text
+    name = _unquote(meta.get("name", "")) or fallback_name
+    if len(name) > NAME_MAX_CHARS:
+        raise ValueError(f"agent name is {len(name):,} characters long; at most {NAME_MAX_CHARS}")
     if not name.replace("-", "").replace("_", "").isalnum():
         raise ValueError(f"agent name {name!r} may hold only letters, digits, '-' and '_'")
     if not body:
         raise ValueError("the prompt (the text after the front matter) is empty")
-    tools = tuple(t.strip() for t in meta["tools"].split(",") if t.strip()) if meta.get("tools") else None
-    description = meta.get("description") or body.splitlines()[0][:100]
+    tools = _tool_names(meta["tools"]) if "tools" in meta else None
+    description = _unquote(meta.get("description", "")) or body.splitlines()[0][:100]
     return AgentDefinition(name, description, body, tools, source)
 
 
+def _front_matter(text: str) -> tuple[dict[str, str], str]:
+    """(keys, body). A key line is `key: value`; `tools` may also be a YAML block list (`- name`
+    lines). A key given twice, or one not known, is an error: a misspelt or repeated `tools` line
+    must not leave a sub-agent with every tool."""
+    if not text.startswith("---"):
+        return {}, text
+    header, sep, rest = text[3:].partition("\n---")
+    if not sep:
+        raise ValueError("front matter opened with --- but never closed")
+    meta: dict[str, str] = {}
+    listing = ""  # the key whose YAML block list the `- item` lines extend
+    for raw in header.strip().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if listing and line.startswith("-"):
+            meta[listing] = f"{meta[listing]}, {line[1:].strip()}".lstrip(", ")
+            continue
+        key, colon, value = line.partition(":")
+        key = key.strip().lower()
+        if not colon:
+            raise ValueError(f"front matter line without 'key: value': {shorten(line, 80)!r}")
+        if key in FOREIGN_KEYS:
+            listing = ""
+            continue
+        if key not in FRONT_MATTER_KEYS:
+            raise ValueError(
+                f"unknown front matter key {shorten(key, 40)!r}; known: {', '.join(FRONT_MATTER_KEYS)}"
+            )
+        if key in meta:
+            raise ValueError(f"front matter key {key!r} is given twice")
+        meta[key] = value.strip()
+        listing = key if not meta[key] else ""
+    return meta, rest.strip()
+
+
+def _tool_names(value: str) -> tuple[str, ...]:
+    """`a, b`, `[a, b]` or `["a", "b"]`; `[]` is no tools. An empty value is an error, not "all"."""
+    listed = value.startswith("[") and value.endswith("]")
+    names = tuple(_unquote(name.strip()) for name in value.strip("[]").split(",") if name.strip())
+    if not names and not listed:
+        raise ValueError("'tools' is empty: list tool names, or omit the line for all the parent's tools")
+    return names
+
+
+def _unquote(value: str) -> str:
+    quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'"
+    return value[1:-1].strip() if quoted else value
+
+
 def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefinition], list[str]]:
-    """Built-ins, then each directory's `*.md` in order (later ones win). Returns (definitions, problems)."""
+    """Built-ins, then each directory's `*.md` in order (a later directory wins; within one, a name
+    taken twice is a problem). Returns (definitions, problems). A FIFO or device is never read."""
     found = {d.name: d for d in BUILTIN_AGENTS}
     problems: list[str] = []
     for directory in directories:
-        try:
-            files = sorted(directory.glob("*.md")) if directory.is_dir() else []
-        except OSError:
-            files = []
-        for path in files:
+        taken: dict[str, Path] = {}
+        for path in _definition_files(directory):
             try:
-                definition = parse_definition(path.read_text(encoding="utf-8"), str(path), path.stem)
-            except (OSError, UnicodeDecodeError, ValueError) as err:
-                problems.append(f"sub-agent definition {path} skipped: {err}")
+                text = read_small_text(path, DEFINITION_MAX_BYTES)
+                definition = parse_definition(text, str(path), path.stem)
+            except (OSError, ValueError) as err:  # UnicodeDecodeError is a ValueError
+                problems.append(f"sub-agent definition {path} skipped: {_reason(err)}")
                 continue
+            if definition.name in taken:
+                problems.append(
+                    f"sub-agent definition {path} skipped: name '{definition.name}' "
+                    f"is already taken by {taken[definition.name]}"
+                )
+                continue
+            taken[definition.name] = path
             found[definition.name] = definition
     return found, problems
+
+
+def _definition_files(directory: Path) -> list[Path]:
+    try:
+        return sorted(directory.glob("*.md")) if directory.is_dir() else []
+    except OSError:
+        return []
+
+
+def _reason(err: OSError | ValueError) -> str:
+    if isinstance(err, UnicodeDecodeError):
+        return f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})"
+    if isinstance(err, OSError):
+        return err.strerror or str(err)
+    return str(err)
 
 
 class SubAgentRunner:
@@ -167,7 +239,7 @@ class SubAgentRunner:
                 raise ToolError(f"sub-agent '{definition.name}': {cut}")
             messages.append(result.to_message())
             if not calls:
-                return result.content.strip() or f"(sub-agent '{definition.name}' gave no answer)"
+                return _final_answer(definition, result)
             messages.extend(r.to_message() for r in self._run_calls(definition, calls, allowed, cancel))
         raise ToolError(
             f"sub-agent '{definition.name}' stopped after {self._max_iterations} model calls "
@@ -189,6 +261,19 @@ class SubAgentRunner:
             got = next(by_position, None)
             results.append(got or ToolResult(call.id, call.name, INTERRUPTED, ok=False))
         return results
+
+
+def _final_answer(definition: AgentDefinition, result: ChatResult) -> str:
+    """The sub-agent's answer. One cut by the token cap, stopped by the provider or refused is
+    kept, and says so: the main agent must not take a half report for a whole one."""
+    over = reply_over(result)
+    answer = over.answer.strip()
+    if over.completed:
+        return answer or f"(sub-agent '{definition.name}' gave no answer)"
+    why = over.note.text if over.note else over.reason
+    if not answer:
+        raise ToolError(f"sub-agent '{definition.name}': {why}")
+    return f"{answer}\n\n[sub-agent '{definition.name}': {why}]"
 
 
 def make_task_tool(definitions: dict[str, AgentDefinition], runner: SubAgentRunner) -> Tool:

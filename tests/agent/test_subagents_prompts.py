@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from datetime import date
 from pathlib import Path
 
@@ -12,9 +14,10 @@ from nanohermes.cancel import CancelToken
 from nanohermes.errors import ModelNotFound, ToolError
 from nanohermes.events import ToolFinished
 from nanohermes.memory import BLOCK_START, MemoryStore, set_block
-from nanohermes.prompts import AGENTS_MAX_CHARS, base_system_prompt, read_agents_md
+from nanohermes.prompts import AGENTS_MAX_CHARS, base_system_prompt, load_agents_md, read_agents_md
 from nanohermes.subagents import (
     BUILTIN_AGENTS,
+    AgentDefinition,
     SubAgentRunner,
     load_definitions,
     make_task_tool,
@@ -158,3 +161,98 @@ def test_a_sub_agent_call_cut_by_the_token_cap_is_not_run(tmp_path: Path) -> Non
         tool.func(agent="general", task="write it", cancel=CancelToken())
     assert not (tmp_path / "ws" / "half.txt").exists()
     assert len(model.complete_requests) == 1
+
+
+def test_agents_md_with_undecodable_bytes_counts_the_cut_bytes(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_bytes(b"\xff" * (AGENTS_MAX_CHARS + 10_000))
+    text = read_agents_md(tmp_path)
+    assert text.endswith("[… 10000 more bytes of AGENTS.md not shown]")  # was "-30000 more bytes"
+    assert text.startswith("\ufffd" * 100)
+
+
+def test_agents_md_linked_to_nothing_is_ignored_with_a_note(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").symlink_to(tmp_path / "gone.md")
+    assert load_agents_md(tmp_path) == ("", "AGENTS.md ignored: it is a link to a file that does not exist")
+
+
+def _definition(directory: Path, name: str, content: bytes) -> None:
+    directory.mkdir(exist_ok=True)
+    (directory / f"{name}.md").write_bytes(content)
+
+
+def test_definitions_never_get_more_tools_than_they_list(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    _definition(agents, "ro", "\ufeff---\nname: ro\ntools: read_file\n---\nRead only.".encode())
+    found, problems = load_definitions([agents])
+    assert (found["ro"].tools, problems) == (("read_file",), [])  # a BOM hid the front matter: all tools
+    for front, tools in [
+        ('tools: [read_file, "grep"]', ("read_file", "grep")),
+        ("tools: 'read_file', grep", ("read_file", "grep")),
+        ("tools:\n  - read_file\n  - grep", ("read_file", "grep")),
+        ("tools: []", ()),
+        ("model: sonnet\ncolor: blue\ntools: grep", ("grep",)),  # Claude Code's keys: ignored
+    ]:
+        assert parse_definition(f"---\nname: a\n{front}\n---\nhi", "x", "a").tools == tools, front
+    for front, reason in [
+        ("tools: read_file\ntools:", "'tools' is given twice"),  # the empty one won: every tool
+        ("tools:", "'tools' is empty"),
+        ("tool: read_file", "unknown front matter key 'tool'"),  # misspelt: every tool
+        ("name: " + "a" * 10_000, "10,000 characters long; at most 64"),
+        ("name: a/b", "may hold only letters"),
+        ("x" * 5_000, "without 'key: value'"),
+    ]:
+        with pytest.raises(ValueError, match=reason) as caught:
+            parse_definition(f"---\n{front}\n---\nhi", "x", "a")
+        assert len(str(caught.value)) < 200
+
+
+def test_definition_files_that_are_not_small_utf8_text_are_skipped_with_a_reason(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    _definition(agents, "big", b"x" * 10_000_000)
+    _definition(agents, "latin", b"caf\xe9")
+    _definition(agents, "one", b"---\nname: same\n---\nfirst")
+    _definition(agents, "two", b"---\nname: same\n---\nsecond")
+    os.mkfifo(agents / "fifo.md")
+    loaded: list[tuple[dict[str, AgentDefinition], list[str]]] = []
+    worker = threading.Thread(target=lambda: loaded.append(load_definitions([agents])), daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # the old code blocked on the FIFO: let it go before failing
+        os.close(os.open(agents / "fifo.md", os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("loading definitions blocked on a FIFO")
+    [(found, problems)] = loaded
+    assert found["same"].prompt == "first"
+    assert {"big", "latin", "fifo"}.isdisjoint(found)
+    assert [p.split(" skipped: ")[1] for p in problems] == [
+        "larger than 100,000 bytes",
+        "not a regular file (a FIFO, socket or device)",
+        "not UTF-8 text (byte 0xe9 at offset 3)",
+        f"name 'same' is already taken by {agents / 'one.md'}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (
+            ChatResult(content="half a rep", finish_reason="length"),
+            "half a rep\n\n[sub-agent 'general': the answer was cut",
+        ),
+        (
+            ChatResult(content="", refusal="I will not", finish_reason="stop"),
+            "I will not\n\n[sub-agent 'general': the model refused",
+        ),
+        (ChatResult(content="", finish_reason="length"), "ERROR: sub-agent 'general': the answer was cut"),
+    ],
+)
+def test_a_sub_agent_answer_cut_short_or_refused_says_so(
+    tmp_path: Path, reply: ChatResult, expected: str
+) -> None:
+    runner = _runner(tmp_path, None)
+    model = ScriptedModel()
+    model.completions = [reply]
+    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub")
+    runner.register(make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub))
+    call = ToolCall("t1", "task", '{"agent": "general", "task": "report"}')
+    [result] = [e.result for e in runner.run_calls([call], CancelToken()) if isinstance(e, ToolFinished)]
+    assert result.content.startswith(expected)
