@@ -177,5 +177,7 @@ def _add_task_tool(
         store=store,
         max_iterations=settings.max_iterations,
         language=settings.language,
+        compact_threshold_chars=settings.compact_threshold_chars,
+        compact_keep_messages=settings.compact_keep_messages,
     )
     runner.register(make_task_tool(definitions, sub))

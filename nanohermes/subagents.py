@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.cancel import CancelToken
-from nanohermes.errors import INTERRUPTED, LLMError, ToolError
+from nanohermes.compaction import compact, summary_request, total_chars
+from nanohermes.errors import INTERRUPTED, ContextOverflow, LLMError, ToolError
 from nanohermes.events import ToolFinished
 from nanohermes.fileio import read_small_text
 from nanohermes.llm import extract_text_tool_calls
@@ -199,10 +200,13 @@ class SubAgentRunner:
         store: MemoryStore | None = None,
         max_iterations: int = 50,
         language: str = "en",
+        compact_threshold_chars: int = 120_000,
+        compact_keep_messages: int = 10,
     ) -> None:
         self._model, self._tools, self._store = model, tools, store
         self._workspace, self._model_name = workspace, model_name
         self._max_iterations, self._language = max_iterations, language
+        self._compact_threshold, self._compact_keep = compact_threshold_chars, compact_keep_messages
 
     def system_prompt(self, definition: AgentDefinition, task: str) -> str:
         base = base_system_prompt(self._workspace, memory=self._store is not None, extra=definition.prompt)
@@ -223,12 +227,9 @@ class SubAgentRunner:
         ]
         for _ in range(self._max_iterations):
             cancel.raise_if_cancelled()
-            try:
-                result = self._model.complete(
-                    messages, schemas or None, model=self._model_name(), cancel=cancel
-                )
-            except LLMError as err:
-                raise ToolError(f"sub-agent '{definition.name}' failed: {err.one_line()}") from None
+            if total_chars(messages) > self._compact_threshold:
+                self._compacted(messages, cancel, threshold=self._compact_threshold)
+            result = self._complete(definition, messages, schemas, cancel)
             calls = result.tool_calls
             if not calls and result.content:
                 result.content, calls = extract_text_tool_calls(result.content, allowed)
@@ -245,6 +246,36 @@ class SubAgentRunner:
             f"sub-agent '{definition.name}' stopped after {self._max_iterations} model calls "
             "without a final answer"
         )
+
+    def _complete(
+        self, definition: AgentDefinition, messages: list[Message], schemas: list[Any], cancel: CancelToken
+    ) -> ChatResult:
+        """One model call; a context overflow compacts the context and tries once more."""
+        tools = schemas or None
+        try:
+            try:
+                return self._model.complete(messages, tools, model=self._model_name(), cancel=cancel)
+            except ContextOverflow:
+                if not self._compacted(messages, cancel, threshold=None):
+                    raise
+                return self._model.complete(messages, tools, model=self._model_name(), cancel=cancel)
+        except LLMError as err:
+            raise ToolError(f"sub-agent '{definition.name}' failed: {err.one_line()}") from None
+
+    def _compacted(self, messages: list[Message], cancel: CancelToken, *, threshold: int | None) -> bool:
+        """Compact the sub-agent's context as the main loop compacts its own (old tool outputs
+        shortened, then a summary); the task message stays verbatim. False: nothing to compact."""
+
+        def summarize(middle: list[Message]) -> str:
+            request = summary_request(middle)
+            return self._model.complete(request, None, model=self._model_name(), cancel=cancel).content
+
+        system, task, rest = messages[0], messages[1], messages[2:]
+        outcome = compact([system, *rest], keep=self._compact_keep, summarize=summarize, threshold=threshold)
+        if outcome is None:
+            return False
+        messages[:] = [outcome.messages[0], task, *outcome.messages[1:]]
+        return True
 
     def _run_calls(
         self, definition: AgentDefinition, calls: list[ToolCall], allowed: set[str], cancel: CancelToken

@@ -1,0 +1,77 @@
+"""Sub-agents compact their own context as the main loop does (SPEC §4.3, §4.6): a long exploration
+must not end in a context-length error that loses everything the sub-agent found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agent_scripted import ScriptedModel, assert_valid_history, calls, text
+
+from nanohermes.cancel import CancelToken
+from nanohermes.compaction import SUMMARY_PREFIX, SUMMARY_SYSTEM_PROMPT
+from nanohermes.errors import ContextOverflow, ToolError
+from nanohermes.subagents import BUILTIN_AGENTS, SubAgentRunner
+from nanohermes.tools.runner import ToolRunner
+
+TASK = "read big.txt twice and report its first word"
+GENERAL = next(d for d in BUILTIN_AGENTS if d.name == "general")
+
+
+def _sub(tmp_path: Path, model: ScriptedModel, *, threshold: int, keep: int) -> SubAgentRunner:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "big.txt").write_text("alpha\n" + ("x" * 99 + "\n") * 50, encoding="utf-8")
+    tools = ToolRunner(workspace, permission="auto", approver=None, store=None)
+    return SubAgentRunner(
+        model,
+        tools,
+        workspace=workspace,
+        model_name=lambda: "sub",
+        compact_threshold_chars=threshold,
+        compact_keep_messages=keep,
+    )
+
+
+def test_a_sub_agent_over_the_threshold_summarises_and_keeps_its_task(tmp_path: Path) -> None:
+    model = ScriptedModel()
+    read = ("read_file", {"path": "big.txt"})
+    model.completions = [calls(read), calls(read), text("Read big.txt; it starts with alpha."), text("alpha")]
+    sub = _sub(tmp_path, model, threshold=3_000, keep=2)
+    assert sub.run(GENERAL, TASK, CancelToken()) == "alpha"
+    summary_request = model.complete_requests[2]["messages"]
+    assert summary_request[0]["content"] == SUMMARY_SYSTEM_PROMPT
+    last = model.complete_requests[3]["messages"]
+    assert last[1] == {"role": "user", "content": TASK}  # the task itself is never summarised away
+    assert last[2]["content"].startswith(SUMMARY_PREFIX)
+    assert last[2]["content"].endswith("Read big.txt; it starts with alpha.")
+    whole = [m for m in last if m["role"] == "tool" and m["content"].count("x" * 99) == 50]
+    assert len(whole) == 1  # the newest read; the first one is in the summary
+    assert_valid_history(last)
+
+
+def test_a_sub_agent_whose_context_overflows_compacts_and_tries_again(tmp_path: Path) -> None:
+    model = ScriptedModel()
+    read = ("read_file", {"path": "big.txt"})
+    model.completions = [
+        calls(read),
+        calls(read),
+        ContextOverflow("maximum context length is 4096 tokens"),
+        text("Read big.txt twice."),
+        text("alpha"),
+    ]
+    sub = _sub(tmp_path, model, threshold=1_000_000, keep=1)
+    assert sub.run(GENERAL, TASK, CancelToken()) == "alpha"
+    retried = model.complete_requests[4]["messages"]
+    assert retried[1]["content"] == TASK
+    assert retried[2]["content"].startswith(SUMMARY_PREFIX)
+    assert_valid_history(retried)
+
+
+def test_a_sub_agent_with_nothing_to_compact_reports_the_overflow(tmp_path: Path) -> None:
+    model = ScriptedModel()
+    model.completions = [ContextOverflow("maximum context length is 4096 tokens")]
+    sub = _sub(tmp_path, model, threshold=1_000_000, keep=1)
+    with pytest.raises(ToolError, match="sub-agent 'general' failed: maximum context length"):
+        sub.run(GENERAL, TASK, CancelToken())
+    assert len(model.complete_requests) == 1
