@@ -29,6 +29,8 @@ TRANSCRIPT_CHARS = 60_000
 TRANSCRIPT_MESSAGE_CHARS = 4_000
 SUMMARY_MAX_CHARS = TRANSCRIPT_CHARS // 3
 """A longer summary is cut: it replaces at most TRANSCRIPT_CHARS of transcript."""
+SUMMARY_FLOOR = 2_000
+"""A summary is cut at half the length of what it replaces, but never below this."""
 
 SUMMARY_SYSTEM_PROMPT = """\
 You compress the earlier part of a conversation between a user and a coding agent so the agent can \
@@ -78,7 +80,8 @@ def compact(
     summarize: Summarize,
     threshold: int | None = None,
 ) -> Compaction | None:
-    """Compact `messages`; None when there is nothing between the system message and the kept tail.
+    """Compact `messages`; None when there is nothing between the system message and the kept tail
+    but an earlier compaction's summary (summarising it again gains nothing, at a model call a step).
 
     With `threshold` (automatic compaction) the summary is skipped when shortening old tool outputs
     already brings the total under it. Without it (/compact) the middle is always summarised.
@@ -89,7 +92,7 @@ def compact(
         return None
     cut = split_point(messages, keep)
     head, middle, tail = messages[:1], messages[1:cut], messages[cut:]
-    if not middle:
+    if all(is_compaction_message(m) for m in middle):  # also when the middle is empty
         return None
     before = total_chars(messages)
     shortened, originals = shorten_tool_outputs(middle)
@@ -107,11 +110,25 @@ def compact(
     if not summary:  # the middle would be gone with nothing in its place: say so, as for a failure
         return _dropped(head, middle, tail, before, "the model returned an empty summary")
     note = ""
-    if len(summary) > SUMMARY_MAX_CHARS:  # a runaway reply would grow the context it was to shrink
-        note = f"the summary was cut from {len(summary):,} to {SUMMARY_MAX_CHARS:,} characters"
-        summary = summary[:SUMMARY_MAX_CHARS] + " […]"
+    limit = summary_limit(shortened)
+    if len(summary) > limit:  # a runaway reply would grow the context it was to shrink
+        note = f"the summary was cut from {len(summary):,} to {limit:,} characters"
+        summary = summary[:limit] + " […]"
     new = [*head, {"role": "user", "content": f"{SUMMARY_PREFIX}\n{summary}"}, *tail]
     return Compaction(new, list(middle), before, total_chars(new), summarized=True, note=note)
+
+
+def summary_limit(middle: list[Message]) -> int:
+    """How long a summary of `middle` may be: half of it, at least SUMMARY_FLOOR (a few short
+    messages may get a summary longer than they are), at most SUMMARY_MAX_CHARS."""
+    return min(SUMMARY_MAX_CHARS, max(SUMMARY_FLOOR, total_chars(middle) // 2))
+
+
+def is_compaction_message(message: Message) -> bool:
+    """The summary or placeholder an earlier compaction put at index 1."""
+    text = message.get("content")
+    prefixes = (SUMMARY_PREFIX, DROPPED_PREFIX)
+    return message.get("role") == "user" and isinstance(text, str) and text.startswith(prefixes)
 
 
 def _dropped(

@@ -192,10 +192,16 @@ def read_regular(path: Path, limit: int, *, follow: bool = True) -> tuple[bytes,
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
-        data = bytearray()
-        while st.st_size and len(data) < limit and (chunk := os.read(fd, min(limit - len(data), 65536))):
-            data += chunk
-        return bytes(data), st.st_size
+        chunks: list[bytes] = []
+        got = 0
+        while st.st_size and got < limit:
+            # the size is known: one read takes it all (a 68 MB session: no thousand small reads)
+            chunk = os.read(fd, min(limit - got, max(st.st_size - got, 0) + 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks), st.st_size
     finally:
         os.close(fd)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.errors import JSON_ERRORS, SessionError, json_problem
-from nanohermes.fileio import atomic_write, ensure_private_dir, write_all
+from nanohermes.fileio import atomic_write, ensure_private_dir, read_regular, write_all
 from nanohermes.types import Message, Usage, message_problem, message_text
 
 SESSION_VERSION = 2
@@ -41,6 +41,13 @@ ARCHIVE_SUFFIX = ".archive.jsonl"
 HEADER_READ = 16 * 1024
 _MESSAGES_KEY = ',"messages":'
 TITLE_CHARS = 60
+MAX_COUNT = 10**15
+"""No real count (tokens, bytes, messages) comes near this. A larger one in a file is taken as invalid
+(0), and token totals are written capped at it: the JSON encoder refuses an integer over 4,300 digits,
+so a hostile count grown by one turn would otherwise fail every later save."""
+MAX_NESTING = 100
+"""A message nested deeper is corrupt: no real one comes near, and one that loads (about 900 levels
+do) fails every later request and save, the JSON encoder running out of recursion deeper in the stack."""
 OPEN_SIDECAR = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 """The sidecar is never opened through a symlink (the truncation of a stale tail would cut its target)."""
 
@@ -75,7 +82,7 @@ class SessionData:
             "message_count": len(self.messages),
             "archived": self.archived,
             "archive_bytes": self.archive_bytes,
-            "usage": self.usage.to_dict(),
+            "usage": capped(self.usage).to_dict(),
         }
 
 
@@ -134,8 +141,8 @@ class SessionFile:
         return self.path.is_file()
 
     def load(self) -> SessionData:
-        try:
-            text = self.path.read_text(encoding="utf-8")
+        try:  # never blocks: a FIFO or device in the file's place is refused unread
+            text = read_regular(self.path, MAX_COUNT)[0].decode("utf-8")
         except (OSError, UnicodeDecodeError) as err:
             raise self._corrupt(f"cannot be read ({reason(err)})") from None
         try:
@@ -151,9 +158,8 @@ class SessionFile:
         file not saved since) the archive inside the file."""
         data = self.load()
         messages: list[Message] = []
-        try:
-            with self.archive_path.open("rb") as handle:
-                raw = handle.read(data.archive_bytes)
+        try:  # as the writer: never through a symlink, never a FIFO or device
+            raw = read_regular(self.archive_path, data.archive_bytes, follow=False)[0]
         except FileNotFoundError:
             raw = b""
         except OSError as err:
@@ -258,7 +264,7 @@ class SessionFile:
             workspace=str(raw.get("workspace") or ""),
             messages=messages,
             archive=archive,
-            usage=Usage.from_dict(raw.get("usage")),
+            usage=usage_of(raw.get("usage")),
             title=str(raw.get("title") or ""),
             archived=count(raw.get("archived")) if version >= 2 else 0,
             archive_bytes=count(raw.get("archive_bytes")) if version >= 2 else 0,
@@ -269,6 +275,8 @@ class SessionFile:
             raise self._corrupt(f"has no '{name}' list")
         for index, message in enumerate(value):
             problem = message_problem(message)
+            if problem is None and nesting(message) > MAX_NESTING:
+                problem = f"nested more than {MAX_NESTING} levels deep"
             if problem is not None:
                 raise self._corrupt(f"has an invalid entry {name}[{index}] ({problem})")
         return list(value)
@@ -291,9 +299,39 @@ def read_header(path: Path) -> dict[str, Any] | None:
     return header if isinstance(header, dict) else None
 
 
+def nesting(value: Any) -> int:
+    """How many levels of lists and objects `value` has, counted without recursion, up to one level
+    past MAX_NESTING."""
+    deepest, pending = 0, [(value, 1)] if isinstance(value, dict | list) else []
+    while pending and deepest <= MAX_NESTING:
+        item, depth = pending.pop()
+        deepest = max(deepest, depth)
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                pending.append((child, depth + 1))
+    return deepest
+
+
 def count(value: Any) -> int:
-    """A count from a file: a non-negative int, else 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    """A count from a file: a non-negative int up to MAX_COUNT, else 0."""
+    valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+    return value if valid else 0
+
+
+USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def usage_of(value: Any) -> Usage:
+    """The token totals of a file; a count over MAX_COUNT is invalid (0), as any other invalid one."""
+    if isinstance(value, dict):
+        value = {**value, **{key: count(value.get(key)) for key in USAGE_COUNTS}}
+    return Usage.from_dict(value)
+
+
+def capped(usage: Usage) -> Usage:
+    """`usage` with each count at most MAX_COUNT (a reply's hostile count, added to the totals)."""
+    counts = (min(usage.prompt_tokens, MAX_COUNT), min(usage.completion_tokens, MAX_COUNT))
+    return Usage(*counts, min(usage.total_tokens, MAX_COUNT), usage.estimated)
 
 
 def reason(err: Exception) -> str:

@@ -37,6 +37,10 @@ def resolve_session_path(sessions_dir: Path, name_or_path: str) -> Path:
     never leaves `sessions_dir`, and nothing but a `.json` file is ever written.
     """
     value = name_or_path.strip()
+    if "\0" in value:  # no file name holds one: the OS calls would raise ValueError, not OSError
+        raise ConfigError(
+            f"--session {value!r} contains a NUL character", "give a session name or a .json path"
+        )
     if value.endswith(".json"):
         path = Path(value).expanduser()
     elif SESSION_NAME.fullmatch(value) and value not in (".", ".."):

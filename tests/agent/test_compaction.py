@@ -140,3 +140,28 @@ def test_transcript_keeps_head_and_tail_and_request_shape() -> None:
     assert [m["role"] for m in request] == ["system", "user"]
     assert "[tool result]" in request[1]["content"]
     assert "read_file" in request[1]["content"]
+
+
+def test_a_runaway_summary_of_a_small_middle_does_not_grow_the_context() -> None:
+    messages = _session(20, tool_output=500)  # a middle of about 10,000 characters, under the cap
+    middle = compact(messages, keep=4, summarize=lambda middle: "y" * 1_000_000)
+    assert middle is not None
+    assert middle.after_chars < middle.before_chars  # not 20,000 characters in place of 10,000
+    half = total_chars(messages[1:-4]) // 2
+    assert middle.note == f"the summary was cut from 1,000,000 to {half:,} characters"
+    tiny = compact(_session(3), keep=4, summarize=lambda middle: "y" * 1_000_000)
+    assert tiny is not None  # a few short messages may get a summary longer than they are, not longer
+    assert "to 2,000 characters" in tiny.note
+
+
+def test_an_earlier_summary_alone_in_the_middle_is_not_summarised_again() -> None:
+    # the kept tail alone over the threshold: each model call of the turn would summarise the summary
+    def summarize(middle: list[Message]) -> str:
+        raise AssertionError("nothing new to summarise")
+
+    summary: Message = {"role": "user", "content": f"{SUMMARY_PREFIX}\nGoal: x."}
+    tail = _session(3, tool_output=50_000)[1:]
+    messages = [{"role": "system", "content": "S"}, summary, *tail]
+    assert compact(messages, keep=len(tail), summarize=summarize, threshold=1_000) is None
+    dropped: Message = {"role": "user", "content": f"{DROPPED_PREFIX}: 5 messages; …]"}
+    assert compact([messages[0], dropped, *tail], keep=len(tail), summarize=summarize) is None

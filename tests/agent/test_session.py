@@ -148,6 +148,8 @@ def test_round_trip_is_private_atomic_and_redacts_the_key(tmp_path: Path) -> Non
         ('{"version": 1, "messages": [{"role": "robot"}]}', "invalid entry messages[0]"),
         ('{"version": 1}', "has no 'messages' list"),
         ('{"version": 2, "messages": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        # loads, but the encoder, deeper in the stack, failed every request and save after it
+        ('{"version": 2, "messages": [{"role": "user", "x": ' + "[" * 950 + "]" * 950 + "}]}", "100 levels"),
     ],
 )
 def test_corrupt_file_is_a_clear_error_and_left_untouched(tmp_path: Path, content: str, problem: str) -> None:
@@ -261,3 +263,45 @@ def test_a_last_reply_with_unanswered_tool_calls_still_loads(tmp_path: Path) -> 
 def test_a_session_path_too_long_for_the_file_system_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot be used: File name too long"):
         resolve_session_path(tmp_path, str(tmp_path / ("x" * 5_000 + ".json")))
+
+
+def test_a_nul_in_a_session_path_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="NUL character"):  # not the OS's ValueError
+        resolve_session_path(tmp_path, "a\0b.json")
+
+
+def test_a_count_too_large_to_write_back_is_invalid_and_saves_go_on(tmp_path: Path) -> None:
+    # 4,300 nines load (Python's limit), but one more turn's tokens made the next save fail for good
+    nines = "9" * 4_300
+    path = tmp_path / "n.json"
+    usage = f'"usage": {{"prompt_tokens": {nines}}}'
+    path.write_text(f'{{"version": 2, "archived": {nines}, {usage}, "messages": []}}')
+    session = SessionFile(path)
+    data = session.load()
+    assert (data.archived, data.usage) == (0, Usage())
+    data.usage += Usage(10**5_000, 5, 10**5_000)  # a reply's hostile count, added to the totals
+    data.archive.append({"role": "user", "content": "old"})
+    session.save(data)
+    saved = SessionFile(path).load()
+    assert saved.usage == Usage(10**15, 5, 10**15)
+    assert saved.archived == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.timeout(20)
+def test_a_fifo_or_a_device_in_place_of_a_session_file_is_refused_unread(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo.json")  # opening it to read waits for a writer: forever
+    (tmp_path / "zero.json").symlink_to("/dev/zero")  # endless
+    for name in ("fifo.json", "zero.json"):
+        with pytest.raises(SessionError, match="cannot be read .not a regular file"):
+            SessionFile(tmp_path / name).load()
+    path = tmp_path / "s.json"
+    path.write_text('{"version": 2, "archived": 1, "archive_bytes": 10000000, "messages": []}')
+    os.mkfifo(tmp_path / "s.archive.jsonl")
+    with pytest.raises(SessionError, match="unreadable archive"):
+        SessionFile(path).load_archive()
+    (tmp_path / "s.archive.jsonl").unlink()
+    (tmp_path / "s.archive.jsonl").write_text('{"role": "user", "content": "old"}\n')
+    # archive_bytes far past the sidecar's end: its lines, not a buffer of that size
+    path.write_text('{"version": 2, "archived": 1, "archive_bytes": 1000000000000000, "messages": []}')
+    assert SessionFile(path).load_archive() == [{"role": "user", "content": "old"}]
