@@ -33,7 +33,7 @@ from typing import Any
 
 from nanohermes.errors import JSON_ERRORS, SessionError, json_problem
 from nanohermes.fileio import atomic_write, ensure_private_dir, read_regular, write_all
-from nanohermes.types import Message, Usage, message_problem, message_text
+from nanohermes.types import MAX_TOKEN_COUNT, Message, Usage, message_problem, message_text
 
 SESSION_VERSION = 2
 REDACTED = "[redacted]"
@@ -41,10 +41,9 @@ ARCHIVE_SUFFIX = ".archive.jsonl"
 HEADER_READ = 16 * 1024
 _MESSAGES_KEY = ',"messages":'
 TITLE_CHARS = 60
-MAX_COUNT = 10**15
-"""No real count (tokens, bytes, messages) comes near this. A larger one in a file is taken as invalid
-(0), and token totals are written capped at it: the JSON encoder refuses an integer over 4,300 digits,
-so a hostile count grown by one turn would otherwise fail every later save."""
+MAX_COUNT = MAX_TOKEN_COUNT
+"""No real count (messages, bytes) comes near this; a larger one in a file is invalid (0), as token
+counts are (types.MAX_TOKEN_COUNT)."""
 MAX_NESTING = 100
 """A message nested deeper is corrupt: no real one comes near, and one that loads (about 900 levels
 do) fails every later request and save, the JSON encoder running out of recursion deeper in the stack."""
@@ -82,7 +81,7 @@ class SessionData:
             "message_count": len(self.messages),
             "archived": self.archived,
             "archive_bytes": self.archive_bytes,
-            "usage": capped(self.usage).to_dict(),
+            "usage": self.usage.to_dict(),
         }
 
 
@@ -264,7 +263,7 @@ class SessionFile:
             workspace=str(raw.get("workspace") or ""),
             messages=messages,
             archive=archive,
-            usage=usage_of(raw.get("usage")),
+            usage=Usage.from_dict(raw.get("usage")),
             title=str(raw.get("title") or ""),
             archived=count(raw.get("archived")) if version >= 2 else 0,
             archive_bytes=count(raw.get("archive_bytes")) if version >= 2 else 0,
@@ -316,22 +315,6 @@ def count(value: Any) -> int:
     """A count from a file: a non-negative int up to MAX_COUNT, else 0."""
     valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
     return value if valid else 0
-
-
-USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
-
-
-def usage_of(value: Any) -> Usage:
-    """The token totals of a file; a count over MAX_COUNT is invalid (0), as any other invalid one."""
-    if isinstance(value, dict):
-        value = {**value, **{key: count(value.get(key)) for key in USAGE_COUNTS}}
-    return Usage.from_dict(value)
-
-
-def capped(usage: Usage) -> Usage:
-    """`usage` with each count at most MAX_COUNT (a reply's hostile count, added to the totals)."""
-    counts = (min(usage.prompt_tokens, MAX_COUNT), min(usage.completion_tokens, MAX_COUNT))
-    return Usage(*counts, min(usage.total_tokens, MAX_COUNT), usage.estimated)
 
 
 def reason(err: Exception) -> str:

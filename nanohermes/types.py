@@ -214,9 +214,17 @@ def _chars(message: Message) -> int:
     return size
 
 
+MAX_TOKEN_COUNT = 10**15
+"""No real token count comes near this. A larger one (a hostile reply or session file) is taken as no
+count: summed into the totals it could pass the 4,300 digits Python will turn into text, and then
+every save of the session and every display of the totals would fail."""
+
+
 def _as_int(value: Any) -> int:
-    """A token count as sent, or 0 when it is not one (a string, a float, a bool, a negative number)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    """A token count as sent, or 0 when it is not one (a string, a float, a bool, a negative number,
+    one over MAX_TOKEN_COUNT)."""
+    valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT
+    return value if valid else 0
 
 
 def message_problem(message: Any) -> str | None:

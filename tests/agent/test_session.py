@@ -279,11 +279,14 @@ def test_a_count_too_large_to_write_back_is_invalid_and_saves_go_on(tmp_path: Pa
     session = SessionFile(path)
     data = session.load()
     assert (data.archived, data.usage) == (0, Usage())
-    data.usage += Usage(10**5_000, 5, 10**5_000)  # a reply's hostile count, added to the totals
+    reply = {"prompt_tokens": 10**5_000, "completion_tokens": 5, "total_tokens": 10**5_000}
+    data.usage += Usage.from_dict(reply)  # a reply's hostile count is no count
+    data.usage += Usage.from_dict({"prompt_tokens": 10**15, "completion_tokens": 1})
     data.archive.append({"role": "user", "content": "old"})
     session.save(data)
     saved = SessionFile(path).load()
-    assert saved.usage == Usage(10**15, 5, 10**15)
+    assert saved.usage == Usage(10**15, 6, 10**15 + 6)
+    assert f"{saved.usage.total_tokens:,}"  # the totals can be shown
     assert saved.archived == 1
 
 
