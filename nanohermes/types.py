@@ -227,6 +227,10 @@ def _as_int(value: Any) -> int:
     return value if valid else 0
 
 
+def _bad_text_part(part: dict[str, Any]) -> bool:
+    return part.get("type") == "text" and not isinstance(part.get("text"), str)
+
+
 def message_problem(message: Any) -> str | None:
     """What makes `message` unusable as a wire-format chat message (a role that is not a string, a
     `tool_calls` that is not a list, a `function` that is not an object, …), or None when it is fine."""
@@ -240,6 +244,10 @@ def message_problem(message: Any) -> str | None:
         return f"content is a {type(content).__name__}, not text or a list of parts"
     if isinstance(content, list) and not all(isinstance(part, dict) for part in content):
         return "content holds a part that is not an object"
+    if isinstance(content, list) and any(_bad_text_part(part) for part in content):
+        return "content holds a text part whose text is not a string"
+    if "name" in message and not isinstance(message["name"], str):
+        return "name is not a string"
     if "tool_call_id" in message and not isinstance(message["tool_call_id"], str):
         return "tool_call_id is not a string"
     calls = message.get("tool_calls")

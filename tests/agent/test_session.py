@@ -150,6 +150,9 @@ def test_round_trip_is_private_atomic_and_redacts_the_key(tmp_path: Path) -> Non
         ('{"version": 2, "messages": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
         # loads, but the encoder, deeper in the stack, failed every request and save after it
         ('{"version": 2, "messages": [{"role": "user", "x": ' + "[" * 950 + "]" * 950 + "}]}", "100 levels"),
+        # sent as they were, a strict provider answered 400 to every turn after them
+        ('{"version": 2, "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}', "text"),
+        ('{"version": 2, "messages": [{"role": "user", "content": "q", "name": 5}]}', "name is not a string"),
     ],
 )
 def test_corrupt_file_is_a_clear_error_and_left_untouched(tmp_path: Path, content: str, problem: str) -> None:
