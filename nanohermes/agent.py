@@ -61,6 +61,9 @@ if TYPE_CHECKING:
 
 
 UNREADABLE_CALL = "the model wrote a <tool_call> that could not be read"
+NOTHING_TO_COMPACT_HINT = (
+    "the recent messages alone do not fit: /reset or a new session, or lower compact_keep_messages"
+)
 
 
 class AgentTools(ToolExecutor, Protocol):
@@ -272,9 +275,10 @@ class Agent:
     def _call_model(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
         try:
             return (yield from self._stream(turn, cancel))
-        except ContextOverflow:
+        except ContextOverflow as err:
             compacted = yield from self._compact(cancel, threshold=None)
-            if not compacted:
+            if not compacted:  # "run /compact" would not help either
+                err.hint = NOTHING_TO_COMPACT_HINT
                 raise
             return (yield from self._stream(turn, cancel))
 

@@ -59,6 +59,10 @@ def finished(events: list[Event]) -> TurnFinished:
     return last
 
 
+def errors(events: list[Event]) -> list[str]:
+    return [e.text for e in events if isinstance(e, Note) and e.level == "error"]
+
+
 def test_memory_block_is_injected_before_the_user_message_and_short_messages_keep_it(tmp_path: Path) -> None:
     model = ScriptedModel([text("Sure."), text("Continuing."), text("Done.")])
     agent, _, store = make_agent(tmp_path, model)
@@ -273,6 +277,17 @@ def test_context_overflow_compacts_once_and_retries(tmp_path: Path) -> None:
     assert len(model.stream_requests) == 10 + 2  # one compaction, one retry, then the error
     assert len(model.complete_requests) == 2
     assert agent.messages[-1] == {"role": "user", "content": "and another"}
+    assert errors(failed) == ["still too long"]  # raised without a hint: kept as it is
+
+
+def test_context_overflow_with_nothing_to_compact_says_what_would_help(tmp_path: Path) -> None:
+    model = ScriptedModel([ContextOverflow("context length exceeded", "run /compact or start a new session")])
+    agent, _, _ = make_agent(tmp_path, model)
+    failed = run(agent, "x" * 50_000)
+    assert finished(failed).reason == "error"
+    hint = "the recent messages alone do not fit: /reset or a new session, or lower compact_keep_messages"
+    assert errors(failed) == [f"context length exceeded ({hint})"]
+    assert model.complete_requests == []  # no summary of nothing
 
 
 def test_threshold_compaction_keeps_system_summary_recent_and_archive(tmp_path: Path) -> None:
