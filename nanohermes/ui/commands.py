@@ -19,7 +19,7 @@ from nanohermes.setting_values import BadValue, optional_name
 from nanohermes.settings import PERMISSION_MODES
 from nanohermes.types import plural
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import ECHO_CHARS, echoed, terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -183,10 +183,11 @@ def cmd_model(ctx: CommandContext, arg: str) -> None:
     try:
         optional_name(name)  # as --model checks it: shown in the toolbar and notes
     except BadValue as err:
-        ctx.fail(f"model name {terminal_safe(name)!r} {err.reason}")
+        ctx.fail(f"model name {echoed(name)} {err.reason}")
         return
     agent.set_model(name)
-    ctx.say(f"model set to {name} (from the next request)", "dim")
+    shown = name if len(name) <= ECHO_CHARS else echoed(name)
+    ctx.say(f"model set to {shown} (from the next request)", "dim")
 
 
 def cmd_permission(ctx: CommandContext, arg: str) -> None:
@@ -198,7 +199,7 @@ def cmd_permission(ctx: CommandContext, arg: str) -> None:
             ctx.say(f"shell {sandbox.status} (setting: sandbox = {sandbox.mode})", "dim")
         return
     if mode not in PERMISSION_MODES:
-        ctx.fail(f"unknown permission mode '{mode}'; use one of: {', '.join(PERMISSION_MODES)}")
+        ctx.fail(f"unknown permission mode {echoed(mode)}; use one of: {', '.join(PERMISSION_MODES)}")
         return
     ctx.runtime.agent.set_permission(mode)
     ctx.permission = mode
@@ -274,12 +275,14 @@ def is_command(text: str) -> bool:
 
 
 def dispatch(ctx: CommandContext, text: str) -> None:
-    name, _, arg = text.strip().partition(" ")
+    # any whitespace ends the name, as in is_command: a pasted `/memory<TAB>list` is /memory
+    name, arg = (text.split(maxsplit=1) + ["", ""])[:2]
     command = COMMANDS.get(name.lower())
     if command is None:
         close = [n for n in COMMANDS if n.startswith(name.lower()[:3])]
         hint = f" — did you mean {close[0]}?" if close else ""
-        ctx.fail(f"unknown command {name}{hint} (/help lists them)")
+        shown = name if len(name) <= ECHO_CHARS else f"{name[:ECHO_CHARS]}…"
+        ctx.fail(f"unknown command {shown}{hint} (/help lists them)")
         return
     try:
         command.handler(ctx, arg)

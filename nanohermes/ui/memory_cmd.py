@@ -25,7 +25,7 @@ from nanohermes.options import MemoryArgs
 from nanohermes.settings import Settings
 from nanohermes.types import plural
 from nanohermes.ui.memory_transfer import BadArgument, add_memory, export_memories, import_file, scope_label
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import echoed, terminal_safe
 
 SEARCH_LIMIT = 10
 
@@ -76,13 +76,27 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
     return EXIT_OK
 
 
+MAX_LINE_CHARS = 400
+"""A note or error stays one line on the screen: a longer one (a pasted argument repeated by a
+message from the store) keeps its start and its end, where the hint is."""
+
+
 def _note(message: str) -> None:
-    print(f"nanohermes: note: {' '.join(message.split())}", file=sys.stderr)
+    print(f"nanohermes: note: {_one_line(message)}", file=sys.stderr)
 
 
 def _error(message: str, code: int) -> int:
-    print(f"nanohermes: error: {' '.join(message.split())}", file=sys.stderr)
+    print(f"nanohermes: error: {_one_line(message)}", file=sys.stderr)
     return code
+
+
+def _one_line(message: str) -> str:
+    """On one line, short, and safe for the terminal (a file name may hold escape sequences)."""
+    line = terminal_safe(" ".join(message.split()))
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    half = MAX_LINE_CHARS // 2
+    return f"{line[:half]} … {line[-half:]}"
 
 
 def _when(ts: int) -> str:
@@ -132,11 +146,12 @@ def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
     if args.all_projects:
         store = store.for_project(None)
     hits = store.search(query, top_k=SEARCH_LIMIT)
+    asked = escape_markup(echoed(query))  # cut: a pasted query may be 100,000 characters
     if not hits:
         hint = "" if args.all_projects or store.project is None else " (--all searches every project)"
-        out.print(f"No matching memories for {escape(repr(query))}{hint}.")
+        out.print(f"No matching memories for {asked}{hint}.")
         return
-    table = Table(title=f"{plural(len(hits), 'best match')} for {escape(repr(query))}", title_justify="left")
+    table = Table(title=f"{plural(len(hits), 'best match')} for {asked}", title_justify="left")
     for column in ("#", "score", "id", "kind", "scope", "text"):
         table.add_column(column, no_wrap=column not in ("text", "scope"), overflow="fold")
     for rank, (score, entry) in enumerate(hits, start=1):

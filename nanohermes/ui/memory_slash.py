@@ -12,7 +12,7 @@ from rich.text import Text
 
 from nanohermes.errors import StoreError
 from nanohermes.types import plural
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import echoed, terminal_safe
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -116,13 +116,13 @@ def _forget(ctx: CommandContext, store: MemoryStoreLike, wanted: str) -> None:
     project's: the user names it on purpose."""
     matches = store.matching_ids(wanted, everywhere=True)
     if len(matches) > 1:
-        ctx.fail(f"id prefix {wanted!r} matches {len(matches)} memories; give more characters")
+        ctx.fail(f"id prefix {echoed(wanted)} matches {len(matches)} memories; give more characters")
     elif matches and store.forget(matches[0]):
         ctx.say(f"forgot {matches[0]}", "dim")
     elif len(wanted) < MIN_ID_PREFIX:
-        ctx.fail(f"{wanted!r} is too short: give the id or at least {MIN_ID_PREFIX} characters of it")
+        ctx.fail(f"{echoed(wanted)} is too short: give the id or at least {MIN_ID_PREFIX} characters of it")
     else:
-        ctx.fail(f"no memory with id {wanted} (/memory list --all shows the ids)")
+        ctx.fail(f"no memory with id {echoed(wanted)} (/memory list --all shows the ids)")
 
 
 def _stats(ctx: CommandContext, store: MemoryStoreLike) -> None:

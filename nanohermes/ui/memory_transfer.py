@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from rich.markup import escape
 
@@ -67,17 +67,26 @@ def export_memories(out: Console, store: MemoryStore, args: MemoryArgs, lang: st
 
 def import_file(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     """`memory import FILE`: a Markdown export or a JSON list, each memory through `remember`."""
+    name = terminal_safe(args.argument)  # a file name may hold escape sequences
     try:
         items = parse_import(_read_import(args.argument))
     except MemoryRejected as err:  # nothing is imported from a file that does not parse
-        raise BadArgument(f"{args.argument}: {err.one_line()}; nothing imported") from None
+        raise BadArgument(f"{name}: {err.one_line()}; nothing imported") from None
+    if len(items) > store.max_entries:  # the cap would evict every memory there is, and most of these
+        raise BadArgument(
+            f"{name} holds {len(items):,} memories, more than memory_max_entries ({store.max_entries:,}); "
+            "nothing imported (raise the setting or split the file)"
+        )
+    before = len(store.load())
     result = import_memories(store, items)
     for line in result.refused:
         print(f"nanohermes: note: not imported: {' '.join(line.split())}", file=sys.stderr)
+    evicted = before + result.added - len(store.load())
     out.print(
-        f"Imported {plural(result.added, 'new memory', 'new memories')} from {escape(args.argument)}; "
+        f"Imported {plural(result.added, 'new memory', 'new memories')} from {escape(name)}; "
         f"{result.merged} {'was' if result.merged == 1 else 'were'} already known (merged)"
         + (f"; {len(result.refused)} refused" if result.refused else "")
+        + (f"; {plural(evicted, 'memory')} evicted at the cap (memory_max_entries)" if evicted > 0 else "")
         + "."
     )
 
@@ -86,15 +95,26 @@ def _read_import(name: str) -> str:
     if not name.strip():
         raise BadArgument("memory import needs a file (a memory export, Markdown or JSON)")
     if name == "-":
-        return sys.stdin.read()
+        return _bounded_text(sys.stdin.buffer, "standard input")
     path = Path(name).expanduser()
+    shown = terminal_safe(name)
     try:
+        if not path.exists():
+            raise BadArgument(f"{shown}: no such file")
         if not path.is_file():  # never open a FIFO or a device: it could block or never end
-            raise BadArgument(f"{name} is not a file (give a memory export, Markdown or JSON)")
-        if path.stat().st_size > MAX_IMPORT_BYTES:
-            raise BadArgument(f"{name} is larger than {MAX_IMPORT_BYTES >> 20} MiB; not a memory export")
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise BadArgument(f"{name} is not UTF-8 text (give a memory export, Markdown or JSON)") from None
+            raise BadArgument(f"{shown} is not a file (give a memory export, Markdown or JSON)")
+        with path.open("rb") as stream:  # bounded: the file may grow after a size check
+            return _bounded_text(stream, shown)
     except OSError as err:
-        raise BadArgument(f"cannot read {name}: {err.strerror or err}") from None
+        raise BadArgument(f"cannot read {shown}: {err.strerror or err}") from None
+
+
+def _bounded_text(stream: BinaryIO, shown: str) -> str:
+    """At most MAX_IMPORT_BYTES of `stream`, as UTF-8: a pipe from /dev/zero never fills memory."""
+    data = stream.read(MAX_IMPORT_BYTES + 1)
+    if len(data) > MAX_IMPORT_BYTES:
+        raise BadArgument(f"{shown} is larger than {MAX_IMPORT_BYTES >> 20} MiB; not a memory export")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadArgument(f"{shown} is not UTF-8 text (give a memory export, Markdown or JSON)") from None

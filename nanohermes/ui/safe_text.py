@@ -27,3 +27,16 @@ def terminal_safe(text: str) -> str:
 def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+ECHO_CHARS = 60
+"""How much of a user's argument an error message repeats: a pasted 100,000-character argument
+would otherwise turn a one-line error into a screenful."""
+
+
+def echoed(argument: str, limit: int = ECHO_CHARS) -> str:
+    """`argument` quoted for an error line: control, bidi and surrogate characters escaped (by
+    `repr`), and cut to `limit` characters with its full length noted."""
+    if len(argument) <= limit:
+        return repr(argument)
+    return f"{argument[:limit]!r}… ({len(argument):,} characters)"
