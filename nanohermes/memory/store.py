@@ -121,7 +121,10 @@ class MemoryStore:
             return [wanted]
         if len(wanted) < MIN_ID_PREFIX:
             return []
-        return [entry.id for entry in snap.entries if entry.id.startswith(wanted) and shown(entry)]
+        found_ids = [entry.id for entry in snap.entries if entry.id.startswith(wanted) and shown(entry)]
+        if not found_ids and wanted != wanted.lower():  # ids are lower-case hex: `5B7C` means `5b7c`
+            return self.matching_ids(wanted.lower(), everywhere=everywhere)
+        return found_ids
 
     def __len__(self) -> int:
         return len(self._current().entries)

@@ -82,6 +82,7 @@ def test_ids_resolve_exactly_or_by_a_unique_prefix_of_four(tmp_path: Path) -> No
     first = ids[0]
     assert store.matching_ids(first) == [first]
     assert store.matching_ids(f"  {first[:4]} ") == [i for i in ids if i.startswith(first[:4])]
+    assert store.matching_ids(first.upper()) == [first]  # typed from a screen in capitals
     assert store.matching_ids(first[:3]) == []  # too short to mean anything
     assert store.matching_ids("zzzz") == []
     shared = next(i[:1] for i in ids if sum(j.startswith(i[:1]) for j in ids) > 1)
