@@ -14,6 +14,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import Output
 
 from nanohermes.fileio import ensure_private_dir
@@ -101,6 +102,13 @@ def key_bindings(window: ExitWindow, on_first_interrupt: Callable[[], None]) -> 
     @bindings.add("escape", "enter")
     def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
+
+    @bindings.add(Keys.Vt100MouseEvent)
+    def _not_a_mouse(event: KeyPressEvent) -> None:
+        # Mouse support is off, so no terminal sends mouse reports: this is colour codes typed or
+        # pasted without bracketed paste (`ESC[31m`), which prompt_toolkit's mouse parser crashed on
+        # ("Press ENTER to continue…"). Kept as the text any other unknown escape sequence leaves.
+        event.current_buffer.insert_text(event.data[1:])
 
     @bindings.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:

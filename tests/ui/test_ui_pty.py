@@ -248,6 +248,20 @@ def test_multi_line_input_arrives_as_one_message(fake_server: FakeServer, launch
     assert term.exit_code() == 0
 
 
+def test_colour_codes_typed_without_bracketed_paste_are_text_not_a_crash(
+    fake_server: FakeServer, launch: Launch
+) -> None:
+    fake_server.push_text("Got the colours.")
+    term = launch("--no-memory")
+    term.send("a\x1b[31mred\x1b[0mb\r")  # read by prompt_toolkit as a malformed mouse report
+    term.expect("Got the colours.")
+    term.prompt()
+    assert "Press ENTER" not in plain(term.log.getvalue())
+    assert user_texts(fake_server.bodies[0])[-1] == "a[31mred[0mb"
+    term.send("\x04")
+    assert term.exit_code() == 0
+
+
 def test_no_model_configured_explains_the_settings_and_exits_2(workspace: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NANOHERMES_MODEL")}
     child = spawn(workspace, (), env)
