@@ -115,11 +115,21 @@ def cmd_exit(ctx: CommandContext, arg: str) -> None:
 
 
 def cmd_reset(ctx: CommandContext, arg: str) -> None:
+    if arg.strip():  # `/reset memory` must not clear the conversation while meaning something else
+        ctx.fail(
+            f"/reset takes no arguments (it clears this conversation, keeping memory), not {echoed(arg)}"
+        )
+        return
     ctx.runtime.agent.reset()
     ctx.say("conversation cleared (long-term memory kept)", "dim")
 
 
 def cmd_compact(ctx: CommandContext, arg: str) -> None:
+    if arg.strip():
+        ctx.fail(
+            f"/compact takes no arguments (it summarises all but the recent messages), not {echoed(arg)}"
+        )
+        return
     agent = ctx.runtime.agent
     ctx.run_events(lambda cancel: agent.compact(cancel))
 

@@ -66,6 +66,9 @@ def test_exit_reset_model_permission_tokens() -> None:
     agent = runtime.agent
     list(agent.run("hi"))
     assert len(agent.messages) == 3
+    assert "takes no arguments" in h.run("/reset memory")  # meant something else: nothing cleared
+    assert "takes no arguments" in h.run("/compact now")
+    assert len(agent.messages) == 3
     assert "cleared" in h.run("/reset")
     assert len(agent.messages) == 1
     assert h.run("/model").strip() == "model: fake-model"
