@@ -172,7 +172,8 @@ def _write_bytes(path: Path, data: bytes) -> None:
         with open(path, "wb") as handle:
             handle.write(data)
         return
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.nanohermes-undo")
+    # a fixed-length name: the file's own name may already be as long as the file system allows
+    temp = path.with_name(f".nanohermes-undo-{secrets.token_hex(8)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         if info is not None and stat.S_ISREG(info.st_mode) and hasattr(os, "fchmod"):

@@ -31,7 +31,7 @@ from nanohermes.checkpoints.journal import (
     Journal,
     TurnRecord,
 )
-from nanohermes.checkpoints.shadow import ShadowRepo
+from nanohermes.checkpoints.shadow import GitTimeout, ShadowRepo
 from nanohermes.protocols import TurnChanges
 
 FILE_LIMIT = 20_000
@@ -156,7 +156,7 @@ class Checkpoints:
             try:
                 with self.lock():
                     if self._decide() == "git" and not self.repo().index.exists():
-                        self.repo().snapshot()
+                        self._snapshot()
             except (CheckpointError, OSError, TimeoutError):
                 return
 
@@ -186,7 +186,8 @@ class Checkpoints:
         store = self._decide()
         if store == "git" and not turn.tree:
             turn.shared, turn.joined = self._active.join(), True
-            turn.tree = self.repo().snapshot()
+            turn.tree = self._snapshot()
+            store = self._store
         turn.shell = turn.shell or path is None
         relative = self._relative(path)
         if relative is None or path is None or relative in turn.copies or relative in turn.seen:
@@ -208,13 +209,26 @@ class Checkpoints:
                 reason = f"the workspace holds more than {self._file_limit:,} files"
         except CheckpointError as err:
             reason = err.one_line()
-        self._store = "copies" if reason else "git"
+        self._store = "git"
         if reason:
-            self._note(
-                f"checkpoints: {reason}, so only files the agent writes or edits are kept (as copies); "
-                "changes made by shell commands cannot be undone"
-            )
+            self._fall_back(reason)
         return self._store
+
+    def _snapshot(self) -> str:
+        """A snapshot of the workspace, or "" after falling back to copies because git took too long
+        (huge files): every later turn's first change would wait as long again, then fail."""
+        try:
+            return self.repo().snapshot()
+        except GitTimeout as err:
+            self._fall_back(err.one_line())
+            return ""
+
+    def _fall_back(self, reason: str) -> None:
+        self._store = "copies"
+        self._note(
+            f"checkpoints: {reason}, so only files the agent writes or edits are kept (as copies); "
+            "changes made by shell commands cannot be undone"
+        )
 
     def _note(self, text: str) -> None:
         with self._lock:  # the warm-up thread notes too
@@ -247,6 +261,8 @@ class Checkpoints:
                         self._pruned = True
                         self._prune()
             except Exception as err:  # the turn is over either way: say so
+                if isinstance(err, GitTimeout):  # the next turn would wait as long again
+                    self._store = "copies"
                 return TurnChanges(
                     notes=(*notes, f"checkpoint failed ({_why(err)}): this turn cannot be undone")
                 )

@@ -47,6 +47,10 @@ CONFIG = (
 )
 
 
+class GitTimeout(CheckpointError):
+    """git did not finish within GIT_TIMEOUT seconds (a workspace holding huge files)."""
+
+
 def git_environment(base: dict[str, str], git_dir: Path, workspace: Path) -> dict[str, str]:
     """`base` (the process environment) without any GIT_* variable, plus the shadow repository's."""
     env = {key: value for key, value in base.items() if not key.startswith("GIT_")}
@@ -88,7 +92,7 @@ class ShadowRepo:
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            raise CheckpointError(f"git {args[0]} took over {GIT_TIMEOUT:g} s") from None
+            raise GitTimeout(f"git {args[0]} took over {GIT_TIMEOUT:g} s") from None
         except OSError as err:
             raise CheckpointError(f"cannot run git: {err.strerror or err}") from None
         if done.returncode not in ok_codes:
@@ -168,6 +172,8 @@ class ShadowRepo:
         self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
         try:
             self._add_all()
+        except GitTimeout:
+            raise  # rebuilding the index would only take longer
         except CheckpointError:
             if not self.index.exists():
                 raise
@@ -175,10 +181,23 @@ class ShadowRepo:
             # truncated copy) would fail every later snapshot of every session here: rebuild it.
             self.index.unlink()
             self._add_all()
-        return self.run("write-tree").decode().strip()
+        tree = self.run("write-tree").decode().strip()
+        self._forget_nested_repositories()
+        return tree
 
     def _add_all(self) -> None:
         self.run("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
+
+    def _forget_nested_repositories(self) -> None:
+        """Drop nested repositories (gitlinks) from the index once the tree is written. For one
+        already in the index, `git add` runs `git status` inside it, which obeys that repository's
+        own config: a filter or fsmonitor command there would run. A new one only has its HEAD read."""
+        listed = self.run("ls-files", "--stage", "-z").split(b"\0")
+        gitlinks = [entry.split(b"\t", 1)[1] for entry in listed if entry.startswith(b"160000 ")]
+        if gitlinks:
+            self.run(
+                "update-index", "-z", "--force-remove", "--stdin", stdin=b"".join(g + b"\0" for g in gitlinks)
+            )
 
     def commit(self, tree: str, message: str, parent: str = "") -> str:
         args = ["commit-tree", tree, "-m", message]
@@ -195,20 +214,26 @@ class ShadowRepo:
             self.run("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in listed).encode())
 
     def changes(self, before: str, after: str) -> list[FileChange]:
-        """Files that differ between two trees (renames as a deletion and an addition)."""
+        """Files that differ between two trees (renames as a deletion and an addition). Nested
+        repositories are not snapshotted: nothing in one is a change, nor is anything in a directory
+        that became one or stopped being one (its files were there all along: undo must not remove
+        them, nor recreate them over what is there)."""
         raw = self.run("diff-tree", "-r", "-z", "--no-renames", "--raw", before, after)
         fields = raw.split(b"\0")
         changes: list[FileChange] = []
-        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        nested: list[str] = []
+        for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
             if not meta.startswith(b":"):
                 continue
             old_mode, new_mode, old_id, new_id, _status = meta[1:].decode().split(" ")
-            old = _state(int(old_mode, 8), old_id)
-            new = _state(int(new_mode, 8), new_id)
+            path = raw_path.decode("utf-8", "surrogateescape")
             if GITLINK in (int(old_mode, 8), int(new_mode, 8)):
-                continue  # a nested repository: not snapshotted
-            changes.append(FileChange(path.decode("utf-8", "surrogateescape"), old, new))
-        return changes
+                nested.append(path + "/")
+                continue
+            changes.append(
+                FileChange(path, _state(int(old_mode, 8), old_id), _state(int(new_mode, 8), new_id))
+            )
+        return [change for change in changes if not change.path.startswith(tuple(nested))]
 
     def read_blobs(self, ids: list[str]) -> dict[str, bytes]:
         """The contents of blobs by id, in one `git cat-file --batch` run."""
