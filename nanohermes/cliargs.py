@@ -175,7 +175,7 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         yes=ns.yes,
         local=ns.local,
         verbose=ns.verbose,
-        mcp_config=tuple(Path(path) for path in ns.mcp_config or ()),
+        mcp_config=_mcp_config_files(ns, "nanohermes"),
         overrides=overrides,
     )
 
@@ -188,6 +188,14 @@ def _config_file(ns: argparse.Namespace, command: str) -> Path | None:
     if not ns.config.strip():
         raise UsageError("--config needs a file path, not an empty one", command)
     return Path(ns.config)
+
+
+def _mcp_config_files(ns: argparse.Namespace, command: str) -> tuple[Path, ...]:
+    """`--mcp-config FILE`s; an empty one would be read as the directory `.`."""
+    files = ns.mcp_config or ()
+    if any(not name.strip() for name in files):
+        raise UsageError("--mcp-config needs a file path, not an empty one", command)
+    return tuple(Path(name) for name in files)
 
 
 def _sub_command_at(argv: list[str]) -> int | None:
@@ -224,7 +232,8 @@ def _parse_memory(argv: list[str]) -> CliOptions:
         kind=getattr(ns, "kind", ""),
         project=bool(getattr(ns, "project", False)),
     )
-    overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir else {}
+    # `is not None`: an empty --memory-dir ("$UNSET") is refused by the settings, not read as the default
+    overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir is not None else {}
     return CliOptions(
         config=_config_file(ns, "nanohermes memory"),
         verbose=ns.verbose,
@@ -275,7 +284,7 @@ def _parse_mcp(argv: list[str]) -> CliOptions:
     return CliOptions(
         config=_config_file(ns, "nanohermes mcp"),
         verbose=ns.verbose,
-        mcp_config=tuple(Path(path) for path in ns.mcp_config or ()),
+        mcp_config=_mcp_config_files(ns, "nanohermes mcp"),
         mcp_action=ns.action,
     )
 

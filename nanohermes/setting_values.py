@@ -17,6 +17,10 @@ from urllib.parse import SplitResult, urlsplit  # pathlib imports it anyway: fre
 
 Reader = Callable[[Any], Any]
 
+SHOWN_CHARS = 60
+"""How much of a bad value an error line quotes."""
+_IPV4_LIKE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
+
 TRUE_WORDS = frozenset({"1", "true", "t", "yes", "y", "on"})
 FALSE_WORDS = frozenset({"0", "false", "f", "no", "n", "off"})
 _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
@@ -110,7 +114,51 @@ def base_url(value: Any) -> str:
         raise BadValue("must not hold a user name or password (give the key as api_key)", _masked(parts))
     if not host:
         raise BadValue("names no host (e.g. http://localhost:8080/v1)")
+    problem = _host_problem(host)
+    if problem:
+        raise BadValue(problem)
     return url
+
+
+def _host_problem(host: str) -> str | None:
+    """What the HTTP library would refuse only at the first request, with an internal error: an IPv4
+    address out of range, an empty or over-long label (`api..example.com`), a bad IDNA name."""
+    if _IPV4_LIKE.fullmatch(host):
+        import ipaddress
+
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return "its host is not a valid IPv4 address"
+        return None
+    if ":" in host:  # an IPv6 address: urlsplit has checked it
+        return None
+    labels = host.removesuffix(".").split(".")
+    if not host.isascii() or any(label.startswith("xn--") for label in labels):
+        import idna  # httpx's own IDNA codec; loaded only for such a name
+
+        try:
+            host = idna.encode(idna.decode(host) if host.isascii() else host).decode("ascii")
+        except (idna.IDNAError, UnicodeError):
+            return "its host is not a valid international domain name"
+        labels = host.removesuffix(".").split(".")
+    if any(not 0 < len(label) <= 63 for label in labels):
+        return "its host has an empty part or one over 63 characters (look for '..')"
+    return None
+
+
+def shown(value: Any) -> str:
+    """A bad value as an error line quotes it: TOML's spelling, cut short; "" for a table or list."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value) if len(value) <= SHOWN_CHARS else repr(value[:SHOWN_CHARS]) + "…"
+    if isinstance(value, int) and value.bit_length() > 4 * SHOWN_CHARS:  # str() refuses 4,300+ digits
+        return f"a number of about {int(value.bit_length() * 0.30103):,} digits"
+    if isinstance(value, int | float):
+        return str(value)
+    isoformat = getattr(value, "isoformat", None)  # a TOML date or time
+    return str(isoformat()) if callable(isoformat) else ""
 
 
 def _masked(parts: SplitResult) -> str:
@@ -165,21 +213,27 @@ def _whole(value: Any) -> int:
     raise BadValue("must be a whole number")
 
 
-def seconds(value: Any) -> float:
-    """A finite number of seconds greater than 0."""
-    number: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            number = None
-    if number is None or not math.isfinite(number):
-        raise BadValue("must be a number of seconds")
-    if number <= 0:
-        raise BadValue("must be greater than 0")
-    return number
+def seconds(high: float | None = None) -> Reader:
+    """A finite number of seconds greater than 0 (and at most `high`)."""
+
+    def read(value: Any) -> float:
+        number: float | None = None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                number = None
+        if number is None or not math.isfinite(number):
+            raise BadValue("must be a number of seconds")
+        if number <= 0:
+            raise BadValue("must be greater than 0")
+        if high is not None and number > high:
+            raise BadValue(f"must be at most {high:,g}")
+        return number
+
+    return read
 
 
 def one_of(*choices: str) -> Reader:

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from nanohermes import setting_values as read
+from nanohermes.config_file import ConfigFile, read_config
 from nanohermes.errors import ConfigError
-from nanohermes.fileio import read_small_text
 from nanohermes.setting_values import BadValue, Secret
 
 if TYPE_CHECKING:
@@ -27,8 +26,8 @@ ENV_FALLBACKS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
 PermissionMode = Literal["read-only", "ask", "auto"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 SandboxMode = Literal["auto", "bwrap", "off"]
-CONFIG_MAX_BYTES = 1_000_000
-"""A config file is a few hundred bytes; past this it is not one (and would be read whole)."""
+REQUEST_TIMEOUT_MAX = 86_400
+"""A day: longer waits overflow the clock arithmetic below the HTTP library (an OverflowError)."""
 
 
 class InvalidSetting(ValueError):
@@ -137,7 +136,7 @@ _READERS: dict[str, read.Reader] = {
     "model": read.optional_name,
     "base_url": read.base_url,
     "api_key": read.secret,
-    "request_timeout": read.seconds,
+    "request_timeout": read.seconds(REQUEST_TIMEOUT_MAX),
     "max_retries": read.whole(0, 20),
     "max_iterations": read.whole(1),
     "permission": read.one_of(*PERMISSION_MODES),
@@ -149,7 +148,7 @@ _READERS: dict[str, read.Reader] = {
     "compact_keep_messages": read.whole(1),
     "sessions_dir": read.path,
     "state_dir": read.path,
-    "shell_timeout": read.seconds,
+    "shell_timeout": read.seconds(),
     "tool_output_chars": read.whole(200),
     "language": read.one_of("en", "zh"),
     "send_reasoning": read.boolean,
@@ -191,7 +190,7 @@ def load_settings(
     cli_values = {k: v for k, v in (cli or {}).items() if v is not None}
     explicit = config_file is not None
     path = config_file if config_file is not None else default_config_path(environ)
-    file_values = _read_config(path, required=explicit)
+    config = read_config(path, SETTING_NAMES, required=explicit)
     env_values = _env_values(environ)
     fallback_values = {name: environ[var] for name, var in ENV_FALLBACKS.items() if environ.get(var)}
     defaults = _defaults(home, environ)
@@ -199,7 +198,7 @@ def load_settings(
         ("cli", cli_values),
         ("env", env_values),
         ("fallback", fallback_values),
-        ("file", file_values),
+        ("file", config.values),
         ("default", defaults),
     ]
 
@@ -209,7 +208,7 @@ def load_settings(
     try:
         loaded = Settings(**merged)
     except InvalidSetting as err:
-        raise ConfigError(_describe_error(err, layers, path)) from None
+        raise ConfigError(_describe_error(err, layers, config)) from None
     changes = _expanded_paths(loaded, home)
     servers = dict(loaded.mcp_servers)
     if mcp_config:
@@ -263,58 +262,18 @@ def _env_values(environ: Mapping[str, str]) -> dict[str, Any]:
     return values
 
 
-def _read_config(path: Path, *, required: bool) -> dict[str, Any]:
-    try:
-        text = read_small_text(path, CONFIG_MAX_BYTES)
-    except FileNotFoundError:
-        if required:
-            raise ConfigError(f"config file {path} does not exist", "check the --config path") from None
-        return {}
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise ConfigError(f"cannot read config file {path}: {reason}", "fix or remove the file") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"config file {path} is not valid TOML: {err}", "fix that line") from None
-    if "nanohermes" in data and isinstance(data["nanohermes"], dict):
-        data = data["nanohermes"]
-    unknown = [key for key in data if key not in SETTING_NAMES]
-    if unknown:
-        line = _line_of(text, unknown[0])
-        raise ConfigError(f"{path}{line}: unknown setting '{unknown[0]}'", _unknown_hint(unknown[0], path))
-    return data
-
-
-def _unknown_hint(name: str, path: Path) -> str:
-    """Fix it in the user's own file: the closest valid name, else every valid name."""
-    import difflib
-
-    close = difflib.get_close_matches(name, SETTING_NAMES, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean '{close[0]}'? fix or remove it in {path}"
-    return f"fix or remove it in {path}; valid settings: {', '.join(SETTING_NAMES)}"
-
-
-def _line_of(text: str, key: str) -> str:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip().startswith(key) and "=" in line:
-            return f", line {number}"
-    return ""
-
-
-def _describe_error(err: InvalidSetting, layers: list[tuple[str, dict[str, Any]]], path: Path) -> str:
+def _describe_error(err: InvalidSetting, layers: list[tuple[str, dict[str, Any]]], config: ConfigFile) -> str:
     if err.mcp is not None:
-        return _mcp_problem(err.mcp, path)
+        return _mcp_problem(err.mcp, config)
     origin = err.field
     for layer, values in layers:
         if err.field in values:
-            origin = _origin(layer, err.field, path)
+            origin = _origin(layer, err.field, config)
             break
     return _problem(err, origin)
 
 
-def _origin(layer: str, field: str, path: Path) -> str:
+def _origin(layer: str, field: str, config: ConfigFile) -> str:
     if layer == "cli":
         return "--" + field.replace("_", "-")
     if layer == "env":
@@ -322,25 +281,17 @@ def _origin(layer: str, field: str, path: Path) -> str:
     if layer == "fallback":
         return ENV_FALLBACKS[field]
     if layer == "file":
-        try:
-            line = _line_of(path.read_text(encoding="utf-8"), field)
-        except OSError:
-            line = ""
-        return f"{field} in {path}{line}"
+        return f"{field} in {config.path}{config.line_of(field)}"
     return field
 
 
-def _mcp_problem(mcp: tuple[str, dict[str, Any]], path: Path) -> str:
+def _mcp_problem(mcp: tuple[str, dict[str, Any]], config: ConfigFile) -> str:
     """`<file>, line N: MCP server 'x': …` for a bad `[mcp_servers.x]` table."""
     from nanohermes.mcp_config import describe_problem, toml_line
 
     server, error = mcp
     key = str(error["loc"][0]) if error.get("loc") else None
-    try:
-        line = toml_line(path.read_text(encoding="utf-8"), server, key)
-    except OSError:
-        line = ""
-    return f"{path}{line}: {describe_problem(server, error)}"
+    return f"{config.path}{toml_line(config.text, server, key)}: {describe_problem(server, error)}"
 
 
 def _expand_cwd(server: McpServerConfig, home: Path) -> McpServerConfig:
@@ -355,9 +306,8 @@ def _problem(err: InvalidSetting, origin: str) -> str:
         from nanohermes.mcp_config import describe_problem
 
         return f"{origin or 'mcp_servers'}: {describe_problem(*err.mcp)}"
-    value = err.value
-    shown = "" if err.field == "api_key" or isinstance(value, dict | list) else f" {value!r}"
-    return f"invalid value{shown} for {origin or err.field}: {err.reason}"
+    shown = "" if err.field == "api_key" else read.shown(err.value)
+    return f"invalid value{shown and ' ' + shown} for {origin or err.field}: {err.reason}"
 
 
 def _expanded_paths(settings: Settings, home: Path) -> dict[str, Any]:

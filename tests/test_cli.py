@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_server import FakeServer
+from fake_server import fake_server as fake_server
 
 from nanohermes import __version__
 
@@ -102,6 +104,22 @@ def test_help_lists_every_flag(isolated_home: Path) -> None:
         (["--config", "/nonexistent/nh.toml"], {}, ["/nonexistent/nh.toml", "does not exist"]),
         (["memory"], {}, ["memory needs an action"]),
         (["memory", "frobnicate"], {}, ["invalid choice"]),
+        # an empty value ("$UNSET") used to mean the default memory dir, or the directory "."
+        (["memory", "list", "--memory-dir", ""], {}, ["invalid value '' for --memory-dir"]),
+        (["memory", "--memory-dir", "", "forget", "x"], {}, ["invalid value '' for --memory-dir"]),
+        (["--mcp-config", ""], {}, ["--mcp-config needs a file path"]),
+        (
+            ["mcp", "list", "--mcp-config", " "],
+            {},
+            ["--mcp-config needs a file path", "nanohermes mcp --help"],
+        ),
+        # these used to pass, then end the first request in an internal error
+        (
+            ["--model", "m", "--base-url", "http://api..example.com/v1", "-p", "hi"],
+            {},
+            ["--base-url", "'..'"],
+        ),
+        (["--model", "m", "-p", "hi"], {"NANOHERMES_REQUEST_TIMEOUT": "1e12"}, ["at most 86,400"]),
     ],
 )
 def test_bad_input_gives_one_line_and_exit_2(
@@ -196,3 +214,17 @@ def test_version_into_a_closed_pipe_is_no_traceback(isolated_home: Path) -> None
         os.close(write_end)
     assert result.returncode == 1
     assert result.stderr == ""
+
+
+def test_request_timeout_too_long_for_the_clock_stops_before_any_request(
+    isolated_home: Path, fake_server: FakeServer
+) -> None:
+    """request_timeout = 1e12 ended the run in "internal error: OverflowError: timestamp out of range
+    for platform time_t" once the request was sent."""
+    config = isolated_home / "config.toml"
+    config.write_text(
+        f'model = "m"\nbase_url = "{fake_server.url}"\nrequest_timeout = 1e12\n', encoding="utf-8"
+    )
+    result = run(["--config", str(config), "-p", "hi"], isolated_home)
+    assert_one_line_error(result, "request_timeout in", "line 3", "must be at most 86,400")
+    assert fake_server.requests == []

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nanohermes.errors import ConfigError
+from nanohermes.setting_values import shown
 from nanohermes.settings import SETTING_NAMES, load_settings
 
 
@@ -360,3 +361,139 @@ def test_model_name_with_control_or_invisible_characters_is_refused(tmp_path: Pa
             load_settings({}, environ={"HOME": str(tmp_path), variable: name})
         with pytest.raises(ConfigError):
             load_settings({setting: name}, environ={"HOME": str(tmp_path)})
+
+
+def test_request_timeout_past_a_day_is_refused_at_start(tmp_path: Path) -> None:
+    """1e12 passed, then ended the first request in "internal error: OverflowError: timestamp out of
+    range for platform time_t"."""
+    with pytest.raises(ConfigError) as err:
+        load_settings({}, environ={"HOME": str(tmp_path), "NANOHERMES_REQUEST_TIMEOUT": "1e12"})
+    assert "NANOHERMES_REQUEST_TIMEOUT: must be at most 86,400" in err.value.one_line()
+    assert load_settings({}, environ={"HOME": str(tmp_path), "NANOHERMES_REQUEST_TIMEOUT": "86400"})
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ('memory_dir = "~/m"\nmemory = "maybe"\n', "for memory in {config}, line 2"),
+        ('sandbox_network = false\nsandbox = "docker"\n', "for sandbox in {config}, line 2"),
+        ('"model" = 5\n', "for model in {config}, line 1"),
+        ('model = "m"\n\n[other]\nx = 1\n', "{config}, line 3: unknown setting 'other'"),
+    ],
+)
+def test_the_line_named_is_the_setting_s_own(tmp_path: Path, body: str, fragment: str) -> None:
+    """`memory = "maybe"` was said to be on the line of `memory_dir`, which starts with its name."""
+    config = _config(tmp_path, body)
+    with pytest.raises(ConfigError) as err:
+        load_settings({}, config_file=config, environ={"HOME": str(tmp_path)})
+    assert fragment.format(config=config) in err.value.one_line()
+
+
+def test_settings_outside_a_nanohermes_table_are_not_dropped(tmp_path: Path) -> None:
+    """With a [nanohermes] table, the rest of the file was ignored: a `model` above it ("no model
+    configured"), an [mcp_servers.x] table below it, and typos anywhere outside it."""
+    home = {"HOME": str(tmp_path)}
+    body = 'model = "m"\n[nanohermes]\nmax_retries = 2\n[mcp_servers.x]\ncommand = "srv"\n'
+    settings = load_settings({}, config_file=_config(tmp_path, body), environ=home)
+    assert (settings.model, settings.max_retries, list(settings.mcp_servers)) == ("m", 2, ["x"])
+    typo = _config(tmp_path, 'modle = "m"\n[nanohermes]\nmax_retries = 2\n')
+    with pytest.raises(ConfigError, match=r"line 1: unknown setting 'modle'"):
+        load_settings({}, config_file=typo, environ=home)
+    twice = _config(tmp_path, 'model = "a"\n[nanohermes]\nmodel = "b"\n')
+    with pytest.raises(ConfigError, match=r"'model' is set both in \[nanohermes\] and outside it"):
+        load_settings({}, config_file=twice, environ=home)
+
+
+def test_config_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Windows Notepad's UTF-8 starts with a BOM: "not valid TOML: Invalid statement (at line 1,
+    column 1)" for a file that looks right."""
+    config = tmp_path / "config.toml"
+    config.write_bytes(b'\xef\xbb\xbfmodel = "m"\r\nmax_retries = 2\r\n')
+    settings = load_settings({}, config_file=config, environ={"HOME": str(tmp_path)})
+    assert (settings.model, settings.max_retries) == ("m", 2)
+
+
+def test_config_not_in_utf8_names_the_line(tmp_path: Path) -> None:
+    """It said "'utf-8' codec can't decode byte 0xe9 in position 18": a byte offset, not a line."""
+    config = tmp_path / "config.toml"
+    config.write_bytes(b'model = "m"\n# caf\xe9\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings({}, config_file=config, environ={"HOME": str(tmp_path)})
+    assert f"config file {config} is not UTF-8 text (line 2: byte 0xe9)" in err.value.one_line()
+
+
+def test_config_nested_too_deeply_is_a_config_error(tmp_path: Path) -> None:
+    """tomllib recurses per nested array: a RecursionError became an "internal error"."""
+    config = _config(tmp_path, "model = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="not valid TOML: nested too deeply"):
+        load_settings({}, config_file=config, environ={"HOME": str(tmp_path)})
+
+
+def test_default_config_that_links_nowhere_is_an_error_not_no_config(tmp_path: Path) -> None:
+    """A dotfiles link whose target moved: every setting in it was silently not read."""
+    (tmp_path / ".nanohermes").mkdir()
+    (tmp_path / ".nanohermes" / "config.toml").symlink_to(tmp_path / "dotfiles" / "nanohermes.toml")
+    with pytest.raises(ConfigError, match="links to a file that does not exist"):
+        load_settings({}, environ={"HOME": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("https://api..openai.com/v1", "look for '..'"),
+        ("http://" + "a" * 64 + ".example/v1", "over 63 characters"),
+        ("http://256.1.1.1:8080/v1", "not a valid IPv4 address"),
+        ("http://xn--/v1", "not a valid international domain name"),
+        ("http://\u2603.example/v1", "not a valid international domain name"),
+    ],
+)
+def test_base_url_host_the_http_library_refuses_is_refused_at_start(
+    tmp_path: Path, url: str, fragment: str
+) -> None:
+    """Each passed, then ended the first turn in "internal error: UnicodeError: encoding with 'idna'
+    codec failed" (or IDNAError, or InvalidURL)."""
+    with pytest.raises(ConfigError) as err:
+        load_settings({"base_url": url}, environ={"HOME": str(tmp_path)})
+    assert "--base-url" in err.value.one_line()
+    assert fragment in err.value.one_line()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.openai.com/v1",
+        "http://[::1]:8080/v1",
+        "http://xn--fiqs8s.example/v1",
+        "http://中国.example/v1",
+    ],
+)
+def test_base_url_hosts_that_work_still_pass(tmp_path: Path, url: str) -> None:
+    assert load_settings({"base_url": url}, environ={"HOME": str(tmp_path)}).base_url == url
+
+
+@pytest.mark.parametrize(
+    ("body", "environ", "expected"),
+    [
+        ("max_iterations = true\n", {}, "invalid value true for max_iterations"),
+        ("model = 1979-05-27\n", {}, "invalid value 1979-05-27 for model"),
+        ("", {"NANOHERMES_MAX_ITERATIONS": "9" * 5000}, "invalid value '" + "9" * 60 + "'… for"),
+    ],
+)
+def test_a_bad_value_is_quoted_as_written_and_cut_short(
+    tmp_path: Path, body: str, environ: dict[str, str], expected: str
+) -> None:
+    """The line quoted Python (`True`, `datetime.date(1979, 5, 27)`), and a 5,000-digit value whole."""
+    config = _config(tmp_path, body)
+    with pytest.raises(ConfigError) as err:
+        load_settings({}, config_file=config, environ={"HOME": str(tmp_path), **environ})
+    line = err.value.one_line()
+    assert expected in line
+    assert len(line) < 300
+
+
+def test_a_number_too_long_to_read_is_a_config_error(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f'model = "m"\nmax_iterations = {"9" * 5_000}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="holds a number too long to read"):
+        load_settings({}, config_file=config, environ={"HOME": str(tmp_path)})
+    assert shown(10**5_000) == "a number of about 5,000 digits"
