@@ -97,8 +97,13 @@ def load_agents_md(workspace: Path) -> tuple[str, str]:
 
 
 def _replaced(text: str) -> str:
-    """`text` with each undecodable byte (kept by surrogateescape) shown as U+FFFD."""
-    return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+    """`text` with each undecodable byte (kept by surrogateescape) shown as U+FFFD, and without the
+    byte-order mark a Windows editor puts first (no text, and no whitespace to strip)."""
+    return (
+        text.encode("utf-8", errors="surrogateescape")
+        .decode("utf-8", errors="replace")
+        .removeprefix("\ufeff")
+    )
 
 
 def _ignored(why: str) -> str:

@@ -170,6 +170,11 @@ def test_agents_md_with_undecodable_bytes_counts_the_cut_bytes(tmp_path: Path) -
     assert text.startswith("\ufffd" * 100)
 
 
+def test_agents_md_saved_with_a_byte_order_mark_starts_with_its_text(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("\ufeff\n# Rules\nRun make test.\n", encoding="utf-8")
+    assert read_agents_md(tmp_path) == "# Rules\nRun make test."
+
+
 def test_agents_md_linked_to_nothing_is_ignored_with_a_note(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").symlink_to(tmp_path / "gone.md")
     assert load_agents_md(tmp_path) == ("", "AGENTS.md ignored: it is a link to a file that does not exist")
