@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from nanohermes.cancel import CancelToken
 from nanohermes.errors import ToolError
 from nanohermes.tools.base import CallContext
-from nanohermes.tools.paths import Workspace
+from nanohermes.tools.paths import Workspace, existing_mode, shown_path
 
 READ_DEFAULT_LIMIT = 2000
 """Lines shown by read_file when no limit is given."""
@@ -21,6 +22,10 @@ READ_COUNT_MAX_BYTES = 64 * 1024 * 1024
 """read_file stops counting lines past the window in files bigger than this."""
 EDIT_MAX_BYTES = 8 * 1024 * 1024
 """edit_file refuses files bigger than this."""
+CLOSEST_MAX_CHARS = 1000
+"""edit_file's closest-match hint compares this much of `old` and of each window of the file."""
+CLOSEST_WORK = 20_000_000
+"""...and stops once the compared lengths' products add up to this (a fraction of a second)."""
 SNIFF_BYTES = 8192
 DIFF_MAX_LINES = 400
 _BARE_LF = re.compile(r"(?<!\r)\n")
@@ -117,9 +122,9 @@ class FileTools:
                 size = os.fstat(handle.fileno()).st_size
                 raise ToolError(f"{path} is a binary file ({size} bytes); not shown")
             handle.seek(0)
-            return self._numbered(handle, path, offset, limit)
+            return self._numbered(handle, path, offset, limit, ctx.cancel)
 
-    def _numbered(self, handle: BinaryIO, path: str, offset: int, limit: int) -> str:
+    def _numbered(self, handle: BinaryIO, path: str, offset: int, limit: int, cancel: CancelToken) -> str:
         huge = os.fstat(handle.fileno()).st_size > READ_COUNT_MAX_BYTES
         out: list[str] = []
         used = 0
@@ -129,7 +134,7 @@ class FileTools:
         counting = True
         budget = max(200, self.max_chars - 200)
         while True:
-            line = _read_line(handle)
+            line = _read_line(handle, cancel)
             if line is None:
                 break
             number += 1
@@ -176,18 +181,18 @@ class FileTools:
         """
         resolved = self.workspace.resolve(path, ctx.granted)
         data = encode(content, "content")
-        existed = resolved.exists()
+        existed = existing_mode(resolved) is not None
         self.workspace.replace_into(resolved, data)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         verb = "Overwrote" if existed else "Created"
         unit = "line" if lines == 1 else "lines"
         size = f"{len(content)} chars" + (f", {len(data)} bytes" if len(data) != len(content) else "")
-        return f"{verb} {self.workspace.relative(resolved)} ({lines} {unit}, {size})"
+        return f"{verb} {shown_path(self.workspace.relative(resolved))} ({lines} {unit}, {size})"
 
     def preview_write(self, resolved: Path, content: str, current: str | None) -> str:
         """Diff shown for approval. `current` is the file's content as earlier calls will leave it."""
         before = current if current is not None else self._current_text(resolved)
-        return unified_diff(before, content, self.workspace.relative(resolved))
+        return unified_diff(before, content, shown_path(self.workspace.relative(resolved)))
 
     # -- edit -------------------------------------------------------------------------------------
 
@@ -205,7 +210,7 @@ class FileTools:
         updated, count = apply_edit(text, old, new, replace_all, path)
         self.workspace.replace_into(resolved, encode(updated, "new"))
         where = f"{count} occurrences" if count > 1 else "1 occurrence"
-        return f"Edited {self.workspace.relative(resolved)}: replaced {where}"
+        return f"Edited {shown_path(self.workspace.relative(resolved))}: replaced {where}"
 
     def preview_edit(
         self, resolved: Path, path: str, old: str, new: str, replace_all: bool, current: str | None
@@ -213,7 +218,7 @@ class FileTools:
         """(diff, new text) for approval; raises ToolError when the edit would fail."""
         text = current if current is not None else self._editable_text(resolved, path)
         updated, _ = apply_edit(text, old, new, replace_all, path)
-        return unified_diff(text, updated, self.workspace.relative(resolved)), updated
+        return unified_diff(text, updated, shown_path(self.workspace.relative(resolved))), updated
 
     def _editable_text(self, resolved: Path, path: str) -> str:
         fd = self.workspace.open_file(resolved, os.O_RDONLY)
@@ -244,8 +249,10 @@ class FileTools:
         return decode(data).text
 
 
-def _read_line(handle: BinaryIO, max_bytes: int = 64 * 1024) -> bytes | None:
-    """The next line (cut at max_bytes, rest of the line skipped), or None at the end."""
+def _read_line(handle: BinaryIO, cancel: CancelToken, max_bytes: int = 64 * 1024) -> bytes | None:
+    """The next line (cut at max_bytes, rest of the line skipped), or None at the end. Ctrl-C is
+    checked at every chunk: reaching a far offset of a huge (or sparse, 10 GB) file takes minutes."""
+    cancel.raise_if_cancelled()
     readline = handle.readline
     line = readline(max_bytes)
     if not line:
@@ -255,6 +262,7 @@ def _read_line(handle: BinaryIO, max_bytes: int = 64 * 1024) -> bytes | None:
         if rest:  # cut mid-line, so maybe mid-character: that is no sign of bytes that are not UTF-8
             line = _whole_characters(line)
         while rest and not rest.endswith(b"\n"):
+            cancel.raise_if_cancelled()
             rest = readline(max_bytes)
     return line
 
@@ -280,6 +288,12 @@ def apply_edit(text: str, old: str, new: str, replace_all: bool, path: str) -> t
     if "\r\n" in text and text.count("\n") == text.count("\r\n"):
         new = _BARE_LF.sub("\r\n", new)  # new lines in an all-CRLF file end in CRLF too, never mixed
     count = text.count(old)
+    grown = len(text) + (count if replace_all else 1) * (len(new) - len(old))
+    if grown > EDIT_MAX_BYTES:  # one character short of the limit is a byte short at least
+        raise ToolError(
+            f"the edit would make {path} over {EDIT_MAX_BYTES // (1024 * 1024)} MB "
+            f"({grown:,} characters); not edited"
+        )
     if count == 0:
         raise ToolError(f"old text not found in {path}. {closest_match(text, old)}")
     if count > 1 and not replace_all:
@@ -301,19 +315,25 @@ def _occurrence_lines(text: str, old: str, shown: int = 8) -> str:
 
 
 def closest_match(text: str, old: str, max_windows: int = 20_000) -> str:
-    """Describe the lines of `text` most similar to `old` (same number of lines)."""
+    """Describe the lines of `text` most similar to `old` (same number of lines). Texts are compared
+    up to CLOSEST_MAX_CHARS and for CLOSEST_WORK at most: `ratio` takes time in the product of the
+    lengths, and windows of similar text (a minified file) would all be compared, for hours."""
     lines = text.splitlines()
     wanted = old.strip("\n").splitlines() or [old]
     size = len(wanted)
-    target = "\n".join(line.strip() for line in wanted)
+    target = "\n".join(line.strip() for line in wanted)[:CLOSEST_MAX_CHARS]
     best, best_at = 0.0, -1
+    work = 0
     matcher = difflib.SequenceMatcher(autojunk=False)
     matcher.set_seq2(target)
     for start in range(0, max(1, min(len(lines) - size + 1, max_windows))):
-        window = "\n".join(line.strip() for line in lines[start : start + size])
+        window = "\n".join(line.strip() for line in lines[start : start + size])[:CLOSEST_MAX_CHARS]
         matcher.set_seq1(window)
         if matcher.real_quick_ratio() <= best or matcher.quick_ratio() <= best:
             continue
+        if work > CLOSEST_WORK:
+            break
+        work += len(window) * len(target)
         ratio = matcher.ratio()
         if ratio > best:
             best, best_at = ratio, start

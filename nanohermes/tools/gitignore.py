@@ -1,4 +1,4 @@
-"""The .gitignore subset that list_files and grep honour, and glob patterns as regexes.
+"""The .gitignore subset that list_files and grep honour, and their glob patterns.
 
 Supported: comments, blank lines, `!` negation, trailing `/` (directories only), anchoring by a leading
 or inner `/`, `*`, `?`, `[...]`, `**` — in every .gitignore from the root down, the last matching rule
@@ -11,37 +11,93 @@ import re
 from dataclasses import dataclass
 
 
-def glob_to_regex(pattern: str) -> str:
-    """Translate a gitignore-style glob (`*`, `?`, `[..]`, `**`) to a regex body (no anchors)."""
-    out: list[str] = []
+class Glob:
+    """A gitignore-style pattern, matched one path segment at a time: `*`, `?` and `[...]` stay
+    inside a segment (other runs of `*` count as one, as in git) and a `**` segment spans any number
+    of segments. A whole-path regex would nest `.*` in `.*` (`**/**/**/x`, `*a*a*a*b`) and backtrack
+    exponentially: a hostile .gitignore or `glob` argument would hang list_files and grep, with no
+    way to stop `re`. Here each segment's regex has no nested repetition and the `**` segments are
+    followed as a set of states, so a match costs at most (path length) x (pattern length)."""
+
+    def __init__(self, pattern: str, *, anchored: bool) -> None:
+        tokens: list[re.Pattern[str] | None] = [] if anchored else [None]  # None: a `**` segment
+        for part in pattern.split("/"):
+            if part == "**":
+                if not tokens or tokens[-1] is not None:
+                    tokens.append(None)
+            elif part:
+                tokens.append(re.compile(_segment_regex(part), re.DOTALL))
+        if len(tokens) > 1 and tokens[-1] is None:  # a trailing `/**` matches inside, not the dir
+            tokens[-1:] = [_ANY_SEGMENT, None]
+        self.tokens = tokens
+        self.segments: list[re.Pattern[str]] = [token for token in tokens if token is not None]
+        """The segments' regexes, for the common shapes matched without the states: `*.log`, `a/b`."""
+        self.name_only = len(tokens) == 2 and tokens[0] is None and tokens[1] is not None
+        self.fixed = None not in tokens
+
+    def matches(self, rel: str) -> bool:
+        """Whether the relative posix path `rel` matches the whole pattern."""
+        if self.name_only:
+            return self.segments[0].fullmatch(rel.rpartition("/")[2]) is not None
+        if self.fixed:
+            parts = rel.split("/")
+            return len(parts) == len(self.segments) and all(
+                regex.fullmatch(part) for regex, part in zip(self.segments, parts, strict=True)
+            )
+        end = len(self.tokens)
+        states = self._closure({0})
+        for segment in rel.split("/"):
+            following: set[int] = set()
+            for state in states:
+                if state == end:
+                    continue  # the whole pattern is used up, and the path goes on
+                token = self.tokens[state]
+                if token is None:
+                    following.add(state)  # `**` takes this segment and may take more
+                elif token.fullmatch(segment):
+                    following.add(state + 1)
+            if not following:
+                return False
+            states = self._closure(following)
+        return end in states
+
+    def _closure(self, states: set[int]) -> set[int]:
+        """`states` plus, for each `**`, the state after it (it may take no segment)."""
+        skipped = {state + 1 for state in states if state < len(self.tokens) and self.tokens[state] is None}
+        return states | skipped
+
+
+_ANY_SEGMENT = re.compile(".*", re.DOTALL)
+
+
+def _segment_regex(part: str) -> str:
+    """One segment's glob as a regex. Each `*` but the last becomes an atomic lazy `(?>.*?chunk)`:
+    inside one segment, taking the earliest occurrence of the fixed-width chunk after a star is
+    always right, so nothing is ever retried (as `fnmatch.translate` does)."""
+    chunks: list[str] = [""]
     i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
+    while i < len(part):
+        char = part[i]
         if char == "*":
-            out.append("[^/]*")
+            while part.startswith("*", i + 1):
+                i += 1
+            chunks.append("")
         elif char == "?":
-            out.append("[^/]")
-        elif char == "[" and _bracket_end(pattern, i) > 0:
-            end = _bracket_end(pattern, i)
-            body = pattern[i + 1 : end]
-            body = "^" + body[1:] if body[:1] in ("!", "^") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
+            chunks[-1] += "."
+        elif char == "[" and _bracket_end(part, i) > 0:
+            end = _bracket_end(part, i)
+            chunks[-1] += _bracket_class(part[i + 1 : end])
             i = end
-        elif char == "\\" and i + 1 < len(pattern):
+        elif char == "\\" and i + 1 < len(part):
             i += 1
-            out.append(re.escape(pattern[i]))
+            chunks[-1] += re.escape(part[i])
         else:
-            out.append(re.escape(char))
+            chunks[-1] += re.escape(char)
         i += 1
-    return "".join(out)
+    if len(chunks) == 1:
+        return chunks[0]
+    middle = "".join(f"(?>.*?{chunk})" for chunk in chunks[1:-1])
+    return f"{chunks[0]}{middle}.*{chunks[-1]}"
 
 
 def _bracket_end(pattern: str, start: int) -> int:
@@ -54,11 +110,18 @@ def _bracket_end(pattern: str, start: int) -> int:
     return pattern.find("]", j)
 
 
+def _bracket_class(body: str) -> str:
+    negate = body[:1] in ("!", "^")
+    body = body[1:] if negate else body
+    escaped = "".join("\\" + char if char in "\\[]&~|^" else char for char in body)
+    return f"[{'^' if negate else ''}{escaped}]"
+
+
 @dataclass(frozen=True)
 class Rule:
     base: str
     """Directory of the .gitignore, relative to the root ("" for the root)."""
-    regex: re.Pattern[str]
+    glob: Glob
     negate: bool
     dir_only: bool
 
@@ -69,7 +132,7 @@ class Rule:
             if not rel.startswith(self.base + "/"):
                 return False
             rel = rel[len(self.base) + 1 :]
-        return self.regex.fullmatch(rel) is not None
+        return self.glob.matches(rel)
 
 
 def parse_gitignore(text: str, base: str = "") -> list[Rule]:
@@ -86,13 +149,11 @@ def parse_gitignore(text: str, base: str = "") -> list[Rule]:
         line = line.rstrip("/")
         if not line:
             continue
-        anchored = "/" in line
-        body = glob_to_regex(line.lstrip("/"))
         try:
-            regex = re.compile(body if anchored else f"(?:.*/)?{body}")
+            glob = Glob(line.lstrip("/"), anchored="/" in line)
         except re.error:
             continue  # git ignores patterns it cannot parse; so do we
-        rules.append(Rule(base, regex, negate, dir_only))
+        rules.append(Rule(base, glob, negate, dir_only))
     return rules
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -257,6 +258,43 @@ class Workspace:
         raise _not_regular(resolved, mode)
 
 
+_UNSAFE = "\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff"
+_NEEDS_QUOTES = re.compile(f'[{_UNSAFE}]|^"')
+_QUOTED = re.compile(f'[{_UNSAFE}"\\\\]')
+_NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def shown_path(rel: str) -> str:
+    """`rel` as tool output shows it. A name holding a newline, an escape sequence, a bidi override,
+    an invisible character or a byte that is not UTF-8 could pass for another line of the output or
+    another file's name: it is shown in double quotes with those characters escaped (`\\n`, `\\x1b`,
+    `\\u202e`, `\\xff`), as git's core.quotePath does. Other names are shown as they are."""
+    if not _NEEDS_QUOTES.search(rel):
+        return rel
+    return '"' + _QUOTED.sub(_escaped, rel) + '"'
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for a byte that is not UTF-8
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"  # so `\\x80`-`\\xff` are bytes
+
+
+def existing_mode(resolved: Path) -> int | None:
+    """The mode of what `resolved` names, None when nothing is there. Any other failure is a
+    ToolError (`Path.exists` raises on a name over 255 bytes)."""
+    try:
+        return os.stat(resolved).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        raise _translate(err, resolved) from None
+
+
 def is_special(mode: int) -> bool:
     """A FIFO, socket or device: never opened by a tool (opening or reading one can block for ever)."""
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
@@ -293,8 +331,8 @@ def _existing_mode(name: str, parent: int, resolved: Path) -> int | None:
         return None
     if stat.S_ISLNK(st.st_mode):
         raise ToolError(f"{resolved} became a symlink after it was checked; refused")
-    if stat.S_ISDIR(st.st_mode):
-        raise ToolError(f"{resolved} is a directory")
+    if stat.S_ISDIR(st.st_mode) or is_special(st.st_mode):  # a FIFO or socket a program listens on
+        raise _not_regular(resolved, st.st_mode)
     return stat.S_IMODE(st.st_mode)
 
 

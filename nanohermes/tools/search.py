@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 from nanohermes.errors import ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import SNIFF_BYTES, looks_binary
-from nanohermes.tools.gitignore import Rule, glob_to_regex, is_ignored, parse_gitignore
-from nanohermes.tools.paths import SAFE_WALK, Workspace, is_special
+from nanohermes.tools.gitignore import Glob, Rule, is_ignored, parse_gitignore
+from nanohermes.tools.grep_pattern import compile_pattern
+from nanohermes.tools.paths import SAFE_WALK, Workspace, existing_mode, is_special, shown_path
 from nanohermes.types import shorten
 
 if TYPE_CHECKING:
@@ -187,28 +188,14 @@ def _too_big_note(big: list[str]) -> list[str]:
     ]
 
 
-def glob_filter(glob: str | None) -> re.Pattern[str] | None:
-    """A `glob` argument as a regex: without `/` it matches file names, with `/` relative paths."""
+def glob_filter(glob: str | None) -> Glob | None:
+    """A `glob` argument: without `/` it matches file names, with `/` relative paths."""
     if not glob:
         return None
-    body = glob_to_regex(glob.lstrip("/"))
     try:
-        return re.compile(body if "/" in glob else f"(?:.*/)?{body}")
+        return Glob(glob.lstrip("/"), anchored="/" in glob)
     except re.error:
         raise ToolError(f"invalid glob {glob!r}") from None
-
-
-def compile_pattern(pattern: str) -> regex.Pattern[str]:
-    """`pattern` compiled by the `regex` engine (Python `re` syntax), whose searches take a timeout
-    and release the GIL, so a catastrophic pattern can be stopped and never freezes Ctrl-C."""
-    import regex  # imported on the first grep only
-
-    try:
-        return regex.compile(pattern, regex.VERSION0)
-    except regex.error as err:
-        raise ToolError(f"invalid regular expression {pattern!r}: {err}") from None
-    except (RecursionError, OverflowError, ValueError):
-        raise ToolError(f"regular expression {pattern!r} is too complex") from None
 
 
 class SearchTools:
@@ -232,12 +219,12 @@ class SearchTools:
         deep: list[str] = []
         for found in self.walker.walk(start, ctx):
             if found.too_deep:
-                deep.append(found.rel)
-            if found.is_dir or (wanted and not wanted.fullmatch(found.rel)):
+                deep.append(shown_path(found.rel))
+            if found.is_dir or (wanted and not wanted.matches(found.rel)):
                 continue
             total += 1
             if len(shown) < LIST_MAX_ENTRIES:
-                shown.append(found.rel)
+                shown.append(shown_path(found.rel))
         if total > len(shown):
             shown.append(f"[… {total - len(shown)} more files; narrow it with path or glob]")
         if not shown:
@@ -257,7 +244,7 @@ class SearchTools:
         wanted = glob_filter(glob)
         deep: list[str] = []
         files: Iterator[Path]
-        if resolved.is_dir():
+        if stat.S_ISDIR(existing_mode(resolved) or 0):
             files = self._files_under(resolved, wanted, deep, ctx)
         else:
             os.close(self.workspace.open_file(resolved, os.O_RDONLY))  # a FIFO or device: ERROR
@@ -267,13 +254,13 @@ class SearchTools:
         return "\n".join([found, *_too_deep_note(deep), *_too_big_note(big)])
 
     def _files_under(
-        self, directory: Path, wanted: re.Pattern[str] | None, deep: list[str], ctx: CallContext
+        self, directory: Path, wanted: Glob | None, deep: list[str], ctx: CallContext
     ) -> Iterator[Path]:
         """The files grep searches under `directory`; directories too deep to enter go to `deep`."""
         for found in self.walker.walk(directory, ctx):
             if found.too_deep:
-                deep.append(found.rel)
-            if not found.is_dir and not (wanted and not wanted.fullmatch(found.rel)):
+                deep.append(shown_path(found.rel))
+            if not found.is_dir and not (wanted and not wanted.matches(found.rel)):
                 yield self.workspace.root / found.rel
 
     def _grep_files(
@@ -295,7 +282,7 @@ class SearchTools:
                     continue
                 if len(line) > GREP_MAX_LINE_CHARS:
                     line = line[:GREP_MAX_LINE_CHARS] + " […]"
-                hits.append(f"{self.workspace.relative(file)}:{line_no}: {line}")
+                hits.append(f"{shown_path(self.workspace.relative(file))}:{line_no}: {line}")
         if not hits:
             return f"no matches for {pattern!r}"
         if more:
@@ -310,11 +297,11 @@ class SearchTools:
             if not self.workspace.allows(real, ctx.granted):
                 return  # a symlink pointing out of the workspace
             fd = self.workspace.open_file(real, os.O_RDONLY)
-        except (ToolError, OSError):
+        except (ToolError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
             return
         with os.fdopen(fd, "rb") as handle:
             if os.fstat(fd).st_size > GREP_MAX_FILE_BYTES:
-                big.append(self.workspace.relative(real))  # said in the result: not "no matches"
+                big.append(shown_path(self.workspace.relative(real)))  # said in the result: not "no matches"
                 return
             if looks_binary(handle.read(SNIFF_BYTES)):
                 return
@@ -331,7 +318,7 @@ class SearchTools:
                 except TimeoutError:
                     raise ToolError(
                         f"pattern {pattern!r} took more than {self.file_seconds:g} s on "
-                        f"{self.workspace.relative(real)} (line {number}) and was stopped",
+                        f"{shown_path(self.workspace.relative(real))} (line {number}) and was stopped",
                         hint="simplify it: nested repetition such as (a|aa)+ backtracks exponentially",
                     ) from None
                 if found:
@@ -339,8 +326,9 @@ class SearchTools:
 
     def _directory(self, path: str, ctx: CallContext) -> Path:
         resolved = self.workspace.resolve(path, ctx.granted)
-        if not resolved.exists():
+        mode = existing_mode(resolved)
+        if mode is None:
             raise ToolError(f"{path}: no such directory")
-        if not resolved.is_dir():
+        if not stat.S_ISDIR(mode):
             raise ToolError(f"{path} is not a directory (use read_file for files)")
         return resolved

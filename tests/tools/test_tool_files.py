@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import errno
 import os
 import stat
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.errors import ToolError
+from nanohermes.cancel import CancelToken
+from nanohermes.errors import Cancelled, ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import READ_MAX_LINE_CHARS, FileTools, apply_edit, looks_binary
 from nanohermes.tools.paths import Workspace
@@ -190,3 +192,66 @@ def test_a_long_utf8_line_cut_mid_character_is_not_called_invalid(workspace: Pat
     assert "not valid UTF-8" not in shown
     assert "\ufffd" not in shown
     assert shown.endswith("     2\tsecond")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_write_over_a_fifo_or_a_socket_is_refused_and_it_stays(workspace: Path, files: FileTools) -> None:
+    import socket
+
+    os.mkfifo(workspace / "fifo")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(workspace / "sock"))  # a program's socket: replacing it cuts its clients off
+    try:
+        for name, kind in (("fifo", "a FIFO"), ("sock", "a socket")):
+            with pytest.raises(ToolError, match=f"not a regular file \\({kind}\\)"):
+                files.write_file(name, "data\n", ctx=CTX)
+        assert stat.S_ISFIFO(os.lstat(workspace / "fifo").st_mode)
+        assert stat.S_ISSOCK(os.lstat(workspace / "sock").st_mode)
+        assert sorted(os.listdir(workspace)) == ["fifo", "sock"]
+    finally:
+        listener.close()
+
+
+def test_an_edit_that_would_grow_the_file_past_the_limit_is_refused(
+    workspace: Path, files: FileTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 7 MB file, replace_all of one character by 1,000: 7 GB written, 13 GB of memory."""
+    monkeypatch.setattr("nanohermes.tools.files.EDIT_MAX_BYTES", 1024 * 1024)
+    (workspace / "x.txt").write_text("x" * 1000 + "\n")
+    with pytest.raises(ToolError, match=r"would make x.txt over 1 MB \(1,100,001 characters\); not edited"):
+        files.edit_file("x.txt", "x", "y" * 1100, replace_all=True, ctx=CTX)
+    assert (workspace / "x.txt").read_text() == "x" * 1000 + "\n"
+
+
+def test_the_closest_match_hint_stops_after_its_work_budget(
+    workspace: Path, files: FileTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows of similar text all pass the quick checks: 20,000 full comparisons ran over 10 minutes."""
+    compared: list[int] = []
+    ratio = difflib.SequenceMatcher.ratio
+    monkeypatch.setattr("nanohermes.tools.files.CLOSEST_WORK", 10 * 400 * 400)
+    monkeypatch.setattr(difflib.SequenceMatcher, "ratio", lambda self: compared.append(1) or ratio(self))
+    (workspace / "s.txt").write_text("".join(("ab " * 200)[i % 3 :][:400] + "\n" for i in range(2000)))
+    with pytest.raises(ToolError, match="old text not found"):
+        files.edit_file("s.txt", "ba " * 130 + "zz", "x", ctx=CTX)
+    assert 0 < len(compared) <= 11
+
+
+def test_reading_far_into_a_huge_file_stops_on_ctrl_c(workspace: Path, files: FileTools) -> None:
+    with open(workspace / "sparse.txt", "wb") as handle:  # 1 GB, nearly all one line of NUL bytes
+        handle.write(b"text\n" * 10_000)
+        handle.truncate(1024**3)
+    cancel = CancelToken()
+    cancel.cancel()
+    with pytest.raises(Cancelled):
+        files.read_file("sparse.txt", offset=20_000, ctx=CallContext(cancel))
+
+
+def test_a_name_too_long_is_a_tool_error(files: FileTools) -> None:
+    with pytest.raises(ToolError, match="File name too long"):
+        files.write_file("x" * 300, "data\n", ctx=CTX)
+
+
+def test_write_and_edit_results_quote_a_name_holding_a_newline(workspace: Path, files: FileTools) -> None:
+    assert files.write_file("a\nb.txt", "one\n", ctx=CTX) == 'Created "a\\nb.txt" (1 line, 4 chars)'
+    assert files.edit_file("a\nb.txt", "one", "two", ctx=CTX) == 'Edited "a\\nb.txt": replaced 1 occurrence'

@@ -210,3 +210,62 @@ def test_grep_says_which_files_were_too_big_to_search(workspace: Path) -> None:
         found = tools.grep("needle", path, ctx=CTX).splitlines()
         assert found[0] == "no matches for 'needle'"
         assert found[1].startswith("[not searched, larger than 16 MB: big.log;")
+
+
+def test_grep_skips_a_symlink_loop_inside_the_tree(workspace: Path, search: SearchTools) -> None:
+    (workspace / "a.txt").write_text("needle\n")
+    (workspace / "loop1").symlink_to("loop2")  # resolving it raised RuntimeError and failed the grep
+    (workspace / "loop2").symlink_to("loop1")
+    assert search.grep("needle", ctx=CTX) == "a.txt:1: needle"
+
+
+@pytest.mark.timeout(60)
+def test_globs_and_gitignore_rules_that_would_backtrack_match_at_once(workspace: Path) -> None:
+    """As whole-path regexes (nested `.*`) these ran for minutes and more; `re` cannot be stopped."""
+    deep = workspace.joinpath(*["d"] * 40)
+    deep.mkdir(parents=True)
+    (deep / "f.txt").write_text("x\n")
+    (workspace / ("a" * 200)).write_text("x\n")
+    (workspace / ".gitignore").write_text("*a" * 14 + "*b\n" + "**/" * 12 + "zzz\n")
+    tools = SearchTools(Workspace(workspace))
+    assert (
+        tools.list_files(glob="**/" * 12 + "zzz", ctx=CTX)
+        == "no files matching " + repr("**/" * 12 + "zzz") + " under ."
+    )
+    assert tools.list_files(glob="*a" * 14 + "*b", ctx=CTX).startswith("no files matching")
+    assert tools.list_files(ctx=CTX).splitlines() == [
+        ".gitignore",
+        "a" * 200,
+        "/".join(["d"] * 40) + "/f.txt",
+    ]
+    assert is_ignored(parse_gitignore("a/**/**/b/**"), "a/x/y/b/c", False) is True
+    assert is_ignored(parse_gitignore("a/**/**/b/**"), "a/x/y/b", True) is False  # inside b only
+
+
+def test_a_regex_whose_counted_repeats_multiply_is_refused_before_compiling(
+    workspace: Path, search: SearchTools
+) -> None:
+    """`(?:(?:a{1000}){1000}){1000}` made the engine allocate tens of GB while compiling."""
+    (workspace / "a.txt").write_text("aaa\n")
+    with pytest.raises(ToolError, match=r"repeats too much .*not run"):
+        search.grep("(?:a{1000}){200}", ctx=CTX)
+    assert search.grep(r"a{1,3}\d{0,5}", ctx=CTX) == "a.txt:1: aaa"
+
+
+def test_names_that_could_pass_for_other_lines_or_files_are_quoted(
+    workspace: Path, search: SearchTools
+) -> None:
+    names = ["evil\nmain.py:1: planted", "esc\x1b[2J", "bidi\u202etxt.exe", "zw\u200b.py", '"quoted"']
+    for name in [*names, "plain é.py"]:
+        (workspace / name).write_text("needle\n")
+    os.close(os.open(os.fsencode(workspace) + b"/bad\xff.txt", os.O_CREAT | os.O_WRONLY))
+    assert search.list_files(ctx=CTX).splitlines() == [
+        '"\\"quoted\\""',
+        '"bad\\xff.txt"',
+        '"bidi\\u202etxt.exe"',
+        '"esc\\x1b[2J"',
+        '"evil\\nmain.py:1: planted"',
+        "plain é.py",
+        '"zw\\u200b.py"',
+    ]
+    assert search.grep("needle", ctx=CTX).splitlines()[3] == '"evil\\nmain.py:1: planted":1: needle'
