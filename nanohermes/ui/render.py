@@ -29,7 +29,8 @@ from nanohermes.events import (
 )
 from nanohermes.toolcalls import key_argument
 from nanohermes.types import ToolResult, shorten
-from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine, visible_tail
+from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine
+from nanohermes.ui.plain_text import print_plain
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -44,6 +45,10 @@ EXPLAINED_REASONS = ("done", "interrupted", "error", "max_iterations")
 """TurnFinished reasons the agent already explained with a Note."""
 MARKDOWN_MAX_NESTING = 20
 """`maxNesting` of markdown-it's commonmark preset, the parser rich's Markdown uses."""
+MARKDOWN_MAX_CHARS = 50_000
+"""A longer block is shown as plain text: laying it out as Markdown takes seconds (a 20,000-row table
+6 s, 100,000 rows 33 s, 1 MB of code 11 s), all of it after the block has streamed, and Ctrl-C
+cannot stop it. 50,000 characters of the costliest Markdown, a table, take under a second."""
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
 
 
@@ -234,7 +239,7 @@ class Renderer:
 
     def _on_reasoning(self, text: str) -> None:
         for line in self._reasoning.feed(text):
-            self.console.print(Text(terminal_safe(line), style="dim italic"), overflow="fold")
+            print_plain(self.console, terminal_safe(line), style="dim italic")
 
     def _on_tool_started(self, event: ToolStarted) -> None:
         self._flush_reasoning()
@@ -287,7 +292,11 @@ class Renderer:
     def _print_markdown(self, block: str) -> None:
         if self._printed_answer and not _LIST_ITEM.match(block):  # rich already opens lists with one
             self.console.print()
-        self.console.print(_answer(self.console, terminal_safe(block)))
+        safe = terminal_safe(block)
+        if len(safe) > MARKDOWN_MAX_CHARS:
+            print_plain(self.console, safe)
+        else:
+            self.console.print(_answer(self.console, safe))
         self._printed_answer = True
 
     def _flush_text(self) -> None:
@@ -297,8 +306,7 @@ class Renderer:
 
     def _flush_reasoning(self) -> None:
         if self._reasoning:
-            text = self._reasoning.take()
-            self.console.print(Text(terminal_safe(text), style="dim italic"), overflow="fold")
+            print_plain(self.console, terminal_safe(self._reasoning.take()), style="dim italic")
 
     def _live_renderable(self) -> RenderableType:
         from rich.console import Group
@@ -308,10 +316,10 @@ class Renderer:
         height = max(3, self.console.size.height - 4)
         room = height * self.console.width  # the most a live region can show: lay out no more
         if self._reasoning:
-            parts.append(Text(terminal_safe(self._reasoning.text[-room:]), style="dim italic"))
-        tail = self._text.tail
+            parts.append(Text(terminal_safe(self._reasoning.end(room)), style="dim italic"))
+        tail = self._text.visible(height, room)  # its end only: the block may be megabytes long
         if tail.strip():
-            parts.append(_answer(self.console, terminal_safe(visible_tail(tail, height, room))))
+            parts.append(_answer(self.console, terminal_safe(tail)))
         for label in self._running.values():
             parts.append(Spinner("dots", Text(" " + shorten(label, 70), style="dim")))
         if self._waiting and not parts:
