@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from nanohermes.cancel import EXIT_SIGNALS, CancelToken
 from nanohermes.errors import Cancelled, NanoHermesError
-from nanohermes.events import Event, Note
+from nanohermes.events import Event, Note, ReasoningDelta, TextDelta
 from nanohermes.protocols import Decision
 from nanohermes.ui.approve import PendingApproval
 
@@ -96,6 +96,8 @@ class TurnDriver:
                 token.cancel()
 
     def _show(self, item: Event | PendingApproval, token: CancelToken) -> None:
+        if isinstance(item, TextDelta | ReasoningDelta) and token.cancelled:
+            return  # a fast server's backlog, megabytes ahead of the screen, must not delay the stop
         if not isinstance(item, PendingApproval):
             self.renderer.handle(item)
             return

@@ -36,6 +36,25 @@ def test_events_are_rendered_and_main_thread_answers_approvals() -> None:
     assert text.index("Writing the file.") < text.index("write a.txt") < text.index("→ yes")
 
 
+def test_text_still_queued_when_the_turn_is_cancelled_is_not_rendered() -> None:
+    console, out = plain_console()
+    driver = TurnDriver(Renderer(console), None)
+
+    def source(cancel: CancelToken) -> Iterator[Event]:
+        yield TextDelta("shown before the stop\n\n")
+        deadline = time.monotonic() + 10
+        while "shown before" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cancel.cancel()  # Ctrl-C, with a fast server's backlog still in the queue
+        for _ in range(1_000):
+            yield TextDelta("backlog " * 100)
+        yield TurnFinished(False, "interrupted")
+
+    assert driver.run(source) is False
+    assert "shown before the stop" in out.getvalue()
+    assert "backlog" not in out.getvalue()
+
+
 def test_errors_in_the_worker_become_one_red_line() -> None:
     console, out = plain_console()
     driver = TurnDriver(Renderer(console), None)
