@@ -109,11 +109,16 @@ def _table_rows(markdown: Markdown) -> Iterator[list[list[str]]]:
 
 def _answer(console: Console, safe: str) -> RenderableType:
     """An answer block as Markdown; as plain text when rich would lose some of it."""
-    from rich.markdown import Markdown  # markdown-it and pygments load on the first answer only
+    from markdown_it import MarkdownIt  # markdown-it and pygments load on the first answer only
+    from rich.markdown import Markdown
 
     # hyperlinks=False: a link's target is printed after its text, not hidden in an OSC 8 sequence
     # (where `[https://bank.example](https://evil.example)` would open the second on a click)
-    markdown = Markdown(safe, code_theme=CODE_THEME, hyperlinks=False)
+    markdown = Markdown("", code_theme=CODE_THEME, hyperlinks=False)
+    # HTML off, as rich's own parser has it on and then draws nothing for it: a `<div>` block vanished,
+    # and so did the `<String>` of `Vec<String>`. Off, HTML is shown as the text it is.
+    parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+    markdown.markup, markdown.parsed = safe, parser.parse(safe)
     if _too_deep(markdown) or not _tables_fit(console, markdown):
         return Text(safe)
     _links_shown_once(markdown)

@@ -200,3 +200,15 @@ def test_a_table_that_fits_stays_a_table() -> None:
     assert "name" in shown
     assert "a.txt" in shown
     assert "───" in shown
+
+
+def test_html_in_an_answer_is_shown_as_text_not_dropped() -> None:
+    answer = (
+        "Use a `Vec<String>`, or Vec<String> in prose, and press <kbd>Ctrl</kbd>+<kbd>C</kbd>.\n\n"
+        '<div align="center">\ncentred words\n</div>\n\nAfter &amp; done.\n'
+    )
+    shown = rendered(TextDelta(answer), TurnFinished(True, "done"))
+    assert "Vec<String> in prose" in shown  # rich drew nothing for an HTML tag, so <String> vanished
+    assert "<kbd>Ctrl</kbd>" in shown
+    assert "centred words" in shown  # the whole <div> block vanished
+    assert "After & done." in shown  # entities are still entities
