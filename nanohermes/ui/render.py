@@ -127,7 +127,8 @@ def _answer(console: Console, safe: str) -> RenderableType:
 
 def _links_shown_once(markdown: Markdown) -> None:
     """A link that is its own address (`<https://x.y>`, `[https://x.y](https://x.y)`) as its text
-    alone: rich shows a link as `text (address)`, which would print such an address twice."""
+    alone: rich shows a link as `text (address)`, which would print such an address twice. An image
+    as `alt (address)`, as a link is shown: rich drew `🌆 alt` at the paragraph's start, address lost."""
     for token in markdown.parsed:
         children = token.children
         if not children:
@@ -142,6 +143,11 @@ def _links_shown_once(markdown: Markdown) -> None:
             ):
                 kept.append(inner[0])  # the text, without the link around it
                 i += 3
+            elif opened.type == "image":
+                source = opened.attrs.get("src")
+                shown = f"{opened.content} ({source})" if source else opened.content
+                kept.append(opened.copy(type="text", tag="", content=shown, children=None))
+                i += 1
             else:
                 kept.append(opened)
                 i += 1

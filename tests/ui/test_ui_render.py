@@ -212,3 +212,10 @@ def test_html_in_an_answer_is_shown_as_text_not_dropped() -> None:
     assert "<kbd>Ctrl</kbd>" in shown
     assert "centred words" in shown  # the whole <div> block vanished
     assert "After & done." in shown  # entities are still entities
+
+
+def test_an_image_in_an_answer_is_shown_in_place_with_its_address() -> None:
+    shown = rendered(
+        TextDelta("See ![the diagram](https://x.example/d.png) here.\n"), TurnFinished(True, "done")
+    )
+    assert "See the diagram (https://x.example/d.png) here." in shown
