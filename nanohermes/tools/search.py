@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from nanohermes.errors import ToolError
 from nanohermes.tools.base import CallContext
@@ -307,7 +307,7 @@ class SearchTools:
                 return
             handle.seek(0)
             deadline = time.monotonic() + self.file_seconds
-            for number, raw in enumerate(handle, start=1):
+            for number, raw in enumerate(_lines_within(handle, GREP_MAX_FILE_BYTES), start=1):
                 if number % 1024 == 0:
                     ctx.cancel.raise_if_cancelled()
                 line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
@@ -332,3 +332,12 @@ class SearchTools:
         if not stat.S_ISDIR(mode):
             raise ToolError(f"{path} is not a directory (use read_file for files)")
         return resolved
+
+
+def _lines_within(handle: BinaryIO, limit: int) -> Iterator[bytes]:
+    """The lines of `handle` up to `limit` bytes in all: a file that grew after its size was checked
+    (a log being written, one huge line appended) is never read whole into memory."""
+    left = limit
+    while left > 0 and (line := handle.readline(left)):
+        left -= len(line)
+        yield line

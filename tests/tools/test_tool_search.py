@@ -269,3 +269,20 @@ def test_names_that_could_pass_for_other_lines_or_files_are_quoted(
         '"zw\\u200b.py"',
     ]
     assert search.grep("needle", ctx=CTX).splitlines()[3] == '"evil\\nmain.py:1: planted":1: needle'
+
+
+def test_grep_reads_no_more_of_a_file_that_grew_after_its_size_was_checked(
+    workspace: Path, search: SearchTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = workspace / "app.log"
+    log.write_text("start\n")
+    from nanohermes.tools import search as search_module
+
+    def sniff_while_a_huge_line_is_appended(data: bytes) -> bool:
+        with log.open("a") as handle:  # another program writes on, after the size check
+            handle.write("x" * 5_000 + " needle\n")
+        return False
+
+    monkeypatch.setattr(search_module, "GREP_MAX_FILE_BYTES", 1_000)
+    monkeypatch.setattr(search_module, "looks_binary", sniff_while_a_huge_line_is_appended)
+    assert search.grep("start|needle", ctx=CTX) == "app.log:1: start"  # the old code read it all
