@@ -53,6 +53,7 @@ class Workspace:
         """The absolute, symlink-free path `path` names. Raises OutsideWorkspace or ToolError."""
         if not isinstance(path, str) or not path.strip():
             raise ToolError("path is empty")
+        path = self._as_named(path)
         if "\x00" in path:
             raise ToolError("path contains a NUL byte")
         try:
@@ -74,6 +75,14 @@ class Workspace:
         if not self.allows(resolved, granted):
             raise OutsideWorkspace(path, resolved, self.root)
         return resolved
+
+    def _as_named(self, path: str) -> str:
+        """`path`, or the name it shows in double quotes (`shown_path`) when only that name is there:
+        the model passes back a name as the tools showed it."""
+        plain = unquoted_path(path.strip())
+        if plain is None or os.path.lexists(os.path.join(self.root, path.strip())):
+            return path
+        return plain if os.path.lexists(os.path.join(self.root, plain)) else path
 
     def allows(self, resolved: Path, granted: frozenset[Path] = frozenset()) -> bool:
         if resolved.is_relative_to(self.root):
@@ -282,6 +291,33 @@ def _escaped(match: re.Match[str]) -> str:
     if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for a byte that is not UTF-8
         return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"  # so `\\x80`-`\\xff` are bytes
+
+
+_UNESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+_NAMED_UNESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+
+
+def unquoted_path(shown: str) -> str | None:
+    """The name `shown_path` showed as `shown`, or None when `shown` is not such a quoted name."""
+    if len(shown) < 2 or shown[0] != '"' or shown[-1] != '"':
+        return None
+    out: list[str] = []
+    at = 1
+    for match in _UNESCAPE.finditer(shown, 1, len(shown) - 1):
+        out.append(shown[at : match.start()])
+        byte, code, named = match.groups()
+        if byte is not None:
+            value = int(byte, 16)
+            out.append(chr(value) if value < 0x80 else chr(0xDC00 + value))  # a byte, as os.fsdecode
+        elif code is not None:
+            out.append(chr(int(code, 16)))
+        elif named in _NAMED_UNESCAPES:
+            out.append(_NAMED_UNESCAPES[named])
+        else:
+            return None
+        at = match.end()
+    rest = shown[at:-1]
+    return None if '"' in rest else "".join(out) + rest
 
 
 def existing_mode(resolved: Path) -> int | None:

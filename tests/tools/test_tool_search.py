@@ -9,6 +9,7 @@ import pytest
 
 from nanohermes.errors import ToolError
 from nanohermes.tools.base import CallContext
+from nanohermes.tools.files import FileTools
 from nanohermes.tools.paths import Workspace
 from nanohermes.tools.search import (
     GREP_MAX_MATCHES,
@@ -269,6 +270,11 @@ def test_names_that_could_pass_for_other_lines_or_files_are_quoted(
         '"zw\\u200b.py"',
     ]
     assert search.grep("needle", ctx=CTX).splitlines()[3] == '"evil\\nmain.py:1: planted":1: needle'
+    files = FileTools(Workspace(workspace), max_chars=20_000)
+    for shown in search.list_files(ctx=CTX).splitlines():  # a name passed back as it was shown
+        assert files.read_file(shown, ctx=CTX).endswith("needle" if shown != '"bad\\xff.txt"' else "")
+    (workspace / '"plain é.py"').write_text("the file really named with quotes\n")
+    assert "really named" in files.read_file('"plain é.py"', ctx=CTX)  # a real name comes first
 
 
 def test_grep_reads_no_more_of_a_file_that_grew_after_its_size_was_checked(
