@@ -141,7 +141,7 @@ class Agent:
                 store,
                 model_name=lambda: self.distill_model,
                 post_note=self.post_note,
-                add_usage=self._add_usage,
+                add_usage=self.add_usage,
                 verbose=config.verbose,
             )
             if store is not None
@@ -169,7 +169,8 @@ class Agent:
         with self._lock:
             return self._data.usage
 
-    def _add_usage(self, usage: Usage) -> None:
+    def add_usage(self, usage: Usage) -> None:
+        """Count tokens spent for this conversation elsewhere (a sub-agent's calls) in its totals."""
         with self._lock:
             self._data.usage += usage
 
@@ -297,7 +298,7 @@ class Agent:
             raise IncompleteStream("the model stream ended without a result", "try again")
         usage = result.counted_usage(self.messages, tools)
         turn.usage += usage
-        self._add_usage(usage)
+        self.add_usage(usage)
         return result
 
     def _run_tools(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
@@ -375,7 +376,7 @@ class Agent:
         def summarize(middle: list[Message]) -> str:
             request = summary_request(middle)
             result = self._model.complete(request, None, model=self._model_name, cancel=cancel)
-            self._add_usage(result.counted_usage(request))
+            self.add_usage(result.counted_usage(request))
             return result.content
 
         outcome = compact(

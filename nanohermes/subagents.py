@@ -38,7 +38,7 @@ from nanohermes.prompts import base_system_prompt
 from nanohermes.protocols import ChatModel, ToolExecutor
 from nanohermes.tools.base import Tool
 from nanohermes.turns import drop_cut_calls, reply_over
-from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, shorten
+from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage, shorten
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
@@ -202,11 +202,14 @@ class SubAgentRunner:
         language: str = "en",
         compact_threshold_chars: int = 120_000,
         compact_keep_messages: int = 10,
+        add_usage: Callable[[Usage], None] | None = None,
     ) -> None:
         self._model, self._tools, self._store = model, tools, store
         self._workspace, self._model_name = workspace, model_name
         self._max_iterations, self._language = max_iterations, language
         self._compact_threshold, self._compact_keep = compact_threshold_chars, compact_keep_messages
+        self._add_usage = add_usage or (lambda usage: None)
+        """Where the tokens of the sub-agent's calls are counted: the session's totals (/tokens)."""
 
     def system_prompt(self, definition: AgentDefinition, task: str) -> str:
         base = base_system_prompt(self._workspace, memory=self._store is not None, extra=definition.prompt)
@@ -254,11 +257,13 @@ class SubAgentRunner:
         tools = schemas or None
         try:
             try:
-                return self._model.complete(messages, tools, model=self._model_name(), cancel=cancel)
+                result = self._model.complete(messages, tools, model=self._model_name(), cancel=cancel)
             except ContextOverflow:
                 if not self._compacted(messages, cancel, threshold=None):
                     raise
-                return self._model.complete(messages, tools, model=self._model_name(), cancel=cancel)
+                result = self._model.complete(messages, tools, model=self._model_name(), cancel=cancel)
+            self._add_usage(result.counted_usage(messages, tools))
+            return result
         except LLMError as err:
             raise ToolError(f"sub-agent '{definition.name}' failed: {err.one_line()}") from None
 
@@ -268,7 +273,9 @@ class SubAgentRunner:
 
         def summarize(middle: list[Message]) -> str:
             request = summary_request(middle)
-            return self._model.complete(request, None, model=self._model_name(), cancel=cancel).content
+            result = self._model.complete(request, None, model=self._model_name(), cancel=cancel)
+            self._add_usage(result.counted_usage(request))
+            return result.content
 
         system, task, rest = messages[0], messages[1], messages[2:]
         outcome = compact([system, *rest], keep=self._compact_keep, summarize=summarize, threshold=threshold)

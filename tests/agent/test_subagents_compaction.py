@@ -13,12 +13,15 @@ from nanohermes.compaction import SUMMARY_PREFIX, SUMMARY_SYSTEM_PROMPT
 from nanohermes.errors import ContextOverflow, ToolError
 from nanohermes.subagents import BUILTIN_AGENTS, SubAgentRunner
 from nanohermes.tools.runner import ToolRunner
+from nanohermes.types import Usage
 
 TASK = "read big.txt twice and report its first word"
 GENERAL = next(d for d in BUILTIN_AGENTS if d.name == "general")
 
 
-def _sub(tmp_path: Path, model: ScriptedModel, *, threshold: int, keep: int) -> SubAgentRunner:
+def _sub(
+    tmp_path: Path, model: ScriptedModel, *, threshold: int, keep: int, spent: list[Usage] | None = None
+) -> SubAgentRunner:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "big.txt").write_text("alpha\n" + ("x" * 99 + "\n") * 50, encoding="utf-8")
@@ -30,6 +33,7 @@ def _sub(tmp_path: Path, model: ScriptedModel, *, threshold: int, keep: int) -> 
         model_name=lambda: "sub",
         compact_threshold_chars=threshold,
         compact_keep_messages=keep,
+        add_usage=None if spent is None else spent.append,
     )
 
 
@@ -75,3 +79,14 @@ def test_a_sub_agent_with_nothing_to_compact_reports_the_overflow(tmp_path: Path
     with pytest.raises(ToolError, match="sub-agent 'general' failed: maximum context length"):
         sub.run(GENERAL, TASK, CancelToken())
     assert len(model.complete_requests) == 1
+
+
+def test_a_sub_agents_tokens_count_in_the_session_totals(tmp_path: Path) -> None:
+    model = ScriptedModel()
+    read = ("read_file", {"path": "big.txt"})
+    model.completions = [calls(read), calls(read), text("Read big.txt; it starts with alpha."), text("alpha")]
+    spent: list[Usage] = []
+    sub = _sub(tmp_path, model, threshold=3_000, keep=2, spent=spent)
+    assert sub.run(GENERAL, TASK, CancelToken()) == "alpha"
+    assert len(spent) == 4  # three steps and the summary
+    assert sum(spent, Usage()) == Usage(40, 20, 60)
