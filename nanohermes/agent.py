@@ -132,6 +132,7 @@ class Agent:
         self.recalled: tuple[RecalledMemory, ...] = ()
         """The memories in the current block, with scores and matched terms (`/memory last`)."""
         self._lock = threading.Lock()
+        self._turn: Turn | None = None  # the running turn, whose usage sub-agents add to
         self._background: list[Event] = []
         self._data.model = self._model_name
         self._saver = SessionSaver(session, self._data, secrets=secrets, post_note=self.post_note)
@@ -170,9 +171,17 @@ class Agent:
             return self._data.usage
 
     def add_usage(self, usage: Usage) -> None:
-        """Count tokens spent for this conversation elsewhere (a sub-agent's calls) in its totals."""
+        """Count tokens spent for this conversation in its totals."""
         with self._lock:
             self._data.usage += usage
+
+    def add_turn_usage(self, usage: Usage) -> None:
+        """Tokens spent during the running turn (its model calls, a sub-agent's): in the totals and
+        in the turn's own count (`-p --json`)."""
+        with self._lock:
+            self._data.usage += usage
+            if self._turn is not None:
+                self._turn.usage += usage
 
     @property
     def session_path(self) -> Path:
@@ -208,6 +217,7 @@ class Agent:
         """One user turn (SPEC §4.1). Ends with exactly one TurnFinished."""
         cancel = cancel or CancelToken()
         turn = Turn({"role": "user", "content": self._with_undo_notes(user_content)})
+        self._turn = turn
         if self._checkpoints is not None:
             self._checkpoints.begin_turn(user_content)
         yield from self._inject_memory(user_content)
@@ -215,6 +225,7 @@ class Agent:
         try:
             over = yield from self._loop(turn, cancel)
         except GeneratorExit:  # the caller stopped listening: keep the history valid and saved
+            self._turn = None
             self._interrupt(turn)
             self._end_checkpoint()
             self._save_in_background()
@@ -227,6 +238,8 @@ class Agent:
             self._save_in_background()
         if over.completed:
             self._start_distillation(turn)
+        with self._lock:
+            self._turn = None
         yield TurnFinished(over.completed, over.reason, turn.usage, over.answer, changes.files)
 
     def _with_undo_notes(self, user_content: str) -> str:
@@ -297,8 +310,7 @@ class Agent:
         if result is None:
             raise IncompleteStream("the model stream ended without a result", "try again")
         usage = result.counted_usage(self.messages, tools)
-        turn.usage += usage
-        self.add_usage(usage)
+        self.add_turn_usage(usage)
         return result
 
     def _run_tools(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:

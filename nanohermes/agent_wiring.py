@@ -179,6 +179,6 @@ def _add_task_tool(
         language=settings.language,
         compact_threshold_chars=settings.compact_threshold_chars,
         compact_keep_messages=settings.compact_keep_messages,
-        add_usage=agent.add_usage,
+        add_usage=agent.add_turn_usage,
     )
     runner.register(make_task_tool(definitions, sub))

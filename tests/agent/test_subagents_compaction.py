@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 from agent_scripted import ScriptedModel, assert_valid_history, calls, text
+from test_agent_loop import make_agent
 
 from nanohermes.cancel import CancelToken
 from nanohermes.compaction import SUMMARY_PREFIX, SUMMARY_SYSTEM_PROMPT
 from nanohermes.errors import ContextOverflow, ToolError
-from nanohermes.subagents import BUILTIN_AGENTS, SubAgentRunner
+from nanohermes.events import TurnFinished
+from nanohermes.subagents import BUILTIN_AGENTS, SubAgentRunner, make_task_tool
 from nanohermes.tools.runner import ToolRunner
 from nanohermes.types import Usage
 
@@ -90,3 +92,22 @@ def test_a_sub_agents_tokens_count_in_the_session_totals(tmp_path: Path) -> None
     assert sub.run(GENERAL, TASK, CancelToken()) == "alpha"
     assert len(spent) == 4  # three steps and the summary
     assert sum(spent, Usage()) == Usage(40, 20, 60)
+
+
+def test_a_sub_agents_tokens_count_in_its_turn_and_in_the_session(tmp_path: Path) -> None:
+    delegate = calls(("task", {"agent": "general", "task": TASK}))
+    model = ScriptedModel([delegate, text("It starts with alpha.")])
+    model.completions = [text("alpha")]  # the sub-agent's one call
+    agent, runner, _ = make_agent(tmp_path, model, memory=False)
+    sub = SubAgentRunner(
+        model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", add_usage=agent.add_turn_usage
+    )
+    runner.register(make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub))
+    events = list(agent.run("what does big.txt start with?"))
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished)
+    assert finished.answer == "It starts with alpha."
+    assert finished.usage == Usage(30, 15, 45)  # two calls of the turn's own, one of the sub-agent
+    assert agent.usage == Usage(30, 15, 45)
+    list(agent.run("and now?"))
+    assert agent.usage == Usage(40, 20, 60)  # nothing of the sub-agent counted twice
