@@ -77,6 +77,11 @@ def init_git(root: Path) -> None:
         )
 
 
+def make(workspace: Path, home: Path, **options: Any) -> Checkpoints:
+    """Checkpoints of session `s1` in `workspace`, state under `home`."""
+    return Checkpoints(workspace, home / ".nanohermes", home / "sessions" / "s1.json", **options)
+
+
 def runner_for(root: Path, checkpoints: Checkpoints) -> ToolRunner:
     return ToolRunner(root, permission="auto", approver=None, store=None, checkpoints=checkpoints)
 

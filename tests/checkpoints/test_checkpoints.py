@@ -9,15 +9,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from cp_helpers import EVERY_CHANGE, git_state, init_git, picture, runner_for, turn
+from cp_helpers import EVERY_CHANGE, git_state, init_git, make, picture, runner_for, turn
 
 from nanohermes.cancel import CancelToken
 from nanohermes.checkpoints import CheckpointError, Checkpoints, History
 from nanohermes.types import ToolCall
-
-
-def make(workspace: Path, home: Path, **kwargs: object) -> Checkpoints:
-    return Checkpoints(workspace, home / ".nanohermes", home / "sessions" / "s1.json", **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("with_git", [True, False], ids=["git-workspace", "plain-workspace"])

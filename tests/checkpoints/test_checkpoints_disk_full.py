@@ -11,14 +11,10 @@ from pathlib import Path
 
 import filelock
 import pytest
-from cp_helpers import picture, runner_for, turn
+from cp_helpers import make, picture, runner_for, turn
 
-from nanohermes.checkpoints import CheckpointError, Checkpoints, History
+from nanohermes.checkpoints import CheckpointError, History
 from nanohermes.checkpoints.shadow import git_environment
-
-
-def make(workspace: Path, home: Path) -> Checkpoints:
-    return Checkpoints(workspace, home / ".nanohermes", home / "sessions" / "s1.json")
 
 
 def full_disk(*_: object) -> None:

@@ -5,13 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cp_helpers import runner_for, turn
+from cp_helpers import make, runner_for, turn
 
-from nanohermes.checkpoints import Checkpoints, History
-
-
-def make(workspace: Path, home: Path) -> Checkpoints:
-    return Checkpoints(workspace, home / ".nanohermes", home / "sessions" / "s1.json")
+from nanohermes.checkpoints import History
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])

@@ -4,31 +4,20 @@ at the file system's limits. Checkpoints must run nothing from them and undo mus
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from cp_helpers import picture, runner_for, turn
+from cp_helpers import init_git, make, picture, runner_for, turn
 
 from nanohermes.checkpoints import Checkpoints, History
-
-
-def make(workspace: Path, home: Path) -> Checkpoints:
-    return Checkpoints(workspace, home / ".nanohermes", home / "sessions" / "s1.json")
 
 
 def nested_repository(path: Path) -> None:
     """A repository with one committed file, `x.py`, inside the workspace (vendored, unpacked)."""
     path.mkdir(parents=True)
     (path / "x.py").write_text("x = 1\n")
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "start"]):
-        subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=path,
-            check=True,
-            capture_output=True,
-        )
+    init_git(path)
 
 
 def test_a_nested_repositorys_own_config_never_runs_a_command(workspace: Path, isolated_home: Path) -> None:
