@@ -17,7 +17,7 @@ from nanohermes.protocols import Approver
 from nanohermes.session_files import describe_session, recent_session_files
 from nanohermes.setting_values import BadValue, optional_name
 from nanohermes.settings import PERMISSION_MODES
-from nanohermes.types import plural
+from nanohermes.types import plural, shorten
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
 from nanohermes.ui.safe_text import ECHO_CHARS, echoed, terminal_safe
 
@@ -114,21 +114,23 @@ def cmd_exit(ctx: CommandContext, arg: str) -> None:
     ctx.exit_requested = True
 
 
+def _no_argument(ctx: CommandContext, command: str, does: str, arg: str) -> bool:
+    """True when `arg` is empty. `/reset memory` must not clear the conversation while meaning
+    something else: an argument to a command that takes none is refused."""
+    if arg.strip():
+        ctx.fail(f"{command} takes no arguments ({does}), not {echoed(arg)}")
+    return not arg.strip()
+
+
 def cmd_reset(ctx: CommandContext, arg: str) -> None:
-    if arg.strip():  # `/reset memory` must not clear the conversation while meaning something else
-        ctx.fail(
-            f"/reset takes no arguments (it clears this conversation, keeping memory), not {echoed(arg)}"
-        )
+    if not _no_argument(ctx, "/reset", "it clears this conversation, keeping memory", arg):
         return
     ctx.runtime.agent.reset()
     ctx.say("conversation cleared (long-term memory kept)", "dim")
 
 
 def cmd_compact(ctx: CommandContext, arg: str) -> None:
-    if arg.strip():
-        ctx.fail(
-            f"/compact takes no arguments (it summarises all but the recent messages), not {echoed(arg)}"
-        )
+    if not _no_argument(ctx, "/compact", "it summarises all but the recent messages", arg):
         return
     agent = ctx.runtime.agent
     ctx.run_events(lambda cancel: agent.compact(cancel))
@@ -291,8 +293,7 @@ def dispatch(ctx: CommandContext, text: str) -> None:
     if command is None:
         close = [n for n in COMMANDS if n.startswith(name.lower()[:3])]
         hint = f" — did you mean {close[0]}?" if close else ""
-        shown = name if len(name) <= ECHO_CHARS else f"{name[:ECHO_CHARS]}…"
-        ctx.fail(f"unknown command {shown}{hint} (/help lists them)")
+        ctx.fail(f"unknown command {shorten(name, ECHO_CHARS)}{hint} (/help lists them)")
         return
     try:
         command.handler(ctx, arg)

@@ -7,6 +7,7 @@ rate. Works on any rich `Console`, so tests use `Console(file=StringIO())`.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import time
@@ -34,6 +35,7 @@ from nanohermes.ui.plain_text import print_plain
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
     from rich.console import Console, RenderableType
     from rich.live import Live
     from rich.markdown import Markdown
@@ -109,20 +111,26 @@ def _table_rows(markdown: Markdown) -> Iterator[list[list[str]]]:
 
 def _answer(console: Console, safe: str) -> RenderableType:
     """An answer block as Markdown; as plain text when rich would lose some of it."""
-    from markdown_it import MarkdownIt  # markdown-it and pygments load on the first answer only
-    from rich.markdown import Markdown
+    from rich.markdown import Markdown  # markdown-it and pygments load on the first answer only
 
     # hyperlinks=False: a link's target is printed after its text, not hidden in an OSC 8 sequence
     # (where `[https://bank.example](https://evil.example)` would open the second on a click)
     markdown = Markdown("", code_theme=CODE_THEME, hyperlinks=False)
-    # HTML off, as rich's own parser has it on and then draws nothing for it: a `<div>` block vanished,
-    # and so did the `<String>` of `Vec<String>`. Off, HTML is shown as the text it is.
-    parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
-    markdown.markup, markdown.parsed = safe, parser.parse(safe)
+    markdown.markup, markdown.parsed = safe, _parser().parse(safe)
     if _too_deep(markdown) or not _tables_fit(console, markdown):
         return Text(safe)
     _links_shown_once(markdown)
     return markdown
+
+
+@functools.cache
+def _parser() -> MarkdownIt:
+    """rich's parser but with HTML off: rich parses HTML and then draws nothing for it (a `<div>`
+    block vanished, and so did the `<String>` of `Vec<String>`); off, it is shown as the text it is.
+    Built once: building one costs as much as parsing a block, and the live region parses ten a second."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
 
 
 def _links_shown_once(markdown: Markdown) -> None:

@@ -272,7 +272,7 @@ def test_names_that_could_pass_for_other_lines_or_files_are_quoted(
     assert search.grep("needle", ctx=CTX).splitlines()[3] == '"evil\\nmain.py:1: planted":1: needle'
     files = FileTools(Workspace(workspace), max_chars=20_000)
     for shown in search.list_files(ctx=CTX).splitlines():  # a name passed back as it was shown
-        assert files.read_file(shown, ctx=CTX).endswith("needle" if shown != '"bad\\xff.txt"' else "")
+        assert files.read_file(shown, ctx=CTX).endswith("needle" if shown != '"bad\\xff.txt"' else "is empty")
     (workspace / '"plain é.py"').write_text("the file really named with quotes\n")
     assert "really named" in files.read_file('"plain é.py"', ctx=CTX)  # a real name comes first
 
