@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.fileio import atomic_write
-from nanohermes.memory import INJECT_TOP_K, K1, B, MemoryStore, analyze
+from nanohermes.memory import INJECT_TOP_K, K1, B, MemoryStore, analyze, topk
 from nanohermes.memory.bm25 import query_terms
 from nanohermes.memory.docs import main_terms as doc_tokens
 from nanohermes.memory.docs import make_doc
-from nanohermes.memory.index import Index
+from nanohermes.memory.index import Index, compiled_top_k
 from nanohermes.memory.store import NewMemory
 from nanohermes.memory.transfer import import_memories, parse_import
 
@@ -214,7 +214,9 @@ def first_runs(store: MemoryStore, model: Any, queries: list[str]) -> dict[str, 
     same query terms (get_scores + top 4) so that the machine's load weighs on both alike:
     - the whole search (`store.search` on the warm snapshot: analysis, the file check, scoring);
     - the scoring alone (`Index.search` on the analysed terms, in an index of the same entries
-      built beforehand): what bm25s's figure covers. The two of ours alternate which runs first.
+      built beforehand): what bm25s's figure covers. The two of ours alternate which runs first;
+    - where the compiled scorer is built, also the pure-Python scoring of the same query (topk.py's
+      branch and bound, what `Index.search` runs where no C compiler built _scorer).
     Only queries bm25s knows a term of count. The first query warms both up (ours ran it as the
     store's first search) and is not counted."""
     index = Index()
@@ -222,6 +224,7 @@ def first_runs(store: MemoryStore, model: Any, queries: list[str]) -> dict[str, 
     whole: list[float] = []
     scoring: list[float] = []
     theirs: list[float] = []
+    python: list[float] = []
     warm_up = [t for t in query_terms(analyze(queries[0], query=True)) if model and t in model.vocab_dict]
     if warm_up:
         _bm25s_top(model, warm_up)
@@ -233,12 +236,27 @@ def first_runs(store: MemoryStore, model: Any, queries: list[str]) -> dict[str, 
         if model is not None:
             theirs.append(timed(partial(_bm25s_top, model, known)))
         runs = [(whole, partial(store.search, query)), (scoring, partial(index.search, terms, INJECT_TOP_K))]
+        if compiled_top_k is not None:
+            runs.append((python, partial(topk.search, index, terms, INJECT_TOP_K)))
         for times, run in runs if number % 2 else runs[::-1]:
             times.append(timed(run))
     out = {"warm_first_seen": statistics.median(whole), "scoring_first": statistics.median(scoring)}
+    if python:
+        out["python_first"] = statistics.median(python)
     if theirs:
         out["bm25s_first"] = statistics.median(theirs)
     return out
+
+
+def _pure_python(row: dict[str, float]) -> str:
+    """The pure-Python scoring's figure, where the compiled one was measured too."""
+    if "python_first" not in row:
+        return ""
+    theirs = row.get("bm25s_first", float("nan"))
+    return (
+        f"; pure-Python scoring (no C compiler at install) {row['python_first']:.3f} ms "
+        f"(bm25s/it: {theirs / row['python_first']:.2f})"
+    )
 
 
 def bench_conversations(data: Path, root: Path) -> dict[str, float]:
@@ -374,6 +392,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="LoCoMo conversations: also time real memories")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
+    scorer = "compiled (nanohermes/memory/_scorer.c)" if compiled_top_k else "pure Python (_scorer not built)"
+    print(f"memory scorer: {scorer}", flush=True)
     with tempfile.TemporaryDirectory(prefix="nh-membench-") as tmp:
         root = Path(tmp)
         rows = []
@@ -409,7 +429,7 @@ def main() -> None:
             f"the whole search {row['warm_first_seen']:.3f} ms, "
             f"the scoring alone {row['scoring_first']:.3f} ms; bm25s get_scores + top 4 {theirs:.3f} ms "
             f"(bm25s/ours: {theirs / row['warm_first_seen']:.2f} whole, "
-            f"{theirs / row['scoring_first']:.2f} scoring alone)"
+            f"{theirs / row['scoring_first']:.2f} scoring alone){_pure_python(row)}"
         )
     if real is not None:
         theirs = real.get("bm25s_first", nan)
@@ -418,7 +438,7 @@ def main() -> None:
             f"{int(real['questions'])} questions): the whole search {real['warm_first_seen']:.3f} ms, "
             f"the scoring alone {real['scoring_first']:.3f} ms; bm25s get_scores + top 4 {theirs:.3f} ms "
             f"(bm25s/ours: {theirs / real['warm_first_seen']:.2f} whole, "
-            f"{theirs / real['scoring_first']:.2f} scoring alone)"
+            f"{theirs / real['scoring_first']:.2f} scoring alone){_pure_python(real)}"
         )
     for row in rows:
         print(

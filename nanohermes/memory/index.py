@@ -9,19 +9,30 @@ its slot, and when slots become sparse, or another program reordered the file, t
 
 Scores: `idf = ln(1 + (N − n + 0.5)/(n + 0.5))`, summed over distinct query terms:
 `idf · f·(K1+1) / (f + K1·(1 − B + B·len/max(avgdl, 1)))`, f and len the weighted sums.
+
+Search: the compiled scorer (_scorer.c, built by setup.py where a C compiler was there) adds up
+every posting of the query's terms, reading the frequent terms' packed postings (packs.py); without
+it, topk.py's branch and bound or the merge below. All three return the same floats.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from nanohermes.memory import topk
+from nanohermes.memory import packs, topk
 from nanohermes.memory.bitsets import RARE_DF, Buckets, bitset, saturation
 from nanohermes.memory.bm25 import Explanation, TermScore, idf
 from nanohermes.memory.constants import CONTEXT_WEIGHT, K1
 from nanohermes.memory.docs import Doc
+
+compiled_top_k: Callable[..., list[tuple[float, int]]] | None
+try:  # built from _scorer.c where a C compiler was there at install (setup.py); else pure Python
+    from nanohermes.memory._scorer import top_k as compiled_top_k
+except ImportError:
+    compiled_top_k = None
 
 _BOOST = K1 + 1.0
 # Branch and bound pays off for a small k (the injected 4, the CLI's 10, memory_search's ≤ 20) and
@@ -47,10 +58,12 @@ class Index:
         self.ones: dict[str, int] = {}  # frequent term → slots where its tf is exactly 1
         self.others: dict[str, int] = {}  # frequent term → slots with another tf
         self.tf_max: dict[str, float] = {}  # frequent term → an upper bound of its other tfs
+        self.packed: dict[str, packs.Pack] = {}  # frequent term → its postings packed (packs.py)
         self.buckets = Buckets()
         self._cache: dict[str, dict[int, float]] = {}  # per term: {slot: contribution}, this version
         self._norm: list[float] | None = None
         self._results: dict[tuple[tuple[str, ...], int], list[tuple[float, Doc]]] = {}
+        self._scratch = array("d")  # per slot 0.0: the compiled scorer's sums, zeroed after each use
 
     def __len__(self) -> int:
         return len(self.slot_of)
@@ -88,6 +101,7 @@ class Index:
             found[slot] = tf
             if term in ones or term in others:
                 self._set_bit(term, tf, bit)
+                packs.put(self.packed[term], slot, tf)
             elif len(found) > RARE_DF:
                 self._make_bits(term, found)
         self.live |= bit
@@ -104,9 +118,10 @@ class Index:
                 self.tf_max[term] = tf
 
     def _make_bits(self, term: str, postings: dict[int, float]) -> None:
-        """A term became frequent: give it bitsets."""
+        """A term became frequent: give it bitsets and a pack."""
         for slot, tf in postings.items():
             self._set_bit(term, tf, 1 << slot)
+        self.packed[term] = packs.pack(postings.items())
 
     def _clear_bit(self, term: str, bit: int) -> None:
         for table in (self.ones, self.others):
@@ -137,10 +152,12 @@ class Index:
                 del postings[term]
             if term in self.ones or term in self.others:
                 self._clear_bit(term, bit)
+                packs.take(self.packed[term], slot)
                 if len(found) <= RARE_DF // 2:  # rare again (with hysteresis): no bitsets
                     self.ones.pop(term, None)
                     self.others.pop(term, None)
                     self.tf_max.pop(term, None)
+                    del self.packed[term]
         self.live ^= bit
         self.buckets.remove(slot, doc.length)
         self.main_total -= doc.main_len
@@ -227,6 +244,7 @@ class Index:
         self.buckets = Buckets.build(self.lengths)
         for term, found in postings.items():
             if len(found) > RARE_DF:
+                self.packed[term] = packs.pack_ordered(found, found.values())  # slots ascend here
                 ones = [slot for slot, tf in found.items() if tf == 1]
                 if ones:
                     self.ones[term] = bitset(ones, size)
@@ -280,14 +298,17 @@ class Index:
     def search(self, terms: Sequence[str], k: int) -> list[tuple[float, Doc]]:
         """The k best (score, doc): score descending, then newer ts, then earlier in the file.
 
-        A short query with a small k runs the branch and bound of topk.py (no work per posting);
-        a long one (a pasted page) or a large k merges the postings. Results are memoised until
-        the index changes."""
+        With the compiled scorer, every query merges the postings in C. Without it, a short query
+        with a small k runs the branch and bound of topk.py (no work per posting); a long one (a
+        pasted page) or a large k merges the postings. The three agree bit for bit. Results are
+        memoised until the index changes."""
         key = (tuple(terms), k)
         found = self._results.get(key)
         if found is not None:
             return found
-        if k <= BRANCH_MAX_K and len(terms) <= BRANCH_MAX_TERMS:
+        if compiled_top_k is not None:
+            ranked = self.compiled_search(terms, k)
+        elif k <= BRANCH_MAX_K and len(terms) <= BRANCH_MAX_TERMS:
             ranked = topk.search(self, terms, k)
         else:
             ranked = self.merge_search(terms, k)
@@ -297,6 +318,26 @@ class Index:
             self._results.clear()
         self._results[key] = found
         return found
+
+    def compiled_search(self, terms: Sequence[str], k: int) -> list[tuple[float, int]]:
+        """The same top k as `merge_search`, merged by _scorer.c (only when it was built)."""
+        assert compiled_top_k is not None
+        postings, packed, n, log = self.postings, self.packed, len(self.slot_of), math.log
+        held: list[packs.Pack | dict[int, float]] = []
+        weights: list[float] = []
+        for term in terms:
+            found = postings.get(term)
+            if found:
+                df = len(found)
+                weights.append(log(1.0 + (n - df + 0.5) / (df + 0.5)) * _BOOST)  # bm25.idf · (K1 + 1)
+                held.append(packed.get(term, found))
+        if not held or k <= 0:
+            return []
+        sat_a, sat_b = saturation(self.avgdl)
+        scratch = self._scratch
+        if len(scratch) < len(self.lengths):
+            scratch.frombytes(bytes(8 * (len(self.lengths) - len(scratch))))
+        return compiled_top_k(held, weights, self.lengths, self.stamps, scratch, sat_a, sat_b, k)
 
     def merge_search(self, terms: Sequence[str], k: int) -> list[tuple[float, int]]:
         """The same top k as `search`, from every matching entry's full score."""
