@@ -132,7 +132,7 @@ class ToolCallAccumulator:
         if isinstance(arguments, str):
             if arguments:
                 slot.append(arguments)
-        elif isinstance(arguments, Mapping):
+        elif arguments is not None:  # an object (or a list, a number: refused by the tool layer)
             slot.replace(json.dumps(arguments, ensure_ascii=False))
 
     def _slot_for(self, call_id: str, index: int | None, name: str, *, has_arguments: bool) -> _Slot:

@@ -6,6 +6,7 @@ response is aborted from the cancelling thread); a connection cut mid-way become
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 from collections.abc import Callable, Generator, Iterator
 
@@ -17,10 +18,13 @@ from nanohermes.events import StreamItem
 from nanohermes.llm.failures import one_line
 from nanohermes.llm.interrupt import abort_response
 from nanohermes.llm.response import StreamAssembler
-from nanohermes.llm.sse import Marker, iter_chunks
+from nanohermes.llm.sse import Marker, iter_chunks, iter_lines
 
 ERROR_BODY_LIMIT = 64 * 1024
 """At most this much of an error response is read: enough for any provider's error JSON."""
+ANSWER_LIMIT = 128 * 1024 * 1024
+"""At most this much of an answer is read (a 128k-token answer streamed token by token is ~40 MB):
+a server that streams without end must not fill the memory before the total deadline."""
 _CUT = (httpx.HTTPError, httpx.StreamError, OSError, ValueError)
 
 
@@ -51,16 +55,14 @@ class BodyReader:
         parts: list[bytes] = []
         try:
             with self._guarded(response, cancel) as deadline:
-                for piece in response.iter_bytes():
-                    parts.append(piece)
-                    self._check(deadline, cancel)
+                parts.extend(self._pieces(response, deadline, cancel))
         except _CUT as err:
             raise IncompleteStream(
                 f"the answer from {self.url} was cut off: {describe(err)}", "try again"
             ) from None
         if cancel is not None:
             cancel.raise_if_cancelled()
-        return b"".join(parts).decode(response.encoding or "utf-8", "replace")
+        return b"".join(parts).decode(response.encoding or "utf-8", "replace").removeprefix("\ufeff")
 
     def stream(
         self, response: httpx.Response, assembler: StreamAssembler, cancel: CancelToken | None
@@ -98,9 +100,29 @@ class BodyReader:
             response.close()
 
     def _lines(self, response: httpx.Response, deadline: float, cancel: CancelToken | None) -> Iterator[str]:
-        for line in response.iter_lines():
+        yield from iter_lines(self._text(response, deadline, cancel))
+
+    def _text(self, response: httpx.Response, deadline: float, cancel: CancelToken | None) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")("replace")
+        for piece in self._pieces(response, deadline, cancel):
+            yield decoder.decode(piece)
+        yield decoder.decode(b"", final=True)
+
+    def _pieces(
+        self, response: httpx.Response, deadline: float, cancel: CancelToken | None
+    ) -> Iterator[bytes]:
+        """The body's bytes as they arrive, within the total deadline and ANSWER_LIMIT."""
+        size = 0
+        for piece in response.iter_bytes():
             self._check(deadline, cancel)
-            yield line
+            size += len(piece)
+            if size > ANSWER_LIMIT:
+                mib = ANSWER_LIMIT // (1024 * 1024)
+                raise IncompleteStream(
+                    f"the answer from {self.url} is over {mib} MiB; reading stopped",
+                    "check the server: no chat answer is that large",
+                )
+            yield piece
 
     def _check(self, deadline: float, cancel: CancelToken | None) -> None:
         if self._past(deadline, cancel):

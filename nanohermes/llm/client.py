@@ -38,10 +38,13 @@ from nanohermes.llm.failures import (
     is_retryable,
     parse_retry_after,
     status_error,
+    strip_userinfo,
     without_key,
 )
 from nanohermes.llm.interrupt import SendWorkers
+from nanohermes.llm.proxy import new_http_client, proxy_for
 from nanohermes.llm.response import StreamAssembler, assemble, parse_completion, replay_deltas
+from nanohermes.llm.sse import iter_lines
 from nanohermes.llm.wire import body_bytes, build_body, rejected_optional_field
 from nanohermes.types import ChatResult, Message
 
@@ -85,11 +88,13 @@ class ChatClient:
         stopped: Callable[[], str | None] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.url = f"{self.base_url}/chat/completions"
+        self._post_url = f"{self.base_url}/chat/completions"
+        self.url, self._url_password = strip_userinfo(self._post_url)
+        """`url` names the endpoint in messages: a password in the base URL never shows there."""
         self.model = model
         self._api_key = api_key
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else _new_http_client(self.base_url)
+        self._http = http_client if http_client is not None else new_http_client(self.base_url)
         self.max_retries = max_retries
         self._timeout = httpx.Timeout(
             connect=connect_timeout, read=request_timeout, write=request_timeout, pool=connect_timeout
@@ -151,7 +156,7 @@ class ChatClient:
         try:
             yield from self._stream(messages, tools, model, cancel)
         except LLMError as err:  # whatever the endpoint sent back, the key never leaves in an error
-            raise without_key(err, self._api_key or "") from err.__cause__
+            raise self._hidden(err) from err.__cause__
 
     def _stream(
         self,
@@ -222,7 +227,11 @@ class ChatClient:
         try:
             return self._complete(messages, tools, self._target(model), cancel)
         except LLMError as err:
-            raise without_key(err, self._api_key or "") from err.__cause__
+            raise self._hidden(err) from err.__cause__
+
+    def _hidden(self, err: LLMError) -> LLMError:
+        """`err` with the API key and the base URL's password hidden."""
+        return without_key(without_key(err, self._api_key or ""), self._url_password)
 
     # -- requests ---------------------------------------------------------------------------------
 
@@ -249,7 +258,7 @@ class ChatClient:
                 break
         text = self._bodies.whole(response, cancel)
         if "event-stream" in response.headers.get("content-type", "").lower():  # streamed anyway
-            return assemble(text.splitlines(), target)
+            return assemble(iter_lines([text]), target)
         return parse_completion(text, target)
 
     def _body(
@@ -274,7 +283,7 @@ class ChatClient:
             headers["authorization"] = f"Bearer {self._api_key}"
         content = body_bytes(body)
         return self._http.build_request(
-            "POST", self.url, content=content, headers=headers, timeout=self._timeout
+            "POST", self._post_url, content=content, headers=headers, timeout=self._timeout
         )
 
     def _open(
@@ -334,10 +343,13 @@ class ChatClient:
             raise ServerStopped(reason, "restart nanohermes --local; the log says why it stopped") from None
 
     def _unreachable(self, err: httpx.HTTPError, retries: int) -> EndpointUnreachable:
-        return EndpointUnreachable(
-            f"cannot reach {self.url}{after_retries(retries)}: {describe(err)}",
-            "check --base-url and that the server is running",
+        proxy = proxy_for(self._post_url) if self._owns_http else ""
+        via = f" through the proxy in {proxy}" if proxy else ""
+        hint = (
+            "check the proxy, then --base-url" if via else "check --base-url and that the server is running"
         )
+        message = f"cannot reach {self.url}{via}{after_retries(retries)}: {describe(err)}"
+        return EndpointUnreachable(message, hint)
 
     def _send(self, request: httpx.Request, cancel: CancelToken | None) -> httpx.Response:
         """`send(stream=True)`; with a cancel token, in a worker thread so that cancelling does not wait
@@ -345,12 +357,6 @@ class ChatClient:
         if cancel is None:
             return self._http.send(request, stream=True)
         return self._workers.send(self._http, request, cancel, self.total_timeout)
-
-
-def _new_http_client(base_url: str) -> httpx.Client:
-    """A client for `base_url`. A plain-http endpoint (a local server) never speaks TLS — redirects are
-    not followed — so the CA bundle is not loaded for it: that costs tens of milliseconds per start."""
-    return httpx.Client(verify=not base_url.lower().startswith("http://"))
 
 
 def _cut(ended: bool, assembler: StreamAssembler) -> str:

@@ -71,6 +71,16 @@ def without_key(err: LLMError, key: str) -> LLMError:
     return err
 
 
+def strip_userinfo(url: str) -> tuple[str, str]:
+    """`url` without a `user:password@` part (messages show it), and the password (hidden from errors)."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if not (sep and at):
+        return url, ""
+    return f"{scheme}{sep}{host}{slash}{path}", userinfo.partition(":")[2]
+
+
 def server_message(body: str) -> str:
     """The human part of an error body (`error.message`, `error`, `message`, `detail`), one line."""
     return one_line(body_info(body).message or body.strip())

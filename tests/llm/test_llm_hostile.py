@@ -162,3 +162,13 @@ def test_a_lone_surrogate_in_the_history_is_sent_as_a_replacement_character() ->
     assert result.content == "ok"
     sent = json.loads(seen[0].decode("utf-8"))
     assert [m["content"] for m in sent["messages"][-3:]] == ["hi é", "a\ufffdb 😀", "again"]
+
+
+@pytest.mark.parametrize("arguments", [["rm", "-rf", "/"], 5, False])
+def test_streamed_arguments_that_are_not_an_object_reach_the_tool_layer_as_sent(arguments: Any) -> None:
+    """Not silently replaced by `{}` (which would run the tool with its defaults): the tool layer then
+    refuses them ("must be a JSON object"), as it does for the same call not streamed."""
+    accumulator = ToolCallAccumulator()
+    accumulator.add({"index": 0, "id": "c1", "function": {"name": "bash", "arguments": arguments}})
+    [call] = accumulator.calls()
+    assert json.loads(call.arguments) == arguments
