@@ -5,7 +5,8 @@ read-write), a private `/tmp` and an empty `/run` (no daemon sockets: see RUNTIM
 directories (memory, sessions, config, checkpoints) are covered by empty directories and the config file
 by an empty file, so no command can read a key or a memory; the network is cut (its own network
 namespace) unless `sandbox_network` is on; the API key variables are left out of the environment
-bubblewrap itself starts with (`Sandbox.environment`). It also gets its own PID namespace and dies with
+bubblewrap itself starts with (`Sandbox.environment`). It has no capabilities, also when nanohermes
+runs as root (which could otherwise undo every mount). It also gets its own PID namespace and dies with
 nanohermes, so nothing it starts outlives it; it stays in nanohermes' process group for the command,
 so timeouts and Ctrl-C still kill the whole group.
 
@@ -16,6 +17,7 @@ is probed once, off the prompt's path (`Sandbox.detect`, a few milliseconds); th
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -45,6 +47,7 @@ BLOCKED_MARKERS = (
     "no address associated with hostname",
 )
 """Error texts that a sandboxed command prints when the sandbox stopped it."""
+UNTRUSTED = "the only bubblewrap found is not used"
 
 
 @dataclass(frozen=True)
@@ -80,17 +83,12 @@ class Sandbox:
         if mode == "off" or sys.platform == "win32":
             problem = "" if mode == "off" else "bubblewrap needs Linux"
             return cls(mode, active=False, network=True, problem=problem)
-        found = shutil.which(executable)
+        root = workspace.resolve()
+        found = find_program(executable, root)
         if found is None:
-            return cls(mode, active=False, network=True, problem="bubblewrap (bwrap) is not installed")
-        sandbox = cls(
-            mode,
-            active=True,
-            network=network,
-            bwrap=found,
-            workspace=workspace.resolve(),
-            hidden=_hideable(hidden, workspace.resolve()),
-        )
+            return cls(mode, active=False, network=True, problem=_missing(executable))
+        hide = _hideable(hidden, root)
+        sandbox = cls(mode, active=True, network=network, bwrap=found, workspace=root, hidden=hide)
         problem = sandbox.probe()
         if problem:
             return cls(mode, active=False, network=True, problem=problem, bwrap=found)
@@ -106,13 +104,15 @@ class Sandbox:
                 timeout=PROBE_TIMEOUT,
                 check=False,
             )
-        except (OSError, subprocess.TimeoutExpired) as err:
-            return f"bubblewrap cannot start: {err}"
+        except subprocess.TimeoutExpired:  # its message would hold the whole command line
+            return f"bubblewrap cannot start: it did not finish within {PROBE_TIMEOUT:g} s"
+        except OSError as err:
+            return f"bubblewrap cannot start: {err.strerror or err}"
         if done.returncode == 0:
             return ""
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        why = lines[0] if lines else f"exit code {done.returncode}"
-        return f"bubblewrap cannot start here ({why.removeprefix('bwrap: ')})"
+        why = lines[0].removeprefix("bwrap: ") if lines else f"exit code {done.returncode}"
+        return f"bubblewrap cannot start here ({why if len(why) <= 200 else why[:199] + '…'})"
 
     @property
     def status(self) -> str:
@@ -130,7 +130,8 @@ class Sandbox:
         """The one line to say at start-up, or "" when nothing is wrong."""
         if self.mode == "bwrap" and not self.active:
             return f"sandbox = bwrap, but {self.problem}: shell commands will be refused"
-        if self.mode == "auto" and not self.active and "cannot start" in self.problem:
+        unusable = "cannot start" in self.problem or UNTRUSTED in self.problem  # installed, yet not used
+        if self.mode == "auto" and not self.active and unusable:
             return f"{self.problem}: shell commands run without a sandbox"
         return ""
 
@@ -170,7 +171,10 @@ class Sandbox:
                 args += ["--ro-bind", "/dev/null", str(path)]
         if not self.network:
             args.append("--unshare-net")
-        args += ["--unshare-pid", "--die-with-parent", "--chdir", root, "--", "/bin/sh", "-c", command]
+        # Run by root, bubblewrap keeps every capability unless told: a command could then remount /
+        # read-write or unmount what hides the keys. Elsewhere the command has none already.
+        args += ["--cap-drop", "ALL", "--unshare-pid", "--die-with-parent", "--chdir", root]
+        args += ["--", "/bin/sh", "-c", command]
         return args
 
     def _runtime_args(self) -> list[str]:
@@ -208,11 +212,50 @@ def _git_dir_inside(workspace: Path) -> Path | None:
     return git_dir if inside else None
 
 
+def find_program(name: str, workspace: Path) -> str | None:
+    """The absolute path of program `name` (or of the path `name`), never one inside the workspace.
+
+    Only absolute PATH entries are searched: an empty one (`PATH=":/usr/bin"`), `.` or `bin` would
+    find a `bwrap` the repository ships, run unconfined by the probe at start-up, in any permission
+    mode. One inside the workspace (absolute entries included) could be rewritten by the very
+    commands it confines, so it is passed over too."""
+    if os.sep in name:
+        candidates = [os.path.abspath(name)]
+    else:
+        entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+        candidates = [os.path.join(entry, name) for entry in entries if os.path.isabs(entry)]
+    for candidate in candidates:
+        found = shutil.which(candidate)
+        if found is not None and not Path(os.path.realpath(found)).is_relative_to(workspace):
+            return found
+    return None
+
+
+def _missing(name: str) -> str:
+    """Why `find_program` found no bubblewrap: none at all, or only one it does not trust."""
+    passed_over = shutil.which(name)
+    if passed_over is None:
+        return "bubblewrap (bwrap) is not installed"
+    return f"{UNTRUSTED}: {passed_over} (in the workspace, or found through a relative PATH entry)"
+
+
 def _hideable(paths: Iterable[Path], workspace: Path) -> tuple[Path, ...]:
     """The paths to cover, outermost only, leaving out any that holds the workspace itself."""
     kept: list[Path] = []
-    for path in sorted({path.expanduser().resolve() for path in paths}):
+    for path in sorted(_resolved(paths)):
         if workspace.is_relative_to(path) or any(path.is_relative_to(outer) for outer in kept):
             continue
         kept.append(path)
     return tuple(kept)
+
+
+def _resolved(paths: Iterable[Path]) -> set[Path]:
+    """`paths` after `~` and links. One that cannot be resolved (a link loop, `~nosuchuser`) names
+    nothing that could be read, and covering it would make bubblewrap fail: it is left out."""
+    resolved: set[Path] = set()
+    for path in paths:
+        try:
+            resolved.add(path.expanduser().resolve())
+        except (OSError, RuntimeError):  # RuntimeError: a link loop before Python 3.13, ~nosuchuser
+            continue
+    return resolved
