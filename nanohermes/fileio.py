@@ -27,9 +27,26 @@ def ensure_private_dir(directory: Path) -> None:
         return  # the common case: one stat, not one per ancestor
     missing = [d for d in (directory, *directory.parents) if not d.exists()]
     for path in reversed(missing):
-        path.mkdir(mode=0o700, exist_ok=True)
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            if path.is_dir():
+                continue  # made by another process in between
+            # a link that leads nowhere (or loops): not "taken", which callers may retry forever
+            raise NotADirectoryError(
+                errno.ENOTDIR, "not a directory (a link that leads nowhere?)", str(path)
+            ) from None
         if os.name == "posix":
             os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
+
+
+def resolved(path: Path) -> Path:
+    """`path` with links followed as far as they go; a link loop (RuntimeError before Python 3.13)
+    or an unreadable folder leaves it absolute, as given."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
 
 
 def fsync_dir(directory: Path) -> None:

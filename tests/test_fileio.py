@@ -62,3 +62,22 @@ def test_atomic_write_fsyncs_only_when_durable(
     assert target.read_bytes() == b"new"
     assert len(calls) == syncs  # the file, then its directory
     assert [p.name for p in tmp_path.iterdir()] == ["cache"]
+
+
+@pytest.mark.parametrize("kind", ["loop", "dangling"])
+def test_a_directory_that_is_a_broken_link_is_not_a_directory_error(tmp_path: Path, kind: str) -> None:
+    """A sessions folder that is a link loop (or leads nowhere) hung start-up: mkdir's «exists»
+    read as «this session name is taken», and the next name was tried forever."""
+    from nanohermes.session_files import new_session_path
+
+    folder = tmp_path / "sessions"
+    if kind == "loop":
+        (tmp_path / "other").symlink_to(folder)
+        folder.symlink_to(tmp_path / "other")
+    else:
+        folder.symlink_to(tmp_path / "gone" / "sessions")
+    with pytest.raises(NotADirectoryError, match="not a directory"):
+        ensure_private_dir(folder)
+    with pytest.raises(NotADirectoryError):
+        ensure_private_dir(folder / "sub")
+    assert new_session_path(folder).parent == folder  # returns: locking it names the cause

@@ -32,6 +32,7 @@ from nanohermes.checkpoints.journal import (
     TurnRecord,
 )
 from nanohermes.checkpoints.shadow import GitTimeout, ShadowRepo
+from nanohermes.fileio import resolved
 from nanohermes.protocols import TurnChanges
 
 FILE_LIMIT = 20_000
@@ -110,7 +111,7 @@ class Checkpoints:
         self._seen: tuple[int, int, int] = (0, 0, 0)
         """The journal's (inode, mtime, size) when model_notes last found nothing to tell."""
         self._file_lock = CheckpointLock(self.dir, LOCK_TIMEOUT)
-        self._private = [path.resolve() for path in (*private, checkpoints_root(state_dir))]
+        self._private = [resolved(path) for path in (*private, checkpoints_root(state_dir))]
         self._active = ActiveTurns(self.dir / "active", session_key(self.session))
 
     # -- shared pieces ----------------------------------------------------------------------------
@@ -193,7 +194,7 @@ class Checkpoints:
         if relative is None or path is None or relative in turn.copies or relative in turn.seen:
             return
         turn.seen.add(relative)
-        if any(path.resolve().is_relative_to(p) for p in self._private):
+        if any(resolved(path).is_relative_to(p) for p in self._private):
             return
         if store == "copies" or self.repo().ignores(relative):  # .env, build output: git skips them
             turn.copies[relative] = self.copies.capture(path)
@@ -238,7 +239,7 @@ class Checkpoints:
         if path is None:
             return None
         try:
-            return path.resolve().relative_to(self.workspace).as_posix()
+            return resolved(path).relative_to(self.workspace).as_posix()
         except (ValueError, OSError):
             return None  # outside the workspace: not covered
 

@@ -45,3 +45,20 @@ def test_a_corrupt_journal_is_set_aside_and_later_turns_can_be_undone(
     history = History(later)
     history.undo(history.plan())
     assert (workspace / "keep.txt").read_text() == "v1\n"
+
+
+def test_a_private_folder_that_is_a_link_loop_does_not_stop_checkpoints(tmp_path: Path) -> None:
+    """memory_dir as a link loop ended every run in `internal error: RuntimeError: Symlink loop`
+    (the checkpoints resolved it to keep it out of snapshots)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("one\n")
+    loop = workspace / "loop"
+    (workspace / "other").symlink_to(loop)
+    loop.symlink_to(workspace / "other")
+    checkpoints = make(workspace, tmp_path / "home", private=(loop,))
+    changes, _ = turn(
+        checkpoints, runner_for(workspace, checkpoints), ("write_file", {"path": "a.txt", "content": "two\n"})
+    )
+    assert changes.turn == 1
+    assert changes.files == ("a.txt",)
