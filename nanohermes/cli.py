@@ -36,10 +36,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args == ["--version"]:
         return _print_version()
     verbose = "--verbose" in args
+    _escape_unencodable()
     from nanohermes.cliargs import UsageError, parse_args
 
     try:
-        options = parse_args(args)
+        try:
+            options = parse_args(args)
+        except SystemExit as done:  # --help was printed: a full disk under `> file` is no success
+            if done.code not in (0, None):
+                raise
+            return _flush_stdout()
         code = _dispatch(options)
     except UsageError as err:
         return _fail(f"{err} (see {err.command} --help)", EXIT_USAGE)
@@ -56,13 +62,37 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_version() -> int:
+    return _flush_stdout(f"nanohermes {__version__}\n")
+
+
+def _flush_stdout(text: str = "") -> int:
+    """Write `text` and flush stdout (the version, --help): a closed pipe ends quietly, a full disk
+    is one line; argparse drops the error of its own writes, and --help > /dev/full exited 0."""
     try:
-        print(f"nanohermes {__version__}", flush=True)
+        sys.stdout.write(text)
+        sys.stdout.flush()
     except BrokenPipeError:
         return _stdout_closed()
     except OSError as err:  # a full disk under `> file`
         return _fail(_unwritable(sys.stdout, err).one_line(), EXIT_FAILURE)
     return EXIT_OK
+
+
+def _escape_unencodable() -> None:
+    """Under a locale that is not UTF-8 (`LANG=en_US.ISO-8859-1`, `PYTHONIOENCODING=ascii`) text the
+    encoding lacks (an answer's `—` or `中文`) is written as an escape (`\\u2014`): it ended the run
+    in «internal error: UnicodeEncodeError», the answer lost."""
+    import codecs
+
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            utf8 = codecs.lookup(encoding).name == "utf-8"
+        except LookupError:
+            utf8 = False
+        if reconfigure is not None and not utf8 and getattr(stream, "errors", "") == "strict":
+            reconfigure(errors="backslashreplace")
 
 
 class _GuardedStdout:

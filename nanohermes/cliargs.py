@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from nanohermes import __version__
 from nanohermes.options import CliOptions, MemoryArgs, UndoArgs
@@ -21,9 +21,53 @@ class UsageError(Exception):
         self.command = command
 
 
+PROMPT_HINT = "give the prompt after -p (one that starts with '-' as -p=TEXT, or -p - with it on stdin)"
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # no abbreviations: `--mode auto` was silently read as `--model auto` (an unknown model)
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
+        if message.startswith("argument -p/--prompt: expected one argument"):
+            message = f"{message}: {PROMPT_HINT}"
         raise UsageError(message, self.prog)
+
+
+def _parse(
+    parser: argparse.ArgumentParser, argv: Sequence[str], commands: Sequence[str] = ()
+) -> argparse.Namespace:
+    """`parser.parse_args(argv)`, with the closest known option (or sub-command among `commands`) named
+    for an argument it does not know: `--modle` → «did you mean --model?»."""
+    ns, extras = parser.parse_known_args(list(argv))
+    if extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}{_suggestion(extras[0], parser, commands)}")
+    return ns
+
+
+def _suggestion(word: str, parser: argparse.ArgumentParser, commands: Sequence[str]) -> str:
+    import difflib  # only on this error path
+
+    word = word.split("=", 1)[0]
+    known = _option_names(parser) if word.startswith("-") else list(commands)
+    bare = {name.lstrip("-"): name for name in known}  # the dashes they share would make `--bogus` close
+    close = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1, cutoff=0.7)
+    if not close or bare[close[0]] == word:  # `memory stats --explain`: another action's option
+        return ""
+    return f"; did you mean {bare[close[0]]}?"
+
+
+def _option_names(parser: argparse.ArgumentParser) -> list[str]:
+    """The long options of `parser` and of its sub-commands' parsers."""
+    names: list[str] = []
+    for action in parser._actions:
+        names += [option for option in action.option_strings if option.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                names += _option_names(sub)
+    return sorted(set(names))
 
 
 def _add_run_options(add: Callable[..., object], permission_help: str) -> None:
@@ -45,6 +89,8 @@ def _run_overrides(ns: argparse.Namespace, command: str) -> dict[str, object]:
     """The settings given by `_add_run_options`' options (a bad permission mode: UsageError)."""
     from nanohermes.settings import PERMISSION_MODES  # settings load right after parsing anyway
 
+    if ns.model is not None and not ns.model.strip():  # `--model "$UNSET"`: not "no model configured"
+        raise UsageError("--model needs a model name, not an empty one", command)
     if ns.permission is not None and ns.permission not in PERMISSION_MODES:
         modes = "read-only, ask, auto"
         raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: {modes}", command)
@@ -156,7 +202,7 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         rest = argv[at + 1 :]
         end = rest.index("--") if "--" in rest else len(rest)
         return SUB_COMMANDS[argv[at]](rest[:end] + argv[:at] + rest[end:])
-    ns = build_parser().parse_args(argv)
+    ns = _parse(build_parser(), argv, tuple(SUB_COMMANDS))
     overrides = _run_overrides(ns, "nanohermes")
     if ns.yes and ns.permission == "read-only":
         raise UsageError("--yes cannot widen --permission read-only; drop one of them")
@@ -216,7 +262,7 @@ def _sub_command_at(argv: list[str]) -> int | None:
 
 
 def _parse_memory(argv: list[str]) -> CliOptions:
-    ns = build_memory_parser().parse_args(argv)
+    ns = _parse(build_memory_parser(), argv)
     if ns.action is None:
         raise UsageError(
             "memory needs an action: list [--all] | search QUERY [--explain] [--all] | forget ID | stats "
@@ -251,7 +297,7 @@ def _memory_argument(ns: argparse.Namespace) -> str:
 
 
 def _parse_undo(argv: list[str]) -> CliOptions:
-    ns = build_undo_parser().parse_args(argv)
+    ns = _parse(build_undo_parser(), argv)
     if ns.to is not None and ns.to < 1:
         raise UsageError("--to needs a turn number, 1 or more (undo --list shows them)", "nanohermes undo")
     if ns.list_only and (ns.to is not None or ns.force):
@@ -261,7 +307,7 @@ def _parse_undo(argv: list[str]) -> CliOptions:
 
 
 def _parse_acp(argv: list[str]) -> CliOptions:
-    ns = build_acp_parser().parse_args(argv)
+    ns = _parse(build_acp_parser(), argv)
     return CliOptions(
         config=_config_file(ns, "nanohermes acp"),
         verbose=ns.verbose,
@@ -278,7 +324,7 @@ def _parse_mcp(argv: list[str]) -> CliOptions:
     parser.add_argument(
         "action", nargs="?", choices=["list"], help="list: start the servers, show their state and tools"
     )
-    ns = parser.parse_args(argv)
+    ns = _parse(parser, argv)
     if ns.action is None:
         raise UsageError("mcp needs an action: list", "nanohermes mcp")
     return CliOptions(

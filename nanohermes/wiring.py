@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.agent_wiring import AgentParts, build_agent
-from nanohermes.errors import ConfigError, SessionError
+from nanohermes.errors import ConfigError
 from nanohermes.events import Note
 
 if TYPE_CHECKING:
@@ -184,7 +184,8 @@ def open_session(
     load: bool = True,
 ) -> tuple[SessionFile, SessionData | None]:
     """The session file to use, and its contents when resuming (when `load`). Raises SessionError,
-    or ConfigError for a `--session` value that is neither a name nor a .json path. `notice` hears
+    or ConfigError for a `--session` value that is neither a name nor a .json path, or names no
+    regular file (a FIFO, a device). `notice` hears
     that `--continue` found no session of this workspace (a new one is started)."""
     from nanohermes.session import SessionFile
     from nanohermes.session_files import latest_session, new_session_path, resolve_session_path
@@ -198,8 +199,10 @@ def open_session(
             notice(f"no earlier session in this workspace ({Path.cwd()}); starting a new one")
     if path is None:
         path = new_session_path(settings.sessions_dir)
-    if path.exists() and not path.is_file():
-        raise SessionError(f"session path {path} is not a file", "give a .json file path or a session name")
+    if path.exists() and not path.is_file():  # a FIFO or a device named as --session: a usage error
+        raise ConfigError(
+            f"session path {path} is not a regular file", "give a .json file path or a session name"
+        )
     session = SessionFile(path)
     return session, (session.load() if load and session.exists() else None)
 
@@ -231,6 +234,7 @@ def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path
 def run_chat(options: CliOptions, settings: Settings) -> int:
     """`nanohermes [...]`: one-shot with -p, the REPL otherwise; --local first starts the bundled model."""
     settings = apply_yes(options, settings)
+    _require_terminal(options, settings)
     endpoint: LocalEndpoint | None = None
     with contextlib.ExitStack() as stack:
         if options.local:
@@ -264,3 +268,20 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
             stack.callback(opened.lock.release)  # also when the background build fails
         builder: RuntimeBuilder = functools.partial(build_runtime, local=endpoint, opened=opened)
         return run_repl(options, settings, builder, preview=opened.preview() if opened else None)
+
+
+def _require_terminal(options: CliOptions, settings: Settings) -> None:
+    """The REPL reads keys from a terminal. Piped into (`echo hi | nanohermes`), it drew its prompt and
+    bottom bar into the output as escape sequences and took each line as a message: one line instead,
+    pointing at `-p -`. (`-p` reads no keys; with no model the REPL only explains the settings.)"""
+    if options.prompt is not None or not (settings.model or options.local):
+        return
+    try:
+        interactive = sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):  # closed, or not a real stream
+        interactive = False
+    if not interactive:
+        raise ConfigError(
+            "standard input is not a terminal, and the REPL needs one",
+            "to send piped text as one prompt: echo 'fix the tests' | nanohermes -p -",
+        )

@@ -82,6 +82,12 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     no_key = None if options.local else missing_key_message(settings)
     if no_key:
         return _fail(no_key, EXIT_USAGE)
+    if options.prompt == "-" and _is_terminal(sys.stdin):  # else it seems to hang, saying nothing
+        print(
+            "nanohermes: reading the prompt from the terminal; end it with Ctrl-D",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
     except PromptError as err:
@@ -108,7 +114,7 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
             if not options.json_output:
                 answer.handle(event)
             elif isinstance(event, TurnFinished):
-                answer.emit(_json_line(runtime, outcome))
+                answer.emit(_json_line(runtime, outcome, ascii_only=not _speaks_utf8(sys.stdout)))
             _progress(event, options.verbose)
     _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
@@ -298,7 +304,18 @@ def _progress_line(event: Event, verbose: bool) -> str:
     return ""
 
 
-def _json_line(runtime: RuntimeLike, outcome: _Outcome) -> str:
+def _speaks_utf8(stream: TextIO) -> bool:
+    """Whether `stream` encodes UTF-8; under another locale (`LANG=en_US.ISO-8859-1`) `--json` is
+    written as ASCII with `\\u` escapes, still valid JSON, where the locale lacks a character."""
+    import codecs
+
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
+    except LookupError:
+        return False
+
+
+def _json_line(runtime: RuntimeLike, outcome: _Outcome, *, ascii_only: bool = False) -> str:
     payload = {
         "answer": outcome.answer,
         "session": str(runtime.agent.session_path),
@@ -309,7 +326,7 @@ def _json_line(runtime: RuntimeLike, outcome: _Outcome) -> str:
         "completed": outcome.completed,
         "error": _error_line(outcome) or None,
     }
-    return json.dumps(payload, ensure_ascii=False) + "\n"
+    return json.dumps(payload, ensure_ascii=ascii_only) + "\n"
 
 
 def _exit_code(outcome: _Outcome) -> int:
