@@ -100,8 +100,8 @@ def build_agent(
     if agents_note:
         agent.post_note(Note(agents_note, "warning"))
     if sandbox.startup_warning:
-        # bwrap demanded: a warning everywhere; auto falling back: a dim line in the REPL, -p --verbose
-        agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "debug"))
+        # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
+        agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "info"))
     _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
     servers = settings.mcp_servers if mcp_servers is None else mcp_servers
     mcp = _start_mcp(agent, runner, servers, settings, workspace)

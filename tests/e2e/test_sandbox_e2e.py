@@ -64,3 +64,24 @@ def test_files_named_on_the_command_line_that_may_hold_tokens_are_hidden_from_th
     tool_result = json.dumps(next(m for m in fake_server.bodies[-1]["messages"] if m["role"] == "tool"))
     assert "done" in tool_result  # the command ran
     assert "TOKEN-IN" not in tool_result
+
+
+def test_auto_falling_back_to_plain_commands_is_said_in_one_shot_mode(
+    fake_server: FakeServer, workspace: Path, tmp_path: Path
+) -> None:
+    """bubblewrap installed but unable to start (no user namespaces here): with `auto`, -p ran the
+    commands unsandboxed and said so only with --verbose. Now one line, as the README promises."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake = tools / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    fake_server.push_tool_calls([("run_shell", {"command": "echo hi > out.txt"})])
+    fake_server.push_text("ok")
+    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}", "NANOHERMES_SANDBOX": "auto"}
+    done = run_nanohermes(fake_server, workspace, "--yes", "--no-memory", "-p", "go", env=env)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "without a sandbox" in line]
+    assert len(said) == 1, done.stderr
+    assert "No permissions to create new namespace" in said[0]
+    assert (workspace / "out.txt").read_text() == "hi\n"
