@@ -160,6 +160,14 @@ def status_error(
     info = body_info(body)
     detail = one_line(info.message or body.strip())
     said = f": {detail}" if detail else ""
+    if _is_web_page(body):  # a proxy's or a website's page: its markup says nothing useful
+        if status == 404:
+            return ModelNotFound(
+                f"no API at {target.url} (404, a web page)",
+                "check that --base-url is the API root (often ending in /v1)",
+                status,
+            )
+        said = ": a web page, not an API answer"
     after = after_retries(retries)
     overflow = overflow_error(info, status, target)
     if overflow is not None:
@@ -192,6 +200,11 @@ def status_error(
             status,
         )
     return BadResponse(f"the endpoint refused the request (HTTP {status}){said}", "", status)
+
+
+def _is_web_page(body: str) -> bool:
+    head = body.lstrip()[:512].lower()
+    return head.startswith(("<!doctype html", "<html")) or ("<html" in head and "<head" in head)
 
 
 def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
