@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from nanohermes.agent_config import AgentConfig, AgentTools
 from nanohermes.autosave import SessionSaver
 from nanohermes.cancel import CancelToken
 from nanohermes.compaction import compact, summary_request, total_chars
@@ -50,55 +50,19 @@ from nanohermes.memory import (
     recall_for_turn,
     set_block,
 )
-from nanohermes.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
+from nanohermes.protocols import ChatModel, TurnChanges, TurnRecorder
 from nanohermes.session import SessionData, SessionFile
 from nanohermes.turns import Turn, TurnOver, checkpoint_notes, drop_cut_calls, messages_of_turn, reply_over
 from nanohermes.types import ChatResult, Message, ToolCall, ToolResult, Usage
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
-    from nanohermes.settings import Settings
 
 
 UNREADABLE_CALL = "the model wrote a <tool_call> that could not be read"
 NOTHING_TO_COMPACT_HINT = (
     "the recent messages alone do not fit: /reset or a new session, or lower compact_keep_messages"
 )
-
-
-class AgentTools(ToolExecutor, Protocol):
-    """The tool executor plus the permission switch (`nanohermes.tools.ToolRunner`)."""
-
-    def set_permission(self, mode: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    model: str
-    distill_model: str | None = None
-    """None: distil with the current chat model (follows /model)."""
-    max_iterations: int = 50
-    compact_threshold_chars: int = 120_000
-    compact_keep_messages: int = 10
-    language: str = "en"
-    verbose: bool = False
-    save_each_turn: bool = True
-    """False in one-shot mode: the caller saves once, after the turn's distillation."""
-
-    @classmethod
-    def from_settings(
-        cls, settings: Settings, *, verbose: bool = False, save_each_turn: bool = True
-    ) -> AgentConfig:
-        return cls(
-            model=settings.model or "",
-            distill_model=settings.distill_model,
-            max_iterations=settings.max_iterations,
-            compact_threshold_chars=settings.compact_threshold_chars,
-            compact_keep_messages=settings.compact_keep_messages,
-            language=settings.language,
-            verbose=verbose,
-            save_each_turn=save_each_turn,
-        )
 
 
 class Agent:

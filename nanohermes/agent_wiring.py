@@ -67,7 +67,8 @@ def build_agent(
     parts: the REPL and `-p` build one, `nanohermes acp` one per session. `mcp_servers` (default:
     the settings' `mcp_servers`) start in the background; whoever built the agent closes
     `BuiltAgent.mcp` when done with it (stdio servers are killed with their process group)."""
-    from nanohermes.agent import Agent, AgentConfig
+    from nanohermes.agent import Agent
+    from nanohermes.agent_config import AgentConfig
     from nanohermes.prompts import base_system_prompt, load_agents_md
     from nanohermes.tools.runner import ToolRunner
 

@@ -24,6 +24,7 @@ CORE_MODULES = (
     "session_files",
     "prompts",
     "agent",
+    "agent_config",
     "turns",
     "distiller",
     "autosave",

@@ -90,7 +90,7 @@ def test_bad_api_key_type_does_not_echo_the_value(tmp_path: Path) -> None:
 
 
 def test_distill_model_is_passed_to_the_agent_unset_or_set(tmp_path: Path) -> None:
-    from nanohermes.agent import AgentConfig
+    from nanohermes.agent_config import AgentConfig
 
     settings = load_settings({"model": "m1"}, environ={"HOME": str(tmp_path)})
     assert AgentConfig.from_settings(settings).distill_model is None  # the agent then uses `model`

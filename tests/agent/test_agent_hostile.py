@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from agent_scripted import ScriptedModel, assert_valid_history, text
 
-from nanohermes.agent import Agent, AgentConfig
+from nanohermes.agent import Agent
+from nanohermes.agent_config import AgentConfig
 from nanohermes.events import ToolFinished, TurnFinished
 from nanohermes.prompts import base_system_prompt
 from nanohermes.session import SessionFile

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from agent_scripted import ScriptedModel, assert_valid_history, calls, text
 
-from nanohermes.agent import Agent, AgentConfig
+from nanohermes.agent import Agent
+from nanohermes.agent_config import AgentConfig
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import ContextOverflow, ModelNotFound, SessionError
 from nanohermes.events import Compacted, Event, Note, StreamItem, TextDelta, ToolFinished, TurnFinished

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from agent_scripted import ScriptedModel, assert_valid_history, calls, text
 
-from nanohermes.agent import Agent, AgentConfig
+from nanohermes.agent import Agent
+from nanohermes.agent_config import AgentConfig
 from nanohermes.compaction import SUMMARY_PREFIX
 from nanohermes.events import Compacted, TurnFinished
 from nanohermes.memory import MemoryStore

@@ -10,7 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nanohermes.agent import Agent, AgentConfig
+from nanohermes.agent import Agent
+from nanohermes.agent_config import AgentConfig
 from nanohermes.errors import ServerStopped
 from nanohermes.events import Note, TurnFinished
 from nanohermes.llm import ChatClient
