@@ -31,13 +31,15 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from pydantic import ValidationError
 
 from nanohermes import __version__
-from nanohermes.errors import NanoHermesError
+from nanohermes.errors import ConfigError, NanoHermesError
 from nanohermes.mcp.surrogates import SurrogateRepair
 from nanohermes.mcp_config import McpServerConfig
 
 CLOSE_SECONDS = 8.0
 """Bound on leaving the client: the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL."""
 LIST_PAGES = 100
+CLOSED_MESSAGE = "Connection closed"
+"""The message of the SDK's MCPError when the connection ends (its code, -32000, servers use too)."""
 _CONNECTION_ENDED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 
@@ -126,12 +128,14 @@ class Connection:
             stack.push_async_callback(http.aclose)
             transport: Any = streamable_http_client(config.url, http_client=http)
             return Client(transport, client_info=info, message_handler=self._on_message)
-        cwd = config.cwd if config.cwd is None or config.cwd.is_absolute() else self._cwd / config.cwd
+        cwd = self._cwd if config.cwd is None else self._cwd / config.cwd  # an absolute cwd stays
+        if not cwd.is_dir():  # else the spawn's error names the directory as a missing command
+            raise ConfigError(f"its working directory {cwd} is not a directory", "fix its cwd")
         params = StdioServerParameters(
             command=str(config.command),
             args=list(config.args),
             env=dict(config.env) or None,
-            cwd=cwd or self._cwd,
+            cwd=cwd,
             encoding_error_handler="replace",  # "strict" ends the reader at a stray byte: every reply lost
         )
         return Client(self._stdio(params), client_info=info, message_handler=self._on_message)
@@ -205,13 +209,19 @@ def _one_line_errors() -> Iterator[None]:
     try:
         yield
     except MCPError as err:
-        if err.code == mcp_types.CONNECTION_CLOSED:
+        if connection_closed(err):
             raise ServerGone("the server exited or closed the connection") from None
         raise CallFailed(err.message) from None
     except ValidationError as err:  # a reply the SDK refuses (content not a list, an unknown part type)
         raise CallFailed(invalid_reply(err)) from None
     except (httpx2.TransportError, OSError) as err:
         raise ServerGone(describe_error(err)) from None
+
+
+def connection_closed(err: MCPError) -> bool:
+    """Whether `err` is the SDK's own "Connection closed", not a server's error answer that uses the
+    same code (-32000 opens JSON-RPC's range for servers' own errors: many send it for a failed call)."""
+    return err.code == mcp_types.CONNECTION_CLOSED and err.message == CLOSED_MESSAGE and err.data is None
 
 
 def invalid_reply(err: ValidationError) -> str:
@@ -280,7 +290,7 @@ def describe_error(err: BaseException) -> str:
     if isinstance(err, TimeoutError):
         return "timed out"
     if isinstance(err, MCPError):
-        if err.code == mcp_types.CONNECTION_CLOSED:
+        if connection_closed(err):
             return "the server closed the connection (it exited)"
         return err.message
     if isinstance(err, ValidationError):

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import Cancelled, ToolError
 from nanohermes.mcp.logs import ServerLogs
-from nanohermes.mcp.results import render_result
+from nanohermes.mcp.results import NO_OUTPUT, render_result
 from nanohermes.mcp.status import ServerEntry, ServerStatus, State, tool_info
-from nanohermes.mcp.tools import MAX_SCHEMA_CHARS, build_tools, offered, oversized
+from nanohermes.mcp.tools import build_tools, offered, unusable
 from nanohermes.mcp_config import McpServerConfig, expand_variables
 from nanohermes.tools.base import Tool
 
@@ -257,27 +257,29 @@ class McpManager:
     def _set_tools(self, server: ServerEntry, listed: list[ListedTool]) -> None:
         name = server.name
         listed = [spec for spec in listed if server.config.offers(spec.name)]
-        too_big = oversized(listed)
-        listed = [spec for spec in listed if spec.name not in too_big]
-        problem = self._tell_oversized(server, too_big)
+        left_out = unusable(listed)
+        listed = [spec for spec in listed if spec.name not in left_out]
+        problem = self._tell_left_out(server, left_out)
         tools = build_tools(name, server.config, listed, self._caller(name), self._starter(name))
         infos = tuple(tool_info(tool, spec) for tool, spec in zip(tools, listed, strict=True))
         with self._lock:
             if not self._closed:
                 server.state, server.tools, server.infos, server.last_error = "ready", tools, infos, problem
 
-    def _tell_oversized(self, server: ServerEntry, names: set[str]) -> str:
-        """What is wrong with tools left out for their schema's size ("" if none), for the status
+    def _tell_left_out(self, server: ServerEntry, left_out: dict[str, str]) -> str:
+        """What is wrong with tools left out for their input schema ("" if none), for the status
         (`mcp list` has no notices). Noticed once per server, again only when it changes: a flood of
         tools/list_changed with the same listing must not flood the terminal."""
-        if not names:
-            return ""
-        shown = ", ".join(name[:64] for name in sorted(names)[:3]) + (", …" if len(names) > 3 else "")
-        tools = "1 tool" if len(names) == 1 else f"{len(names)} tools"
-        problem = f"left out {tools} (input schema over {MAX_SCHEMA_CHARS:,} characters): {shown}"
-        if names != server.oversized:
-            server.oversized = names
+        problems: list[str] = []
+        for reason in dict.fromkeys(left_out.values()):
+            names = sorted(name for name, why in left_out.items() if why == reason)
+            shown = ", ".join(name[:64] for name in names[:3]) + (", …" if len(names) > 3 else "")
+            tools = "1 tool" if len(names) == 1 else f"{len(names)} tools"
+            problems.append(f"left out {tools} ({reason}): {shown}")
+        problem = "; ".join(problems)
+        if problem and left_out != server.left_out:
             self._notice(f"MCP server {server.name}: {problem}")
+        server.left_out = left_out
         return problem
 
     def _tools_changed(self, server: ServerEntry) -> None:
@@ -330,7 +332,9 @@ class McpManager:
             raise ToolError(f"MCP server {server.name}: {err}") from None
         text = render_result(result)
         if getattr(result, "is_error", False):
-            raise ToolError(text)
+            raise ToolError(
+                text if text != NO_OUTPUT else f"{tool} on MCP server {server.name} failed (no details)"
+            )
         return text
 
     async def _ensure_running(self, server: ServerEntry) -> None:

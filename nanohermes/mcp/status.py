@@ -57,8 +57,8 @@ class ServerEntry:
     stale: bool = False
     """The server said its tool list changed; not listed again yet."""
     refresh: asyncio.Task[None] | None = None
-    oversized: set[str] = field(default_factory=set)
-    """Tools left out for their schema's size, as last told to the user."""
+    left_out: dict[str, str] = field(default_factory=dict)
+    """Tools left out for their input schema (name → why), as last told to the user."""
 
 
 def tool_info(tool: Tool, spec: ListedTool) -> ToolInfo:

@@ -99,9 +99,25 @@ def build_tools(
     return tools
 
 
-def oversized(listed: Iterable[Listed]) -> set[str]:
-    """The names of the tools whose input schema is longer than MAX_SCHEMA_CHARS as JSON."""
-    return {spec.name for spec in listed if len(json.dumps(spec.input_schema)) > MAX_SCHEMA_CHARS}
+TOO_LONG = f"input schema over {MAX_SCHEMA_CHARS:,} characters"
+NOT_JSON = "input schema holds NaN or Infinity, which JSON cannot carry"
+"""The SDK's parser takes `NaN` and `Infinity`; a request carrying them is not JSON: the model's API
+would refuse every request (every turn) while the tool is offered."""
+
+
+def unusable(listed: Iterable[Listed]) -> dict[str, str]:
+    """Tools that cannot be offered, name → why: an input schema longer than MAX_SCHEMA_CHARS as
+    JSON (cutting it would break it), or one that is not JSON at all."""
+    found: dict[str, str] = {}
+    for spec in listed:
+        try:
+            size = len(json.dumps(spec.input_schema, allow_nan=False))
+        except ValueError:
+            found[spec.name] = NOT_JSON
+            continue
+        if size > MAX_SCHEMA_CHARS:
+            found[spec.name] = TOO_LONG
+    return found
 
 
 def _unique(name: str, remote: str, taken: set[str]) -> str:

@@ -6,11 +6,18 @@ bad-listing   tools/list names a tool whose inputSchema is `{"type": "string"}`
 stray-bytes   writes a line of bytes that are not UTF-8 to stdout before each tools/call answer
 surrogates    a lone UTF-16 surrogate (JSON-escaped) in the tool's description and in each result
 oversized     lists `echo` with a 100,000-character description and `huge` with a 100 kB schema
+server-error  answers the first tools/call with the JSON-RPC error -32000 (a server's own error code:
+              the SDK's "connection closed" uses it too), then properly; its pid in each result
+deep-reply    answers the first tools/call with a result nested 300 deep (past the SDK's parser),
+              then properly
+infinity      lists `echo` and `bounded`, whose schema says `"maximum": Infinity`
+silent-error  answers every tools/call with `isError: true` and no content
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -37,7 +44,17 @@ def listing() -> list[dict[str, Any]]:
         return [{**ECHO, "description": f"Echo {HALF_EMOJI}"}]
     if MODE == "oversized":
         return [{**ECHO, "description": "d" * 100_000}, {"name": "huge", "inputSchema": HUGE_SCHEMA}]
+    if MODE == "infinity":
+        bounded = {"type": "object", "properties": {"n": {"type": "number", "maximum": float("inf")}}}
+        return [ECHO, {"name": "bounded", "inputSchema": bounded}]
     return [ECHO]
+
+
+def nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
 
 
 def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -52,16 +69,26 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
         return {"tools": listing()}
     if method == "tools/call" and MODE == "bad-content" and BROKEN_RESULTS:
         return BROKEN_RESULTS.pop(0)
+    if method == "tools/call" and MODE == "silent-error":
+        return {"content": [], "isError": True}
+    if method == "tools/call" and MODE == "deep-reply" and BROKEN_RESULTS:
+        BROKEN_RESULTS.clear()
+        return {"content": [], "structuredContent": nested(300)}
     if method == "tools/call" and MODE == "stray-bytes":
         sys.stdout.buffer.write(b"\xff\xfe not UTF-8\n")
         sys.stdout.flush()
     if method == "tools/call":
-        tail = HALF_EMOJI if MODE == "surrogates" else ""
+        tail = HALF_EMOJI if MODE == "surrogates" else f" {os.getpid()}" if MODE == "server-error" else ""
         return {"content": [{"type": "text", "text": "echo: " + str(params["arguments"].get("text")) + tail}]}
     return {}
 
 
 for line in sys.stdin:
     message = json.loads(line)
-    if "id" in message and "method" in message:
+    if MODE == "server-error" and message.get("method") == "tools/call" and BROKEN_RESULTS:
+        BROKEN_RESULTS.clear()
+        error = {"code": -32000, "message": "database is locked"}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}) + "\n")
+        sys.stdout.flush()
+    elif "id" in message and "method" in message:
         reply(message["id"], answer(message["method"], message.get("params") or {}))
