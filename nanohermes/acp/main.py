@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,8 @@ from pydantic import ValidationError
 
 from nanohermes.acp.server import AgentFactory, NanohermesAcpAgent
 from nanohermes.acp.session import first_validation_error
-from nanohermes.acp.transport import open_transport, protocol_files
+from nanohermes.acp.transport import LineTransport, open_transport, protocol_files
+from nanohermes.cancel import EXIT_SIGNALS
 
 if TYPE_CHECKING:
     from acp.interfaces import Agent as AcpAgent
@@ -68,6 +70,9 @@ def serve(
 
 async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> int:
     transport = await open_transport(proto_in, proto_out)
+    loop = asyncio.get_running_loop()
+    for signum in EXIT_SIGNALS:
+        loop.add_signal_handler(signum, _exit_signal, loop, transport, signum)
     # The SDK still counts session/close and session/resume as unstable (the schema no longer does):
     # without the flag it answers them «method not found».
     connection = AgentSideConnection(
@@ -82,3 +87,15 @@ async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> in
         except ConnectionError as err:  # a reply that failed as our output went (the SDK logged it)
             logging.getLogger("nanohermes.acp").info("connection closed: %s", err)
     return 0
+
+
+def _exit_signal(loop: asyncio.AbstractEventLoop, transport: LineTransport, signum: int) -> None:
+    """SIGTERM or SIGHUP (an editor or a service manager stopping the server): end as at the end of
+    input — running turns cancelled and answered, every session saved and released. A second one
+    ends the process at once."""
+    name = signal.Signals(signum).name
+    logging.getLogger("nanohermes.acp").warning("%s: saving every session, then exiting", name)
+    for other in EXIT_SIGNALS:
+        loop.remove_signal_handler(other)
+        signal.signal(other, signal.SIG_DFL)
+    transport.end_input()

@@ -25,9 +25,10 @@ from acp.helpers import update_available_commands
 from nanohermes import __version__
 from nanohermes.acp import commands, convert
 from nanohermes.acp.listing import LIST_PAGE, session_infos
+from nanohermes.acp.params import CURSOR, SESSION_ID, mcp_servers_of, shown, workspace_of
 from nanohermes.acp.session import AcpSession, Bridge, Opened
 from nanohermes.acp.workers import Workers
-from nanohermes.errors import ConfigError, NanoHermesError, SessionInUse
+from nanohermes.errors import NanoHermesError, SessionInUse
 from nanohermes.events import Note
 from nanohermes.protocols import Approver
 
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from nanohermes.tools.files import FileTools
 
 log = logging.getLogger("nanohermes.acp")
-SESSION_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 SHUTDOWN_TURN_GRACE = 10.0
 MODES = [
     schema.SessionMode(id="read-only", name="Read-only", description="only reading and memory tools"),
@@ -77,8 +77,9 @@ class NanohermesAcpAgent:
         self.client: Client | None = None
         self.fs_read = self.fs_write = False
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._id_locks: dict[str, asyncio.Lock] = {}
-        """One opening or closing at a time per session id."""
+        self._id_locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        """One opening or closing at a time per session id: its lock and how many hold or await it
+        (dropped at none: ids a client tried and never opened do not pile up)."""
         self._retired: list[Agent] = []
         self._workers = Workers()
         """Agents of closed sessions whose distillation may still run (waited for at exit)."""
@@ -127,8 +128,8 @@ class NanohermesAcpAgent:
     async def new_session(
         self, cwd: str, mcp_servers: Any = None, **kwargs: Any
     ) -> schema.NewSessionResponse:
-        workspace = _workspace(cwd)
-        servers, skipped = _mcp_servers(mcp_servers)
+        workspace = workspace_of(cwd)
+        servers, skipped = mcp_servers_of(mcp_servers)
         session_id = self._new_id()
         async with self._exclusive(session_id):
             session = await self._open(session_id, workspace, servers, skipped)
@@ -166,8 +167,8 @@ class NanohermesAcpAgent:
     ) -> schema.ListSessionsResponse:
         start = 0
         if cursor:
-            if not cursor.isdigit():
-                raise RequestError.invalid_params({"details": f"bad cursor {cursor!r}"})
+            if not CURSOR.fullmatch(cursor):
+                raise RequestError.invalid_params({"details": f"bad cursor {shown(cursor)}"})
             start = int(cursor)
         infos, more = await asyncio.to_thread(session_infos, self.settings.sessions_dir, cwd, start)
         return schema.ListSessionsResponse(
@@ -179,7 +180,7 @@ class NanohermesAcpAgent:
     ) -> schema.SetSessionModeResponse:
         session = self._session(session_id)
         if mode_id not in {mode.id for mode in MODES}:
-            raise RequestError(-32602, f"unknown mode {mode_id!r}; use read-only, ask or auto")
+            raise RequestError(-32602, f"unknown mode {shown(mode_id)}; use read-only, ask or auto")
         assert session.agent is not None
         session.agent.set_permission(mode_id)
         session.mode = mode_id
@@ -261,12 +262,15 @@ class NanohermesAcpAgent:
         session = self.sessions.get(session_id)
         if session is None or session.agent is None:
             raise RequestError(
-                -32602, f"unknown session {session_id!r} (create it with session/new or session/load)"
+                -32602, f"unknown session {shown(session_id)} (create it with session/new or session/load)"
             )
         return session
 
     def _path(self, session_id: str) -> Path:
         return self.settings.sessions_dir / f"{session_id}.json"
+
+    def _not_saved(self, session_id: str) -> RequestError:
+        return RequestError(-32602, f"no saved session {shown(session_id)} in {self.settings.sessions_dir}")
 
     def _new_id(self) -> str:
         while True:
@@ -277,26 +281,35 @@ class NanohermesAcpAgent:
     async def _resume(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         """The session `session_id`, open here already or opened from its file. A session open with
         another workspace or other MCP servers is closed and opened again with the new ones."""
-        workspace = _workspace(cwd)
-        servers, skipped = _mcp_servers(mcp_servers)
+        workspace = workspace_of(cwd)
+        servers, skipped = mcp_servers_of(mcp_servers)
         if not SESSION_ID.fullmatch(session_id):
-            raise RequestError(-32602, f"no saved session {session_id!r} in {self.settings.sessions_dir}")
+            raise self._not_saved(session_id)
         async with self._exclusive(session_id):
             session = self.sessions.get(session_id)
             if session is not None and session.turn is not None:
                 raise RequestError.invalid_request({"details": f"session {session_id} is running a prompt"})
             if session is not None and (session.workspace, session.servers) == (workspace, servers):
                 return session
-            if session is not None:
+            if session is None and not self._path(session_id).is_file():
+                raise self._not_saved(session_id)
+            if session is not None:  # one with no turn yet has no file: it is opened again all the same
                 await self._close(session)
-            if not self._path(session_id).is_file():
-                raise RequestError(-32602, f"no saved session {session_id!r} in {self.settings.sessions_dir}")
             return await self._open(session_id, workspace, servers, skipped)
 
     @contextlib.asynccontextmanager
     async def _exclusive(self, session_id: str) -> AsyncIterator[None]:
-        async with self._id_locks.setdefault(session_id, asyncio.Lock()):
-            yield
+        lock, users = self._id_locks.get(session_id, (asyncio.Lock(), 0))
+        self._id_locks[session_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._id_locks[session_id]
+            if users > 1:
+                self._id_locks[session_id] = (lock, users - 1)
+            else:
+                del self._id_locks[session_id]
 
     async def _open(
         self, session_id: str, workspace: Path, servers: dict[str, McpServerConfig], skipped: list[str]
@@ -367,28 +380,6 @@ def _save_and_release(agent: Agent, release: Callable[[], None]) -> None:
         release()
 
 
-def _mcp_servers(servers: Any) -> tuple[dict[str, McpServerConfig], list[str]]:
-    """A client's `mcpServers` as configs, and a note for each one not started (a transport
-    nanohermes does not speak: SSE, ACP's own). A bad entry is a JSON-RPC invalid-params error."""
-    try:
-        return convert.mcp_configs(servers or [])
-    except ConfigError as err:
-        raise RequestError(-32602, err.one_line()) from None
-
-
 def _holder(err: SessionInUse) -> str:
     found = re.search(r"pid \d+", str(err))
     return found.group(0) if found else "pid unknown"
-
-
-def _workspace(cwd: str) -> Path:
-    path = Path(cwd)
-    shown = cwd if len(cwd) <= 200 else f"{cwd[:200]}…"
-    if not path.is_absolute():
-        raise RequestError(-32602, f"cwd must be an absolute path, not {shown!r}")
-    try:
-        if path.is_dir():
-            return path.resolve()
-    except OSError as err:  # a name too long for the file system, a directory we may not search
-        raise RequestError(-32602, f"cwd {shown} cannot be used: {err.strerror or err}") from None
-    raise RequestError(-32602, f"cwd {shown} is not a directory")

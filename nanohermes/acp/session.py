@@ -71,10 +71,15 @@ class Bridge:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, client: Client, session_id: str) -> None:
         self.loop, self.client, self.session_id = loop, client, session_id
+        self.turn_cancel: Callable[[], CancelToken | None] = lambda: None
+        """The running turn's token (set by its AcpSession): a call given none (the diff shown for
+        an approval reads the file through the editor) still ends when the turn is cancelled."""
 
     def call(self, make: Callable[[], Any], cancel: object | None = None) -> Any:
+        token = cancel if isinstance(cancel, CancelToken) else self.turn_cancel()
+        if token is not None and token.cancelled:
+            raise Cancelled()
         future = asyncio.run_coroutine_threadsafe(make(), self.loop)
-        token = cancel if isinstance(cancel, CancelToken) else None
         unregister = token.on_cancel(lambda: _cancel(future)) if token else (lambda: None)
         try:
             return future.result()
@@ -146,6 +151,7 @@ class AcpSession:
         self, session_id: str, workspace: Path, bridge: Bridge, mode: str, workers: Workers | None = None
     ) -> None:
         self.id, self.workspace, self.bridge, self.mode = session_id, workspace, bridge, mode
+        bridge.turn_cancel = lambda: self.turn.cancel if self.turn is not None else None
         self.workers = workers or Workers()
         self.agent: Agent | None = None
         self.release: Callable[[], None] = lambda: None

@@ -71,15 +71,27 @@ class InputReader(asyncio.StreamReader):
 class LineTransport:
     """An `acp` Transport over asyncio byte streams (one JSON message per line)."""
 
-    def __init__(self, reader: InputReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, reader: InputReader, writer: asyncio.StreamWriter, source: asyncio.BaseTransport | None = None
+    ) -> None:
         self._reader = reader
         self._writer = writer
+        self._source = source
+        """The pipe `reader` is fed from (None: a reader thread feeds it)."""
         self._open_requests: collections.Counter[str] = collections.Counter()
         """Requests read and not answered yet, by id (a client may reuse an id before its answer)."""
 
     def unanswered(self) -> int:
         """How many requests read from the client have no reply sent yet."""
         return self._open_requests.total()
+
+    def end_input(self) -> None:
+        """Read no more from the client (SIGTERM): what was read already is still handled, then the
+        server ends as at the end of its input."""
+        if self._source is not None:
+            self._source.close()  # the reader gets its end of input once the pipe is closed
+        else:
+            self._reader.feed_eof()
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message now (in call order: writes are never interleaved), then wait only if
@@ -256,10 +268,11 @@ async def open_transport(proto_in: BinaryIO, proto_out: BinaryIO) -> LineTranspo
     redirected from a file, output to one) falls back to a reader thread / blocking writes."""
     loop = asyncio.get_running_loop()
     reader = InputReader(limit=LINE_LIMIT)
+    source: asyncio.BaseTransport | None = None
     try:
         if not _pollable(proto_in):
             raise ValueError("not pollable")
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), proto_in)
+        source, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), proto_in)
     except ValueError:
         threading.Thread(target=_feed, args=(loop, reader, proto_in), daemon=True).start()
     protocol = asyncio.streams.FlowControlMixin()
@@ -271,7 +284,7 @@ async def open_transport(proto_in: BinaryIO, proto_out: BinaryIO) -> LineTranspo
     except ValueError:
         transport = _FileWriteTransport(proto_out)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return LineTransport(reader, writer)
+    return LineTransport(reader, writer, source)
 
 
 def _pollable(target: BinaryIO) -> bool:
@@ -285,9 +298,14 @@ def _pollable(target: BinaryIO) -> bool:
 def _feed(loop: asyncio.AbstractEventLoop, reader: InputReader, source: BinaryIO) -> None:
     try:
         while data := source.read(65536):
-            loop.call_soon_threadsafe(reader.feed_data, data)
+            loop.call_soon_threadsafe(_deliver, reader, data)
     finally:
         loop.call_soon_threadsafe(reader.feed_eof)
+
+
+def _deliver(reader: InputReader, data: bytes) -> None:
+    if not reader.ended.is_set():  # input ended early (SIGTERM): the rest is not read
+        reader.feed_data(data)
 
 
 class _FileWriteTransport(asyncio.WriteTransport):
