@@ -2,10 +2,14 @@
 
     manager.py     McpManager: one asyncio loop thread; servers start in the background; sync API
     connection.py  one server's SDK client (imported on the loop thread only: the `mcp` SDK loads there)
-    logs.py        each stdio server's stderr in its own log file (rotated), never on the terminal
+    stdio.py       the stdio transport: stdout split into lines in linear time, each at most 16 MiB;
+                   stderr drained into the server's log
+    logs.py        each stdio server's stderr in its own log file (capped per start, rotated), never
+                   on the terminal
     results.py     a CallToolResult as the text the model sees
     status.py      what the manager tracks per server; ServerStatus for /mcp and `mcp list` (no SDK)
-    surrogates.py  a reply with a lone UTF-16 surrogate (which the SDK's parser drops) repaired
+    surrogates.py  a reply the SDK's parser drops: one with a lone UTF-16 surrogate repaired, any
+                   other answered with an error for its request
     tools.py       server tools → `nanohermes.tools.base.Tool` objects named `mcp__<server>__<tool>`
 
 The configuration (McpServerConfig: the `[mcp_servers.NAME]` table, the JSON `mcpServers` form, ACP's

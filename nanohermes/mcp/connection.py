@@ -1,10 +1,10 @@
-"""One MCP server's SDK client, driven on the manager's event loop (the only module importing `mcp`).
+"""One MCP server's SDK client, driven on the manager's event loop (with `stdio`, the only users of `mcp`).
 
-A holder task enters the SDK's `Client` (which spawns a stdio server in its own process group, or opens
-a streamable HTTP session), lists the tools, then waits until `close()`: anyio context managers must be
-left by the task that entered them. Calls run as their own tasks on the same loop; cancelling one sends
-MCP's `notifications/cancelled`. Leaving the client closes stdin, then kills the server's process group
-(the SDK's shutdown, shielded from cancellation).
+A holder task enters the SDK's `Client` (over `stdio.StdioTransport`, which spawns a stdio server in
+its own process group, or over a streamable HTTP session), lists the tools, then waits until
+`close()`: anyio context managers must be left by the task that entered them. Calls run as their own
+tasks on the same loop; cancelling one sends MCP's `notifications/cancelled`. Leaving the client
+closes stdin, then kills the server's process group (the SDK's shutdown, shielded from cancellation).
 
 SDK errors never leave this module: `ServerGone` (the connection ended: crash, exit, network) and
 `CallFailed` (a JSON-RPC error for one request) carry one-line reasons.
@@ -19,19 +19,20 @@ import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import httpx2
 import mcp_types
 from mcp import Client, MCPError
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from pydantic import ValidationError
 
 from nanohermes import __version__
 from nanohermes.errors import ConfigError, NanoHermesError
+from nanohermes.mcp.stdio import LogSink, StdioTransport
 from nanohermes.mcp.surrogates import SurrogateRepair
 from nanohermes.mcp_config import McpServerConfig
 
@@ -68,7 +69,7 @@ class Connection:
         config: McpServerConfig,
         *,
         cwd: Path,
-        errlog: TextIO,
+        errlog: LogSink,
         on_tools_changed: Callable[[], None] | None = None,
     ) -> None:
         """`on_tools_changed`: called on the loop when the server says its tool list changed
@@ -81,8 +82,9 @@ class Connection:
         self._client: Client | None = None
         self._holder: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
+        self._transport: StdioTransport | None = None
         self.pid: int | None = None
-        """A stdio server's process id (= its process group: the SDK starts it in a new session)."""
+        """A stdio server's process id (= its process group: it starts in a new session)."""
 
     async def open(self) -> list[ListedTool]:
         """Connect and list the tools within `startup_timeout`. Raises on failure (the server is closed)."""
@@ -111,7 +113,9 @@ class Connection:
                         await asyncio.wait({listener}, timeout=CLOSE_SECONDS)
         except BaseException as err:
             if not ready.done():
-                ready.set_exception(_leaf(err) if isinstance(err, Exception) else ServerGone("cancelled"))
+                failure = self._failure()
+                leaf = ServerGone(failure) if failure else _leaf(err) if isinstance(err, Exception) else None
+                ready.set_exception(leaf or ServerGone("cancelled"))
             if not isinstance(err, Exception):
                 raise
         finally:
@@ -158,23 +162,27 @@ class Connection:
 
     @contextlib.asynccontextmanager
     async def _stdio(self, params: StdioServerParameters) -> AsyncIterator[Any]:
-        """The SDK's stdio transport, then SIGKILL to the server's process group: the SDK kills the
+        """The stdio transport, then SIGKILL to the server's process group: the transport kills the
         group only when the server outlives its grace period, so children it started would linger."""
-        transport = stdio_client(params, errlog=self._errlog)
+        transport = self._transport = StdioTransport(params, self._errlog)
         try:
-            async with transport as (read, write):
-                self.pid = _pid_of(transport)
+            async with transport.streams() as (read, write):
+                self.pid = transport.pid
                 yield SurrogateRepair(read), write
         finally:
-            if self.pid is not None:
-                kill_group(self.pid)
+            if transport.pid is not None:
+                kill_group(transport.pid)
+
+    def _failure(self) -> str | None:
+        """Why the transport ended the connection itself (a line over its limit), if it did."""
+        return None if self._transport is None else self._transport.failure
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """The CallToolResult of one call. Raises ServerGone or CallFailed."""
         client = self._client
         if client is None:
             raise ServerGone("not connected")
-        with _one_line_errors():
+        with _one_line_errors(self._failure):
             return await client.call_tool(tool, arguments)
 
     async def list_tools(self) -> list[ListedTool]:
@@ -182,7 +190,7 @@ class Connection:
         client = self._client
         if client is None:
             raise ServerGone("not connected")
-        with _one_line_errors():
+        with _one_line_errors(self._failure):
             return await _list_tools(client)
 
     @property
@@ -204,13 +212,14 @@ class Connection:
 
 
 @contextlib.contextmanager
-def _one_line_errors() -> Iterator[None]:
-    """The SDK's errors for one request as ServerGone (the connection ended) or CallFailed."""
+def _one_line_errors(failure: Callable[[], str | None]) -> Iterator[None]:
+    """The SDK's errors for one request as ServerGone (the connection ended; `failure`: why, when the
+    transport ended it) or CallFailed."""
     try:
         yield
     except MCPError as err:
         if connection_closed(err):
-            raise ServerGone("the server exited or closed the connection") from None
+            raise ServerGone(failure() or "the server exited or closed the connection") from None
         raise CallFailed(err.message) from None
     except ValidationError as err:  # a reply the SDK refuses (content not a list, an unknown part type)
         raise CallFailed(invalid_reply(err)) from None
@@ -238,14 +247,6 @@ def invalid_reply(err: ValidationError) -> str:
     where = ".".join(str(part) for part in loc) or "the reply"
     tail = f" (and {more} more problems)" if more > 0 else ""
     return f"the server sent an invalid {err.title}: {where}: {message}{tail}"
-
-
-def _pid_of(transport: Any) -> int | None:
-    """The server process of an entered `stdio_client` (a local of its generator frame), or None."""
-    frame = getattr(getattr(transport, "gen", None), "ag_frame", None)
-    process = frame.f_locals.get("process") if frame is not None else None
-    pid = getattr(process, "pid", None)
-    return pid if isinstance(pid, int) else None
 
 
 def kill_group(pid: int) -> None:

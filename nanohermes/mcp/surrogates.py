@@ -52,7 +52,7 @@ def repaired(item: object) -> object:
             return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(value, by_name=False))
         except JSON_ERRORS:  # not (only) a surrogate
             pass
-    request_id = _reply_id(line)
+    request_id = reply_id(line)
     if request_id is None:
         return item
     reason = str(problems[0]["msg"]).removeprefix("Invalid JSON: ")
@@ -62,7 +62,7 @@ def repaired(item: object) -> object:
     return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
-def _reply_id(line: str) -> int | str | None:
+def reply_id(line: str) -> int | str | None:
     """The `id` of the reply on a line the SDK could not parse, or None (not a reply: a log line, a
     request or notification from the server)."""
     try:

@@ -12,6 +12,13 @@ deep-reply    answers the first tools/call with a result nested 300 deep (past t
               then properly
 infinity      lists `echo` and `bounded`, whose schema says `"maximum": Infinity`
 silent-error  answers every tools/call with `isError: true` and no content
+huge-reply N  answers the first tools/call with one text of N characters (one line of N+ bytes), then
+              properly
+huge-line N   writes a line of N bytes that is no reply (no `id` in its head) before the first
+              tools/call answer
+stderr-flood N  writes N bytes of lines to stderr before each tools/call answer, then `flood done`; a
+              call with text "crash" exits after the flood and the line `Error: last words`
+flood-at-start N  writes N bytes of lines to stderr, then `Error: last words`, and exits at once
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import sys
 from typing import Any
 
 MODE = sys.argv[1]
+SIZE = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
 HALF_EMOJI = "\ud83d"
 """The first half of a surrogate pair alone: json.dumps writes it as the escape `\\ud83d`."""
@@ -74,6 +82,15 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
     if method == "tools/call" and MODE == "deep-reply" and BROKEN_RESULTS:
         BROKEN_RESULTS.clear()
         return {"content": [], "structuredContent": nested(300)}
+    if method == "tools/call" and MODE == "huge-reply" and BROKEN_RESULTS:
+        BROKEN_RESULTS.clear()
+        return {"content": [{"type": "text", "text": "x" * SIZE}]}
+    if method == "tools/call" and MODE == "huge-line" and BROKEN_RESULTS:
+        BROKEN_RESULTS.clear()
+        sys.stdout.write('{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "')
+        sys.stdout.write("y" * SIZE + '"}}\n')
+    if method == "tools/call" and MODE == "stderr-flood":
+        flood(params["arguments"].get("text") == "crash")
     if method == "tools/call" and MODE == "stray-bytes":
         sys.stdout.buffer.write(b"\xff\xfe not UTF-8\n")
         sys.stdout.flush()
@@ -83,6 +100,18 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def flood(crash: bool) -> None:
+    line = "noise " * 15 + "\n"
+    for _ in range(SIZE // len(line)):
+        sys.stderr.write(line)
+    sys.stderr.write("Error: last words\n" if crash else "flood done\n")
+    sys.stderr.flush()
+    if crash:
+        sys.exit(1)
+
+
+if MODE == "flood-at-start":
+    flood(crash=True)
 for line in sys.stdin:
     message = json.loads(line)
     if MODE == "server-error" and message.get("method") == "tools/call" and BROKEN_RESULTS:

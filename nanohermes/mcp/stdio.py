@@ -1,0 +1,248 @@
+"""The stdio transport for MCP servers (imported by `connection` only): the SDK's `stdio_client`, with
+bounds where it has none.
+
+Same as the SDK's on POSIX: the server runs in a new session (its own process group), with the SDK's
+default environment plus its `env`; one JSON-RPC message per line each way, undecodable bytes replaced;
+leaving closes stdin, waits 2 s for the server to exit, then SIGTERM to its group, 2 s, SIGKILL.
+
+Unlike it: stdout is split into lines in linear time, each line at most MAX_LINE_BYTES (the SDK joins
+every 64 kB chunk to all it holds, with no limit: a 100 MB line cost a minute of CPU and 500 MB). A
+longer line is dropped as it arrives, keeping its first bytes: a reply (its `id` comes first, as servers
+write it) is answered in the server's place with an error saying so; any other line ends the connection,
+`failure` saying why. stderr is read here and written to `errlog` (the server's log, which caps what
+it keeps), so a chatty server never blocks on a full pipe and never fills the disk.
+On Windows the SDK's own transport runs (it kills the server's process tree with a Job Object).
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+import anyio
+import mcp_types
+from anyio.abc import Process
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.message import SessionMessage
+
+from nanohermes.mcp.surrogates import reply_id
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest line read from a server's stdout (a reply with a big file in it fits easily)."""
+HEAD_BYTES = 300
+"""What is kept of a line over the limit: enough for the `id` of the reply it starts."""
+READ_BYTES = 65536
+EXIT_SECONDS = 2.0
+"""The SDK's grace periods: for the server to exit once its stdin closes, then after SIGTERM."""
+FLUSH_SECONDS = 0.5
+"""For messages already accepted to reach stdin, and for stderr to reach its end after the exit."""
+_PIPE_ENDED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+
+
+class LogSink(Protocol):
+    """Where a server's stderr goes: the server's log (`ServerLogs.open`), any text file."""
+
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> None: ...
+
+
+class Overlong:
+    """A line over the limit: its first bytes only."""
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+
+
+class LineSplitter:
+    """Lines of bytes arriving in chunks, in time linear in their size; a line longer than `limit`
+    bytes becomes an Overlong as soon as it is too long to keep (the rest is skipped as it arrives)."""
+
+    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
+        self._limit = limit
+        self._buffer = bytearray()
+        self._overlong = False
+
+    def feed(self, chunk: bytes) -> list[bytes | Overlong]:
+        lines: list[bytes | Overlong] = []
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            self._keep(chunk[start:end])
+            lines.append(Overlong(bytes(self._buffer)) if self._overlong else bytes(self._buffer))
+            self._buffer.clear()
+            self._overlong = False
+            start = end + 1
+        self._keep(chunk[start:])
+        return lines
+
+    def _keep(self, part: bytes) -> None:
+        if self._overlong:
+            return
+        if len(self._buffer) + len(part) <= self._limit:
+            self._buffer += part
+            return
+        self._buffer += part[: max(0, HEAD_BYTES - len(self._buffer))]
+        del self._buffer[HEAD_BYTES:]
+        self._overlong = True
+
+
+class StdioTransport:
+    def __init__(self, params: StdioServerParameters, errlog: LogSink, limit: int = MAX_LINE_BYTES) -> None:
+        self._params = params
+        self._errlog = errlog
+        self._limit = limit
+        self.pid: int | None = None
+        """The server's process id (= its process group), once it runs."""
+        self.failure: str | None = None
+        """Why the transport ended the connection itself, if it did."""
+
+    @contextlib.asynccontextmanager
+    async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The (read, write) streams of a running server; leaving stops it."""
+        if sys.platform == "win32":  # pragma: no cover
+            async with stdio_client(self._params, errlog=self._errlog) as pair:  # type: ignore[arg-type]
+                yield pair
+            return
+        params = self._params
+        process = await anyio.open_process(
+            [params.command, *params.args],
+            env=get_default_environment() | (params.env or {}),
+            stderr=subprocess.PIPE,
+            cwd=params.cwd,
+            start_new_session=True,
+        )
+        self.pid = process.pid
+        # No awaits until the task group is entered: a cancellation in the gap would leak the server.
+        read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+        writer_done, stderr_done = anyio.Event(), anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._read_stdout, process, read_writer)
+            group.start_soon(self._write_stdin, process, write_reader, read_writer, writer_done)
+            group.start_soon(self._drain_stderr, process, stderr_done)
+            try:
+                yield read_stream, write_stream
+            finally:
+                with anyio.CancelScope(shield=True):  # every wait inside is bounded
+                    read_stream.close()  # the reader drains: a server stuck writing can read its stdin
+                    write_stream.close()
+                    with anyio.move_on_after(FLUSH_SECONDS):
+                        await writer_done.wait()
+                    await _stop(process)
+                    with anyio.move_on_after(FLUSH_SECONDS):  # its last words, unless a child holds stderr
+                        await stderr_done.wait()
+                    await _close_all(process.stdout, process.stderr, read_writer, write_reader)
+                    _close_subprocess_transport(process)
+                group.cancel_scope.cancel()
+
+    async def _read_stdout(self, process: Process, sink: Any) -> None:
+        assert process.stdout is not None
+        splitter = LineSplitter(self._limit)
+        try:
+            async with sink:
+                while True:
+                    chunk = await process.stdout.receive(READ_BYTES)
+                    for line in splitter.feed(chunk):
+                        item = self._item(line)
+                        if item is None:
+                            return
+                        await sink.send(item)
+        except _PIPE_ENDED:
+            pass  # the server closed stdout, or the session (or our shutdown) ended
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(*_PIPE_ENDED):
+                while True:  # a server blocked writing stdout could not exit
+                    await process.stdout.receive(READ_BYTES)
+
+    def _item(self, line: bytes | Overlong) -> SessionMessage | Exception | None:
+        """What the session reads for one line; None: the connection ends (`failure`)."""
+        params = self._params
+        if isinstance(line, bytes):
+            text = line.decode(params.encoding, params.encoding_error_handler)
+            try:
+                return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+            except ValueError as err:  # surrogates.py repairs or answers some (ValidationError)
+                return err
+        limit = f"the {self._limit / 1024 / 1024:g} MiB line limit"
+        request_id = reply_id(line.head.decode(params.encoding, "replace"))
+        if request_id is None:
+            self.failure = f"the server wrote a line over {limit} to stdout"
+            return None
+        message = f"the server sent a reply over {limit}"
+        error = mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=message)
+        return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+    async def _write_stdin(self, process: Process, source: Any, reader_end: Any, done: anyio.Event) -> None:
+        assert process.stdin is not None
+        params = self._params
+        try:
+            async with source:
+                async for message in source:
+                    json = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(json.encode(params.encoding, params.encoding_error_handler))
+        except _PIPE_ENDED:
+            await reader_end.aclose()  # the session sees the end instead of a request waiting forever
+        finally:
+            done.set()
+
+    async def _drain_stderr(self, process: Process, done: anyio.Event) -> None:
+        """Everything the server writes to stderr, to `errlog` as it comes (a full disk loses the
+        text, never the draining: a server blocked on a full pipe would hang)."""
+        assert process.stderr is not None
+        decoder = codecs.getincrementaldecoder(self._params.encoding)("replace")
+        logging = True
+        try:
+            while True:
+                text = decoder.decode(await process.stderr.receive(READ_BYTES))
+                if logging:
+                    try:
+                        self._errlog.write(text)
+                        self._errlog.flush()
+                    except (OSError, ValueError):  # a full disk, a closed file
+                        logging = False
+        except _PIPE_ENDED:
+            pass
+        finally:
+            done.set()
+
+
+async def _stop(process: Process) -> None:
+    """The SDK's shutdown: stdin closed, a grace period, then SIGTERM to the group, 2 s, SIGKILL."""
+    if process.stdin is not None:
+        with contextlib.suppress(*_PIPE_ENDED):
+            await process.stdin.aclose()
+    if not await _exited(process, EXIT_SECONDS):
+        await terminate_posix_process_tree(process, EXIT_SECONDS)
+        await _exited(process, EXIT_SECONDS)
+
+
+async def _exited(process: Process, timeout: float) -> bool:
+    """Whether the server exited within `timeout` (not `wait()`: it also waits for the pipes to close,
+    which a child that inherited them may hold open)."""
+    with anyio.move_on_after(timeout):
+        while process.returncode is None:
+            await anyio.sleep(0.01)
+        return True
+    return False
+
+
+async def _close_all(*streams: Any) -> None:
+    """Close each stream (a pipe a kill survivor still holds too: the tasks reading it end)."""
+    for stream in streams:
+        if stream is not None:
+            with contextlib.suppress(*_PIPE_ENDED):
+                await stream.aclose()
+
+
+def _close_subprocess_transport(process: Process) -> None:
+    """Close asyncio's transport of the process (it warns at exit while a child holds a pipe open)."""
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with contextlib.suppress(PermissionError):
+            close()
