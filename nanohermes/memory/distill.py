@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.errors import JSON_ERRORS, MemoryRejected
-from nanohermes.memory.constants import EXCERPT_CHARS, EXCERPT_MESSAGE_CHARS
+from nanohermes.memory.constants import EXCERPT_CHARS, EXCERPT_MESSAGE_CHARS, MAX_KEYS
 from nanohermes.memory.entry import clean_keys
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.scope import parse_scope
+from nanohermes.memory.security import checked_part
 from nanohermes.memory.writing import NewMemory
 from nanohermes.types import Message, message_text
 
@@ -54,6 +55,8 @@ _MARKERS_EN = re.compile(
     re.IGNORECASE,
 )
 WORTH_MIN_CHARS = 24
+MAX_KEY_INPUT = 400
+"""Characters of one search key from the distiller that are checked (a key keeps 40 once redacted)."""
 MAX_DISTILLED = 8
 """Memories one distillation may save (a turn yields a few; the prompt asks to merge near-duplicates)."""
 
@@ -175,8 +178,18 @@ def _distilled(item: object) -> Distilled | None:
     if not isinstance(text, str) or not text.strip():
         return None
     kind = Kind.parse(item.get("kind")) or Kind.FACT
-    keys = clean_keys(item.get("keys"), cut=False)  # whole: `remember` redacts them, then cuts them
-    return Distilled(kind, text.strip(), keys, parse_scope(item.get("scope")))
+    keys = clean_keys(_key_heads(item.get("keys")), cut=False)  # `remember` redacts them, then cuts them
+    return Distilled(kind, checked_part(text.strip()), keys, parse_scope(item.get("scope")))
+
+
+def _key_heads(raw: object) -> object:
+    """The distiller's keys, each at most MAX_KEY_INPUT characters, at most 8 × MAX_KEYS of them."""
+    if isinstance(raw, str):
+        return checked_part(raw, MAX_KEY_INPUT)
+    if isinstance(raw, list):
+        heads = raw[: 8 * MAX_KEYS]
+        return [checked_part(key, MAX_KEY_INPUT) if isinstance(key, str) else key for key in heads]
+    return raw
 
 
 def save_distilled(

@@ -9,6 +9,9 @@ import unicodedata
 from collections.abc import Iterable
 
 REDACTED = "[REDACTED]"
+MAX_CHECKED_CHARS = 4000
+"""Characters of a memory text from the model that are checked and redacted (`checked_part`): ten
+times what is stored, so redaction can shrink the head and still leave a full memory."""
 
 # Token families whose whole match is a secret.
 _TOKENS = re.compile(
@@ -35,9 +38,12 @@ _PEM = re.compile(
 _BEARER = re.compile(r"\b(Bearer|Basic|Token)(\s+)([A-Za-z0-9._~+/=-]{12,})", re.IGNORECASE)
 # `password=…`, `api_key: "…"`: keep the name, redact the value. A value that points elsewhere
 # (`$VAR`, `${VAR}`, `%VAR%`, `<placeholder>`, `os.environ[...]`) is not a secret and stays.
+# The name starts at a word boundary or after `_`/`-` (`DB_PASSWORD`, `my-api-key`), found without
+# a `(?:[a-z0-9]+[_-])*` prefix: from every boundary of a long `a-b-c-…` that prefix ran to its end
+# again, and an 80 KB kebab-case paste took half a minute to redact.
 _ASSIGNMENT = re.compile(
     r"""(?ix)
-    \b((?:[a-z0-9]+[_-])*(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey
+    (?:\b|(?<=[_-]))((?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey
         |access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?token))
     (["']?\s*(?:=|:)\s*)
     (?!\$|%|<|\{|os\.environ|process\.env|getenv|env\()
@@ -52,7 +58,9 @@ _AWS_SECRET = re.compile(
 )
 MIN_SECRET_CHARS = 8
 """A configured key shorter than this (`none`, `dummy` for a local server) is no secret: left alone."""
-_URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
+# `scheme://user:password@`, found from its `://` (a scheme matched from every `\b` of a long
+# `a.b.c.…` ran to its end again: quadratic).
+_URL_CREDENTIALS = re.compile(r"([a-z0-9+.-]://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
 
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
 # C0 and C1 control characters, DEL included. Tab, newline, vertical tab, form feed and carriage return
@@ -205,14 +213,19 @@ def _looks_secret(value: str) -> bool:
     return len(value) >= 8 and any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)
 
 
+_WHITESPACE_RUN = re.compile(r"\s{2,}")
+
+
 def _as_read(text: str) -> str:
     """`text` as a reader (the model) reads it, for the phrase checks: compatibility forms folded
     (fullwidth `ｉｇｎｏｒｅ` is `ignore`) and format characters no one sees (a soft hyphen in
-    `ig\u00adnore`) dropped, so such a spelling does not slip a refused phrase through."""
-    if text.isascii():
-        return text
-    folded = unicodedata.normalize("NFKC", text)
-    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+    `ig\u00adnore`) dropped, so such a spelling does not slip a refused phrase through. A run of
+    whitespace reads as one space (one line break if it holds one): the patterns' adjacent `\\s*`
+    took cubic time over a long run (`iex` and 2,000 spaces: a minute and a half, the GIL held)."""
+    if not text.isascii():
+        folded = unicodedata.normalize("NFKC", text)
+        text = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+    return _WHITESPACE_RUN.sub(lambda run: "\n" if "\n" in run.group(0) else " ", text)
 
 
 def refusal_reason(text: str) -> str | None:
@@ -249,11 +262,17 @@ _OBJECTS = (
 _DESTINATION = (
     r"(?:https?://|ftp://|\b[\w.+-]+@[\w-]+\.[\w.]+|\b(?:\d{1,3}\.){3}\d{1,3}\b|webhook|pastebin|ngrok)"
 )
+# Where a `curl … | sh` is looked for: the start of the text or of a pipeline segment. Tried from every
+# fetch word, `[^\n|;&]*` ran to the segment's end once per word (`curl curl …`: quadratic); from the
+# segment's first fetch word only, each segment is read once, and a later word could not match where
+# the first one did not.
+_SEGMENT_START = r"(?:\A|(?<=[\n|;&]))"
 _RISKY: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "runs code fetched from the network",
         re.compile(
-            rf"(?ix)\b{_FETCH}[^\n|;&]*\|\s*(?:{_SHELLS})\b"  # curl … | sh
+            rf"(?ix){_SEGMENT_START}(?>[^\n|;&]*?(?=\b{_FETCH}))"  # curl … | sh, from its segment's
+            rf"(?P<pipe>\b{_FETCH}[^\n|;&]*+\|\s*(?:{_SHELLS})\b)"  # first fetch word: linear
             # sh <(curl …), eval "$(curl …)"
             rf"|(?:\b(?:{_SHELLS})\b|\beval|\bsource|\.)\s*(?:-c\s*)?[\"']?\s*[<$]\(\s*{_FETCH}"
             rf"|\b(?:iex|invoke-expression)\b\s*\(?\s*(?:\(?\s*{_FETCH}|\(?\s*new-object\s+net\.webclient)"
@@ -280,7 +299,9 @@ _RISKY: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             rf"(?ix)\b(?:send|upload|post|exfiltrate|forward|transmit|e-?mail|leak|copy|sync|pipe|report)s?\b"
             rf"[^\n]{{0,80}}?\b{_OBJECTS}\b[^\n]{{0,80}}?{_DESTINATION}"
-            rf"|\bcurl\b[^\n]*\s(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file)\s+[\"']?@"
+            r"|(?:\A|(?<=\n))(?>[^\n]*?(?=\bcurl\b))"  # curl -d @file, from its line's first curl
+            r"(?P<upload>\bcurl\b[^\n]*\s(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file)"
+            r"\s+[\"']?@)"
             r"|\|\s*(?:nc|ncat|netcat|socat)\s+\S+|\b(?:nc|ncat|netcat)\s+\S+\s+\d+\s*<"
             r"|(?:发送|上传|转发)(?:到|至|给)?[^\n]{0,40}?(?:https?://|服务器|邮箱)"
         ),
@@ -295,6 +316,19 @@ def risky_instruction(text: str) -> str | None:
     for what, pattern in _RISKY:
         found = pattern.search(probe)
         if found is not None:
-            phrase = " ".join(found.group(0).split())[:80]
+            named = [part for part in found.groupdict().values() if part]
+            phrase = " ".join((named[0] if named else found.group(0)).split())[:80]
             return f"text {what} ({phrase!r})"
     return None
+
+
+def checked_part(text: str, limit: int = MAX_CHECKED_CHARS) -> str:
+    """The head of a memory text the model sent, at most `limit` characters, cut at whitespace when
+    there is some in its second half (a secret cut in two could lose the shape that gets it redacted).
+    Only MAX_TEXT characters are stored: checking and redacting megabytes of it (a runaway or hostile
+    reply) held the GIL for seconds, freezing the screen and Ctrl-C."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = max(head.rfind(space) for space in (" ", "\n", "\t"))
+    return head[:cut] if cut > limit // 2 else head

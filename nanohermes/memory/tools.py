@@ -5,6 +5,7 @@ from __future__ import annotations
 from nanohermes.errors import StoreError, ToolError
 from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.scope import parse_scope
+from nanohermes.memory.security import checked_part
 from nanohermes.memory.store import MIN_ID_PREFIX, MemoryStore
 
 MAX_SEARCH_K = 20
@@ -18,6 +19,8 @@ def save_memory(store: MemoryStore, kind: str, text: str, scope: str | None = No
         raise ToolError(unknown_kind_message(kind))
     if scope is not None and parse_scope(scope) is None:
         raise ToolError(f"unknown scope {scope!r}; use global or project")
+    if isinstance(text, str):
+        text = checked_part(text)  # what is stored comes from its head; _save_risk checked the same
     try:
         added = store.remember(parsed, text, source="tool", scope=scope)
     except StoreError as err:  # MemoryRejected included: the reason is the message

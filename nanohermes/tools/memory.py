@@ -66,7 +66,7 @@ class MemoryTools:
 def _save_risk(args: dict[str, Any]) -> str | None:
     """A memory_save whose text runs fetched code, disables security or sends data away (SPEC §3.7)
     needs the user's approval, like a write."""
-    from nanohermes.memory.security import risky_instruction
+    from nanohermes.memory.security import checked_part, risky_instruction
 
     text = args.get("text")
-    return risky_instruction(text) if isinstance(text, str) else None
+    return risky_instruction(checked_part(text)) if isinstance(text, str) else None
