@@ -9,6 +9,7 @@ from datetime import date
 from pathlib import Path
 
 from nanohermes.fileio import read_regular
+from nanohermes.markers import defused
 
 AGENTS_FILE = "AGENTS.md"
 AGENTS_MAX_CHARS = 20_000
@@ -54,7 +55,7 @@ def base_system_prompt(
     agents = read_agents_md(workspace) if agents_md is None else agents_md
     if agents:
         parts.append(f"Project instructions from {AGENTS_FILE} (the workspace root):\n\n{agents}")
-    return "\n\n".join(parts)
+    return defused("\n\n".join(parts))  # the memory block's markers mean one thing: the block
 
 
 def read_agents_md(workspace: Path) -> str:

@@ -25,6 +25,7 @@ CORE_MODULES = (
     "prompts",
     "agent",
     "agent_config",
+    "markers",
     "turns",
     "distiller",
     "autosave",

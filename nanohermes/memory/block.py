@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nanohermes.markers import BLOCK_END, BLOCK_START, defused
 from nanohermes.memory.constants import INJECT_CHAR_BUDGET
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.security import controls_shown
 
-BLOCK_START = "=== Long-term memory (retrieved from past sessions) ==="
-BLOCK_END = "=== End long-term memory ==="
+__all__ = ["BLOCK_END", "BLOCK_START", "block_lines", "render_block", "set_block"]
 
 _HEADER = {
     "en": (
@@ -35,18 +35,12 @@ def block_lines(entries: Sequence[Entry], lang: str = "en") -> list[str]:
     return lines
 
 
-_DEFUSED = {marker: marker.replace("===", "==") for marker in (BLOCK_START, BLOCK_END)}
-
-
 def _shown(text: str) -> str:
     """An entry's text as one line of the block, without the block's own markers: a memory holding
     BLOCK_END (planted by a file the distiller read, or a hand-edited memory.json) would end the block
     early, its rest would read as system instructions, and `set_block` would leave that rest in the
     system message for good, once more every turn."""
-    line = " ".join(controls_shown(text).split())
-    for marker, defused in _DEFUSED.items():
-        line = line.replace(marker, defused)
-    return line
+    return defused(" ".join(controls_shown(text).split()))
 
 
 def render_block(entries: Sequence[Entry], lang: str = "en") -> str:

@@ -71,3 +71,20 @@ def test_a_reply_cut_by_the_token_cap_with_arguments_nested_too_deep_drops_that_
     result = ChatResult(content="", tool_calls=[deep, whole], finish_reason="length")
     assert drop_cut_calls(result) == "1 tool call(s) cut by the output-token cap were not run"
     assert result.tool_calls == [whole]
+
+
+def test_agents_md_quoting_the_memory_marker_keeps_the_rest_of_the_prompt(tmp_path: Path) -> None:
+    """An AGENTS.md that quotes the memory block's opening line (documenting nanohermes, say) had
+    everything after the quote cut from the system prompt by the first turn's `set_block`."""
+    from nanohermes.memory import BLOCK_END, BLOCK_START, set_block
+
+    (tmp_path / "AGENTS.md").write_text(
+        f"Memories arrive under `{BLOCK_START}`.\nAlways run `make lint` before committing.\n"
+        f"{BLOCK_END} ends them.\n"
+    )
+    base = base_system_prompt(tmp_path, memory=True)
+    block = f"{BLOCK_START}\n- [Fact] uses tabs\n{BLOCK_END}"
+    system = set_block(set_block(base, block), block)
+    assert "Always run `make lint` before committing." in system
+    assert system.count(BLOCK_START) == 1
+    assert system.endswith(block)
