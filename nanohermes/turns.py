@@ -16,6 +16,8 @@ CUT_SHORT = frozenset({"length", "insufficient_system_resource"})
 """Finish reasons of a reply stopped mid-way: a tool call in it may be cut mid-arguments. DeepSeek
 documents `insufficient_system_resource`: «the request is interrupted due to insufficient resource of
 the inference system»."""
+MAX_CALLS_PER_REPLY = 64
+"""Tool calls run from one reply; the rest are dropped (`drop_cut_calls`)."""
 
 
 class TurnOver(Exception):
@@ -29,18 +31,36 @@ class TurnOver(Exception):
 def drop_cut_calls(result: ChatResult) -> str:
     """Tool calls never to run, dropped from `result`: with `finish_reason: length` those cut
     mid-arguments (not a complete JSON object); with `content_filter` all of them (the provider
-    stopped the reply: what it holds is not what the model meant to send). Returns a note, or ""."""
+    stopped the reply: what it holds is not what the model meant to send); past the first
+    MAX_CALLS_PER_REPLY, the rest (the reply's text then says so, for the model). Returns a note, or ""."""
     if result.finish_reason == "content_filter" and result.tool_calls:
         dropped = len(result.tool_calls)
         result.tool_calls = []
         return f"{dropped} tool call(s) in a reply stopped by the provider's content filter were not run"
-    if result.finish_reason not in CUT_SHORT:
+    cut = ""
+    if result.finish_reason in CUT_SHORT:
+        kept = [call for call in result.tool_calls if _complete_arguments(call.arguments)]
+        dropped = len(result.tool_calls) - len(kept)
+        result.tool_calls = kept
+        by = "the output-token cap" if result.finish_reason == "length" else "the provider"
+        cut = f"{dropped} tool call(s) cut by {by} were not run" if dropped else ""
+    return "; ".join(note for note in (cut, _drop_excess_calls(result)) if note)
+
+
+def _drop_excess_calls(result: ChatResult) -> str:
+    """Keep the first MAX_CALLS_PER_REPLY calls: a reply of 10,000 calls (a looping model, a
+    hostile endpoint) would run 10,000 tools, ask 10,000 approvals in `ask` mode, and put every
+    result in the history that each later request sends."""
+    count = len(result.tool_calls)
+    if count <= MAX_CALLS_PER_REPLY:
         return ""
-    kept = [call for call in result.tool_calls if _complete_arguments(call.arguments)]
-    dropped = len(result.tool_calls) - len(kept)
-    result.tool_calls = kept
-    by = "the output-token cap" if result.finish_reason == "length" else "the provider"
-    return f"{dropped} tool call(s) cut by {by} were not run" if dropped else ""
+    result.tool_calls = result.tool_calls[:MAX_CALLS_PER_REPLY]
+    rest = count - MAX_CALLS_PER_REPLY
+    marker = (
+        f"[{rest:,} more tool calls of this reply were not run: at most {MAX_CALLS_PER_REPLY} run per reply]"
+    )
+    result.content = f"{result.content.rstrip()}\n\n{marker}" if result.content.strip() else marker
+    return f"the model asked for {count:,} tool calls in one reply; only the first {MAX_CALLS_PER_REPLY} ran"
 
 
 def _complete_arguments(text: str) -> bool:

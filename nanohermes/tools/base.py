@@ -107,7 +107,7 @@ class Tool:
         unknown = sorted(set(args) - set(props))
         if unknown and not self.extra_arguments:
             allowed = ", ".join(props) or "none"
-            raise ToolError(f"{self.name} got unknown argument(s) {', '.join(unknown)}; allowed: {allowed}")
+            raise ToolError(f"{self.name} got unknown argument(s) {_names(unknown)}; allowed: {allowed}")
         missing = [name for name in self.required if args.get(name) is None]
         if missing:
             raise ToolError(f"{self.name} is missing required argument(s): {', '.join(missing)}")
@@ -115,6 +115,15 @@ class Tool:
             name: _coerce(self.name, name, value, props[name]) if name in props else value
             for name, value in args.items()
         }
+
+
+SHOWN_NAMES = 5
+"""Unknown argument names echoed in an error, each shortened: a model may send 100,000 of them."""
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(shorten(name, 40) for name in names[:SHOWN_NAMES])
+    return shown + (f" and {len(names) - SHOWN_NAMES:,} more" if len(names) > SHOWN_NAMES else "")
 
 
 def tool_from_function(

@@ -213,6 +213,8 @@ class ToolRunner:
                 prepared.append(make_result(call, INTERRUPTED, ok=False))
                 continue
             ready = self._prepare(call, previews)
+            if isinstance(ready, ToolResult):  # an error that echoes the model's arguments: capped too
+                ready = make_result(call, cap_output(ready.content, self.max_chars), ok=ready.ok)
             # Ctrl-C at an approval (the approver raised Cancelled) may reach the token only later:
             # the later calls are not asked, and get the interrupted result, not a refusal
             stopped = isinstance(ready, ToolResult) and ready.content == INTERRUPTED
