@@ -69,6 +69,15 @@ class Compacted:
     after_chars: int
     summarized: bool = True
 
+    @property
+    def saved(self) -> str:
+        """What it saved, for a status line: `1,234 characters saved`, or why nothing was (a summary
+        of a few short messages may be longer than they are)."""
+        saved = self.before_chars - self.after_chars
+        if saved > 0:
+            return f"{saved:,} characters saved"
+        return "nothing saved: the recent messages it keeps hold nearly all of it"
+
 
 @dataclass(frozen=True)
 class TurnFinished:

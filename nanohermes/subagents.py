@@ -293,7 +293,8 @@ class SubAgentRunner:
         results: list[ToolResult] = []
         for call in calls:
             if call.name not in allowed:
-                text = f"ERROR: tool '{call.name}' is not available to sub-agent '{definition.name}'"
+                name = shorten(call.name, 80)
+                text = f"ERROR: tool '{name}' is not available to sub-agent '{definition.name}'"
                 results.append(ToolResult(call.id, call.name, text, ok=False))
                 continue
             got = next(by_position, None)

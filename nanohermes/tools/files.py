@@ -28,6 +28,8 @@ CLOSEST_WORK = 20_000_000
 """...and stops once the compared lengths' products add up to this (a fraction of a second)."""
 SNIFF_BYTES = 8192
 DIFF_MAX_LINES = 400
+DIFF_LINE_CHARS = 500
+"""A diff line is shown cut to this: a new 5 MB file on one line was a 5 MB approval preview."""
 _BARE_LF = re.compile(r"(?<!\r)\n")
 
 
@@ -85,11 +87,17 @@ def unified_diff(before: str | None, after: str, label: str) -> str:
     text = "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
-    shown = text.splitlines()
+    shown = [_cut_line(line) for line in text.splitlines()[: DIFF_MAX_LINES + 1]]
     if len(shown) > DIFF_MAX_LINES:
-        more = len(shown) - DIFF_MAX_LINES
+        more = text.count("\n") - DIFF_MAX_LINES
         return "\n".join(shown[:DIFF_MAX_LINES]) + f"\n[… {more} more diff lines …]"
-    return text.rstrip("\n") or "(no change)"
+    return "\n".join(shown).rstrip("\n") or "(no change)"
+
+
+def _cut_line(line: str) -> str:
+    if len(line) <= DIFF_LINE_CHARS:
+        return line
+    return f"{line[:DIFF_LINE_CHARS]}… [{len(line) - DIFF_LINE_CHARS:,} more characters]"
 
 
 class FileTools:

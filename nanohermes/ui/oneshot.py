@@ -295,8 +295,7 @@ def _progress_line(event: Event, verbose: bool) -> str:
     if isinstance(event, Note) and event.level != "error" and (verbose or event.level != "debug"):
         return f"nanohermes: {event.text}"
     if isinstance(event, Compacted):
-        saved = event.before_chars - event.after_chars
-        return f"nanohermes: context compacted, {saved:,} characters saved"
+        return f"nanohermes: context compacted, {event.saved}"
     if isinstance(event, MemoryRecalled) and verbose:
         return f"nanohermes: memory: {len(event.memories)} recalled"
     if isinstance(event, Retrying) and verbose:

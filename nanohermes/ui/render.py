@@ -290,11 +290,10 @@ class Renderer:
         self._waiting = not self._running  # the model is called again with the results: spin meanwhile
 
     def _on_compacted(self, event: Compacted) -> None:
-        saved = event.before_chars - event.after_chars
         how = "summarized" if event.summarized else "trimmed"
         self.note(
             f"context compacted ({how}): {event.before_chars:,} → {event.after_chars:,} characters, "
-            f"saved {saved:,}"
+            f"{event.saved}"
         )
 
     def _on_finished(self, event: TurnFinished) -> None:

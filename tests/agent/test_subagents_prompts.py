@@ -261,3 +261,15 @@ def test_a_sub_agent_answer_cut_short_or_refused_says_so(
     call = ToolCall("t1", "task", '{"agent": "general", "task": "report"}')
     [result] = [e.result for e in runner.run_calls([call], CancelToken()) if isinstance(e, ToolFinished)]
     assert result.content.startswith(expected)
+
+
+def test_a_sub_agent_calling_a_tool_it_lacks_by_a_huge_name_gets_a_short_error(tmp_path: Path) -> None:
+    runner = _runner(tmp_path, None)
+    model = ScriptedModel()
+    model.completions = [calls(("write_" + "x" * 100_000, {})), text("done")]
+    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub")
+    tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
+    assert tool.func(agent="explore", task="look", cancel=CancelToken()) == "done"
+    [result] = [m for m in model.complete_requests[1]["messages"] if m["role"] == "tool"]
+    assert result["content"].startswith("ERROR: tool 'write_xxx")
+    assert len(result["content"]) < 200

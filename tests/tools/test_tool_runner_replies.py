@@ -27,3 +27,20 @@ def test_an_error_listing_unknown_arguments_names_a_few(workspace: Path) -> None
         "ERROR: read_file got unknown argument(s) extra_000000, extra_000001, extra_000002, extra_000003, "
         "extra_000004 and 99,995 more; allowed: path, offset, limit"
     )
+
+
+def test_the_approval_preview_of_a_huge_one_line_file_is_short(workspace: Path) -> None:
+    """A new 5 MB file on one line was a 5 MB approval preview (diffs were cut by lines only)."""
+    from tool_helpers import FakeApprover
+
+    from nanohermes.tools import ToolRunner
+
+    approver = FakeApprover()
+    runner = ToolRunner(workspace, permission="ask", approver=approver, store=None)
+    content = "x" * 5_000_000
+    got = results(run(runner, [call("write_file", json.dumps({"path": "big.txt", "content": content}))]))[0]
+    assert got.ok, got.content
+    preview = approver.requests[0].detail
+    assert len(preview) < 2_000
+    assert "4,999,501 more characters" in preview  # the "+" of the diff line counts
+    assert (workspace / "big.txt").read_text() == content

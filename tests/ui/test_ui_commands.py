@@ -121,7 +121,7 @@ def test_compact_runs_through_run_events() -> None:
     h = Harness()
     out = h.run("/compact")
     assert h.operations == 1  # like a turn: worker thread, Ctrl-C cancels it
-    assert out.strip() == "context compacted (summarized): 5,000 → 1,000 characters, saved 4,000"
+    assert out.strip() == "context compacted (summarized): 5,000 → 1,000 characters, 4,000 characters saved"
 
 
 def test_memory_subcommands() -> None:

@@ -116,7 +116,7 @@ def test_notes_retries_compaction_and_errors_are_single_lines() -> None:
     assert text.splitlines() == [
         "Saved 2 memories",
         "retrying in 1.5s (attempt 2): HTTP 503",
-        "context compacted (summarized): 150,000 → 40,000 characters, saved 110,000",
+        "context compacted (summarized): 150,000 → 40,000 characters, 110,000 characters saved",
         "error: endpoint unreachable: connection refused",
         "turn stopped: weird",
     ]
@@ -219,3 +219,12 @@ def test_an_image_in_an_answer_is_shown_in_place_with_its_address() -> None:
         TextDelta("See ![the diagram](https://x.example/d.png) here.\n"), TurnFinished(True, "done")
     )
     assert "See the diagram (https://x.example/d.png) here." in shown
+
+
+def test_a_compaction_that_saved_nothing_says_so_instead_of_a_negative_count() -> None:
+    """A summary of a few short messages may be longer than they are: it printed `saved -78`."""
+    from nanohermes.events import Compacted
+
+    nothing = "nothing saved: the recent messages it keeps hold nearly all of it"
+    assert Compacted(1_000, 1_078).saved == nothing
+    assert Compacted(5_000, 1_000).saved == "4,000 characters saved"
