@@ -14,7 +14,10 @@ archive the main file vouches for: lines of a save that crashed before its main 
 cut off on the next save (their messages are still in the live messages of the older main file).
 
 Version 1 files (indented, `archive` inside) load; their archive moves to the sidecar on the next save.
-Written atomically (temp file, fsync, rename), mode 0600, directory 0700. Secrets given to `render`
+Written atomically (temp file, fsync, rename), mode 0600, directory 0700. A symlinked session file
+(e.g. from a dotfiles repository) is read and written through to its target, the link stays, and its
+sidecar and lock file live beside the target; a symlink loop, or a link to a FIFO or device, is refused
+in one line and left alone. Secrets given to `render`
 (the API key) are replaced by "[redacted]" wherever they appear. A file that cannot be read or parsed
 raises SessionError naming the path and how to start fresh; it is never overwritten by this module.
 """
@@ -47,6 +50,15 @@ counts are (types.MAX_TOKEN_COUNT)."""
 MAX_NESTING = 100
 """A message nested deeper is corrupt: no real one comes near, and one that loads (about 900 levels
 do) fails every later request and save, the JSON encoder running out of recursion deeper in the stack."""
+FRESH_HINT = "start fresh with --session NEW-NAME, or move that file away"
+NEWER_HINT = "upgrade nanohermes or start fresh with --session NEW-NAME"
+LINK_HINT = "remove it or point the link at a real file, or use another --session"
+EDITOR_HINTS = {
+    FRESH_HINT: "start a new session, or move that file away",
+    NEWER_HINT: "upgrade nanohermes or start a new session",
+    LINK_HINT: "remove it or point the link at a real file, or start a new session",
+}
+"""The hints above as an editor's user (ACP) follows them: there is no --session to give there."""
 OPEN_SIDECAR = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 """The sidecar is never opened through a symlink (the truncation of a stale tail would cut its target)."""
 
@@ -130,14 +142,44 @@ class SessionFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.archive_path = path.with_name(path.stem + ARCHIVE_SUFFIX)
+        """As the user named it (shown in messages); `target` is where it is read and written."""
+        self.target = through_link(path)
+        self.archive_path = self.target.with_name(self.target.stem + ARCHIVE_SUFFIX)
         self._archive_bytes: int | None = None
         """How much of the sidecar the main file on disk vouches for (None: not known yet)."""
         self._unwritten: list[str] = []
         """Archive lines of a save that failed, written first by the next one."""
 
     def exists(self) -> bool:
-        return self.path.is_file()
+        """True when the file is there (through a symlink); False when not (a dangling link included:
+        the first save creates its target). SessionError for a symlink loop or a special file."""
+        try:
+            return self._regular()
+        except OSError as err:
+            raise self._refused(err) from None
+
+    def _regular(self) -> bool:
+        """Whether the file is there, through any symlink. OSError (its strerror naming what is
+        there) for a symlink loop or anything but a regular file: never read, never replaced."""
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise OSError(errno.ELOOP, "a symlink loop") from None
+            raise
+        if stat.S_ISDIR(info.st_mode):
+            raise OSError(errno.EISDIR, "a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "a FIFO, socket or device")
+        return True
+
+    def _refused(self, err: OSError) -> SessionError:
+        return SessionError(
+            f"session file {self.path} is {reason(err)}, not a session file; it was left untouched",
+            LINK_HINT,
+        )
 
     def load(self) -> SessionData:
         try:  # never blocks: a FIFO or device in the file's place is refused unread
@@ -193,13 +235,19 @@ class SessionFile:
         Raises SessionError; nothing it was given is lost (a failed save's lines go with the next)."""
         lines = self._unwritten + snapshot.archive_lines
         try:
+            self._regular()  # a symlink loop, a FIFO or a device is never replaced
+        except OSError as err:
+            self._unwritten = lines
+            raise self._refused(err) from None
+        try:
             ensure_private_dir(self.path.parent)
+            ensure_private_dir(self.target.parent)
             size = self._append_archive(lines, snapshot.secrets)
-            atomic_write(self.path, encode(snapshot.text(size)))
+            atomic_write(self.target, encode(snapshot.text(size)))  # through a symlink: the link stays
         except OSError as err:
             self._unwritten = lines
             problem = f"cannot write session file {self.path}: {reason(err)}"
-            raise SessionError(problem, _write_hint(err, self.path.exists())) from None
+            raise SessionError(problem, _write_hint(err, _exists(self.path))) from None
         self._unwritten = []
         self._archive_bytes = size
 
@@ -238,7 +286,7 @@ class SessionFile:
     def _corrupt(self, problem: str) -> SessionError:
         return SessionError(
             f"session file {self.path} {problem}; it was left untouched",
-            "start fresh with --session NEW-NAME, or move that file away",
+            FRESH_HINT,
         )
 
     def _parse(self, raw: Any) -> SessionData:
@@ -251,7 +299,7 @@ class SessionFile:
             raise SessionError(
                 f"session file {self.path} has format version {version}, newer than this nanohermes "
                 f"understands ({SESSION_VERSION}); it was left untouched",
-                "upgrade nanohermes or start fresh with --session NEW-NAME",
+                NEWER_HINT,
             )
         messages = self._messages(raw.get("messages"), "messages")
         archive = self._messages(raw.get("archive", []), "archive") if version < 2 else []
@@ -279,6 +327,19 @@ class SessionFile:
             if problem is not None:
                 raise self._corrupt(f"has an invalid entry {name}[{index}] ({problem})")
         return list(value)
+
+
+def through_link(path: Path) -> Path:
+    """Where `path` is read and written: a symlink's target (followed as far as it goes; a dangling
+    link's target is created by the first save), else `path` itself."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def read_header(path: Path) -> dict[str, Any] | None:

@@ -4,22 +4,29 @@ The lock is taken without waiting: a second nanohermes (REPL, `-p` or ACP) openi
 gets `SessionInUse` naming the holder's pid (written into the lock file by the holder) instead of
 silently overwriting the other's turns. It is an advisory OS lock (`flock` on POSIX, a byte-range
 lock on Windows) on an open descriptor, so the OS drops it when the holder exits or is killed: a crash
-never leaves a stale lock. The lock file itself stays (removing it would race with a new holder).
+never leaves a stale lock. A release removes the lock file (on POSIX) while still holding it, and a
+new holder, once it has locked a file, checks that this file is still the one at the path (else it was
+just removed, and it tries again): two processes never both hold a session, and no `.lock` file is
+left beside a session that was closed cleanly (one killed leaves its file, which the next one reuses).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from pathlib import Path
 
 from nanohermes.errors import SessionError, SessionInUse
 from nanohermes.fileio import ensure_private_dir
+from nanohermes.session import through_link
 
 LOCK_SUFFIX = ".lock"
 OPEN_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 """Never through a symlink: taking the lock truncates the file to write the pid into it."""
+LOCK_TRIES = 100
+"""Lock files removed under a new holder's hands in a row before it gives up (one is rare)."""
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
@@ -43,7 +50,10 @@ else:
 
 
 def lock_path(session_path: Path) -> Path:
-    return session_path.with_name(session_path.name + LOCK_SUFFIX)
+    """Beside the file a symlinked session is written to, so that every link to one file shares
+    one lock (and a link in a folder this user cannot write still locks)."""
+    target = through_link(session_path)
+    return target.with_name(target.name + LOCK_SUFFIX)
 
 
 class SessionLock:
@@ -58,19 +68,21 @@ class SessionLock:
         """Lock `session_path` for this process. Raises SessionInUse when another process holds it,
         SessionError when the lock file cannot be created (the cause named)."""
         path = lock_path(session_path)
-        try:
-            ensure_private_dir(path.parent)
-            fd = os.open(path, OPEN_FLAGS, 0o600)
-        except OSError as err:
-            raise SessionError(f"cannot lock session file {session_path}: {err.strerror or err}") from None
-        if not _try_lock(fd):
-            holder = _read_pid(fd)
-            os.close(fd)
-            who = f"pid {holder}" if holder else "a process whose pid is unknown"
-            raise SessionInUse(
-                f"session {session_path} is in use by another nanohermes ({who})",
-                "wait for it to finish, or use another --session",
-            )
+        for _ in range(LOCK_TRIES):
+            fd = _open_lock_file(path, session_path)
+            if not _try_lock(fd):
+                holder = _read_pid(fd)
+                os.close(fd)
+                who = f"pid {holder}" if holder else "a process whose pid is unknown"
+                raise SessionInUse(
+                    f"session {session_path} is in use by another nanohermes ({who})",
+                    "wait for it to finish, or use another --session",
+                )
+            if _still_at(fd, path):
+                break
+            os.close(fd)  # its holder removed it as it let go: lock the one at the path now
+        else:
+            raise SessionError(f"cannot lock session file {session_path}: its lock file keeps being replaced")
         with contextlib.suppress(OSError):  # the pid only helps the message: a full disk is fine here
             os.ftruncate(fd, 0)
             os.lseek(fd, 0, os.SEEK_SET)
@@ -83,14 +95,39 @@ class SessionLock:
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)  # closing the descriptor drops the OS lock
+        if fd is None:
+            return
+        if os.name == "posix":  # removed while held: a process that opened it meanwhile tries again
+            with contextlib.suppress(OSError):
+                if _still_at(fd, self.path):
+                    os.unlink(self.path)
+        os.close(fd)  # closing the descriptor drops the OS lock
 
     def __enter__(self) -> SessionLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _open_lock_file(path: Path, session_path: Path) -> int:
+    try:
+        ensure_private_dir(path.parent)
+        return os.open(path, OPEN_FLAGS, 0o600)
+    except OSError as err:
+        denied = err.errno in (errno.EACCES, errno.EPERM)
+        raise SessionError(
+            f"cannot lock session file {session_path}: {err.strerror or err}",
+            f"its lock file is created in {path.parent}: check that folder's permissions" if denied else "",
+        ) from None
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    """Whether the file open as `fd` is still the one `path` names (not removed, not replaced)."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False))
+    except OSError:
+        return False
 
 
 def _read_pid(fd: int) -> int | None:

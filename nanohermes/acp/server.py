@@ -31,6 +31,7 @@ from nanohermes.acp.workers import Workers
 from nanohermes.errors import NanoHermesError, SessionInUse
 from nanohermes.events import Note
 from nanohermes.protocols import Approver
+from nanohermes.session import EDITOR_HINTS
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -156,10 +157,10 @@ class NanohermesAcpAgent:
 
     async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
         """End a session here: its running prompt is cancelled, its file saved, its MCP servers
-        closed and its lock released (the terminal may resume it now)."""
-        session = self._session(session_id)
+        closed and its lock released (the terminal may resume it now). Looked up under the id's lock:
+        a session/load of the same id still in flight opens it first."""
         async with self._exclusive(session_id):
-            await self._close(session)
+            await self._close(self._session(session_id))
         return schema.CloseSessionResponse()
 
     async def list_sessions(
@@ -331,6 +332,7 @@ class NanohermesAcpAgent:
                 {"reason": "session_in_use", "path": str(path)},
             ) from None
         except NanoHermesError as err:
+            err.hint = EDITOR_HINTS.get(err.hint, err.hint)  # no `--session NAME` to give in an editor
             raise RequestError(-32603, err.one_line()) from None
         session.agent, session.release, session.servers = opened.agent, opened.close, servers
         for note in skipped:

@@ -43,6 +43,12 @@ JSON_TYPES: dict[type, str] = {
     list: "array",
     type(None): "null",
 }
+ERROR_DATA_CHARS = 4096
+"""The most an error reply's `data` takes (as JSON): it never echoes a client's 40 MB param back."""
+ECHO_CHARS = 200
+"""The most of a wrong value an invalid-params error quotes back (pydantic's `input`)."""
+ERROR_ENTRIES = 10
+"""The most validation errors one reply lists (a list of a million wrong blocks has one each)."""
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 """How a surrogate code point gets into a string: only as an escape (the bytes are strict UTF-8)."""
 
@@ -102,6 +108,9 @@ class LineTransport:
             self._open_requests[key] -= 1
             if self._open_requests[key] <= 0:
                 del self._open_requests[key]
+        error = message.get("error")
+        if isinstance(error, dict) and error.get("data") is not None:
+            message = {**message, "error": {**error, "data": bounded_data(error["data"])}}
         self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
         await self._writer.drain()
 
@@ -237,6 +246,34 @@ def _valid_id(request_id: Any) -> bool:
     # true would match request 1
     number = isinstance(request_id, int | float) and not isinstance(request_id, bool)
     return request_id is None or number or isinstance(request_id, str)
+
+
+def bounded_data(data: Any) -> Any:
+    """An error reply's `data`, at most ERROR_DATA_CHARS of JSON: the SDK's invalid-params reply
+    lists pydantic's errors, each quoting the wrong value whole (`input`) — those are cut to
+    ERROR_ENTRIES entries of ECHO_CHARS; anything still too long becomes its first characters."""
+    if isinstance(data, dict) and isinstance(data.get("errors"), list):
+        errors = data["errors"]
+        brief: list[Any] = [_brief(entry) for entry in errors[:ERROR_ENTRIES]]
+        if len(errors) > ERROR_ENTRIES:
+            brief.append(f"… and {len(errors) - ERROR_ENTRIES} more")
+        data = {**data, "errors": brief}
+    text = json.dumps(data, separators=(",", ":"), default=str)
+    if len(text) <= ERROR_DATA_CHARS:
+        return json.loads(text)  # what `default` made of a value JSON has no form for, as sent
+    return {"details": text[:ERROR_DATA_CHARS] + f"… ({len(text):,} characters in all)"}
+
+
+def _brief(entry: Any) -> Any:
+    """One pydantic error without its documentation link, the wrong value quoted up to ECHO_CHARS."""
+    if not isinstance(entry, dict):
+        return entry
+    entry = {key: value for key, value in entry.items() if key != "url"}
+    value = entry.get("input")
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    if len(text) > ECHO_CHARS:
+        entry["input"] = text[:ECHO_CHARS] + f"… ({len(text):,} characters)"
+    return entry
 
 
 def _with_error_object(message: dict[str, Any]) -> dict[str, Any]:

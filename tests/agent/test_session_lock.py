@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from nanohermes import session_lock
 from nanohermes.errors import SessionError, SessionInUse
 from nanohermes.session_lock import SessionLock, lock_path
 
@@ -17,11 +18,11 @@ def test_a_held_session_cannot_be_locked_again_and_names_the_holder(tmp_path: Pa
     session = tmp_path / "sessions" / "work.json"
     with SessionLock.acquire(session) as held:
         assert held.held
+        assert (os.stat(lock_path(session)).st_mode & 0o777) == 0o600
         with pytest.raises(SessionInUse, match=rf"in use by another nanohermes \(pid {os.getpid()}\)"):
             SessionLock.acquire(session)
     assert not held.held
     SessionLock.acquire(session).release()  # free again
-    assert (os.stat(lock_path(session)).st_mode & 0o777) == 0o600
 
 
 @pytest.mark.timeout(60)
@@ -51,3 +52,27 @@ def test_a_lock_file_that_is_a_symlink_is_refused_and_its_target_kept(tmp_path: 
     with pytest.raises(SessionError, match="cannot lock session file"):
         SessionLock.acquire(session)
     assert elsewhere.read_text(encoding="utf-8") == "precious\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="an open file cannot be removed there")
+def test_a_clean_release_removes_the_lock_file_and_only_it(tmp_path: Path) -> None:
+    session = tmp_path / "work.json"
+    session.write_text("{}", encoding="utf-8")
+    SessionLock.acquire(session).release()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work.json"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="an open file cannot be removed there")
+def test_a_lock_file_removed_as_another_process_opened_it_never_lets_two_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = tmp_path / "work.json"
+    first = SessionLock.acquire(session)
+    late = os.open(lock_path(session), os.O_RDWR)  # a second process opened it just before the release
+    first.release()  # the file it opened is gone from the path
+    third = SessionLock.acquire(session)  # a third process: a new lock file
+    opened = iter([late])
+    real_open = session_lock._open_lock_file
+    monkeypatch.setattr(session_lock, "_open_lock_file", lambda p, s: next(opened, None) or real_open(p, s))
+    with third, pytest.raises(SessionInUse):  # the second locks its removed file, sees it, tries again
+        SessionLock.acquire(session)  # (it closed `late` before trying again)
