@@ -1,7 +1,9 @@
 """`--local`: run the bundled SmolLM2 model behind llama-cpp-python's OpenAI-compatible server.
 
 Stdlib only (no UI, no HTTP library). The server is a child process on a free loopback port, in its
-own process group, with its output in a log file. It is stopped on every way out of nanohermes:
+own process group, with its output in a log file (bounded: see `localserver_watch.LogPump`). It
+counts as ready only once the socket answering on its port is its own (on Linux), not another
+process's that took the port while the model loaded. It is stopped on every way out of nanohermes:
 the context manager (normal exit, exceptions, Ctrl-C), an atexit hook, SIGTERM/SIGHUP turned into
 SystemExit while it runs, and on Linux a parent-death signal, so not even `kill -9` of nanohermes
 leaves an orphan server.
@@ -28,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 
 from nanohermes.errors import ConfigError, EndpointUnreachable
+from nanohermes.localserver_watch import LogPump, cut_line, listens
 
 MISSING_EXTRA = (
     "--local needs the optional extra 'local': "
@@ -191,35 +194,48 @@ class ServerProcess:
         self.log_path = log_path
         self._stopped = threading.Lock()
         guard = _parent_death_guard()
-        with open(log_path, "ab") as log:
+        read_end, write_end = os.pipe()  # not a file: a server printing without end fills no disk
+        try:
             self._proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
                 list(command),
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=write_end,
                 stderr=subprocess.STDOUT,
                 process_group=0,
                 close_fds=True,
                 preexec_fn=guard,
             )
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        self._log = LogPump(read_end, log_path)
         self.pid = self._proc.pid
         atexit.register(self.stop)
 
     def wait_ready(self, timeout: float) -> None:
-        """Return once GET /v1/models answers 200; raise with the log tail if it dies or times out."""
+        """Return once GET /v1/models answers 200 from this server; raise with the log tail if it dies
+        or times out."""
         deadline = time.monotonic() + timeout
         delay = 0.05
+        foreign = False
         while True:
             code = self._proc.poll()
             if code is not None:
+                self._log.finish(1.0)  # its last words, usually why it stopped
                 raise EndpointUnreachable(
                     f"the local model server exited with code {code} before answering: {self.log_tail()}",
                     f"full log: {self.log_path}",
                 )
             if _answers(self.port):
-                return
+                if listens(self.pid, self.port):
+                    return
+                foreign = True  # another process took the port: ours fails to bind, then is retried
             if time.monotonic() >= deadline:
+                what = f"another process answers on port {self.port}" if foreign else self.log_tail()
                 raise EndpointUnreachable(
-                    f"the local model server did not answer within {timeout:.0f} s: {self.log_tail()}",
+                    f"the local model server did not answer within {timeout:.0f} s: {what}",
                     f"full log: {self.log_path}",
                 )
             time.sleep(delay)
@@ -239,6 +255,7 @@ class ServerProcess:
             _signal_group(self.pid, signal.SIGKILL)  # also ends anything the server left in its group
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(STOP_GRACE)
+            self._log.finish(1.0)
 
     def exit_code(self) -> int | None:
         return self._proc.poll()
@@ -247,14 +264,8 @@ class ServerProcess:
         return "address already in use" in self.log_tail().lower()
 
     def log_tail(self) -> str:
-        try:
-            with open(self.log_path, "rb") as log:
-                log.seek(0, os.SEEK_END)
-                log.seek(max(0, log.tell() - 8192))
-                text = log.read().decode("utf-8", "replace")
-        except OSError as err:
-            return f"(log unreadable: {err.strerror})"
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        text = self._log.tail().decode("utf-8", "replace")
+        lines = [cut_line(line.strip()) for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
 
 
@@ -266,14 +277,17 @@ def _port_of(command: Sequence[str]) -> int:
 
 
 def _log_path(log_dir: Path) -> Path:
-    name = f"local-server-{os.getpid()}.log"
+    """A new, empty log only we can read: `log_dir/local-server-PID.log`, else (an unwritable home) a
+    fresh file in the temporary directory, created exclusively (no file planted there is followed)."""
+    path = log_dir / f"local-server-{os.getpid()}.log"
     try:
         log_dir.mkdir(parents=True, exist_ok=True)
-        path = log_dir / name
-        path.write_bytes(b"")
+        path.unlink(missing_ok=True)  # a log of an earlier process with the same pid, or a link
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except OSError:
-        path = Path(tempfile.gettempdir()) / f"nanohermes-{name}"
-        path.write_bytes(b"")
+        fd, name = tempfile.mkstemp(prefix="nanohermes-local-server-", suffix=".log")
+        os.close(fd)
+        path = Path(name)
     return path
 
 

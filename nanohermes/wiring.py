@@ -238,8 +238,10 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
     endpoint: LocalEndpoint | None = None
     with contextlib.ExitStack() as stack:
         if options.local:
-            from nanohermes.localserver import local_endpoint
+            from nanohermes.localserver import MODEL_NAME, local_endpoint
 
+            if "model" in options.overrides:  # it was ignored: the local server serves one model
+                raise ConfigError(f"--local serves its bundled model {MODEL_NAME}", "drop --model")
             endpoint = stack.enter_context(local_endpoint(settings.state_dir, options.verbose))
             settings = settings.with_changes(
                 base_url=endpoint.base_url,

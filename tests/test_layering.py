@@ -32,6 +32,7 @@ CORE_MODULES = (
     "options",
     "subagents",
     "localserver",
+    "localserver_watch",
     "fileio",
 )
 UI_LIBRARIES = ("rich", "prompt_toolkit")

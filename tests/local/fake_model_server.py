@@ -3,7 +3,7 @@ real one: `python fake_model_server.py --port N --pidfile F [--mode M] [--grandc
 
 Modes: `ok` answers GET /v1/models (and POST /v1/chat/completions with "pong"); `die` prints an
 error and exits 3 at once; `hang` listens but never answers 200; `taken` prints uvicorn's "address
-already in use" line and exits 1.
+already in use" line and exits 1. `--flood MB` first prints that many MB of noise.
 """
 
 from __future__ import annotations
@@ -49,7 +49,11 @@ def main() -> int:
     parser.add_argument("--pidfile", type=Path, required=True)
     parser.add_argument("--mode", default="ok", choices=("ok", "die", "hang", "taken"))
     parser.add_argument("--grandchild", type=Path)
+    parser.add_argument("--flood", type=int, default=0)
     args = parser.parse_args()
+    for _ in range(args.flood * 1024):
+        sys.stdout.buffer.write(b"noise " * 170 + b"\n")
+    sys.stdout.flush()
     args.pidfile.write_text(str(__import__("os").getpid()))
     if args.grandchild is not None:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
