@@ -39,6 +39,10 @@ LOCAL_MAX_OUTPUT_TOKENS = 1024
 8k context is full, which takes minutes on a laptop CPU."""
 
 
+SAVE_WAIT = 10.0
+"""How long closing waits for a session write still under way before it lets the session go."""
+
+
 @dataclass
 class Runtime:
     """Everything one chat needs, built once."""
@@ -54,11 +58,14 @@ class Runtime:
 
     def close(self) -> None:
         """Close what the runtime started: every MCP server (stdio ones killed with their group); let
-        a checkpoint warm-up still running finish its git command."""
+        a checkpoint warm-up still running finish its git command; then, once a session write still
+        under way is done, release the session (its `.lock` file goes)."""
         if self.mcp is not None:
             self.mcp.close()
         if self.checkpoints is not None:
             self.checkpoints.settle()
+        if self.session_lock is not None and self.agent.flush(SAVE_WAIT):  # a write still going: keep it
+            self.session_lock.release()
 
 
 class _NoticeRelay:

@@ -320,3 +320,14 @@ def test_escape_sequences_reach_a_pipe_unchanged_but_never_the_terminal_on_stder
     assert "\\x1b]52;c;ZXZpbA==\\x07" in failed.stderr
     assert "\x1b" not in failed.stderr
     assert "\x07" not in failed.stderr
+
+
+def test_a_one_shot_run_leaves_its_session_and_no_lock_file(fake_server: FakeServer, workspace: Path) -> None:
+    """The session's `.lock` file is removed when the run lets the session go: `sessions/` held a
+    `<timestamp>.json.lock` beside every session ever run."""
+    fake_server.push_text("hello")
+    done = nh(fake_server, workspace, "--no-memory", "-p", "hi")
+    assert done.returncode == 0, done.stderr
+    names = sorted(path.name for path in sessions_dir().iterdir())
+    assert len(names) == 1, names
+    assert names[0].endswith(".json")
