@@ -142,3 +142,10 @@ def raw_server(server: FakeServer, cwd: Path, *args: str) -> Iterator[RawServer]
                 with contextlib.suppress(BrokenPipeError):
                     if pipe is not None:
                         pipe.close()
+
+
+def clean_exit(server: RawServer) -> None:
+    """stdin closed: exit 0 with no traceback, no internal error and no failed turn on stderr."""
+    assert server.finish() == 0, server.stderr()
+    for problem in ("Traceback", "internal error", "turn failed"):
+        assert problem not in server.stderr()

@@ -14,21 +14,7 @@ import pytest
 from cli_process import chat_bodies, sessions_dir
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
-from raw_client import RawServer, raw_server
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path.resolve()
-
-
-def clean_exit(server: RawServer) -> None:
-    """stdin closed: exit 0 with no traceback and no internal error on stderr."""
-    assert server.finish() == 0, server.stderr()
-    assert "Traceback" not in server.stderr()
-    assert "internal error" not in server.stderr()
+from raw_client import RawServer, clean_exit, raw_server
 
 
 def test_json_nested_past_the_parsers_limit_is_a_parse_error(

@@ -13,13 +13,6 @@ from fake_server import fake_server as fake_server
 from raw_client import RawServer, raw_server
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path.resolve()
-
-
 def load(server: RawServer, request_id: int, session_id: str, cwd: Path) -> None:
     server.request(request_id, "session/load", {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []})
 

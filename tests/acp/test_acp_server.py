@@ -34,13 +34,6 @@ def memory_file() -> Path:
     return Path(os.environ["NANOHERMES_MEMORY_DIR"]) / "memory.json"
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path.resolve()
-
-
 def chat_bodies(server: FakeServer) -> list[dict[str, Any]]:
     return [b for b in server.bodies if DISTILL not in json.dumps(b)]
 

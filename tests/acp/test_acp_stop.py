@@ -14,20 +14,7 @@ import pytest
 from cli_process import sessions_dir
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
-from raw_client import RawServer, raw_server
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path.resolve()
-
-
-def clean_exit(server: RawServer) -> None:
-    assert server.finish() == 0, server.stderr()
-    assert "Traceback" not in server.stderr()
-    assert "turn failed" not in server.stderr()
+from raw_client import clean_exit, raw_server
 
 
 def first_text(message: dict[str, object]) -> bool:
