@@ -165,6 +165,11 @@ class LineTransport:
         if problem is None and "id" not in value and not _handled(value.get("method")):
             log.info("notification %.100r ignored: not one nanohermes handles", value["method"])
             return None  # notifications are never answered; the SDK would log an error
+        if problem is None and "method" in value and _oversized_array(value.get("params")):
+            if "id" in value:  # else a notification: never answered
+                too_long = {"details": f"an array of over {MAX_ARRAY_ITEMS:,} items"}
+                await self.send(error_reply(-32602, "Invalid params", value["id"], too_long))
+            return None
         if problem is None:
             if "method" in value and "id" in value:
                 self._open_requests[json.dumps(value["id"])] += 1
@@ -322,6 +327,28 @@ async def open_transport(proto_in: BinaryIO, proto_out: BinaryIO) -> LineTranspo
         transport = _FileWriteTransport(proto_out)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return LineTransport(reader, writer, source)
+
+
+MAX_ARRAY_ITEMS = 10_000
+"""An array in a request's params longer than this is refused before the SDK validates it: pydantic
+builds one error per wrong item (a million wrong prompt blocks took 1.2 GB); no real request comes near."""
+_ARRAY_CHECK_NODES = 100_000
+
+
+def _oversized_array(value: Any) -> bool:
+    """Whether `value` holds a list of more than MAX_ARRAY_ITEMS items (looked for among its first
+    _ARRAY_CHECK_NODES values: a list's length costs nothing to read, its items are not all visited)."""
+    pending, seen = [value], 0
+    while pending and seen < _ARRAY_CHECK_NODES:
+        item = pending.pop()
+        seen += 1
+        if isinstance(item, list):
+            if len(item) > MAX_ARRAY_ITEMS:
+                return True
+            pending.extend(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+    return False
 
 
 def _pollable(target: BinaryIO) -> bool:

@@ -79,3 +79,25 @@ def test_a_corrupt_session_file_gets_advice_an_editor_user_can_follow(
     assert "--session" not in message
     assert "start a new session" in message
     assert (folder / "broken-1.json").read_text(encoding="utf-8") == "{broken"
+
+
+@pytest.mark.timeout(120)
+def test_a_request_with_a_huge_array_is_refused_before_it_is_validated(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    """A million wrong prompt blocks had pydantic build a million errors (1.2 GB) before any reply."""
+    with raw_server(fake_server, workspace) as server:
+        server.initialize()
+        session_id = server.new_session(workspace)
+        server.request(1, "session/prompt", {"sessionId": session_id, "prompt": [1] * 1_000_000})
+        refused = server.reply(1, timeout=60)
+        server.request(
+            2, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}
+        )
+        assert server.reply(2, timeout=60)["result"] == {"stopReason": "end_turn"}
+        assert server.finish() == 0, server.stderr()
+    assert refused["error"] == {
+        "code": -32602,
+        "message": "Invalid params",
+        "data": {"details": "an array of over 10,000 items"},
+    }
