@@ -47,6 +47,8 @@ CONTEXT_TOKENS = 8192  # SmolLM2's trained context; the server's default of 2048
 STARTUP_TIMEOUT = 90.0
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 3
+KEPT_LOGS = 20
+"""Server logs kept in ~/.nanohermes/logs (those of crashed runs and of --verbose ones), newest first."""
 TOOL_CHAT_FORMAT = "chatml-function-calling"
 """llama-cpp-python's tool-calling template. Not the default for --local: with it SmolLM2-135M calls a
 tool on every message (even "what is 2+2?"), and the template drops `tool` results from the prompt, so
@@ -282,6 +284,7 @@ def _log_path(log_dir: Path) -> Path:
     path = log_dir / f"local-server-{os.getpid()}.log"
     try:
         log_dir.mkdir(parents=True, exist_ok=True)
+        _prune_logs(log_dir)
         path.unlink(missing_ok=True)  # a log of an earlier process with the same pid, or a link
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except OSError:
@@ -289,6 +292,17 @@ def _log_path(log_dir: Path) -> Path:
         os.close(fd)
         path = Path(name)
     return path
+
+
+def _prune_logs(log_dir: Path, keep: int = KEPT_LOGS) -> None:
+    """Remove all but the `keep` newest logs that runs left (crashed, or kept by --verbose)."""
+    logs: list[tuple[float, Path]] = []
+    for path in log_dir.glob("local-server-*.log"):
+        with contextlib.suppress(OSError):
+            logs.append((path.lstat().st_mtime, path))
+    for _, path in sorted(logs, reverse=True)[keep:]:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def _answers(port: int) -> bool:

@@ -167,3 +167,22 @@ def test_local_with_model_is_one_line_not_a_silently_ignored_flag(tmp_path: Path
     line = f"nanohermes: error: --local serves its bundled model {MODEL_NAME} (drop --model)\n"
     assert result.stderr == line
     assert result.stdout == ""
+
+
+def test_server_logs_left_by_earlier_runs_do_not_pile_up(tmp_path: Path) -> None:
+    """Logs of crashed or --verbose runs stayed in ~/.nanohermes/logs for ever: the 20 newest stay."""
+    from nanohermes.localserver import KEPT_LOGS, _log_path
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for number in range(KEPT_LOGS + 15):
+        old = logs / f"local-server-{100_000 + number}.log"
+        old.write_text("old run\n")
+        os.utime(old, (1_000_000 + number, 1_000_000 + number))
+    other = logs / "notes.txt"
+    other.write_text("not a server log\n")
+    fresh = _log_path(logs)
+    left = sorted(path.name for path in logs.glob("local-server-*.log") if path != fresh)
+    assert left == [f"local-server-{100_000 + number}.log" for number in range(15, KEPT_LOGS + 15)]
+    assert other.exists()
+    assert fresh.exists()
