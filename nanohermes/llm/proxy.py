@@ -26,10 +26,11 @@ def new_http_client(base_url: str) -> httpx.Client:
     not followed — so the CA bundle is not loaded for it: that costs tens of milliseconds per start."""
     try:
         return httpx.Client(verify=not base_url.lower().startswith("http://"))
-    except (ValueError, ImportError, httpx.InvalidURL) as err:
-        names = [name for names in _PROXY_VARIABLES.values() for name in names if os.environ.get(name)]
-        where = names[0] if names else "the proxy settings"
-        value = strip_userinfo(os.environ[names[0]])[0] if names else ""
+    except _UNUSABLE as err:
+        names = [name for name in dict.fromkeys(_ALL_VARIABLES) if os.environ.get(name)]
+        broken = next((name for name in names if not _usable(os.environ[name])), names[0] if names else "")
+        where = broken or "the proxy settings"
+        value = strip_userinfo(os.environ[broken])[0] if broken else ""
         socks = " (a SOCKS proxy needs `pip install 'httpx[socks]'`)" if "socks" in value.lower() else ""
         raise ConfigError(
             f"cannot use the proxy in {where}{f' ({value})' if value else ''}: {one_line(str(err), 200)}",
@@ -37,19 +38,28 @@ def new_http_client(base_url: str) -> httpx.Client:
         ) from None
 
 
+_UNUSABLE = (ValueError, ImportError, httpx.InvalidURL)
+_ALL_VARIABLES = [name for names in _PROXY_VARIABLES.values() for name in names]
+
+
+def _usable(proxy: str) -> bool:
+    """Whether httpx can use `proxy` (a client is made with it alone; nothing is connected)."""
+    try:
+        httpx.Client(proxy=proxy, trust_env=False).close()
+    except _UNUSABLE:
+        return False
+    return True
+
+
 def proxy_for(url: str) -> str:
     """`NAME (proxy URL)` of the environment proxy that a request to `url` goes through, or ""."""
     parts = urllib.parse.urlsplit(url)
     variables = _PROXY_VARIABLES.get(parts.scheme.lower(), ())
     name = next((name for name in variables if os.environ.get(name)), None)
-    if name is None or _bypassed(parts.hostname or ""):
+    if name is None:
+        return ""
+    from urllib.request import proxy_bypass  # only here: an unreachable endpoint
+
+    if proxy_bypass(parts.hostname or ""):  # NO_PROXY (or the system setting), as urllib reads it
         return ""
     return f"{name} ({strip_userinfo(os.environ[name])[0]})"
-
-
-def _bypassed(host: str) -> bool:
-    """Whether NO_PROXY names `host` (itself, a domain above it, or `*`)."""
-    listed = os.environ.get("NO_PROXY") or os.environ.get("no_proxy") or ""
-    entries = [entry.strip().lower().lstrip(".") for entry in listed.split(",") if entry.strip()]
-    host = host.lower()
-    return any(entry in ("*", host) or host.endswith(f".{entry}") for entry in entries)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from llm_helpers import run_stream
 
 from nanohermes.errors import BadResponse, ConfigError, EndpointUnreachable, IncompleteStream, LLMError
 from nanohermes.llm import bodies
@@ -78,12 +79,9 @@ def text(words: str, finish: str | None = None) -> dict[str, Any]:
 def stream(base_url: str, **options: Any) -> ChatResult:
     client = ChatClient(base_url=base_url, model="m", max_retries=0, **options)
     try:
-        items = list(client.stream([{"role": "user", "content": "hi"}]))
+        return run_stream(client)[1]
     finally:
         client.close()
-    result = items[-1]
-    assert isinstance(result, ChatResult)
-    return result
 
 
 @pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
@@ -124,7 +122,7 @@ def test_a_line_over_16_mib_is_refused_not_buffered(raw_server: Callable[[Reply]
 def test_an_endless_fast_stream_stops_at_the_size_limit(
     raw_server: Callable[[Reply], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bodies, "ANSWER_LIMIT", 1024 * 1024, raising=False)
+    monkeypatch.setattr(bodies, "ANSWER_LIMIT", 1024 * 1024)
     block = event(text("x" * 1000)) * 100
 
     def endless(conn: socket.socket) -> None:
@@ -181,3 +179,25 @@ def test_an_unreachable_proxy_is_named_with_its_password_hidden(no_proxy_env: py
     assert f"through the proxy in HTTP_PROXY (http://127.0.0.1:{port})" in message
     assert "check the proxy" in message
     assert "proxysecret1" not in message
+
+
+def test_the_proxy_named_is_the_one_httpx_cannot_use(no_proxy_env: pytest.MonkeyPatch) -> None:
+    """httpx reads every proxy variable at once: the first one set was named, though fine."""
+    no_proxy_env.setenv("HTTPS_PROXY", "http://good.example:8080")
+    no_proxy_env.setenv("HTTP_PROXY", "socks5://127.0.0.1:1080")
+    with pytest.raises(ConfigError, match=r"cannot use the proxy in HTTP_PROXY \(socks5://") as raised:
+        ChatClient(base_url="https://api.example/v1", model="m")
+    assert "pip install 'httpx[socks]'" in raised.value.hint
+
+
+def test_an_endpoint_in_no_proxy_is_not_said_to_go_through_the_proxy(
+    no_proxy_env: pytest.MonkeyPatch,
+) -> None:
+    closed = socket.create_server(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    no_proxy_env.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    no_proxy_env.setenv("NO_PROXY", "localhost,127.0.0.1")
+    with pytest.raises(EndpointUnreachable) as raised:
+        stream(f"http://127.0.0.1:{port}/v1")
+    assert "proxy" not in f"{raised.value} {raised.value.hint}"
