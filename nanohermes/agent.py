@@ -106,7 +106,7 @@ class Agent:
                 store,
                 model_name=lambda: self.distill_model,
                 post_note=self.post_note,
-                add_usage=self.add_usage,
+                add_usage=self._add_usage,
                 verbose=config.verbose,
             )
             if store is not None
@@ -134,7 +134,7 @@ class Agent:
         with self._lock:
             return self._data.usage
 
-    def add_usage(self, usage: Usage) -> None:
+    def _add_usage(self, usage: Usage) -> None:
         """Count tokens spent for this conversation in its totals."""
         with self._lock:
             self._data.usage += usage
@@ -189,11 +189,13 @@ class Agent:
         try:
             over = yield from self._loop(turn, cancel)
         except GeneratorExit:  # the caller stopped listening: keep the history valid and saved
-            self._turn = None
             self._interrupt(turn)
             self._end_checkpoint()
             self._save_in_background()
             raise
+        finally:  # its model calls are over: later usage (distillation) counts in the totals only
+            with self._lock:
+                self._turn = None
         if over.note:
             yield over.note
         changes = self._end_checkpoint()
@@ -202,8 +204,6 @@ class Agent:
             self._save_in_background()
         if over.completed:
             self._start_distillation(turn)
-        with self._lock:
-            self._turn = None
         yield TurnFinished(over.completed, over.reason, turn.usage, over.answer, changes.files)
 
     def _with_undo_notes(self, user_content: str) -> str:
@@ -352,7 +352,7 @@ class Agent:
         def summarize(middle: list[Message]) -> str:
             request = summary_request(middle)
             result = self._model.complete(request, None, model=self._model_name, cancel=cancel)
-            self.add_usage(result.counted_usage(request))
+            self._add_usage(result.counted_usage(request))
             return result.content
 
         outcome = compact(

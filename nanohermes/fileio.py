@@ -40,6 +40,13 @@ def ensure_private_dir(directory: Path) -> None:
             os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
 
 
+def write_target(path: Path) -> Path:
+    """Where a write to `path` goes: through a symlink to its target (the link stays a link), so a
+    file kept in a dotfiles repository and linked into place (memory.json, a session) keeps working;
+    a dangling link's target is created by the first write."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
 def resolved(path: Path) -> Path:
     """`path` with links followed as far as they go; a link loop (RuntimeError before Python 3.13)
     or an unreadable folder leaves it absolute, as given."""

@@ -30,7 +30,8 @@ from pathlib import Path
 from types import FrameType
 
 from nanohermes.errors import ConfigError, EndpointUnreachable
-from nanohermes.localserver_watch import LogPump, cut_line, listens
+from nanohermes.localserver_watch import LogPump, listens
+from nanohermes.types import shorten
 
 MISSING_EXTRA = (
     "--local needs the optional extra 'local': "
@@ -47,6 +48,8 @@ CONTEXT_TOKENS = 8192  # SmolLM2's trained context; the server's default of 2048
 STARTUP_TIMEOUT = 90.0
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 3
+LOG_LINE_CHARS = 300
+"""Each of those last lines is cut to this in an error (a flooding server's lines are long)."""
 KEPT_LOGS = 20
 """Server logs kept in ~/.nanohermes/logs (those of crashed runs and of --verbose ones), newest first."""
 TOOL_CHAT_FORMAT = "chatml-function-calling"
@@ -267,7 +270,7 @@ class ServerProcess:
 
     def log_tail(self) -> str:
         text = self._log.tail().decode("utf-8", "replace")
-        lines = [cut_line(line.strip()) for line in text.splitlines() if line.strip()]
+        lines = [shorten(line, LOG_LINE_CHARS) for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
 
 
@@ -294,13 +297,13 @@ def _log_path(log_dir: Path) -> Path:
     return path
 
 
-def _prune_logs(log_dir: Path, keep: int = KEPT_LOGS) -> None:
-    """Remove all but the `keep` newest logs that runs left (crashed, or kept by --verbose)."""
+def _prune_logs(log_dir: Path) -> None:
+    """Remove all but the KEPT_LOGS newest logs that runs left (crashed, or kept by --verbose)."""
     logs: list[tuple[float, Path]] = []
     for path in log_dir.glob("local-server-*.log"):
         with contextlib.suppress(OSError):
             logs.append((path.lstat().st_mtime, path))
-    for _, path in sorted(logs, reverse=True)[keep:]:
+    for _, path in sorted(logs, reverse=True)[KEPT_LOGS:]:
         with contextlib.suppress(OSError):
             path.unlink()
 

@@ -14,10 +14,6 @@ LOG_HEAD_BYTES = 1_000_000
 TAIL_BYTES = 8192
 
 
-def cut_line(line: str, limit: int = 300) -> str:
-    return line if len(line) <= limit else line[:limit] + "…"
-
-
 class LogPump:
     """Copies the server's output from a pipe to its log: the first LOG_HEAD_BYTES, then (once the
     output ends) a line saying how much was left out and the last TAIL_BYTES. Those last bytes are

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.errors import JSON_ERRORS, SessionError, json_problem
-from nanohermes.fileio import atomic_write, ensure_private_dir, read_regular, write_all
+from nanohermes.fileio import atomic_write, ensure_private_dir, read_regular, write_all, write_target
 from nanohermes.types import MAX_TOKEN_COUNT, Message, Usage, message_problem, message_text
 
 SESSION_VERSION = 2
@@ -143,7 +143,7 @@ class SessionFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         """As the user named it (shown in messages); `target` is where it is read and written."""
-        self.target = through_link(path)
+        self.target = write_target(path)
         self.archive_path = self.target.with_name(self.target.stem + ARCHIVE_SUFFIX)
         self._archive_bytes: int | None = None
         """How much of the sidecar the main file on disk vouches for (None: not known yet)."""
@@ -235,19 +235,18 @@ class SessionFile:
         Raises SessionError; nothing it was given is lost (a failed save's lines go with the next)."""
         lines = self._unwritten + snapshot.archive_lines
         try:
-            self._regular()  # a symlink loop, a FIFO or a device is never replaced
+            existed = self._regular()  # a symlink loop, a FIFO or a device is never replaced
         except OSError as err:
             self._unwritten = lines
             raise self._refused(err) from None
         try:
-            ensure_private_dir(self.path.parent)
-            ensure_private_dir(self.target.parent)
+            ensure_private_dir(self.target.parent)  # a link's own folder is there: the link is
             size = self._append_archive(lines, snapshot.secrets)
             atomic_write(self.target, encode(snapshot.text(size)))  # through a symlink: the link stays
         except OSError as err:
             self._unwritten = lines
             problem = f"cannot write session file {self.path}: {reason(err)}"
-            raise SessionError(problem, _write_hint(err, _exists(self.path))) from None
+            raise SessionError(problem, _write_hint(err, existed)) from None
         self._unwritten = []
         self._archive_bytes = size
 
@@ -327,19 +326,6 @@ class SessionFile:
             if problem is not None:
                 raise self._corrupt(f"has an invalid entry {name}[{index}] ({problem})")
         return list(value)
-
-
-def through_link(path: Path) -> Path:
-    """Where `path` is read and written: a symlink's target (followed as far as it goes; a dangling
-    link's target is created by the first save), else `path` itself."""
-    return Path(os.path.realpath(path)) if os.path.islink(path) else path
-
-
-def _exists(path: Path) -> bool:
-    try:
-        return path.exists()
-    except OSError:
-        return False
 
 
 def read_header(path: Path) -> dict[str, Any] | None:

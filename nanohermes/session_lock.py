@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 
 from nanohermes.errors import SessionError, SessionInUse
-from nanohermes.fileio import ensure_private_dir
-from nanohermes.session import through_link
+from nanohermes.fileio import ensure_private_dir, write_target
 
 LOCK_SUFFIX = ".lock"
 OPEN_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -52,7 +51,7 @@ else:
 def lock_path(session_path: Path) -> Path:
     """Beside the file a symlinked session is written to, so that every link to one file shares
     one lock (and a link in a folder this user cannot write still locks)."""
-    target = through_link(session_path)
+    target = write_target(session_path)
     return target.with_name(target.name + LOCK_SUFFIX)
 
 

@@ -58,13 +58,14 @@ class Runtime:
 
     def close(self) -> None:
         """Close what the runtime started: every MCP server (stdio ones killed with their group); let
-        a checkpoint warm-up still running finish its git command; then, once a session write still
-        under way is done, release the session (its `.lock` file goes)."""
+        a checkpoint warm-up still running finish its git command; then, after a session write still
+        under way (at most SAVE_WAIT), release the session (its `.lock` file goes)."""
         if self.mcp is not None:
             self.mcp.close()
         if self.checkpoints is not None:
             self.checkpoints.settle()
-        if self.session_lock is not None and self.agent.flush(SAVE_WAIT):  # a write still going: keep it
+        if self.session_lock is not None:
+            self.agent.flush(SAVE_WAIT)
             self.session_lock.release()
 
 

@@ -96,6 +96,5 @@ def _exit_signal(loop: asyncio.AbstractEventLoop, transport: LineTransport, sign
     name = signal.Signals(signum).name
     logging.getLogger("nanohermes.acp").warning("%s: saving every session, then exiting", name)
     for other in EXIT_SIGNALS:
-        loop.remove_signal_handler(other)
-        signal.signal(other, signal.SIG_DFL)
+        loop.remove_signal_handler(other)  # back to the default: a second signal ends it at once
     transport.end_input()

@@ -70,7 +70,7 @@ class BodyReader:
         """Yield the stream's deltas; return whether it ended properly ([DONE] or EOF after finish)."""
         try:
             with self._guarded(response, cancel) as deadline:
-                lines = self._lines(response, deadline, cancel)
+                lines = iter_lines(self._text(response, deadline, cancel))
                 for chunk in iter_chunks(lines):
                     if chunk is Marker.DONE:
                         _drain(lines)
@@ -98,9 +98,6 @@ class BodyReader:
             if unregister is not None:
                 unregister()
             response.close()
-
-    def _lines(self, response: httpx.Response, deadline: float, cancel: CancelToken | None) -> Iterator[str]:
-        yield from iter_lines(self._text(response, deadline, cancel))
 
     def _text(self, response: httpx.Response, deadline: float, cancel: CancelToken | None) -> Iterator[str]:
         decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")("replace")

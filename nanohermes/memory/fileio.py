@@ -73,9 +73,3 @@ def stat_memory_file(path: str) -> os.stat_result | None:
     if what is not None:
         raise not_regular(Path(path), what)
     return st
-
-
-def write_target(path: Path) -> Path:
-    """Where a write to `path` goes: through a symlink to its target (the link stays a link), so a
-    memory.json kept in a dotfiles repository and linked into place keeps working."""
-    return Path(os.path.realpath(path)) if os.path.islink(path) else path

@@ -18,7 +18,6 @@ it, topk.py's branch and bound or the merge below. All three return the same flo
 from __future__ import annotations
 
 import heapq
-import math
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 
@@ -58,7 +57,8 @@ class Index:
         self.ones: dict[str, int] = {}  # frequent term → slots where its tf is exactly 1
         self.others: dict[str, int] = {}  # frequent term → slots with another tf
         self.tf_max: dict[str, float] = {}  # frequent term → an upper bound of its other tfs
-        self.packed: dict[str, packs.Pack] = {}  # frequent term → its postings packed (packs.py)
+        self.packed: dict[str, packs.Pack] = {}  # frequent term → its postings packed (packs.py);
+        # the frequent terms are exactly its keys
         self.buckets = Buckets()
         self._cache: dict[str, dict[int, float]] = {}  # per term: {slot: contribution}, this version
         self._norm: list[float] | None = None
@@ -91,17 +91,17 @@ class Index:
         self.docs[slot] = doc
         self.lengths[slot] = doc.length
         self.stamps[slot] = doc.entry.ts
-        postings = self.postings
-        ones, others = self.ones, self.others
+        postings, packed = self.postings, self.packed
         for term, tf in doc.tf.items():
             found = postings.get(term)
             if found is None:
                 postings[term] = {slot: tf}
                 continue
             found[slot] = tf
-            if term in ones or term in others:
+            held = packed.get(term)
+            if held is not None:  # a frequent term
                 self._set_bit(term, tf, bit)
-                packs.put(self.packed[term], slot, tf)
+                packs.put(held, slot, tf)
             elif len(found) > RARE_DF:
                 self._make_bits(term, found)
         self.live |= bit
@@ -150,9 +150,10 @@ class Index:
             del found[slot]
             if not found:
                 del postings[term]
-            if term in self.ones or term in self.others:
+            held = self.packed.get(term)
+            if held is not None:  # a frequent term
                 self._clear_bit(term, bit)
-                packs.take(self.packed[term], slot)
+                packs.take(held, slot)
                 if len(found) <= RARE_DF // 2:  # rare again (with hysteresis): no bitsets
                     self.ones.pop(term, None)
                     self.others.pop(term, None)
@@ -244,7 +245,7 @@ class Index:
         self.buckets = Buckets.build(self.lengths)
         for term, found in postings.items():
             if len(found) > RARE_DF:
-                self.packed[term] = packs.pack_ordered(found, found.values())  # slots ascend here
+                self.packed[term] = packs.pack(found.items())
                 ones = [slot for slot, tf in found.items() if tf == 1]
                 if ones:
                     self.ones[term] = bitset(ones, size)
@@ -322,14 +323,13 @@ class Index:
     def compiled_search(self, terms: Sequence[str], k: int) -> list[tuple[float, int]]:
         """The same top k as `merge_search`, merged by _scorer.c (only when it was built)."""
         assert compiled_top_k is not None
-        postings, packed, n, log = self.postings, self.packed, len(self.slot_of), math.log
+        postings, packed, n = self.postings, self.packed, len(self.slot_of)
         held: list[packs.Pack | dict[int, float]] = []
         weights: list[float] = []
         for term in terms:
             found = postings.get(term)
             if found:
-                df = len(found)
-                weights.append(log(1.0 + (n - df + 0.5) / (df + 0.5)) * _BOOST)  # bm25.idf · (K1 + 1)
+                weights.append(idf(n, len(found)) * _BOOST)
                 held.append(packed.get(term, found))
         if not held or k <= 0:
             return []

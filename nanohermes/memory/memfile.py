@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nanohermes.errors import StoreError
-from nanohermes.fileio import atomic_write, ensure_private_dir
+from nanohermes.fileio import atomic_write, ensure_private_dir, write_target
 from nanohermes.memory.derived import Derived, WholeFile
 from nanohermes.memory.entry import FORMAT_VERSION, Entry, FormatError
 from nanohermes.memory.fileio import (
@@ -35,7 +35,6 @@ from nanohermes.memory.fileio import (
     special_kind,
     stat_memory_file,
     unlink_quietly,
-    write_target,
 )
 from nanohermes.memory.layout import changed_line, dump_blocks, lines_after, lines_end, removed_line, tail_of
 from nanohermes.memory.locking import lock_for

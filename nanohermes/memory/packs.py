@@ -21,11 +21,6 @@ def pack(postings: Iterable[tuple[int, float]]) -> Pack:
     return array("i", [slot for slot, _ in ordered]), array("d", [tf for _, tf in ordered])
 
 
-def pack_ordered(slots: Iterable[int], tfs: Iterable[float]) -> Pack:
-    """The pack of slots already in ascending order and their tfs."""
-    return array("i", slots), array("d", tfs)
-
-
 def put(held: Pack, slot: int, tf: float) -> None:
     """Hold `slot` with `tf` (a new slot goes at the end: no search)."""
     slots, tfs = held

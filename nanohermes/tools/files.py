@@ -12,7 +12,7 @@ from typing import BinaryIO
 from nanohermes.cancel import CancelToken
 from nanohermes.errors import ToolError
 from nanohermes.tools.base import CallContext
-from nanohermes.tools.paths import Workspace, existing_mode, shown_path
+from nanohermes.tools.paths import Workspace, existing_mode
 
 READ_DEFAULT_LIMIT = 2000
 """Lines shown by read_file when no limit is given."""
@@ -146,6 +146,8 @@ class FileTools:
             if line is None:
                 break
             number += 1
+            if number % 1024 == 0:  # every line would cost a third of the reading
+                cancel.raise_if_cancelled()
             if number < offset:
                 continue
             if number >= offset + limit or used > budget:
@@ -195,12 +197,12 @@ class FileTools:
         verb = "Overwrote" if existed else "Created"
         unit = "line" if lines == 1 else "lines"
         size = f"{len(content)} chars" + (f", {len(data)} bytes" if len(data) != len(content) else "")
-        return f"{verb} {shown_path(self.workspace.relative(resolved))} ({lines} {unit}, {size})"
+        return f"{verb} {self.workspace.shown(resolved)} ({lines} {unit}, {size})"
 
     def preview_write(self, resolved: Path, content: str, current: str | None) -> str:
         """Diff shown for approval. `current` is the file's content as earlier calls will leave it."""
         before = current if current is not None else self._current_text(resolved)
-        return unified_diff(before, content, shown_path(self.workspace.relative(resolved)))
+        return unified_diff(before, content, self.workspace.shown(resolved))
 
     # -- edit -------------------------------------------------------------------------------------
 
@@ -218,7 +220,7 @@ class FileTools:
         updated, count = apply_edit(text, old, new, replace_all, path)
         self.workspace.replace_into(resolved, encode(updated, "new"))
         where = f"{count} occurrences" if count > 1 else "1 occurrence"
-        return f"Edited {shown_path(self.workspace.relative(resolved))}: replaced {where}"
+        return f"Edited {self.workspace.shown(resolved)}: replaced {where}"
 
     def preview_edit(
         self, resolved: Path, path: str, old: str, new: str, replace_all: bool, current: str | None
@@ -226,7 +228,7 @@ class FileTools:
         """(diff, new text) for approval; raises ToolError when the edit would fail."""
         text = current if current is not None else self._editable_text(resolved, path)
         updated, _ = apply_edit(text, old, new, replace_all, path)
-        return unified_diff(text, updated, shown_path(self.workspace.relative(resolved))), updated
+        return unified_diff(text, updated, self.workspace.shown(resolved)), updated
 
     def _editable_text(self, resolved: Path, path: str) -> str:
         fd = self.workspace.open_file(resolved, os.O_RDONLY)
@@ -259,8 +261,8 @@ class FileTools:
 
 def _read_line(handle: BinaryIO, cancel: CancelToken, max_bytes: int = 64 * 1024) -> bytes | None:
     """The next line (cut at max_bytes, rest of the line skipped), or None at the end. Ctrl-C is
-    checked at every chunk: reaching a far offset of a huge (or sparse, 10 GB) file takes minutes."""
-    cancel.raise_if_cancelled()
+    checked at every chunk of a long line (the caller checks between lines): reaching a far offset
+    of a huge (or sparse, 10 GB) file takes minutes."""
     readline = handle.readline
     line = readline(max_bytes)
     if not line:

@@ -95,6 +95,10 @@ class Workspace:
             return resolved.relative_to(self.root).as_posix() or "."
         return str(resolved)
 
+    def shown(self, resolved: Path) -> str:
+        """`relative`, quoted as `shown_path` quotes a name a tool result could not show as it is."""
+        return shown_path(self.relative(resolved))
+
     # -- opening --------------------------------------------------------------------------------
 
     def open_file(self, resolved: Path, flags: int) -> int:

@@ -282,7 +282,7 @@ class SearchTools:
                     continue
                 if len(line) > GREP_MAX_LINE_CHARS:
                     line = line[:GREP_MAX_LINE_CHARS] + " […]"
-                hits.append(f"{shown_path(self.workspace.relative(file))}:{line_no}: {line}")
+                hits.append(f"{self.workspace.shown(file)}:{line_no}: {line}")
         if not hits:
             return f"no matches for {pattern!r}"
         if more:
@@ -301,7 +301,7 @@ class SearchTools:
             return
         with os.fdopen(fd, "rb") as handle:
             if os.fstat(fd).st_size > GREP_MAX_FILE_BYTES:
-                big.append(shown_path(self.workspace.relative(real)))  # said in the result: not "no matches"
+                big.append(self.workspace.shown(real))  # said in the result: not "no matches"
                 return
             if looks_binary(handle.read(SNIFF_BYTES)):
                 return
@@ -318,7 +318,7 @@ class SearchTools:
                 except TimeoutError:
                     raise ToolError(
                         f"pattern {pattern!r} took more than {self.file_seconds:g} s on "
-                        f"{shown_path(self.workspace.relative(real))} (line {number}) and was stopped",
+                        f"{self.workspace.shown(real)} (line {number}) and was stopped",
                         hint="simplify it: nested repetition such as (a|aa)+ backtracks exponentially",
                     ) from None
                 if found:
