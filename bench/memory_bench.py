@@ -38,7 +38,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from nanohermes.fileio import atomic_write
+from nanohermes.core.fileio import atomic_write
 from nanohermes.memory import INJECT_TOP_K, K1, B, MemoryStore, analyze, topk
 from nanohermes.memory.bm25 import query_terms
 from nanohermes.memory.docs import main_terms as doc_tokens

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nanohermes.markers import BLOCK_END, BLOCK_START, defused
+from nanohermes.core.markers import BLOCK_END, BLOCK_START, defused
 from nanohermes.memory.constants import INJECT_CHAR_BUDGET
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.security import controls_shown

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nanohermes.fileio import atomic_write
+from nanohermes.core.fileio import atomic_write
 from nanohermes.memory.docs import Doc
 from nanohermes.memory.layout import ENTRIES_END, ENTRIES_START, SEPARATOR
 

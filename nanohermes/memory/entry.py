@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_KEY_CHARS, MAX_KEYS
 from nanohermes.memory.kinds import Kind
-from nanohermes.types import valid_text
 
 FORMAT_VERSION = 1
 

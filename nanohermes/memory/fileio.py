@@ -1,5 +1,5 @@
 """Small file operations for the store: whole reads, quiet unlinks, free names, special files and
-symlinks (writes: nanohermes.fileio)."""
+symlinks (writes: nanohermes.core.fileio)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from nanohermes.errors import StoreError
+from nanohermes.core.errors import StoreError
 
 
 def read_all(fd: int) -> bytes:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from nanohermes.errors import StoreError
+from nanohermes.core.errors import StoreError
 
 LOCK_TIMEOUT_S = 30.0
 POLL_S = 0.05

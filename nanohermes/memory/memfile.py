@@ -8,7 +8,7 @@
   the same size still differ in inode, and the cache can never serve stale entries.
 - Every read-modify-write (remember, forget, moving a corrupt file aside) holds the in-process lock
   and the cross-process file lock (locking.py), re-reads the file under them, and writes through
-  `nanohermes.fileio.atomic_write` (temp file 0600 in the same directory, the lines written
+  `nanohermes.core.fileio.atomic_write` (temp file 0600 in the same directory, the lines written
   gathered, fsync, `os.replace`, fsync the directory).
 - A file that cannot be read or parsed is never overwritten: it is renamed to
   `memory.json.broken-<ts>` and `on_notice` gets one line saying so.
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nanohermes.errors import StoreError
-from nanohermes.fileio import atomic_write, ensure_private_dir, write_target
+from nanohermes.core.errors import StoreError
+from nanohermes.core.fileio import atomic_write, ensure_private_dir, write_target
 from nanohermes.memory.derived import Derived, WholeFile
 from nanohermes.memory.entry import FORMAT_VERSION, Entry, FormatError
 from nanohermes.memory.fileio import (
@@ -42,7 +42,7 @@ from nanohermes.memory.snapshot import Identity, Snapshot, identity
 
 MEMORY_FILE = "memory.json"
 _TEMP_PREFIX = ".memory.json."
-_TEMP_SUFFIX = ".tmp"  # as nanohermes.fileio.atomic_write names its temp files
+_TEMP_SUFFIX = ".tmp"  # as nanohermes.core.fileio.atomic_write names its temp files
 _HOLD_INODE = os.name == "posix"
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)  # a FIFO never blocks
 _TRANSIENT = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS, errno.EAGAIN, errno.EINTR})

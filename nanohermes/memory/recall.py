@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nanohermes.errors import StoreError
-from nanohermes.events import RecalledMemory
+from nanohermes.core.errors import StoreError
+from nanohermes.core.events import RecalledMemory
 from nanohermes.memory.block import block_lines, render_block
 from nanohermes.memory.constants import SHORT_MESSAGE_CHARS
 from nanohermes.memory.store import MemoryStore

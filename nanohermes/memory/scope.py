@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from nanohermes.errors import MemoryRejected
+from nanohermes.core.errors import MemoryRejected
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.kinds import Kind
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from nanohermes.errors import MemoryRejected, StoreError
+from nanohermes.core.errors import MemoryRejected, StoreError
 from nanohermes.memory import coldcache
 from nanohermes.memory.analysis import analyze, analyze_words
 from nanohermes.memory.block import render_block

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from nanohermes.errors import MemoryRejected
+from nanohermes.core.errors import MemoryRejected
+from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
 from nanohermes.memory.entry import clean_keys
 from nanohermes.memory.kinds import Kind
@@ -17,7 +18,6 @@ from nanohermes.memory.security import (
     risky_instruction,
 )
 from nanohermes.memory.text import cut_text
-from nanohermes.types import valid_text
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from nanohermes.errors import Cancelled
-from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.core.errors import Cancelled
+from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from prompt_toolkit.key_binding import KeyPress
     from rich.console import Console
 
-    from nanohermes.cancel import CancelToken
+    from nanohermes.core.cancel import CancelToken
 
 KEYS: dict[str, Decision] = {"y": Decision.YES, "n": Decision.NO, "a": Decision.ALWAYS}
 QUESTION = "Allow? [y]es / [n]o / [a]lways for this session: "

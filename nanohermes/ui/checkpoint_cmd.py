@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints, FileDiff, History
-    from nanohermes.ui.commands import CommandContext
+    from nanohermes.ui.command_context import CommandContext
 
 LINE_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 STATUS_STYLES = {"added": "green", "deleted": "red", "modified": "yellow"}

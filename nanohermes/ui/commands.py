@@ -4,59 +4,28 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from nanohermes.compaction import total_chars
-from nanohermes.errors import NanoHermesError
-from nanohermes.protocols import Approver
-from nanohermes.session_files import describe_session, recent_session_files
-from nanohermes.setting_values import BadValue, optional_name
-from nanohermes.settings import PERMISSION_MODES
-from nanohermes.types import plural, shorten
+from nanohermes.agent.compaction import total_chars
+from nanohermes.config.setting_values import BadValue, optional_name
+from nanohermes.config.settings import PERMISSION_MODES
+from nanohermes.core.errors import NanoHermesError
+from nanohermes.core.types import plural, shorten
+from nanohermes.sessions.paths import describe_session, recent_session_files
+from nanohermes.ui.command_context import CommandContext, Handler
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
-from nanohermes.ui.safe_text import ECHO_CHARS, echoed, terminal_safe
+from nanohermes.ui.safe_text import ECHO_CHARS, echoed
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.table import Table
 
     from nanohermes.ui.seams import RuntimeLike
-    from nanohermes.ui.turn import EventSource
 
 SESSIONS_SHOWN = 15
-
-
-@dataclass
-class CommandContext:
-    """What a command may touch. `run_events` runs an agent operation like a turn (worker thread,
-    rendered events, Ctrl-C cancels it)."""
-
-    runtime_source: Callable[[], RuntimeLike]
-    console: Console
-    run_events: Callable[[EventSource], object]
-    permission: str
-    exit_requested: bool = False
-    approver: Approver | None = None
-    """Asks the user a yes/no question (e.g. /undo over later edits); None where no one can answer."""
-
-    @property
-    def runtime(self) -> RuntimeLike:
-        """The runtime (the REPL may still be building it in the background: this waits)."""
-        return self.runtime_source()
-
-    def say(self, text: str, style: str = "") -> None:
-        self.console.print(Text(terminal_safe(text), style=style), overflow="fold")
-
-    def fail(self, text: str) -> None:
-        self.console.print(Text(terminal_safe(text), style="red"), overflow="fold")
-
-
-Handler = Callable[[CommandContext, str], None]
 
 
 @dataclass(frozen=True)

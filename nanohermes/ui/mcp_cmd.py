@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes.errors import EXIT_FAILURE, EXIT_OK
+from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
+    from nanohermes.config.options import CliOptions
+    from nanohermes.config.settings import Settings
     from nanohermes.mcp.status import ServerStatus
-    from nanohermes.options import CliOptions
-    from nanohermes.settings import Settings
 
 NONE_CONFIGURED = (
     "no MCP servers configured (add a [mcp_servers.NAME] table to ~/.nanohermes/config.toml, "

@@ -19,11 +19,11 @@ from rich.console import Console
 from rich.markup import escape as escape_markup
 from rich.table import Table
 
-from nanohermes.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, StoreError, ToolError
+from nanohermes.config.options import MemoryArgs
+from nanohermes.config.settings import Settings
+from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, StoreError, ToolError
+from nanohermes.core.types import plural
 from nanohermes.memory import K1, B, Entry, Kind, MemoryStore, project_key, resolve_id
-from nanohermes.options import MemoryArgs
-from nanohermes.settings import Settings
-from nanohermes.types import plural
 from nanohermes.ui.memory_transfer import BadArgument, add_memory, export_memories, import_file, scope_label
 from nanohermes.ui.safe_text import echoed, terminal_safe
 

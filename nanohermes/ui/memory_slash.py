@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from nanohermes.errors import StoreError
-from nanohermes.types import plural
+from nanohermes.core.errors import StoreError
+from nanohermes.core.types import plural
 from nanohermes.ui.safe_text import echoed, terminal_safe
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from nanohermes.ui.commands import CommandContext
+    from nanohermes.ui.command_context import CommandContext
     from nanohermes.ui.seams import MemoryEntry, MemoryStoreLike
 
 MIN_ID_PREFIX = 4

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from rich.markup import escape
 
-from nanohermes.errors import MemoryRejected
+from nanohermes.core.errors import MemoryRejected
+from nanohermes.core.types import plural
 from nanohermes.memory import Entry, Kind, MemoryStore
 from nanohermes.memory.transfer import export_markdown, import_memories, parse_import
-from nanohermes.types import plural
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from nanohermes.options import MemoryArgs
+    from nanohermes.config.options import MemoryArgs
 
 MAX_IMPORT_BYTES = 16 << 20
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from nanohermes.cancel import EXIT_SIGNALS, CancelToken
-from nanohermes.errors import (
+from nanohermes.core.cancel import EXIT_SIGNALS, CancelToken
+from nanohermes.core.errors import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -29,7 +29,7 @@ from nanohermes.errors import (
     INTERRUPTED,
     NanoHermesError,
 )
-from nanohermes.events import (
+from nanohermes.core.events import (
     Compacted,
     Event,
     MemoryRecalled,
@@ -40,13 +40,13 @@ from nanohermes.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.types import Usage, valid_text
+from nanohermes.core.types import Usage, valid_text
 from nanohermes.ui.safe_text import terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
-    from nanohermes.options import CliOptions
-    from nanohermes.settings import Settings
+    from nanohermes.config.options import CliOptions
+    from nanohermes.config.settings import Settings
     from nanohermes.ui.seams import ChatAgent, RuntimeBuilder, RuntimeLike
 
 DISTILL_GRACE = 5.0

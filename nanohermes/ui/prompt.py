@@ -17,7 +17,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import Output
 
-from nanohermes.fileio import ensure_private_dir
+from nanohermes.core.fileio import ensure_private_dir
 from nanohermes.ui.safe_text import terminal_safe
 
 PROMPT = "❯ "

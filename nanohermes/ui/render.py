@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from nanohermes.events import (
+from nanohermes.core.events import (
     Compacted,
     Event,
     MemoryRecalled,
@@ -28,8 +28,8 @@ from nanohermes.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.toolcalls import key_argument
-from nanohermes.types import ToolResult, shorten
+from nanohermes.core.toolcalls import key_argument
+from nanohermes.core.types import ToolResult, shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine
 from nanohermes.ui.plain_text import print_plain
 from nanohermes.ui.safe_text import terminal_safe

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes import __version__
-from nanohermes.errors import EXIT_USAGE, NanoHermesError
+from nanohermes.core.errors import EXIT_USAGE, NanoHermesError
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from prompt_toolkit.output import Output
     from rich.console import Console
 
-    from nanohermes.events import Event
-    from nanohermes.options import CliOptions
-    from nanohermes.settings import Settings
-    from nanohermes.types import Message
+    from nanohermes.config.options import CliOptions
+    from nanohermes.config.settings import Settings
+    from nanohermes.core.events import Event
+    from nanohermes.core.types import Message
     from nanohermes.ui.approve import TerminalApprover
     from nanohermes.ui.loader import RuntimeLoader
     from nanohermes.ui.seams import ResumePreview, RuntimeBuilder, RuntimeLike
@@ -77,8 +77,9 @@ class Repl:
     ) -> None:
         """`terminal`: the prompt's input and output (tests pass a pipe); the real terminal otherwise.
         `notes`: warnings to show under the banner (no API key, --yes)."""
-        from nanohermes.settings import PERMISSION_MODES
-        from nanohermes.ui.commands import COMMANDS, CommandContext
+        from nanohermes.config.settings import PERMISSION_MODES
+        from nanohermes.ui.command_context import CommandContext
+        from nanohermes.ui.commands import COMMANDS
         from nanohermes.ui.prompt import ExitWindow, ReplCompleter, key_bindings, make_session
         from nanohermes.ui.render import Renderer
         from nanohermes.ui.turn import TurnDriver

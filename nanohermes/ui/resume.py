@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nanohermes.types import Message, message_text, shorten
+from nanohermes.core.types import Message, message_text, shorten
 from nanohermes.ui.safe_text import terminal_safe
 
 EXCHANGES_SHOWN = 3

@@ -11,21 +11,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nanohermes.cancel import CancelToken
-from nanohermes.events import Event, RecalledMemory
-from nanohermes.protocols import Approver
-from nanohermes.types import Message, Usage
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.events import Event, RecalledMemory
+from nanohermes.core.protocols import Approver
+from nanohermes.core.types import Message, Usage
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints
+    from nanohermes.config.options import CliOptions
+    from nanohermes.config.settings import Settings
     from nanohermes.mcp.status import ServerStatus
-    from nanohermes.options import CliOptions
-    from nanohermes.settings import Settings
     from nanohermes.tools.sandbox import Sandbox
 
 
 class ChatAgent(Protocol):
-    """The agent as the REPL drives it (implemented by `nanohermes.agent.Agent`)."""
+    """The agent as the REPL drives it (implemented by `nanohermes.agent.loop.Agent`)."""
 
     def run(self, user_content: str, cancel: CancelToken | None = None, /) -> Iterator[Event]: ...
 

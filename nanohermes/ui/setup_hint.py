@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from nanohermes.settings import Settings
+    from nanohermes.config.settings import Settings
 
 
 def missing_model_message(settings: Settings) -> str:

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from nanohermes.cancel import EXIT_SIGNALS, CancelToken
-from nanohermes.errors import Cancelled, NanoHermesError
-from nanohermes.events import Event, Note, ReasoningDelta, TextDelta
-from nanohermes.protocols import Decision
+from nanohermes.core.cancel import EXIT_SIGNALS, CancelToken
+from nanohermes.core.errors import Cancelled, NanoHermesError
+from nanohermes.core.events import Event, Note, ReasoningDelta, TextDelta
+from nanohermes.core.protocols import Decision
 from nanohermes.ui.approve import PendingApproval
 
 if TYPE_CHECKING:

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from nanohermes.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
+from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints, TurnRecord
-    from nanohermes.options import UndoArgs
-    from nanohermes.settings import Settings
+    from nanohermes.config.options import UndoArgs
+    from nanohermes.config.settings import Settings
 
 
 def run_undo_command(args: UndoArgs, settings: Settings) -> int:
@@ -49,7 +49,7 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
 
 def _locate(args: UndoArgs, settings: Settings) -> Checkpoints:
     from nanohermes.checkpoints import for_session, latest_in
-    from nanohermes.session_files import resolve_session_path
+    from nanohermes.sessions.paths import resolve_session_path
 
     if args.session is not None:
         session = resolve_session_path(settings.sessions_dir, args.session)

@@ -9,13 +9,13 @@ import pytest
 from agent_scripted import ScriptedModel, assert_valid_history, calls, text
 from test_agent_loop import make_agent
 
-from nanohermes.cancel import CancelToken
-from nanohermes.compaction import SUMMARY_PREFIX, SUMMARY_SYSTEM_PROMPT
-from nanohermes.errors import ContextOverflow, ToolError
-from nanohermes.events import TurnFinished
-from nanohermes.subagents import BUILTIN_AGENTS, SubAgentRunner, make_task_tool
+from nanohermes.agent.compaction import SUMMARY_PREFIX, SUMMARY_SYSTEM_PROMPT
+from nanohermes.agent.subagents import BUILTIN_AGENTS, SubAgentRunner, make_task_tool
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import ContextOverflow, ToolError
+from nanohermes.core.events import TurnFinished
+from nanohermes.core.types import Usage
 from nanohermes.tools.runner import ToolRunner
-from nanohermes.types import Usage
 
 TASK = "read big.txt twice and report its first word"
 GENERAL = next(d for d in BUILTIN_AGENTS if d.name == "general")

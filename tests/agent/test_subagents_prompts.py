@@ -10,12 +10,8 @@ from pathlib import Path
 import pytest
 from agent_scripted import ScriptedModel, calls, text
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import ModelNotFound, ToolError
-from nanohermes.events import ToolFinished
-from nanohermes.memory import BLOCK_START, MemoryStore, set_block
-from nanohermes.prompts import AGENTS_MAX_CHARS, base_system_prompt, load_agents_md, read_agents_md
-from nanohermes.subagents import (
+from nanohermes.agent.prompts import AGENTS_MAX_CHARS, base_system_prompt, load_agents_md, read_agents_md
+from nanohermes.agent.subagents import (
     BUILTIN_AGENTS,
     AgentDefinition,
     SubAgentRunner,
@@ -23,8 +19,12 @@ from nanohermes.subagents import (
     make_task_tool,
     parse_definition,
 )
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import ModelNotFound, ToolError
+from nanohermes.core.events import ToolFinished
+from nanohermes.core.types import ChatResult, ToolCall
+from nanohermes.memory import BLOCK_START, MemoryStore, set_block
 from nanohermes.tools.runner import ToolRunner
-from nanohermes.types import ChatResult, ToolCall
 
 REPO_AGENTS = Path(__file__).resolve().parents[2] / "config" / "agents"
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from memory_helpers import CHILD_WRITER, LOOP_WRITER
 
-from nanohermes.errors import StoreError
+from nanohermes.core.errors import StoreError
 from nanohermes.memory import MemoryStore
 from nanohermes.memory.memfile import MemoryFile
 from nanohermes.memory.snapshot import Snapshot

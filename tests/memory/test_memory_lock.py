@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock, Timeout
 
-from nanohermes.errors import StoreError
+from nanohermes.core.errors import StoreError
 from nanohermes.memory import MemoryStore, locking
 from nanohermes.memory.locking import PathLock
 

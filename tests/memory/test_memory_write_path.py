@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.fileio import atomic_write
+from nanohermes.core.fileio import atomic_write
 from nanohermes.memory import MemoryStore, layout, snapshot
 from nanohermes.memory import derived as derived_module
 from nanohermes.memory.constants import DUPLICATE_MIN_WEIGHT

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nanohermes.types import Message
+from nanohermes.core.types import Message
 from nanohermes.ui.resume import exchange_lines, recent_exchanges
 
 

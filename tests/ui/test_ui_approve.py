@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pytest
 from ui_fakes import plain_console
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled
-from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled
+from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.ui.approve import PendingApproval, TerminalApprover
 
 EDIT = ApprovalRequest("edit_file", "edit src/a.py", "--- a/src/a.py\n+++ b/src/a.py\n-old\n+new\n")

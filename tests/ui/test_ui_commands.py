@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from ui_fakes import SPEC_COMMANDS, FakeEntry, FakeRuntime, FakeStore, fake_runtime, plain_console
 
-from nanohermes.cancel import CancelToken
-from nanohermes.compaction import total_chars
-from nanohermes.session import SessionData, SessionFile
-from nanohermes.ui.commands import COMMANDS, CommandContext, dispatch, is_command, resume_hint
+from nanohermes.agent.compaction import total_chars
+from nanohermes.core.cancel import CancelToken
+from nanohermes.sessions.store import SessionData, SessionFile
+from nanohermes.ui.command_context import CommandContext
+from nanohermes.ui.commands import COMMANDS, dispatch, is_command, resume_hint
 from nanohermes.ui.render import Renderer
 from nanohermes.ui.turn import EventSource
 

@@ -13,9 +13,9 @@ import pytest
 from test_ui_commands import Harness
 from ui_fakes import plain_console
 
+from nanohermes.config.options import MemoryArgs
+from nanohermes.config.settings import Settings, load_settings
 from nanohermes.memory import MemoryStore
-from nanohermes.options import MemoryArgs
-from nanohermes.settings import Settings, load_settings
 from nanohermes.ui.memory_cmd import run_memory_command
 from nanohermes.ui.memory_transfer import MAX_IMPORT_BYTES
 

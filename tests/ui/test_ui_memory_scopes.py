@@ -8,7 +8,7 @@ from pathlib import Path
 from test_ui_commands import Harness
 from ui_fakes import FakeStore, plain_console
 
-from nanohermes.events import MemoryRecalled, RecalledMemory
+from nanohermes.core.events import MemoryRecalled, RecalledMemory
 from nanohermes.memory import MemoryStore
 from nanohermes.ui.render import Renderer
 
@@ -71,8 +71,8 @@ def _written_by_an_older_version(home: Path, text: str, **fields: str) -> Path:
 def test_memory_command_shows_escape_sequences_in_a_memory_instead_of_obeying_them(
     tmp_path: Path, isolated_home: Path
 ) -> None:
-    from nanohermes.options import MemoryArgs
-    from nanohermes.settings import Settings
+    from nanohermes.config.options import MemoryArgs
+    from nanohermes.config.settings import Settings
     from nanohermes.ui.memory_cmd import run_memory_command
 
     text = "build with make \x1b[2K\x1b]52;c;ZXZpbA==\x1b\\ release"

@@ -14,8 +14,8 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from ui_fakes import FakeRuntime, fake_runtime, plain_console
 
-from nanohermes.errors import SessionError
-from nanohermes.events import Note
+from nanohermes.core.errors import SessionError
+from nanohermes.core.events import Note
 from nanohermes.ui.loader import RuntimeLoader
 from nanohermes.ui.repl import Repl
 from nanohermes.ui.seams import ResumePreview, RuntimeLike

@@ -11,12 +11,12 @@ from typing import Any
 
 from rich.console import Console
 
-from nanohermes.cancel import CancelToken
 from nanohermes.checkpoints import Checkpoints
-from nanohermes.events import Compacted, Event, Note, RecalledMemory, TextDelta, TurnFinished
-from nanohermes.settings import Settings, load_settings
+from nanohermes.config.settings import Settings, load_settings
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.events import Compacted, Event, Note, RecalledMemory, TextDelta, TurnFinished
+from nanohermes.core.types import Message, Usage
 from nanohermes.tools.sandbox import Sandbox
-from nanohermes.types import Message, Usage
 from nanohermes.ui.seams import McpLike, MemoryStoreLike
 
 SPEC_COMMANDS = (
