@@ -275,32 +275,6 @@ def describe_problem(server: str, error: Mapping[str, Any]) -> str:
     return f"MCP server {server!r}: invalid value{shown} for {'.'.join(loc)}: {message}"
 
 
-def toml_line(text: str, server: str, key: str | None) -> str:
-    """`, line N` of a server's `key = …` line (or its table header) in a TOML config, or ""."""
-    lines = text.splitlines()
-    header = re.compile(
-        r"^\s*\[\s*(?:nanohermes\s*\.\s*)?mcp_servers\s*\.\s*(?:\""
-        + re.escape(server)
-        + r"\"|'"
-        + re.escape(server)
-        + r"'|"
-        + re.escape(server)
-        + r")\s*\]"
-    )
-    for number, line in enumerate(lines):
-        if header.match(line):
-            for offset, body in enumerate(lines[number + 1 :], start=number + 1):
-                if body.lstrip().startswith("["):
-                    break
-                if key and re.match(rf"^\s*{re.escape(key)}\s*=", body):
-                    return f", line {offset + 1}"
-            return f", line {number + 1}"
-    for number, line in enumerate(lines):  # inline tables: mcp_servers = { NAME = {...} } and friends
-        if re.match(rf"^\s*(\"{re.escape(server)}\"|{re.escape(server)})\s*=", line):
-            return f", line {number + 1}"
-    return ""
-
-
 # -- the form an ACP client sends in session/new ------------------------------------------------------
 
 
