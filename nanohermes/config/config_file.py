@@ -17,7 +17,7 @@ from nanohermes.core.errors import ConfigError
 from nanohermes.core.fileio import read_small_text
 
 CONFIG_MAX_BYTES = 1_000_000
-"""A config file is a few hundred bytes; past this it is not one (and would be read whole)."""
+"""A config file is a few kilobytes; past this it is not one (and would be read whole)."""
 TABLE = "nanohermes"
 """The settings may sit under a `[nanohermes]` table, beside or instead of the top level."""
 _KEY = r"""(?:"[^"\n]*"|'[^'\n]*'|[A-Za-z0-9_-]+)"""
@@ -25,6 +25,30 @@ _DOTTED = rf"{_KEY}(?:\s*\.\s*{_KEY})*"
 _HEADER = re.compile(rf"^\s*\[\[?\s*({_DOTTED})\s*\]")
 _ASSIGNMENT = re.compile(rf"^\s*({_DOTTED})\s*=")
 _PART = re.compile(r""""([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+)""")
+
+
+def read_text(path: Path, what: str, flag: str, *, required: bool = True) -> str:
+    """The text of the `what` at `path` ("" when it is missing and not `required`: no settings).
+    A link to a missing file is an error either way: the settings meant are not read."""
+    try:
+        return read_small_text(path, CONFIG_MAX_BYTES).removeprefix("\ufeff")  # Notepad's BOM
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise ConfigError(
+                f"{what} {path} links to a file that does not exist", "fix or remove the link"
+            ) from None
+        if required:
+            raise ConfigError(f"{what} {path} does not exist", f"check the {flag} path") from None
+        return ""
+    except UnicodeDecodeError as err:
+        line = err.object[: err.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{what} {path} is not UTF-8 text (line {line}: byte 0x{err.object[err.start]:02x})",
+            "save it as UTF-8",
+        ) from None
+    except OSError as err:
+        reason = err.strerror or str(err)
+        raise ConfigError(f"cannot read {what} {path}: {reason}", "fix or remove the file") from None
 
 
 class ConfigFile(TomlConfigSettingsSource):
@@ -41,26 +65,7 @@ class ConfigFile(TomlConfigSettingsSource):
         return self._read_file(self.path)
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
-        path = self.path
-        try:
-            self.text = read_small_text(path, CONFIG_MAX_BYTES).removeprefix("\ufeff")  # Notepad's BOM
-        except FileNotFoundError:
-            if path.is_symlink():
-                raise ConfigError(
-                    f"config file {path} links to a file that does not exist", "fix or remove the link"
-                ) from None
-            if self.required:
-                raise ConfigError(f"config file {path} does not exist", "check the --config path") from None
-            return {}
-        except UnicodeDecodeError as err:
-            line = err.object[: err.start].count(b"\n") + 1
-            raise ConfigError(
-                f"config file {path} is not UTF-8 text (line {line}: byte 0x{err.object[err.start]:02x})",
-                "save it as UTF-8",
-            ) from None
-        except OSError as err:
-            reason = err.strerror or str(err)
-            raise ConfigError(f"cannot read config file {path}: {reason}", "fix or remove the file") from None
+        self.text = read_text(self.path, "config file", "--config", required=self.required)
         return self._settings(self._parsed())
 
     def _parsed(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ errors the way nanohermes' messages always have ("must be a whole number"); `sho
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -147,15 +148,17 @@ def _host_problem(host: str) -> str | None:
     return None
 
 
-def _refuse_flag(message: str) -> BeforeValidator:
-    """pydantic reads `true` as 1; a flag given as a number is a mistake, not a 1."""
+def _whole(value: Any) -> Any:
+    """pydantic reads `true` as 1, and says "finite number" of `inf`: neither is a whole number."""
+    if isinstance(value, bool) or (isinstance(value, float) and not math.isfinite(value)):
+        raise ValueError("must be a whole number")
+    return value
 
-    def check(value: Any) -> Any:
-        if isinstance(value, bool):
-            raise ValueError(message)
-        return value
 
-    return BeforeValidator(check)
+def _seconds(value: Any) -> Any:
+    if isinstance(value, bool):  # pydantic reads `true` as 1.0
+        raise ValueError("must be a number of seconds")
+    return value
 
 
 def _folder(value: Any) -> Any:
@@ -176,8 +179,8 @@ def _servers(value: Any) -> Any:
 Name = Annotated[str | None, BeforeValidator(optional_name)]
 ApiKey = Annotated[SecretStr | None, BeforeValidator(_api_key)]
 BaseUrl = Annotated[str, AfterValidator(_base_url)]
-Whole = Annotated[int, _refuse_flag("must be a whole number")]
+Whole = Annotated[int, BeforeValidator(_whole)]
 # the constraints before the validator: pydantic then checks NaN before "greater than 0"
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False), _refuse_flag("must be a number of seconds")]
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False), BeforeValidator(_seconds)]
 Folder = Annotated[Path, BeforeValidator(_folder)]
 McpServers = Annotated[dict[str, McpServerConfig], BeforeValidator(_servers)]
