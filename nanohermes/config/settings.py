@@ -143,15 +143,6 @@ def _variables(environ: Mapping[str, str], names: Mapping[str, str]) -> _Layer:
     return _Layer({field: environ[name] for field, name in names.items() if environ.get(name)}, names)
 
 
-def home_dir(environ: Mapping[str, str]) -> Path:
-    home = environ.get("HOME") or environ.get("USERPROFILE")
-    return Path(home) if home else Path.home()
-
-
-def default_config_path(environ: Mapping[str, str]) -> Path:
-    return home_dir(environ) / ".nanohermes" / "config.toml"
-
-
 def load_settings(
     cli: Mapping[str, Any] | None = None,
     *,
@@ -166,8 +157,9 @@ def load_settings(
     files, whose servers join the config file's (a JSON server replaces a TOML one of the same name).
     """
     environ = os.environ if environ is None else environ
+    home = Path(environ.get("HOME") or environ.get("USERPROFILE") or Path.home())
     flags = {key: value for key, value in (cli or {}).items() if value is not None}
-    path = config_file if config_file is not None else default_config_path(environ)
+    path = config_file if config_file is not None else home / ".nanohermes" / "config.toml"
     file = ConfigFile(Settings, path, required=config_file is not None)
     layers = (
         _variables(environ, {name: ENV_PREFIX + name.upper() for name in SETTING_NAMES}),
@@ -188,7 +180,6 @@ def load_settings(
     problem = check_server_names(list(servers))
     if problem:
         raise ConfigError(f"invalid value for --mcp-config: {problem}")
-    home = home_dir(environ)
     changes: dict[str, Any] = {name: _expand_user(getattr(settings, name), home) for name in FOLDERS}
     changes["mcp_servers"] = {
         name: server.model_copy(update={"cwd": _expand_user(server.cwd, home)})
@@ -235,7 +226,5 @@ def _problem(error: ErrorDetails, origin: str) -> str:
 
 
 def _expand_user(path: Path, home: Path) -> Path:
-    text = str(path)
-    if text == "~" or text.startswith("~/"):
-        return home / text[2:] if len(text) > 1 else home
-    return path
+    """`~` and `~/…` against the given environment's home (not the process's, as `expanduser` would)."""
+    return home.joinpath(*path.parts[1:]) if path.parts[:1] == ("~",) else path

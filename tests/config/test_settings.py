@@ -284,8 +284,9 @@ def test_each_bad_value_is_one_line_naming_its_layer(
     assert "123456789" not in err.value.one_line()
 
 
-def test_settings_are_pydantic_settings_that_help_and_version_do_not_load() -> None:
-    """SPEC §0 names pydantic-settings; `--help` and `--version` answer without importing it."""
+def test_settings_are_pydantic_settings_that_help_does_not_load() -> None:
+    """SPEC §0 names pydantic-settings; `--help` answers without importing it (as `--version` does:
+    tests/test_layering.py)."""
     from pydantic_settings import BaseSettings
 
     from nanohermes.config.settings import Settings
