@@ -37,7 +37,6 @@ _REASONS = {
     **dict.fromkeys(("bool_type", "bool_parsing"), "must be true or false"),
     "string_type": "must be a string",
     "path_type": "must be a path",
-    "dict_type": TABLE_REASON,
     "greater_than": "must be greater than {gt}",
     "greater_than_equal": "must be at least {ge}",
     "less_than_equal": "must be at most {le}",
