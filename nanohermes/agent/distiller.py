@@ -45,7 +45,7 @@ class Distiller:
     def start(self, excerpt: list[Message], *, had_tools: bool) -> None:
         """Distil `excerpt` (the turn, from its user message) when the turn is worth it."""
         first = excerpt[0] if excerpt else None
-        if first is None or not worth_distilling(str(first.get("content") or ""), had_tools):
+        if first is None or not worth_distilling(message_text(first), had_tools):
             return
         thread = threading.Thread(target=self._run, args=(excerpt,), name="nanohermes-distill", daemon=True)
         with self._lock:

@@ -18,7 +18,7 @@ write without a change).
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,7 +53,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.protocols import ChatModel, TurnChanges, TurnRecorder
-from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage
+from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shown_images, with_images
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import (
     recall_for_turn,
@@ -88,8 +88,12 @@ class Agent:
         workspace: str = "",
         secrets: tuple[str, ...] = (),
         checkpoints: TurnRecorder | None = None,
+        attach_images: Callable[[str], tuple[list[str], list[str]]] | None = None,
     ) -> None:
+        """`attach_images`: the images a user message names (`@shot.png`) as data URLs, and a
+        note for each one not sent."""
         self._model, self._tools, self._config = model, tools, config
+        self._attach_images = attach_images
         self._checkpoints = checkpoints
         self._model_name = config.model
         self._store, self._session, self._secrets = store, session, secrets
@@ -187,7 +191,10 @@ class Agent:
     def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """One user turn (SPEC §4.1). Ends with exactly one TurnFinished."""
         cancel = cancel or CancelToken()
-        turn = Turn({"role": "user", "content": self._with_undo_notes(user_content)})
+        images, refused = self._attach_images(user_content) if self._attach_images else ([], [])
+        for text in refused:
+            yield Note(text, "warning")
+        turn = Turn({"role": "user", "content": with_images(self._with_undo_notes(user_content), images)})
         self._turn = turn
         if self._checkpoints is not None:
             self._checkpoints.begin_turn(user_content)
@@ -297,6 +304,7 @@ class Agent:
                 got = results[index] if index < len(results) else None
                 result = got or ToolResult(call.id, call.name, INTERRUPTED, ok=False)
                 self.messages.append({**result.to_message(), "tool_call_id": call.id})
+            self.messages.extend(shown_images(results))
 
     def _interrupt(self, turn: Turn) -> None:
         """Keep a partially streamed reply, marked, when the turn was cut during the stream."""

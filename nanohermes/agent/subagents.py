@@ -35,7 +35,7 @@ from nanohermes.core.errors import INTERRUPTED, ContextOverflow, LLMError, ToolE
 from nanohermes.core.events import ToolFinished
 from nanohermes.core.fileio import read_small_text
 from nanohermes.core.protocols import ChatModel, ToolExecutor
-from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shorten
+from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shorten, shown_images
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import set_block
 from nanohermes.tools.base import Tool
@@ -244,7 +244,8 @@ class SubAgentRunner:
             messages.append(result.to_message())
             if not calls:
                 return _final_answer(definition, result)
-            messages.extend(r.to_message() for r in self._run_calls(definition, calls, allowed, cancel))
+            results = self._run_calls(definition, calls, allowed, cancel)
+            messages.extend([*(r.to_message() for r in results), *shown_images(results)])
         raise ToolError(
             f"sub-agent '{definition.name}' stopped after {self._max_iterations} model calls "
             "without a final answer"

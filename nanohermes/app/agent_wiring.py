@@ -70,6 +70,8 @@ def build_agent(
     from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.loop import Agent
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
+    from nanohermes.tools.extra import extra_tools
+    from nanohermes.tools.images import attached_images
     from nanohermes.tools.runner import ToolRunner
 
     checkpoints = _checkpoints(settings, workspace, session.path)
@@ -84,6 +86,8 @@ def build_agent(
         checkpoints=checkpoints,
         files=files,
     )
+    for tool in extra_tools(settings, workspace):
+        runner.register(tool)
     secret = settings.api_key_value()
     agents_md, agents_note = load_agents_md(workspace)
     agent = Agent(
@@ -97,6 +101,7 @@ def build_agent(
         workspace=str(workspace),
         secrets=(secret,) if secret else (),
         checkpoints=checkpoints,
+        attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
     )
     if agents_note:
         agent.post_note(Note(agents_note, "warning"))

@@ -76,6 +76,8 @@ class Settings(BaseSettings):
     checkpoints: bool = True
     sandbox: SandboxMode = "auto"
     sandbox_network: bool = False
+    web_fetch_private: bool = False
+    model_vision: bool = False
     mcp_servers: McpServers = Field(default_factory=dict)
 
     @classmethod

@@ -78,9 +78,37 @@ class ToolResult:
     name: str
     content: str
     ok: bool = True
+    images: tuple[str, ...] = ()
+    """Data URLs of the images the call showed (view_image): see `shown_images`."""
 
     def to_message(self) -> Message:
         return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a tool returns to show the model images (data URLs) besides its text."""
+
+    text: str
+    images: tuple[str, ...]
+
+
+IMAGES_SHOWN = "[the images view_image opened]"
+
+
+def with_images(text: str, images: list[str] | tuple[str, ...]) -> str | list[dict[str, Any]]:
+    """A user message's content: `text`, then OpenAI `image_url` parts when there are images."""
+    if not images:
+        return text
+    parts = [{"type": "image_url", "image_url": {"url": url}} for url in images]
+    return [{"type": "text", "text": text}, *parts]
+
+
+def shown_images(results: list[ToolResult]) -> list[Message]:
+    """The user message that carries the images of a batch's results (none without images): a tool
+    message holds only text."""
+    images = [url for result in results for url in result.images]
+    return [{"role": "user", "content": with_images(IMAGES_SHOWN, images)}] if images else []
 
 
 CHARS_PER_TOKEN = 4

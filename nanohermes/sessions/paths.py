@@ -94,7 +94,7 @@ def latest_session(sessions_dir: Path, workspace: Path | None = None) -> Path | 
     """The most recently updated session file (by modification time) — of `workspace` when given
     (an unreadable file belongs to none) — or None."""
     for path, _ in recent_session_files(sessions_dir):
-        if workspace is None or _same_place(session_workspace(path), workspace):
+        if workspace is None or same_place(session_workspace(path), workspace):
             return path
     return None
 
@@ -112,7 +112,7 @@ def session_workspace(path: Path) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _same_place(recorded: str, workspace: Path) -> bool:
+def same_place(recorded: str, workspace: Path) -> bool:
     if not recorded:
         return False
     try:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import JSON_ERRORS, ToolError, json_problem
-from nanohermes.core.types import shorten
+from nanohermes.core.types import Shown, shorten
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -59,7 +59,7 @@ class Tool:
     name: str
     description: str
     parameters: dict[str, Any]
-    func: Callable[..., str]
+    func: Callable[..., str | Shown]
     mutating: bool = False
     path_arg: str | None = None
     summary_arg: str | None = None
@@ -127,7 +127,7 @@ def _names(names: list[str]) -> str:
 
 
 def tool_from_function(
-    func: Callable[..., str],
+    func: Callable[..., str | Shown],
     *,
     mutating: bool = False,
     name: str | None = None,

@@ -2,7 +2,7 @@
 
     pool = LazyPool(workers)            # worker threads, made only when a call needs one
     future = start_remote(call, tool, args, limit)   # a `Tool.start` call: no worker waits on it
-    content, ok = invoke(tool, kwargs)  # a call in a worker; every failure is an `ERROR: …` content
+    content, ok, images = invoke(tool, kwargs)  # a call in a worker; every failure is an `ERROR: …` content
 
 Results are capped at `tool_output_chars` (`cap_output`) and summed up for ToolFinished
 (`finish_summary`). Nothing here raises for a tool's failure.
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nanohermes.core.errors import INTERRUPTED, Cancelled, NanoHermesError
-from nanohermes.core.types import ToolCall, ToolResult, shorten
+from nanohermes.core.types import Shown, ToolCall, ToolResult, shorten
 from nanohermes.tools.base import Tool
 
 
@@ -31,16 +31,17 @@ def cap_output(text: str, limit: int) -> str:
     return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[len(text) - tail :]}"
 
 
-def make_result(call: ToolCall, content: str, ok: bool = True) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, content=content, ok=ok)
+def make_result(call: ToolCall, content: str, ok: bool = True, images: tuple[str, ...] = ()) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, content=content, ok=ok, images=images)
 
 
-def invoke(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, bool]:
-    """(content, ok) of one blocking call; every failure is an `ERROR: …` content."""
+def invoke(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, bool, tuple[str, ...]]:
+    """(content, ok, images) of one blocking call; every failure is an `ERROR: …` content."""
     try:
-        return str(tool.func(**kwargs)), True
+        value = tool.func(**kwargs)
     except Exception as err:  # a bug in a tool must not end the turn either: it is reported
-        return failure(tool, err), False
+        return failure(tool, err), False, ()
+    return (value.text, True, value.images) if isinstance(value, Shown) else (str(value), True, ())
 
 
 def failure(tool: Tool, err: BaseException) -> str:

@@ -273,8 +273,8 @@ class ToolRunner:
             kwargs[tool.cancel_arg] = cancel
         if not self._checkpointed(prepared, cancel):
             return make_result(call, INTERRUPTED, ok=False)
-        content, ok = invoke(tool, kwargs)
-        return make_result(call, cap_output(content, self.max_chars), ok)
+        content, ok, images = invoke(tool, kwargs)
+        return make_result(call, cap_output(content, self.max_chars), ok, images)
 
     def _checkpointed(self, prepared: _Prepared, cancel: CancelToken) -> bool:
         """Take the checkpoint a writing call needs first (never raises; the first one snapshots).

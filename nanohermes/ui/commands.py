@@ -130,6 +130,9 @@ def cmd_session(ctx: CommandContext, arg: str) -> None:
 
 
 def cmd_sessions(ctx: CommandContext, arg: str) -> None:
+    if arg.strip():
+        _search_sessions(ctx, arg)
+        return
     sessions_dir = ctx.runtime.settings.sessions_dir
     files = recent_session_files(sessions_dir)
     if not files:
@@ -146,6 +149,18 @@ def cmd_sessions(ctx: CommandContext, arg: str) -> None:
         )
     if len(files) > SESSIONS_SHOWN:
         ctx.say(f"… and {len(files) - SESSIONS_SHOWN} older ones in {sessions_dir}", "dim")
+
+
+def _search_sessions(ctx: CommandContext, arg: str) -> None:
+    """/sessions search Q: the earlier exchanges of this workspace that best match Q."""
+    verb, _, query = arg.strip().partition(" ")
+    if verb != "search" or not query.strip():
+        ctx.fail(f"usage: /sessions [search QUERY], not /sessions {echoed(arg)}")
+        return
+    from nanohermes.sessions.search import format_hits, search_sessions
+
+    hits, notes = search_sessions(ctx.runtime.settings.sessions_dir, Path.cwd(), query)
+    ctx.say(format_hits(hits, notes, query))
 
 
 def _age(seconds: float) -> str:
@@ -238,7 +253,9 @@ COMMANDS: dict[str, Command] = {
         cmd_memory,
     ),
     "/session": Command("/session", "this session's file, size and how to resume it", cmd_session),
-    "/sessions": Command("/sessions", "recent sessions and how to resume them", cmd_sessions),
+    "/sessions": Command(
+        "/sessions [search Q]", "recent sessions and how to resume them; search: past exchanges", cmd_sessions
+    ),
     "/model": Command("/model [NAME]", "show or switch the model", cmd_model),
     "/permission": Command("/permission [MODE]", "show or set read-only | ask | auto", cmd_permission),
     "/tokens": Command("/tokens", "tokens used so far and context fill", cmd_tokens),

@@ -99,6 +99,7 @@ class Repl:
             "/permission": PERMISSION_MODES,
             "/memory": ("list", "search", "forget", "stats"),
             "/diff": ("all",),
+            "/sessions": ("search",),
         }
         completer = ReplCompleter(COMMANDS, arguments, root=Path.cwd())
         self._exit_window = ExitWindow()

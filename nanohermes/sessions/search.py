@@ -1,0 +1,107 @@
+"""Search of earlier conversations of a workspace (`session_search`, `/sessions search Q`).
+
+Every session file of the workspace, its archive included, is cut into exchanges (a user message and
+the answer it got); BM25 over their text, with the memory analyzer (stems, stop words, CJK bigrams),
+ranks them. A file that cannot be read is skipped with a note; other workspaces' files are not read
+past their header.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from nanohermes.core.errors import SessionError
+from nanohermes.core.types import IMAGES_SHOWN, Message, message_text, shorten
+from nanohermes.memory import K1, B, analyze
+from nanohermes.sessions.paths import recent_session_files, same_place
+from nanohermes.sessions.store import SessionFile, read_header
+
+HITS_SHOWN = 5
+QUESTION_CHARS = 300
+ANSWER_CHARS = 600
+
+
+@dataclass(frozen=True)
+class Hit:
+    session: str
+    date: str
+    question: str
+    answer: str
+    score: float
+
+
+def search_sessions(
+    sessions_dir: Path, workspace: Path, query: str, limit: int = HITS_SHOWN
+) -> tuple[list[Hit], list[str]]:
+    """The best `limit` exchanges for `query`, best first, and a note for each file skipped."""
+    found, notes = _workspace_exchanges(sessions_dir, workspace)
+    documents = [analyze(f"{hit.question}\n{hit.answer}") for hit in found]
+    scores = _bm25(documents, set(analyze(query, query=True)))
+    ranked = sorted(zip(scores, found, strict=True), key=lambda pair: pair[0], reverse=True)
+    return [replace(hit, score=score) for score, hit in ranked[:limit] if score > 0], notes
+
+
+def _workspace_exchanges(sessions_dir: Path, workspace: Path) -> tuple[list[Hit], list[str]]:
+    """Every exchange of the workspace's sessions (newest session first), unscored, and the notes."""
+    found: list[Hit] = []
+    notes: list[str] = []
+    for path, _ in recent_session_files(sessions_dir):
+        header = read_header(path)
+        if header is not None and not same_place(str(header.get("workspace") or ""), workspace):
+            continue  # another workspace's: not read past its header
+        file = SessionFile(path)
+        try:
+            data = file.load()
+            if not same_place(data.workspace, workspace):
+                continue
+            older = file.load_archive() if data.archived else data.archive
+        except SessionError as err:
+            notes.append(f"skipped: {err}")
+            continue
+        date = data.updated[:16].replace("T", " ")
+        for question, answer in _exchanges([*older, *data.messages]):
+            found.append(Hit(path.stem, date, question, answer, 0.0))
+    return found, notes
+
+
+def _exchanges(messages: list[Message]) -> list[tuple[str, str]]:
+    """(user message, the last answer text it got) pairs."""
+    exchanges: list[tuple[str, str]] = []
+    for message in messages:
+        text = message_text(message).strip()
+        if message.get("role") == "user" and text != IMAGES_SHOWN:
+            exchanges.append((text, ""))
+        elif message.get("role") == "assistant" and text and exchanges:
+            exchanges[-1] = (exchanges[-1][0], text)
+    return exchanges
+
+
+def _bm25(documents: list[list[str]], wanted: set[str]) -> list[float]:
+    if not documents:
+        return []
+    average = sum(map(len, documents)) / len(documents) or 1.0
+    frequency = Counter(term for terms in documents for term in set(terms) & wanted)
+    idf = {term: math.log(1 + (len(documents) - n + 0.5) / (n + 0.5)) for term, n in frequency.items()}
+    scores: list[float] = []
+    for terms in documents:
+        counts = Counter(term for term in terms if term in idf)
+        norm = K1 * (1 - B + B * len(terms) / average)
+        scores.append(sum(idf[t] * c * (K1 + 1) / (c + norm) for t, c in counts.items()))
+    return scores
+
+
+def format_hits(hits: list[Hit], notes: list[str], query: str) -> str:
+    """The search's answer: each hit as `session · date`, the question and the answer, cut short."""
+    lines = [*notes]
+    for hit in hits:
+        lines += [
+            f"{hit.session} · {hit.date}",
+            f"  you: {shorten(hit.question, QUESTION_CHARS)}",
+            f"  answer: {shorten(hit.answer, ANSWER_CHARS) or '(none)'}",
+        ]
+    if not hits:
+        lines.append(f"no earlier conversation of this workspace matches {shorten(query, 80)!r}")
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""Images for a model that can see (`model_vision`): `@shot.png` in a user message and the
+`view_image` tool send the file as an OpenAI `image_url` part (a base64 data URL).
+
+Both read only workspace files (as the file tools do), at most IMAGE_MAX_BYTES, whose first bytes
+say PNG, JPEG, GIF or WebP (the name alone proves nothing).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+from nanohermes.core.errors import ToolError
+from nanohermes.core.types import Shown
+from nanohermes.tools.base import CallContext, Tool, tool_from_function
+from nanohermes.tools.paths import Workspace
+
+IMAGE_MAX_BYTES = 5 * 1024 * 1024
+SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+NO_VISION = "the model is not set up to see images (model_vision = false)"
+_TRAILING = ".,;:!?)]}'\""
+
+
+def image_kind(head: bytes) -> str | None:
+    """`png`, `jpeg`, `gif` or `webp` from a file's first 12 bytes, else None."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    return None
+
+
+def load_image(workspace: Workspace, path: str, granted: frozenset[Path] = frozenset()) -> str:
+    """The image at `path` as a data URL. Raises ToolError (one line) when it is not one to send."""
+    fd = workspace.open_file(workspace.resolve(path, granted), os.O_RDONLY)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > IMAGE_MAX_BYTES:
+            raise ToolError(f"{path} is {size / 2**20:.1f} MB, over the {IMAGE_MAX_BYTES // 2**20} MB limit")
+        data = handle.read(IMAGE_MAX_BYTES + 1)
+    kind = image_kind(data[:12])
+    if kind is None or len(data) > IMAGE_MAX_BYTES:
+        raise ToolError(f"{path} is not a PNG, JPEG, GIF or WebP image")
+    return f"data:image/{kind};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def attached_images(text: str, workspace: Path, vision: bool) -> tuple[list[str], list[str]]:
+    """The images `@path` words of a user message name (data URLs), and one note for each that is
+    not sent (the message goes without it)."""
+    images: list[str] = []
+    notes: list[str] = []
+    named = dict.fromkeys(word[1:].rstrip(_TRAILING) for word in text.split() if word.startswith("@"))
+    for path in (p for p in named if p.lower().endswith(SUFFIXES)):
+        try:
+            if not vision:
+                raise ToolError(NO_VISION)
+            images.append(load_image(Workspace(workspace), path))
+        except ToolError as err:
+            notes.append(f"@{path} not sent: {err}")
+    return images, notes
+
+
+def view_image_tool(workspace: Path, vision: bool) -> Tool:
+    root = Workspace(workspace)
+
+    def view_image(path: str, ctx: CallContext) -> Shown:
+        """Look at a png, jpeg, gif or webp image in the workspace."""
+        if not vision:
+            raise ToolError(NO_VISION)
+        return Shown(f"{path}: the image follows", (load_image(root, path, ctx.granted),))
+
+    return tool_from_function(view_image, path_arg="path")
