@@ -69,17 +69,20 @@ def _check_target(url: str, private: bool) -> None:
         raise ToolError(f"the URL names no host: {url}")
     if private:
         return
-    try:
-        infos = socket.getaddrinfo(parsed.host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as err:
-        raise ToolError(f"cannot resolve {parsed.host}: {getattr(err, 'strerror', None) or err}") from None
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-            address = address.ipv4_mapped
+    for address in _addresses(parsed.host):
         if not address.is_global or address.is_multicast:
             where = f"{parsed.host} is a private address ({address})"
             raise ToolError(f"{where}; refused (set web_fetch_private = true to allow)")
+
+
+def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """Every address `host` resolves to, an IPv4-mapped IPv6 one as its IPv4 address."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as err:
+        raise ToolError(f"cannot resolve {host}: {getattr(err, 'strerror', None) or err}") from None
+    addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    return [a.ipv4_mapped if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped else a for a in addresses]
 
 
 def _page(response: httpx.Response, max_chars: int, deadline: float, cancel: CancelToken) -> str:

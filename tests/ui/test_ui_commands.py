@@ -183,6 +183,29 @@ def test_sessions_shows_each_sessions_first_message(tmp_path: Path) -> None:
     assert "nanohermes --session work" in line
 
 
+def test_sessions_search_shows_the_matching_exchanges_of_this_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    h = Harness()
+    sessions = h.runtime.settings.sessions_dir
+    data = SessionData(workspace=str(tmp_path))
+    data.messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "which database for the cache?"},
+        {"role": "assistant", "content": "We chose Postgres."},
+    ]
+    SessionFile(sessions / "monday.json").save(data)
+    (sessions / "broken.json").write_text("{")
+    lines = h.run("/sessions search cache database").splitlines()
+    assert lines[0].startswith("skipped: session file ")  # one line, folded at the console's width
+    assert lines[-3].startswith("monday · ")
+    assert lines[-2:] == ["  you: which database for the cache?", "  answer: We chose Postgres."]
+    assert "no earlier conversation of this workspace matches 'zebra'" in h.run("/sessions search zebra")
+    for wrong in ("/sessions serch cache", "/sessions search"):
+        assert h.run(wrong).startswith("usage: /sessions [search QUERY], not /sessions ")
+
+
 @pytest.mark.parametrize(
     ("path", "expected"),
     [

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from cli_process import run_nanohermes
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 from ui_fakes import SPEC_COMMANDS
@@ -338,3 +339,28 @@ def test_resuming_a_broken_or_busy_session_is_one_line_before_any_prompt(
         assert PROMPT not in busy
     finally:
         first.close()
+
+
+def test_sessions_search_and_an_image_in_a_repl_message(
+    fake_server: FakeServer, workspace: Path, launch: Launch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_server.push_text("We chose Postgres.")
+    earlier = run_nanohermes(fake_server, workspace, "--no-memory", "--session", "monday", "-p", "which db?")
+    assert earlier.returncode == 0, earlier.stderr
+    (workspace / "shot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    monkeypatch.setenv("NANOHERMES_MODEL_VISION", "true")
+    term = launch("--no-memory")
+    term.send("/sessions search which db\r")
+    found = term.expect("answer: We chose Postgres.")
+    assert "monday · " in found
+    assert "you: which db?" in found
+    term.prompt()
+    fake_server.push_text("A black square.")
+    term.send("what is in @shot.png?\r")
+    term.expect("A black square.")
+    term.prompt()
+    content = fake_server.bodies[-1]["messages"][-1]["content"]
+    assert [part["type"] for part in content] == ["text", "image_url"]
+    assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    term.send("/exit\r")
+    assert term.exit_code() == 0
