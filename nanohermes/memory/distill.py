@@ -16,9 +16,8 @@ from nanohermes.errors import JSON_ERRORS, MemoryRejected
 from nanohermes.memory.constants import EXCERPT_CHARS, EXCERPT_MESSAGE_CHARS, MAX_KEYS
 from nanohermes.memory.entry import clean_keys
 from nanohermes.memory.kinds import Kind
-from nanohermes.memory.scope import parse_scope
 from nanohermes.memory.security import checked_part
-from nanohermes.memory.writing import NewMemory
+from nanohermes.memory.writing import NewMemory, parse_scope
 from nanohermes.types import Message, message_text
 
 if TYPE_CHECKING:

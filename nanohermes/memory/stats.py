@@ -6,7 +6,6 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from nanohermes.memory import index
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.kinds import Kind
 
@@ -22,7 +21,6 @@ class MemoryStats:
     per_source: dict[str, int]
     oldest_ts: int | None
     newest_ts: int | None
-    compiled_scorer: bool = False  # whether searches run _scorer.c (built at install) or pure Python
 
 
 def compute_stats(path: Path, entries: list[Entry], max_entries: int) -> MemoryStats:
@@ -44,5 +42,4 @@ def compute_stats(path: Path, entries: list[Entry], max_entries: int) -> MemoryS
         per_source=dict(sources.most_common()),
         oldest_ts=min(stamps) if stamps else None,
         newest_ts=max(stamps) if stamps else None,
-        compiled_scorer=index.compiled_top_k is not None,
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from nanohermes.errors import StoreError, ToolError
 from nanohermes.memory.kinds import Kind, unknown_kind_message
-from nanohermes.memory.scope import parse_scope
 from nanohermes.memory.security import checked_part
 from nanohermes.memory.store import MIN_ID_PREFIX, MemoryStore
+from nanohermes.memory.writing import parse_scope
 
 MAX_SEARCH_K = 20
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from nanohermes.errors import JSON_ERRORS, MemoryRejected, json_problem
 from nanohermes.memory.entry import Entry, clean_keys
 from nanohermes.memory.kinds import Kind
-from nanohermes.memory.scope import GLOBAL, PROJECT
-from nanohermes.memory.store import MemoryStore, NewMemory
+from nanohermes.memory.store import MemoryStore
+from nanohermes.memory.writing import GLOBAL, PROJECT, NewMemory
 
 TITLE = "# nanohermes memory"
 GLOBAL_HEADING = "## Global"

@@ -1,13 +1,15 @@
-"""What `remember` does to a text before it is stored (SPEC §3.4 step 1 and §6)."""
+"""What `remember` does to a memory before it is stored (SPEC §3.4 step 1, §3.9, §6): the text
+checked, redacted and cut; keys and context cleaned; the scope chosen; a duplicate merged."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nanohermes.errors import MemoryRejected
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
-from nanohermes.memory.entry import clean_keys
+from nanohermes.memory.entry import Entry, clean_keys
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.security import (
     controls_removed,
@@ -18,6 +20,9 @@ from nanohermes.memory.security import (
 )
 from nanohermes.memory.text import cut_text
 from nanohermes.types import valid_text
+
+GLOBAL = "global"
+PROJECT = "project"
 
 
 @dataclass(frozen=True)
@@ -68,3 +73,48 @@ def prepare_context(context: object, secrets: Iterable[str] = ()) -> str:
     cleaned = invisible_removed(controls_removed(valid_text(context)))
     one_line = " ".join(redact(cleaned, tuple(secrets)).split())
     return cut_text(one_line, MAX_CONTEXT).rstrip("…") if one_line else ""
+
+
+def parse_scope(value: object) -> str | None:
+    """ "global" or "project" (case-insensitive), else None."""
+    if isinstance(value, str) and value.strip().lower() in (GLOBAL, PROJECT):
+        return value.strip().lower()
+    return None
+
+
+def target_project(scope: str | None, kind: Kind, project: str | None) -> str | None:
+    """The `project` field a new memory gets in a store opened for `project` (None: global).
+    Without a scope, facts and lessons belong to the project, preferences and corrections are global."""
+    if scope is None:
+        chosen = PROJECT if kind in (Kind.FACT, Kind.LESSON) else GLOBAL
+    else:
+        chosen = parse_scope(scope) or ""
+        if not chosen:
+            raise MemoryRejected(f"unknown scope {scope!r}; use global or project")
+    return project if chosen == PROJECT else None
+
+
+def sees(project: str | None, entry: Entry) -> bool:
+    """Whether a store opened for `project` sees `entry`: global entries and the project's own
+    (a store opened without a project sees every entry)."""
+    return project is None or entry.project is None or entry.project == project
+
+
+def merge(old: Entry, new: Entry, store_project: str | None, secrets: tuple[str, ...]) -> Entry:
+    """`old` refreshed by its duplicate `new`: ts and source refreshed, the longer text, the more
+    protected kind, both texts' keys, the newer context (the older one when the new memory has
+    none). The wider scope wins, and a project memory re-learnt in another project becomes global
+    (it was not project-specific after all). The old entry's id and unknown fields stay."""
+    project = old.project
+    if new.project is None or (store_project is not None and old.project != store_project):
+        project = None
+    return dataclasses.replace(
+        old,
+        kind=new.kind if new.kind.eviction_rank < old.kind.eviction_rank else old.kind,
+        text=new.text if len(new.text) > len(old.text) else old.text,
+        source=new.source,
+        ts=new.ts,
+        keys=prepare_keys(old.keys + new.keys, secrets),
+        context=new.context or old.context,
+        project=project,
+    )
