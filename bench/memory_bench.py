@@ -168,7 +168,7 @@ def bench_size(n: int, n_queries: int, root: Path) -> dict[str, float]:
 
 def libraries(store: MemoryStore, queries: list[str]) -> dict[str, float]:
     """bm25s and rank_bm25 on the same documents (fields flattened, no context) and query terms."""
-    docs = [main_terms(entry) for entry in store.load()]
+    docs = [main_terms(e.kind, e.text, e.keys) for e in store.load()]
     terms = [list(dict.fromkeys(analyze(q, query=True))) for q in queries]
     out: dict[str, float] = {}
     try:

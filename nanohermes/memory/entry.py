@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,25 +114,17 @@ def entry_from(item: object, taken: Container[str]) -> Entry | None:
     if not entry_id.strip() or entry_id in taken:
         entry_id = derive_id(kind, text, taken)
     source, context, project = item.get("source"), item.get("context"), item.get("project")
+    source = valid_text(source) if isinstance(source, str) else ""
+    context = " ".join(valid_text(context).split())[:MAX_CONTEXT] if isinstance(context, str) else ""
+    project = valid_text(project.strip()) if isinstance(project, str) and project.strip() else None
     unknown = {name: value for name, value in item.items() if name not in KNOWN_FIELDS}
-    return Entry(
-        id=entry_id,
-        kind=kind,
-        text=text,
-        source=valid_text(source) if isinstance(source, str) else "",
-        ts=_as_ts(item.get("ts")),
-        keys=clean_keys(item.get("keys")),
-        context=" ".join(valid_text(context).split())[:MAX_CONTEXT] if isinstance(context, str) else "",
-        project=valid_text(project.strip()) if isinstance(project, str) and project.strip() else None,
-        extra=json_text(unknown) if unknown else "",
-    )
+    extra = json_text(unknown) if unknown else ""
+    ts, keys = _as_ts(item.get("ts")), clean_keys(item.get("keys"))
+    return Entry(entry_id, kind, text, source, ts, keys, context, project, extra)
 
 
 def _as_ts(value: object) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
-        return max(int(value), 0)
-    return 0
+    """Unix seconds: 0 for anything but a finite number (a bool is none), or a negative one."""
+    if isinstance(value, float) and math.isfinite(value):
+        value = int(value)
+    return max(value, 0) if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -2,10 +2,9 @@
 
 Each entry is a small document: fields text, keys and the kind's labels (weight 1 each) and context
 (weight CONTEXT_WEIGHT); a field's weight multiplies its term frequencies and its length. The index
-holds per term its postings {order: weighted tf}; adding or removing an entry touches only that
-entry's terms. Orders number the entries in file order (store.py), so they break ties of equal score
-and equal ts. Plain dicts are fast enough: a query's first run at 5,000 memories is well under a
-millisecond or two (bench/memory_bench.py).
+holds per term its postings {order: weighted tf}; adding or removing an entry touches only its
+terms. Orders number the entries in file order (state.py), so they break ties of equal score and
+ts. Plain dicts are fast enough: a query's first run at 5,000 memories takes under a millisecond.
 
 Score: `idf = ln(1 + (N − n + 0.5)/(n + 0.5))`, summed over distinct query terms:
 `idf · f·(K1+1) / (f + K1·(1 − B + B·len/max(avgdl, 1)))`, f and len the weighted sums.
@@ -24,15 +23,13 @@ from nanohermes.memory.entry import Entry
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.text import analyze
 
-_LABEL_TERMS: dict[Kind, list[str]] = {
-    kind: analyze(kind.label("en")) + analyze(kind.label("zh")) + analyze(kind.value) for kind in Kind
-}
+_LABEL_TERMS = {kind: analyze(f"{kind.label('en')} {kind.label('zh')} {kind.value}") for kind in Kind}
 
 
 @dataclass(frozen=True, slots=True)
 class Doc:
-    """An entry's terms: `tf` each term's weighted frequency over the fields; the lengths of the
-    weight-1 fields and of the context (the weighted length is main + CONTEXT_WEIGHT · context)."""
+    """An entry's terms: each term's weighted frequency over the fields, the length of the weight-1
+    fields and of the context."""
 
     tf: dict[str, float]
     main_len: int
@@ -43,28 +40,24 @@ class Doc:
         return self.main_len + CONTEXT_WEIGHT * self.context_len
 
 
-def main_terms(entry: Entry) -> list[str]:
+def main_terms(kind: Kind, text: str, keys: tuple[str, ...]) -> list[str]:
     """The terms of the weight-1 fields: text, keys, the kind's labels (en + zh) and name."""
-    terms = analyze(entry.text)
-    for key in entry.keys:
-        terms.extend(analyze(key))
-    terms.extend(_LABEL_TERMS[entry.kind])
-    return terms
+    return [*analyze(text), *(term for key in keys for term in analyze(key)), *_LABEL_TERMS[kind]]
 
 
-def make_doc(entry: Entry) -> Doc:
-    main = main_terms(entry)
+def make_doc(kind: Kind, text: str, keys: tuple[str, ...], context: str) -> Doc:
+    main = main_terms(kind, text, keys)
     tf: dict[str, float] = dict(Counter(main))
-    context = analyze(entry.context) if entry.context else []
-    for term, count in Counter(context).items():
+    extra = analyze(context) if context else []
+    for term, count in Counter(extra).items():
         tf[term] = tf.get(term, 0) + CONTEXT_WEIGHT * count
-    return Doc(tf, len(main), len(context))
+    return Doc(tf, len(main), len(extra))
 
 
 @dataclass(frozen=True)
 class TermScore:
     """One query term's part in one entry's score. `term` is the analysed (stemmed) term, `words`
-    the query's words it came from; `tf` is the field-weighted frequency (context counts
+    the query's words it came from; `tf` the field-weighted frequency (context counts
     CONTEXT_WEIGHT per occurrence)."""
 
     term: str
@@ -92,30 +85,22 @@ class Explanation:
     n_docs: int
 
 
-def idf(n_docs: int, df: int) -> float:
-    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-
-
 class Index:
     """Postings by order number. Not thread-safe: the store locks."""
 
     def __init__(self) -> None:
         self.docs: dict[int, tuple[Entry, Doc]] = {}
         self.postings: dict[str, dict[int, float]] = {}
-        self._main_total = 0  # integers, so totals kept by updates equal totals summed afresh
-        self._context_total = 0
-        self._contributions: dict[str, dict[int, float]] = {}  # per term, until the next change
-
-    def __len__(self) -> int:
-        return len(self.docs)
-
-    def __contains__(self, order: int) -> bool:
-        return order in self.docs
+        self._main = self._context = 0  # total lengths: integers, so updates equal a fresh sum
+        self._parts: dict[str, dict[int, float]] = {}  # per term {order: contribution}, until a change
 
     @property
     def avgdl(self) -> float:
-        n = len(self.docs)
-        return (self._main_total + CONTEXT_WEIGHT * self._context_total) / n if n else 0.0
+        return (self._main + CONTEXT_WEIGHT * self._context) / len(self.docs) if self.docs else 0.0
+
+    def idf(self, term: str) -> float:
+        df = len(self.postings.get(term, ()))
+        return math.log(1.0 + (len(self.docs) - df + 0.5) / (df + 0.5))
 
     def add(self, order: int, entry: Entry, doc: Doc) -> None:
         """Index `entry` (its terms `doc`) under `order`; an entry already there is replaced."""
@@ -128,9 +113,9 @@ class Index:
         self.docs[order] = (entry, doc)
         for term, tf in doc.tf.items():
             self.postings.setdefault(term, {})[order] = tf
-        self._main_total += doc.main_len
-        self._context_total += doc.context_len
-        self._contributions.clear()
+        self._main += doc.main_len
+        self._context += doc.context_len
+        self._parts.clear()
 
     def remove(self, order: int) -> None:
         _, doc = self.docs.pop(order)
@@ -139,23 +124,19 @@ class Index:
             del found[order]
             if not found:
                 del self.postings[term]
-        self._main_total -= doc.main_len
-        self._context_total -= doc.context_len
-        self._contributions.clear()
+        self._main -= doc.main_len
+        self._context -= doc.context_len
+        self._parts.clear()
 
     def contributions(self, term: str) -> dict[int, float]:
         """{order: this term's score contribution} for every entry holding `term`."""
-        found = self._contributions.get(term)
+        found = self._parts.get(term)
         if found is None:
-            postings = self.postings.get(term, {})
-            weight = idf(len(self.docs), len(postings)) * (K1 + 1.0)
+            weight, docs = self.idf(term) * (K1 + 1.0), self.docs
             lower, slope = K1 * (1.0 - B), K1 * B / max(self.avgdl, 1.0)
-            docs = self.docs
-            found = {
-                order: weight * tf / (tf + lower + slope * docs[order][1].length)
-                for order, tf in postings.items()
-            }
-            self._contributions[term] = found
+            postings = self.postings.get(term, {})
+            found = {o: weight * tf / (tf + lower + slope * docs[o][1].length) for o, tf in postings.items()}
+            self._parts[term] = found
         return found
 
     def search(self, terms: Sequence[str], k: int) -> list[tuple[float, Entry]]:
@@ -168,10 +149,9 @@ class Index:
         if k <= 0 or not scores:
             return []
         floor = heapq.nlargest(k, scores.values())[-1]  # ties at the floor are ranked below
-        tied = [(score, order) for order, score in scores.items() if score >= floor and score > 0.0]
-        docs = self.docs
-        tied.sort(key=lambda item: (-item[0], -docs[item[1]][0].ts, item[1]))
-        return [(score, docs[order][0]) for score, order in tied[:k]]
+        best = [(score, order) for order, score in scores.items() if score >= floor and score > 0.0]
+        best.sort(key=lambda item: (-item[0], -self.docs[item[1]][0].ts, item[1]))
+        return [(score, self.docs[order][0]) for score, order in best[:k]]
 
     def explain(self, terms: Sequence[str], order: int, words: dict[str, list[str]]) -> Explanation:
         doc = self.docs[order][1]
@@ -180,12 +160,11 @@ class Index:
                 term,
                 doc.tf[term],
                 len(self.postings[term]),
-                idf(len(self.docs), len(self.postings[term])),
+                self.idf(term),
                 self.contributions(term)[order],
                 tuple(words.get(term, ())),
             )
             for term in terms
             if doc.tf.get(term)
         )
-        score = sum(part.contribution for part in parts)
-        return Explanation(score, parts, doc.length, self.avgdl, len(self.docs))
+        return Explanation(sum(p.contribution for p in parts), parts, doc.length, self.avgdl, len(self.docs))

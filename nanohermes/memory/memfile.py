@@ -1,15 +1,9 @@
-"""memory.json on disk (SPEC §3.2): read without a lock, written atomically under the lock.
-
-- Writers replace the file atomically, so a reader sees the old or the new file. Every
-  read-modify-write holds the store's in-process lock and a cross-process lock on
-  `memory.json.lock` (filelock: flock where the OS has it), re-reads the file under them if it
-  changed, and writes through `atomic_write` (temp file 0600 in the same directory, fsync,
-  `os.replace`, fsync the directory). Temp files left by a killed writer are removed under the lock.
-- The file is laid out one entry per line, so it stays readable and diffs stay small; entries this
-  version cannot use follow the entries, unknown top-level fields follow the list.
-- A file that cannot be read or parsed is never overwritten: it is renamed to
-  `memory.json.broken-<ts>` and the user is told once. A symlink is followed (a write replaces its
-  target); a symlink loop or a special file (FIFO, device, directory) is a StoreError, never read.
+"""memory.json on disk (SPEC §3.2): read without a lock (writers replace it atomically), written
+under a cross-process lock on `memory.json.lock` (filelock) through `atomic_write` (temp file 0600
+in the same directory, fsync, `os.replace`, fsync the directory); a killed writer's temp files are
+removed under the lock. One entry a line, so the file stays readable and diffs small; the entries
+this version cannot use follow, then unknown top-level fields. A symlink is followed (a write
+replaces its target); a symlink loop or a special file (FIFO, device, directory) is a StoreError.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ import json
 import os
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -37,15 +31,9 @@ TEMP_PREFIX = ".memory.json."
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in never blocks the open
 _TRANSIENT = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS, errno.EAGAIN, errno.EINTR})
 """Errors that say the process is short of something, not that the file is bad: no reason to move it aside."""
-_SPECIAL = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
+_SPECIAL = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
+_SPECIAL |= {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 _HEAD = b'{\n  "version": %d,\n  "entries": ' % FORMAT_VERSION
-_SEPARATOR = b",\n    "
 
 Identity = tuple[int, int, int, int, int]
 """(device, inode, mtime_ns, ctime_ns, size): the file version a store's entries came from."""
@@ -61,8 +49,8 @@ class Parsed:
     (name, JSON text) pairs."""
 
     items: list[object]
-    version: int = FORMAT_VERSION
-    top: list[tuple[str, str]] = field(default_factory=list)
+    version: int
+    top: list[tuple[str, str]]
 
 
 def parse(raw: bytes) -> Parsed:
@@ -80,88 +68,71 @@ def parse(raw: bytes) -> Parsed:
 
 
 def dump(lines: list[bytes], kept: list[str], top: list[tuple[str, str]]) -> list[bytes]:
-    """memory.json v1 as pieces to write gathered: one entry line each, the kept items after them."""
+    """memory.json v1 as pieces to write gathered: one entry a line, the kept items after them."""
     items = lines + [text.encode() for text in kept]
     tail = "".join(f",\n  {json_text(name)}: {value}" for name, value in top).encode() + b"\n}\n"
-    if not items:
-        return [_HEAD, b"[]", tail]
-    return [_HEAD, b"[\n    ", _SEPARATOR.join(items), b"\n  ]", tail]
+    return [_HEAD, b"[\n    ", b",\n    ".join(items), b"\n  ]", tail] if items else [_HEAD, b"[]", tail]
 
 
 def identity(st: os.stat_result) -> Identity:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
-def _special(mode: int) -> str | None:
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
-
-
-def _not_regular(path: Path, what: str) -> StoreError:
-    return StoreError(
-        f"{path} is {what}, not a memory file; nanohermes leaves it alone",
-        "move it away, or use --memory-dir to point at another directory",
-    )
-
-
-def _transient(path: Path, err: OSError) -> None:
-    """StoreError, the file left where it is, when `err` says this process is short of file
-    descriptors or memory: moving a sound memory.json aside for that would empty the memory."""
-    if err.errno in _TRANSIENT:
-        raise StoreError(
-            f"cannot read {path} now: {err.strerror or err}", "it is left as it is; try again"
-        ) from None
-
-
 class MemoryFile:
-    """One memory.json: its status, its bytes, its lock, its atomic replacement."""
+    """One memory.json: its version, its bytes, its lock, its atomic replacement."""
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         self.path = directory / MEMORY_FILE
         self.lock = FileLock(self.dir / f"{MEMORY_FILE}.lock", mode=0o600, thread_local=False)
 
-    def status(self) -> os.stat_result | None:
-        """The file's status through any symlink; None when it does not exist (a dangling link
-        included: the first write creates its target). StoreError for a symlink loop, a special
-        file or a transient failure; OSError for other failures (then the file is unreadable)."""
+    def _regular(self, st: os.stat_result) -> os.stat_result:
+        """`st`, when it is a regular file's: special files are never read (a FIFO blocks for ever,
+        a device never ends)."""
+        if stat.S_ISREG(st.st_mode):
+            return st
+        raise StoreError(
+            f"{self.path} is {_SPECIAL.get(stat.S_IFMT(st.st_mode), 'not a regular file')}, not a memory "
+            "file; nanohermes leaves it alone",
+            "move it away, or use --memory-dir to point at another directory",
+        )
+
+    def _failed(self, err: OSError) -> OSError:
+        """`err`, to raise (the file is unreadable), unless it is a symlink loop or says this process
+        is short of descriptors or memory (moving a sound file aside would empty the memory)."""
+        if err.errno in _TRANSIENT:
+            raise StoreError(
+                f"cannot read {self.path} now: {err.strerror or err}", "it is left as it is; try again"
+            )
+        if err.errno == errno.ELOOP:
+            raise StoreError(f"{self.path} is a symlink loop", "remove the link or point it at a real file")
+        return err
+
+    def version(self) -> Identity | None:
+        """The file's version, through any symlink; None when it does not exist (a dangling link
+        included: the first write creates its target). OSError when the file is unreadable."""
         try:
-            st = os.stat(self.path)
+            return identity(self._regular(os.stat(self.path)))
         except FileNotFoundError:
             return None
         except OSError as err:
-            if err.errno == errno.ELOOP:
-                raise StoreError(
-                    f"{self.path} is a symlink loop", "remove the link or point it at a real file"
-                ) from None
-            _transient(self.path, err)
-            raise
-        what = _special(st.st_mode)
-        if what is not None:
-            raise _not_regular(self.path, what)
-        return st
+            raise self._failed(err) from None
 
     def read(self) -> tuple[Identity, bytes] | None:
-        """The file's version and bytes; None when it is missing. OSError when it cannot be read."""
+        """The file's version and bytes; None when it is missing. OSError when it is unreadable."""
         try:
             fd = os.open(self.path, _READ_FLAGS)
         except FileNotFoundError:
             return None
         except OSError as err:
-            _transient(self.path, err)
-            raise
+            raise self._failed(err) from None
         try:
-            st = os.fstat(fd)
-            what = _special(st.st_mode)
-            if what is not None:  # replaced by a special file since the stat: never read it
-                raise _not_regular(self.path, what)
+            st = self._regular(os.fstat(fd))  # (replaced by a special file since the stat?)
             chunks = []
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
         except OSError as err:
-            _transient(self.path, err)
-            raise
+            raise self._failed(err) from None
         finally:
             os.close(fd)
         return identity(st), b"".join(chunks)
@@ -177,7 +148,12 @@ class MemoryFile:
         return broken
 
     def acquire(self) -> None:
-        """Take the cross-process lock (waiting at most LOCK_TIMEOUT_S); StoreError if it cannot."""
+        """Take the cross-process lock (waiting at most LOCK_TIMEOUT_S), in the memory directory
+        (made 0700 if it is missing); StoreError if it cannot."""
+        try:
+            ensure_private_dir(self.dir)
+        except OSError as err:
+            raise StoreError(f"cannot create {self.dir}: {err.strerror or err}") from None
         try:
             self.lock.acquire(timeout=LOCK_TIMEOUT_S, poll_interval=0.01)
         except Timeout:
@@ -188,13 +164,6 @@ class MemoryFile:
             ) from None
         except OSError as err:
             raise StoreError(f"cannot lock {self.lock.lock_file}: {err.strerror or err}") from None
-
-    def make_dir(self) -> None:
-        """Create the memory directory, 0700, if it is missing (an existing one is left as it is)."""
-        try:
-            ensure_private_dir(self.dir)
-        except OSError as err:
-            raise StoreError(f"cannot create {self.dir}: {err.strerror or err}") from None
 
     def write(self, pieces: list[bytes], version: int) -> Identity:
         """Replace memory.json, read as format `version`, atomically with `pieces` (call under the

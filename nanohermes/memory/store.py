@@ -10,35 +10,42 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import threading
-import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from nanohermes.errors import MemoryRejected, StoreError
-from nanohermes.memory.block import render_block
-from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES, SHORT_MESSAGE_CHARS
-from nanohermes.memory.dedupe import eviction_order, trim
+from nanohermes.memory.block import recall_for_turn, render_block
+from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES
 from nanohermes.memory.entry import Entry, derive_id
 from nanohermes.memory.index import Doc, Explanation, make_doc
-from nanohermes.memory.kinds import Kind, unknown_kind_message
+from nanohermes.memory.kinds import Kind
 from nanohermes.memory.memfile import MEMORY_FILE, FormatError, Identity, MemoryFile, Parsed, parse
-from nanohermes.memory.state import Rank, State
-from nanohermes.memory.stats import MemoryStats, compute_stats
-from nanohermes.memory.text import analyze, analyze_words, normalize
-from nanohermes.memory.writing import (
-    NewMemory,
-    merge,
-    prepare_context,
-    prepare_keys,
-    prepare_text,
-    sees,
-    target_project,
-)
+from nanohermes.memory.state import State
+from nanohermes.memory.text import analyze, analyze_words
+from nanohermes.memory.writing import NewMemory, merge, prepare, sees
 
-__all__ = ["MEMORY_FILE", "MIN_ID_PREFIX", "MemoryStore", "NewMemory", "eviction_order", "trim"]
+__all__ = ["MEMORY_FILE", "MIN_ID_PREFIX", "MemoryStats", "MemoryStore", "NewMemory"]
 
 MIN_ID_PREFIX = 4
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    """Figures for `nanohermes memory stats`."""
+
+    path: Path
+    exists: bool
+    size_bytes: int
+    total: int
+    max_entries: int
+    per_kind: dict[Kind, int]
+    per_source: dict[str, int]
+    oldest_ts: int | None
+    newest_ts: int | None
 
 
 class MemoryStore:
@@ -72,7 +79,7 @@ class MemoryStore:
         self._file = MemoryFile(self.dir)
         self._mutex = threading.RLock()  # guards everything below
         self._state: State | None = None
-        self._docs: dict[tuple[Kind, str, tuple[str, ...], str], Doc] = {}  # analysed terms
+        self._docs = functools.lru_cache(2 * max_entries + 1024)(make_doc)  # kept across reloads
 
     def for_project(self, project: str | None) -> MemoryStore:
         """A store of the same file and settings that sees `project`'s entries and the global ones
@@ -140,7 +147,7 @@ class MemoryStore:
         with self._mutex:
             state = self._current()
             index, order = state.index(), state.order_of.get(entry_id)
-            if order is None or order not in index:
+            if order not in index.docs:
                 raise StoreError(f"no memory with id {entry_id!r}")
             return index.explain(list(words), order, words)
 
@@ -150,34 +157,41 @@ class MemoryStore:
 
     def block_for_turn(self, query: str, previous_block: str, lang: str = "en") -> str:
         """The block to inject this turn. A short message without hits ("continue") keeps the old one."""
-        hits = self.search(query)
-        if not hits and len("".join(query.split())) < SHORT_MESSAGE_CHARS:
-            return previous_block
-        return render_block([entry for _, entry in hits], lang)
+        return recall_for_turn(self, query, previous_block, lang).block
 
     def stats(self) -> MemoryStats:
-        return compute_stats(self.path, self.load(), self.max_entries)
+        entries = self.load()
+        try:
+            size, exists = self.path.stat().st_size, True
+        except OSError:
+            size, exists = 0, False
+        kinds = Counter(entry.kind for entry in entries)
+        sources = Counter(entry.source or "(none)" for entry in entries)
+        stamps = [entry.ts for entry in entries if entry.ts > 0]
+        return MemoryStats(
+            self.path,
+            exists,
+            size,
+            len(entries),
+            self.max_entries,
+            {kind: kinds.get(kind, 0) for kind in Kind},
+            dict(sources.most_common()),
+            min(stamps, default=None),
+            max(stamps, default=None),
+        )
 
     # ----------------------------------------------------------------- the file
 
     def _current(self) -> State:
         """The entries of the file as it is now (call with the mutex held)."""
         try:
-            st = self._file.status()
+            version = self._file.version()
         except OSError as err:
             return self._quarantine(f"cannot stat it: {err.strerror or err}")
         state = self._state
-        if st is None:
-            return state if state is not None and state.identity is None else self._install(self._new_state())
-        if state is not None and state.identity == (
-            st.st_dev,
-            st.st_ino,
-            st.st_mtime_ns,
-            st.st_ctime_ns,
-            st.st_size,
-        ):
+        if state is not None and state.identity == version:
             return state
-        return self._reload()
+        return self._reload() if version is not None else self._fresh()
 
     def _reload(self, quarantine: bool = True) -> State:
         try:
@@ -187,17 +201,16 @@ class MemoryStore:
             if not quarantine:
                 raise
             return self._quarantine(err.strerror if isinstance(err, OSError) and err.strerror else str(err))
-        return self._install(self._new_state(parsed, None if found is None else found[0]))
+        return self._fresh(parsed, None if found is None else found[0])
 
-    def _new_state(self, parsed: Parsed | None = None, version: Identity | None = None) -> State:
-        return State(lambda entry: sees(self.project, entry), self._doc, parsed, version)
+    def _fresh(self, parsed: Parsed | None = None, version: Identity | None = None) -> State:
+        """This store's state of the file read as `parsed`, version `version` (None: no file)."""
 
-    def _install(self, state: State) -> State:
-        self._state = state
-        live = {self._doc_key(entry) for entry in state.entries}
-        if len(self._docs) > 2 * len(live) + 64:
-            self._docs = {key: doc for key, doc in self._docs.items() if key in live}
-        return state
+        def doc(entry: Entry) -> Doc:
+            return self._docs(entry.kind, entry.text, entry.keys, entry.context)
+
+        self._state = State(lambda entry: sees(self.project, entry), doc, parsed, version)
+        return self._state
 
     def _quarantine(self, reason: str) -> State:
         """Move an unreadable memory.json aside (never overwrite it), tell the user once, start empty."""
@@ -216,7 +229,7 @@ class MemoryStore:
             self._on_notice(
                 f"memory.json was unreadable ({reason}), moved to {broken}; starting with an empty memory"
             )
-        return self._install(self._new_state())
+        return self._fresh()
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -227,19 +240,6 @@ class MemoryStore:
                 yield
             finally:
                 self._file.lock.release()
-
-    # ----------------------------------------------------------------- derived data
-
-    @staticmethod
-    def _doc_key(entry: Entry) -> tuple[Kind, str, tuple[str, ...], str]:
-        return entry.kind, entry.text, entry.keys, entry.context
-
-    def _doc(self, entry: Entry) -> Doc:
-        key = self._doc_key(entry)
-        doc = self._docs.get(key)
-        if doc is None:
-            doc = self._docs[key] = make_doc(entry)
-        return doc
 
     # ----------------------------------------------------------------- writing
 
@@ -253,17 +253,13 @@ class MemoryStore:
         scope: str | None = None,
     ) -> bool:
         """Store one memory (SPEC §3.4). True if added, False if it duplicated an existing entry.
-
-        `scope` (SPEC §3.9): "global", "project" (this store's project; global in a store opened
-        without one) or None: facts and lessons belong to the project, the other kinds are global.
-        Duplicates are looked for among the entries this store sees first, then in other projects:
-        a project memory re-learnt in another project becomes global.
-
-        `context` (the conversation around it) is redacted, cut to MAX_CONTEXT and indexed with a
-        low weight; it is never shown. Raises MemoryRejected (unknown kind, empty text, invisible
-        Unicode, a control character, injection phrase) or StoreError (the file cannot be locked
-        or written; the old file is then unchanged).
-        """
+        `scope` (§3.9): "global", "project" (this store's project; global in a store opened without
+        one) or None: facts and lessons belong to the project, the other kinds are global. Duplicates
+        are looked for among the entries this store sees first, then in other projects: a project
+        memory re-learnt in another project becomes global. `context` (the conversation around it)
+        is redacted, cut to MAX_CONTEXT and indexed with a low weight, never shown. Raises
+        MemoryRejected (unknown kind, empty text, invisible Unicode, a control character, injection
+        phrase) or StoreError (the file cannot be locked or written; the old file is unchanged)."""
         [outcome] = self.remember_many([NewMemory(kind, text, tuple(keys), context, scope)], source)
         if isinstance(outcome, MemoryRejected):
             raise outcome
@@ -279,34 +275,33 @@ class MemoryStore:
         checked = [self._checked(memory, source) for memory in memories]
         if all(isinstance(item, MemoryRejected) for item in checked):
             return [item for item in checked if isinstance(item, MemoryRejected)]
-        self._file.make_dir()  # before locking: the lock file lives in the directory
         outcomes: list[bool | MemoryRejected] = []
         with self._writing() as state:
-            heap: list[Rank] = []  # eviction order, built at the cap
             for item in checked:
                 if isinstance(item, Entry):
-                    added, self.last_id = self._put(state, item, heap)
+                    added, last_id = self._put(state, item)
                     outcomes.append(added)
                 else:
                     outcomes.append(item)
+        self.last_id = last_id
         return outcomes
 
     def forget(self, entry_id: str) -> bool:
         """Delete the entry with this id. False if there is none."""
         if not isinstance(entry_id, str) or not self.path.exists():
             return False
-        with self._writing() as state:
-            found = state.position(entry_id.strip())
+        with self._locked():
+            found = self._current().position(entry_id.strip())
             if found is None:
                 return False
-            state.remove(found)
+            with self._writing() as state:
+                state.remove(found)
         return True
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[State]:
-        """The current state, under both locks, to change in place; written when the block ends
-        (also on a `return` in it). On an exception nothing is written, and what this store holds
-        is read again from the file on its next use."""
+        """The current state, under both locks, to change in place; written when the block ends.
+        On an exception nothing is written, and the file is read again on next use."""
         with self._locked():
             state = self._current()
             try:
@@ -317,31 +312,19 @@ class MemoryStore:
                 raise
 
     def _checked(self, memory: NewMemory, source: str) -> Entry | MemoryRejected:
-        """`memory` as an entry without an id: checked, redacted and cut; or why it was refused."""
         try:
-            kind = Kind.parse(memory.kind)
-            if kind is None:
-                raise MemoryRejected(unknown_kind_message(memory.kind))
-            clean = prepare_text(memory.text, self.secrets, source=source)
-            if not normalize(clean):
-                raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
-            keys = prepare_keys(memory.keys, self.secrets)
-            context = prepare_context(memory.context, self.secrets)
-            project = target_project(memory.scope, kind, self.project)
+            return prepare(memory, source, self.secrets, self.project)
         except MemoryRejected as err:
             return err
-        return Entry("", kind, clean, source, int(time.time()), keys, context, project)
 
-    def _put(self, state: State, new: Entry, heap: list[Rank]) -> tuple[bool, str]:
+    def _put(self, state: State, new: Entry) -> tuple[bool, str]:
         """Add `new` to `state`, or merge it into the entry it duplicates; evict beyond the cap.
         Whether it was added, and the id of the entry it became."""
-        found = state.duplicate(new.text, normalize(new.text))
+        found = state.duplicate(new.text)
         if found is not None:
             entry = merge(state.entries[found], new, self.project, self.secrets)
-            order = state.replace(found, entry)
         else:
             entry = dataclasses.replace(new, id=derive_id(new.kind, new.text, state.order_of))
-            order = state.append(entry)
-        State.ranked(heap, entry, order)
-        state.evict(self.max_entries, heap)
+        state.put(entry, found)
+        state.evict(self.max_entries)
         return found is None, entry.id

@@ -50,10 +50,6 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-def is_cjk(char: str) -> bool:
-    return _CJK_CHAR.match(char) is not None
-
-
 def normalize(text: str) -> str:
     """Lowercase, without whitespace and the punctuation set of SPEC §3.4: the duplicate key."""
     return _DROP.sub("", text.lower())
@@ -61,14 +57,13 @@ def normalize(text: str) -> str:
 
 def weight(key: str) -> int:
     """A CJK character weighs 4 (about the information of a short English word), anything else 1."""
-    cjk = len(_CJK_CHAR.findall(key))
-    return len(key) + 3 * cjk
+    return len(key) + 3 * len(_CJK_CHAR.findall(key))
 
 
 def has_negation(text: str) -> bool:
-    if any(marker in text for marker in _NEGATION_ZH):
-        return True
-    return _NEGATION_EN.search(text.replace("’", "'")) is not None
+    return (
+        any(word in text for word in _NEGATION_ZH) or _NEGATION_EN.search(text.replace("’", "'")) is not None
+    )
 
 
 def is_duplicate(
@@ -98,21 +93,12 @@ def cut_text(text: str, limit: int = MAX_TEXT) -> str:
         ends = [m.end() for m in pattern.finditer(head) if floor <= m.end() <= limit]
         if ends:
             return text[: ends[-1]].rstrip()
-    cut = _word_boundary(text, limit - 1, floor)
+    # the largest cut that does not split an ASCII word (CJK may be cut anywhere)
+    word = {i for i in range(floor - 1, limit) if text[i].isascii() and (text[i].isalnum() or text[i] == "_")}
+    cut = next(
+        (cut for cut in range(limit - 1, floor - 1, -1) if cut - 1 not in word or cut not in word), limit - 1
+    )
     return text[:cut].rstrip() + "…"
-
-
-def _word_boundary(text: str, limit: int, floor: int) -> int:
-    """The largest cut ≤ limit that does not split an ASCII word (CJK may be cut anywhere)."""
-    for cut in range(limit, floor - 1, -1):
-        before, after = text[cut - 1], text[cut]
-        if not (_is_ascii_word(before) and _is_ascii_word(after)):
-            return cut
-    return limit
-
-
-def _is_ascii_word(char: str) -> bool:
-    return char.isascii() and (char.isalnum() or char == "_")
 
 
 STOP_EN = frozenset(
@@ -174,8 +160,6 @@ STOP_ZH = frozenset(
 )
 """Chinese function characters and words (as the tokenizer's bigrams)."""
 
-_MAX_CACHED_STEMS = 1 << 16
-
 
 class _Stemmer(Protocol):
     def stemWord(self, word: str) -> str: ...  # noqa: N802 (PyStemmer's name)
@@ -189,11 +173,11 @@ def _stemmer() -> _Stemmer:
     return stemmer
 
 
-@functools.lru_cache(maxsize=_MAX_CACHED_STEMS)
+@functools.lru_cache(maxsize=1 << 16)
 def stem(token: str) -> str:
     """The Snowball English stem of a word token (`makefiles` → `makefil`, `drew` → `draw`); CJK
     tokens unchanged."""
-    if is_cjk(token[0]):
+    if _CJK_CHAR.match(token[0]):
         return token
     return _stemmer().stemWord(_IRREGULAR.get(token, token))
 
@@ -209,23 +193,13 @@ def is_stop_word(token: str) -> bool:
 def analyze(text: str, *, query: bool = False) -> list[str]:
     """The terms the index and the query use: stemmed tokens; for a query, without stop words
     unless every token is one (then all of them, so a query is never empty when it has tokens)."""
-    tokens = tokenize(text)
-    if query:
-        terms = [term for term in map(_query_term, tokens) if term is not None]
-        if terms or not tokens:
-            return terms
-    return list(map(stem, tokens))
-
-
-@functools.lru_cache(maxsize=_MAX_CACHED_STEMS)
-def _query_term(token: str) -> str | None:
-    """What a query keeps of a token: None for a stop word, else its stem (one cached call)."""
-    return None if is_stop_word(token) else stem(token)
+    return [stem(token) for token in _kept(tokenize(text), query)]
 
 
 def analyze_words(text: str, *, query: bool = False) -> list[tuple[str, str]]:
     """(term, original token) pairs, as `analyze` would return the terms: for explanations."""
-    tokens = tokenize(text)
-    if query:
-        tokens = [token for token in tokens if not is_stop_word(token)] or tokens
-    return [(stem(token), token) for token in tokens]
+    return [(stem(token), token) for token in _kept(tokenize(text), query)]
+
+
+def _kept(tokens: list[str], query: bool) -> list[str]:
+    return ([token for token in tokens if not is_stop_word(token)] or tokens) if query else tokens

@@ -4,13 +4,14 @@ checked, redacted and cut; keys and context cleaned; the scope chosen; a duplica
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nanohermes.errors import MemoryRejected
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
 from nanohermes.memory.entry import Entry, clean_keys
-from nanohermes.memory.kinds import Kind
+from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.security import (
     controls_removed,
     invisible_removed,
@@ -18,7 +19,7 @@ from nanohermes.memory.security import (
     refusal_reason,
     risky_instruction,
 )
-from nanohermes.memory.text import cut_text
+from nanohermes.memory.text import cut_text, normalize
 from nanohermes.types import valid_text
 
 GLOBAL = "global"
@@ -36,23 +37,30 @@ class NewMemory:
     scope: str | None = None
 
 
-def prepare_text(text: object, secrets: Iterable[str] = (), *, source: str = "tool") -> str:
-    """Trimmed, checked, redacted (`secrets` too), on one line, at most MAX_TEXT characters.
-    A distilled text (source `auto`) that runs fetched code, disables security or sends data away is
-    refused (SPEC §3.7). Raises MemoryRejected."""
+def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: str | None) -> Entry:
+    """`memory` as an entry without an id, in a store opened for `project`: its text trimmed,
+    checked, redacted (`secrets` too), on one line and cut to MAX_TEXT. A distilled text (source
+    `auto`) that runs fetched code, disables security or sends data away is refused (SPEC §3.7).
+    Raises MemoryRejected."""
+    kind, text = Kind.parse(memory.kind), memory.text
+    if kind is None:
+        raise MemoryRejected(unknown_kind_message(memory.kind))
     if not isinstance(text, str):
         raise MemoryRejected(f"memory text must be a string, not {type(text).__name__}")
     text = valid_text(text).strip()
     if not text:
         raise MemoryRejected("memory text is empty; nothing to remember")
     reason = refusal_reason(text)
-    if reason is None and source == "auto":
-        risky = risky_instruction(text)
-        reason = f"{risky}; a distilled memory may not hold such an instruction, refused" if risky else None
+    if reason is None and source == "auto" and (risky := risky_instruction(text)):
+        reason = f"{risky}; a distilled memory may not hold such an instruction, refused"
     if reason is not None:
         raise MemoryRejected(reason)
-    one_line = " ".join(redact(text, secrets).split())  # the block shows one line per memory
-    return cut_text(one_line, MAX_TEXT)
+    text = cut_text(" ".join(redact(text, secrets).split()), MAX_TEXT)  # the block shows one line each
+    if not normalize(text):
+        raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
+    keys, context = prepare_keys(memory.keys, secrets), prepare_context(memory.context, secrets)
+    where = target_project(memory.scope, kind, project)
+    return Entry("", kind, text, source, int(time.time()), keys, context, where)
 
 
 def prepare_keys(keys: Iterable[str], secrets: Iterable[str] = ()) -> tuple[str, ...]:

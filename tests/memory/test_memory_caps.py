@@ -12,8 +12,7 @@ from memory_helpers import raw_entry, write_raw
 
 from nanohermes.errors import ConfigError, MemoryRejected, StoreError
 from nanohermes.memory import MAX_ENTRIES, Entry, Kind, MemoryStore
-from nanohermes.memory import store as store_module
-from nanohermes.memory.store import eviction_order, trim
+from nanohermes.memory import writing as writing_module
 from nanohermes.settings import load_settings
 from nanohermes.ui.memory_cmd import run_memory_command
 
@@ -73,20 +72,20 @@ def test_eviction_order_at_a_raised_cap(tmp_path: Path) -> None:
     assert all(f"correction {i}: not tabs, spaces" in {e.text for e in store.load()} for i in range(3))
 
 
-def test_trim_takes_many_victims_in_one_pass() -> None:
-    entries = [Entry(f"e{i}", Kind.FACT if i % 2 else Kind.LESSON, f"t{i}", ts=i % 10) for i in range(10_000)]
-    expected = sorted(range(10_000), key=lambda i: (-entries[i].kind.eviction_rank, entries[i].ts, i))[:9_000]
-    assert sorted(eviction_order(entries, 9_000)) == sorted(expected)
-    trim(entries, 1_000)
-    assert len(entries) == 1_000
-    assert all(e.kind is Kind.LESSON for e in entries)
+def trim(entries: list[Entry], limit: int) -> None:
+    """The eviction rule of SPEC §3.4 written plainly: while over `limit`, drop the entry of the
+    highest eviction rank, then the oldest ts, then the earliest in the list."""
+    while len(entries) > limit:
+        entries.pop(
+            min(range(len(entries)), key=lambda i: (-entries[i].kind.eviction_rank, entries[i].ts, i))
+        )
 
 
 WORDS = ["deploy", "cache", "uv", "pytest", "部署脚本", "缓存层", "docs", "ci", "nginx", "cron", "ruff"]
 
 
 class _Clock:
-    """time.time for the store: a few writes share each second, so ties on ts are common."""
+    """time.time for `remember`: a few writes share each second, so ties on ts are common."""
 
     def __init__(self, rng: random.Random) -> None:
         self.now = 1_700_000_000.0
@@ -102,7 +101,7 @@ def test_evictions_at_the_cap_are_those_of_ranking_every_entry(
 ) -> None:
     rng = random.Random(4)
     clock = _Clock(rng)
-    monkeypatch.setattr(store_module, "time", SimpleNamespace(time=clock.time))
+    monkeypatch.setattr(writing_module, "time", SimpleNamespace(time=clock.time))
     store = MemoryStore(tmp_path, max_entries=25)
     other = MemoryStore(tmp_path, max_entries=25)  # another session writing to the same file
     evicted = 0

@@ -116,6 +116,7 @@ class _Unlocked(_SlowWriter):
     @contextmanager
     def _locked(self) -> Iterator[None]:
         with self._mutex:  # this store's own lock only: no cross-process lock
+            self.dir.mkdir(parents=True, exist_ok=True)
             yield
 
 

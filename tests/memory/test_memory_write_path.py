@@ -16,8 +16,8 @@ import pytest
 
 from nanohermes.memory import MemoryStore
 from nanohermes.memory.constants import DUPLICATE_MIN_WEIGHT
-from nanohermes.memory.dedupe import Keys
 from nanohermes.memory.kinds import Kind
+from nanohermes.memory.state import Keys
 from nanohermes.memory.text import _CJK_RANGES, normalize, tokenize, weight
 
 PIECES = [
