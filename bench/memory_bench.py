@@ -36,7 +36,6 @@ from typing import Any
 
 from nanohermes.fileio import atomic_write
 from nanohermes.memory import K1, B, MemoryStore, analyze
-from nanohermes.memory.index import main_terms
 from nanohermes.memory.transfer import import_memories, parse_import
 
 
@@ -167,8 +166,12 @@ def bench_size(n: int, n_queries: int, root: Path) -> dict[str, float]:
 
 
 def libraries(store: MemoryStore, queries: list[str]) -> dict[str, float]:
-    """bm25s and rank_bm25 on the same documents (fields flattened, no context) and query terms."""
-    docs = [main_terms(e.kind, e.text, e.keys) for e in store.load()]
+    """bm25s and rank_bm25 on the same documents (text, keys and the kind's labels; no context)
+    and query terms."""
+    docs = [
+        analyze(" ".join([e.text, *e.keys, e.kind.label("en"), e.kind.label("zh"), e.kind]))
+        for e in store.load()
+    ]
     terms = [list(dict.fromkeys(analyze(q, query=True))) for q in queries]
     out: dict[str, float] = {}
     try:
