@@ -37,6 +37,7 @@ class Keys:
         self.key_of: dict[int, str] = {}
         self._equal: dict[str, set[int]] = {}
         self._heads: dict[str, set[int]] = {}  # a weighty key's first HEAD characters → orders
+        self._sizes = {HEAD}  # the lengths of those heads (a shorter key is its own head)
         self._joined, self._starts, self._orders = "", [0], [0]  # the keys joined, where each starts
         self._recent: list[int] = []  # orders added since the join
 
@@ -47,6 +48,7 @@ class Keys:
         self._equal.setdefault(key, set()).add(order)
         if weight(key) >= DUPLICATE_MIN_WEIGHT:
             self._heads.setdefault(key[:HEAD], set()).add(order)
+            self._sizes.add(min(len(key), HEAD))
         self._recent.append(order)
         if len(self._recent) > REJOIN:
             self._orders, self._starts, self._recent = list(self.key_of), [0], []
@@ -73,7 +75,7 @@ class Keys:
                 position = self._joined.find(key, self._starts[i + 1])
             found.update(order for order in self._recent if key in self.key_of.get(order, ""))
         for position in range(len(key)):
-            for size in range(1, HEAD + 1):
+            for size in self._sizes:
                 for order in self._heads.get(key[position : position + size], ()):
                     if key.startswith(self.key_of[order], position):
                         found.add(order)
