@@ -165,6 +165,7 @@ def _add_task_tool(
     settings: Settings,
     workspace: Path,
 ) -> None:
+    from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.subagents import SubAgentRunner, load_definitions, make_task_tool
 
     definitions, problems = load_definitions([EXAMPLE_AGENTS_DIR, settings.agents_dir])
@@ -175,11 +176,8 @@ def _add_task_tool(
         runner,
         workspace=workspace,
         model_name=lambda: agent.model,
+        config=AgentConfig.from_settings(settings),
         store=store,
-        max_iterations=settings.max_iterations,
-        language=settings.language,
-        compact_threshold_chars=settings.compact_threshold_chars,
-        compact_keep_messages=settings.compact_keep_messages,
         add_usage=agent.add_turn_usage,
     )
     runner.register(make_task_tool(definitions, sub))

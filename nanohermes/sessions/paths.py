@@ -3,17 +3,17 @@ session of a workspace, and the listing `/sessions` and the editor front end sho
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from nanohermes.core.errors import JSON_ERRORS, ConfigError, SessionError
+from nanohermes.core.errors import ConfigError, reason
 from nanohermes.core.fileio import ensure_private_dir
+from nanohermes.core.types import as_count
 from nanohermes.sessions.lock import lock_path
-from nanohermes.sessions.store import SessionFile, count, read_header, reason, title_of
+from nanohermes.sessions.store import read_header
 
 
 @dataclass(frozen=True)
@@ -100,15 +100,8 @@ def latest_session(sessions_dir: Path, workspace: Path | None = None) -> Path | 
 
 
 def session_workspace(path: Path) -> str:
-    """The workspace a session file was last used in, from its header (a version 1 file is read
-    whole); "" when unreadable or unknown."""
-    raw = read_header(path)
-    if raw is None:
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, *JSON_ERRORS):
-            return ""
-    value = raw.get("workspace") if isinstance(raw, dict) else None
+    """The workspace a session file was last used in; "" when unreadable or unknown."""
+    value = (read_header(path) or {}).get("workspace")
     return value if isinstance(value, str) else ""
 
 
@@ -128,17 +121,12 @@ def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
 
 
 def describe_session(path: Path) -> SessionInfo:
-    """What `/sessions` shows of one file, from its header (a version 1 file is read whole); an
-    unreadable file gets a title saying so."""
+    """What `/sessions` shows of one file; an unreadable file gets a title saying so."""
     header = read_header(path)
-    if header is not None:
-        title = str(header.get("title") or "") or "(empty)"
-        return SessionInfo(path, str(header.get("updated") or ""), count(header.get("message_count")), title)
-    try:
-        data = SessionFile(path).load()
-    except SessionError:
+    if header is None:
         return SessionInfo(path, "", 0, "(unreadable session file)")
-    return SessionInfo(path, data.updated, len(data.messages), title_of(data.messages) or "(empty)")
+    title = str(header.get("title") or "") or "(empty)"
+    return SessionInfo(path, str(header.get("updated") or ""), as_count(header.get("message_count")), title)
 
 
 def list_sessions(sessions_dir: Path, limit: int = 10) -> list[SessionInfo]:
