@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from nanohermes.core.errors import Cancelled, NanoHermesError
-from nanohermes.core.types import Message, message_text
+from nanohermes.core.types import Message, message_chars, message_text
 
 Summarize = Callable[[list[Message]], str]
 """Given the middle messages, return a summary text. Raises NanoHermesError when it cannot."""
@@ -53,16 +53,8 @@ class Compaction:
     note: str = ""
 
 
-def message_chars(message: Message) -> int:
-    size = len(message_text(message)) + len(str(message.get("reasoning_content") or ""))
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        size += len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
-    return size
-
-
 def total_chars(messages: Iterable[Message]) -> int:
-    return sum(message_chars(m) for m in messages)
+    return sum(map(message_chars, messages))
 
 
 def split_point(messages: list[Message], keep: int) -> int:
