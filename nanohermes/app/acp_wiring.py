@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING
 from nanohermes.acp.session import Opened
 from nanohermes.app.agent_wiring import AgentParts, build_agent
 from nanohermes.app.lean_imports import import_httpx
-from nanohermes.app.wiring import open_store
-from nanohermes.sessions.lock import SessionLock
-from nanohermes.sessions.store import SessionFile
+from nanohermes.app.wiring import open_locked, open_store
 
 if TYPE_CHECKING:
     from nanohermes.config.mcp_config import McpServerConfig
@@ -73,10 +71,8 @@ class _Sessions:
     ) -> Opened:
         """A session's agent, holding the session's lock until its close is called."""
         settings, options = self.settings, self.options
-        session = SessionFile(session_path)
-        lock = SessionLock.acquire(session_path)
+        session, resumed, lock = open_locked(session_path)
         try:
-            resumed = session.load() if session.exists() else None
             store = self.store_for(workspace)
             parts = AgentParts(self.client, store, approver, options.verbose, options.secret_files, files)
             servers = {**settings.mcp_servers, **mcp_servers}  # the client's win a name clash

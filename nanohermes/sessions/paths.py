@@ -52,13 +52,16 @@ def resolve_session_path(sessions_dir: Path, name_or_path: str) -> Path:
             "e.g. --session refactor, or --session notes/refactor.json",
         )
     try:
-        is_dir = path.is_dir()
+        regular = path.is_file() or not path.exists()
     except OSError as err:  # a name too long for the file system: a usage error, not a crash
         raise ConfigError(
             f"--session {value!r} cannot be used: {reason(err)}", "give a shorter path"
         ) from None
-    if is_dir:
-        raise ConfigError(f"--session {value!r} names a directory ({path})", "give a .json file or a name")
+    if not regular:  # a directory, a FIFO, a device
+        raise ConfigError(
+            f"--session {value!r} is not a regular file (a directory, FIFO or device: {path})",
+            "give a .json file or a name",
+        )
     return path
 
 
