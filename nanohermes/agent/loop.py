@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.agent.compaction import compact, summary_request, total_chars
-from nanohermes.agent.config import AgentConfig, AgentTools
+from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.distiller import Distiller
 from nanohermes.agent.turns import (
     Turn,
@@ -48,7 +48,7 @@ from nanohermes.core.events import (
     ToolFinished,
     TurnFinished,
 )
-from nanohermes.core.protocols import ChatModel, TurnChanges, TurnRecorder
+from nanohermes.core.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
 from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import recall_for_turn, set_block
@@ -71,7 +71,7 @@ class Agent:
     def __init__(
         self,
         model: ChatModel,
-        tools: AgentTools,
+        tools: ToolExecutor,
         config: AgentConfig,
         system_prompt: str,
         *,

@@ -3,8 +3,10 @@ session of a workspace, and the listing `/sessions` and the editor front end sho
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -97,19 +99,13 @@ def latest_session(sessions_dir: Path, workspace: Path | None = None) -> Path | 
     """The most recently updated session file (by modification time) — of `workspace` when given
     (an unreadable file belongs to none) — or None."""
     for path, _ in recent_session_files(sessions_dir):
-        if workspace is None or _same_place(session_workspace(path), workspace):
+        if workspace is None or _same_place((read_header(path) or {}).get("workspace"), workspace):
             return path
     return None
 
 
-def session_workspace(path: Path) -> str:
-    """The workspace a session file was last used in; "" when unreadable or unknown."""
-    value = (read_header(path) or {}).get("workspace")
-    return value if isinstance(value, str) else ""
-
-
-def _same_place(recorded: str, workspace: Path) -> bool:
-    if not recorded:
+def _same_place(recorded: object, workspace: Path) -> bool:
+    if not isinstance(recorded, str) or not recorded:
         return False
     try:
         return Path(recorded).resolve() == workspace.resolve()
@@ -119,7 +115,13 @@ def _same_place(recorded: str, workspace: Path) -> bool:
 
 def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
     """Session files with their modification times, newest first (one stat per file)."""
-    stamped = [(path, _mtime(path)) for path in _session_files(sessions_dir)]
+    stamped: list[tuple[Path, float]] = []
+    with contextlib.suppress(OSError):
+        for path in sessions_dir.glob("*.json"):
+            with contextlib.suppress(OSError):
+                info = path.stat()
+                if stat.S_ISREG(info.st_mode):
+                    stamped.append((path, info.st_mtime))
     return sorted(stamped, key=lambda item: item[1], reverse=True)
 
 
@@ -135,17 +137,3 @@ def describe_session(path: Path) -> SessionInfo:
 def list_sessions(sessions_dir: Path, limit: int = 10) -> list[SessionInfo]:
     """Recent sessions, newest first."""
     return [describe_session(path) for path, _ in recent_session_files(sessions_dir)[:limit]]
-
-
-def _session_files(sessions_dir: Path) -> list[Path]:
-    try:
-        return [p for p in sessions_dir.glob("*.json") if p.is_file()]
-    except OSError:
-        return []
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
