@@ -30,7 +30,8 @@ TRANSCRIPT_MESSAGE_CHARS = 4_000
 SUMMARY_MAX_CHARS = TRANSCRIPT_CHARS // 3
 """A longer summary is cut: it replaces at most TRANSCRIPT_CHARS of transcript."""
 SUMMARY_FLOOR = 2_000
-"""A summary is cut at half the length of what it replaces, but never below this."""
+"""A summary is cut at half the length of what it replaces, but never below this (a few short
+messages may get a summary longer than they are)."""
 
 SUMMARY_SYSTEM_PROMPT = """\
 You compress the earlier part of a conversation between a user and a coding agent so the agent can \
@@ -95,25 +96,23 @@ def compact(
             return Compaction(new, originals, before, after, summarized=False)
     try:
         summary = summarize(shortened).strip()
+        # an empty summary would leave the middle gone with nothing in its place: as for a failure
+        failed = "" if summary else "the model returned an empty summary"
     except Cancelled:
         raise
     except NanoHermesError as err:
-        return _dropped(head, middle, tail, before, err.one_line())
-    if not summary:  # the middle would be gone with nothing in its place: say so, as for a failure
-        return _dropped(head, middle, tail, before, "the model returned an empty summary")
-    note = ""
-    limit = summary_limit(shortened)
-    if len(summary) > limit:  # a runaway reply would grow the context it was to shrink
+        summary, failed = "", err.one_line()
+    limit = min(SUMMARY_MAX_CHARS, max(SUMMARY_FLOOR, total_chars(shortened) // 2))
+    if failed:
+        note = f"summarising failed ({failed}); {len(middle)} earlier messages dropped"
+        text = f"{DROPPED_PREFIX}: {len(middle)} messages; they are kept in the session archive.]"
+    elif len(summary) > limit:  # a runaway reply would grow the context it was to shrink
         note = f"the summary was cut from {len(summary):,} to {limit:,} characters"
-        summary = summary[:limit] + " […]"
-    new = [*head, {"role": "user", "content": f"{SUMMARY_PREFIX}\n{summary}"}, *tail]
-    return Compaction(new, list(middle), before, total_chars(new), summarized=True, note=note)
-
-
-def summary_limit(middle: list[Message]) -> int:
-    """How long a summary of `middle` may be: half of it, at least SUMMARY_FLOOR (a few short
-    messages may get a summary longer than they are), at most SUMMARY_MAX_CHARS."""
-    return min(SUMMARY_MAX_CHARS, max(SUMMARY_FLOOR, total_chars(middle) // 2))
+        text = f"{SUMMARY_PREFIX}\n{summary[:limit]} […]"
+    else:
+        note, text = "", f"{SUMMARY_PREFIX}\n{summary}"
+    new = [*head, {"role": "user", "content": text}, *tail]
+    return Compaction(new, list(middle), before, total_chars(new), summarized=not failed, note=note)
 
 
 def is_compaction_message(message: Message) -> bool:
@@ -121,16 +120,6 @@ def is_compaction_message(message: Message) -> bool:
     text = message.get("content")
     prefixes = (SUMMARY_PREFIX, DROPPED_PREFIX)
     return message.get("role") == "user" and isinstance(text, str) and text.startswith(prefixes)
-
-
-def _dropped(
-    head: list[Message], middle: list[Message], tail: list[Message], before: int, why: str
-) -> Compaction:
-    """The middle replaced by a placeholder, when no summary could be had."""
-    note = f"summarising failed ({why}); {len(middle)} earlier messages dropped"
-    placeholder = f"{DROPPED_PREFIX}: {len(middle)} messages; they are kept in the session archive.]"
-    new = [*head, {"role": "user", "content": placeholder}, *tail]
-    return Compaction(new, list(middle), before, total_chars(new), summarized=False, note=note)
 
 
 def shorten_tool_outputs(middle: list[Message]) -> tuple[list[Message], list[Message]]:

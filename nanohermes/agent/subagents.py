@@ -153,21 +153,16 @@ def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefini
             try:
                 text = read_small_text(path, DEFINITION_MAX_BYTES)
                 definition = parse_definition(text, str(path), path.stem)
+                if definition.name in taken:
+                    raise ValueError(f"name '{definition.name}' is already taken by {taken[definition.name]}")
             except UnicodeDecodeError as err:
                 why = f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})"
                 problems.append(f"sub-agent definition {path} skipped: {why}")
-                continue
             except (OSError, ValueError) as err:
                 problems.append(f"sub-agent definition {path} skipped: {reason(err)}")
-                continue
-            if definition.name in taken:
-                problems.append(
-                    f"sub-agent definition {path} skipped: name '{definition.name}' "
-                    f"is already taken by {taken[definition.name]}"
-                )
-                continue
-            taken[definition.name] = path
-            found[definition.name] = definition
+            else:
+                taken[definition.name] = path
+                found[definition.name] = definition
     return found, problems
 
 
