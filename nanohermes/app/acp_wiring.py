@@ -76,8 +76,14 @@ class _Sessions:
             store = self.store_for(workspace)
             parts = AgentParts(self.client, store, approver, options.verbose, options.secret_files, files)
             servers = {**settings.mcp_servers, **mcp_servers}  # the client's win a name clash
-            built = build_agent(
-                settings, parts, workspace=workspace, session=session, resumed=resumed, mcp_servers=servers
+            runtime = build_agent(
+                settings,
+                parts,
+                workspace=workspace,
+                session=session,
+                resumed=resumed,
+                lock=lock,
+                mcp_servers=servers,
             )
         except BaseException:
             lock.release()
@@ -86,15 +92,11 @@ class _Sessions:
         def close() -> None:
             with self.guard:
                 self.opened.discard(close)
-            try:
-                if built.mcp is not None:
-                    built.mcp.close()
-            finally:
-                lock.release()
+            runtime.close()
 
         with self.guard:
             self.opened.add(close)
-        return Opened(built.agent, close)
+        return Opened(runtime.agent, close)
 
     def close_all(self) -> None:
         with self.guard:

@@ -20,11 +20,14 @@ if TYPE_CHECKING:
     from nanohermes.llm import ChatClient
     from nanohermes.mcp.manager import McpManager
     from nanohermes.memory import MemoryStore
+    from nanohermes.sessions.lock import SessionLock
     from nanohermes.sessions.store import SessionData, SessionFile
     from nanohermes.tools.files import FileTools
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.tools.sandbox import Sandbox
 
+SAVE_WAIT = 10.0
+"""How long closing waits for a session write still under way before it lets the session go."""
 EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parents[2] / "config" / "agents"
 """The examples in the repository (SPEC §4.6)."""
 
@@ -45,12 +48,32 @@ class AgentParts:
     """False in `-p`: its one save comes after distillation."""
 
 
-@dataclass(frozen=True)
-class BuiltAgent:
+@dataclass
+class Runtime:
+    """One agent and what was built with it, closed with it."""
+
+    settings: Settings
     agent: Agent
+    store: MemoryStore | None
     checkpoints: Checkpoints | None
     sandbox: Sandbox
-    mcp: McpManager | None = None
+    mcp: McpManager | None
+    session_lock: SessionLock | None = None
+    """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
+
+    def close(self) -> None:
+        """Close every MCP server (stdio ones killed with their group); let a checkpoint warm-up
+        still running finish its git command; then, after a session write still under way (at most
+        SAVE_WAIT), release the session (its `.lock` file goes)."""
+        try:
+            if self.mcp is not None:
+                self.mcp.close()
+            if self.checkpoints is not None:
+                self.checkpoints.settle()
+        finally:
+            if self.session_lock is not None:
+                self.agent.flush(SAVE_WAIT)
+                self.session_lock.release()
 
 
 def build_agent(
@@ -60,11 +83,12 @@ def build_agent(
     workspace: Path,
     session: SessionFile,
     resumed: SessionData | None,
+    lock: SessionLock | None = None,
     mcp_servers: Mapping[str, McpServerConfig] | None = None,
-) -> BuiltAgent:
-    """One agent (tools confined to `workspace`, its own session file and checkpoints) from shared
-    parts. `mcp_servers` (default: the settings' `mcp_servers`) start in the background, their tools
-    joining as each is ready; whoever built the agent closes `BuiltAgent.mcp` when done with it."""
+) -> Runtime:
+    """One agent (tools confined to `workspace`, its own session file, held by `lock`, and
+    checkpoints) from shared parts. `mcp_servers` (default: the settings' `mcp_servers`) start in the
+    background, their tools joining as each is ready; whoever built it closes the runtime."""
     from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.loop import Agent
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
@@ -111,7 +135,7 @@ def build_agent(
     )
     if mcp is not None:
         runner.add_source(mcp.tools)
-    return BuiltAgent(agent, checkpoints, sandbox, mcp)
+    return Runtime(settings, agent, parts.store, checkpoints, sandbox, mcp, lock)
 
 
 def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:

@@ -13,22 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes.app.agent_wiring import AgentParts, build_agent
+from nanohermes.app.agent_wiring import AgentParts, Runtime, build_agent
 from nanohermes.core.errors import ConfigError
 from nanohermes.core.events import Note
 
 if TYPE_CHECKING:
-    from nanohermes.agent.loop import Agent
-    from nanohermes.checkpoints import Checkpoints
     from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import Settings
     from nanohermes.core.protocols import Approver
     from nanohermes.local.server import LocalEndpoint
-    from nanohermes.mcp.manager import McpManager
     from nanohermes.memory import MemoryStore
     from nanohermes.sessions.lock import SessionLock
     from nanohermes.sessions.store import SessionData, SessionFile
-    from nanohermes.tools.sandbox import Sandbox
     from nanohermes.ui.seams import ResumePreview, RuntimeBuilder
 
 LOCAL_COMPACT_THRESHOLD = 16_000
@@ -36,34 +32,6 @@ LOCAL_COMPACT_THRESHOLD = 16_000
 LOCAL_MAX_OUTPUT_TOKENS = 1024
 """A cap for the bundled model unless the user set one: SmolLM2-135M sometimes repeats itself until its
 8k context is full, which takes minutes on a laptop CPU."""
-SAVE_WAIT = 10.0
-"""How long closing waits for a session write still under way before it lets the session go."""
-
-
-@dataclass
-class Runtime:
-    """Everything one chat needs, built once."""
-
-    settings: Settings
-    agent: Agent
-    store: MemoryStore | None
-    checkpoints: Checkpoints | None = None
-    sandbox: Sandbox | None = None
-    session_lock: SessionLock | None = None
-    """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
-    mcp: McpManager | None = None
-
-    def close(self) -> None:
-        """Close every MCP server (stdio ones killed with their group); let a checkpoint warm-up
-        still running finish its git command; then, after a session write still under way (at most
-        SAVE_WAIT), release the session (its `.lock` file goes)."""
-        if self.mcp is not None:
-            self.mcp.close()
-        if self.checkpoints is not None:
-            self.checkpoints.settle()
-        if self.session_lock is not None:
-            self.agent.flush(SAVE_WAIT)
-            self.session_lock.release()
 
 
 class _NoticeRelay:
@@ -163,9 +131,11 @@ def build_runtime(
         options.secret_files,
         save_each_turn=options.prompt is None,
     )
-    built = build_agent(settings, parts, workspace=Path.cwd(), session=opened.session, resumed=opened.data)
-    relay.attach(built.agent.post_note)
-    return Runtime(settings, built.agent, store, built.checkpoints, built.sandbox, opened.lock, built.mcp)
+    runtime = build_agent(
+        settings, parts, workspace=Path.cwd(), session=opened.session, resumed=opened.data, lock=opened.lock
+    )
+    relay.attach(runtime.agent.post_note)
+    return runtime
 
 
 def apply_yes(options: CliOptions, settings: Settings) -> Settings:
