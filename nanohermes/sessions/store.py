@@ -141,31 +141,20 @@ class SessionFile:
 
     def exists(self) -> bool:
         """True when the file is there (through a symlink); False when not (a dangling link included:
-        the first save creates its target). SessionError for a symlink loop or a special file."""
-        try:
-            return self._regular()
-        except OSError as err:
-            raise self._refused(err) from None
-
-    def _regular(self) -> bool:
-        """Whether the file is there, through any symlink. OSError (its strerror naming what is
-        there) for a symlink loop or anything but a regular file: never read, never replaced."""
+        the first save creates its target). SessionError for a symlink loop or anything but a
+        regular file: never read, never replaced."""
         try:
             mode = os.stat(self.path).st_mode
         except FileNotFoundError:
             return False
         except OSError as err:
-            if err.errno == errno.ELOOP:
-                raise OSError(errno.ELOOP, "a symlink loop") from None
-            raise
-        if stat.S_ISDIR(mode):
-            raise OSError(errno.EISDIR, "a directory")
+            raise self._refused("a symlink loop" if err.errno == errno.ELOOP else reason(err)) from None
         if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "a FIFO, socket or device")
+            raise self._refused("a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device")
         return True
 
-    def _refused(self, err: OSError) -> SessionError:
-        problem = f"session file {self.path} is {reason(err)}, not a session file; it was left untouched"
+    def _refused(self, what: str) -> SessionError:
+        problem = f"session file {self.path} is {what}, not a session file; it was left untouched"
         return SessionError(problem, LINK_HINT)
 
     def _corrupt(self, problem: str) -> SessionError:
@@ -223,10 +212,7 @@ class SessionFile:
         Raises SessionError; nothing it was given is lost (a failed save's lines go with the next)."""
         lines = self._unwritten + snapshot.archive_lines
         self._unwritten = lines
-        try:
-            existed = self._regular()  # a symlink loop, a FIFO or a device is never replaced
-        except OSError as err:
-            raise self._refused(err) from None
+        existed = self.exists()  # a symlink loop, a FIFO or a device is never replaced
         try:
             ensure_private_dir(self.target.parent)  # a link's own folder is there: the link is
             size = self._append_archive(lines, snapshot.secrets)
