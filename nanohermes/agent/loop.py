@@ -101,7 +101,7 @@ class Agent:
         self._distiller = Distiller(
             model,
             store,
-            model_name=lambda: self.distill_model,
+            model_name=lambda: config.distill_model or self.model,
             post_note=self.post_note,
             add_usage=self._add_usage,
             verbose=config.verbose,
@@ -143,10 +143,6 @@ class Agent:
     @property
     def model(self) -> str:
         return self._data.model or self._config.model
-
-    @property
-    def distill_model(self) -> str:
-        return self._config.distill_model or self.model
 
     def set_model(self, name: str) -> None:
         self._data.model = name.strip() or self.model

@@ -108,7 +108,8 @@ def build_runtime(
     opened: OpenedSession | None = None,
 ) -> Runtime:
     """Build client, store, tools, sub-agents and the agent, on the session `opened` (else opened
-    here). One-shot mode (`-p`) never asks: `approver` is ignored there. `--yes` means `auto`."""
+    here), with `settings` as `run_chat` made them. One-shot mode (`-p`) never asks: `approver` is
+    ignored there."""
     from nanohermes.app.lean_imports import import_httpx
 
     import_httpx()  # before the model client: without httpx's command-line client
@@ -116,7 +117,6 @@ def build_runtime(
 
     if not settings.model:
         raise ConfigError("no model configured", "give --model NAME or set NANOHERMES_MODEL")
-    settings = apply_yes(options, settings)
     relay = _NoticeRelay()
     if opened is None:  # else its notices were shown with the preview
         opened = open_session(options, settings)
