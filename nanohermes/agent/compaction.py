@@ -16,8 +16,10 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, NanoHermesError
-from nanohermes.core.types import Message, message_chars, message_text
+from nanohermes.core.protocols import ChatModel
+from nanohermes.core.types import Message, Usage, message_chars, message_text
 
 Summarize = Callable[[list[Message]], str]
 """Given the middle messages, return a summary text. Raises NanoHermesError when it cannot."""
@@ -153,6 +155,20 @@ def summary_request(messages: list[Message]) -> list[Message]:
     """The request that asks the model for a summary of `messages`."""
     body = "Summarise this earlier part of the conversation:\n\n" + transcript(messages)
     return [{"role": "system", "content": SUMMARY_SYSTEM_PROMPT}, {"role": "user", "content": body}]
+
+
+def summarizer(
+    model: ChatModel, name: str, cancel: CancelToken, add_usage: Callable[[Usage], None]
+) -> Summarize:
+    """A `Summarize` that asks `model` (named `name`), its tokens counted by `add_usage`."""
+
+    def summarize(middle: list[Message]) -> str:
+        request = summary_request(middle)
+        result = model.complete(request, None, model=name, cancel=cancel)
+        add_usage(result.counted_usage(request))
+        return result.content
+
+    return summarize
 
 
 def _line(message: Message) -> str:

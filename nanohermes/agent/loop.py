@@ -18,7 +18,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes.agent.compaction import compact, summary_request, total_chars
+from nanohermes.agent.compaction import compact, summarizer, total_chars
 from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.distiller import Distiller
 from nanohermes.agent.turns import (
@@ -317,15 +317,9 @@ class Agent:
         self._saver.in_background()
 
     def _compact(self, cancel: CancelToken, *, threshold: int | None) -> Generator[Event, None, bool]:
-        def summarize(middle: list[Message]) -> str:
-            request = summary_request(middle)
-            result = self._model.complete(request, None, model=self.model, cancel=cancel)
-            self._add_usage(result.counted_usage(request))
-            return result.content
-
-        outcome = compact(
-            self.messages, keep=self._config.compact_keep_messages, summarize=summarize, threshold=threshold
-        )
+        summarize = summarizer(self._model, self.model, cancel, self._add_usage)
+        keep = self._config.compact_keep_messages
+        outcome = compact(self.messages, keep=keep, summarize=summarize, threshold=threshold)
         if outcome is None:
             return False
         self.messages[:] = outcome.messages

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.agent.compaction import compact, summary_request, total_chars
+from nanohermes.agent.compaction import compact, summarizer, total_chars
 from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.prompts import base_system_prompt
 from nanohermes.agent.turns import drop_cut_calls, reply_over
@@ -243,13 +243,7 @@ class SubAgentRunner:
     def _compacted(self, messages: list[Message], cancel: CancelToken, *, threshold: int | None) -> bool:
         """Compact the context as the main loop compacts its own; the task message stays verbatim.
         False: nothing to compact."""
-
-        def summarize(middle: list[Message]) -> str:
-            request = summary_request(middle)
-            result = self._model.complete(request, None, model=self._model_name(), cancel=cancel)
-            self._add_usage(result.counted_usage(request))
-            return result.content
-
+        summarize = summarizer(self._model, self._model_name(), cancel, self._add_usage)
         system, task, rest = messages[0], messages[1], messages[2:]
         keep = self._config.compact_keep_messages
         outcome = compact([system, *rest], keep=keep, summarize=summarize, threshold=threshold)
