@@ -45,9 +45,10 @@ from nanohermes.ui.safe_text import terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
+    from nanohermes.agent.loop import Agent
     from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import Settings
-    from nanohermes.ui.seams import ChatAgent, RuntimeBuilder, RuntimeLike
+    from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
 
 DISTILL_GRACE = 5.0
 DISTILL_NOTE_AFTER = 1.0
@@ -239,7 +240,7 @@ def drop_stdout(out: TextIO) -> None:
         os.close(devnull)
 
 
-def _wait_for_distillation(agent: ChatAgent, budget: float) -> None:
+def _wait_for_distillation(agent: Agent, budget: float) -> None:
     """Wait for the turn's distillation; say so after a moment. Ctrl-C skips it (the answer is out)."""
     try:
         if agent.wait_for_distillation(min(DISTILL_NOTE_AFTER, budget)):
