@@ -84,11 +84,7 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     if no_key:
         return _fail(no_key, EXIT_USAGE)
     if options.prompt == "-" and _is_terminal(sys.stdin):  # else it seems to hang, saying nothing
-        print(
-            "nanohermes: reading the prompt from the terminal; end it with Ctrl-D",
-            file=sys.stderr,
-            flush=True,
-        )
+        _say("reading the prompt from the terminal; end it with Ctrl-D")
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
     except PromptError as err:
@@ -144,22 +140,12 @@ def read_prompt(value: str, stdin: TextIO | None) -> str:
     Latin-1 file, an argument in another encoding) become U+FFFD: as lone surrogates they could not be
     sent as JSON, nor saved. Raises PromptError when stdin is closed or holds more than a prompt."""
     if value != "-":
-        return _valid_text(value)
+        return valid_text(value)
     if stdin is None:
         raise PromptError("-p - reads the prompt from stdin, but stdin is closed")
-    source = getattr(stdin, "buffer", None)
-    data = source.read(PROMPT_MAX_BYTES + 1) if source is not None else stdin.read().encode()
+    data = stdin.buffer.read(PROMPT_MAX_BYTES + 1)
     if len(data) > PROMPT_MAX_BYTES:
         raise PromptError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
-    return data.decode("utf-8", "replace")
-
-
-def _valid_text(text: str) -> str:
-    """An argument's bytes that are not UTF-8 arrive as lone surrogates: back to bytes, then U+FFFD."""
-    try:
-        data = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate that stands for no byte (not from the command line)
-        data = text.encode("utf-8", "surrogatepass")
     return data.decode("utf-8", "replace")
 
 
@@ -245,13 +231,11 @@ def _wait_for_distillation(agent: Agent, budget: float) -> None:
     try:
         if agent.wait_for_distillation(min(DISTILL_NOTE_AFTER, budget)):
             return
-        print(
-            "nanohermes: saving what to remember from this turn… (Ctrl-C skips)", file=sys.stderr, flush=True
-        )
+        _say("saving what to remember from this turn… (Ctrl-C skips)")
         agent.wait_for_distillation(max(0.0, budget - DISTILL_NOTE_AFTER))
     except KeyboardInterrupt:
         agent.stop_distillation()
-        print("nanohermes: memory distillation skipped", file=sys.stderr, flush=True)
+        _say("memory distillation skipped")
 
 
 def _record(event: Event, outcome: _Outcome) -> None:
@@ -346,8 +330,13 @@ def _error_line(outcome: _Outcome) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"nanohermes: error: {terminal_safe(' '.join(message.split()))}", file=sys.stderr)
+    _say(f"error: {message}")
     return code
+
+
+def _say(text: str) -> None:
+    """One line on stderr, apart from the answer on stdout."""
+    print(f"nanohermes: {terminal_safe(' '.join(text.split()))}", file=sys.stderr, flush=True)
 
 
 def _arguments(text: str) -> Any:
@@ -369,7 +358,7 @@ def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
             return
         if cancel.cancelled:
             raise KeyboardInterrupt
-        print("nanohermes: interrupting… (Ctrl-C again to abort)", file=sys.stderr, flush=True)
+        _say("interrupting… (Ctrl-C again to abort)")
         cancel.cancel()
 
     try:

@@ -180,26 +180,21 @@ class Renderer:
     # -- turn lifecycle -------------------------------------------------------------------------
 
     def begin_turn(self) -> None:
-        self._text = MarkdownSplitter()
-        self._reasoning = PartialLine()
-        self._running.clear()
-        self._arguments.clear()
         self._waiting = True
         self._printed_answer = False
         self._start_live()
 
     def end_turn(self) -> None:
         """Flush what is left and stop the live region (safe to call twice, or after Ctrl-C)."""
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         self._waiting = False
         self._running.clear()
+        self._arguments.clear()
         self._stop_live()
 
     def pause(self) -> None:
         """Release the terminal (for an approval question); `resume` takes it back."""
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         self._stop_live()
 
     def resume(self) -> None:
@@ -236,15 +231,11 @@ class Renderer:
 
     def note(self, text: str, level: str = "info") -> None:
         """One line: dimmed for info, yellow for warnings, red for errors."""
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         style = NOTE_STYLES.get(level, "dim")
         prefix = "error: " if level == "error" and not text.lower().startswith("error") else ""
         line = terminal_safe(prefix + " ".join(text.split()))
         self.console.print(Text(line, style=style), overflow="fold")
-
-    def error(self, text: str) -> None:
-        self.note(text, "error")
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -261,8 +252,7 @@ class Renderer:
             print_plain(self.console, terminal_safe(line), style="dim italic")
 
     def _on_tool_started(self, event: ToolStarted) -> None:
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         self._waiting = False
         argument = event.summary or key_argument(event.call)
         self._arguments[event.call.id] = argument
@@ -270,8 +260,7 @@ class Renderer:
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
         """`name argument · outcome and size · time`, e.g. `✓ read_file src/a.py · 12 lines, 340 chars`."""
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         result = event.result
         self._running.pop(result.call_id, None)
         argument = terminal_safe(self._arguments.pop(result.call_id, ""))
@@ -297,8 +286,7 @@ class Renderer:
         )
 
     def _on_finished(self, event: TurnFinished) -> None:
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         self._waiting = False
         if event.completed:
             return
@@ -317,7 +305,9 @@ class Renderer:
             self.console.print(_answer(self.console, safe))
         self._printed_answer = True
 
-    def _flush_text(self) -> None:
+    def _flush(self) -> None:
+        """Print the reasoning and the answer streamed so far, before a line that comes after them."""
+        self._flush_reasoning()
         rest = self._text.finish()
         if rest.strip():
             self._print_markdown(rest)

@@ -205,7 +205,7 @@ class Repl:
         try:
             agent.save()
         except NanoHermesError as err:
-            self.renderer.error(f"could not save the session: {err.one_line()}")
+            self.renderer.note(f"could not save the session: {err.one_line()}", "error")
         try:
             if not agent.wait_for_distillation(0.2):  # the spinner only when there is something to wait for
                 with self.console.status("finishing memory distillation… (Ctrl-C skips)", spinner="dots"):
@@ -234,8 +234,10 @@ class Repl:
         are printed above the prompt at once, not after the first answer."""
         from prompt_toolkit.application import run_in_terminal
 
+        if not self.session.app.is_running:
+            return  # they are shown before the next prompt
         events = self.loader.get().agent.drain_background_events()
-        if events and self.session.app.is_running:
+        if events:
             run_in_terminal(lambda: self._render(events))
 
     def _render(self, events: Sequence[Event]) -> None:
