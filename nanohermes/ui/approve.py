@@ -105,23 +105,17 @@ class TerminalApprover:
         A Ctrl-C while asking interrupts the call, then propagates so the REPL cancels the turn."""
         try:
             decision = self.ask(pending.request)
-        except KeyboardInterrupt:
-            self._cancel_turn()  # first: the released worker must see the turn cancelled
-            pending.interrupt()
-            raise
-        except BaseException:
+        except BaseException as err:
+            with self._lock:
+                cancel = self._cancel
+            if isinstance(err, KeyboardInterrupt) and cancel is not None:
+                # before the worker is released: told "interrupted", it could otherwise send the
+                # next model request before the REPL cancels the turn
+                cancel.cancel()
             pending.interrupt()  # unblock the worker before the error propagates
             raise
         pending.resolve(decision)
         return decision
-
-    def _cancel_turn(self) -> None:
-        """Ctrl-C at a posted question cancels the turn before its worker is released; otherwise the
-        worker, told "interrupted", could send the next model request before the REPL cancels."""
-        with self._lock:
-            cancel = self._cancel
-        if cancel is not None:
-            cancel.cancel()
 
     def ask(self, request: ApprovalRequest) -> Decision:
         self.show(request)

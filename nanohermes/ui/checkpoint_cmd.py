@@ -12,6 +12,7 @@ from rich.text import Text
 
 from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.undo_cmd import turn_lines
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints, FileDiff, History
@@ -100,16 +101,5 @@ def list_checkpoints(ctx: CommandContext, arg: str) -> None:
     turns = history.turns()
     if not turns:
         ctx.say("no turn has changed files in this session yet", "dim")
-        return
-    for turn in turns:
-        count = len(turn.files)
-        state = " · undone" if turn.undone else ""
-        ctx.say(f"turn {turn.number} · {turn.when} · {count} {'file' if count == 1 else 'files'}{state}")
-        ctx.say(f"  {turn.prompt}", "dim")
-        for change in turn.files:
-            line = Text.assemble(
-                "    ",
-                (f"{change.status:<9}", STATUS_STYLES.get(change.status, "")),
-                terminal_safe(change.shown),  # a shell command may create any file name
-            )
-            ctx.console.print(line, overflow="fold")
+    for line in turn_lines(turns):
+        ctx.say(line)

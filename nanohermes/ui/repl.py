@@ -181,7 +181,7 @@ class Repl:
     def _banner(self) -> None:
         from rich.text import Text
 
-        from nanohermes.ui.resume import exchange_lines, recent_exchanges
+        from nanohermes.ui.resume import exchange_lines
 
         line = f"nanohermes {__version__} · {self.settings.model} · /help for commands · Ctrl-D to exit"
         self.console.print(Text(line, style="dim"))
@@ -194,7 +194,7 @@ class Repl:
             resumed = f"resumed {preview.name}: {plural(count, 'message')}; last exchanges:"
             self.console.print(Text(resumed, style="dim"))
             width = max(20, self.console.width - 2)
-            for text in exchange_lines(recent_exchanges(messages), width):
+            for text in exchange_lines(messages, width):
                 self.console.print(Text(text, style="dim"), no_wrap=True, overflow="ellipsis")
 
     def _shutdown(self) -> int:

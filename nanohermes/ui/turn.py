@@ -32,11 +32,8 @@ STOP_GRACE_SECONDS = 10.0
 POLL_SECONDS = 0.1
 
 
-class _End:
-    """Sentinel: the worker is done."""
-
-
-_Item = Event | PendingApproval | _End
+_Item = Event | PendingApproval | None
+"""What the worker posts to the main thread; None: it is done."""
 
 
 class TurnDriver:
@@ -88,7 +85,7 @@ class TurnDriver:
             except KeyboardInterrupt:  # no SIGINT handler here (not the main thread)
                 token.cancel()
                 continue
-            if isinstance(item, _End):
+            if item is None:
                 return
             try:
                 self._show(item, token)
@@ -170,4 +167,4 @@ def _work(source: EventSource, token: CancelToken, items: queue.Queue[_Item]) ->
     except Exception as err:  # thread boundary: report it instead of dying silently
         items.put(Note(f"internal error: {type(err).__name__}: {err}", "error"))
     finally:
-        items.put(_End())
+        items.put(None)

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
+from nanohermes.core.types import plural
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
-    from nanohermes.checkpoints import Checkpoints, History
+    from nanohermes.checkpoints import Checkpoints, History, TurnRecord
     from nanohermes.config.options import UndoArgs
     from nanohermes.config.settings import Settings
 
@@ -72,13 +73,21 @@ def _list(history: History, checkpoints: Checkpoints) -> None:
         _say(f"no turn of session {checkpoints.session.stem} changed files")
         return
     _say(f"session {checkpoints.session} · workspace {checkpoints.workspace}")
+    for line in turn_lines(turns):
+        _say(line)
+
+
+def turn_lines(turns: list[TurnRecord]) -> list[str]:
+    """Each turn that changed files, then its files (for `undo --list` and /checkpoints; not yet
+    terminal-safe: a shell command may create any file name)."""
+    lines: list[str] = []
     for turn in turns:
         state = " (undone)" if turn.undone else ""
-        count = len(turn.files)
-        files = f"{count} {'file' if count == 1 else 'files'}"
-        _say(f"turn {turn.number}  {turn.when}  {files}{state}  {turn.prompt}")
-        for change in turn.files:
-            _say(f"    {change.status:<8} {change.shown}")
+        lines.append(
+            f"turn {turn.number}  {turn.when}  {plural(len(turn.files), 'file')}{state}  {turn.prompt}"
+        )
+        lines.extend(f"    {change.status:<8} {change.shown}" for change in turn.files)
+    return lines
 
 
 def _say(line: str, stream: TextIO | None = None) -> None:
