@@ -40,7 +40,7 @@ from nanohermes.core.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.core.types import Usage, valid_text
+from nanohermes.core.types import valid_text
 from nanohermes.ui.safe_text import terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
@@ -65,13 +65,9 @@ class PromptError(ValueError):
 class _Outcome:
     """What the turn produced, gathered from its events."""
 
-    completed: bool = False
-    reason: str = "error"
-    answer: str = ""
-    usage: Usage = field(default_factory=Usage)
+    end: TurnFinished = field(default_factory=lambda: TurnFinished(False, "error"))
     errors: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    changed_files: list[str] = field(default_factory=list)
     memories: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -259,9 +255,7 @@ def _record(event: Event, outcome: _Outcome) -> None:
     elif isinstance(event, Note) and event.level == "error":
         outcome.errors.append(event.text)
     elif isinstance(event, TurnFinished):
-        outcome.completed, outcome.reason = event.completed, event.reason
-        outcome.answer, outcome.usage = event.answer, event.usage
-        outcome.changed_files = list(event.changed_files)
+        outcome.end = event
 
 
 def _progress(event: Event, verbose: bool) -> None:
@@ -301,32 +295,34 @@ def _speaks_utf8(stream: TextIO) -> bool:
 
 def _json_line(runtime: RuntimeLike, outcome: _Outcome, *, ascii_only: bool = False) -> str:
     payload = {
-        "answer": outcome.answer,
+        "answer": outcome.end.answer,
         "session": str(runtime.agent.session_path),
-        "usage": outcome.usage.to_dict(),
+        "usage": outcome.end.usage.to_dict(),
         "tool_calls": outcome.tool_calls,
-        "files_changed": outcome.changed_files,
+        "files_changed": list(outcome.end.changed_files),
         "memories": outcome.memories,
-        "completed": outcome.completed,
+        "completed": outcome.end.completed,
         "error": _error_line(outcome) or None,
     }
     return json.dumps(payload, ensure_ascii=ascii_only) + "\n"
 
 
 def _exit_code(outcome: _Outcome) -> int:
-    if outcome.completed:
+    if outcome.end.completed:
         return EXIT_OK
-    return _fail(_error_line(outcome), EXIT_INTERRUPTED if outcome.reason == "interrupted" else EXIT_FAILURE)
+    interrupted = outcome.end.reason == "interrupted"
+    return _fail(_error_line(outcome), EXIT_INTERRUPTED if interrupted else EXIT_FAILURE)
 
 
 def _error_line(outcome: _Outcome) -> str:
-    if outcome.completed:
+    reason = outcome.end.reason
+    if outcome.end.completed:
         return ""
-    if outcome.reason == "interrupted":
+    if reason == "interrupted":
         return INTERRUPTED
-    if outcome.reason == "max_iterations":
+    if reason == "max_iterations":
         return "the turn stopped at max_iterations before the model finished (raise max_iterations)"
-    return outcome.errors[0] if outcome.errors else f"the turn did not complete ({outcome.reason})"
+    return outcome.errors[0] if outcome.errors else f"the turn did not complete ({reason})"
 
 
 def _fail(message: str, code: int) -> int:

@@ -288,9 +288,7 @@ class Renderer:
     def _on_finished(self, event: TurnFinished) -> None:
         self._flush()
         self._waiting = False
-        if event.completed:
-            return
-        if event.reason not in EXPLAINED_REASONS:
+        if not event.completed and event.reason not in EXPLAINED_REASONS:
             self.note(f"turn stopped: {event.reason}", "warning")
 
     # -- output helpers -------------------------------------------------------------------------
