@@ -1,11 +1,8 @@
-"""`nanohermes memory list [--all] | search QUERY [--explain] [--all] | forget ID | stats | path
-| add KIND TEXT [--project] | export | import FILE`; the REPL's `/memory` runs the same actions.
+"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10); the REPL's `/memory` runs the same actions.
 
-Works without any model endpoint: it only reads and edits memory.json. `list` and `search` show the
-global memories and those of the project the current directory belongs to (SPEC §3.9); `--all`
-every entry with its project. Tables go to stdout; notes and errors to stderr, errors as one line
-with exit code 2 for a bad argument (unknown id, empty query) and 1 when the file cannot be read or
-written.
+Works without any model endpoint: it only reads and edits memory.json. Tables go to stdout; notes and
+errors to stderr, errors as one line with exit code 2 for a bad argument (unknown id, empty query)
+and 1 when the file cannot be read or written.
 """
 
 from __future__ import annotations
@@ -105,11 +102,14 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
     where = "every project" if args.all_projects else f"global + {store.project}"
     title = f"{plural(len(entries), 'memory')} ({escape(where)}) — {escape(str(store.path))}"
     table = Table(title=title, title_justify="left")
-    table.add_column("id", no_wrap=True, style="cyan")
-    table.add_column("kind", no_wrap=True)
-    table.add_column("scope", overflow="fold", style="dim")
-    table.add_column("source", no_wrap=True, style="dim")
-    table.add_column("saved", no_wrap=True, style="dim")
+    for column, style in (
+        ("id", "cyan"),
+        ("kind", ""),
+        ("scope", "dim"),
+        ("source", "dim"),
+        ("saved", "dim"),
+    ):
+        table.add_column(column, no_wrap=column != "scope", overflow="fold", style=style)
     table.add_column("text", overflow="fold")
     for entry in entries:
         table.add_row(

@@ -170,8 +170,8 @@ class Renderer:
         self._live: Live | None = None
         self._text = MarkdownSplitter()
         self._reasoning = PartialLine()
-        self._running: dict[str, str] = {}
-        self._arguments: dict[str, str] = {}
+        self._running: dict[str, tuple[str, str]] = {}
+        """The tools running: call id → (name, key argument)."""
         self._waiting = False
         self._printed_answer = False
         self._built_at = 0.0
@@ -189,7 +189,6 @@ class Renderer:
         self._flush()
         self._waiting = False
         self._running.clear()
-        self._arguments.clear()
         self._stop_live()
 
     def pause(self) -> None:
@@ -254,16 +253,13 @@ class Renderer:
     def _on_tool_started(self, event: ToolStarted) -> None:
         self._flush()
         self._waiting = False
-        argument = event.summary or key_argument(event.call)
-        self._arguments[event.call.id] = argument
-        self._running[event.call.id] = terminal_safe(f"{event.call.name} {argument}".strip())
+        self._running[event.call.id] = (event.call.name, event.summary or key_argument(event.call))
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
         """`name argument · outcome and size · time`, e.g. `✓ read_file src/a.py · 12 lines, 340 chars`."""
         self._flush()
         result = event.result
-        self._running.pop(result.call_id, None)
-        argument = terminal_safe(self._arguments.pop(result.call_id, ""))
+        argument = terminal_safe(self._running.pop(result.call_id, ("", ""))[1])
         outcome = terminal_safe(event.summary.removeprefix("ok · ") if event.summary else _outcome(result))
         interrupted = outcome == "interrupted"
         line = Text("  ")
@@ -326,7 +322,8 @@ class Renderer:
         tail = self._text.visible(height, room)  # its end only: the block may be megabytes long
         if tail.strip():
             parts.append(_answer(self.console, terminal_safe(tail)))
-        for label in self._running.values():
+        for name, argument in self._running.values():
+            label = terminal_safe(f"{name} {argument}".strip())
             parts.append(Spinner("dots", Text(" " + shorten(label, 70), style="dim")))
         if self._waiting and not parts:
             parts.append(Spinner("dots", Text(" thinking…", style="dim")))
