@@ -161,9 +161,6 @@ def make_session(
         bottom_toolbar=toolbar,
         key_bindings=bindings,
         prompt_continuation=lambda width, line_number, wrap_count: CONTINUATION.rjust(width),
-        enable_history_search=False,
-        mouse_support=False,
-        erase_when_done=False,
     )
 
 
