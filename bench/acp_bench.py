@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from acp import schema, spawn_agent_process, text_block  # noqa: E402
 from fake_server import FakeServer  # noqa: E402
 
-from nanohermes.agent_wiring import AgentParts, build_agent  # noqa: E402
-from nanohermes.cancel import CancelToken  # noqa: E402
-from nanohermes.events import TurnFinished  # noqa: E402
-from nanohermes.session import SessionFile  # noqa: E402
-from nanohermes.settings import load_settings  # noqa: E402
+from nanohermes.app.agent_wiring import AgentParts, build_agent  # noqa: E402
+from nanohermes.config.settings import load_settings  # noqa: E402
+from nanohermes.core.cancel import CancelToken  # noqa: E402
+from nanohermes.core.events import TurnFinished  # noqa: E402
+from nanohermes.sessions.store import SessionFile  # noqa: E402
 
 ANSWER = "Sure. " + "This answer streams in small pieces like a real model would. " * 4
 PROMPT = "hi"  # short: no distillation, so only the turn itself is timed

@@ -24,11 +24,11 @@ from typing import Any
 
 import httpx
 
-from nanohermes.cancel import CancelToken
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.types import ChatResult
 from nanohermes.llm import ChatClient
 from nanohermes.llm.failures import Target
 from nanohermes.llm.response import assemble
-from nanohermes.types import ChatResult
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 

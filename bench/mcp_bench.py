@@ -114,11 +114,11 @@ async def interleaved(calls: int, managed_block: Callable[[int], None]) -> list[
 
 
 def bench_calls(calls: int) -> None:
-    from nanohermes.cancel import CancelToken
+    from nanohermes.config.mcp_config import McpServerConfig
+    from nanohermes.core.cancel import CancelToken
+    from nanohermes.core.types import ToolCall
     from nanohermes.mcp.manager import McpManager
-    from nanohermes.mcp_config import McpServerConfig
     from nanohermes.tools.runner import ToolRunner
-    from nanohermes.types import ToolCall
 
     managed: list[float] = []
     through_runner: list[float] = []

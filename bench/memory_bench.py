@@ -34,7 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from nanohermes.fileio import atomic_write
+from nanohermes.core.fileio import atomic_write
 from nanohermes.memory import K1, B, MemoryStore, analyze
 from nanohermes.memory.transfer import import_memories, parse_import
 

@@ -23,13 +23,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nanohermes.cancel import CancelToken
 from nanohermes.checkpoints import Checkpoints
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.types import ToolCall
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.runner import ToolRunner
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.shell import ShellTool
-from nanohermes.types import ToolCall
 
 
 def make_workspace(root: Path, files: int) -> None:

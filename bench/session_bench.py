@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_server import FakeServer  # noqa: E402
 
-from nanohermes.fileio import atomic_write  # noqa: E402
-from nanohermes.session import SessionData, SessionFile, describe_session  # noqa: E402
-from nanohermes.types import Message  # noqa: E402
+from nanohermes.core.fileio import atomic_write  # noqa: E402
+from nanohermes.core.types import Message  # noqa: E402
+from nanohermes.sessions.store import SessionData, SessionFile, describe_session  # noqa: E402
 
 MB = 1024 * 1024
 LIVE_CHARS = 100_000  # under the default compact_threshold_chars (120,000): no compaction on resume

@@ -76,7 +76,7 @@ def big_session(home: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from session_bench import LIVE_CHARS, MB, session_of
 
-    from nanohermes.session import SessionFile
+    from nanohermes.sessions.store import SessionFile
 
     SessionFile(home / ".nanohermes" / "sessions" / "big.json").save(session_of(68 * MB, LIVE_CHARS))
 

@@ -25,14 +25,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from nanohermes.agent import Agent, AgentConfig
-from nanohermes.compaction import total_chars
-from nanohermes.events import StreamItem
+from nanohermes.agent.compaction import total_chars
+from nanohermes.agent.loop import Agent, AgentConfig
+from nanohermes.agent.prompts import base_system_prompt
+from nanohermes.core.events import StreamItem
+from nanohermes.core.types import ChatResult, Message, Usage
 from nanohermes.memory import MemoryStore
-from nanohermes.prompts import base_system_prompt
-from nanohermes.session import SessionData, SessionFile
+from nanohermes.sessions.store import SessionData, SessionFile
 from nanohermes.tools.runner import ToolRunner
-from nanohermes.types import ChatResult, Message, Usage
 
 SUBJECTS = [
     "the deploy script",

@@ -1,5 +1,5 @@
 """`python -m nanohermes` runs the command line."""
 
-from nanohermes.cli import main
+from nanohermes.app.cli import main
 
 raise SystemExit(main())

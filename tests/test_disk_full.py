@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.errors import SessionError
-from nanohermes.fileio import StagedWrite
+from nanohermes.core.errors import SessionError
+from nanohermes.core.fileio import StagedWrite
 from nanohermes.mcp.logs import ServerLogs
-from nanohermes.session import SessionData, SessionFile
+from nanohermes.sessions.store import SessionData, SessionFile
 
 
 def full_disk(*_: object) -> None:
@@ -24,7 +24,7 @@ def test_a_staged_write_that_does_not_fit_leaves_nothing_behind(
 ) -> None:
     target = tmp_path / "journal.json"
     target.write_bytes(b"old")
-    monkeypatch.setattr("nanohermes.fileio.write_all", full_disk)
+    monkeypatch.setattr("nanohermes.core.fileio.write_all", full_disk)
     with pytest.raises(OSError, match="No space left on device") as failed:
         StagedWrite(target, b"new")
     assert failed.value.errno == errno.ENOSPC
@@ -54,7 +54,7 @@ def test_a_session_save_on_a_full_disk_says_intact_only_when_there_was_a_file(
     session = SessionFile(path)
     data = SessionData(messages=[{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}])
     with monkeypatch.context() as patch:
-        patch.setattr("nanohermes.fileio.write_all", full_disk)
+        patch.setattr("nanohermes.core.fileio.write_all", full_disk)
         with pytest.raises(SessionError) as first:
             session.save(data)
     cause = f"cannot write session file {path}: No space left on device"
@@ -65,7 +65,7 @@ def test_a_session_save_on_a_full_disk_says_intact_only_when_there_was_a_file(
     saved = path.read_bytes()
     data.messages.append({"role": "assistant", "content": "hello"})
     with monkeypatch.context() as patch:
-        patch.setattr("nanohermes.fileio.write_all", full_disk)
+        patch.setattr("nanohermes.core.fileio.write_all", full_disk)
         with pytest.raises(SessionError) as later:
             session.save(data)
     intact = "free some disk space; the previous version of the file is intact"

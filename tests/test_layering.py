@@ -11,30 +11,27 @@ from pathlib import Path
 
 import nanohermes
 
-CORE_PACKAGES = ("memory", "llm", "tools", "checkpoints")
-CORE_MODULES = (
-    "types",
-    "errors",
-    "events",
-    "cancel",
-    "protocols",
-    "settings",
-    "compaction",
-    "session",
-    "session_files",
-    "prompts",
-    "agent",
-    "agent_config",
-    "markers",
-    "turns",
-    "distiller",
-    "autosave",
-    "options",
-    "subagents",
-    "localserver",
-    "localserver_watch",
-    "fileio",
-)
+# Everything below the front ends: it must run and be tested without a terminal library.
+CORE_PACKAGES = ("core", "config", "memory", "llm", "tools", "checkpoints", "sessions", "agent", "local")
+# Which layer each top-level package is in; a package may import only from layers at or below its own
+# (the same layer is allowed where there is no cycle, checked separately).
+LAYERS = {
+    "core": 1,
+    "config": 2,
+    "memory": 2,
+    "llm": 2,
+    "tools": 2,
+    "checkpoints": 2,
+    "sessions": 2,
+    "mcp": 2,
+    "local": 2,
+    "agent": 3,
+    "ui": 4,
+    "acp": 4,
+    "app": 5,
+    "__main__": 6,
+    "__init__": 0,
+}
 UI_LIBRARIES = ("rich", "prompt_toolkit")
 PACKAGE_DIR = Path(nanohermes.__file__).parent
 
@@ -58,12 +55,19 @@ def _loaded_after_import(modules: list[str], baseline: tuple[str, ...] = ()) -> 
 
 def _existing(names: tuple[str, ...]) -> list[str]:
     present = {info.name for info in pkgutil.iter_modules(nanohermes.__path__)}
-    return [f"nanohermes.{name}" for name in names if name in present]
+    assert set(names) <= present
+    modules = [f"nanohermes.{name}" for name in names]
+    # Every module of these packages, not only their (mostly empty) __init__.
+    for name in names:
+        package_dir = PACKAGE_DIR / name
+        if package_dir.is_dir():
+            modules += [f"nanohermes.{name}.{info.name}" for info in pkgutil.iter_modules([str(package_dir)])]
+    return modules
 
 
 def test_core_modules_never_import_ui_libraries() -> None:
-    modules = _existing(CORE_MODULES + CORE_PACKAGES)
-    assert "nanohermes.settings" in modules
+    modules = _existing(CORE_PACKAGES)
+    assert "nanohermes.config.settings" in modules
     # httpx itself pulls in rich (for its optional `httpx` CLI) when rich is installed: not our import.
     loaded = _loaded_after_import(modules, baseline=("httpx",))
     leaked = sorted(name for name in loaded if name.split(".")[0] in UI_LIBRARIES)
@@ -72,7 +76,6 @@ def test_core_modules_never_import_ui_libraries() -> None:
 
 def test_memory_never_imports_http() -> None:
     modules = _existing(("memory",))
-    assert modules == ["nanohermes.memory"]
     loaded = _loaded_after_import(modules)
     assert not {"httpx", "httpcore", "rich", "prompt_toolkit"} & {name.split(".")[0] for name in loaded}
 
@@ -80,7 +83,7 @@ def test_memory_never_imports_http() -> None:
 def test_version_imports_nothing_heavy() -> None:
     code = (
         "import sys, json\n"
-        "from nanohermes.cli import main\n"
+        "from nanohermes.app.cli import main\n"
         "try:\n"
         "    main(['--version'])\n"
         "except SystemExit:\n"
@@ -131,6 +134,28 @@ def _import_graph() -> dict[str, set[str]]:
     return graph
 
 
+def _module_graph(package: str) -> dict[str, set[str]]:
+    """Which module of one subpackage imports which other module of it (any import statement)."""
+    folder = PACKAGE_DIR / package
+    modules = {path.stem for path in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    prefix = f"nanohermes.{package}."
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+                if node.module == f"nanohermes.{package}":
+                    names = [prefix + alias.name for alias in node.names]
+            for name in names:
+                leaf = name.removeprefix(prefix).split(".")[0]
+                if name.startswith(prefix) and leaf in modules and leaf != path.stem:
+                    graph[path.stem].add(leaf)
+    return graph
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Every strongly connected component with more than one unit (Tarjan), sorted."""
     index: dict[str, int] = {}
@@ -165,18 +190,23 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycles_between_modules_and_packages() -> None:
     graph = _import_graph()
-    assert {"agent", "cli", "ui", "memory", "options"} <= set(graph)
+    assert {"agent", "app", "ui", "memory", "core"} <= set(graph)
     assert _cycles(graph) == []
 
 
-def test_front_ends_never_import_the_command_line_layer() -> None:
+def test_packages_import_only_from_their_layer_or_below() -> None:
     graph = _import_graph()
+    assert set(graph) == set(LAYERS), "a new top-level package needs a layer in LAYERS"
     upward = {
-        unit: graph[unit] & {"cli", "cliargs", "wiring", "agent_wiring", "acp_wiring"}
-        for unit in graph
-        if unit not in ("cli", "cliargs", "wiring", "agent_wiring", "acp_wiring", "__main__")
+        f"{unit} -> {name}" for unit, names in graph.items() for name in names if LAYERS[name] > LAYERS[unit]
     }
-    assert {unit: names for unit, names in upward.items() if names} == {}
+    assert upward == set()
+
+
+def test_no_import_cycles_between_modules_of_a_package() -> None:
+    for package in sorted(p.name for p in PACKAGE_DIR.iterdir() if (p / "__init__.py").exists()):
+        graph = _module_graph(package)
+        assert _cycles(graph) == [], package
 
 
 def test_the_cycle_check_finds_a_cycle() -> None:

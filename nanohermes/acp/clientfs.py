@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from nanohermes.errors import ToolError
+from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import (
     EDIT_MAX_BYTES,

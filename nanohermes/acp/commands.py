@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 from acp import schema
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import NanoHermesError
-from nanohermes.events import Event, TextDelta, TurnFinished
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import NanoHermesError
+from nanohermes.core.events import Event, TextDelta, TurnFinished
 
 if TYPE_CHECKING:
-    from nanohermes.agent import Agent
+    from nanohermes.agent.loop import Agent
     from nanohermes.memory import MemoryStore
 
 MEMORY_USAGE = "usage: /memory [list | search QUERY | forget ID | stats]"

@@ -23,10 +23,10 @@ from acp.helpers import (
     update_user_message_text,
 )
 
-from nanohermes.errors import INTERRUPTED
-from nanohermes.mcp_config import McpServerConfig, servers_from_acp
-from nanohermes.toolcalls import call_arguments, tool_title
-from nanohermes.types import Message, ToolCall, ToolResult, message_text
+from nanohermes.config.mcp_config import McpServerConfig, servers_from_acp
+from nanohermes.core.errors import INTERRUPTED
+from nanohermes.core.toolcalls import call_arguments, tool_title
+from nanohermes.core.types import Message, ToolCall, ToolResult, message_text
 
 KINDS: dict[str, schema.ToolKind] = {
     "read_file": "read",

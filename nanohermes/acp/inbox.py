@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Generic, TypeVar, cast
 
-from nanohermes.events import ReasoningDelta, TextDelta
+from nanohermes.core.events import ReasoningDelta, TextDelta
 
 T = TypeVar("T")
 TEXT_INTERVAL = 0.008

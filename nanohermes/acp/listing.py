@@ -8,14 +8,14 @@ from typing import Any
 
 from acp import schema
 
-from nanohermes.errors import SessionError
+from nanohermes.core.errors import SessionError
 
 LIST_PAGE = 50
 
 
 def session_infos(sessions_dir: Path, cwd: str | None, start: int) -> tuple[list[schema.SessionInfo], bool]:
     """Up to LIST_PAGE sessions after the first `start` (of workspace `cwd` when given); more left?"""
-    from nanohermes.session_files import recent_session_files
+    from nanohermes.sessions.paths import recent_session_files
 
     infos: list[schema.SessionInfo] = []
     matched = 0
@@ -36,7 +36,7 @@ def session_infos(sessions_dir: Path, cwd: str | None, start: int) -> tuple[list
 
 def _header(path: Path) -> dict[str, Any] | None:
     """A session file's workspace and title: from its header (version 2), else from the whole file."""
-    from nanohermes.session import SessionFile, read_header, title_of
+    from nanohermes.sessions.store import SessionFile, read_header, title_of
 
     header = read_header(path)
     if header is not None:

@@ -17,13 +17,13 @@ from pydantic import ValidationError
 from nanohermes.acp.server import AgentFactory, NanohermesAcpAgent
 from nanohermes.acp.session import first_validation_error
 from nanohermes.acp.transport import LineTransport, open_transport, protocol_files
-from nanohermes.cancel import EXIT_SIGNALS
+from nanohermes.core.cancel import EXIT_SIGNALS
 
 if TYPE_CHECKING:
     from acp.interfaces import Agent as AcpAgent
 
+    from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
-    from nanohermes.settings import Settings
 
 SWITCH_INTERVAL = 0.0005
 """Seconds a thread may hold the GIL while another waits (Python's default is 5 ms): each update

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 from acp import RequestError
 
 from nanohermes.acp import convert
-from nanohermes.errors import ConfigError
+from nanohermes.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from nanohermes.mcp_config import McpServerConfig
+    from nanohermes.config.mcp_config import McpServerConfig
 
 SESSION_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 CURSOR = re.compile(r"[0-9]{1,9}")

@@ -28,18 +28,18 @@ from nanohermes.acp.listing import LIST_PAGE, session_infos
 from nanohermes.acp.params import CURSOR, SESSION_ID, mcp_servers_of, shown, workspace_of
 from nanohermes.acp.session import AcpSession, Bridge, Opened
 from nanohermes.acp.workers import Workers
-from nanohermes.errors import NanoHermesError, SessionInUse
-from nanohermes.events import Note
-from nanohermes.protocols import Approver
-from nanohermes.session import EDITOR_HINTS
+from nanohermes.core.errors import NanoHermesError, SessionInUse
+from nanohermes.core.events import Note
+from nanohermes.core.protocols import Approver
+from nanohermes.sessions.store import EDITOR_HINTS
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
-    from nanohermes.agent import Agent
-    from nanohermes.mcp_config import McpServerConfig
+    from nanohermes.agent.loop import Agent
+    from nanohermes.config.mcp_config import McpServerConfig
+    from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
-    from nanohermes.settings import Settings
     from nanohermes.tools.files import FileTools
 
 log = logging.getLogger("nanohermes.acp")

@@ -25,9 +25,9 @@ from pydantic import ValidationError
 from nanohermes.acp import convert
 from nanohermes.acp.inbox import Inbox
 from nanohermes.acp.workers import Workers
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, ToolError
-from nanohermes.events import (
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, ToolError
+from nanohermes.core.events import (
     Compacted,
     Event,
     Note,
@@ -38,13 +38,13 @@ from nanohermes.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.protocols import ApprovalRequest, Decision
-from nanohermes.types import ToolCall
+from nanohermes.core.protocols import ApprovalRequest, Decision
+from nanohermes.core.types import ToolCall
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
-    from nanohermes.agent import Agent
+    from nanohermes.agent.loop import Agent
 
 log = logging.getLogger("nanohermes.acp")
 EventSource = Callable[[CancelToken], Iterator[Event]]
@@ -346,7 +346,7 @@ class AcpSession:
 
     async def _send_title(self) -> None:
         """The editor's thread title, once the conversation has one (again after /reset)."""
-        from nanohermes.session import title_of
+        from nanohermes.sessions.store import title_of
 
         title = title_of(self.agent.messages) if self.agent is not None else ""
         if title and title != self._title:

@@ -26,8 +26,8 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-from nanohermes.errors import JSON_ERRORS, json_problem
-from nanohermes.types import with_valid_text
+from nanohermes.core.errors import JSON_ERRORS, json_problem
+from nanohermes.core.types import with_valid_text
 
 LINE_LIMIT = 50 * 1024 * 1024
 """The longest message read (an embedded file in a prompt can be large)."""

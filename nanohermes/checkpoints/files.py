@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 
 from nanohermes.checkpoints.journal import CheckpointError, FileState
-from nanohermes.fileio import atomic_write, ensure_private_dir, write_all
+from nanohermes.core.fileio import atomic_write, ensure_private_dir, write_all
 
 LINK_MODE = 0o120000
 FILE_MODE = 0o100644

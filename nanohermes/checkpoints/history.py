@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from nanohermes.checkpoints.files import put_back, remove, same_as
 from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord, shown
 from nanohermes.checkpoints.manager import Checkpoints
-from nanohermes.fileio import StagedWrite
+from nanohermes.core.fileio import StagedWrite
 
 MAX_DIFF_LINES = 4000
 

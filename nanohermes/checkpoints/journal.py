@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nanohermes.errors import NanoHermesError
-from nanohermes.fileio import StagedWrite, ensure_private_dir
+from nanohermes.core.errors import NanoHermesError
+from nanohermes.core.fileio import StagedWrite, ensure_private_dir
 
 JOURNAL_VERSION = 1
 

@@ -32,8 +32,8 @@ from nanohermes.checkpoints.journal import (
     TurnRecord,
 )
 from nanohermes.checkpoints.shadow import GitTimeout, ShadowRepo
-from nanohermes.fileio import resolved
-from nanohermes.protocols import TurnChanges
+from nanohermes.core.fileio import resolved
+from nanohermes.core.protocols import TurnChanges
 
 FILE_LIMIT = 20_000
 """Above this many files a workspace is not snapshotted with git: per-file copies instead."""

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nanohermes.errors import JSON_ERRORS
-from nanohermes.types import ToolCall
+from nanohermes.core.errors import JSON_ERRORS
+from nanohermes.core.types import ToolCall
 
 
 def new_call_id() -> str:

@@ -12,9 +12,9 @@ from collections.abc import Callable, Generator, Iterator
 
 import httpx
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, IncompleteStream, NanoHermesError
-from nanohermes.events import StreamItem
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, IncompleteStream, NanoHermesError
+from nanohermes.core.events import StreamItem
 from nanohermes.llm.failures import one_line
 from nanohermes.llm.interrupt import abort_response
 from nanohermes.llm.response import StreamAssembler

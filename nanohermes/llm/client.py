@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from nanohermes import __version__
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import (
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import (
     BadResponse,
     Cancelled,
     ConfigError,
@@ -28,7 +28,8 @@ from nanohermes.errors import (
     ServerError,
     ServerStopped,
 )
-from nanohermes.events import Retrying, StreamItem
+from nanohermes.core.events import Retrying, StreamItem
+from nanohermes.core.types import ChatResult, Message
 from nanohermes.llm.bodies import BodyReader, describe, is_json
 from nanohermes.llm.failures import (
     RETRY_AFTER_MAX,
@@ -46,10 +47,9 @@ from nanohermes.llm.proxy import new_http_client, proxy_for
 from nanohermes.llm.response import StreamAssembler, assemble, parse_completion, replay_deltas
 from nanohermes.llm.sse import iter_lines
 from nanohermes.llm.wire import body_bytes, build_body, rejected_optional_field
-from nanohermes.types import ChatResult, Message
 
 if TYPE_CHECKING:
-    from nanohermes.settings import Settings
+    from nanohermes.config.settings import Settings
 
 SleepFn = Callable[[float, CancelToken | None], bool]
 """Wait `seconds`; return True when `cancel` fired meanwhile (the wait must then end at once)."""
@@ -66,7 +66,7 @@ def real_sleep(seconds: float, cancel: CancelToken | None) -> bool:
 
 
 class ChatClient:
-    """Implements `nanohermes.protocols.ChatModel`."""
+    """Implements `nanohermes.core.protocols.ChatModel`."""
 
     def __init__(
         self,

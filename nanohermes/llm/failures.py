@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nanohermes.errors import (
+from nanohermes.core.errors import (
     AuthError,
     BadResponse,
     ContextOverflow,

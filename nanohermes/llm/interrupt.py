@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import httpx
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled
 
 _STOP = None
 

@@ -12,7 +12,7 @@ import urllib.parse
 
 import httpx
 
-from nanohermes.errors import ConfigError
+from nanohermes.core.errors import ConfigError
 from nanohermes.llm.failures import one_line, strip_userinfo
 
 _PROXY_VARIABLES = {

@@ -6,13 +6,13 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from nanohermes.errors import JSON_ERRORS, BadResponse, IncompleteStream
-from nanohermes.events import ReasoningDelta, StreamItem, TextDelta
+from nanohermes.core.errors import JSON_ERRORS, BadResponse, IncompleteStream
+from nanohermes.core.events import ReasoningDelta, StreamItem, TextDelta
+from nanohermes.core.types import ChatResult, ToolCall, Usage
 from nanohermes.llm.accumulate import ToolCallAccumulator, finished_call, unique_ids
 from nanohermes.llm.failures import Target, one_line, payload_error
 from nanohermes.llm.parts import first_choice, reasoning_of, refusal_of, split_content
 from nanohermes.llm.sse import Chunk, Marker, iter_chunks
-from nanohermes.types import ChatResult, ToolCall, Usage
 
 
 def find_usage(data: dict[str, Any]) -> Usage | None:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal
 
-from nanohermes.errors import JSON_ERRORS, BadResponse
+from nanohermes.core.errors import JSON_ERRORS, BadResponse
 from nanohermes.llm.failures import one_line
 
 

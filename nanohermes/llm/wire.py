@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nanohermes.types import Message, message_text, valid_text
+from nanohermes.core.types import Message, message_text, valid_text
 
 MISSING_RESULT = "ERROR: no result was recorded for this tool call (the turn was interrupted)"
 REASONING_KEYS = ("reasoning_content", "reasoning")

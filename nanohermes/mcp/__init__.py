@@ -13,7 +13,7 @@
     tools.py       server tools → `nanohermes.tools.base.Tool` objects named `mcp__<server>__<tool>`
 
 The configuration (McpServerConfig: the `[mcp_servers.NAME]` table, the JSON `mcpServers` form, ACP's
-list) is `nanohermes.mcp_config`, beside `settings` which validates with it (below `tools`, which this
+list) is `nanohermes.config.mcp_config`, beside `settings` which validates with it (below `tools`, which this
 package builds on). Importing this package loads neither the SDK nor asyncio: `mcp` is imported only
 when a server is configured, on the manager's thread.
 
@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from nanohermes.config.mcp_config import McpServerConfig
     from nanohermes.mcp.manager import McpManager
-    from nanohermes.mcp_config import McpServerConfig
 
 
 def start_servers(

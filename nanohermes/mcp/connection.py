@@ -31,10 +31,10 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from pydantic import ValidationError
 
 from nanohermes import __version__
-from nanohermes.errors import ConfigError, NanoHermesError
+from nanohermes.config.mcp_config import McpServerConfig
+from nanohermes.core.errors import ConfigError, NanoHermesError
 from nanohermes.mcp.stdio import LogSink, StdioTransport
 from nanohermes.mcp.surrogates import SurrogateRepair
-from nanohermes.mcp_config import McpServerConfig
 
 CLOSE_SECONDS = 8.0
 """Bound on leaving the client: the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL."""

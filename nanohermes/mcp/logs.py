@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from nanohermes.mcp_config import sanitize
+from nanohermes.config.mcp_config import sanitize
 
 MAX_LOG_BYTES = 1_000_000
 TAIL_BYTES = 8192

@@ -28,13 +28,13 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, ToolError
+from nanohermes.config.mcp_config import McpServerConfig, expand_variables
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.results import NO_OUTPUT, render_result
 from nanohermes.mcp.status import ServerEntry, ServerStatus, State, tool_info
 from nanohermes.mcp.tools import build_tools, offered, unusable
-from nanohermes.mcp_config import McpServerConfig, expand_variables
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:

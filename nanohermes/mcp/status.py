@@ -9,8 +9,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from nanohermes.config.mcp_config import McpServerConfig
 from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS
-from nanohermes.mcp_config import McpServerConfig
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ import mcp_types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from nanohermes.errors import JSON_ERRORS
-from nanohermes.types import with_valid_text
+from nanohermes.core.errors import JSON_ERRORS
+from nanohermes.core.types import with_valid_text
 
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _REPLY_HEAD = re.compile(

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from nanohermes.cancel import CancelToken
+from nanohermes.config.mcp_config import McpServerConfig, tool_name, with_hash
+from nanohermes.core.cancel import CancelToken
 from nanohermes.mcp.schema import normalize_schema
-from nanohermes.mcp_config import McpServerConfig, tool_name, with_hash
 from nanohermes.tools.base import Tool
 
 MAX_DESCRIPTION_CHARS = 2000

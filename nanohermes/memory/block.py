@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from nanohermes.errors import StoreError
-from nanohermes.events import RecalledMemory
-from nanohermes.markers import BLOCK_END, BLOCK_START, defused
+from nanohermes.core.errors import StoreError
+from nanohermes.core.events import RecalledMemory
+from nanohermes.core.markers import BLOCK_END, BLOCK_START, defused
 from nanohermes.memory.constants import INJECT_CHAR_BUDGET, SHORT_MESSAGE_CHARS
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.index import Explanation

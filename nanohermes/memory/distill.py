@@ -12,13 +12,13 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.errors import JSON_ERRORS, MemoryRejected
+from nanohermes.core.errors import JSON_ERRORS, MemoryRejected
+from nanohermes.core.types import Message, message_text
 from nanohermes.memory.constants import EXCERPT_CHARS, EXCERPT_MESSAGE_CHARS, MAX_KEYS
 from nanohermes.memory.entry import clean_keys
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.security import checked_part
 from nanohermes.memory.writing import NewMemory, parse_scope
-from nanohermes.types import Message, message_text
 
 if TYPE_CHECKING:
     from nanohermes.memory.store import MemoryStore

@@ -9,9 +9,9 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
 
+from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_KEY_CHARS, MAX_KEYS
 from nanohermes.memory.kinds import Kind
-from nanohermes.types import valid_text
 
 KNOWN_FIELDS = frozenset({"id", "kind", "text", "source", "ts", "keys", "context", "project"})
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from nanohermes.errors import StoreError
-from nanohermes.fileio import atomic_write, ensure_private_dir, write_target
+from nanohermes.core.errors import StoreError
+from nanohermes.core.fileio import atomic_write, ensure_private_dir, write_target
 from nanohermes.memory.entry import json_text
 
 MEMORY_FILE = "memory.json"

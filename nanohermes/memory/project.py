@@ -17,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-from nanohermes.fileio import read_regular
+from nanohermes.core.fileio import read_regular
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_KEY_CHARS = 200

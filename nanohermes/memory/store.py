@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nanohermes.errors import MemoryRejected, StoreError
+from nanohermes.core.errors import MemoryRejected, StoreError
 from nanohermes.memory.block import recall_for_turn, render_block
 from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES
 from nanohermes.memory.entry import Entry, derive_id

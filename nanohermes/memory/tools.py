@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nanohermes.errors import StoreError, ToolError
+from nanohermes.core.errors import StoreError, ToolError
 from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.security import checked_part
 from nanohermes.memory.store import MIN_ID_PREFIX, MemoryStore

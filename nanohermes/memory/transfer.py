@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from nanohermes.errors import JSON_ERRORS, MemoryRejected, json_problem
+from nanohermes.core.errors import JSON_ERRORS, MemoryRejected, json_problem
 from nanohermes.memory.entry import Entry, clean_keys
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.store import MemoryStore

@@ -8,7 +8,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from nanohermes.errors import MemoryRejected
+from nanohermes.core.errors import MemoryRejected
+from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
 from nanohermes.memory.entry import Entry, clean_keys
 from nanohermes.memory.kinds import Kind, unknown_kind_message
@@ -20,7 +21,6 @@ from nanohermes.memory.security import (
     risky_instruction,
 )
 from nanohermes.memory.text import cut_text, normalize
-from nanohermes.types import valid_text
 
 GLOBAL = "global"
 PROJECT = "project"

@@ -4,8 +4,8 @@
 function), `CallContext` (what a tool gets besides its arguments).
 """
 
-from nanohermes.errors import INTERRUPTED
-from nanohermes.settings import PERMISSION_MODES
+from nanohermes.config.settings import PERMISSION_MODES
+from nanohermes.core.errors import INTERRUPTED
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.outcomes import cap_output
 from nanohermes.tools.runner import ToolRunner

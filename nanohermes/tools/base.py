@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import JSON_ERRORS, ToolError, json_problem
-from nanohermes.types import shorten
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import JSON_ERRORS, ToolError, json_problem
+from nanohermes.core.types import shorten
 
 if TYPE_CHECKING:
     from concurrent.futures import Future

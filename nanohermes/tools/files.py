@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import ToolError
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.paths import Workspace, existing_mode
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from nanohermes.errors import ToolError
-from nanohermes.types import shorten
+from nanohermes.core.errors import ToolError
+from nanohermes.core.types import shorten
 
 if TYPE_CHECKING:
     import regex

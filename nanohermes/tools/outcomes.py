@@ -15,9 +15,9 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from nanohermes.errors import INTERRUPTED, Cancelled, NanoHermesError
+from nanohermes.core.errors import INTERRUPTED, Cancelled, NanoHermesError
+from nanohermes.core.types import ToolCall, ToolResult, shorten
 from nanohermes.tools.base import Tool
-from nanohermes.types import ToolCall, ToolResult, shorten
 
 
 def cap_output(text: str, limit: int) -> str:

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import INTERRUPTED, Cancelled, ConfigError, NanoHermesError
-from nanohermes.events import Event, ToolFinished, ToolStarted
-from nanohermes.protocols import ApprovalRequest, Approver, ChangeGuard, Decision
-from nanohermes.settings import PERMISSION_MODES
+from nanohermes.config.settings import PERMISSION_MODES
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import INTERRUPTED, Cancelled, ConfigError, NanoHermesError
+from nanohermes.core.events import Event, ToolFinished, ToolStarted
+from nanohermes.core.protocols import ApprovalRequest, Approver, ChangeGuard, Decision
+from nanohermes.core.types import ToolCall, ToolResult, shorten
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.files import FileTools
 from nanohermes.tools.outcomes import LazyPool, cap_output, finish_summary, invoke, make_result, start_remote
@@ -33,11 +34,10 @@ from nanohermes.tools.paths import OutsideWorkspace, Workspace
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.search import SearchTools
 from nanohermes.tools.shell import ShellTool, shown_seconds
-from nanohermes.types import ToolCall, ToolResult, shorten
 
 if TYPE_CHECKING:
+    from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
-    from nanohermes.settings import Settings
 
 MAX_WORKERS = 8
 NO_APPROVER = (
@@ -66,7 +66,7 @@ class _Slot:
 
 
 class ToolRunner:
-    """Implements `nanohermes.protocols.ToolExecutor` for one workspace."""
+    """Implements `nanohermes.core.protocols.ToolExecutor` for one workspace."""
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nanohermes.errors import ToolError
+from nanohermes.core.errors import ToolError
 
 PROBE_TIMEOUT = 5.0
 SECRET_VARIABLES = ("NANOHERMES_API_KEY", "OPENAI_API_KEY")

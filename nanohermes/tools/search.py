@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from nanohermes.errors import ToolError
+from nanohermes.core.errors import ToolError
+from nanohermes.core.types import shorten
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import SNIFF_BYTES, looks_binary
 from nanohermes.tools.gitignore import Glob, Rule, is_ignored, parse_gitignore
 from nanohermes.tools.grep_pattern import compile_pattern
 from nanohermes.tools.paths import SAFE_WALK, Workspace, existing_mode, is_special, shown_path
-from nanohermes.types import shorten
 
 if TYPE_CHECKING:
     import regex

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, ToolError
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.reaper import kill_tagged, new_tag, tagged_env
 from nanohermes.tools.sandbox import Sandbox

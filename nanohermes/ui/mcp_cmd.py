@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes.errors import EXIT_FAILURE, EXIT_OK
+from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
+    from nanohermes.config.options import CliOptions
+    from nanohermes.config.settings import Settings
     from nanohermes.mcp.status import ServerStatus
-    from nanohermes.options import CliOptions
-    from nanohermes.settings import Settings
 
 NONE_CONFIGURED = (
     "no MCP servers configured (add a [mcp_servers.NAME] table to ~/.nanohermes/config.toml, "
@@ -27,10 +27,6 @@ def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
     """(text, style) lines describing every server: a head line, its tools, its last error. Made
     terminal-safe here, for `/mcp` and `mcp list` alike: a server writes its tools' descriptions and
     its error messages, and may put escape sequences in them."""
-    return [(terminal_safe(text), style) for text, style in _raw_status_lines(statuses)]
-
-
-def _raw_status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
     lines: list[tuple[str, str]] = []
     for status in statuses:
         count = len(status.tools)
@@ -48,7 +44,7 @@ def _raw_status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]
             lines.append((f"  {tool.name:<{width}}  {access:<4}  {summary}".rstrip(), ""))
         if status.last_error:
             lines.append((f"  last error: {status.last_error}", "red"))
-    return lines
+    return [(terminal_safe(text), style) for text, style in lines]
 
 
 _STATE_STYLES = {

@@ -8,9 +8,9 @@ import pytest
 from acp import schema
 
 from nanohermes.acp.convert import announce, mcp_configs, prompt_text
-from nanohermes.errors import ConfigError
-from nanohermes.toolcalls import tool_title
-from nanohermes.types import ToolCall
+from nanohermes.core.errors import ConfigError
+from nanohermes.core.toolcalls import tool_title
+from nanohermes.core.types import ToolCall
 
 
 def test_stdio_and_http_servers_become_configs_and_sse_is_left_out_with_a_note() -> None:

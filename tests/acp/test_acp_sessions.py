@@ -19,7 +19,7 @@ from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 from mcp_helpers import DEMO, process_gone, wait_for
 
-from nanohermes.session_lock import SessionLock
+from nanohermes.sessions.lock import SessionLock
 
 DISTILL = "durable long-term memories"
 

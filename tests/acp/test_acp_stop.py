@@ -112,7 +112,7 @@ def test_session_ids_tried_and_never_opened_leave_nothing_behind(tmp_path: Path)
     from acp import RequestError
 
     from nanohermes.acp.server import NanohermesAcpAgent
-    from nanohermes.settings import load_settings
+    from nanohermes.config.settings import load_settings
 
     settings = load_settings({"model": "fake-model", "sessions_dir": str(tmp_path)})
 

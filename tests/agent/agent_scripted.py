@@ -8,10 +8,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from nanohermes.cancel import CancelToken
-from nanohermes.events import StreamItem, TextDelta
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.events import StreamItem, TextDelta
+from nanohermes.core.types import ChatResult, Message, ToolCall, Usage
 from nanohermes.memory import DISTILL_SYSTEM_PROMPT
-from nanohermes.types import ChatResult, Message, ToolCall, Usage
 
 T = TypeVar("T")
 Step = ChatResult | BaseException | Callable[[list[Message], CancelToken], Iterator[StreamItem | ChatResult]]

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from agent_scripted import ScriptedModel, assert_valid_history, text
 
-from nanohermes.agent import Agent
-from nanohermes.agent_config import AgentConfig
-from nanohermes.events import ToolFinished, TurnFinished
-from nanohermes.prompts import base_system_prompt
-from nanohermes.session import SessionFile
-from nanohermes.toolcalls import call_arguments, key_argument
+from nanohermes.agent.config import AgentConfig
+from nanohermes.agent.loop import Agent
+from nanohermes.agent.prompts import base_system_prompt
+from nanohermes.agent.turns import drop_cut_calls
+from nanohermes.core.events import ToolFinished, TurnFinished
+from nanohermes.core.toolcalls import call_arguments, key_argument
+from nanohermes.core.types import ChatResult, ToolCall, Usage
+from nanohermes.sessions.store import SessionFile
 from nanohermes.tools.runner import ToolRunner
-from nanohermes.turns import drop_cut_calls
-from nanohermes.types import ChatResult, ToolCall, Usage
 
 DEEP = '{"path": ' + "[" * 100_000 + "]" * 100_000 + "}"
 HUGE_NUMBER = '{"path": "a.txt", "limit": ' + "9" * 5_000 + "}"

@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 from agent_scripted import ScriptedModel, assert_valid_history, calls, text
 
-from nanohermes.agent import Agent
-from nanohermes.agent_config import AgentConfig
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import ContextOverflow, ModelNotFound, SessionError
-from nanohermes.events import Compacted, Event, Note, StreamItem, TextDelta, ToolFinished, TurnFinished
+from nanohermes.agent.config import AgentConfig
+from nanohermes.agent.loop import Agent
+from nanohermes.agent.prompts import base_system_prompt
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import ContextOverflow, ModelNotFound, SessionError
+from nanohermes.core.events import Compacted, Event, Note, StreamItem, TextDelta, ToolFinished, TurnFinished
+from nanohermes.core.types import ChatResult, Message
 from nanohermes.memory import BLOCK_START, MemoryStore
-from nanohermes.prompts import base_system_prompt
-from nanohermes.session import SessionData, SessionFile, Snapshot
+from nanohermes.sessions.store import SessionData, SessionFile, Snapshot
 from nanohermes.tools.base import tool_from_function
 from nanohermes.tools.runner import ToolRunner
-from nanohermes.types import ChatResult, Message
 
 
 def make_agent(

@@ -8,15 +8,15 @@ from pathlib import Path
 
 from agent_scripted import ScriptedModel, assert_valid_history, text
 
-from nanohermes.agent import Agent
-from nanohermes.agent_config import AgentConfig
-from nanohermes.events import Note, ToolFinished, TurnFinished
-from nanohermes.prompts import base_system_prompt
-from nanohermes.protocols import ApprovalRequest, Decision
-from nanohermes.session import SessionFile
+from nanohermes.agent.config import AgentConfig
+from nanohermes.agent.loop import Agent
+from nanohermes.agent.prompts import base_system_prompt
+from nanohermes.agent.turns import MAX_CALLS_PER_REPLY, drop_cut_calls
+from nanohermes.core.events import Note, ToolFinished, TurnFinished
+from nanohermes.core.protocols import ApprovalRequest, Decision
+from nanohermes.core.types import ChatResult, ToolCall, Usage
+from nanohermes.sessions.store import SessionFile
 from nanohermes.tools.runner import ToolRunner
-from nanohermes.turns import MAX_CALLS_PER_REPLY, drop_cut_calls
-from nanohermes.types import ChatResult, ToolCall, Usage
 
 
 def _agent(tmp_path: Path, model: ScriptedModel, runner: ToolRunner) -> Agent:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nanohermes.compaction import (
+from nanohermes.agent.compaction import (
     DROPPED_PREFIX,
     SUMMARY_PREFIX,
     compact,
@@ -13,8 +13,8 @@ from nanohermes.compaction import (
     total_chars,
     transcript,
 )
-from nanohermes.errors import BadResponse, Cancelled
-from nanohermes.types import Message
+from nanohermes.core.errors import BadResponse, Cancelled
+from nanohermes.core.types import Message
 
 
 def _call(call_id: str, name: str = "read_file") -> dict[str, object]:

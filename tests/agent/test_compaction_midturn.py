@@ -6,12 +6,12 @@ from pathlib import Path
 
 from agent_scripted import ScriptedModel, assert_valid_history, calls, text
 
-from nanohermes.agent import Agent
-from nanohermes.agent_config import AgentConfig
-from nanohermes.compaction import SUMMARY_PREFIX
-from nanohermes.events import Compacted, TurnFinished
+from nanohermes.agent.compaction import SUMMARY_PREFIX
+from nanohermes.agent.config import AgentConfig
+from nanohermes.agent.loop import Agent
+from nanohermes.core.events import Compacted, TurnFinished
 from nanohermes.memory import MemoryStore
-from nanohermes.session import SessionFile
+from nanohermes.sessions.store import SessionFile
 from nanohermes.tools import ToolRunner
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nanohermes.settings import SETTING_NAMES, load_settings
+from nanohermes.config.settings import SETTING_NAMES, load_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "nanohermes.toml"
 

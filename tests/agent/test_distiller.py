@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from agent_scripted import ScriptedModel
 
-from nanohermes.distiller import Distiller
-from nanohermes.errors import StoreError
-from nanohermes.events import Note
+from nanohermes.agent.distiller import Distiller
+from nanohermes.core.errors import StoreError
+from nanohermes.core.events import Note
+from nanohermes.core.types import Usage
 from nanohermes.memory import MemoryStore
-from nanohermes.types import Usage
 
 
 def test_the_request_is_counted_even_when_its_memories_cannot_be_written(

@@ -10,12 +10,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from nanohermes.cancel import CancelToken
 from nanohermes.checkpoints import Checkpoints
-from nanohermes.events import ToolFinished
-from nanohermes.protocols import TurnChanges
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.events import ToolFinished
+from nanohermes.core.protocols import TurnChanges
+from nanohermes.core.types import ToolCall, ToolResult
 from nanohermes.tools import ToolRunner
-from nanohermes.types import ToolCall, ToolResult
 
 BINARY = bytes(range(256)) * 4 + b"\x00\xff\xfe"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from cp_helpers import EVERY_CHANGE, git_state, init_git, make, picture, runner_for, turn
 
-from nanohermes.cancel import CancelToken
 from nanohermes.checkpoints import CheckpointError, Checkpoints, History
-from nanohermes.types import ToolCall
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.types import ToolCall
 
 
 @pytest.mark.parametrize("with_git", [True, False], ids=["git-workspace", "plain-workspace"])

@@ -36,7 +36,7 @@ def test_undo_on_a_full_disk_restores_nothing_and_can_be_done_later(
     journal = checkpoints.journal_path.read_bytes()
     history = History(checkpoints)
     with monkeypatch.context() as patch:
-        patch.setattr("nanohermes.fileio.write_all", full_disk)  # the journal's disk is full
+        patch.setattr("nanohermes.core.fileio.write_all", full_disk)  # the journal's disk is full
         with pytest.raises(CheckpointError) as failed:
             history.undo(history.plan())
     message = failed.value.one_line()

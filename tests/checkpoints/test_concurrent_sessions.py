@@ -12,10 +12,10 @@ from cp_helpers import runner_for
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
-from nanohermes.cancel import CancelToken
 from nanohermes.checkpoints import Checkpoints, History
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.types import ToolCall
 from nanohermes.tools import ToolRunner
-from nanohermes.types import ToolCall
 
 WAIT = "for i in $(seq 1200); do [ -e {0} ] && break; sleep 0.05; done"
 """A shell command that waits (at most a minute) for a file to appear: orders two processes' turns."""

@@ -9,8 +9,8 @@ import pytest
 from cp_helpers import runner_for, turn
 
 from nanohermes.checkpoints import Checkpoints, for_session
-from nanohermes.options import UndoArgs
-from nanohermes.settings import Settings
+from nanohermes.config.options import UndoArgs
+from nanohermes.config.settings import Settings
 from nanohermes.ui.undo_cmd import run_undo_command
 
 

@@ -308,7 +308,7 @@ def test_unreadable_memory_file_is_reported_before_the_turn(fake_server: FakeSer
 def test_local_extra_hint_names_the_packages_not_the_checkout() -> None:
     import tomllib
 
-    from nanohermes.localserver import MISSING_EXTRA
+    from nanohermes.local.server import MISSING_EXTRA
 
     pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     extra = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["optional-dependencies"]["local"]

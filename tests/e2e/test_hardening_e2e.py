@@ -408,7 +408,7 @@ def disk_full() -> Any:
 
 
 def run_inprocess(server: FakeServer, workspace: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
-    from nanohermes.cli import main
+    from nanohermes.app.cli import main
 
     monkeypatch.chdir(workspace)
     monkeypatch.setenv("NANOHERMES_API_KEY", KEY)
@@ -440,7 +440,7 @@ def test_one_shot_exits_1_when_its_session_cannot_be_saved(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr("nanohermes.session.atomic_write", disk_full())
+    monkeypatch.setattr("nanohermes.sessions.store.atomic_write", disk_full())
     fake_server.push_text("The answer.")
     code = run_inprocess(fake_server, workspace, monkeypatch, "--session", "s", "-p", "hi")
     out, err = capsys.readouterr()

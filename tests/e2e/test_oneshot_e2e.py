@@ -271,20 +271,18 @@ def test_sub_agent_definitions_are_offered_through_the_task_tool(
     assert last[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "Green bars at dawn"}
 
 
-def test_one_shot_loads_no_terminal_library_no_validation_library_and_no_httpx_cli(
-    fake_server: FakeServer, tmp_path: Path
-) -> None:
-    """`-p` stays lean (README, Performance): no rich/prompt_toolkit, no pydantic (settings without
-    MCP servers), and not httpx's command-line client (click, rich, pygments) though click is installed."""
+def test_one_shot_loads_no_terminal_library_and_no_httpx_cli(fake_server: FakeServer, tmp_path: Path) -> None:
+    """`-p` stays lean (README, Performance): no rich/prompt_toolkit, and not httpx's command-line
+    client (click, rich, pygments) though click is installed."""
     import subprocess
     import sys
 
     fake_server.push_text("Lean.")
     code = (
         "import sys\n"
-        "from nanohermes.cli import main\n"
+        "from nanohermes.app.cli import main\n"
         f"code = main(['--base-url', {fake_server.url!r}, '--model', 'm', '-p', 'hi'])\n"
-        "heavy = ('rich', 'prompt_toolkit', 'pydantic', 'click', 'pygments', 'httpx._main')\n"
+        "heavy = ('rich', 'prompt_toolkit', 'click', 'pygments', 'httpx._main')\n"
         "print(code, sorted(name for name in heavy if name in sys.modules))\n"
     )
     done = subprocess.run(
@@ -293,7 +291,7 @@ def test_one_shot_loads_no_terminal_library_no_validation_library_and_no_httpx_c
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
     # the placeholder is gone once httpx is loaded: the real CLI module still imports on demand
     check = (
-        "from nanohermes.lean_imports import import_httpx\n"
+        "from nanohermes.app.lean_imports import import_httpx\n"
         "import_httpx()\n"
         "import httpx, httpx._main\n"
         "print(httpx._main.main is not httpx.main)\n"

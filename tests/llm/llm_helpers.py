@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 
-from nanohermes.cancel import CancelToken
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.types import ChatResult
 from nanohermes.llm import ChatClient
-from nanohermes.types import ChatResult
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SSE = {"content-type": "text/event-stream"}

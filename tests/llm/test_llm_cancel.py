@@ -10,9 +10,9 @@ import httpx
 import pytest
 from llm_helpers import Recorder, cancel_soon_after, consume, make_client, sse_lines
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled
-from nanohermes.events import Retrying, TextDelta
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled
+from nanohermes.core.events import Retrying, TextDelta
 from nanohermes.llm.client import real_sleep
 
 LIMIT = 5.0  # generous bound for a slow shared CI machine; the waits below are 60 s

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from llm_helpers import Recorder, fixture_bytes, make_client, run_stream, sse_response
 
-from nanohermes.errors import ContextOverflow, StreamError
-from nanohermes.events import ReasoningDelta, TextDelta
-from nanohermes.types import Usage
+from nanohermes.core.errors import ContextOverflow, StreamError
+from nanohermes.core.events import ReasoningDelta, TextDelta
+from nanohermes.core.types import Usage
 
 # fixture → (calls as (id or None for "synthesised", name, arguments), finish_reason, content)
 CASES: dict[str, tuple[list[tuple[str | None, str, str]], str, str]] = {

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from llm_helpers import make_client, run_stream, sse_response
 
-from nanohermes.errors import BadResponse
+from nanohermes.core.errors import BadResponse
 from nanohermes.llm import ToolCallAccumulator, extract_text_tool_calls
 from nanohermes.llm.sse import iter_chunks
 

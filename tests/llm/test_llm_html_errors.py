@@ -7,8 +7,8 @@ import httpx
 import pytest
 from llm_helpers import URL, make_client
 
-from nanohermes.errors import LLMError
-from nanohermes.types import Message
+from nanohermes.core.errors import LLMError
+from nanohermes.core.types import Message
 
 PAGE = "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1>" + "x" * 500
 

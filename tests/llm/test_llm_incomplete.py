@@ -8,9 +8,9 @@ import httpx
 import pytest
 from llm_helpers import Recorder, completion, fixture_bytes, make_client, run_stream, sse_lines, sse_response
 
-from nanohermes.errors import BadResponse, ContextOverflow, IncompleteStream
-from nanohermes.events import Retrying, TextDelta
-from nanohermes.types import ChatResult
+from nanohermes.core.errors import BadResponse, ContextOverflow, IncompleteStream
+from nanohermes.core.events import Retrying, TextDelta
+from nanohermes.core.types import ChatResult
 
 
 def _cut_stream() -> httpx.Response:

@@ -12,12 +12,12 @@ import pytest
 from llm_helpers import FakeSleep, cancel_soon_after, consume, run_stream
 from llm_loopback import LoopbackServer, Script, sse_pieces, text_chunks
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, EndpointUnreachable
-from nanohermes.events import Retrying, TextDelta
+from nanohermes.config.settings import load_settings
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, EndpointUnreachable
+from nanohermes.core.events import Retrying, TextDelta
+from nanohermes.core.types import ChatResult
 from nanohermes.llm import ChatClient
-from nanohermes.settings import load_settings
-from nanohermes.types import ChatResult
 
 
 def _client(server: LoopbackServer) -> ChatClient:

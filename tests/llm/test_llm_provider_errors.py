@@ -16,10 +16,10 @@ from fake_server import fake_server as fake_server
 from llm_helpers import FakeSleep
 from provider_errors import FIELD_TOO_LONG, OVERFLOWS, QUOTA, RATE_LIMITS, TOO_LARGE, ProviderError
 
-from nanohermes.errors import BadResponse, ContextOverflow, LLMError, PaymentRequired, RateLimited
+from nanohermes.core.errors import BadResponse, ContextOverflow, LLMError, PaymentRequired, RateLimited
+from nanohermes.core.types import ChatResult
 from nanohermes.llm import ChatClient
 from nanohermes.llm.failures import Target, payload_error, status_error
-from nanohermes.types import ChatResult
 
 
 def _client(server: FakeServer, sleep: FakeSleep | None = None) -> ChatClient:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from llm_helpers import run_stream
 
-from nanohermes.errors import BadResponse, ConfigError, EndpointUnreachable, IncompleteStream, LLMError
+from nanohermes.core.errors import BadResponse, ConfigError, EndpointUnreachable, IncompleteStream, LLMError
+from nanohermes.core.types import ChatResult
 from nanohermes.llm import bodies
 from nanohermes.llm.client import ChatClient
-from nanohermes.types import ChatResult
 
 Reply = Callable[[socket.socket], None]
 SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"

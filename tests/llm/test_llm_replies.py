@@ -15,10 +15,10 @@ from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 from llm_helpers import FakeSleep
 
-from nanohermes.errors import EmptyAnswer, StreamError
-from nanohermes.events import ReasoningDelta, Retrying, TextDelta
+from nanohermes.core.errors import EmptyAnswer, StreamError
+from nanohermes.core.events import ReasoningDelta, Retrying, TextDelta
+from nanohermes.core.types import ChatResult
 from nanohermes.llm import ChatClient
-from nanohermes.types import ChatResult
 
 REPLIES = Path(__file__).parent / "fixtures" / "replies"
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from llm_helpers import URL, FakeSleep, Recorder, completion, make_client, run_stream, sse_lines, sse_response
 
-from nanohermes.errors import (
+from nanohermes.core.errors import (
     AuthError,
     BadResponse,
     ContextOverflow,
@@ -21,7 +21,7 @@ from nanohermes.errors import (
     RateLimited,
     ServerError,
 )
-from nanohermes.events import Retrying
+from nanohermes.core.events import Retrying
 
 OK_STREAM = sse_lines(
     [{"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}, "data: [DONE]\n\n"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nanohermes.errors import BadResponse
+from nanohermes.core.errors import BadResponse
 from nanohermes.llm.sse import DONE, iter_chunks, iter_sse_data
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from llm_helpers import Recorder, make_client, run_stream, sse_lines, sse_response
 
+from nanohermes.core.types import ChatResult, ToolCall, ToolResult
 from nanohermes.llm.wire import MISSING_RESULT, prepare_messages
-from nanohermes.types import ChatResult, ToolCall, ToolResult
 
 OK = sse_lines(
     [{"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}, "data: [DONE]\n\n"]

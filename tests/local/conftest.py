@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from nanohermes.errors import ConfigError
-from nanohermes.localserver import find_model_file
+from nanohermes.core.errors import ConfigError
+from nanohermes.local.server import find_model_file
 
 OPT_IN_ENV = "NANOHERMES_LOCAL_TESTS"
 

@@ -10,13 +10,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nanohermes.agent import Agent
-from nanohermes.agent_config import AgentConfig
-from nanohermes.errors import ServerStopped
-from nanohermes.events import Note, TurnFinished
+from nanohermes.agent.config import AgentConfig
+from nanohermes.agent.loop import Agent
+from nanohermes.core.errors import ServerStopped
+from nanohermes.core.events import Note, TurnFinished
 from nanohermes.llm import ChatClient
-from nanohermes.localserver import LocalEndpoint, serve
-from nanohermes.session import SessionFile
+from nanohermes.local.server import LocalEndpoint, serve
+from nanohermes.sessions.store import SessionFile
 from nanohermes.tools.runner import ToolRunner
 
 FAKE = Path(__file__).with_name("fake_model_server.py")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.errors import EndpointUnreachable
-from nanohermes.localserver import MODEL_NAME, ServerProcess, serve
-from nanohermes.localserver_watch import LOG_HEAD_BYTES, TAIL_BYTES
+from nanohermes.core.errors import EndpointUnreachable
+from nanohermes.local.server import MODEL_NAME, ServerProcess, serve
+from nanohermes.local.watch import LOG_HEAD_BYTES, TAIL_BYTES
 
 FAKE = Path(__file__).with_name("fake_model_server.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ def test_the_last_words_of_a_flooding_server_that_dies_are_in_the_error(tmp_path
 _FULL_DISK = """
 import resource, signal, sys
 from pathlib import Path
-from nanohermes.localserver import ServerProcess, free_port
+from nanohermes.local.server import ServerProcess, free_port
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), like ENOSPC
 resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))  # for the server too
 tmp, fake = Path(sys.argv[1]), sys.argv[2]
@@ -160,7 +160,7 @@ def test_the_fallback_log_in_the_temporary_directory_follows_no_planted_link(
 def test_local_with_model_is_one_line_not_a_silently_ignored_flag(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
     args = ["--local", "--model", "qwen", "-p", "hi"]
-    code = f"from nanohermes.cli import main; raise SystemExit(main({args!r}))"
+    code = f"from nanohermes.app.cli import main; raise SystemExit(main({args!r}))"
     command = [sys.executable, "-c", code]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
     assert result.returncode == 2
@@ -171,7 +171,7 @@ def test_local_with_model_is_one_line_not_a_silently_ignored_flag(tmp_path: Path
 
 def test_server_logs_left_by_earlier_runs_do_not_pile_up(tmp_path: Path) -> None:
     """Logs of crashed or --verbose runs stayed in ~/.nanohermes/logs for ever: the 20 newest stay."""
-    from nanohermes.localserver import KEPT_LOGS, _log_path
+    from nanohermes.local.server import KEPT_LOGS, _log_path
 
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from nanohermes.events import Retrying
+from nanohermes.core.events import Retrying
+from nanohermes.core.types import ChatResult
 from nanohermes.llm import ChatClient
-from nanohermes.localserver import MODEL_NAME, TOOL_CHAT_FORMAT, local_endpoint
-from nanohermes.types import ChatResult
+from nanohermes.local.server import MODEL_NAME, TOOL_CHAT_FORMAT, local_endpoint
 
 pytestmark = [pytest.mark.local_model, pytest.mark.timeout(400)]
 RUN_LIMIT = 360.0  # a runaway small model can fill its whole 8k context before it stops

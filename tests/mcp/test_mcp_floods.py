@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from mcp_helpers import Managers, process_gone, wait_for
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import ToolError
+from nanohermes.config.mcp_config import McpServerConfig
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import ToolError
 from nanohermes.mcp.logs import MAX_LOG_BYTES, ServerLog, ServerLogs
 from nanohermes.mcp.stdio import HEAD_BYTES, LineSplitter, Overlong
-from nanohermes.mcp_config import McpServerConfig
 
 pytestmark = pytest.mark.timeout(120)  # a hang guard: each test takes seconds
 HOSTILE = Path(__file__).with_name("hostile_server.py")

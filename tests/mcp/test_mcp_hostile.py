@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from mcp_helpers import Managers
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import ToolError
+from nanohermes.config.mcp_config import McpServerConfig
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import ToolError
 from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS, MAX_SCHEMA_CHARS
-from nanohermes.mcp_config import McpServerConfig
 
 pytestmark = pytest.mark.timeout(60)
 HOSTILE = Path(__file__).with_name("hostile_server.py")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from mcp_helpers import DEMO, Managers
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import ToolError
-from nanohermes.mcp_config import McpServerConfig
+from nanohermes.config.mcp_config import McpServerConfig
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import Tool
 
 pytestmark = pytest.mark.timeout(60)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from mcp_helpers import DEMO, Managers, demo_stdio, process_gone, wait_for
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, ToolError
-from nanohermes.mcp_config import McpServerConfig
+from nanohermes.config.mcp_config import McpServerConfig
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.tools.base import Tool
 
 pytestmark = pytest.mark.timeout(90)
@@ -224,7 +224,7 @@ def test_unreachable_http_server_fails_with_one_line(managers: Managers) -> None
 def test_sdk_is_imported_only_when_a_server_starts() -> None:
     code = (
         "import sys\n"
-        "import nanohermes.wiring, nanohermes.mcp.manager, nanohermes.settings\n"
+        "import nanohermes.app.wiring, nanohermes.mcp.manager, nanohermes.config.settings\n"
         "print('mcp' in sys.modules, 'asyncio' in sys.modules)\n"
     )
     result = subprocess.run(

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from mcp_helpers import Managers, demo_stdio, wait_for
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import INTERRUPTED
-from nanohermes.events import ToolFinished
-from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import INTERRUPTED
+from nanohermes.core.events import ToolFinished
+from nanohermes.core.protocols import ApprovalRequest, Decision
+from nanohermes.core.types import ToolCall, ToolResult
 from nanohermes.tools.runner import ToolRunner
-from nanohermes.types import ToolCall, ToolResult
 
 
 class Approver:

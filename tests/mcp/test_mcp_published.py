@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from mcp_helpers import Managers
 
-from nanohermes.cancel import CancelToken
-from nanohermes.mcp_config import McpServerConfig
+from nanohermes.config.mcp_config import McpServerConfig
+from nanohermes.core.cancel import CancelToken
 
 pytestmark = [pytest.mark.mcp_published, pytest.mark.timeout(600)]
 

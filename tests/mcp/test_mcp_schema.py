@@ -9,9 +9,9 @@ from unittest.mock import patch
 import pytest
 from mcp_helpers import Managers, demo_stdio
 
+from nanohermes.config.mcp_config import McpServerConfig, tool_name
 from nanohermes.mcp.schema import normalize_schema
 from nanohermes.mcp.tools import build_tools, offered
-from nanohermes.mcp_config import McpServerConfig, tool_name
 from nanohermes.tools.base import Tool
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nanohermes.errors import MemoryRejected, StoreError
+from nanohermes.core.errors import MemoryRejected, StoreError
 from nanohermes.memory import memfile
 from nanohermes.memory.store import MemoryStore, NewMemory
 from nanohermes.memory.transfer import import_memories, parse_import

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 from memory_helpers import raw_entry, write_raw
 
-from nanohermes.errors import ConfigError, MemoryRejected, StoreError
+from nanohermes.config.settings import load_settings
+from nanohermes.core.errors import ConfigError, MemoryRejected, StoreError
 from nanohermes.memory import MAX_ENTRIES, Entry, Kind, MemoryStore
 from nanohermes.memory import writing as writing_module
-from nanohermes.settings import load_settings
 from nanohermes.ui.memory_cmd import run_memory_command
 
 
@@ -34,7 +34,7 @@ def test_the_cli_store_honours_the_setting(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from nanohermes.cliargs import MemoryArgs
+    from nanohermes.app.args import MemoryArgs
 
     settings = load_settings({"memory_dir": tmp_path}, environ={"NANOHERMES_MEMORY_MAX_ENTRIES": "1234"})
     out = StringIO()

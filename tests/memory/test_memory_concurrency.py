@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from memory_helpers import CHILD_WRITER, LOOP_WRITER
 
-from nanohermes.errors import StoreError
-from nanohermes.fileio import atomic_write
+from nanohermes.core.errors import StoreError
+from nanohermes.core.fileio import atomic_write
 from nanohermes.memory import MemoryStore, memfile
 from nanohermes.memory.memfile import MemoryFile
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from memory_helpers import raw_entry, write_raw
 
-from nanohermes.errors import MemoryRejected, StoreError, ToolError
+from nanohermes.core.errors import MemoryRejected, StoreError, ToolError
 from nanohermes.memory import (
     BLOCK_START,
     INJECT_CHAR_BUDGET,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from memory_helpers import raw_entry, write_raw
 
-from nanohermes.errors import MemoryRejected, StoreError
+from nanohermes.core.errors import MemoryRejected, StoreError
 from nanohermes.memory import BLOCK_END, MemoryStore, parse_distill, save_distilled, set_block
 from nanohermes.memory.security import refusal_reason
 from nanohermes.memory.transfer import import_memories, parse_import

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock, Timeout
 
-from nanohermes.errors import StoreError
+from nanohermes.core.errors import StoreError
 from nanohermes.memory import MemoryStore, memfile
 from nanohermes.memory.memfile import MemoryFile
 

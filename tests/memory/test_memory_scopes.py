@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from memory_helpers import raw_entry, write_raw
 
-from nanohermes.errors import MemoryRejected
+from nanohermes.core.errors import MemoryRejected
 from nanohermes.memory import Kind, MemoryStore, project_key
 from nanohermes.memory.project import normalise_remote
 

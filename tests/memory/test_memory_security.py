@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.errors import MemoryRejected
+from nanohermes.core.errors import MemoryRejected
 from nanohermes.memory import Kind, MemoryStore, redact
 from nanohermes.memory.security import refusal_reason
 
@@ -229,7 +229,7 @@ def test_keys_with_control_characters_are_dropped_and_context_is_cleaned(tmp_pat
 
 
 def test_memory_save_and_distillation_refuse_a_control_sequence(tmp_path: Path) -> None:
-    from nanohermes.errors import ToolError
+    from nanohermes.core.errors import ToolError
     from nanohermes.memory.distill import Distilled, save_distilled
     from nanohermes.memory.tools import save_memory
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from memory_helpers import raw_entry, write_raw
 
-from nanohermes.errors import StoreError
+from nanohermes.core.errors import StoreError
 from nanohermes.memory import Kind, MemoryStore
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="symlinks and FIFOs need POSIX")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.errors import MemoryRejected
+from nanohermes.core.errors import MemoryRejected
 from nanohermes.memory import Kind, MemoryStore
 from nanohermes.memory.transfer import export_markdown, import_memories, parse_import
 

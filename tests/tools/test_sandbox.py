@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import ToolError
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.sandbox import NETWORK_RUNTIME, PROGRAM_RUNTIME, RUNTIME_DIR, Sandbox
 from nanohermes.tools.shell import ShellTool

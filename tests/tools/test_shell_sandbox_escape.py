@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.cancel import CancelToken
+from nanohermes.core.cancel import CancelToken
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.shell import ShellTool

@@ -6,8 +6,8 @@ from typing import Literal
 
 import pytest
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import ToolError
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext, parse_docstring, tool_from_function
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, ToolError
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import READ_MAX_LINE_CHARS, FileTools, apply_edit, looks_binary
 from nanohermes.tools.paths import Workspace

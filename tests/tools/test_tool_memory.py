@@ -8,8 +8,8 @@ from pathlib import Path
 
 from tool_helpers import FakeApprover, args, call, results, run
 
+from nanohermes.core.protocols import Decision
 from nanohermes.memory import MemoryStore
-from nanohermes.protocols import Decision
 from nanohermes.tools import ToolRunner
 
 MEMORY_TOOLS = {"memory_save", "memory_search", "memory_forget"}

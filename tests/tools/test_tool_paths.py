@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tool_helpers import args, auto_runner, call, results, run
 
-from nanohermes.errors import ToolError
+from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import FileTools
 from nanohermes.tools.paths import OutsideWorkspace, Workspace

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from tool_helpers import FakeApprover, args, auto_runner, call, results, run, started
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, ConfigError
-from nanohermes.events import ToolFinished, ToolStarted
-from nanohermes.protocols import ApprovalRequest, Decision
-from nanohermes.settings import load_settings
+from nanohermes.config.settings import load_settings
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, ConfigError
+from nanohermes.core.events import ToolFinished, ToolStarted
+from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.tools import INTERRUPTED, ToolRunner, cap_output, tool_from_function
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell")

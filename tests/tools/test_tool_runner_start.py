@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from tool_helpers import args, auto_runner, call, results, run
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import ToolError
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import ToolError
+from nanohermes.core.types import ToolResult
 from nanohermes.tools import INTERRUPTED, Tool
-from nanohermes.types import ToolResult
 
 pytestmark = pytest.mark.timeout(30)
 SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.errors import ToolError
+from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import FileTools
 from nanohermes.tools.paths import Workspace

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, ToolError
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.tools import reaper
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.shell import CappedBuffer, ShellTool

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_tool_shell import PROMPTLY, is_gone, pid_in, wait_for, wait_gone
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled, ToolError
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.tools import reaper, shell
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.shell import ShellTool, shown_seconds

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nanohermes.cancel import CancelToken
-from nanohermes.events import Event, ToolFinished, ToolStarted
-from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.events import Event, ToolFinished, ToolStarted
+from nanohermes.core.protocols import ApprovalRequest, Decision
+from nanohermes.core.types import ToolCall, ToolResult
 from nanohermes.tools import ToolRunner
-from nanohermes.types import ToolCall, ToolResult
 
 
 class FakeApprover:

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pytest
 from ui_fakes import plain_console
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import Cancelled
-from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled
+from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.ui.approve import PendingApproval, TerminalApprover
 
 EDIT = ApprovalRequest("edit_file", "edit src/a.py", "--- a/src/a.py\n+++ b/src/a.py\n-old\n+new\n")
@@ -124,7 +124,7 @@ def test_ctrl_c_while_asking_interrupts_the_call_and_propagates() -> None:
         approver.answer(pending)
     assert token.cancelled  # before the worker is released: it must not go on to the next request
     with pytest.raises(Cancelled):
-        pending.wait(None)
+        pending.wait(token)
 
 
 def test_escape_sequences_cannot_hide_what_is_approved() -> None:

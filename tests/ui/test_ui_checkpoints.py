@@ -7,13 +7,14 @@ from pathlib import Path
 
 from ui_fakes import fake_runtime, plain_console
 
-from nanohermes.cancel import CancelToken
 from nanohermes.checkpoints import Checkpoints
-from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.protocols import ApprovalRequest, Decision
+from nanohermes.core.types import ToolCall
 from nanohermes.tools import ToolRunner
 from nanohermes.tools.sandbox import Sandbox
-from nanohermes.types import ToolCall
-from nanohermes.ui.commands import CommandContext, dispatch
+from nanohermes.ui.command_context import CommandContext
+from nanohermes.ui.commands import dispatch
 from nanohermes.ui.prompt import sandbox_label, toolbar_text
 
 

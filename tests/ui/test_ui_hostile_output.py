@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.text import Text
 from ui_fakes import plain_console
 
-from nanohermes.events import ReasoningDelta, TextDelta, TurnFinished
-from nanohermes.protocols import ApprovalRequest
+from nanohermes.core.events import ReasoningDelta, TextDelta, TurnFinished
+from nanohermes.core.protocols import ApprovalRequest
 from nanohermes.ui.approve import TerminalApprover
 from nanohermes.ui.oneshot import _AnswerPrinter
 from nanohermes.ui.render import Renderer

@@ -13,9 +13,9 @@ import pytest
 from test_ui_commands import Harness
 from ui_fakes import plain_console
 
+from nanohermes.config.options import MemoryArgs
+from nanohermes.config.settings import Settings, load_settings
 from nanohermes.memory import MemoryStore
-from nanohermes.options import MemoryArgs
-from nanohermes.settings import Settings, load_settings
 from nanohermes.ui.memory_cmd import run_memory_command
 from nanohermes.ui.memory_transfer import MAX_IMPORT_BYTES
 
@@ -148,4 +148,4 @@ def test_a_tab_between_a_slash_command_and_its_argument_separates_them() -> None
     assert "model set to gpt-test" in h.run("/model\tgpt-test")
     assert h.runtime.agent.model == "gpt-test"
     h.runtime.store = MemoryStore(h.runtime.settings.memory_dir)
-    assert "no memories yet" in h.run("/memory\tlist")
+    assert "No memories yet" in h.run("/memory\tlist")

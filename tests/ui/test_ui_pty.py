@@ -18,7 +18,7 @@ from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 from ui_fakes import SPEC_COMMANDS
 
-from nanohermes.types import message_text
+from nanohermes.core.types import message_text
 
 pytestmark = pytest.mark.pty
 

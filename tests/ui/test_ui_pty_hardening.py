@@ -15,7 +15,7 @@ from fake_server import fake_server as fake_server
 from test_ui_pty import Launch, launch, user_texts
 from test_ui_pty import workspace as workspace
 
-from nanohermes.types import message_text
+from nanohermes.core.types import message_text
 
 pytestmark = pytest.mark.pty
 _ = launch  # the fixture, imported for pytest

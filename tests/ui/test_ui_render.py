@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ui_fakes import plain_console
 
-from nanohermes.events import (
+from nanohermes.core.events import (
     Compacted,
     Event,
     Note,
@@ -15,7 +15,7 @@ from nanohermes.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.types import ToolCall, ToolResult
+from nanohermes.core.types import ToolCall, ToolResult
 from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
 from nanohermes.ui.render import Renderer, human_size, key_argument
 
@@ -53,8 +53,8 @@ def test_splitter_tail_is_only_the_open_block() -> None:
     splitter.feed("para one\n\nsecond para, half writ")
     assert splitter.tail == "second para, half writ"
     splitter.feed("ten\n~~~\ncode")
-    assert splitter.in_fence
     assert splitter.tail == "second para, half written\n~~~\ncode"
+    assert splitter.feed("\n\nstill code\n") == []  # a blank line in a fence closes nothing
 
 
 def test_visible_tail_reopens_a_cut_code_fence() -> None:
@@ -223,7 +223,7 @@ def test_an_image_in_an_answer_is_shown_in_place_with_its_address() -> None:
 
 def test_a_compaction_that_saved_nothing_says_so_instead_of_a_negative_count() -> None:
     """A summary of a few short messages may be longer than they are: it printed `saved -78`."""
-    from nanohermes.events import Compacted
+    from nanohermes.core.events import Compacted
 
     nothing = "nothing saved: the recent messages it keeps hold nearly all of it"
     assert Compacted(1_000, 1_078).saved == nothing

@@ -17,7 +17,7 @@ from rich.markdown import Markdown
 from rich.text import Text
 from ui_fakes import plain_console
 
-from nanohermes.events import ReasoningDelta, TextDelta, TurnFinished
+from nanohermes.core.events import ReasoningDelta, TextDelta, TurnFinished
 from nanohermes.ui import markdown_stream, render
 from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
 from nanohermes.ui.plain_text import PIECE_CHARS, plain_pieces

@@ -14,8 +14,8 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from ui_fakes import FakeRuntime, fake_runtime, plain_console
 
-from nanohermes.errors import SessionError
-from nanohermes.events import Note
+from nanohermes.core.errors import SessionError
+from nanohermes.core.events import Note
 from nanohermes.ui.loader import RuntimeLoader
 from nanohermes.ui.repl import Repl
 from nanohermes.ui.seams import ResumePreview, RuntimeLike
@@ -66,17 +66,6 @@ def test_toolbar_shows_the_context_fill_after_turns_and_commands(pipe: PipeInput
     # sys 3 + user 200 + "echo: " 6 + 200 = 409 of 1,000 after the turn; back to 3 after /reset
     assert any("context 40%" in fill for fill in fills)
     assert "context 0%" in fills[-1]
-
-
-def test_resumed_session_is_built_first_and_announced(pipe: PipeInput) -> None:
-    runtime = fake_runtime()
-    list(runtime.agent.run("earlier question"))
-    loader = RuntimeLoader(lambda: runtime)
-    assert loader.load_now() is runtime
-    repl, out = make_repl(pipe, loader, runtime)
-    pipe.send_text("/exit\r")
-    assert repl.loop() == 0
-    assert "resumed 20260101-120000: 2 messages" in out.getvalue()
 
 
 def test_ctrl_c_twice_on_an_empty_line_exits_after_saving(pipe: PipeInput) -> None:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from nanohermes.settings import load_settings
+from nanohermes.config.settings import load_settings
 from nanohermes.ui.setup_hint import missing_key_message
 
 

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 from ui_fakes import plain_console
 
-from nanohermes.cancel import CancelToken
-from nanohermes.errors import LLMError
-from nanohermes.events import Event, Note, TextDelta, TurnFinished
-from nanohermes.protocols import ApprovalRequest, Decision
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import LLMError
+from nanohermes.core.events import Event, Note, TextDelta, TurnFinished
+from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.ui.approve import TerminalApprover
 from nanohermes.ui.render import Renderer
 from nanohermes.ui.turn import TurnDriver

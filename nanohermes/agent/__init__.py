@@ -1,0 +1,1 @@
+"""The agent loop (SPEC §4) and what it drives: turns, compaction, prompts, sub-agents, distillation."""

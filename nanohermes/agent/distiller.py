@@ -1,0 +1,91 @@
+"""Distillation scheduling for the agent (SPEC §3.7): after a completed turn, one background thread
+asks the model what is worth remembering and saves it; the UI hears about it through notes.
+
+Headless like the agent: it reports through callbacks (`post_note`, `add_usage`) and never blocks a
+turn. `wait` lets `-p` and the REPL's exit finish what is running; `cancel` (the agent's background
+token) stops a distillation's request at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import StoreError
+from nanohermes.core.events import Note
+from nanohermes.core.protocols import ChatModel
+from nanohermes.core.types import Message, Usage, message_text
+from nanohermes.memory import distill_messages, parse_distill, save_distilled, worth_distilling
+
+if TYPE_CHECKING:
+    from nanohermes.memory import MemoryStore
+
+
+class Distiller:
+    """Runs distillations in background threads; one per completed turn worth it."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        store: MemoryStore | None,
+        *,
+        model_name: Callable[[], str],
+        post_note: Callable[[Note], None],
+        add_usage: Callable[[Usage], None],
+        verbose: bool = False,
+    ) -> None:
+        self._model, self._store, self._model_name = model, store, model_name
+        self._post, self._add_usage, self._verbose = post_note, add_usage, verbose
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self.cancel = CancelToken()
+
+    def start(self, excerpt: list[Message], *, had_tools: bool) -> None:
+        """Distil `excerpt` (the turn, from its user message) when the turn is worth it (and memory
+        is on)."""
+        store = self._store
+        if store is None or not excerpt or not worth_distilling(message_text(excerpt[0]), had_tools):
+            return
+        thread = threading.Thread(
+            target=self._run, args=(store, excerpt), name="nanohermes-distill", daemon=True
+        )
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for running distillations; True when none is left running."""
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(timeout)
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
+            return not self._threads
+
+    def _run(self, store: MemoryStore, excerpt: list[Message]) -> None:
+        try:
+            request = distill_messages(excerpt)
+            result = self._model.complete(request, None, model=self._model_name(), cancel=self.cancel)
+            self._add_usage(result.counted_usage(request))  # spent, whatever happens to the answer
+            # The turn's user message is each memory's context: indexed, never shown (SPEC §3.7).
+            context = message_text(excerpt[0]) if excerpt[0].get("role") == "user" else ""
+            items = parse_distill(result.content)
+            saved = save_distilled(store, items, "auto", self._refused, context=context)
+        except StoreError as err:  # disk full, read-only directory, lock timeout: never silent
+            self._post(Note(f"memory not saved: {err.one_line()}", "warning"))
+            return
+        except Exception as err:  # background thread: failures are silent unless --verbose
+            if self._verbose:
+                self._post(Note(f"distillation failed: {type(err).__name__}: {err}", "debug"))
+            return
+        if saved:
+            self._post(Note(f"{saved} {'memory' if saved == 1 else 'memories'} saved"))
+        elif self._verbose:
+            self._post(Note("distillation found nothing durable to remember", "debug"))
+
+    def _refused(self, text: str, reason: str) -> None:
+        if self._verbose:
+            self._post(Note(f"distilled memory refused: {reason}: {text!r}", "debug"))

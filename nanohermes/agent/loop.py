@@ -1,0 +1,346 @@
+"""The agent loop (SPEC §4.1). Headless: it yields events; the UI renders them.
+
+    run(user_content)
+      inject memory block → append user message → step() until a TurnOver is raised:
+        step: compact if needed → stream the model → append the assistant message →
+              no tool calls? raise TurnOver(completed) : run the calls, append results in order
+      every early exit (answer, max_iterations, Ctrl-C, model error) ends in ONE except-chain
+      → save the session → distill in the background if completed → TurnFinished
+
+Whatever happens, the history stays valid for the next request: every tool call gets a result
+("interrupted by user" when it got none) and an interrupted reply is kept, marked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nanohermes.agent.compaction import compact, summarizer, total_chars
+from nanohermes.agent.config import AgentConfig
+from nanohermes.agent.distiller import Distiller
+from nanohermes.agent.turns import (
+    Turn,
+    TurnOver,
+    checkpoint_notes,
+    drop_cut_calls,
+    messages_of_turn,
+    reply_over,
+)
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import (
+    INTERRUPTED,
+    Cancelled,
+    ContextOverflow,
+    IncompleteStream,
+    LLMError,
+    StoreError,
+)
+from nanohermes.core.events import (
+    Compacted,
+    Event,
+    MemoryRecalled,
+    Note,
+    RecalledMemory,
+    TextDelta,
+    ToolFinished,
+    TurnFinished,
+)
+from nanohermes.core.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
+from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage
+from nanohermes.llm import extract_text_tool_calls
+from nanohermes.memory import recall_for_turn, set_block
+from nanohermes.sessions.autosave import SessionSaver
+from nanohermes.sessions.store import SessionData, SessionFile
+
+if TYPE_CHECKING:
+    from nanohermes.memory import MemoryStore
+
+
+UNREADABLE_CALL = "the model wrote a <tool_call> that could not be read"
+NOTHING_TO_COMPACT_HINT = (
+    "the recent messages alone do not fit: /reset or a new session, or lower compact_keep_messages"
+)
+
+
+class Agent:
+    """One conversation: messages, memory injection, tools, compaction, session file, distillation."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        tools: ToolExecutor,
+        config: AgentConfig,
+        system_prompt: str,
+        *,
+        session: SessionFile,
+        store: MemoryStore | None = None,
+        resumed: SessionData | None = None,
+        workspace: str = "",
+        secrets: tuple[str, ...] = (),
+        checkpoints: TurnRecorder | None = None,
+    ) -> None:
+        self._model, self._tools, self._config = model, tools, config
+        self._store, self._session, self._checkpoints = store, session, checkpoints
+        self._system = system_prompt
+        # The session file's content; its messages, archive and usage are the live state (no copies).
+        self._data = resumed or SessionData()
+        self._data.workspace = workspace or self._data.workspace
+        self._data.model = config.model
+        history = [m for m in self._data.messages if m.get("role") != "system"]
+        self._data.messages = [{"role": "system", "content": system_prompt}, *history]
+        self._block = ""
+        self.recalled: tuple[RecalledMemory, ...] = ()
+        """The memories in the current block, with scores and matched terms (`/memory last`)."""
+        self._lock = threading.Lock()
+        self._turn: Turn | None = None  # the running turn, whose usage sub-agents add to
+        self._background: list[Event] = []
+        self._saver = SessionSaver(session, self._data, secrets=secrets, post_note=self.post_note)
+        self._distiller = Distiller(
+            model,
+            store,
+            model_name=lambda: config.distill_model or self.model,
+            post_note=self.post_note,
+            add_usage=self._add_usage,
+            verbose=config.verbose,
+        )
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        return self._data.messages
+
+    @property
+    def archived_count(self) -> int:
+        """Every message ever archived in this session, saved or not."""
+        return self._data.archived + len(self._data.archive)
+
+    @property
+    def usage(self) -> Usage:
+        with self._lock:
+            return self._data.usage
+
+    def _add_usage(self, usage: Usage) -> None:
+        """Count tokens spent for this conversation in its totals (distillation: never in a turn)."""
+        with self._lock:
+            self._data.usage += usage
+
+    def add_turn_usage(self, usage: Usage) -> None:
+        """Tokens spent during the running turn (its model calls, a sub-agent's): in the totals and
+        in the turn's own count (`-p --json`)."""
+        with self._lock:
+            self._data.usage += usage
+            if self._turn is not None:
+                self._turn.usage += usage
+
+    @property
+    def session_path(self) -> Path:
+        return self._session.path
+
+    @property
+    def model(self) -> str:
+        return self._data.model or self._config.model
+
+    def set_model(self, name: str) -> None:
+        self._data.model = name.strip() or self.model
+
+    def set_permission(self, mode: str) -> None:
+        self._tools.set_permission(mode)
+
+    def post_note(self, note: Note) -> None:
+        """Queue a note for the UI (background distillation, store notices)."""
+        with self._lock:
+            self._background.append(note)
+
+    def drain_background_events(self) -> list[Event]:
+        with self._lock:
+            events, self._background = self._background, []
+        return events
+
+    # -- a turn ----------------------------------------------------------------------------------
+
+    def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
+        """One user turn (SPEC §4.1). Ends with exactly one TurnFinished."""
+        cancel = cancel or CancelToken()
+        notes = self._checkpoints.model_notes() if self._checkpoints is not None else []
+        # the user's message, after a note for each turn the user undid since the last one
+        turn = Turn({"role": "user", "content": "\n\n".join([*notes, user_content])})
+        self._turn = turn
+        if self._checkpoints is not None:
+            self._checkpoints.begin_turn(user_content)
+        yield from self._inject_memory(user_content)
+        self.messages.append(turn.user_message)
+        try:
+            over = yield from self._loop(turn, cancel)
+        except GeneratorExit:  # the caller stopped listening: keep the history valid and saved
+            self._interrupt(turn)
+            self._end_checkpoint()
+            self._saver.in_background()
+            raise
+        finally:  # its model calls are over: later usage (distillation) counts in the totals only
+            with self._lock:
+                self._turn = None
+        if over.note:
+            yield over.note
+        changes = self._end_checkpoint()
+        yield from checkpoint_notes(changes)
+        if self._config.save_each_turn:
+            self._saver.in_background()
+        if over.completed:
+            excerpt = messages_of_turn(self.messages, turn.user_message)
+            self._distiller.start(excerpt, had_tools=turn.had_tools)
+        yield TurnFinished(over.completed, over.reason, turn.usage, over.answer, changes.files)
+
+    def _end_checkpoint(self) -> TurnChanges:
+        return self._checkpoints.end_turn() if self._checkpoints is not None else TurnChanges()
+
+    def _loop(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, TurnOver]:
+        try:
+            for _ in range(self._config.max_iterations):
+                yield from self._step(turn, cancel)
+            limit = self._config.max_iterations
+            raise TurnOver(False, "max_iterations", Note(f"stopped after {limit} model calls", "warning"))
+        except TurnOver as over:
+            return over
+        except Cancelled:
+            self._interrupt(turn)
+            return TurnOver(False, "interrupted", Note(INTERRUPTED, "warning"))
+        except LLMError as err:
+            turn.partial = None
+            return TurnOver(False, "error", Note(err.one_line(), "error"))
+
+    def _step(self, turn: Turn, cancel: CancelToken) -> Iterator[Event]:
+        if total_chars(self.messages) > self._config.compact_threshold_chars:
+            yield from self._compact(cancel, threshold=self._config.compact_threshold_chars)
+        result = yield from self._call_model(turn, cancel)
+        if not result.tool_calls and result.content:
+            result.content, result.tool_calls = extract_text_tool_calls(result.content, self._tools.names())
+            if not result.tool_calls and "<tool_call>" in result.content:
+                yield Note(f"{UNREADABLE_CALL} (not valid JSON, or no such tool); nothing was run", "warning")
+        dropped = drop_cut_calls(result)
+        self.messages.append(result.to_message())
+        turn.partial = None
+        if dropped:
+            yield Note(dropped, "warning")
+        if not result.tool_calls:
+            raise reply_over(result)
+        turn.had_tools = True
+        yield from self._run_tools(result.tool_calls, cancel)
+        cancel.raise_if_cancelled()
+
+    def _call_model(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
+        try:
+            return (yield from self._stream(turn, cancel))
+        except ContextOverflow as err:
+            compacted = yield from self._compact(cancel, threshold=None)
+            if not compacted:  # "run /compact" would not help either
+                err.hint = NOTHING_TO_COMPACT_HINT
+                raise
+            return (yield from self._stream(turn, cancel))
+
+    def _stream(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
+        turn.partial = []
+        result: ChatResult | None = None
+        tools = self._tools.schemas() or None
+        for item in self._model.stream(self.messages, tools, model=self.model, cancel=cancel):
+            if isinstance(item, ChatResult):
+                result = item
+                continue
+            if isinstance(item, TextDelta):
+                turn.partial.append(item.text)
+            yield item
+        if result is None:
+            raise IncompleteStream("the model stream ended without a result", "try again")
+        self.add_turn_usage(result.counted_usage(self.messages, tools))
+        return result
+
+    def _run_tools(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
+        """Results are appended in call order; calls without a result get `interrupted by user`."""
+        results: list[ToolResult] = []
+        try:
+            for event in self._tools.run_calls(calls, cancel):
+                if isinstance(event, ToolFinished):
+                    results.append(event.result)
+                yield event
+        finally:
+            for index, call in enumerate(calls):
+                got = results[index] if index < len(results) else None
+                result = got or ToolResult(call.id, call.name, INTERRUPTED, ok=False)
+                self.messages.append({**result.to_message(), "tool_call_id": call.id})
+
+    def _interrupt(self, turn: Turn) -> None:
+        """Keep a partially streamed reply, marked, when the turn was cut during the stream."""
+        if turn.partial is None:
+            return
+        text = "".join(turn.partial).rstrip()
+        turn.partial = None
+        marker = f"[{INTERRUPTED}]"
+        self.messages.append({"role": "assistant", "content": f"{text}\n\n{marker}" if text else marker})
+
+    # -- memory ----------------------------------------------------------------------------------
+
+    def _inject_memory(self, query: str) -> Iterator[Event]:
+        if self._store is None:
+            return
+        try:
+            recall = recall_for_turn(self._store, query, self._block, self._config.language)
+        except StoreError as err:
+            yield Note(f"memory not available for this turn: {err.one_line()}", "warning")
+            return
+        if not recall.kept:
+            self.recalled = recall.memories
+        if recall.block and self.recalled:
+            yield MemoryRecalled(self.recalled)
+        if recall.block != self._block:
+            self._block = recall.block
+            self.messages[0] = {"role": "system", "content": set_block(self._system, recall.block)}
+
+    def wait_for_distillation(self, timeout: float | None = None) -> bool:
+        """Wait for running distillations; True when none is left running."""
+        return self._distiller.wait(timeout)
+
+    def stop_distillation(self) -> None:
+        """Cancel running distillations (the user chose not to wait for them)."""
+        self._distiller.cancel.cancel()
+
+    # -- compaction, reset, persistence ----------------------------------------------------------
+
+    def compact(self, cancel: CancelToken | None = None) -> Iterator[Event]:
+        """/compact: summarise everything but the recent messages now."""
+        done = yield from self._compact(cancel or CancelToken(), threshold=None)
+        if not done:
+            yield Note("nothing to compact yet")
+            return
+        self._saver.in_background()
+
+    def _compact(self, cancel: CancelToken, *, threshold: int | None) -> Generator[Event, None, bool]:
+        summarize = summarizer(self._model, self.model, cancel, self._add_usage)
+        keep = self._config.compact_keep_messages
+        outcome = compact(self.messages, keep=keep, summarize=summarize, threshold=threshold)
+        if outcome is None:
+            return False
+        self.messages[:] = outcome.messages
+        self._data.archive.extend(outcome.removed)
+        if outcome.note:
+            yield Note(outcome.note, "warning")
+        yield Compacted(outcome.before_chars, outcome.after_chars, outcome.summarized)
+        return True
+
+    def reset(self) -> None:
+        """/reset: clear the conversation (kept in the archive), keep the system prompt."""
+        self._data.archive.extend(self.messages[1:])
+        self._block = ""
+        self.recalled = ()
+        self.messages[:] = [{"role": "system", "content": self._system}]
+
+    def save(self) -> None:
+        """Write the session file now (unless nothing changed), after any pending background write.
+        Raises SessionError."""
+        self._saver.submit().result()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait for pending background writes of the session file; True when none is left."""
+        return self._saver.flush(timeout)

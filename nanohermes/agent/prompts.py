@@ -1,0 +1,111 @@
+"""System prompt assembly (SPEC §4.5): base prompt, workspace, platform, date, AGENTS.md. The memory
+block goes last (callers use `nanohermes.memory.set_block`), so the stable prefix stays cacheable."""
+
+from __future__ import annotations
+
+import os
+import platform
+from datetime import date
+from pathlib import Path
+
+from nanohermes.core.errors import reason
+from nanohermes.core.fileio import read_regular
+from nanohermes.core.markers import defused
+
+AGENTS_FILE = "AGENTS.md"
+AGENTS_MAX_CHARS = 20_000
+
+BASE_PROMPT = """\
+You are nanohermes, a coding agent working in the user's terminal. You help with software tasks in \
+the workspace: read and search code, edit files, run commands, explain and fix things.
+
+Work like a careful senior engineer: look before you change (read_file, list_files, grep), make the \
+smallest change that does the job, keep the project's style, and check your work (run the tests or \
+the command) when you can. Paths are relative to the workspace. When you are done, answer briefly: \
+what you did and anything the user must know. Ask only when you truly cannot proceed."""
+
+MEMORY_GUIDE = """\
+You have a long-term memory shared across sessions (memory_save, memory_search, memory_forget). \
+Save with memory_save only what will still be true and useful in future, unrelated sessions: the \
+user's stable preferences, corrections (what the user rejected and the right way), lessons paid for \
+(a pitfall met, an approach proven), and stable facts about the project or environment. Never save \
+one-off state (today's branch, a temporary file, the current task's progress), secrets, or what the \
+code itself already says. One self-contained sentence per memory. Memories retrieved for this turn \
+appear at the end of this prompt; the user's current instruction always wins over them."""
+
+NO_MEMORY_GUIDE = "Long-term memory is off for this session: do not promise to remember anything."
+
+
+def base_system_prompt(
+    workspace: Path,
+    *,
+    memory: bool,
+    extra: str = "",
+    today: date | None = None,
+    platform_name: str | None = None,
+    agents_md: str | None = None,
+) -> str:
+    """The system prompt without a memory block. `extra` replaces the base role (sub-agents).
+    `agents_md`: the AGENTS.md text already read (`load_agents_md`); None reads it here."""
+    parts = [extra.strip() or BASE_PROMPT, MEMORY_GUIDE if memory else NO_MEMORY_GUIDE]
+    parts.append(
+        f"Workspace: {workspace}\n"
+        f"Platform: {platform_name or _platform()}\n"
+        f"Date: {(today or date.today()).isoformat()}"
+    )
+    agents = load_agents_md(workspace)[0] if agents_md is None else agents_md
+    if agents:
+        parts.append(f"Project instructions from {AGENTS_FILE} (the workspace root):\n\n{agents}")
+    return defused("\n\n".join(parts))  # the memory block's markers mean one thing: the block
+
+
+def load_agents_md(workspace: Path) -> tuple[str, str]:
+    """(text, note): AGENTS.md's text, at most AGENTS_MAX_CHARS of it, read only when it is a regular
+    file whose real path is inside the workspace; else "" and a note saying why it was ignored (no
+    note when there is no AGENTS.md). Never follows a link out, never blocks on a FIFO or a device."""
+    path = workspace / AGENTS_FILE
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return "", ""
+    except OSError as err:
+        return "", _ignored(reason(err))
+    try:
+        root = workspace.resolve(strict=True)
+        real = path.resolve(strict=True)
+    except FileNotFoundError:  # AGENTS.md is there (lstat), so it is a link to nothing
+        return "", _ignored("it is a link to a file that does not exist")
+    except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop on older Pythons
+        return "", _ignored(f"it cannot be resolved ({reason(err)})")
+    if not real.is_relative_to(root):
+        return "", _ignored(f"it links to {real}, outside the workspace")
+    try:
+        # UTF-8: at most 4 bytes a character
+        data, size = read_regular(real, 4 * AGENTS_MAX_CHARS + 4, follow=False)
+    except OSError as err:
+        return "", _ignored(reason(err))
+    # surrogateescape: one character per undecodable byte, so the bytes kept are counted exactly
+    text = data.decode("utf-8", errors="surrogateescape")
+    if len(text) <= AGENTS_MAX_CHARS and len(data) == size:
+        return _replaced(text).strip(), ""
+    kept = text[:AGENTS_MAX_CHARS]
+    cut = size - len(kept.encode("utf-8", errors="surrogateescape"))
+    return _replaced(kept).strip() + f"\n[… {cut} more bytes of {AGENTS_FILE} not shown]", ""
+
+
+def _replaced(text: str) -> str:
+    """`text` with each undecodable byte (kept by surrogateescape) shown as U+FFFD, and without the
+    byte-order mark a Windows editor puts first (no text, and no whitespace to strip)."""
+    return (
+        text.encode("utf-8", errors="surrogateescape")
+        .decode("utf-8", errors="replace")
+        .removeprefix("\ufeff")
+    )
+
+
+def _ignored(why: str) -> str:
+    return f"{AGENTS_FILE} ignored: {why}"
+
+
+def _platform() -> str:
+    return f"{platform.system() or 'unknown'} {platform.release()}".strip()

@@ -1,0 +1,1 @@
+"""The composition root: the command line and the wiring that builds each front end's runtime."""

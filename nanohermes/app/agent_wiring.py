@@ -1,0 +1,188 @@
+"""One agent composed from shared parts (tools, sandbox, checkpoints, sub-agents, MCP servers), for
+the REPL, `-p` (wiring.py) and every `nanohermes acp` session (acp_wiring.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nanohermes.core.events import Note
+
+if TYPE_CHECKING:
+    from nanohermes.agent.loop import Agent
+    from nanohermes.checkpoints import Checkpoints
+    from nanohermes.config.mcp_config import McpServerConfig
+    from nanohermes.config.settings import Settings
+    from nanohermes.core.protocols import Approver
+    from nanohermes.llm import ChatClient
+    from nanohermes.mcp.manager import McpManager
+    from nanohermes.memory import MemoryStore
+    from nanohermes.sessions.lock import SessionLock
+    from nanohermes.sessions.store import SessionData, SessionFile
+    from nanohermes.tools.files import FileTools
+    from nanohermes.tools.runner import ToolRunner
+    from nanohermes.tools.sandbox import Sandbox
+
+SAVE_WAIT = 10.0
+"""How long closing waits for a session write still under way before it lets the session go."""
+EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parents[2] / "config" / "agents"
+"""The examples in the repository (SPEC §4.6)."""
+
+
+@dataclass(frozen=True)
+class AgentParts:
+    """What every agent of one process shares: the model client and the memory store; how it asks;
+    the files that may hold keys (the config file, MCP configs: hidden from sandboxed commands).
+    `files` replaces the file tools' disk access (ACP: the editor's buffers)."""
+
+    client: ChatClient
+    store: MemoryStore | None
+    approver: Approver | None
+    verbose: bool = False
+    secret_files: tuple[Path, ...] = ()
+    files: Callable[[Path, int], FileTools] | None = None
+    save_each_turn: bool = True
+    """False in `-p`: its one save comes after distillation."""
+
+
+@dataclass
+class Runtime:
+    """One agent and what was built with it, closed with it."""
+
+    settings: Settings
+    agent: Agent
+    store: MemoryStore | None
+    checkpoints: Checkpoints | None
+    sandbox: Sandbox
+    mcp: McpManager | None
+    session_lock: SessionLock | None = None
+    """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
+
+    def close(self) -> None:
+        """Close every MCP server (stdio ones killed with their group); let a checkpoint warm-up
+        still running finish its git command; then, after a session write still under way (at most
+        SAVE_WAIT), release the session (its `.lock` file goes)."""
+        try:
+            if self.mcp is not None:
+                self.mcp.close()
+            if self.checkpoints is not None:
+                self.checkpoints.settle()
+        finally:
+            if self.session_lock is not None:
+                self.agent.flush(SAVE_WAIT)
+                self.session_lock.release()
+
+
+def build_agent(
+    settings: Settings,
+    parts: AgentParts,
+    *,
+    workspace: Path,
+    session: SessionFile,
+    resumed: SessionData | None,
+    lock: SessionLock | None = None,
+    mcp_servers: Mapping[str, McpServerConfig] | None = None,
+) -> Runtime:
+    """One agent (tools confined to `workspace`, its own session file, held by `lock`, and
+    checkpoints) from shared parts. `mcp_servers` (default: the settings' `mcp_servers`) start in the
+    background, their tools joining as each is ready; whoever built it closes the runtime."""
+    from nanohermes.agent.config import AgentConfig
+    from nanohermes.agent.loop import Agent
+    from nanohermes.agent.prompts import base_system_prompt, load_agents_md
+    from nanohermes.mcp import start_servers
+    from nanohermes.tools.runner import ToolRunner
+
+    checkpoints = _checkpoints(settings, workspace, session.path)
+    sandbox = _sandbox(settings, workspace, parts.secret_files)
+    files = parts.files(workspace, settings.tool_output_chars) if parts.files else None
+    runner = ToolRunner.from_settings(
+        settings,
+        workspace,
+        parts.approver,
+        parts.store,
+        sandbox=sandbox,
+        checkpoints=checkpoints,
+        files=files,
+    )
+    secret = settings.api_key_value()
+    agents_md, agents_note = load_agents_md(workspace)
+    agent = Agent(
+        parts.client,
+        runner,
+        AgentConfig.from_settings(settings, verbose=parts.verbose, save_each_turn=parts.save_each_turn),
+        base_system_prompt(workspace, memory=parts.store is not None, agents_md=agents_md),
+        session=session,
+        store=parts.store,
+        resumed=resumed,
+        workspace=str(workspace),
+        secrets=(secret,) if secret else (),
+        checkpoints=checkpoints,
+    )
+    if agents_note:
+        agent.post_note(Note(agents_note, "warning"))
+    if sandbox.startup_warning:
+        # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
+        agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "info"))
+    _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
+    mcp = start_servers(
+        settings.mcp_servers if mcp_servers is None else mcp_servers,
+        cwd=workspace,
+        log_dir=settings.state_dir / "mcp",
+        on_notice=lambda text: agent.post_note(Note(text, "warning")),
+    )
+    if mcp is not None:
+        runner.add_source(mcp.tools)
+    return Runtime(settings, agent, parts.store, checkpoints, sandbox, mcp, lock)
+
+
+def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:
+    if not settings.checkpoints:
+        return None
+    from nanohermes.checkpoints import Checkpoints
+
+    private = (settings.state_dir, settings.memory_dir, settings.sessions_dir)
+    checkpoints = Checkpoints(workspace, settings.state_dir, session, private=private)
+    checkpoints.start_warm_up()  # overlaps the first request; the first change waits for it
+    return checkpoints
+
+
+def _sandbox(settings: Settings, workspace: Path, secret_files: tuple[Path, ...]) -> Sandbox:
+    """Probe bubblewrap once (a few ms; the REPL builds this while the prompt is already up). Hidden
+    from commands: everything nanohermes keeps (memory, sessions, config with keys, checkpoints),
+    the files also when their folder holds the workspace."""
+    from nanohermes.tools.sandbox import Sandbox
+
+    hidden = [settings.state_dir, settings.memory_dir, settings.sessions_dir, Path("~/.nanohermes")]
+    hidden += [settings.memory_file, Path("~/.nanohermes/config.toml"), *secret_files]
+    return Sandbox.detect(
+        settings.sandbox, network=settings.sandbox_network, workspace=workspace, hidden=hidden
+    )
+
+
+def _add_task_tool(
+    agent: Agent,
+    client: ChatClient,
+    runner: ToolRunner,
+    store: MemoryStore | None,
+    settings: Settings,
+    workspace: Path,
+) -> None:
+    from nanohermes.agent.config import AgentConfig
+    from nanohermes.agent.subagents import SubAgentRunner, load_definitions, make_task_tool
+
+    definitions, problems = load_definitions([EXAMPLE_AGENTS_DIR, settings.agents_dir])
+    for problem in problems:
+        agent.post_note(Note(problem, "warning"))
+    sub = SubAgentRunner(
+        client,
+        runner,
+        workspace=workspace,
+        model_name=lambda: agent.model,
+        config=AgentConfig.from_settings(settings),
+        store=store,
+        add_usage=agent.add_turn_usage,
+    )
+    runner.register(make_task_tool(definitions, sub))

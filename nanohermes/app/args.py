@@ -1,0 +1,344 @@
+"""Argument parsing for the command line (SPEC §1). Imported only after the --version fast path."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from nanohermes import __version__
+from nanohermes.config.options import CliOptions, MemoryArgs, UndoArgs
+
+__all__ = ["CliOptions", "MemoryArgs", "UndoArgs", "UsageError", "build_parser", "parse_args"]
+
+
+class UsageError(Exception):
+    """A bad command line; reported as one line with exit code 2, pointing at `command --help`."""
+
+    def __init__(self, message: str, command: str = "nanohermes") -> None:
+        super().__init__(message)
+        self.command = command
+
+
+PROMPT_HINT = "give the prompt after -p (one that starts with '-' as -p=TEXT, or -p - with it on stdin)"
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # no abbreviations: `--mode auto` was silently read as `--model auto` (an unknown model)
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument -p/--prompt: expected one argument"):
+            message = f"{message}: {PROMPT_HINT}"
+        raise UsageError(message, self.prog)
+
+
+def _parse(
+    parser: argparse.ArgumentParser, argv: Sequence[str], commands: Sequence[str] = ()
+) -> argparse.Namespace:
+    """`parser.parse_args(argv)`, with the closest known option (or sub-command among `commands`) named
+    for an argument it does not know: `--modle` → «did you mean --model?»."""
+    ns, extras = parser.parse_known_args(list(argv))
+    if extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}{_suggestion(extras[0], parser, commands)}")
+    return ns
+
+
+def _suggestion(word: str, parser: argparse.ArgumentParser, commands: Sequence[str]) -> str:
+    import difflib  # only on this error path
+
+    word = word.split("=", 1)[0]
+    known = _option_names(parser) if word.startswith("-") else list(commands)
+    bare = {name.lstrip("-"): name for name in known}  # the dashes they share would make `--bogus` close
+    close = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1, cutoff=0.7)
+    if not close or bare[close[0]] == word:  # `memory stats --explain`: another action's option
+        return ""
+    return f"; did you mean {bare[close[0]]}?"
+
+
+def _option_names(parser: argparse.ArgumentParser) -> list[str]:
+    """The long options of `parser` and of its sub-commands' parsers."""
+    names: list[str] = []
+    for action in parser._actions:
+        names += [option for option in action.option_strings if option.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                names += _option_names(sub)
+    return sorted(set(names))
+
+
+def _add_run_options(add: Callable[..., object], permission_help: str) -> None:
+    """The options that choose the model, the permission mode and the memory: `nanohermes` and
+    `nanohermes acp` take the same ones (read back by `_run_overrides`)."""
+    add("--model", metavar="M", help="model name sent to the endpoint")
+    add("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8080/v1")
+    add("--permission", metavar="MODE", help=permission_help)
+    add("--no-memory", action="store_true", help="turn long-term memory off for this run")
+    add("--memory-dir", metavar="DIR", help="directory holding memory.json (default: ~/.nanohermes)")
+
+
+def _add_common_options(add: Callable[..., object], verbose_help: str = "show details") -> None:
+    add("--config", metavar="FILE", help="config TOML file (default: ~/.nanohermes/config.toml)")
+    add("--verbose", action="store_true", help=verbose_help)
+
+
+def _run_overrides(ns: argparse.Namespace, command: str) -> dict[str, object]:
+    """The settings given by `_add_run_options`' options (a bad permission mode: UsageError)."""
+    from nanohermes.config.settings import PERMISSION_MODES  # settings load right after parsing anyway
+
+    if ns.model is not None and not ns.model.strip():  # `--model "$UNSET"`: not "no model configured"
+        raise UsageError("--model needs a model name, not an empty one", command)
+    if ns.permission is not None and ns.permission not in PERMISSION_MODES:
+        modes = "read-only, ask, auto"
+        raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: {modes}", command)
+    overrides: dict[str, object] = {
+        "model": ns.model,
+        "base_url": ns.base_url,
+        "permission": ns.permission,
+        "memory_dir": ns.memory_dir,
+    }
+    if ns.no_memory:
+        overrides["memory"] = False
+    return {k: v for k, v in overrides.items() if v is not None}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="nanohermes",
+        description="A coding agent for the terminal that remembers your preferences across sessions.",
+        epilog="Memory: nanohermes memory list [--all] | search QUERY [--explain] [--all] | forget ID\n"
+        "        | stats | path | add KIND TEXT [--project] | export | import FILE\n"
+        "Undo:   nanohermes undo [--session S] [--list] [--to N] [--force]\n"
+        "Editors: nanohermes acp (Agent Client Protocol on stdio)\n"
+        "MCP:    nanohermes mcp list [--config FILE] [--mcp-config FILE]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("--session", metavar="NAME|PATH", help="resume or create a session (a name, or a .json path)")
+    add("--continue", dest="continue_last", action="store_true", help="resume the most recent session")
+    _add_run_options(add, "read-only | ask | auto (default: ask)")
+    add("--mcp-config", metavar="FILE", action="append", help='MCP servers as JSON {"mcpServers": {...}}')
+    add("-p", "--prompt", metavar="PROMPT", help="run one turn non-interactively ('-' reads stdin)")
+    add("--json", dest="json_output", action="store_true", help="with -p: print one JSON object")
+    add("--yes", action="store_true", help="allow writes and shell commands without asking (= auto)")
+    add("--local", action="store_true", help="start the bundled small model offline (extra 'local')")
+    _add_common_options(add, "show details: retries, distillation, tracebacks")
+    add("--version", action="version", version=f"nanohermes {__version__}", help="print the version")
+    return parser
+
+
+def _add_memory_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    """The global options a memory action understands."""
+    parser.add_argument("--memory-dir", metavar="DIR", default=default, help="directory holding memory.json")
+    parser.add_argument("--config", metavar="FILE", default=default, help="config TOML file")
+    verbose = False if default is None else default
+    parser.add_argument("--verbose", action="store_true", default=verbose, help="show details")
+
+
+def _share_options(actions: argparse._SubParsersAction[_Parser], add: Callable[..., None]) -> None:
+    """Every action (those added later included) takes the global options after its name too:
+    `memory list --memory-dir X` as well as `memory --memory-dir X list`."""
+    for sub in actions.choices.values():
+        add(sub, default=argparse.SUPPRESS)  # SUPPRESS: an option given before the action survives
+
+
+def build_memory_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="nanohermes memory", description="Inspect and edit long-term memory.")
+    _add_memory_options(parser)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    listing = actions.add_parser("list", help="list the global memories and this project's")
+    listing.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
+    search = actions.add_parser("search", help="search memories with BM25")
+    search.add_argument("query", nargs="+", help="words to search for")
+    search.add_argument("--explain", action="store_true", help="show each term's BM25 contribution")
+    search.add_argument("--all", dest="all_projects", action="store_true", help="search every project")
+    add = actions.add_parser("add", help="save a memory typed by you (global unless --project)")
+    add.add_argument("kind", help="preference | correction | lesson | fact")
+    add.add_argument("text", nargs="+", help="the memory, one sentence")
+    add.add_argument("--project", action="store_true", help="it belongs to this project only")
+    actions.add_parser("export", help="print every memory as Markdown, grouped by scope and kind")
+    importing = actions.add_parser("import", help="read memories from an export (Markdown or JSON)")
+    importing.add_argument("file", help="the file to import ('-' reads stdin)")
+    forget = actions.add_parser("forget", help="delete one memory by id")
+    forget.add_argument("id", help="the id shown by 'memory list'")
+    actions.add_parser("stats", help="counts per kind, file size and path")
+    actions.add_parser("path", help="print the path of memory.json")
+    _share_options(actions, _add_memory_options)
+    return parser
+
+
+def build_undo_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="nanohermes undo",
+        description="Revert the file changes of an agent turn (the last one, or back to turn N).",
+    )
+    add = parser.add_argument
+    add("--session", metavar="NAME|PATH", help="the session (default: the latest one in this workspace)")
+    add("--list", dest="list_only", action="store_true", help="list the recorded turns and their files")
+    add("--to", metavar="N", type=int, help="revert every turn from N on (back to before turn N)")
+    add("--force", action="store_true", help="overwrite files that were edited after the turn")
+    _add_common_options(add)
+    return parser
+
+
+def build_acp_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="nanohermes acp",
+        description="Serve the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim).",
+    )
+    add = parser.add_argument
+    _add_run_options(add, "initial mode of new sessions: read-only | ask | auto (default: ask)")
+    _add_common_options(add, "log details to stderr")
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> CliOptions:
+    argv = list(argv)
+    at = _sub_command_at(argv)
+    if at is not None:  # global options given before the sub-command are handed to it, after its own
+        rest = argv[at + 1 :]
+        end = rest.index("--") if "--" in rest else len(rest)
+        return SUB_COMMANDS[argv[at]](rest[:end] + argv[:at] + rest[end:])
+    ns = _parse(build_parser(), argv, tuple(SUB_COMMANDS))
+    overrides = _run_overrides(ns, "nanohermes")
+    if ns.yes and ns.permission == "read-only":
+        raise UsageError("--yes cannot widen --permission read-only; drop one of them")
+    if ns.json_output and ns.prompt is None:
+        raise UsageError("--json needs -p PROMPT")
+    if ns.session is not None and ns.continue_last:
+        raise UsageError("use either --session or --continue, not both")
+    if ns.local and ns.base_url is not None:
+        raise UsageError("--local starts its own endpoint; drop --base-url")
+    return CliOptions(
+        session=ns.session,
+        continue_last=ns.continue_last,
+        config=_config_file(ns, "nanohermes"),
+        prompt=ns.prompt,
+        json_output=ns.json_output,
+        yes=ns.yes,
+        local=ns.local,
+        verbose=ns.verbose,
+        mcp_config=_mcp_config_files(ns, "nanohermes"),
+        overrides=overrides,
+    )
+
+
+def _config_file(ns: argparse.Namespace, command: str) -> Path | None:
+    """`--config FILE`; an empty FILE (`--config "$UNSET"`) is a mistake, not "no config file": the
+    default ~/.nanohermes/config.toml would be read instead of the file meant."""
+    if ns.config is None:
+        return None
+    if not ns.config.strip():
+        raise UsageError("--config needs a file path, not an empty one", command)
+    return Path(ns.config)
+
+
+def _mcp_config_files(ns: argparse.Namespace, command: str) -> tuple[Path, ...]:
+    """`--mcp-config FILE`s; an empty one would be read as the directory `.`."""
+    files = ns.mcp_config or ()
+    if any(not name.strip() for name in files):
+        raise UsageError("--mcp-config needs a file path, not an empty one", command)
+    return tuple(Path(name) for name in files)
+
+
+def _sub_command_at(argv: list[str]) -> int | None:
+    """Where a sub-command (`memory`, …) stands in `argv`, skipping global options and their values
+    (`nanohermes --memory-dir X memory list`); None when there is none."""
+    takes_value = {
+        option: action.nargs != 0 for action in build_parser()._actions for option in action.option_strings
+    }
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token == "--":
+            return None
+        if not token.startswith("-") or token == "-":
+            return index if token in SUB_COMMANDS else None
+        index += 2 if takes_value.get(token, False) else 1
+    return None
+
+
+def _parse_memory(argv: list[str]) -> CliOptions:
+    ns = _parse(build_memory_parser(), argv)
+    if ns.action is None:
+        raise UsageError(
+            "memory needs an action: list [--all] | search QUERY [--explain] [--all] | forget ID | stats "
+            "| path | add KIND TEXT [--project] | export | import FILE",
+            "nanohermes memory",
+        )
+    argument = _memory_argument(ns)
+    memory = MemoryArgs(
+        ns.action,
+        argument,
+        bool(getattr(ns, "explain", False)),
+        all_projects=bool(getattr(ns, "all_projects", False)),
+        kind=getattr(ns, "kind", ""),
+        project=bool(getattr(ns, "project", False)),
+    )
+    # `is not None`: an empty --memory-dir ("$UNSET") is refused by the settings, not read as the default
+    overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir is not None else {}
+    return CliOptions(
+        config=_config_file(ns, "nanohermes memory"),
+        verbose=ns.verbose,
+        memory=memory,
+        overrides=overrides,
+    )
+
+
+def _memory_argument(ns: argparse.Namespace) -> str:
+    if ns.action == "search":
+        return " ".join(ns.query)
+    if ns.action == "add":
+        return " ".join(ns.text)
+    return str(getattr(ns, "id", "") or getattr(ns, "file", ""))
+
+
+def _parse_undo(argv: list[str]) -> CliOptions:
+    ns = _parse(build_undo_parser(), argv)
+    if ns.to is not None and ns.to < 1:
+        raise UsageError("--to needs a turn number, 1 or more (undo --list shows them)", "nanohermes undo")
+    if ns.list_only and (ns.to is not None or ns.force):
+        raise UsageError("--list only lists; drop --to and --force", "nanohermes undo")
+    undo = UndoArgs(ns.session, ns.list_only, ns.to, ns.force)
+    return CliOptions(config=_config_file(ns, "nanohermes undo"), verbose=ns.verbose, undo=undo)
+
+
+def _parse_acp(argv: list[str]) -> CliOptions:
+    ns = _parse(build_acp_parser(), argv)
+    return CliOptions(
+        config=_config_file(ns, "nanohermes acp"),
+        verbose=ns.verbose,
+        acp=True,
+        overrides=_run_overrides(ns, "nanohermes acp"),
+    )
+
+
+def _parse_mcp(argv: list[str]) -> CliOptions:
+    parser = _Parser(prog="nanohermes mcp", description="Inspect the configured MCP servers.")
+    parser.add_argument("--config", metavar="FILE", help="config TOML file")
+    parser.add_argument("--mcp-config", metavar="FILE", action="append", help="MCP servers as JSON")
+    parser.add_argument("--verbose", action="store_true", help="show details")
+    parser.add_argument(
+        "action", nargs="?", choices=["list"], help="list: start the servers, show their state and tools"
+    )
+    ns = _parse(parser, argv)
+    if ns.action is None:
+        raise UsageError("mcp needs an action: list", "nanohermes mcp")
+    return CliOptions(
+        config=_config_file(ns, "nanohermes mcp"),
+        verbose=ns.verbose,
+        mcp_config=_mcp_config_files(ns, "nanohermes mcp"),
+        mcp_action=ns.action,
+    )
+
+
+SUB_COMMANDS: dict[str, Callable[[list[str]], CliOptions]] = {
+    "memory": _parse_memory,
+    "undo": _parse_undo,
+    "acp": _parse_acp,
+    "mcp": _parse_mcp,
+}
+"""`nanohermes NAME …`: each sub-command parses the arguments around its name (global options included)."""

@@ -1,0 +1,241 @@
+"""Command line: parse arguments, build Settings once, dispatch. Errors end in one line, never a traceback.
+
+Only `sys` is imported up front: `--version` answers before argparse, pydantic, httpx, rich or
+prompt_toolkit load, and every other path imports what it needs after parsing.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from nanohermes import __version__
+from nanohermes.core.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~10 ms at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, TextIO
+
+    from nanohermes.config.options import CliOptions
+    from nanohermes.core.errors import NanoHermesError
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:
+        return _print_version()
+    verbose = "--verbose" in args
+    _escape_unencodable()
+    from nanohermes.app.args import UsageError, parse_args
+
+    try:
+        try:
+            options = parse_args(args)
+        except SystemExit as done:  # --help was printed: a full disk under `> file` is no success
+            if done.code not in (0, None):
+                raise
+            return _flush_stdout()
+        code = _dispatch(options)
+    except UsageError as err:
+        return _fail(f"{err} (see {err.command} --help)", EXIT_USAGE)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # stdout's reader left (`| head -1`): nothing went wrong worth a line
+        return _stdout_closed()
+    except Exception as err:  # the one place that turns any error into one line
+        return _report(err, verbose)
+    if argv is None and options.prompt is not None:
+        _leave(code)
+    return code
+
+
+def _print_version() -> int:
+    return _flush_stdout(f"nanohermes {__version__}\n")
+
+
+def _flush_stdout(text: str = "") -> int:
+    """Write `text` and flush stdout (the version, --help): a closed pipe ends quietly, a full disk
+    is one line; argparse drops the error of its own writes, and --help > /dev/full exited 0."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _stdout_closed()
+    except OSError as err:  # a full disk under `> file`
+        return _fail(_unwritable(sys.stdout, err).one_line(), EXIT_FAILURE)
+    return EXIT_OK
+
+
+def _escape_unencodable() -> None:
+    """Under a locale that is not UTF-8 (`LANG=en_US.ISO-8859-1`, `PYTHONIOENCODING=ascii`) text the
+    encoding lacks (an answer's `—` or `中文`) is written as an escape (`\\u2014`): it ended the run
+    in «internal error: UnicodeEncodeError», the answer lost."""
+    import codecs
+
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            utf8 = codecs.lookup(encoding).name == "utf-8"
+        except LookupError:
+            utf8 = False
+        if reconfigure is not None and not utf8 and getattr(stream, "errors", "") == "strict":
+            reconfigure(errors="backslashreplace")
+
+
+class _GuardedStdout:
+    """sys.stdout while a sub-command prints (`memory export > file`): a write or flush it cannot
+    make (a full disk) is a NanoHermesError naming stdout, not an «internal error: OSError». A
+    closed pipe stays a BrokenPipeError (main ends quietly)."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        try:
+            return self._inner.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise _unwritable(self._inner, err) from None
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise _unwritable(self._inner, err) from None
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding …: as the real one
+        return getattr(self._inner, name)
+
+
+def _unwritable(out: TextIO, err: OSError) -> NanoHermesError:
+    """The error for a stdout that cannot be written; it is pointed at /dev/null first, so that what
+    it still buffers does not fail the interpreter's exit again."""
+    from nanohermes.core.errors import NanoHermesError
+    from nanohermes.ui.oneshot import drop_stdout
+
+    drop_stdout(out)
+    return NanoHermesError(f"cannot write to standard output: {err.strerror or err}")
+
+
+def _guarded(command: Callable[[], int]) -> int:
+    """Run a sub-command with its stdout guarded (see _GuardedStdout)."""
+    real = sys.stdout
+    sys.stdout = _GuardedStdout(real)  # duck-typed: write, flush, the rest
+    try:
+        code = command()
+        sys.stdout.flush()
+        return code
+    finally:
+        sys.stdout = real
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout is gone: exit non-zero, quietly, like other commands in a pipe."""
+    from nanohermes.ui.oneshot import drop_stdout
+
+    drop_stdout(sys.stdout)
+    return EXIT_FAILURE
+
+
+def _ctrl_c_while_leaving(code: int) -> None:
+    """Ctrl-C while a one-shot run ends. The joins below wait for the tools' threads, one of which
+    may still be killing an interrupted command (SIGTERM, then SIGKILL half a second later): a
+    KeyboardInterrupt there printed a traceback and left the command running. Now a first Ctrl-C
+    only says so; a second one quits at once."""
+    import os
+    import signal
+
+    pressed: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if pressed:
+            os._exit(code)
+        pressed.append(signum)
+        print("nanohermes: finishing: stopping the commands still running (Ctrl-C again to quit now)",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def _leave(code: int) -> None:
+    """End a one-shot run now. Everything is written by then (the answer is printed, the session and
+    memory files fsynced); what is left is joining threads and running exit hooks — done here, as the
+    interpreter would — and tearing down every module, which takes 30–40 ms for nothing."""
+    import os
+    import threading
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # a closed pipe: let the interpreter's own exit report it as usual
+        return
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is None:
+        return
+    _ctrl_c_while_leaving(code)
+    shutdown()  # joins non-daemon threads and runs threading's exit hooks (ThreadPoolExecutor's)
+    import atexit
+
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)  # past the exit hooks there is no going back to the interpreter's own exit
+
+
+def _dispatch(options: CliOptions) -> int:
+    from nanohermes.config.settings import load_settings
+
+    settings = load_settings(options.overrides, config_file=options.config, mcp_config=options.mcp_config)
+    if options.mcp_action is not None:
+        from nanohermes.ui.mcp_cmd import run_mcp_command
+
+        return _guarded(lambda: run_mcp_command(options, settings))
+    if options.memory is not None:
+        from nanohermes.ui.memory_cmd import run_memory_command
+
+        memory = options.memory
+        return _guarded(lambda: run_memory_command(memory, settings))
+    if options.undo is not None:
+        from nanohermes.ui.undo_cmd import run_undo_command
+
+        undo = options.undo
+        return _guarded(lambda: run_undo_command(undo, settings))
+    if options.acp:
+        from nanohermes.app.acp_wiring import run_acp
+
+        return run_acp(options, settings)
+    from nanohermes.app.wiring import run_chat
+
+    return run_chat(options, settings)
+
+
+def _report(err: Exception, verbose: bool) -> int:
+    from nanohermes.core.errors import ConfigError, NanoHermesError, SessionInUse
+
+    if verbose:
+        import traceback
+
+        traceback.print_exc()
+    if isinstance(err, ConfigError | SessionInUse):
+        return _fail(err.one_line(), EXIT_USAGE)
+    if isinstance(err, NanoHermesError):
+        return _fail(err.one_line(), EXIT_FAILURE)
+    hint = "" if verbose else " (run with --verbose for details)"
+    return _fail(f"internal error: {type(err).__name__}: {err}{hint}", EXIT_FAILURE)
+
+
+def _fail(message: str, code: int) -> int:
+    from nanohermes.ui.safe_text import terminal_safe  # a flag's value may hold escape sequences
+
+    first_line = terminal_safe(" ".join(message.split()))
+    print(f"nanohermes: error: {first_line}", file=sys.stderr)
+    return code

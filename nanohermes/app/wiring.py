@@ -1,0 +1,232 @@
+"""Composition root for chat: builds the model client, memory store, tools, sub-agents and agent, then
+runs the REPL or one-shot mode. The UI gets `build_runtime` as a callable (it never imports this
+module), so tests can hand it fakes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nanohermes.app.agent_wiring import AgentParts, Runtime, build_agent
+from nanohermes.core.errors import ConfigError
+from nanohermes.core.events import Note
+
+if TYPE_CHECKING:
+    from nanohermes.config.options import CliOptions
+    from nanohermes.config.settings import Settings
+    from nanohermes.core.protocols import Approver
+    from nanohermes.local.server import LocalEndpoint
+    from nanohermes.memory import MemoryStore
+    from nanohermes.sessions.lock import SessionLock
+    from nanohermes.sessions.store import SessionData, SessionFile
+    from nanohermes.ui.seams import ResumePreview, RuntimeBuilder
+
+LOCAL_COMPACT_THRESHOLD = 16_000
+"""The bundled model has an 8k-token context: compact much earlier than the 120,000-char default."""
+LOCAL_MAX_OUTPUT_TOKENS = 1024
+"""A cap for the bundled model unless the user set one: SmolLM2-135M sometimes repeats itself until its
+8k context is full, which takes minutes on a laptop CPU."""
+
+
+class _NoticeRelay:
+    """Store notices (e.g. "memory.json was unreadable, moved to …") → agent notes, even early ones."""
+
+    def __init__(self) -> None:
+        self.pending: list[Note] = []
+        self.target: Callable[[Note], None] = self.pending.append
+
+    def __call__(self, message: str) -> None:
+        self.target(Note(message, "warning"))
+
+    def attach(self, target: Callable[[Note], None]) -> None:
+        self.target = target
+        for note in self.pending:
+            target(note)
+
+
+@dataclass(frozen=True)
+class OpenedSession:
+    """A session locked and read before the runtime is built (the REPL resuming: its summary and
+    the prompt come first); `notices` are shown with the preview (`--continue` found none here)."""
+
+    session: SessionFile
+    data: SessionData | None
+    lock: SessionLock
+    notices: tuple[str, ...] = ()
+
+    def preview(self) -> ResumePreview:
+        from nanohermes.ui.seams import ResumePreview
+
+        messages = tuple(self.data.messages) if self.data else ()
+        return ResumePreview(self.session.path.stem, messages, self.notices)
+
+
+def open_session(options: CliOptions, settings: Settings) -> OpenedSession:
+    """Lock and read the session to use (`--session`'s, `--continue`'s or a new one), and nothing
+    else: a bad or busy session file is reported before any prompt. Raises SessionError, or
+    ConfigError for a `--session` that is neither a name nor a .json path of a regular file."""
+    from nanohermes.sessions.paths import latest_session, new_session_path, resolve_session_path
+
+    sessions_dir = settings.sessions_dir
+    path: Path | None = None
+    notices: list[str] = []
+    if options.session is not None:
+        path = resolve_session_path(sessions_dir, options.session)
+    elif options.continue_last:
+        path = latest_session(sessions_dir, Path.cwd())
+        if path is None:
+            notices.append(f"no earlier session in this workspace ({Path.cwd()}); starting a new one")
+    session, data, lock = open_locked(path or new_session_path(sessions_dir))
+    return OpenedSession(session, data, lock, tuple(notices))
+
+
+def open_locked(path: Path) -> tuple[SessionFile, SessionData | None, SessionLock]:
+    """The session file under its lock, taken before the file is read (SessionInUse: exit 2)."""
+    from nanohermes.sessions.lock import SessionLock
+    from nanohermes.sessions.store import SessionFile
+
+    session = SessionFile(path)
+    lock = SessionLock.acquire(path)
+    try:
+        return session, (session.load() if session.exists() else None), lock
+    except BaseException:
+        lock.release()
+        raise
+
+
+def build_runtime(
+    options: CliOptions,
+    settings: Settings,
+    approver: Approver | None,
+    local: LocalEndpoint | None = None,
+    opened: OpenedSession | None = None,
+) -> Runtime:
+    """Build client, store, tools, sub-agents and the agent, on the session `opened` (else opened
+    here), with `settings` as `run_chat` made them. One-shot mode (`-p`) never asks: `approver` is
+    ignored there."""
+    from nanohermes.app.lean_imports import import_httpx
+
+    import_httpx()  # before the model client: without httpx's command-line client
+    from nanohermes.llm import ChatClient
+
+    if not settings.model:
+        raise ConfigError("no model configured", "give --model NAME or set NANOHERMES_MODEL")
+    relay = _NoticeRelay()
+    if opened is None:  # else its notices were shown with the preview
+        opened = open_session(options, settings)
+        for notice in opened.notices:
+            relay(notice)
+    store = open_store(settings, relay, Path.cwd())
+    parts = AgentParts(
+        ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None),
+        store,
+        approver if options.prompt is None else None,
+        options.verbose,
+        options.secret_files,
+        save_each_turn=options.prompt is None,
+    )
+    runtime = build_agent(
+        settings, parts, workspace=Path.cwd(), session=opened.session, resumed=opened.data, lock=opened.lock
+    )
+    relay.attach(runtime.agent.post_note)
+    return runtime
+
+
+def apply_yes(options: CliOptions, settings: Settings) -> Settings:
+    """`--yes` means permission `auto` for this run; it never widens a configured `read-only`."""
+    if not options.yes:
+        return settings
+    if settings.permission == "read-only":
+        raise ConfigError(
+            "--yes cannot widen permission read-only (set in the config file or environment)",
+            "drop --yes, or give --permission auto",
+        )
+    return settings.with_changes(permission="auto")
+
+
+def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path) -> MemoryStore | None:
+    """The store for this workspace's project (SPEC §3.9): global entries and this project's. Read
+    once now so that a notice about it («memory.json was unreadable, moved to …») is shown at
+    start-up rather than after the first answer."""
+    if not settings.memory:
+        return None
+    from nanohermes.core.errors import StoreError
+    from nanohermes.memory import MemoryStore, project_key
+
+    secret = settings.api_key_value()
+    store = MemoryStore(
+        settings.memory_dir,
+        max_entries=settings.memory_max_entries,
+        on_notice=relay,
+        secrets=(secret,) if secret else (),
+        project=project_key(workspace),
+    )
+    try:
+        store.load()
+    except StoreError as err:
+        relay(f"memory not available: {err.one_line()}")
+    return store
+
+
+def run_chat(options: CliOptions, settings: Settings) -> int:
+    """`nanohermes [...]`: one-shot with -p, the REPL otherwise; --local first starts the bundled model."""
+    settings = apply_yes(options, settings)
+    _require_terminal(options, settings)
+    endpoint: LocalEndpoint | None = None
+    with contextlib.ExitStack() as stack:
+        if options.local:
+            from nanohermes.local.server import MODEL_NAME, local_endpoint
+
+            if "model" in options.overrides:  # it was ignored: the local server serves one model
+                raise ConfigError(f"--local serves its bundled model {MODEL_NAME}", "drop --model")
+            endpoint = stack.enter_context(local_endpoint(settings.state_dir, options.verbose))
+            settings = settings.with_changes(
+                base_url=endpoint.base_url,
+                model=endpoint.model,
+                distill_model=None,
+                compact_threshold_chars=min(settings.compact_threshold_chars, LOCAL_COMPACT_THRESHOLD),
+                max_output_tokens=settings.max_output_tokens or LOCAL_MAX_OUTPUT_TOKENS,
+            )
+            if options.verbose:
+                print(
+                    f"nanohermes: local model {endpoint.model} at {endpoint.base_url} "
+                    f"(pid {endpoint.pid}, log {endpoint.log_path})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        if options.prompt is not None:
+            from nanohermes.ui.oneshot import run_oneshot
+
+            # `local`: names the server if it dies
+            return run_oneshot(options, settings, functools.partial(build_runtime, local=endpoint))
+        from nanohermes.ui.repl import run_repl
+
+        opened = None
+        if options.session is not None or options.continue_last:
+            opened = open_session(options, settings)
+            stack.callback(opened.lock.release)  # also when the background build fails
+        builder: RuntimeBuilder = functools.partial(build_runtime, local=endpoint, opened=opened)
+        return run_repl(options, settings, builder, preview=opened.preview() if opened else None)
+
+
+def _require_terminal(options: CliOptions, settings: Settings) -> None:
+    """The REPL reads keys from a terminal. Piped into (`echo hi | nanohermes`), it drew its prompt and
+    bottom bar into the output as escape sequences and took each line as a message: one line instead,
+    pointing at `-p -`. (`-p` reads no keys; with no model the REPL only explains the settings.)"""
+    if options.prompt is not None or not (settings.model or options.local):
+        return
+    try:
+        interactive = sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):  # closed, or not a real stream
+        interactive = False
+    if not interactive:
+        raise ConfigError(
+            "standard input is not a terminal, and the REPL needs one",
+            "to send piped text as one prompt: echo 'fix the tests' | nanohermes -p -",
+        )

@@ -1,0 +1,1 @@
+"""Settings (SPEC §2): the config file, the environment and flags, read once at start-up."""

@@ -1,0 +1,62 @@
+"""A cancellation token shared by the UI (which cancels) and the loop, client and tools (which stop)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+
+from nanohermes.core.errors import Cancelled
+
+EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""Signals that end nanohermes (kill, the terminal closed). A turn running then is cancelled first:
+its shell commands run in sessions of their own, which the terminal's hang-up does not reach, and
+are killed with the turn rather than left running."""
+
+
+class CancelToken:
+    """Set once by Ctrl-C. Workers poll `cancelled`, sleep with `wait`, or register `on_cancel`
+    callbacks that unblock them at once (close an HTTP response, kill a process group)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._next_key = 0
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            callbacks = list(self._callbacks.values())
+            self._callbacks.clear()
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run `callback` when cancelled (at once if already). Returns a function that unregisters it."""
+        with self._lock:
+            if not self._event.is_set():
+                key = self._next_key
+                self._next_key += 1
+                self._callbacks[key] = callback
+                return lambda: self._unregister(key)
+        callback()
+        return lambda: None
+
+    def _unregister(self, key: int) -> None:
+        with self._lock:
+            self._callbacks.pop(key, None)
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True if cancelled meanwhile (so backoff waits end at once)."""
+        return self._event.wait(max(0.0, seconds))
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            raise Cancelled()

@@ -1,0 +1,235 @@
+"""Private, crash-safe files: the one implementation behind memory.json and session files. Stdlib only.
+
+A write goes to a temp file (0600) in the same directory, is fsynced, renamed over the target with
+`os.replace`, and the directory is fsynced so the rename survives a crash: readers see the old file
+or the new one, never half of one. A small file a user or a repository names (a config file,
+AGENTS.md, a repository's git config) is read by `read_regular`, which never blocks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal, overload
+
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def ensure_private_dir(directory: Path) -> None:
+    """Create `directory` and any missing parents as 0700; existing ones are left as they are.
+    Raises OSError."""
+    if directory.is_dir():
+        return  # the common case: one stat, not one per ancestor
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            if path.is_dir():
+                continue  # made by another process in between
+            # a link that leads nowhere (or loops): not "taken", which callers may retry forever
+            raise NotADirectoryError(
+                errno.ENOTDIR, "not a directory (a link that leads nowhere?)", str(path)
+            ) from None
+        if os.name == "posix":
+            os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
+
+
+def write_target(path: Path) -> Path:
+    """Where a write to `path` goes: through a symlink to its target (the link stays a link), so a
+    file kept in a dotfiles repository and linked into place (memory.json, a session) keeps working;
+    a dangling link's target is created by the first write."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
+def resolved(path: Path) -> Path:
+    """`path` with links followed as far as they go; a link loop (RuntimeError before Python 3.13)
+    or an unreadable folder leaves it absolute, as given."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename durable. Not every platform or file system can fsync a directory."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):  # EINVAL where the file system cannot; the data is synced
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_IOV_MAX = 1024  # POSIX guarantees at least 16; Linux and the BSDs allow 1024 buffers per writev
+
+
+def write_all(fd: int, data: bytes | Sequence[bytes]) -> None:
+    """Write `data` whole; a sequence of pieces is written gathered (writev), never joined in memory."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        if hasattr(os, "writev"):
+            _write_pieces(fd, data)
+            return
+        data = b"".join(data)
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _write_pieces(fd: int, pieces: Sequence[bytes]) -> None:
+    for start in range(0, len(pieces), _IOV_MAX):
+        batch = pieces[start : start + _IOV_MAX]
+        written = os.writev(fd, batch)
+        if written < sum(map(len, batch)):  # a short write: the rest of this batch, plainly
+            write_all(fd, b"".join(batch)[written:])
+
+
+@overload
+def atomic_write(
+    path: Path,
+    data: bytes | Sequence[bytes],
+    *,
+    temp_prefix: str | None = None,
+    keep_open: Literal[False] = False,
+    durable: bool = True,
+) -> None: ...
+
+
+@overload
+def atomic_write(
+    path: Path,
+    data: bytes | Sequence[bytes],
+    *,
+    temp_prefix: str | None = None,
+    keep_open: Literal[True],
+    durable: bool = True,
+) -> int: ...
+
+
+def atomic_write(
+    path: Path,
+    data: bytes | Sequence[bytes],
+    *,
+    temp_prefix: str | None = None,
+    keep_open: bool = False,
+    durable: bool = True,
+) -> int | None:
+    """Replace `path` with `data` (bytes, or pieces written gathered) atomically (file mode 0600).
+    On failure the old file is untouched, the temp file is removed and the OSError propagates.
+    Returns the new file's descriptor when `keep_open` (the caller closes it), else None.
+    `durable=False` skips both fsyncs: for a cache, where a file lost in a crash is only rebuilt."""
+    prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
+    fd, temp = _write_temp(path, data, prefix, durable)
+    try:
+        _put_in_place(temp, path, durable)
+    except BaseException:
+        os.close(fd)
+        raise
+    if keep_open:
+        return fd
+    os.close(fd)
+    return None
+
+
+class StagedWrite:
+    """The new content of `path`, written and fsynced beside it (0600) but not yet in place: for a
+    write that must be known to fit on the disk before something else is changed. `commit()` renames
+    it over `path` (a rename needs no space); `discard()` removes it (a no-op once committed)."""
+
+    def __init__(self, path: Path, data: bytes) -> None:
+        """Raises OSError, leaving nothing behind."""
+        self.path = path
+        fd, self._temp = _write_temp(path, data, f".{path.name}.", durable=True)
+        os.close(fd)
+
+    def commit(self) -> None:
+        """Put the new content in place. Raises OSError (the old file untouched, the temp removed)."""
+        temp, self._temp = self._temp, ""
+        if temp:
+            _put_in_place(temp, self.path, durable=True)
+
+    def discard(self) -> None:
+        temp, self._temp = self._temp, ""
+        if temp:
+            _unlink_quietly(temp)
+
+
+def _write_temp(path: Path, data: bytes | Sequence[bytes], prefix: str, durable: bool) -> tuple[int, str]:
+    """A new temp file (0600) beside `path` holding `data`: its open descriptor and name. On failure
+    nothing is left behind and the OSError propagates."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+    try:
+        if os.name == "posix":
+            os.fchmod(fd, 0o600)
+        write_all(fd, data)
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(temp)
+        raise
+    return fd, temp
+
+
+def _put_in_place(temp: str, path: Path, durable: bool) -> None:
+    """Rename `temp` over `path` (on failure `temp` is removed), then make the rename durable."""
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        _unlink_quietly(temp)
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def _unlink_quietly(temp: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)
+
+
+def read_regular(path: Path, limit: int, *, follow: bool = True) -> tuple[bytes, int]:
+    """At most `limit` bytes of the regular file `path`, and its size. Raises OSError for anything
+    else (IsADirectoryError for a directory): the open never blocks (O_NONBLOCK), a FIFO, socket or
+    device is refused unread, and a symlink too unless `follow`. A file that reports size 0 is not
+    read: a real one holds nothing, while /proc and /sys files report 0 and reading one may block or
+    consume it (/proc/kmsg)."""
+    flags = os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags if follow else flags | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
+        chunks: list[bytes] = []
+        got = 0
+        while st.st_size and got < limit:
+            # the size is known: one read takes it all (a 68 MB session: no thousand small reads)
+            chunk = os.read(fd, min(limit - got, max(st.st_size - got, 0) + 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks), st.st_size
+    finally:
+        os.close(fd)
+
+
+def read_small_text(path: Path, limit: int) -> str:
+    """The UTF-8 text of a small file the user names (a config file), read by `read_regular`: a file
+    over `limit` bytes is refused instead of read whole. Raises OSError or UnicodeDecodeError."""
+    data, size = read_regular(path, limit + 1)
+    if max(len(data), size) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes")
+    return data.decode("utf-8")

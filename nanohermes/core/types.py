@@ -1,0 +1,260 @@
+"""Plain data shared by every layer. Stdlib only.
+
+Messages stay in the OpenAI chat-completions wire format (plain dicts) everywhere: that is what the
+endpoint takes, what the session file stores and what the memory excerpt reads, so no layer converts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+Message = dict[str, Any]
+"""One chat message in wire format: {"role": ..., "content": ..., "tool_calls"?, "tool_call_id"?}."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """`text` with each lone surrogate (a JSON `\\ud83d` escape cut from its pair, as a truncated
+    emoji leaves it; a file name that is not UTF-8) replaced by U+FFFD: it cannot be encoded, so
+    printing, a session file or the request to the model would fail on it."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+def with_valid_text(value: Any) -> Any:
+    """A parsed JSON `value` with `valid_text` applied to every string in it, keys too (in place).
+    No recursion: it may be nested as deeply as the parser allows."""
+    holder = [value]
+    stack: list[Any] = [holder]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in [key for key in node if isinstance(key, str) and valid_text(key) != key]:
+                node[valid_text(key)] = node.pop(key)
+        places: list[Any] = list(node) if isinstance(node, dict) else list(range(len(node)))
+        for place in places:
+            item = node[place]
+            if isinstance(item, str):
+                node[place] = valid_text(item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+    return holder[0]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call the model asked for. `arguments` is the JSON text exactly as the model sent it."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments or "{}"},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        function = data.get("function") or {}
+        if not isinstance(function, dict):  # a model that sent `"function": "read_file"`
+            function = {"name": function} if isinstance(function, str) else {}
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = "{}" if arguments is None else json.dumps(arguments, ensure_ascii=False)
+        return cls(id=str(data.get("id") or ""), name=str(function.get("name") or ""), arguments=arguments)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What one tool call produced, as text for the model."""
+
+    call_id: str
+    name: str
+    content: str
+    ok: bool = True
+
+    def to_message(self) -> Message:
+        return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
+
+
+CHARS_PER_TOKEN = 4
+"""The estimate used when a server reports no usage (llama-cpp-python when streaming)."""
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Tokens a chat template adds around each message (role, separators), as OpenAI counts them."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts reported by the endpoint, or estimated (`estimated`) when it reported none.
+    A sum is estimated when any part of it is."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    estimated: bool = False
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+            self.estimated or other.estimated,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts; `estimated` only when true."""
+        counts = asdict(self)
+        return counts if self.estimated else {k: v for k, v in counts.items() if k != "estimated"}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
+        if not isinstance(data, dict):
+            return cls()
+        prompt = as_count(data.get("prompt_tokens"))
+        completion = as_count(data.get("completion_tokens"))
+        total = as_count(data.get("total_tokens")) or prompt + completion
+        return cls(prompt, completion, total, data.get("estimated") is True)
+
+    @classmethod
+    def estimate(cls, sent: list[Message], reply: Message, tools: Any = None) -> Usage:
+        """About CHARS_PER_TOKEN characters a token, for the messages sent (and tool schemas) and
+        the reply; marked as estimated."""
+        prompt = sum(map(message_chars, sent)) + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
+        prompt_tokens = -(-prompt // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * len(sent)
+        completion_tokens = -(-message_chars(reply) // CHARS_PER_TOKEN)
+        return cls(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, estimated=True)
+
+
+@dataclass
+class ChatResult:
+    """One finished model response (streamed or not)."""
+
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    refusal: str = ""
+    """The model declined (OpenAI `refusal`); shown as the answer."""
+
+    def is_empty(self) -> bool:
+        """No text, no refusal and no tool call: nothing to show or do."""
+        return not self.content.strip() and not self.refusal.strip() and not self.tool_calls
+
+    def counted_usage(self, sent: list[Message], tools: Any = None) -> Usage:
+        """The usage the server reported for this response, or an estimate when it reported none."""
+        return self.usage if self.usage.total_tokens else Usage.estimate(sent, self.to_message(), tools)
+
+    def to_message(self) -> Message:
+        """The assistant message to append to the history (a refusal is kept as its content).
+
+        Reasoning is kept under `reasoning_content`; the model client decides whether to send it back.
+        """
+        message: Message = {"role": "assistant", "content": self.content or self.refusal}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
+        return message
+
+
+def message_text(message: Message) -> str:
+    """The text of a message's content, joining the text parts of multimodal content."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        return "\n".join(part for part in parts if isinstance(part, str))
+    return ""
+
+
+def plural(count: int, singular: str, several: str = "") -> str:
+    """`1 memory`, `2 memories`, `0 best matches`: the count and the right form of the noun."""
+    if count == 1:
+        return f"1 {singular}"
+    return f"{count:,} {several or _plural_of(singular)}"
+
+
+def _plural_of(noun: str) -> str:
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return noun[:-1] + "ies"
+    return noun + "es" if noun.endswith(("s", "sh", "ch", "x")) else noun + "s"
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` on one line, at most `width` characters: cut at a word boundary (when one is in the
+    second half) and ended with «…» when anything was cut."""
+    line = " ".join(text.split())
+    if len(line) <= width:
+        return line
+    cut = line[: max(1, width - 1)]
+    space = cut.rfind(" ")
+    if space >= width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def message_chars(message: Message) -> int:
+    """Characters of a message that reach the model: its text, reasoning and tool calls."""
+    size = len(message_text(message)) + len(str(message.get("reasoning_content") or ""))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            size += len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
+    return size
+
+
+MAX_COUNT = 10**15
+"""No real count (tokens, messages, bytes) comes near this. A larger one (a hostile reply or session
+file) is taken as no count: summed into the totals it could pass the 4,300 digits Python will turn
+into text, and then every save of the session and every display of the totals would fail."""
+
+
+def as_count(value: Any) -> int:
+    """A count as sent, or 0 when it is not one (a string, a float, a bool, a negative number, one
+    over MAX_COUNT)."""
+    valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+    return value if valid else 0
+
+
+def message_problem(message: Any) -> str | None:
+    """What makes `message` unusable as a wire-format chat message (a role that is not a string, a
+    `tool_calls` that is not a list, a `function` that is not an object, …), or None when it is fine."""
+    if not isinstance(message, dict):
+        return f"a {type(message).__name__}, not a message object"
+    role = message.get("role")
+    if not isinstance(role, str) or role not in ROLES:
+        return f"role {role!r} is not one of system, user, assistant, tool"
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        return f"content is a {type(content).__name__}, not text or a list of parts"
+    if isinstance(content, list):
+        if not all(isinstance(part, dict) for part in content):
+            return "content holds a part that is not an object"
+        if any(part.get("type") == "text" and not isinstance(part.get("text"), str) for part in content):
+            return "content holds a text part whose text is not a string"
+    if "name" in message and not isinstance(message["name"], str):
+        return "name is not a string"
+    if "tool_call_id" in message and not isinstance(message["tool_call_id"], str):
+        return "tool_call_id is not a string"
+    calls = message.get("tool_calls")
+    if calls is None:
+        return None
+    if not isinstance(calls, list):
+        return f"tool_calls is a {type(calls).__name__}, not a list"
+    for number, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            return f"tool_calls[{number}] has no function object"
+        if not isinstance(function.get("name"), str):
+            return f"tool_calls[{number}].function.name is not a string"
+        if not isinstance(function.get("arguments", ""), str | dict):
+            return f"tool_calls[{number}].function.arguments is neither text nor an object"
+    return None

@@ -1,0 +1,1 @@
+"""`--local`: the bundled small model served on loopback."""

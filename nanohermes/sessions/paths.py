@@ -1,0 +1,139 @@
+"""Where sessions live (SPEC §4.4): `--session` names and paths, new session names, the latest
+session of a workspace, and the listing `/sessions` and the editor front end show."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from nanohermes.core.errors import ConfigError, reason
+from nanohermes.core.fileio import ensure_private_dir
+from nanohermes.core.types import as_count
+from nanohermes.sessions.lock import lock_path
+from nanohermes.sessions.store import read_header
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One line of `/sessions`: a recent session to resume."""
+
+    path: Path
+    updated: str
+    messages: int
+    title: str
+
+
+SESSION_NAME = re.compile(r"[A-Za-z0-9._-]+")
+"""What `--session NAME` may be: letters, digits, '-', '_', '.' (and not '.' or '..')."""
+
+
+def resolve_session_path(sessions_dir: Path, name_or_path: str) -> Path:
+    """`--session`: a value ending in .json is a path; a plain name is `<sessions_dir>/NAME.json`.
+
+    Anything else (`a/b`, `../x`, a directory) raises ConfigError (a usage error, exit 2): a name
+    never leaves `sessions_dir`, and nothing but a `.json` file is ever written.
+    """
+    value = name_or_path.strip()
+    if "\0" in value:  # no file name holds one: the OS calls would raise ValueError, not OSError
+        raise ConfigError(
+            f"--session {value!r} contains a NUL character", "give a session name or a .json path"
+        )
+    if value.endswith(".json"):
+        path = Path(value).expanduser()
+    elif SESSION_NAME.fullmatch(value) and value not in (".", ".."):
+        path = sessions_dir / f"{value}.json"
+    else:
+        raise ConfigError(
+            f"--session {value!r} is neither a session name (letters, digits, '-', '_', '.') "
+            "nor a path ending in .json",
+            "e.g. --session refactor, or --session notes/refactor.json",
+        )
+    try:
+        regular = path.is_file() or not path.exists()
+    except OSError as err:  # a name too long for the file system: a usage error, not a crash
+        raise ConfigError(
+            f"--session {value!r} cannot be used: {reason(err)}", "give a shorter path"
+        ) from None
+    if not regular:  # a directory, a FIFO, a device
+        raise ConfigError(
+            f"--session {value!r} is not a regular file (a directory, FIFO or device: {path})",
+            "give a .json file or a name",
+        )
+    return path
+
+
+def new_session_path(sessions_dir: Path, now: datetime | None = None) -> Path:
+    """`<sessions_dir>/<timestamp>.json`, with a numeric suffix when that name is taken.
+
+    The name is reserved by creating its lock file exclusively: a session file appears only after the
+    first turn, so two nanohermes started in the same second would otherwise pick the same name (the
+    second exits «in use», or later resumes the first's conversation as its own)."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    path = sessions_dir / f"{stamp}.json"
+    number = 2
+    while path.exists() or not _reserve(path):
+        path = sessions_dir / f"{stamp}-{number}.json"
+        number += 1
+    return path
+
+
+def _reserve(path: Path) -> bool:
+    """Create `path`'s lock file if no one has; False when it exists (the name is taken)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        ensure_private_dir(path.parent)
+        os.close(os.open(lock_path(path), flags, 0o600))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True  # nothing can be reserved here: locking the session will name the cause
+    return True
+
+
+def latest_session(sessions_dir: Path, workspace: Path | None = None) -> Path | None:
+    """The most recently updated session file (by modification time) — of `workspace` when given
+    (an unreadable file belongs to none) — or None."""
+    for path, _ in recent_session_files(sessions_dir):
+        if workspace is None or _same_place((read_header(path) or {}).get("workspace"), workspace):
+            return path
+    return None
+
+
+def _same_place(recorded: object, workspace: Path) -> bool:
+    if not isinstance(recorded, str) or not recorded:
+        return False
+    try:
+        return Path(recorded).resolve() == workspace.resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
+    """Session files with their modification times, newest first (one stat per file)."""
+    stamped: list[tuple[Path, float]] = []
+    with contextlib.suppress(OSError):
+        for path in sessions_dir.glob("*.json"):
+            with contextlib.suppress(OSError):
+                info = path.stat()
+                if stat.S_ISREG(info.st_mode):
+                    stamped.append((path, info.st_mtime))
+    return sorted(stamped, key=lambda item: item[1], reverse=True)
+
+
+def describe_session(path: Path) -> SessionInfo:
+    """What `/sessions` shows of one file; an unreadable file gets a title saying so."""
+    header = read_header(path)
+    if header is None:
+        return SessionInfo(path, "", 0, "(unreadable session file)")
+    title = str(header.get("title") or "") or "(empty)"
+    return SessionInfo(path, str(header.get("updated") or ""), as_count(header.get("message_count")), title)
+
+
+def list_sessions(sessions_dir: Path, limit: int = 10) -> list[SessionInfo]:
+    """Recent sessions, newest first."""
+    return [describe_session(path) for path, _ in recent_session_files(sessions_dir)[:limit]]

@@ -1,0 +1,349 @@
+"""Session files (SPEC §4.4); the format and its guarantees are in sessions/README.md.
+
+`NAME.json` holds the header keys, then the live `messages` (compact JSON); `NAME.archive.jsonl`
+beside it is the append-only archive. A save appends what was archived since the last one (fsynced)
+before it replaces the main file atomically; the main file's `archive_bytes` says how much of the
+archive it vouches for, and the next save cuts off the lines of a save that crashed in between. A
+symlinked session is read and written through to its target (its sidecar beside the target); a
+file that cannot be read or parsed is never overwritten.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from nanohermes.core.errors import JSON_ERRORS, SessionError, json_problem, reason
+from nanohermes.core.fileio import atomic_write, ensure_private_dir, read_regular, write_all, write_target
+from nanohermes.core.types import MAX_COUNT, Message, Usage, as_count, message_problem, message_text
+
+SESSION_VERSION = 2
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 8
+"""A configured key shorter than this (`none`, `dummy` for a local server) is no secret: left alone."""
+ARCHIVE_SUFFIX = ".archive.jsonl"
+HEADER_READ = 16 * 1024
+_MESSAGES_KEY = ',"messages":'
+TITLE_CHARS = 60
+MAX_NESTING = 100
+"""A message nested deeper is corrupt: no real one comes near, and one that loads (about 900 levels
+do) fails every later request and save, the JSON encoder running out of recursion deeper in the stack."""
+FRESH_HINT = "start fresh with --session NEW-NAME, or move that file away"
+NEWER_HINT = "upgrade nanohermes or start fresh with --session NEW-NAME"
+LINK_HINT = "remove it or point the link at a real file, or use another --session"
+EDITOR_HINTS = {
+    FRESH_HINT: "start a new session, or move that file away",
+    NEWER_HINT: "upgrade nanohermes or start a new session",
+    LINK_HINT: "remove it or point the link at a real file, or start a new session",
+}
+"""The hints above as an editor's user (ACP) follows them: there is no --session to give there."""
+OPEN_SIDECAR = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+"""Never through a symlink (cutting a stale tail would cut its target); O_NONBLOCK: a FIFO in its
+place fails to open (ENXIO) instead of hanging the save."""
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class SessionData:
+    """What a session file holds. `archive` holds archived messages not yet written to the sidecar
+    (all of a version 1 file's archive until its first save); `archived` counts those already there."""
+
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    created: str = field(default_factory=now_iso)
+    updated: str = field(default_factory=now_iso)
+    model: str | None = None
+    workspace: str = ""
+    messages: list[Message] = field(default_factory=list)
+    archive: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    title: str = ""
+    archived: int = 0
+    archive_bytes: int = 0
+
+    def header(self) -> dict[str, Any]:
+        """Everything but the messages, in file order."""
+        return {
+            "version": SESSION_VERSION,
+            "id": self.id,
+            "created": self.created,
+            "updated": self.updated,
+            "model": self.model,
+            "workspace": self.workspace,
+            "title": self.title,
+            "message_count": len(self.messages),
+            "archived": self.archived,
+            "archive_bytes": self.archive_bytes,
+            "usage": self.usage.to_dict(),
+        }
+
+
+@dataclass
+class Snapshot:
+    """One save, rendered on the caller's thread (consistent), written by `SessionFile.write`."""
+
+    header: dict[str, Any]
+    messages_json: str
+    archive_lines: list[str]
+    secrets: tuple[str, ...] = ()
+
+    def text(self, archive_bytes: int) -> str:
+        header = _json({**self.header, "archive_bytes": archive_bytes})
+        return redact(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def encode(text: str) -> bytes:
+    """JSON text as UTF-8. A lone surrogate (a file name that is not UTF-8, as os.listdir decodes it,
+    or half of an emoji split across two stream chunks) cannot be UTF-8: it is written as its JSON
+    escape `\\udcff` (it can only sit inside a JSON string), which loads back as the same string."""
+    return text.encode("utf-8", "backslashreplace")
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """`text` with each secret replaced by REDACTED, also where it is written JSON-escaped."""
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET_CHARS:
+            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+            text = text.replace(secret, REDACTED).replace(escaped, REDACTED)
+    return text
+
+
+def title_of(messages: list[Message]) -> str:
+    first = next((m for m in messages if m.get("role") == "user"), None)
+    return " ".join(message_text(first).split())[:TITLE_CHARS] if first else ""
+
+
+class SessionFile:
+    """One session file on disk (and its archive sidecar). Writes come from one thread at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        """As the user named it (shown in messages); `target` is where it is read and written."""
+        self.target = write_target(path)
+        self.archive_path = self.target.with_name(self.target.stem + ARCHIVE_SUFFIX)
+        self._archive_bytes: int | None = None
+        """How much of the sidecar the main file on disk vouches for (None: not known yet)."""
+        self._unwritten: list[str] = []
+        """Archive lines of a save that failed, written first by the next one."""
+
+    def exists(self) -> bool:
+        """True when the file is there (through a symlink); False when not (a dangling link included:
+        the first save creates its target). SessionError for a symlink loop or anything but a
+        regular file: never read, never replaced."""
+        try:
+            mode = os.stat(self.path).st_mode
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            raise self._refused("a symlink loop" if err.errno == errno.ELOOP else reason(err)) from None
+        if not stat.S_ISREG(mode):
+            raise self._refused("a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device")
+        return True
+
+    def _refused(self, what: str) -> SessionError:
+        problem = f"session file {self.path} is {what}, not a session file; it was left untouched"
+        return SessionError(problem, LINK_HINT)
+
+    def _corrupt(self, problem: str) -> SessionError:
+        return SessionError(f"session file {self.path} {problem}; it was left untouched", FRESH_HINT)
+
+    def load(self) -> SessionData:
+        try:  # never blocks: a FIFO or device in the file's place is refused unread
+            text = read_regular(self.path, MAX_COUNT)[0].decode("utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise self._corrupt(f"cannot be read ({reason(err)})") from None
+        try:
+            raw = json.loads(text)
+        except JSON_ERRORS as err:
+            raise self._corrupt(f"is not valid JSON ({json_problem(err)})") from None
+        data = self._parse(raw)
+        self._archive_bytes = data.archive_bytes
+        return data
+
+    def load_archive(self) -> list[Message]:
+        """Every archived message, oldest first: the sidecar's vouched-for lines, then (for a version 1
+        file not saved since) the archive inside the file."""
+        data = self.load()
+        try:  # as the writer: never through a symlink, never a FIFO or device
+            raw = read_regular(self.archive_path, data.archive_bytes, follow=False)[0]
+        except FileNotFoundError:
+            raw = b""
+        except OSError as err:
+            problem = f"has an unreadable archive {self.archive_path.name} ({reason(err)})"
+            raise self._corrupt(problem) from None
+        messages: list[Message] = []
+        for number, line in enumerate(raw.splitlines(), start=1):
+            try:
+                messages.append(json.loads(line))
+            except JSON_ERRORS:
+                raise self._corrupt(f"has a broken line {number} in {self.archive_path.name}") from None
+        return messages + data.archive
+
+    def save(self, data: SessionData, *, secrets: tuple[str, ...] = ()) -> None:
+        """Render and write now. Raises SessionError when it cannot."""
+        self.write(self.render(data, secrets=secrets))
+
+    @staticmethod
+    def render(data: SessionData, *, secrets: tuple[str, ...] = ()) -> Snapshot:
+        """A snapshot of `data` to write (with `updated` set to now). The archived messages it carries
+        leave `data.archive` and are counted in `data.archived`."""
+        data.updated = now_iso()
+        data.title = data.title or title_of(data.archive) or title_of(data.messages)
+        lines = [_json(m) for m in data.archive]
+        data.archived += len(lines)
+        data.archive.clear()
+        return Snapshot(data.header(), _json(data.messages), lines, secrets)
+
+    def write(self, snapshot: Snapshot) -> None:
+        """Append the snapshot's archive lines (fsynced), then replace the main file atomically.
+        Raises SessionError; nothing it was given is lost (a failed save's lines go with the next)."""
+        lines = self._unwritten + snapshot.archive_lines
+        self._unwritten = lines
+        existed = self.exists()  # a symlink loop, a FIFO or a device is never replaced
+        try:
+            ensure_private_dir(self.target.parent)  # a link's own folder is there: the link is
+            size = self._append_archive(lines, snapshot.secrets)
+            atomic_write(self.target, encode(snapshot.text(size)))  # through a symlink: the link stays
+        except OSError as err:
+            problem = f"cannot write session file {self.path}: {reason(err)}"
+            raise SessionError(problem, _write_hint(err, existed)) from None
+        self._unwritten = []
+        self._archive_bytes = size
+
+    def _append_archive(self, lines: list[str], secrets: tuple[str, ...]) -> int:
+        """Cut what no main file vouches for, append `lines`, fsync; return the sidecar's size."""
+        expected = self._archive_bytes
+        if not lines and (expected is not None or not self.archive_path.exists()):
+            return expected or 0
+        fd = os.open(self.archive_path, OPEN_SIDECAR | getattr(os, "O_NONBLOCK", 0), 0o600)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(errno.EINVAL, f"{self.archive_path.name} is not a regular file")
+            if expected is None:  # a new session, or a version 1 file: no sidecar is vouched for yet
+                header = _read_header(self.path) or {}
+                expected = info.st_size if header.get("version") == SESSION_VERSION else 0
+            size = info.st_size
+            if size > expected:
+                os.ftruncate(fd, expected)
+                size = expected
+            if lines:
+                data = encode(redact("".join(line + "\n" for line in lines), secrets))
+                os.lseek(fd, size, os.SEEK_SET)
+                write_all(fd, data)
+                os.fsync(fd)
+                size += len(data)
+        finally:
+            os.close(fd)
+        return size
+
+    def _parse(self, raw: Any) -> SessionData:
+        if not isinstance(raw, dict):
+            raise self._corrupt("does not hold a JSON object")
+        version = raw.get("version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise self._corrupt("has no version number")
+        if version > SESSION_VERSION:
+            raise SessionError(
+                f"session file {self.path} has format version {version}, newer than this nanohermes "
+                f"understands ({SESSION_VERSION}); it was left untouched",
+                NEWER_HINT,
+            )
+        old = version < SESSION_VERSION  # version 1: the archive inside, no counts
+        model = raw.get("model")
+        return SessionData(
+            id=str(raw.get("id") or uuid.uuid4().hex[:12]),
+            created=str(raw.get("created") or ""),
+            updated=str(raw.get("updated") or ""),
+            model=model if isinstance(model, str) else None,
+            workspace=str(raw.get("workspace") or ""),
+            messages=self._messages(raw.get("messages"), "messages"),
+            archive=self._messages(raw.get("archive", []), "archive") if old else [],
+            usage=Usage.from_dict(raw.get("usage")),
+            title=str(raw.get("title") or ""),
+            archived=0 if old else as_count(raw.get("archived")),
+            archive_bytes=0 if old else as_count(raw.get("archive_bytes")),
+        )
+
+    def _messages(self, value: Any, name: str) -> list[Message]:
+        if not isinstance(value, list):
+            raise self._corrupt(f"has no '{name}' list")
+        for index, message in enumerate(value):
+            problem = message_problem(message)
+            if problem is None and nesting(message) > MAX_NESTING:
+                problem = f"nested more than {MAX_NESTING} levels deep"
+            if problem is not None:
+                raise self._corrupt(f"has an invalid entry {name}[{index}] ({problem})")
+        return list(value)
+
+
+def _read_header(path: Path) -> dict[str, Any] | None:
+    """The header of a version 2 file from its first few kilobytes; None when that is not one."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(HEADER_READ).decode("utf-8", "replace")
+    except OSError:
+        return None
+    cut = head.find(_MESSAGES_KEY)
+    try:
+        header = json.loads(head[:cut] + "}") if cut >= 0 else None
+    except JSON_ERRORS:
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """A session file's header: from its first few kilobytes, or for a version 1 file from the whole
+    file (its `version`, `updated`, `workspace`, `title`, `message_count`); None when unreadable."""
+    header = _read_header(path)
+    if header is not None:
+        return header
+    try:
+        data = SessionFile(path).load()
+    except SessionError:
+        return None
+    return {
+        "version": 1,
+        "updated": data.updated,
+        "workspace": data.workspace,
+        "title": title_of(data.messages),
+        "message_count": len(data.messages),
+    }
+
+
+def nesting(value: Any) -> int:
+    """How many levels of lists and objects `value` has, counted without recursion, up to one level
+    past MAX_NESTING."""
+    deepest, pending = 0, [(value, 1)] if isinstance(value, dict | list) else []
+    while pending and deepest <= MAX_NESTING:
+        item, depth = pending.pop()
+        deepest = max(deepest, depth)
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                pending.append((child, depth + 1))
+    return deepest
+
+
+def _write_hint(err: OSError, existed: bool) -> str:
+    """How to fix a failed write: only a permission problem is one of permissions; "intact" only
+    where there is a previous version (the first save of a new session has none)."""
+    if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return "free some disk space" + ("; the previous version of the file is intact" if existed else "")
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return "check the directory's permissions"
+    if err.errno == errno.EROFS:
+        return "the file system is read-only; use --session with a path elsewhere"
+    return ""

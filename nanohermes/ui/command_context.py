@@ -1,0 +1,46 @@
+"""What a slash command may touch (its context), apart from the command table that uses it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from nanohermes.ui.safe_text import terminal_safe
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from nanohermes.core.protocols import Approver
+    from nanohermes.ui.seams import RuntimeLike
+    from nanohermes.ui.turn import EventSource
+
+
+@dataclass
+class CommandContext:
+    """What a command may touch. `run_events` runs an agent operation like a turn (worker thread,
+    rendered events, Ctrl-C cancels it)."""
+
+    runtime_source: Callable[[], RuntimeLike]
+    console: Console
+    run_events: Callable[[EventSource], object]
+    permission: str
+    exit_requested: bool = False
+    approver: Approver | None = None
+    """Asks the user a yes/no question (e.g. /undo over later edits); None where no one can answer."""
+
+    @property
+    def runtime(self) -> RuntimeLike:
+        """The runtime (the REPL may still be building it in the background: this waits)."""
+        return self.runtime_source()
+
+    def say(self, text: str, style: str = "") -> None:
+        self.console.print(Text(terminal_safe(text), style=style), overflow="fold")
+
+    def fail(self, text: str) -> None:
+        self.say(text, "red")
+
+
+Handler = Callable[[CommandContext, str], None]
