@@ -34,7 +34,7 @@ LINE_LIMIT = 50 * 1024 * 1024
 FLUSH_SECONDS = 10.0
 """How long the replies still buffered at exit may take to be read by the client."""
 NOTIFICATIONS = {"session/cancel"}
-"""The notifications the server handles, besides extensions (`_…`)."""
+"""The only notification the server handles (an extension's `_…` ones included, the rest is logged)."""
 JSON_TYPES: dict[type, str] = {
     str: "string",
     int: "number",
@@ -243,7 +243,7 @@ def _invalid(value: Any) -> str | None:
 
 def _handled(method: str | None) -> bool:
     """Whether the server handles notification `method` (a reply to us has none)."""
-    return method is None or method in NOTIFICATIONS or method.startswith("_")
+    return method is None or method in NOTIFICATIONS
 
 
 def _valid_id(request_id: Any) -> bool:
