@@ -42,10 +42,8 @@ class ClientFileTools(FileTools):
     def read_file(
         self, path: str, offset: int = 1, limit: int = READ_DEFAULT_LIMIT, *, ctx: CallContext
     ) -> str:
-        if not self._reads:
+        if not self._reads or offset < 1 or limit < 1:  # on disk, or the same argument errors
             return super().read_file(path, offset, limit, ctx=ctx)
-        if offset < 1 or limit < 1:
-            return super().read_file(path, offset, limit, ctx=ctx)  # the same argument errors
         resolved = self.workspace.resolve(path, ctx.granted)
         lines = self._client.read_text(resolved, ctx.cancel).splitlines()
         shown: list[str] = []

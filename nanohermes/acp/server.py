@@ -200,11 +200,9 @@ class NanohermesAcpAgent:
         """End of input: answer every request already read (running turns are cancelled), then
         close every session (saved, MCP servers closed, lock released) and let distillations finish."""
         deadline = time.monotonic() + SHUTDOWN_TURN_GRACE
-        while True:
+        while unanswered() and time.monotonic() < deadline:
             for session in self.sessions.values():
                 session.cancel()
-            if not unanswered() or time.monotonic() > deadline:
-                break
             await asyncio.sleep(0.02)
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=1.0)

@@ -228,8 +228,7 @@ class AcpSession:
         acp_id, fresh = self._tool_id(call)
         if fresh:
             await self.send(convert.announce(acp_id, call, self.workspace, "pending"))
-        tool_call = convert.permission_call(acp_id, call, self.workspace)
-        tool_call.title = request.title
+        tool_call = convert.permission_call(acp_id, call, self.workspace, request.title)
         asking = turn.asking = asyncio.ensure_future(
             self.client.request_permission(
                 session_id=self.id, tool_call=tool_call, options=PERMISSION_OPTIONS
