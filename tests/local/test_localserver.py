@@ -318,15 +318,11 @@ def test_find_model_file_locates_the_bundled_gguf() -> None:
 
 def test_server_process_stop_is_idempotent(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
-    server = ServerProcess(_factory(tmp_path)(free_port()), log)
+    port = free_port()
+    server = ServerProcess(_factory(tmp_path)(port), port, log)
     server.wait_ready(30)
     assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
     server.stop()
     server.stop()
     assert not _alive(server.pid)
     assert "listening on" in server.log_tail()
-
-
-def test_a_command_without_port_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="--port"):
-        ServerProcess([sys.executable, str(FAKE)], tmp_path / "log")
