@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 import secrets
@@ -119,7 +120,7 @@ class NanohermesAcpAgent:
         session_id = self._new_id()
         async with self._exclusive(session_id):
             session = await self._open(session_id, workspace, servers, skipped)
-        self._after_reply(self._announce_commands(session))
+        self._announce_commands(session)
         return schema.NewSessionResponse(session_id=session.id, modes=self._modes(session))
 
     async def load_session(
@@ -129,7 +130,7 @@ class NanohermesAcpAgent:
         assert session.agent is not None
         for update in convert.replay(session.agent.messages[1:], session.workspace):
             await session.send(update)
-        self._after_reply(self._announce_commands(session))
+        self._announce_commands(session)
         return schema.LoadSessionResponse(modes=self._modes(session))
 
     async def resume_session(
@@ -137,7 +138,7 @@ class NanohermesAcpAgent:
     ) -> schema.ResumeSessionResponse:
         """Like session/load without the replay (the client still shows the conversation)."""
         session = await self._resume(cwd, session_id, mcp_servers)
-        self._after_reply(self._announce_commands(session))
+        self._announce_commands(session)
         return schema.ResumeSessionResponse(modes=self._modes(session))
 
     async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
@@ -305,27 +306,20 @@ class NanohermesAcpAgent:
     def _files_factory(self, session: AcpSession) -> FilesFactory | None:
         if not (self.fs_read or self.fs_write):
             return None
-        from nanohermes.acp.clientfs import ClientFileTools
-        from nanohermes.tools.paths import Workspace
+        from nanohermes.acp.clientfs import client_file_tools
 
-        reads, writes = self.fs_read, self.fs_write
-        return lambda root, chars: ClientFileTools(
-            Workspace(root), session, reads=reads, writes=writes, max_chars=chars
-        )
+        return functools.partial(client_file_tools, client=session, reads=self.fs_read, writes=self.fs_write)
 
     def _modes(self, session: AcpSession) -> schema.SessionModeState:
         return schema.SessionModeState(current_mode_id=session.mode, available_modes=MODES)
 
-    async def _announce_commands(self, session: AcpSession) -> None:
-        await session.send(update_available_commands(commands.available_commands()))
-
-    def _after_reply(self, coroutine: Any) -> None:
-        """Run a notification after the current request is answered (its session id known then)."""
+    def _announce_commands(self, session: AcpSession) -> None:
+        """The slash commands, sent once the current request is answered (its session id known then)."""
 
         async def later() -> None:
-            await asyncio.sleep(0)  # the reply is queued first: the sender keeps the order
+            await asyncio.sleep(0)  # the reply is written first
             try:
-                await coroutine
+                await session.send(update_available_commands(commands.available_commands()))
             except (ConnectionError, RequestError) as err:
                 log.info("notification not sent: %s", err)
 
