@@ -103,17 +103,16 @@ def finish(acp_id: str, name: str, result: ToolResult) -> schema.ToolCallProgres
     """The closing `tool_call_update`: completed or failed, with the result shown (a successful edit
     keeps its diff instead)."""
     failed = not result.ok or result.content == INTERRUPTED
-    status: schema.ToolCallStatus = "failed" if failed else "completed"
-    content = None
-    if failed or KINDS.get(name) != "edit":
-        content = [tool_content(text_block(shown_output(name, result.content)))]
-    return update_tool_call(acp_id, status=status, content=content, raw_output=result.content)
-
-
-def shown_output(name: str, text: str) -> str:
+    text = result.content
     if len(text) > SHOWN_OUTPUT_CHARS:
         text = text[:SHOWN_OUTPUT_CHARS] + f"\n[… {len(text) - SHOWN_OUTPUT_CHARS} more characters]"
-    return f"```\n{text}\n```" if name == "run_shell" else text
+    shown = [tool_content(text_block(f"```\n{text}\n```" if name == "run_shell" else text))]
+    return update_tool_call(
+        acp_id,
+        status="failed" if failed else "completed",
+        content=shown if failed or KINDS.get(name) != "edit" else None,
+        raw_output=result.content,
+    )
 
 
 def mcp_configs(servers: Sequence[Any]) -> tuple[dict[str, McpServerConfig], list[str]]:

@@ -37,23 +37,10 @@ class Inbox(Generic[T]):
         if not isinstance(item, TextDelta | ReasoningDelta):
             return item
         text: TextDelta | ReasoningDelta = item
-        kind = type(text)
-        await self._gather(kind)
+        if (left := self._last_text + TEXT_INTERVAL - time.monotonic()) > 0:
+            await asyncio.sleep(left)  # a burst: what streams in for the rest of the frame joins it
         self._last_text = time.monotonic()
         pieces = [text.text]
-        while self._items and type(self._items[0]) is kind:
+        while self._items and type(self._items[0]) is type(text):
             pieces.append(cast(TextDelta | ReasoningDelta, self._items.popleft()).text)
-        return cast(T, kind("".join(pieces)))
-
-    async def _gather(self, kind: type[TextDelta | ReasoningDelta]) -> None:
-        """In a burst (the last text update was under TEXT_INTERVAL ago), wait for the rest of the
-        frame — unless something else (a tool call, the turn's end) is already waiting behind."""
-        deadline = self._last_text + TEXT_INTERVAL
-        while (left := deadline - time.monotonic()) > 0:
-            if self._items and type(self._items[-1]) is not kind:
-                return
-            self._ready.clear()
-            try:
-                await asyncio.wait_for(self._ready.wait(), left)
-            except TimeoutError:
-                return
+        return cast(T, type(text)("".join(pieces)))
