@@ -88,7 +88,6 @@ _Item = Event | _Ask | BaseException | None
 class _Turn:
     inbox: Inbox[_Item]
     cancel: CancelToken = field(default_factory=CancelToken)
-    asking: asyncio.Task[Any] | None = None
     errors: list[str] = field(default_factory=list)
 
 
@@ -188,12 +187,8 @@ class AcpSession:
         return STOP_REASONS.get(finished.reason, "end_turn")
 
     def cancel(self) -> None:
-        turn = self.turn
-        if turn is None:
-            return
-        turn.cancel.cancel()
-        if turn.asking is not None:
-            turn.asking.cancel()
+        if self.turn is not None:
+            self.turn.cancel.cancel()
 
     def _work(self, source: EventSource, turn: _Turn) -> None:
         outcome: BaseException | None = None
@@ -229,11 +224,16 @@ class AcpSession:
         if fresh:
             await self.send(convert.announce(acp_id, call, self.workspace, "pending"))
         tool_call = convert.permission_call(acp_id, call, self.workspace, request.title)
-        asking = turn.asking = asyncio.ensure_future(
+        asking = asyncio.ensure_future(
             self.client.request_permission(
                 session_id=self.id, tool_call=tool_call, options=PERMISSION_OPTIONS
             )
         )
+
+        def cancelled() -> None:  # so is its question
+            self.loop.call_soon_threadsafe(asking.cancel)
+
+        unregister = turn.cancel.on_cancel(cancelled)
         decision = Decision.NO
         try:
             await asyncio.wait({asking})
@@ -246,7 +246,7 @@ class AcpSession:
                     self._rejected.add(request.tool)
                 decision = DECISIONS.get(outcome.option_id, Decision.NO)
         finally:
-            turn.asking = None
+            unregister()
             if not ask.answer.done():
                 ask.answer.set_result(decision)
 

@@ -98,6 +98,17 @@ def test_malformed_replies_to_a_permission_request_count_as_no(
     assert "a reply from the client dropped: id is not a string, a number or null" in server.stderr()
 
 
+def test_cancel_while_a_permission_request_waits_answers_cancelled_at_once(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    with permission_asked(fake_server, workspace) as (server, asked):
+        cancel = {"sessionId": asked["params"]["sessionId"]}
+        server.send({"jsonrpc": "2.0", "method": "session/cancel", "params": cancel})
+        assert server.reply("p")["result"] == {"stopReason": "cancelled"}  # the question is never answered
+        clean_exit(server)
+    assert not (workspace / "out.txt").exists()
+
+
 def test_a_permission_reply_of_the_wrong_shape_is_one_line_on_stderr(
     fake_server: FakeServer, workspace: Path
 ) -> None:
