@@ -34,10 +34,8 @@ class _OneLineFormatter(logging.Formatter):
         self.verbose = verbose
 
     def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
-        if self.verbose:
+        if self.verbose or not ei[0]:
             return super().formatException(ei)
-        if not ei or not ei[0]:
-            return ""
         error = ei[1]
         if isinstance(error, ValidationError) and error.errors():  # its own report is several lines
             return f"  ValidationError: {first_validation_error(error, error.title)}"

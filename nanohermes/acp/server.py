@@ -1,9 +1,8 @@
 """`nanohermes acp`: the Agent Client Protocol server (SPEC §9) — many sessions, one process.
 
-The `acp` SDK parses and routes JSON-RPC; this module answers it. Each session is an AcpSession
-around an Agent built by the composition root (`factory`), so a turn here is exactly a REPL turn:
-memory injected, tools confined to the session's `cwd`, session file saved, distillation in the
-background into the one MemoryStore every session shares.
+The `acp` SDK routes JSON-RPC here. Each session's Agent is built by the composition root
+(`factory`), so a turn here is exactly a REPL turn (memory, tools confined to `cwd`, saving,
+distillation into the memory store its project's sessions share).
 """
 
 from __future__ import annotations
@@ -136,15 +135,14 @@ class NanohermesAcpAgent:
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
     ) -> schema.ResumeSessionResponse:
-        """Like session/load without the replay (the client still shows the conversation)."""
+        """session/load without the replay (the client still shows the conversation)."""
         session = await self._resume(cwd, session_id, mcp_servers)
         self._announce_commands(session)
         return schema.ResumeSessionResponse(modes=self._modes(session))
 
     async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
-        """End a session here: its running prompt is cancelled, its file saved, its MCP servers
-        closed and its lock released (the terminal may resume it now). Looked up under the id's lock:
-        a session/load of the same id still in flight opens it first."""
+        """Its prompt cancelled, its file saved, its MCP servers closed, its lock released (the
+        terminal may resume it now). Under the id's lock: a session/load still in flight opens it first."""
         async with self._exclusive(session_id):
             await self._close(self._session(session_id))
         return schema.CloseSessionResponse()

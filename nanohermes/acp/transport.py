@@ -341,22 +341,17 @@ def _deliver(reader: InputReader, data: bytes) -> None:
 
 
 class _FileWriteTransport(asyncio.WriteTransport):
-    """Blocking writes to a regular file (never full, so no flow control is needed)."""
+    """Blocking writes to a regular file or a device (never full, so no flow control is needed)."""
 
     def __init__(self, target: BinaryIO) -> None:
         super().__init__()
         self._target = target
-        self._closing = False
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        if not self._closing:
-            self._target.write(bytes(data))
+        self._target.write(bytes(data))
 
     def is_closing(self) -> bool:
-        return self._closing
+        return False
 
     def get_write_buffer_size(self) -> int:
         return 0
-
-    def close(self) -> None:
-        self._closing = True

@@ -46,6 +46,8 @@ MODEL_NAME = "smollm2-135m-instruct"
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context; the server's default of 2048 is too small for tools
 STARTUP_TIMEOUT = 90.0
+START_ATTEMPTS = 3
+"""Starts tried when the free port found was taken before the server bound it."""
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 3
 LOG_LINE_CHARS = 300
@@ -140,14 +142,13 @@ def serve(
     model: str,
     timeout: float = STARTUP_TIMEOUT,
     keep_log: bool = False,
-    attempts: int = 3,
 ) -> Iterator[LocalEndpoint]:
     """Run `factory(port)` as a server child until the block ends; retry on a port taken meanwhile.
 
     A failed start raises EndpointUnreachable naming the log (which is kept); after a clean run the
     log is removed unless `keep_log`."""
     log_path = _log_path(log_dir)
-    server = _start(factory, log_path, timeout, attempts)
+    server = _start(factory, log_path, timeout)
     try:
         with _exit_signals_raise():
             yield LocalEndpoint(server.base_url, model, log_path, server.pid, server.exit_code)
@@ -158,15 +159,15 @@ def serve(
             log_path.unlink(missing_ok=True)
 
 
-def _start(factory: CommandFactory, log_path: Path, timeout: float, attempts: int) -> ServerProcess:
-    for attempt in range(1, attempts + 1):
+def _start(factory: CommandFactory, log_path: Path, timeout: float) -> ServerProcess:
+    for attempt in range(1, START_ATTEMPTS + 1):
         port = free_port()
         server = ServerProcess(factory(port), port, log_path)
         try:
             server.wait_ready(timeout)
         except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
             server.stop()
-            if isinstance(err, EndpointUnreachable) and attempt < attempts and server.port_was_taken():
+            if isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS and server.port_was_taken():
                 continue
             raise
         return server
