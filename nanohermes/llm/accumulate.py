@@ -28,8 +28,8 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-_STRUCTURE = re.compile(r'[{}"\\]')
-"""The characters that open or close an object or a string, or escape the next character."""
+_STRUCTURE = re.compile(r'\\.?|[{}"]', re.DOTALL)
+"""What opens or closes an object or a string, and an escape with the character it escapes."""
 
 
 @dataclass
@@ -44,16 +44,13 @@ class _Slot:
     parts: list[str] = field(default_factory=list)
     begun: bool = False
     """Whether the arguments hold anything but whitespace."""
-    _length: int = 0
     _depth: int = 0
+    """Objects open; -1: the text can no longer become one object (a stray `}`, text after it)."""
     _in_string: bool = False
-    _escaped_at: int = -1
-    _closed_at: int = -1
-    """Where an object closed at depth 0 with nothing but whitespace after it; -1: nowhere (yet)."""
-    _never: bool = False
-    """The text can no longer become one JSON object (a stray `}`, or more text after the object)."""
-    _checked_at: int = -1
-    _complete: bool = False
+    _escape_next: bool = False
+    _closed: bool = False
+    """An object closed at depth 0, with nothing but whitespace after it."""
+    _verdict: bool | None = None
 
     def arguments(self) -> str:
         if len(self.parts) > 1:
@@ -61,33 +58,27 @@ class _Slot:
         return self.parts[0] if self.parts else ""
 
     def append(self, text: str) -> None:
-        offset = self._length
         self.parts.append(text)
         self.begun = self.begun or bool(text.strip())
-        for match in _STRUCTURE.finditer(text):
-            self._scan(match.group(), offset + match.start())
-        self._length += len(text)
-        if self._closed_at >= 0 and text[max(0, self._closed_at - offset) :].strip():
-            self._closed_at, self._never = -1, True  # `{…} more`: no longer one object
-
-    def _scan(self, char: str, at: int) -> None:
-        if at == self._escaped_at:
+        if self._closed and text.strip():
+            self._closed, self._depth = False, -1
+        if self._depth < 0 or not text:
             return
-        if self._in_string:
-            if char == "\\":
-                self._escaped_at = at + 1
-            elif char == '"':
-                self._in_string = False
-        elif char == '"':
-            self._in_string = True
-        elif char == "{":
-            self._depth += 1
-        elif char == "}":
-            self._depth -= 1
-            if self._depth == 0 and not self._never:
-                self._never = self._closed_at >= 0  # a second object after the first
-                self._closed_at = -1 if self._never else at + 1
-            self._never = self._never or self._depth < 0
+        at, self._escape_next = int(self._escape_next), False
+        for match in _STRUCTURE.finditer(text, at):
+            token = match.group()
+            if self._in_string:
+                self._in_string, self._escape_next = token != '"', token == "\\"
+            elif token == '"':
+                self._in_string = True
+            elif token in "{}":
+                self._depth += 1 if token == "{" else -1
+                if self._depth == 0:
+                    self._closed, self._verdict = True, None
+                    if text[match.end() :].strip():
+                        self._closed, self._depth = False, -1
+                if self._depth < 0:
+                    return
 
     def replace(self, text: str) -> None:
         """Arguments sent whole (as an object): they replace whatever came before."""
@@ -97,15 +88,14 @@ class _Slot:
 
     def arguments_complete(self) -> bool:
         """True once the arguments so far parse as a JSON object (parsed once per closing `}`)."""
-        if self._never or self._closed_at < 0 or self._in_string:
+        if not self._closed:
             return False
-        if self._checked_at != self._closed_at:
-            self._checked_at = self._closed_at
+        if self._verdict is None:
             try:
-                self._complete = isinstance(json.loads(self.arguments()), dict)
+                self._verdict = isinstance(json.loads(self.arguments()), dict)
             except JSON_ERRORS:
-                self._complete = False
-        return self._complete
+                self._verdict = False
+        return self._verdict
 
 
 class ToolCallAccumulator:
