@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +32,6 @@ from nanohermes import __version__
 from nanohermes.config.mcp_config import McpServerConfig
 from nanohermes.core.errors import ConfigError, NanoHermesError
 from nanohermes.mcp.stdio import LogSink, StdioTransport
-from nanohermes.mcp.surrogates import SurrogateRepair
 
 CLOSE_SECONDS = 8.0
 """Bound on leaving the client: the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL."""
@@ -83,8 +80,6 @@ class Connection:
         self._holder: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._transport: StdioTransport | None = None
-        self.pid: int | None = None
-        """A stdio server's process id (= its process group: it starts in a new session)."""
 
     async def open(self) -> list[ListedTool]:
         """Connect and list the tools within `startup_timeout`. Raises on failure (the server is closed)."""
@@ -142,7 +137,8 @@ class Connection:
             cwd=cwd,
             encoding_error_handler="replace",  # "strict" ends the reader at a stray byte: every reply lost
         )
-        return Client(self._stdio(params), client_info=info, message_handler=self._on_message)
+        self._transport = StdioTransport(params, self._errlog)
+        return Client(self._transport.streams(), client_info=info, message_handler=self._on_message)
 
     async def _listen(self, client: Client) -> None:
         """Servers on protocol 2026-07-28 announce a changed tool list on a `subscriptions/listen`
@@ -159,19 +155,6 @@ class Connection:
         """What the server sends unasked: only a changed tool list matters here."""
         if isinstance(message, mcp_types.ToolListChangedNotification) and self._on_tools_changed is not None:
             self._on_tools_changed()
-
-    @contextlib.asynccontextmanager
-    async def _stdio(self, params: StdioServerParameters) -> AsyncIterator[Any]:
-        """The stdio transport, then SIGKILL to the server's process group: the transport kills the
-        group only when the server outlives its grace period, so children it started would linger."""
-        transport = self._transport = StdioTransport(params, self._errlog)
-        try:
-            async with transport.streams() as (read, write):
-                self.pid = transport.pid
-                yield SurrogateRepair(read), write
-        finally:
-            if transport.pid is not None:
-                kill_group(transport.pid)
 
     def _failure(self) -> str | None:
         """Why the transport ended the connection itself (a line over its limit), if it did."""
@@ -192,10 +175,6 @@ class Connection:
             raise ServerGone("not connected")
         with _one_line_errors(self._failure):
             return await _list_tools(client)
-
-    @property
-    def connected(self) -> bool:
-        return self._client is not None
 
     async def close(self) -> None:
         """Leave the client (stdio: the server's process group is killed); bounded, never raises."""
@@ -247,15 +226,6 @@ def invalid_reply(err: ValidationError) -> str:
     where = ".".join(str(part) for part in loc) or "the reply"
     tail = f" (and {more} more problems)" if more > 0 else ""
     return f"the server sent an invalid {err.title}: {where}: {message}{tail}"
-
-
-def kill_group(pid: int) -> None:
-    """SIGKILL every process left in the group `pid` leads (POSIX; nothing elsewhere)."""
-    killpg = getattr(os, "killpg", None)
-    if killpg is None:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        killpg(pid, signal.SIGKILL)
 
 
 async def _list_tools(client: Client) -> list[ListedTool]:

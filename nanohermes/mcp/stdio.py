@@ -3,14 +3,21 @@ bounds where it has none.
 
 Same as the SDK's on POSIX: the server runs in a new session (its own process group), with the SDK's
 default environment plus its `env`; one JSON-RPC message per line each way, undecodable bytes replaced;
-leaving closes stdin, waits 2 s for the server to exit, then SIGTERM to its group, 2 s, SIGKILL.
+leaving closes stdin, waits 2 s for the server to exit, then SIGTERM to its group, 2 s, SIGKILL — and
+then SIGKILL to the group anyway, so that children the server started do not linger.
 
-Unlike it: stdout is split into lines in linear time, each line at most MAX_LINE_BYTES (the SDK joins
-every 64 kB chunk to all it holds, with no limit: a 100 MB line cost a minute of CPU and 500 MB). A
-longer line is dropped as it arrives, keeping its first bytes: a reply (its `id` comes first, as servers
-write it) is answered in the server's place with an error saying so; any other line ends the connection,
-`failure` saying why. stderr is read here and written to `errlog` (the server's log, which caps what
-it keeps), so a chatty server never blocks on a full pipe and never fills the disk.
+Unlike it:
+- stdout is split into lines in linear time, each line at most MAX_LINE_BYTES (the SDK joins every
+  64 kB chunk to all it holds, with no limit: a 100 MB line cost a minute of CPU and 500 MB). A longer
+  line is dropped as it arrives, keeping its first bytes: a reply (its `id` comes first, as servers
+  write it) is answered in the server's place with an error saying so; any other line ends the
+  connection, `failure` saying why.
+- A line the SDK's parser refuses is not lost (its request would wait for its timeout, then say
+  "timed out"): one that escapes a lone surrogate (`"\\ud800"`, a string cut between the halves of an
+  emoji) is parsed with U+FFFD in its place; any other reply is answered at once with an error for its
+  request. A line without a reply's `id` (a stray log line) is left to the SDK, which ignores it.
+- stderr is read here and written to `errlog` (the server's log, which caps what it keeps), so a chatty
+  server never blocks on a full pipe and never fills the disk.
 On Windows the SDK's own transport runs (it kills the server's process tree with a Job Object).
 """
 
@@ -18,6 +25,10 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import json
+import os
+import re
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -29,8 +40,10 @@ from anyio.abc import Process
 from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
-from nanohermes.mcp.surrogates import reply_id
+from nanohermes.core.errors import JSON_ERRORS
+from nanohermes.core.types import with_valid_text
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """The longest line read from a server's stdout (a reply with a big file in it fits easily)."""
@@ -42,6 +55,12 @@ EXIT_SECONDS = 2.0
 FLUSH_SECONDS = 0.5
 """For messages already accepted to reach stdin, and for stderr to reach its end after the exit."""
 _PIPE_ENDED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_REPLY_HEAD = re.compile(
+    r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*,\s*"(?:result|error)"'
+)
+"""The start of a reply as servers write it (`{"jsonrpc": "2.0", "id": 7, "result": …`), for a line
+that is not JSON as a whole."""
 
 
 class LogSink(Protocol):
@@ -96,8 +115,6 @@ class StdioTransport:
         self._params = params
         self._errlog = errlog
         self._limit = limit
-        self.pid: int | None = None
-        """The server's process id (= its process group), once it runs."""
         self.failure: str | None = None
         """Why the transport ended the connection itself, if it did."""
 
@@ -116,7 +133,6 @@ class StdioTransport:
             cwd=params.cwd,
             start_new_session=True,
         )
-        self.pid = process.pid
         # No awaits until the task group is entered: a cancellation in the gap would leak the server.
         read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -138,6 +154,8 @@ class StdioTransport:
                         await stderr_done.wait()
                     await _close_all(process.stdout, process.stderr, read_writer, write_reader)
                     _close_subprocess_transport(process)
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(process.pid, signal.SIGKILL)  # what the server left behind
                 group.cancel_scope.cancel()
 
     async def _read_stdout(self, process: Process, sink: Any) -> None:
@@ -166,16 +184,14 @@ class StdioTransport:
             text = line.decode(params.encoding, params.encoding_error_handler)
             try:
                 return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
-            except ValueError as err:  # surrogates.py repairs or answers some (ValidationError)
-                return err
+            except ValidationError as err:
+                return repaired(text, err)
         limit = f"the {self._limit / 1024 / 1024:g} MiB line limit"
         request_id = reply_id(line.head.decode(params.encoding, "replace"))
         if request_id is None:
             self.failure = f"the server wrote a line over {limit} to stdout"
             return None
-        message = f"the server sent a reply over {limit}"
-        error = mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=message)
-        return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+        return _error_reply(request_id, mcp_types.INTERNAL_ERROR, f"the server sent a reply over {limit}")
 
     async def _write_stdin(self, process: Process, source: Any, reader_end: Any, done: anyio.Event) -> None:
         assert process.stdin is not None
@@ -246,3 +262,41 @@ def _close_subprocess_transport(process: Process) -> None:
     if callable(close):
         with contextlib.suppress(PermissionError):
             close()
+
+
+def repaired(line: str, err: ValidationError) -> SessionMessage | Exception:
+    """What the session reads for a line the SDK's parser refused with `err` (see the module's doc)."""
+    problems = err.errors(include_url=False)
+    if not problems or problems[0]["type"] != "json_invalid":
+        return err  # JSON, but not a message: the SDK ignores it
+    if _ESCAPED_SURROGATE.search(line):
+        try:
+            value = with_valid_text(json.loads(line))
+            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(value, by_name=False))
+        except JSON_ERRORS:  # not (only) a surrogate
+            pass
+    request_id = reply_id(line)
+    if request_id is None:
+        return err
+    reason = str(problems[0]["msg"]).removeprefix("Invalid JSON: ")
+    message = f"the server sent a reply that is not valid JSON ({reason})"
+    return _error_reply(request_id, mcp_types.PARSE_ERROR, message)
+
+
+def reply_id(line: str) -> int | str | None:
+    """The `id` of the reply on a line the SDK could not parse, or None (not a reply: a log line, a
+    request or notification from the server)."""
+    try:
+        value = json.loads(line)
+    except JSON_ERRORS:  # deeper than Python's parser too, or not JSON: its first bytes tell
+        head = _REPLY_HEAD.match(line[:HEAD_BYTES])
+        return None if head is None else json.loads(head.group(1))
+    if not isinstance(value, dict) or "method" in value or not ("result" in value or "error" in value):
+        return None
+    found = value.get("id")
+    return found if isinstance(found, int | str) and not isinstance(found, bool) else None
+
+
+def _error_reply(request_id: int | str, code: int, message: str) -> SessionMessage:
+    error = mcp_types.ErrorData(code=code, message=message)
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
