@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from nanohermes import __version__
 from nanohermes.config.mcp_config import McpServerConfig
 from nanohermes.core.errors import ConfigError, NanoHermesError
 from nanohermes.mcp.stdio import LogSink, StdioTransport
+from nanohermes.mcp.tools import ListedTool
 
 CLOSE_SECONDS = 8.0
 """Bound on leaving the client: the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL."""
@@ -47,16 +47,6 @@ class ServerGone(Exception):
 
 class CallFailed(Exception):
     """The server answered one request with an error."""
-
-
-@dataclass(frozen=True)
-class ListedTool:
-    """A tool as the server lists it, in plain types."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    read_only: bool
 
 
 class Connection:

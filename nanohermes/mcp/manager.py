@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nanohermes.config.mcp_config import McpServerConfig, expand_variables
 from nanohermes.core.cancel import CancelToken
@@ -34,11 +34,8 @@ from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.results import NO_OUTPUT, render_result
 from nanohermes.mcp.status import ServerEntry, ServerStatus, State, tool_info
-from nanohermes.mcp.tools import build_tools, offered, unusable
+from nanohermes.mcp.tools import ListedTool, build_tools, offered, unusable
 from nanohermes.tools.base import Tool
-
-if TYPE_CHECKING:
-    from nanohermes.mcp.connection import ListedTool
 
 IMPORT_SLACK = 10.0
 """Extra seconds a first turn waits for a starting server beyond its startup_timeout (the SDK import)."""
@@ -235,7 +232,7 @@ class McpManager:
         try:
             await self._connect(server)
         except Exception as err:
-            self._fail(server, "failed", self._reason(server, err, "start"))
+            self._fail(server, "failed", self._reason(server, err))
             self._notice(f"MCP server {server.name} failed to start: {server.last_error}")
         finally:
             server.started.set()
@@ -260,7 +257,8 @@ class McpManager:
         left_out = unusable(listed)
         listed = [spec for spec in listed if spec.name not in left_out]
         problem = self._tell_left_out(server, left_out)
-        tools = build_tools(name, server.config, listed, self._caller(name), self._starter(name))
+        caller, starter = functools.partial(self.call, name), functools.partial(self.submit, name)
+        tools = build_tools(name, server.config, listed, caller, starter)
         infos = tuple(tool_info(tool, spec) for tool, spec in zip(tools, listed, strict=True))
         with self._lock:
             if not self._closed:
@@ -303,12 +301,6 @@ class McpManager:
                 return
             self._set_tools(server, listed)
 
-    def _caller(self, name: str) -> Callable[[str, dict[str, Any], CancelToken], str]:
-        return lambda tool, arguments, cancel: self.call(name, tool, arguments, cancel)
-
-    def _starter(self, name: str) -> Callable[[str, dict[str, Any]], concurrent.futures.Future[str]]:
-        return lambda tool, arguments: self.submit(name, tool, arguments)
-
     async def _call(self, server: ServerEntry, tool: str, arguments: dict[str, Any]) -> str:
         from nanohermes.mcp.connection import CallFailed, ServerGone, describe_error
 
@@ -350,7 +342,7 @@ class McpManager:
                 try:
                     await self._connect(server)
                 except Exception as err:
-                    self._fail(server, "failed", self._reason(server, err, "restart"))
+                    self._fail(server, "failed", self._reason(server, err))
                     message = f"MCP server {server.name} could not be restarted: {server.last_error}"
                     self._notice(message)
                     raise ToolError(message) from None
@@ -375,19 +367,16 @@ class McpManager:
             if state == "failed":
                 server.tools, server.infos = [], ()
 
-    def _reason(self, server: ServerEntry, err: BaseException, phase: str) -> str:
+    def _reason(self, server: ServerEntry, err: BaseException) -> str:
+        """Why `server` failed to start, with the last line of its stderr."""
         from nanohermes.mcp.connection import describe_error
 
-        if isinstance(err, TimeoutError) and phase != "call":
+        if isinstance(err, TimeoutError):
             reason = f"did not answer within {server.config.startup_timeout:g} s (raise startup_timeout)"
         else:
             reason = describe_error(err)
         tail = self._logs.tail(server.name)
         return f"{reason}; stderr: {tail}" if tail else reason
-
-
-def _ready(server: ServerEntry) -> bool:
-    return server.state == "ready"
 
 
 def _cancel_task(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
@@ -397,3 +386,8 @@ def _cancel_task(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> N
 
 def _cancel(future: concurrent.futures.Future[str]) -> None:
     future.cancel()  # cancels the call's task on the loop: the SDK sends notifications/cancelled
+
+
+def _ready(server: ServerEntry) -> bool:
+    """(A function: mypy would take the state it narrowed before an `await` for the state after it.)"""
+    return server.state == "ready"

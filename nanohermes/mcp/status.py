@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from nanohermes.config.mcp_config import McpServerConfig
-from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS
+from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS, ListedTool
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:
     import asyncio
 
-    from nanohermes.mcp.connection import Connection, ListedTool
+    from nanohermes.mcp.connection import Connection
 
 State = Literal["disabled", "starting", "ready", "crashed", "failed", "closed"]
 
