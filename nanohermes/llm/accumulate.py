@@ -11,7 +11,6 @@ are joined; arguments fragments are concatenated exactly as sent.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import uuid
@@ -159,33 +158,19 @@ class ToolCallAccumulator:
         return slot
 
     def calls(self) -> list[ToolCall]:
-        """The accumulated calls in order; ids synthesised when missing; empty arguments become `{}`."""
-        found = (finished_call(slot.id, slot.name, slot.arguments(), self._new_id) for slot in self._slots)
-        return unique_ids([call for call in found if call is not None], self._new_id)
-
-
-def unique_ids(calls: list[ToolCall], new_id: Callable[[], str] = new_call_id) -> list[ToolCall]:
-    """`calls` with each id used once: a repeated id is replaced by a fresh one, because two results
-    under one `tool_call_id` cannot be told apart by the model (and strict servers refuse them)."""
-    seen: set[str] = set()
-    unique: list[ToolCall] = []
-    for call in calls:
-        if call.id in seen:
-            call = dataclasses.replace(call, id=new_id())
-        seen.add(call.id)
-        unique.append(call)
-    return unique
-
-
-def finished_call(
-    call_id: str, name: str, arguments: str, new_id: Callable[[], str] = new_call_id
-) -> ToolCall | None:
-    """A call as the loop gets it (streamed or not): None when it holds neither a name nor arguments;
-    a missing id synthesised; empty arguments `{}`."""
-    if not name and not arguments.strip():
-        return None
-    text = arguments if arguments.strip() else "{}"
-    return ToolCall(id=call_id or new_id(), name=name.strip(), arguments=text)
+        """The accumulated calls in order: one with neither a name nor arguments is dropped, a missing
+        or repeated id is synthesised (two results under one `tool_call_id` cannot be told apart by
+        the model, and strict servers refuse them), and empty arguments become `{}`."""
+        calls: list[ToolCall] = []
+        seen: set[str] = set()
+        for slot in self._slots:
+            arguments = slot.arguments()
+            if not slot.name and not arguments.strip():
+                continue
+            call_id = slot.id if slot.id and slot.id not in seen else self._new_id()
+            seen.add(call_id)
+            calls.append(ToolCall(call_id, slot.name.strip(), arguments if arguments.strip() else "{}"))
+        return calls
 
 
 def _another(current: _Slot, name: str, has_arguments: bool) -> bool:

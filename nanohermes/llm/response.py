@@ -8,8 +8,8 @@ from typing import Any
 
 from nanohermes.core.errors import JSON_ERRORS, BadResponse, IncompleteStream
 from nanohermes.core.events import ReasoningDelta, StreamItem, TextDelta
-from nanohermes.core.types import ChatResult, ToolCall, Usage
-from nanohermes.llm.accumulate import ToolCallAccumulator, finished_call, unique_ids
+from nanohermes.core.types import ChatResult, Usage
+from nanohermes.llm.accumulate import ToolCallAccumulator
 from nanohermes.llm.failures import Target, one_line, payload_error
 from nanohermes.llm.parts import first_choice, reasoning_of, refusal_of, split_content
 from nanohermes.llm.sse import Chunk, Marker, iter_chunks
@@ -57,11 +57,11 @@ class StreamAssembler:
         if choice is None:
             return []
         self.saw_choice = True
-        delta = choice.get("delta")
-        if not isinstance(delta, dict):
+        delta, whole = choice.get("delta"), False
+        if not isinstance(delta, dict):  # a whole message (a JSON answer, or some servers' last chunk)
             message = choice.get("message")
-            delta = message if isinstance(message, dict) else {}
-        items = self._take(delta)
+            delta, whole = (message if isinstance(message, dict) else {}), True
+        items = self._take(delta, whole)
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and finish:
             if finish == "error":
@@ -71,7 +71,7 @@ class StreamAssembler:
             self.finish_reason = finish
         return items
 
-    def _take(self, delta: dict[str, Any]) -> list[StreamItem]:
+    def _take(self, delta: dict[str, Any], whole: bool) -> list[StreamItem]:
         text, thinking = split_content(delta.get("content"))
         items: list[StreamItem] = []
         for reasoning in (reasoning_of(delta), thinking):
@@ -87,9 +87,9 @@ class StreamAssembler:
             items.append(TextDelta(refusal))
         tool_calls = delta.get("tool_calls")
         if isinstance(tool_calls, list):
-            for call in tool_calls:
-                if isinstance(call, dict):
-                    self._calls.add(call)
+            for position, call in enumerate(tool_calls):
+                if isinstance(call, dict):  # a whole message's calls are apart, whatever their index
+                    self._calls.add({**call, "index": position} if whole else call)
         return items
 
     def result(self) -> ChatResult:
@@ -129,31 +129,13 @@ def parse_completion(body: str, target: Target) -> ChatResult:
         raise BadResponse("the endpoint's answer is not a chat completion (not a JSON object)")
     if data.get("error"):
         raise payload_error(data["error"], target, in_stream=False)
-    choice = first_choice(data)
-    if choice is None:
+    if first_choice(data) is None:
         raise BadResponse(
             "the endpoint's answer has no choices", "check --base-url points at a chat-completions endpoint"
         )
-    message = choice.get("message")
-    message = message if isinstance(message, dict) else {}
-    finish = choice.get("finish_reason")
-    text, thinking = split_content(message.get("content"))
-    return ChatResult(
-        content=text,
-        reasoning=reasoning_of(message) + thinking,
-        tool_calls=_message_calls(message.get("tool_calls")),
-        finish_reason=finish if isinstance(finish, str) and finish else None,
-        usage=find_usage(data) or Usage(),
-        refusal=refusal_of(message),
-    )
-
-
-def _message_calls(raw: Any) -> list[ToolCall]:
-    if not isinstance(raw, list):
-        return []
-    parsed = (ToolCall.from_dict(item) for item in raw if isinstance(item, dict))
-    found = (finished_call(call.id, call.name, call.arguments) for call in parsed)
-    return unique_ids([call for call in found if call is not None])
+    assembler = StreamAssembler(target)
+    assembler.feed(data)
+    return assembler.result()
 
 
 def replay_deltas(result: ChatResult) -> Iterator[StreamItem]:
