@@ -102,7 +102,6 @@ class ChatClient:
         self.send_reasoning = send_reasoning
         self.max_tokens = max_tokens
         self._sleep = sleep
-        self._clock = clock
         self._wall_clock = wall_clock
         self._random = random
         self._stopped = stopped
@@ -113,14 +112,12 @@ class ChatClient:
     def from_settings(
         cls,
         settings: Settings,
-        http_client: httpx.Client | None = None,
         stopped: Callable[[], str | None] | None = None,
     ) -> ChatClient:
         return cls(
             base_url=settings.base_url,
             model=settings.model,
             api_key=settings.api_key_value(),
-            http_client=http_client,
             max_retries=settings.max_retries,
             request_timeout=settings.request_timeout,
             send_reasoning=settings.send_reasoning,
