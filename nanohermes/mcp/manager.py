@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import functools
 import logging
 import os
@@ -92,7 +91,11 @@ class McpManager:
         loop.set_exception_handler(lambda _loop, _context: None)  # stray task errors: not the terminal's
         try:
             loop.run_forever()
-        finally:
+        finally:  # as asyncio.run ends: calls still running are cancelled, so their callers hear
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
@@ -111,7 +114,7 @@ class McpManager:
                 future.cancel()
             loop.call_soon_threadsafe(loop.stop)
             thread.join(CLOSE_TIMEOUT)
-        for pending in list(self._pending):  # calls that raced with close: nobody will answer them
+        for pending in list(self._pending):  # calls that raced with close: never started on the loop
             pending.cancel()
         self._logs.close()
         with self._lock:
@@ -177,13 +180,14 @@ class McpManager:
         target = self._servers.get(server)
         if loop is None or target is None or self._closed:
             raise ToolError(f"MCP server {server} is not running")
-        future: concurrent.futures.Future[str] = concurrent.futures.Future()
+        call = self._call(target, tool, arguments)
+        try:
+            future = asyncio.run_coroutine_threadsafe(call, loop)
+        except RuntimeError:  # the loop closed meanwhile
+            call.close()
+            raise ToolError(f"MCP server {server} is not running") from None
         self._pending.add(future)  # close() cancels what it leaves unanswered
         future.add_done_callback(self._pending.discard)
-        try:
-            loop.call_soon_threadsafe(self._begin, target, tool, arguments, future)
-        except RuntimeError:  # the loop closed meanwhile
-            raise ToolError(f"MCP server {server} is not running") from None
         return future
 
     def call(self, server: str, tool: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
@@ -198,30 +202,6 @@ class McpManager:
             unregister()
 
     # -- on the loop thread ---------------------------------------------------------------------
-
-    def _begin(self, server: ServerEntry, tool: str, arguments: dict[str, Any], future: Future[str]) -> None:
-        """Start a submitted call (unless cancelled already); cancelling `future` cancels its task.
-        (Not run_coroutine_threadsafe: the task answers the caller itself, one loop turn sooner.)"""
-        if future.cancelled():
-            return
-        loop = asyncio.get_running_loop()
-        task = loop.create_task(self._answer(server, tool, arguments, future))
-        future.add_done_callback(lambda done: _cancel_task(loop, task) if done.cancelled() else None)
-
-    async def _answer(
-        self, server: ServerEntry, tool: str, arguments: dict[str, Any], future: Future[str]
-    ) -> None:
-        try:
-            text = await self._call(server, tool, arguments)
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        except Exception as err:
-            with contextlib.suppress(concurrent.futures.InvalidStateError):
-                future.set_exception(err)
-        else:
-            with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled meanwhile
-                future.set_result(text)
 
     async def _start_all(self, servers: list[ServerEntry]) -> None:
         logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
@@ -377,11 +357,6 @@ class McpManager:
             reason = describe_error(err)
         tail = self._logs.tail(server.name)
         return f"{reason}; stderr: {tail}" if tail else reason
-
-
-def _cancel_task(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
-    with contextlib.suppress(RuntimeError):  # the loop is closed: the task is gone with it
-        loop.call_soon_threadsafe(task.cancel)
 
 
 def _cancel(future: concurrent.futures.Future[str]) -> None:
