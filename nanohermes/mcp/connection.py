@@ -57,7 +57,7 @@ class Connection:
         *,
         cwd: Path,
         errlog: LogSink,
-        on_tools_changed: Callable[[], None] | None = None,
+        on_tools_changed: Callable[[], None],
     ) -> None:
         """`on_tools_changed`: called on the loop when the server says its tool list changed
         (`notifications/tools/list_changed`); it must not wait for the server (`list_tools` later)."""
@@ -89,13 +89,12 @@ class Connection:
                 self._client = client
                 if not ready.done():
                     ready.set_result(tools)
-                listener = asyncio.create_task(self._listen(client)) if self._on_tools_changed else None
+                listener = asyncio.create_task(self._listen(client))
                 try:
                     await self._stop.wait()
                 finally:
-                    if listener is not None:
-                        listener.cancel()
-                        await asyncio.wait({listener}, timeout=CLOSE_SECONDS)
+                    listener.cancel()
+                    await asyncio.wait({listener}, timeout=CLOSE_SECONDS)
         except BaseException as err:
             if not ready.done():
                 failure = self._failure()
@@ -108,6 +107,9 @@ class Connection:
 
     def _make_client(self, stack: contextlib.AsyncExitStack) -> Client:
         info = mcp_types.Implementation(name="nanohermes", version=__version__)
+        return Client(self._transport_for(stack), client_info=info, message_handler=self._on_message)
+
+    def _transport_for(self, stack: contextlib.AsyncExitStack) -> Any:
         config = self.config
         if config.url is not None:
             http = httpx2.AsyncClient(
@@ -115,8 +117,7 @@ class Connection:
                 timeout=httpx2.Timeout(30.0, read=max(300.0, config.tool_timeout + 5)),
             )
             stack.push_async_callback(http.aclose)
-            transport: Any = streamable_http_client(config.url, http_client=http)
-            return Client(transport, client_info=info, message_handler=self._on_message)
+            return streamable_http_client(config.url, http_client=http)
         cwd = self._cwd if config.cwd is None else self._cwd / config.cwd  # an absolute cwd stays
         if not cwd.is_dir():  # else the spawn's error names the directory as a missing command
             raise ConfigError(f"its working directory {cwd} is not a directory", "fix its cwd")
@@ -128,12 +129,11 @@ class Connection:
             encoding_error_handler="replace",  # "strict" ends the reader at a stray byte: every reply lost
         )
         self._transport = StdioTransport(params, self._errlog)
-        return Client(self._transport.streams(), client_info=info, message_handler=self._on_message)
+        return self._transport.streams()
 
     async def _listen(self, client: Client) -> None:
         """Servers on protocol 2026-07-28 announce a changed tool list on a `subscriptions/listen`
         stream (older ones send `notifications/tools/list_changed`: `_on_message`)."""
-        assert self._on_tools_changed is not None
         try:
             async with client.listen(tools_list_changed=True) as subscription:
                 async for _event in subscription:
@@ -143,7 +143,7 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         """What the server sends unasked: only a changed tool list matters here."""
-        if isinstance(message, mcp_types.ToolListChangedNotification) and self._on_tools_changed is not None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
             self._on_tools_changed()
 
     def _failure(self) -> str | None:

@@ -32,8 +32,8 @@ from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.results import NO_OUTPUT, render_result
-from nanohermes.mcp.status import ServerEntry, ServerStatus, State, tool_info
-from nanohermes.mcp.tools import ListedTool, build_tools, offered, unusable
+from nanohermes.mcp.status import ServerEntry, ServerStatus, State, ToolInfo
+from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS, ListedTool, build_tools, offered, unusable
 from nanohermes.tools.base import Tool
 
 IMPORT_SLACK = 10.0
@@ -239,7 +239,10 @@ class McpManager:
         problem = self._tell_left_out(server, left_out)
         caller, starter = functools.partial(self.call, name), functools.partial(self.submit, name)
         tools = build_tools(name, server.config, listed, caller, starter)
-        infos = tuple(tool_info(tool, spec) for tool, spec in zip(tools, listed, strict=True))
+        infos = tuple(
+            ToolInfo(tool.name, spec.name, spec.description[:MAX_DESCRIPTION_CHARS], spec.read_only)
+            for tool, spec in zip(tools, listed, strict=True)
+        )
         with self._lock:
             if not self._closed:
                 server.state, server.tools, server.infos, server.last_error = "ready", tools, infos, problem

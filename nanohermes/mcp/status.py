@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from nanohermes.config.mcp_config import McpServerConfig
-from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS, ListedTool
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -59,7 +58,3 @@ class ServerEntry:
     refresh: asyncio.Task[None] | None = None
     left_out: dict[str, str] = field(default_factory=dict)
     """Tools left out for their input schema (name → why), as last told to the user."""
-
-
-def tool_info(tool: Tool, spec: ListedTool) -> ToolInfo:
-    return ToolInfo(tool.name, spec.name, spec.description[:MAX_DESCRIPTION_CHARS], spec.read_only)
