@@ -37,6 +37,7 @@ from typing import Any, Protocol
 import anyio
 import mcp_types
 from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
@@ -69,45 +70,6 @@ class LogSink(Protocol):
     def write(self, text: str, /) -> object: ...
 
     def flush(self) -> None: ...
-
-
-class Overlong:
-    """A line over the limit: its first bytes only."""
-
-    def __init__(self, head: bytes) -> None:
-        self.head = head
-
-
-class LineSplitter:
-    """Lines of bytes arriving in chunks, in time linear in their size; a line longer than `limit`
-    bytes becomes an Overlong as soon as it is too long to keep (the rest is skipped as it arrives)."""
-
-    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
-        self._limit = limit
-        self._buffer = bytearray()
-        self._overlong = False
-
-    def feed(self, chunk: bytes) -> list[bytes | Overlong]:
-        lines: list[bytes | Overlong] = []
-        start = 0
-        while (end := chunk.find(b"\n", start)) != -1:
-            self._keep(chunk[start:end])
-            lines.append(Overlong(bytes(self._buffer)) if self._overlong else bytes(self._buffer))
-            self._buffer.clear()
-            self._overlong = False
-            start = end + 1
-        self._keep(chunk[start:])
-        return lines
-
-    def _keep(self, part: bytes) -> None:
-        if self._overlong:
-            return
-        if len(self._buffer) + len(part) <= self._limit:
-            self._buffer += part
-            return
-        self._buffer += part[: max(0, HEAD_BYTES - len(self._buffer))]
-        del self._buffer[HEAD_BYTES:]
-        self._overlong = True
 
 
 class StdioTransport:
@@ -160,34 +122,40 @@ class StdioTransport:
 
     async def _read_stdout(self, process: Process, sink: Any) -> None:
         assert process.stdout is not None
-        splitter = LineSplitter(self._limit)
+        stdout = BufferedByteReceiveStream(process.stdout)
         try:
             async with sink:
                 while True:
-                    chunk = await process.stdout.receive(READ_BYTES)
-                    for line in splitter.feed(chunk):
-                        item = self._item(line)
-                        if item is None:
-                            return
-                        await sink.send(item)
-        except _PIPE_ENDED:
+                    item: SessionMessage | Exception | None
+                    try:
+                        item = self._item(await stdout.receive_until(b"\n", self._limit + 1))
+                    except anyio.DelimiterNotFound:
+                        item = self._overlong(stdout.buffer[:HEAD_BYTES])
+                        if item is not None:
+                            await _skip_line(stdout, self._limit)
+                    if item is None:
+                        return
+                    await sink.send(item)
+        except (*_PIPE_ENDED, anyio.IncompleteRead):
             pass  # the server closed stdout, or the session (or our shutdown) ended
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(*_PIPE_ENDED):
                 while True:  # a server blocked writing stdout could not exit
                     await process.stdout.receive(READ_BYTES)
 
-    def _item(self, line: bytes | Overlong) -> SessionMessage | Exception | None:
-        """What the session reads for one line; None: the connection ends (`failure`)."""
-        params = self._params
-        if isinstance(line, bytes):
-            text = line.decode(params.encoding, params.encoding_error_handler)
-            try:
-                return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
-            except ValidationError as err:
-                return repaired(text, err)
+    def _item(self, line: bytes) -> SessionMessage | Exception:
+        """What the session reads for one line."""
+        text = line.decode(self._params.encoding, self._params.encoding_error_handler)
+        try:
+            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+        except ValidationError as err:
+            return repaired(text, err)
+
+    def _overlong(self, head: bytes) -> SessionMessage | None:
+        """What the session reads for a line over the limit, given its first bytes; None: the
+        connection ends (`failure`)."""
         limit = f"the {self._limit / 1024 / 1024:g} MiB line limit"
-        request_id = reply_id(line.head.decode(params.encoding, "replace"))
+        request_id = reply_id(head.decode(self._params.encoding, "replace"))
         if request_id is None:
             self.failure = f"the server wrote a line over {limit} to stdout"
             return None
@@ -225,6 +193,15 @@ class StdioTransport:
             pass
         finally:
             done.set()
+
+
+async def _skip_line(stdout: BufferedByteReceiveStream, limit: int) -> None:
+    """Drop the rest of a line over the limit as it arrives, `limit` bytes at a time at most."""
+    while True:
+        await stdout.receive(limit + 1)  # what receive_until held when it gave up
+        with contextlib.suppress(anyio.DelimiterNotFound):
+            await stdout.receive_until(b"\n", limit + 1)
+            return
 
 
 async def _stop(process: Process) -> None:
