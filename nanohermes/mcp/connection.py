@@ -30,7 +30,8 @@ from pydantic import ValidationError
 from nanohermes import __version__
 from nanohermes.config.mcp_config import McpServerConfig
 from nanohermes.core.errors import ConfigError, NanoHermesError
-from nanohermes.mcp.stdio import LogSink, StdioTransport
+from nanohermes.mcp.logs import ServerLog
+from nanohermes.mcp.stdio import StdioTransport
 from nanohermes.mcp.tools import ListedTool
 
 CLOSE_SECONDS = 8.0
@@ -56,7 +57,7 @@ class Connection:
         config: McpServerConfig,
         *,
         cwd: Path,
-        errlog: LogSink,
+        errlog: ServerLog,
         on_tools_changed: Callable[[], None],
     ) -> None:
         """`on_tools_changed`: called on the loop when the server says its tool list changed

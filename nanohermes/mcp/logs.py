@@ -45,16 +45,16 @@ class ServerLog:
             kept += f"{end}--- output past {self._limit:,} characters dropped until the next start\n"
         try:
             self._file.write(kept)
-        except OSError as err:
-            self.error = err.strerror or str(err)
+        except (OSError, ValueError) as err:  # a full disk; a log closed meanwhile
+            self.error = getattr(err, "strerror", None) or str(err)
         return len(text)
 
     def flush(self) -> None:
         if self.error is None:
             try:
                 self._file.flush()
-            except OSError as err:
-                self.error = err.strerror or str(err)
+            except (OSError, ValueError) as err:
+                self.error = getattr(err, "strerror", None) or str(err)
 
     def fileno(self) -> int:
         """The log file's descriptor (the SDK's transport on Windows gives it to the server)."""

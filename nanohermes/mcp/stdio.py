@@ -1,23 +1,15 @@
-"""The stdio transport for MCP servers (imported by `connection` only): the SDK's `stdio_client`, with
-bounds where it has none.
-
-Same as the SDK's on POSIX: the server runs in a new session (its own process group), with the SDK's
-default environment plus its `env`; one JSON-RPC message per line each way, undecodable bytes replaced;
-leaving closes stdin, waits 2 s for the server to exit, then SIGTERM to its group, 2 s, SIGKILL — and
-then SIGKILL to the group anyway, so that children the server started do not linger.
-
-Unlike it:
-- stdout is split into lines in linear time, each line at most MAX_LINE_BYTES (the SDK joins every
-  64 kB chunk to all it holds, with no limit: a 100 MB line cost a minute of CPU and 500 MB). A longer
-  line is dropped as it arrives, keeping its first bytes: a reply (its `id` comes first, as servers
-  write it) is answered in the server's place with an error saying so; any other line ends the
-  connection, `failure` saying why.
-- A line the SDK's parser refuses is not lost (its request would wait for its timeout, then say
-  "timed out"): one that escapes a lone surrogate (`"\\ud800"`, a string cut between the halves of an
-  emoji) is parsed with U+FFFD in its place; any other reply is answered at once with an error for its
-  request. A line without a reply's `id` (a stray log line) is left to the SDK, which ignores it.
-- stderr is read here and written to `errlog` (the server's log, which caps what it keeps), so a chatty
-  server never blocks on a full pipe and never fills the disk.
+"""The stdio transport for MCP servers (imported by `connection` only): the SDK's `stdio_client` on
+POSIX (a new session per server, its default environment plus `env`, one JSON-RPC message per line,
+stdin closed, 2 s, SIGTERM to the group, 2 s, SIGKILL), with bounds where it has none:
+- stdout lines are read in linear time, each at most MAX_LINE_BYTES (the SDK joins every 64 kB chunk
+  to all it holds: a 100 MB line cost a minute of CPU and 500 MB). Over the limit, a reply (its `id`
+  comes first) is answered in the server's place with an error; any other line ends the connection.
+- A line the SDK's parser refuses is not lost (its request would wait for its timeout): a lone
+  surrogate escaped in it (`"\\ud800"`: an emoji cut in half) becomes U+FFFD; any other reply is
+  answered at once with an error; other lines (a stray log line) are left to the SDK, which drops them.
+- stderr goes to the server's log (which caps what it keeps): a chatty server never blocks on a full
+  pipe nor fills the disk.
+- Once the server is stopped its process group is killed, so that no child it started lingers.
 On Windows the SDK's own transport runs (it kills the server's process tree with a Job Object).
 """
 
@@ -32,7 +24,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import mcp_types
@@ -45,6 +37,7 @@ from pydantic import ValidationError
 
 from nanohermes.core.errors import JSON_ERRORS
 from nanohermes.core.types import with_valid_text
+from nanohermes.mcp.logs import ServerLog
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """The longest line read from a server's stdout (a reply with a big file in it fits easily)."""
@@ -64,19 +57,10 @@ _REPLY_HEAD = re.compile(
 that is not JSON as a whole."""
 
 
-class LogSink(Protocol):
-    """Where a server's stderr goes: the server's log (`ServerLogs.open`), any text file."""
-
-    def write(self, text: str, /) -> object: ...
-
-    def flush(self) -> None: ...
-
-
 class StdioTransport:
-    def __init__(self, params: StdioServerParameters, errlog: LogSink, limit: int = MAX_LINE_BYTES) -> None:
+    def __init__(self, params: StdioServerParameters, errlog: ServerLog) -> None:
         self._params = params
         self._errlog = errlog
-        self._limit = limit
         self.failure: str | None = None
         """Why the transport ended the connection itself, if it did."""
 
@@ -128,11 +112,11 @@ class StdioTransport:
                 while True:
                     item: SessionMessage | Exception | None
                     try:
-                        item = self._item(await stdout.receive_until(b"\n", self._limit + 1))
+                        item = self._item(await stdout.receive_until(b"\n", MAX_LINE_BYTES + 1))
                     except anyio.DelimiterNotFound:
                         item = self._overlong(stdout.buffer[:HEAD_BYTES])
                         if item is not None:
-                            await _skip_line(stdout, self._limit)
+                            await _skip_line(stdout)
                     if item is None:
                         return
                     await sink.send(item)
@@ -154,7 +138,7 @@ class StdioTransport:
     def _overlong(self, head: bytes) -> SessionMessage | None:
         """What the session reads for a line over the limit, given its first bytes; None: the
         connection ends (`failure`)."""
-        limit = f"the {self._limit / 1024 / 1024:g} MiB line limit"
+        limit = f"the {MAX_LINE_BYTES / 1024 / 1024:g} MiB line limit"
         request_id = reply_id(head.decode(self._params.encoding, "replace"))
         if request_id is None:
             self.failure = f"the server wrote a line over {limit} to stdout"
@@ -175,32 +159,26 @@ class StdioTransport:
             done.set()
 
     async def _drain_stderr(self, process: Process, done: anyio.Event) -> None:
-        """Everything the server writes to stderr, to `errlog` as it comes (a full disk loses the
-        text, never the draining: a server blocked on a full pipe would hang)."""
+        """Everything the server writes to stderr, to `errlog` as it comes (a log that cannot be
+        written loses the text, never the draining: a server blocked on a full pipe would hang)."""
         assert process.stderr is not None
         decoder = codecs.getincrementaldecoder(self._params.encoding)("replace")
-        logging = True
         try:
             while True:
-                text = decoder.decode(await process.stderr.receive(READ_BYTES))
-                if logging:
-                    try:
-                        self._errlog.write(text)
-                        self._errlog.flush()
-                    except (OSError, ValueError):  # a full disk, a closed file
-                        logging = False
+                self._errlog.write(decoder.decode(await process.stderr.receive(READ_BYTES)))
+                self._errlog.flush()
         except _PIPE_ENDED:
             pass
         finally:
             done.set()
 
 
-async def _skip_line(stdout: BufferedByteReceiveStream, limit: int) -> None:
-    """Drop the rest of a line over the limit as it arrives, `limit` bytes at a time at most."""
+async def _skip_line(stdout: BufferedByteReceiveStream) -> None:
+    """Drop the rest of a line over the limit as it arrives, MAX_LINE_BYTES at a time at most."""
     while True:
-        await stdout.receive(limit + 1)  # what receive_until held when it gave up
+        await stdout.receive(MAX_LINE_BYTES + 1)  # what receive_until held when it gave up
         with contextlib.suppress(anyio.DelimiterNotFound):
-            await stdout.receive_until(b"\n", limit + 1)
+            await stdout.receive_until(b"\n", MAX_LINE_BYTES + 1)
             return
 
 
