@@ -1,13 +1,9 @@
-"""One MCP server's SDK client, driven on the manager's event loop (with `stdio`, the only users of `mcp`).
+"""One MCP server's SDK client, driven on the manager's event loop.
 
-A holder task enters the SDK's `Client` (over `stdio.StdioTransport`, which spawns a stdio server in
-its own process group, or over a streamable HTTP session), lists the tools, then waits until
+A holder task enters the SDK's `Client` (stdio or streamable HTTP), lists the tools, then waits until
 `close()`: anyio context managers must be left by the task that entered them. Calls run as their own
-tasks on the same loop; cancelling one sends MCP's `notifications/cancelled`. Leaving the client
-closes stdin, then kills the server's process group (the SDK's shutdown, shielded from cancellation).
-
-SDK errors never leave this module: `ServerGone` (the connection ended: crash, exit, network) and
-`CallFailed` (a JSON-RPC error for one request) carry one-line reasons.
+tasks; cancelling one sends `notifications/cancelled`. SDK errors never leave this module: they become
+`ServerGone` (the connection ended) or `CallFailed` (an error answer), each with a one-line reason.
 """
 
 from __future__ import annotations
@@ -60,8 +56,8 @@ class Connection:
         errlog: ServerLog,
         on_tools_changed: Callable[[], None],
     ) -> None:
-        """`on_tools_changed`: called on the loop when the server says its tool list changed
-        (`notifications/tools/list_changed`); it must not wait for the server (`list_tools` later)."""
+        """`on_tools_changed`: called on the loop when the server says its tool list changed; it must
+        not wait for the server."""
         self.name = name
         self._on_tools_changed = on_tools_changed
         self.config = config
@@ -151,13 +147,14 @@ class Connection:
         """Why the transport ended the connection itself (a line over its limit), if it did."""
         return None if self._transport is None else self._transport.failure
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        """The CallToolResult of one call. Raises ServerGone or CallFailed."""
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The CallToolResult of one call, in its JSON form. Raises ServerGone or CallFailed."""
         client = self._client
         if client is None:
             raise ServerGone("not connected")
         with _one_line_errors(self._failure):
-            return await client.call_tool(tool, arguments)
+            result = await client.call_tool(tool, arguments)
+        return result.model_dump(by_alias=True, mode="json")
 
     async def list_tools(self) -> list[ListedTool]:
         """The server's tools as it lists them now. Raises ServerGone or CallFailed."""

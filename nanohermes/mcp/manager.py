@@ -1,16 +1,11 @@
 """McpManager: every configured MCP server of one runtime, on one asyncio event-loop thread.
 
-    manager = McpManager(settings.mcp_servers, cwd=workspace, log_dir=state_dir / "mcp")
-    manager.start()                   # returns at once; servers start in parallel in the background
-    runner.add_source(manager.tools)  # tools of the servers that are up (waits for ones still starting)
-    manager.status()                  # state, tools and last error of each server (/mcp, `mcp list`)
-    manager.close()                   # closes every server; stdio ones are killed with their process group
-
-The SDK (PyPI `mcp`) is imported on the loop thread when the first server starts, never on the path
-to the prompt. A server that fails to start, crashes or times out gives one notice naming it and the
-cause; the others keep working. A crashed server is restarted (once) by its next call. Calls come from
-the tool runner's worker threads and block until their result; the call's CancelToken (Ctrl-C) cancels
-the request, which sends MCP's `notifications/cancelled`.
+`start()` returns at once: servers start in parallel in the background, and the SDK is imported on
+the loop thread, never on the path to the prompt. `tools()` (waiting for servers still starting) gives
+their tools to the tool runner; `status()` feeds /mcp and `mcp list`; `close()` closes every server.
+A server that fails to start, crashes or times out gives one notice naming it and the cause; the
+others keep working. A crashed server is restarted (once) by its next call. Calls come from the tool
+runner's threads; Ctrl-C cancels the request, which sends MCP's `notifications/cancelled`.
 """
 
 from __future__ import annotations
@@ -218,10 +213,8 @@ class McpManager:
             server.started.set()
 
     async def _connect(self, server: ServerEntry) -> None:
-        try:
-            from nanohermes.mcp.connection import Connection
-        except ImportError as err:
-            raise RuntimeError(f"the MCP SDK is not installed ({err}); pip install 'mcp>=2.3,<3'") from None
+        from nanohermes.mcp.connection import Connection
+
         config = expand_variables(server.config, os.environ)
         errlog = self._logs.open(server.name)
         changed = functools.partial(self._tools_changed, server)
@@ -306,7 +299,7 @@ class McpManager:
         except CallFailed as err:
             raise ToolError(f"MCP server {server.name}: {err}") from None
         text = render_result(result)
-        if getattr(result, "is_error", False):
+        if result.get("isError"):
             raise ToolError(
                 text if text != NO_OUTPUT else f"{tool} on MCP server {server.name} failed (no details)"
             )
