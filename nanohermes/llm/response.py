@@ -157,8 +157,8 @@ class StreamAssembler:
         tool_calls = delta.get("tool_calls")
         if isinstance(tool_calls, list):
             for position, call in enumerate(tool_calls):
-                if isinstance(call, dict):  # a whole message's calls are apart, whatever their index
-                    self._calls.add({**call, "index": position} if whole else call)
+                if isinstance(call, dict):
+                    self._calls.add(_whole_call(call, position) if whole else call)
         return items
 
     def result(self) -> ChatResult:
@@ -170,6 +170,15 @@ class StreamAssembler:
             usage=self.usage,
             refusal="".join(self._refusal),
         )
+
+
+def _whole_call(call: dict[str, Any], position: int) -> dict[str, Any]:
+    """A call of a whole message as a delta: apart from the others whatever its index says, and a
+    `"function": "read_file"` (some models write the name alone) taken as the name."""
+    function = call.get("function")
+    if isinstance(function, str):
+        function = {"name": function}
+    return {**call, "index": position, "function": function}
 
 
 def assemble(lines: Iterable[str], target: Target) -> ChatResult:
