@@ -38,7 +38,11 @@ def send_cancellable(
     """`http.send(request, stream=True)`; raises Cancelled as soon as `cancel` fires."""
     outcome: Future[httpx.Response] = Future()
     threading.Thread(target=_send, args=(http, request, outcome), name="nanohermes-send", daemon=True).start()
-    unregister = cancel.on_cancel(lambda: None if outcome.cancel() else None)
+
+    def abandon() -> None:
+        outcome.cancel()  # wakes the wait below
+
+    unregister = cancel.on_cancel(abandon)
     try:
         outcome.exception(limit)  # waits; the send's own error is raised below
     except (CancelledError, TimeoutError):
