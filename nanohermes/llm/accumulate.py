@@ -210,19 +210,16 @@ def extract_text_tool_calls(content: str, tool_names: set[str]) -> tuple[str, li
     text). Blocks that are not valid JSON or name no offered tool stay in the text untouched.
     """
     if "<tool_call>" in content:
-        kept: list[str] = []
         calls: list[ToolCall] = []
-        last = 0
-        for match in _TAGGED.finditer(content):
+
+        def take(match: re.Match[str]) -> str:
             found = _parse_calls(match.group(1), tool_names, need_arguments=False)
-            if found is None:
-                continue
-            kept.append(content[last : match.start()])
-            last = match.end()
-            calls.extend(found)
+            calls.extend(found or [])
+            return match.group() if found is None else ""
+
+        kept = _TAGGED.sub(take, content)
         if calls:
-            kept.append(content[last:])
-            return "".join(kept).strip(), calls
+            return kept.strip(), calls
     stripped = content.strip()
     fenced = _FENCED.match(stripped)
     candidate = fenced.group(1) if fenced else stripped
@@ -256,16 +253,13 @@ def _parse_call(item: Any, tool_names: set[str], *, need_arguments: bool) -> Too
     name = item.get("name")
     if not isinstance(name, str) or name not in tool_names:
         return None
-    key = "arguments" if "arguments" in item else "parameters" if "parameters" in item else None
-    if key is None and need_arguments:
+    if need_arguments and "arguments" not in item and "parameters" not in item:
         return None
-    arguments = item.get(key) if key else None
-    if arguments is None:
-        text = "{}"
-    elif isinstance(arguments, str):
-        text = arguments.strip() or "{}"
-    elif isinstance(arguments, dict):
+    arguments = item["arguments"] if "arguments" in item else item.get("parameters")
+    if isinstance(arguments, dict):
         text = json.dumps(arguments, ensure_ascii=False)
+    elif isinstance(arguments, str | None):
+        text = (arguments or "").strip() or "{}"
     else:
         return None
     return ToolCall(id=new_call_id(), name=name, arguments=text)
