@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from nanohermes.agent.compaction import total_chars
-from nanohermes.config.setting_values import BadValue, optional_name
+from nanohermes.config.setting_values import optional_name
 from nanohermes.config.settings import PERMISSION_MODES
 from nanohermes.core.errors import NanoHermesError
 from nanohermes.core.types import plural, shorten
@@ -163,8 +163,8 @@ def cmd_model(ctx: CommandContext, arg: str) -> None:
         return
     try:
         optional_name(name)  # as --model checks it: shown in the toolbar and notes
-    except BadValue as err:
-        ctx.fail(f"model name {echoed(name)} {err.reason}")
+    except ValueError as err:
+        ctx.fail(f"model name {echoed(name)} {err}")
         return
     agent.set_model(name)
     shown = name if len(name) <= ECHO_CHARS else echoed(name)
