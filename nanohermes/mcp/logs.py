@@ -112,9 +112,10 @@ class ServerLogs:
         return f" (its stderr is in {path})"
 
     def tail(self, name: str) -> str:
-        """The last line the server wrote to stderr since it last started, or ""."""
+        """The last line the server wrote to stderr since it last started, or "" when it is not in
+        its log."""
         log = self._logs.get(name)
-        return "" if log is None or self._directory is None else log.last_line()
+        return "" if log is None or log.error is not None or self._directory is None else log.last_line()
 
     def close(self) -> None:
         for log in self._logs.values():
