@@ -50,7 +50,7 @@ def _workspace_exchanges(sessions_dir: Path, workspace: Path) -> tuple[list[Hit]
     notes: list[str] = []
     for path, _ in recent_session_files(sessions_dir):
         header = read_header(path)
-        if header is not None and not same_place(str(header.get("workspace") or ""), workspace):
+        if header is not None and not same_place(header.get("workspace"), workspace):
             continue  # another workspace's: not read past its header
         file = SessionFile(path)
         try:
