@@ -1,23 +1,20 @@
 """ToolRunner: the agent's `ToolExecutor` — which tools are offered, approvals, dispatch, results.
 
-One batch (the calls of one assistant message): each call is checked (known tool, valid arguments,
-path inside the workspace) and, in `ask` mode, approved one by one in call order; then the approved
-calls are dispatched together to a thread pool, calls on the same path chained in call order; a tool
-that runs elsewhere (`Tool.start`: an MCP server's) is started directly, with no worker waiting on it
-(`nanohermes.tools.outcomes`).
-Results come back in call order, capped at `tool_output_chars`. Nothing raises out of `run_calls`:
-every failure is an `ERROR: …` result for the model, and on cancellation unfinished calls get
-`interrupted by user`.
+The calls of one assistant message are checked (known tool, valid arguments, path inside the
+workspace) and, in `ask` mode, approved one by one in call order; then they run together in a thread
+pool, calls on the same path chained in call order. Results come back in call order, capped at
+`tool_output_chars`. Nothing raises out of `run_calls`: every failure is an `ERROR: …` result, and
+on cancellation unfinished calls get `interrupted by user`.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +26,7 @@ from nanohermes.core.protocols import ApprovalRequest, Approver, ChangeGuard, De
 from nanohermes.core.types import ToolCall, ToolResult, shorten
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.files import FileTools
-from nanohermes.tools.outcomes import LazyPool, cap_output, finish_summary, invoke, make_result, start_remote
+from nanohermes.tools.outcomes import cap_output, done, finish_summary, invoke, make_result, start_remote
 from nanohermes.tools.paths import OutsideWorkspace, Workspace
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.search import SearchTools
@@ -55,14 +52,6 @@ class _Prepared:
     resolved: Path | None
     granted: frozenset[Path]
     summary: str
-
-
-@dataclass
-class _Slot:
-    call: ToolCall
-    result: ToolResult | None = None
-    future: concurrent.futures.Future[ToolResult] | None = None
-    started: float = field(default_factory=time.monotonic)
 
 
 class ToolRunner:
@@ -180,27 +169,31 @@ class ToolRunner:
         if not calls:
             return
         prepared = self._prepare_all(calls, cancel)
-        slots: list[_Slot] = []
-        chains: dict[Path, concurrent.futures.Future[ToolResult]] = {}
-        pool = LazyPool(min(MAX_WORKERS, len(calls)))
+        futures: list[Future[ToolResult]] = []
+        started: list[float] = []
+        chains: dict[Path, Future[ToolResult]] = {}
+        # its threads are started by the first submit: a batch of remote calls starts none
+        pool = ThreadPoolExecutor(min(MAX_WORKERS, len(calls)), thread_name_prefix="nanohermes-tool")
         try:
             for call, ready in zip(calls, prepared, strict=True):
+                started.append(time.monotonic())
                 if isinstance(ready, ToolResult) or cancel.cancelled:
-                    interrupted = make_result(call, INTERRUPTED, ok=False)
-                    slots.append(_Slot(call, result=ready if isinstance(ready, ToolResult) else interrupted))
+                    futures.append(done(ready if isinstance(ready, ToolResult) else _interrupted(call)))
                     continue
+                tool = ready.tool
                 after = chains.get(ready.resolved) if ready.resolved else None
-                if self._startable(ready, after):
-                    future = start_remote(call, ready.tool, dict(ready.args), self.max_chars)
+                # a remote call needs no worker unless it waits for an earlier call or a checkpoint
+                if tool.start is not None and after is None and not (tool.mutating and self.checkpoints):
+                    future = start_remote(call, tool, dict(ready.args), self.max_chars)
                 else:
                     future = pool.submit(self._execute, ready, cancel, after)
                 if ready.resolved is not None:
                     chains[ready.resolved] = future
-                slots.append(_Slot(call, future=future))
+                futures.append(future)
                 yield ToolStarted(call, ready.summary)
-            yield from self._collect(slots, cancel)
+            yield from _collect(calls, futures, started, cancel)
         finally:
-            pool.shutdown(wait=not cancel.cancelled)
+            pool.shutdown(wait=not cancel.cancelled, cancel_futures=True)
 
     def _prepare_all(self, calls: list[ToolCall], cancel: CancelToken) -> list[_Prepared | ToolResult]:
         """Check every call and ask its approvals, in call order, before anything is dispatched
@@ -210,7 +203,7 @@ class ToolRunner:
         stopped = False
         for call in calls:
             if stopped or cancel.cancelled:
-                prepared.append(make_result(call, INTERRUPTED, ok=False))
+                prepared.append(_interrupted(call))
                 continue
             ready = self._prepare(call, previews)
             if isinstance(ready, ToolResult):  # an error that echoes the model's arguments: capped too
@@ -221,68 +214,24 @@ class ToolRunner:
             prepared.append(ready)
         return prepared
 
-    def _collect(self, slots: list[_Slot], cancel: CancelToken) -> Iterator[Event]:
-        wake = threading.Event()
-        unregister = cancel.on_cancel(wake.set)
-        for slot in slots:
-            if slot.future is not None:
-                slot.future.add_done_callback(lambda _: wake.set())
-        try:
-            for slot in slots:
-                result = slot.result or self._await(slot, cancel, wake)
-                yield ToolFinished(result, finish_summary(result), time.monotonic() - slot.started)
-        finally:
-            unregister()
-
-    @staticmethod
-    def _await(slot: _Slot, cancel: CancelToken, wake: threading.Event) -> ToolResult:
-        future = slot.future
-        assert future is not None
-        while True:
-            wake.clear()
-            if future.done() or cancel.cancelled:
-                break
-            wake.wait(1.0)
-        if future.done() and not future.cancelled():
-            return future.result()
-        future.cancel()
-        return make_result(slot.call, INTERRUPTED, ok=False)
-
-    def _startable(self, prepared: _Prepared, after: concurrent.futures.Future[ToolResult] | None) -> bool:
-        """A call that needs no worker thread: its tool runs elsewhere (`Tool.start`), it waits for no
-        earlier call, and no checkpoint has to be taken before it (that runs in a worker)."""
-        tool = prepared.tool
-        return tool.start is not None and after is None and not (tool.mutating and self.checkpoints)
-
     def _execute(
-        self,
-        prepared: _Prepared,
-        cancel: CancelToken,
-        after: concurrent.futures.Future[ToolResult] | None,
+        self, prepared: _Prepared, cancel: CancelToken, after: Future[ToolResult] | None
     ) -> ToolResult:
-        """Run one call in a worker thread. Never raises; the result, error or not, is capped."""
+        """Run one call in a worker thread, after `after` (a call on the same path). Never raises."""
         if after is not None:
-            concurrent.futures.wait([after])
+            wait([after])
         call, tool = prepared.call, prepared.tool
-        if cancel.cancelled:
-            return make_result(call, INTERRUPTED, ok=False)
+        if tool.mutating and self.checkpoints is not None and not cancel.cancelled:
+            self.checkpoints.before_change(prepared.resolved)  # never raises; the first one snapshots
+        if cancel.cancelled:  # also when Ctrl-C came during the checkpoint: the call must not run
+            return _interrupted(call)
         kwargs = dict(prepared.args)
         if tool.context_arg:
             kwargs[tool.context_arg] = CallContext(cancel, prepared.granted)
         if tool.cancel_arg:
             kwargs[tool.cancel_arg] = cancel
-        if not self._checkpointed(prepared, cancel):
-            return make_result(call, INTERRUPTED, ok=False)
         content, ok = invoke(tool, kwargs)
         return make_result(call, cap_output(content, self.max_chars), ok)
-
-    def _checkpointed(self, prepared: _Prepared, cancel: CancelToken) -> bool:
-        """Take the checkpoint a writing call needs first (never raises; the first one snapshots).
-        False when Ctrl-C came meanwhile (a snapshot of a big workspace takes seconds): the call is
-        then reported interrupted, so it must not run."""
-        if prepared.tool.mutating and self.checkpoints is not None:
-            self.checkpoints.before_change(prepared.resolved)
-        return not cancel.cancelled
 
     # -- checks and approvals (in the calling thread, one call at a time) -----------------------
 
@@ -306,7 +255,7 @@ class ToolRunner:
         except _Refused as refused:
             return make_result(call, refused.text, ok=False)
         except Cancelled:
-            return make_result(call, INTERRUPTED, ok=False)
+            return _interrupted(call)
         except NanoHermesError as err:
             return make_result(call, f"ERROR: {err.one_line()}", ok=False)
         return _Prepared(call, tool, args, resolved, granted, self._summary(tool, args))
@@ -401,3 +350,31 @@ class _Refused(NanoHermesError):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
+
+
+def _interrupted(call: ToolCall) -> ToolResult:
+    return make_result(call, INTERRUPTED, ok=False)
+
+
+def _collect(
+    calls: list[ToolCall], futures: list[Future[ToolResult]], started: list[float], cancel: CancelToken
+) -> Iterator[Event]:
+    """ToolFinished for every call in call order, each as soon as it and those before it are done;
+    on cancellation at once, unfinished calls interrupted."""
+    wake = threading.Event()
+    unregister = cancel.on_cancel(wake.set)
+    for future in futures:
+        future.add_done_callback(lambda _: wake.set())
+    try:
+        for call, future, start in zip(calls, futures, started, strict=True):
+            while not (future.done() or cancel.cancelled):
+                wake.wait(1.0)
+                wake.clear()  # before the check above: a wake-up set meanwhile is never lost
+            if future.done() and not future.cancelled():
+                result = future.result()
+            else:
+                future.cancel()
+                result = _interrupted(call)
+            yield ToolFinished(result, finish_summary(result), time.monotonic() - start)
+    finally:
+        unregister()
