@@ -134,6 +134,17 @@ class Journal:
         """Turns not undone, oldest first."""
         return [turn for turn in self.turns if not turn.undone]
 
+    def copied_refs(self) -> set[str]:
+        """The kept copies (by sha256) this journal's turns need."""
+        return {
+            state.ref
+            for turn in self.turns
+            for change in turn.files
+            if turn.store_of(change) == "copies"
+            for state in (change.before, change.after)
+            if state is not None
+        }
+
     def next_number(self) -> int:
         return max((turn.number for turn in self.turns), default=0) + 1
 

@@ -112,3 +112,11 @@ def test_undo_to_and_errors_are_one_line(fake_server: FakeServer, workspace: Pat
     assert none.returncode == 1
     assert "no checkpoints in this workspace" in none.stderr
     assert len(none.stderr.strip().splitlines()) == 1
+    reader = "reader"
+    agent_turn(fake_server, workspace, reader, ("read_file", {"path": "keep.txt"}))
+    listed = nh(workspace, "undo", "--session", reader, "--list")  # a session that changed no file
+    assert listed.returncode == 0, listed.stderr
+    assert "no turn changed files yet" in listed.stdout
+    nothing = nh(workspace, "undo", "--session", reader)
+    assert nothing.returncode == 1
+    assert "nothing to undo" in nothing.stderr
