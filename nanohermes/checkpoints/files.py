@@ -31,18 +31,13 @@ def read_current(path: Path) -> tuple[int, bytes] | None:
     Raises CheckpointError for something that is neither (a directory, a FIFO, a device)."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except NotADirectoryError:
-        return None
-    except OSError as err:
-        raise CheckpointError(f"cannot read {path}: {err.strerror}") from None
-    if stat.S_ISLNK(info.st_mode):
-        return info.st_mode, os.fsencode(os.readlink(path))
-    if not stat.S_ISREG(info.st_mode):
-        raise CheckpointError(f"{path} is not a regular file")
-    try:
+        if stat.S_ISLNK(info.st_mode):
+            return info.st_mode, os.fsencode(os.readlink(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise CheckpointError(f"{path} is not a regular file")
         return info.st_mode, path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
     except OSError as err:
         raise CheckpointError(f"cannot read {path}: {err.strerror}") from None
 
@@ -64,10 +59,28 @@ def same_as(path: Path, root: Path, state: FileState | None, store: str) -> bool
     if linked_parent(path, root) is not None:
         return False
     try:
-        now = git_state(path) if store == "git" else CopyStore.state_of(path)
+        now = git_state(path) if store == "git" else copy_state(path, None)
     except CheckpointError:
         return False
     return now == state
+
+
+def copy_state(path: Path, store: Path | None) -> FileState | None:
+    """The state the copies record for `path` now (None when absent): the exact permission bits and
+    the sha256 of its bytes. With `store`, a copy is kept there, named by that sha256."""
+    current = read_current(path)
+    if current is None:
+        return None
+    st_mode, data = current
+    digest = hashlib.sha256(data).hexdigest()
+    target = None if store is None else store / digest[:2] / digest
+    if target is not None and not target.exists():
+        try:
+            ensure_private_dir(target.parent)
+            atomic_write(target, data)
+        except OSError as err:
+            raise CheckpointError(f"cannot keep a copy of {path}: {err.strerror}") from None
+    return FileState(LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode), digest)
 
 
 class CopyStore:
@@ -76,31 +89,9 @@ class CopyStore:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
-    @staticmethod
-    def state_of(path: Path) -> FileState | None:
-        current = read_current(path)
-        if current is None:
-            return None
-        st_mode, data = current
-        mode = LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode)
-        return FileState(mode, hashlib.sha256(data).hexdigest())
-
     def capture(self, path: Path) -> FileState | None:
         """Keep a copy of `path` as it is now; its state (None when absent)."""
-        current = read_current(path)
-        if current is None:
-            return None
-        st_mode, data = current
-        digest = hashlib.sha256(data).hexdigest()
-        target = self.directory / digest[:2] / digest
-        if not target.exists():
-            try:
-                ensure_private_dir(target.parent)
-                atomic_write(target, data)
-            except OSError as err:
-                raise CheckpointError(f"cannot keep a copy of {path}: {err.strerror}") from None
-        mode = LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode)
-        return FileState(mode, digest)
+        return copy_state(path, self.directory)
 
     def read(self, digest: str) -> bytes:
         try:
@@ -110,8 +101,6 @@ class CopyStore:
 
     def prune(self, keep: set[str]) -> None:
         """Remove copies no journal refers to any more."""
-        if not self.directory.is_dir():
-            return
         for copy in self.directory.glob("*/*"):
             if copy.name not in keep:
                 with contextlib.suppress(OSError):

@@ -12,7 +12,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from nanohermes.checkpoints.files import put_back, remove, same_as
-from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord, shown
+from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord, shown, status
 from nanohermes.checkpoints.manager import Checkpoints
 from nanohermes.core.fileio import StagedWrite
 
@@ -68,7 +68,7 @@ class History:
                 continue
             old = contents.get(before.ref, b"") if before else b""
             new = contents.get(after.ref, b"") if after else b""
-            diffs.append(FileDiff(shown(path), _status(before, after), render_diff(shown(path), old, new)))
+            diffs.append(FileDiff(shown(path), status(before, after), render_diff(shown(path), old, new)))
         return chosen, diffs
 
     def _contents(self, states: list[tuple[FileState | None, str]]) -> dict[str, bytes]:
@@ -204,10 +204,6 @@ def _binary(data: bytes) -> bool:
     except UnicodeDecodeError:
         return True
     return False
-
-
-def _status(before: FileState | None, after: FileState | None) -> str:
-    return "added" if before is None else "deleted" if after is None else "modified"
 
 
 def _depth(path: str) -> int:

@@ -219,7 +219,7 @@ class Checkpoints:
         try:
             repo = self.repo()
             repo.ensure([path for path in map(self._relative, self._private) if path not in (None, ".")])
-            if repo.count_files(self._file_limit) > self._file_limit:
+            if repo.count_files() > self._file_limit:
                 reason = f"the workspace holds more than {self._file_limit:,} files"
         except CheckpointError as err:
             reason = err.one_line()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 from pathlib import Path
 
 from nanohermes.checkpoints.journal import CheckpointError, FileChange, FileState
@@ -75,7 +74,9 @@ class ShadowRepo:
         self.workspace = workspace
         self.env = git_environment(dict(os.environ), git_dir, workspace)
 
-    def run(self, *args: str, stdin: bytes | None = None, ok_codes: tuple[int, ...] = (0,)) -> bytes:
+    def run(
+        self, *args: str, stdin: bytes | None = None, ok_codes: tuple[int, ...] = (0,), timeout: float = 0
+    ) -> bytes:
         command = [self.git]
         for item in CONFIG:
             command += ["-c", item]
@@ -88,11 +89,11 @@ class ShadowRepo:
                 input=stdin,
                 stdin=None if stdin is not None else subprocess.DEVNULL,
                 capture_output=True,
-                timeout=GIT_TIMEOUT,
+                timeout=timeout or GIT_TIMEOUT,
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            raise GitTimeout(f"git {args[0]} took over {GIT_TIMEOUT:g} s") from None
+            raise GitTimeout(f"git {args[0]} took over {timeout or GIT_TIMEOUT:g} s") from None
         except OSError as err:
             raise CheckpointError(f"cannot run git: {err.strerror or err}") from None
         if done.returncode not in ok_codes:
@@ -118,41 +119,14 @@ class ShadowRepo:
         except OSError as err:
             raise CheckpointError(f"cannot set up {self.git_dir}: {err.strerror}") from None
 
-    def count_files(self, limit: int) -> int:
-        """Files a snapshot would hold, counting no further than `limit` + 1 (stops the listing).
-        Raises CheckpointError when git has not finished within COUNT_TIMEOUT seconds (it waits for
-        ever on a .gitignore that is a FIFO)."""
-        timeout = COUNT_TIMEOUT
-        command = [self.git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    def count_files(self) -> int:
+        """Files a snapshot would hold. Raises CheckpointError when git has not listed them within
+        COUNT_TIMEOUT seconds (it waits for ever on a .gitignore that is a FIFO)."""
+        args = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         try:
-            process = subprocess.Popen(
-                command, cwd=self.workspace, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-            )
-        except OSError as err:
-            raise CheckpointError(f"cannot run git: {err.strerror or err}") from None
-        late = threading.Event()
-
-        def give_up() -> None:
-            late.set()
-            process.kill()
-
-        timer = threading.Timer(timeout, give_up)
-        timer.daemon = True
-        timer.start()
-        count = 0
-        try:
-            assert process.stdout is not None
-            with process.stdout:
-                while count <= limit and (chunk := process.stdout.read(65536)):
-                    count += chunk.count(b"\0")
-            if count > limit:
-                process.kill()
-            process.wait()
-        finally:
-            timer.cancel()
-        if late.is_set() and count <= limit:
-            raise CheckpointError(f"git took over {timeout:g} s to list the workspace")
-        return count
+            return self.run(*args, timeout=COUNT_TIMEOUT).count(b"\0")
+        except GitTimeout:
+            raise CheckpointError(f"git took over {COUNT_TIMEOUT:g} s to list the workspace") from None
 
     def ignores(self, relative: str) -> bool:
         """Whether a snapshot leaves out the workspace file `relative` (.gitignore, info/exclude);
