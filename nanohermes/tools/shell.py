@@ -1,13 +1,10 @@
 """run_shell: one command in its own process group, with a timeout, killable, output capped as read.
 
-The command runs in a new session (`start_new_session`), so it and everything it starts share one
-process group; on timeout or cancellation the whole group gets SIGTERM, then SIGKILL after a short
-grace. Each stream is read in chunks by its own thread into a `CappedBuffer` keeping only a head and a
-tail, so a command printing 10 MB never holds more than the cap in memory; when the call returns the
-readers stop and close the pipes, even where a process that escaped the kill still holds them (its
-writes then fail), so no thread of ours keeps working for it. The report (exit code, both
-streams, their notes) fits the cap as a whole, so the runner never cuts it again and the note the model
-sees says how many bytes the command really printed beyond it.
+On timeout or cancellation the whole group gets SIGTERM, then SIGKILL (and `reaper` kills what left
+the group). Each stream is read by its own thread into a `CappedBuffer` keeping only a head and a
+tail, so 10 MB of output never sits in memory; when the call returns the readers stop and close the
+pipes, even where an escaped process still holds them. The report fits the cap as a whole, so the
+runner never cuts it again and its notes say how many bytes the command really printed.
 """
 
 from __future__ import annotations
