@@ -1,9 +1,8 @@
 """Reading and reverting recorded turns: the diffs /diff shows, and undo (one turn, or back to turn N).
 
-Undo restores, for every file the turns touched, its state before the earliest of them: contents and
-mode put back, files the turns created removed, files they deleted recreated. Before anything is
-written it checks each file is still exactly as the last of those turns left it; files edited since
-(by the user, or anything else) are conflicts: nothing is touched unless the caller forces it.
+Undo puts back every file the turns touched as it was before the earliest of them, after checking each
+is still as the last of them left it: a file edited since is a conflict, and nothing is touched unless
+forced.
 """
 
 from __future__ import annotations

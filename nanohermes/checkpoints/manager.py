@@ -1,13 +1,10 @@
-"""Checkpoints of one session in one workspace: taken during turns, read by /diff, /undo, `nanohermes undo`.
+"""Checkpoints of one session in one workspace (SPEC §11), taken during its turns.
 
-    begin_turn(prompt)      the agent, at the start of a turn (costs nothing)
-    before_change(path)     the tool runner, before each write, edit or shell command; the first of a
-                            turn snapshots the workspace (git), or each keeps a copy of its file
-    end_turn()              the agent, when the turn ends: snapshot again, record what changed
-
-Everything lives under `<state_dir>/checkpoints/<workspace-key>/`: `git/` (the shadow repository),
-`copies/` (kept files), `journals/<session-key>.json` (what each turn changed), `active/`, `lock`.
-A failure never stops a turn: it becomes a note, and that turn cannot be undone.
+`begin_turn` (the agent; costs nothing), `before_change` (the tool runner, before each write, edit or
+shell command: the first of a turn snapshots the workspace), `end_turn` (snapshot again, record what
+changed). Kept under `<state_dir>/checkpoints/<workspace-key>/`: `git/` (the shadow repository),
+`copies/`, `journals/<session-key>.json`, `active/`, `lock`. A failure never stops a turn: it becomes
+a note, and that turn cannot be undone.
 """
 
 from __future__ import annotations

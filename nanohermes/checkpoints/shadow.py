@@ -1,16 +1,11 @@
 """The shadow git repository: snapshots of the workspace kept outside it.
 
-git runs with `GIT_DIR` (and its own index file) under `<state_dir>/checkpoints/<workspace-key>/git`
-and `GIT_WORK_TREE` = the workspace, so `.gitignore` is honoured and shell commands' changes are seen,
-while the user's own `.git` (HEAD, index, hooks, config) is never read or written: git never enters a
-directory named `.git`, hooks point at /dev/null, the user's and the system's config are not read
-(`GIT_CONFIG_GLOBAL=/dev/null`, `GIT_CONFIG_NOSYSTEM=1`), every other `GIT_*` variable of the
-environment is dropped, and `info/attributes` switches off end-of-line conversion and filters so the
-bytes stored are the bytes on disk.
-
-A snapshot is `git add -A` (only changed files are re-read: the index caches their stat data) and
-`git write-tree`; a turn's two snapshots become two commits under `refs/nanohermes/…`, which keep them
-from garbage collection for as long as the session's journal lists them.
+git runs with `GIT_DIR` under `<state_dir>/checkpoints/<workspace-key>/git` and `GIT_WORK_TREE` = the
+workspace, so `.gitignore` is honoured and shell commands' changes are seen, while the user's own
+`.git` is never read or written: hooks point at /dev/null, no user or system config is read, other
+`GIT_*` variables are dropped, and `info/attributes` turns off line-ending conversion and filters so
+the bytes stored are the bytes on disk. A snapshot is `git add -A` + `git write-tree`; a turn's two
+snapshots become commits under `refs/nanohermes/…`, kept while the session's journal lists them.
 """
 
 from __future__ import annotations

@@ -345,9 +345,5 @@ def closest_match(text: str, old: str, max_windows: int = 20_000) -> str:
     if len(snippet) > 1500:
         snippet = snippet[:1500] + " […]"
     end = best_at + size
-    hint = " (it differs in whitespace only)" if _same_ignoring_space(snippet, old) else ""
+    hint = " (it differs in whitespace only)" if "".join(snippet.split()) == "".join(old.split()) else ""
     return f"Closest match{hint}, lines {best_at + 1}-{end} ({best:.0%} similar):\n{snippet}"
-
-
-def _same_ignoring_space(a: str, b: str) -> bool:
-    return "".join(a.split()) == "".join(b.split())

@@ -163,8 +163,6 @@ def _step(fd: int, part: str, here: Path, made: list[Path] | None) -> int:
         except FileExistsError:
             pass  # made meanwhile by someone else: theirs, never removed
         return os.open(part, flags, dir_fd=fd)
-    except NotADirectoryError:
-        raise _not_a_directory(part, fd, here) from None
     except OSError as err:
         raise _translate(err, here) from None
 
@@ -325,26 +323,18 @@ def _temp_name(name: str, data: bytes) -> str:
     return f".{stem}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
 
 
-def _not_a_directory(part: str, parent: int, here: Path) -> ToolError:
-    """The error for a path component that is not a directory: a symlink (swapped in after the
-    check: `resolve` leaves none) or a file standing where the path needs a directory."""
-    try:
-        is_link = stat.S_ISLNK(os.stat(part, dir_fd=parent, follow_symlinks=False).st_mode)
-    except OSError:
-        is_link = False
-    if is_link:
-        return ToolError(f"{here}: a symlink was swapped in after the path was checked; refused")
-    return ToolError(f"{here} is not a directory")
+_REASONS = {
+    errno.ENOENT: ": no such file or directory",
+    errno.EISDIR: " is a directory",
+    errno.ENOTDIR: " is not a directory",
+    errno.EACCES: ": permission denied",
+    errno.EPERM: ": permission denied",
+}
 
 
 def _translate(err: OSError, path: Path) -> ToolError:
-    """One-line ToolError for an OSError met while opening `path`."""
-    if err.errno == errno.ELOOP or (err.errno == errno.ENOTDIR and path.exists()):
+    """One-line ToolError for an OSError met while opening `path` or walking through it. `resolve`
+    leaves no symlink in a path: one met now was swapped in after the check."""
+    if err.errno == errno.ELOOP or (err.errno == errno.ENOTDIR and os.path.islink(path)):
         return ToolError(f"{path}: a symlink was swapped in after the path was checked; refused")
-    if err.errno == errno.ENOENT:
-        return ToolError(f"{path}: no such file or directory")
-    if err.errno == errno.EISDIR:
-        return ToolError(f"{path} is a directory")
-    if err.errno in (errno.EACCES, errno.EPERM):
-        return ToolError(f"{path}: permission denied")
-    return ToolError(f"{path}: {err.strerror or err}")
+    return ToolError(f"{path}{_REASONS.get(err.errno or 0, f': {err.strerror or err}')}")
