@@ -72,23 +72,34 @@ class ToolRunner:
     ) -> None:
         self.workspace = Workspace(workspace)
         self.max_chars = tool_output_chars
+        self.checkpoints = checkpoints
         self._approver = approver
         self._files = files or FileTools(self.workspace, max_chars=tool_output_chars)
-        self._search = SearchTools(self.workspace)
-        self.sandbox = sandbox or Sandbox.off()
-        self.checkpoints = checkpoints
         self._shell = ShellTool(
-            self.workspace.root, timeout=shell_timeout, max_chars=tool_output_chars, sandbox=self.sandbox
+            self.workspace.root, timeout=shell_timeout, max_chars=tool_output_chars, sandbox=sandbox
         )
-        self._tools: dict[str, Tool] = {}
         self._sources: list[Callable[[], Iterable[Tool]]] = []
         self._always: set[str] = set()
         self._granted: set[Path] = set()
         self._asking = threading.Lock()  # sub-agents in parallel `task` calls share this runner
         self.permission = "ask"
         self.set_permission(permission)
-        for tool in self._builtin_tools():
-            self.register(tool)
+        search = SearchTools(self.workspace)
+        self._tools: dict[str, Tool] = {
+            tool.name: tool
+            for tool in (
+                tool_from_function(self._files.read_file, path_arg="path"),
+                tool_from_function(
+                    self._files.write_file, mutating=True, path_arg="path", approval_kind="edit"
+                ),
+                tool_from_function(
+                    self._files.edit_file, mutating=True, path_arg="path", approval_kind="edit"
+                ),
+                tool_from_function(search.list_files, path_arg="path"),
+                tool_from_function(search.grep, path_arg="path"),
+                tool_from_function(self._shell.run_shell, mutating=True, approval_kind="shell"),
+            )
+        }
         if store is not None:
             from nanohermes.tools.memory import MemoryTools
 
@@ -119,17 +130,6 @@ class ToolRunner:
             checkpoints=checkpoints,
             files=files,
         )
-
-    def _builtin_tools(self) -> list[Tool]:
-        files, search = self._files, self._search
-        return [
-            tool_from_function(files.read_file, path_arg="path"),
-            tool_from_function(files.write_file, mutating=True, path_arg="path", approval_kind="edit"),
-            tool_from_function(files.edit_file, mutating=True, path_arg="path", approval_kind="edit"),
-            tool_from_function(search.list_files, path_arg="path"),
-            tool_from_function(search.grep, path_arg="path"),
-            tool_from_function(self._shell.run_shell, mutating=True, approval_kind="shell"),
-        ]
 
     # -- what is offered ------------------------------------------------------------------------
 
