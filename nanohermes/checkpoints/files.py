@@ -109,11 +109,7 @@ class CopyStore:
 
 def remove(path: Path, root: Path) -> None:
     """Remove a file (or symlink) the turn created, then parent directories left empty by it."""
-    if path.is_dir() and not path.is_symlink():
-        raise CheckpointError(f"{path} is a directory now; move it away and undo again")
-    link = linked_parent(path, root)
-    if link is not None:  # unlinking through it would delete a file outside the workspace
-        raise CheckpointError(f"{link} is a symlink now, in the way of {path}; move it away and undo again")
+    _refuse_in_the_way(path, root)
     try:
         path.unlink()
     except FileNotFoundError:
@@ -131,10 +127,9 @@ def remove(path: Path, root: Path) -> None:
 
 def put_back(path: Path, root: Path, state: FileState, data: bytes, exact_mode: bool) -> None:
     """Make `path` hold `data` with `state`'s mode (exactly, or git's executable bit only)."""
-    _clear_way(path, root)
-    if path.is_dir() and not path.is_symlink():
-        raise CheckpointError(f"{path} is a directory now; move it away and undo again")
+    _refuse_in_the_way(path, root)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         if state.is_link:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
@@ -147,6 +142,16 @@ def put_back(path: Path, root: Path, state: FileState, data: bytes, exact_mode: 
         os.chmod(path, stat.S_IMODE(state.mode) if exact_mode else _exec_bits(now, state.mode))
     except OSError as err:
         raise CheckpointError(f"cannot restore {path}: {err.strerror}") from None
+
+
+def _refuse_in_the_way(path: Path, root: Path) -> None:
+    """A directory now at `path`, or a symlink now between `root` and it (through which a write or
+    an unlink would reach outside the workspace), must be moved away first."""
+    if path.is_dir() and not path.is_symlink():
+        raise CheckpointError(f"{path} is a directory now; move it away and undo again")
+    link = linked_parent(path, root)
+    if link is not None:
+        raise CheckpointError(f"{link} is a symlink now, in the way of {path}; move it away and undo again")
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
@@ -185,18 +190,6 @@ def _exec_bits(current: int, mode: int) -> int:
     if mode == EXEC_MODE:
         return current | (current & 0o444) >> 2
     return current & ~0o111
-
-
-def _clear_way(path: Path, root: Path) -> None:
-    """Create missing parent directories inside `root`; a file or a symlink standing where a directory
-    must be is an error (a symlink could lead the write outside the workspace)."""
-    for parent in _parents_inside(path, root):
-        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
-            raise CheckpointError(f"{parent} is in the way of {path}; move it away and undo again")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise CheckpointError(f"cannot create {path.parent}: {err.strerror}") from None
 
 
 def linked_parent(path: Path, root: Path) -> Path | None:

@@ -119,7 +119,8 @@ class ShadowRepo:
         COUNT_TIMEOUT seconds (it waits for ever on a .gitignore that is a FIFO)."""
         args = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         try:
-            return self.run(*args, timeout=COUNT_TIMEOUT).count(b"\0")
+            # a broken index fails it (128) having listed nothing: the snapshot rebuilds the index
+            return self.run(*args, ok_codes=(0, 128), timeout=COUNT_TIMEOUT).count(b"\0")
         except GitTimeout:
             raise CheckpointError(f"git took over {COUNT_TIMEOUT:g} s to list the workspace") from None
 
