@@ -16,6 +16,8 @@ from nanohermes.checkpoints.manager import Checkpoints
 from nanohermes.core.fileio import StagedWrite
 
 MAX_DIFF_LINES = 4000
+State = tuple[FileState | None, str]
+"""A file's state and the store that holds it."""
 
 
 @dataclass(frozen=True)
@@ -31,9 +33,9 @@ class FileDiff:
 class UndoPlan:
     turns: list[TurnRecord]
     """Latest first."""
-    final: dict[str, tuple[FileState | None, str]] = field(default_factory=dict)
+    final: dict[str, State] = field(default_factory=dict)
     """Per path: the state to restore and the store that holds it."""
-    expected: dict[str, tuple[FileState | None, str]] = field(default_factory=dict)
+    expected: dict[str, State] = field(default_factory=dict)
     """Per path: the state the last turn left, which the file must still have."""
     conflicts: list[str] = field(default_factory=list)
 
@@ -53,12 +55,7 @@ class History:
         """The last live turn's changes, or (all_turns) every live turn's, first state to last."""
         live = self.cp.journal().live
         chosen = live if all_turns else live[-1:]
-        first: dict[str, tuple[FileState | None, str]] = {}
-        last: dict[str, tuple[FileState | None, str]] = {}
-        for turn in chosen:
-            for change in turn.files:
-                first.setdefault(change.path, (change.before, turn.store_of(change)))
-                last[change.path] = (change.after, turn.store_of(change))
+        first, last = _span(chosen)
         contents = self._contents([*first.values(), *last.values()])
         diffs = []
         for path in sorted(first):
@@ -70,7 +67,7 @@ class History:
             diffs.append(FileDiff(shown(path), status(before, after), render_diff(shown(path), old, new)))
         return chosen, diffs
 
-    def _contents(self, states: list[tuple[FileState | None, str]]) -> dict[str, bytes]:
+    def _contents(self, states: list[State]) -> dict[str, bytes]:
         git_ids = [state.ref for state, store in states if state is not None and store == "git"]
         contents = self.cp.repo().read_blobs(git_ids) if git_ids else {}
         for state, store in states:
@@ -93,11 +90,9 @@ class History:
                 numbers = ", ".join(str(turn.number) for turn in live)
                 raise CheckpointError(f"no turn {to} to undo (turns that can be undone: {numbers})")
         plan = UndoPlan(list(reversed(targets)))
-        for turn in plan.turns:  # latest first: the earliest turn's `before` wins
-            for change in turn.files:
-                _check_path(change.path)
-                plan.expected.setdefault(change.path, (change.after, turn.store_of(change)))
-                plan.final[change.path] = (change.before, turn.store_of(change))
+        plan.final, plan.expected = _span(targets)
+        for path in plan.final:
+            _check_path(path)
         root = self.cp.workspace
         plan.conflicts = [
             path
@@ -181,6 +176,17 @@ class History:
             return journal.stage()
         except CheckpointError as err:
             raise CheckpointError(f"{err}; nothing was restored") from None
+
+
+def _span(turns: list[TurnRecord]) -> tuple[dict[str, State], dict[str, State]]:
+    """Per path the turns (oldest first) touched: its state before the first and after the last."""
+    before: dict[str, State] = {}
+    after: dict[str, State] = {}
+    for turn in turns:
+        for change in turn.files:
+            before.setdefault(change.path, (change.before, turn.store_of(change)))
+            after[change.path] = (change.after, turn.store_of(change))
+    return before, after
 
 
 def render_diff(path: str, old: bytes, new: bytes) -> list[str]:

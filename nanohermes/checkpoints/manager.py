@@ -67,8 +67,6 @@ class _Turn:
     """Paths a write or edit of this turn was checked for."""
     shell: bool = False
     """A change without a path (a shell command) ran: it may have changed any file."""
-    joined: bool = False
-    """Marked as running in `ActiveTurns` (at its first snapshot)."""
     shared: bool = False
     """Another session's turn was running in this workspace when this one took its snapshot."""
 
@@ -197,7 +195,7 @@ class Checkpoints:
 
     def _before(self, turn: _Turn, path: Path | None) -> None:
         if self._decide() == "git" and not turn.tree:
-            turn.shared, turn.joined = self._active.join(), True
+            turn.shared = self._active.join()  # marked as running from its first snapshot on
             turn.tree = self._snapshot()
         turn.shell = turn.shell or path is None
         relative = self._relative(path)
@@ -281,7 +279,7 @@ class Checkpoints:
 
     def _record(self, turn: _Turn, notes: list[str]) -> TurnRecord | None:
         """The turn's record, saved in the journal (None: it changed nothing); `notes`: what to say."""
-        shared = turn.joined and (self._active.leave() or turn.shared)  # before the "after" snapshot
+        shared = bool(turn.tree) and (self._active.leave() or turn.shared)  # before the "after" snapshot
         journal = self._journal_to_record(notes)
         number = journal.next_number()
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
