@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.tools.sandbox import Sandbox
 
-EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parent.parent / "config" / "agents"
+EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parents[2] / "config" / "agents"
 
 
 @dataclass(frozen=True)
