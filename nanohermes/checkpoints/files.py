@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 import stat
 from pathlib import Path
 
 from nanohermes.checkpoints.journal import CheckpointError, FileState
-from nanohermes.core.fileio import atomic_write, ensure_private_dir, write_all
+from nanohermes.core.errors import ToolError
+from nanohermes.core.fileio import atomic_write, ensure_private_dir
+from nanohermes.tools.paths import Workspace
 
 LINK_MODE = 0o120000
 FILE_MODE = 0o100644
@@ -129,15 +130,15 @@ def put_back(path: Path, root: Path, state: FileState, data: bytes, exact_mode: 
     """Make `path` hold `data` with `state`'s mode (exactly, or git's executable bit only)."""
     _refuse_in_the_way(path, root)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         if state.is_link:
+            path.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             os.symlink(os.fsdecode(data), path)
             return
         if path.is_symlink():
             path.unlink()
-        _write_bytes(path, data)
+        _write_bytes(path, root, data)
         now = stat.S_IMODE(path.stat().st_mode)  # a new file got the umask's mode
         os.chmod(path, stat.S_IMODE(state.mode) if exact_mode else _exec_bits(now, state.mode))
     except OSError as err:
@@ -154,35 +155,18 @@ def _refuse_in_the_way(path: Path, root: Path) -> None:
         raise CheckpointError(f"{link} is a symlink now, in the way of {path}; move it away and undo again")
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Make `path` hold `data`: written to a temp file beside it, fsynced and renamed over it, so a full
-    disk or a kill leaves the file as it was, never half written. A file with other hard links is
-    rewritten in place instead (a rename would split it from them)."""
-    try:
-        info: os.stat_result | None = os.lstat(path)
-    except FileNotFoundError:
-        info = None
+def _write_bytes(path: Path, root: Path, data: bytes) -> None:
+    """Make `path` hold `data`, never half written (the workspace tools' atomic write, which also
+    refuses a symlink swapped in on the way). A file with other hard links is rewritten in place
+    instead: a rename would split it from them."""
+    info = os.lstat(path) if os.path.lexists(path) else None
     if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-        with open(path, "wb") as handle:
-            handle.write(data)
+        path.write_bytes(data)
         return
-    # a fixed-length name: the file's own name may already be as long as the file system allows
-    temp = path.with_name(f".nanohermes-undo-{secrets.token_hex(8)}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
-        if info is not None and stat.S_ISREG(info.st_mode) and hasattr(os, "fchmod"):
-            os.fchmod(fd, stat.S_IMODE(info.st_mode))  # a new file keeps the umask's mode
-        write_all(fd, data)
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(temp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
+        Workspace(root).replace_into(path, data)
+    except ToolError as err:
+        raise CheckpointError(f"cannot restore {path}: {err.one_line().removeprefix(f'{path}: ')}") from None
 
 
 def _exec_bits(current: int, mode: int) -> int:
