@@ -16,8 +16,10 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, NanoHermesError
-from nanohermes.core.types import Message, message_text
+from nanohermes.core.protocols import ChatModel
+from nanohermes.core.types import Message, Usage, message_chars, message_text
 
 Summarize = Callable[[list[Message]], str]
 """Given the middle messages, return a summary text. Raises NanoHermesError when it cannot."""
@@ -30,7 +32,8 @@ TRANSCRIPT_MESSAGE_CHARS = 4_000
 SUMMARY_MAX_CHARS = TRANSCRIPT_CHARS // 3
 """A longer summary is cut: it replaces at most TRANSCRIPT_CHARS of transcript."""
 SUMMARY_FLOOR = 2_000
-"""A summary is cut at half the length of what it replaces, but never below this."""
+"""A summary is cut at half the length of what it replaces, but never below this (a few short
+messages may get a summary longer than they are)."""
 
 SUMMARY_SYSTEM_PROMPT = """\
 You compress the earlier part of a conversation between a user and a coding agent so the agent can \
@@ -53,16 +56,8 @@ class Compaction:
     note: str = ""
 
 
-def message_chars(message: Message) -> int:
-    size = len(message_text(message)) + len(str(message.get("reasoning_content") or ""))
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        size += len(str(function.get("name") or "")) + len(str(function.get("arguments") or ""))
-    return size
-
-
 def total_chars(messages: Iterable[Message]) -> int:
-    return sum(message_chars(m) for m in messages)
+    return sum(map(message_chars, messages))
 
 
 def split_point(messages: list[Message], keep: int) -> int:
@@ -103,25 +98,23 @@ def compact(
             return Compaction(new, originals, before, after, summarized=False)
     try:
         summary = summarize(shortened).strip()
+        # an empty summary would leave the middle gone with nothing in its place: as for a failure
+        failed = "" if summary else "the model returned an empty summary"
     except Cancelled:
         raise
     except NanoHermesError as err:
-        return _dropped(head, middle, tail, before, err.one_line())
-    if not summary:  # the middle would be gone with nothing in its place: say so, as for a failure
-        return _dropped(head, middle, tail, before, "the model returned an empty summary")
-    note = ""
-    limit = summary_limit(shortened)
-    if len(summary) > limit:  # a runaway reply would grow the context it was to shrink
+        summary, failed = "", err.one_line()
+    limit = min(SUMMARY_MAX_CHARS, max(SUMMARY_FLOOR, total_chars(shortened) // 2))
+    if failed:
+        note = f"summarising failed ({failed}); {len(middle)} earlier messages dropped"
+        text = f"{DROPPED_PREFIX}: {len(middle)} messages; they are kept in the session archive.]"
+    elif len(summary) > limit:  # a runaway reply would grow the context it was to shrink
         note = f"the summary was cut from {len(summary):,} to {limit:,} characters"
-        summary = summary[:limit] + " […]"
-    new = [*head, {"role": "user", "content": f"{SUMMARY_PREFIX}\n{summary}"}, *tail]
-    return Compaction(new, list(middle), before, total_chars(new), summarized=True, note=note)
-
-
-def summary_limit(middle: list[Message]) -> int:
-    """How long a summary of `middle` may be: half of it, at least SUMMARY_FLOOR (a few short
-    messages may get a summary longer than they are), at most SUMMARY_MAX_CHARS."""
-    return min(SUMMARY_MAX_CHARS, max(SUMMARY_FLOOR, total_chars(middle) // 2))
+        text = f"{SUMMARY_PREFIX}\n{summary[:limit]} […]"
+    else:
+        note, text = "", f"{SUMMARY_PREFIX}\n{summary}"
+    new = [*head, {"role": "user", "content": text}, *tail]
+    return Compaction(new, list(middle), before, total_chars(new), summarized=not failed, note=note)
 
 
 def is_compaction_message(message: Message) -> bool:
@@ -129,16 +122,6 @@ def is_compaction_message(message: Message) -> bool:
     text = message.get("content")
     prefixes = (SUMMARY_PREFIX, DROPPED_PREFIX)
     return message.get("role") == "user" and isinstance(text, str) and text.startswith(prefixes)
-
-
-def _dropped(
-    head: list[Message], middle: list[Message], tail: list[Message], before: int, why: str
-) -> Compaction:
-    """The middle replaced by a placeholder, when no summary could be had."""
-    note = f"summarising failed ({why}); {len(middle)} earlier messages dropped"
-    placeholder = f"{DROPPED_PREFIX}: {len(middle)} messages; they are kept in the session archive.]"
-    new = [*head, {"role": "user", "content": placeholder}, *tail]
-    return Compaction(new, list(middle), before, total_chars(new), summarized=False, note=note)
 
 
 def shorten_tool_outputs(middle: list[Message]) -> tuple[list[Message], list[Message]]:
@@ -172,6 +155,20 @@ def summary_request(messages: list[Message]) -> list[Message]:
     """The request that asks the model for a summary of `messages`."""
     body = "Summarise this earlier part of the conversation:\n\n" + transcript(messages)
     return [{"role": "system", "content": SUMMARY_SYSTEM_PROMPT}, {"role": "user", "content": body}]
+
+
+def summarizer(
+    model: ChatModel, name: str, cancel: CancelToken, add_usage: Callable[[Usage], None]
+) -> Summarize:
+    """A `Summarize` that asks `model` (named `name`), its tokens counted by `add_usage`."""
+
+    def summarize(middle: list[Message]) -> str:
+        request = summary_request(middle)
+        result = model.complete(request, None, model=name, cancel=cancel)
+        add_usage(result.counted_usage(request))
+        return result.content
+
+    return summarize
 
 
 def _line(message: Message) -> str:

@@ -1,20 +1,12 @@
-"""What the agent loop is configured with (from Settings) and the tools it drives."""
+"""What the agent loop is configured with (from Settings)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
-
-from nanohermes.core.protocols import ToolExecutor
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
-
-
-class AgentTools(ToolExecutor, Protocol):
-    """The tool executor plus the permission switch (`nanohermes.tools.ToolRunner`)."""
-
-    def set_permission(self, mode: str) -> None: ...
 
 
 @dataclass(frozen=True)

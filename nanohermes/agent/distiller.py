@@ -29,7 +29,7 @@ class Distiller:
     def __init__(
         self,
         model: ChatModel,
-        store: MemoryStore,
+        store: MemoryStore | None,
         *,
         model_name: Callable[[], str],
         post_note: Callable[[Note], None],
@@ -43,11 +43,14 @@ class Distiller:
         self.cancel = CancelToken()
 
     def start(self, excerpt: list[Message], *, had_tools: bool) -> None:
-        """Distil `excerpt` (the turn, from its user message) when the turn is worth it."""
-        first = excerpt[0] if excerpt else None
-        if first is None or not worth_distilling(str(first.get("content") or ""), had_tools):
+        """Distil `excerpt` (the turn, from its user message) when the turn is worth it (and memory
+        is on)."""
+        store = self._store
+        if store is None or not excerpt or not worth_distilling(message_text(excerpt[0]), had_tools):
             return
-        thread = threading.Thread(target=self._run, args=(excerpt,), name="nanohermes-distill", daemon=True)
+        thread = threading.Thread(
+            target=self._run, args=(store, excerpt), name="nanohermes-distill", daemon=True
+        )
         with self._lock:
             self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
@@ -62,7 +65,7 @@ class Distiller:
             self._threads = [t for t in self._threads if t.is_alive()]
             return not self._threads
 
-    def _run(self, excerpt: list[Message]) -> None:
+    def _run(self, store: MemoryStore, excerpt: list[Message]) -> None:
         try:
             request = distill_messages(excerpt)
             result = self._model.complete(request, None, model=self._model_name(), cancel=self.cancel)
@@ -70,7 +73,7 @@ class Distiller:
             # The turn's user message is each memory's context: indexed, never shown (SPEC §3.7).
             context = message_text(excerpt[0]) if excerpt[0].get("role") == "user" else ""
             items = parse_distill(result.content)
-            saved = save_distilled(self._store, items, "auto", self._refused, context=context)
+            saved = save_distilled(store, items, "auto", self._refused, context=context)
         except StoreError as err:  # disk full, read-only directory, lock timeout: never silent
             self._post(Note(f"memory not saved: {err.one_line()}", "warning"))
             return

@@ -9,10 +9,6 @@
 
 Whatever happens, the history stays valid for the next request: every tool call gets a result
 ("interrupted by user" when it got none) and an interrupted reply is kept, marked.
-
-Beside the loop: `nanohermes.agent.turns` (a turn's state, how a reply ends it), `nanohermes.agent.distiller`
-(distillation in background threads), `nanohermes.sessions.autosave` (the session's writer thread, and no
-write without a change).
 """
 
 from __future__ import annotations
@@ -22,8 +18,8 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes.agent.compaction import compact, summary_request, total_chars
-from nanohermes.agent.config import AgentConfig, AgentTools
+from nanohermes.agent.compaction import compact, summarizer, total_chars
+from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.distiller import Distiller
 from nanohermes.agent.turns import (
     Turn,
@@ -52,13 +48,10 @@ from nanohermes.core.events import (
     ToolFinished,
     TurnFinished,
 )
-from nanohermes.core.protocols import ChatModel, TurnChanges, TurnRecorder
+from nanohermes.core.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
 from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage
 from nanohermes.llm import extract_text_tool_calls
-from nanohermes.memory import (
-    recall_for_turn,
-    set_block,
-)
+from nanohermes.memory import recall_for_turn, set_block
 from nanohermes.sessions.autosave import SessionSaver
 from nanohermes.sessions.store import SessionData, SessionFile
 
@@ -78,7 +71,7 @@ class Agent:
     def __init__(
         self,
         model: ChatModel,
-        tools: AgentTools,
+        tools: ToolExecutor,
         config: AgentConfig,
         system_prompt: str,
         *,
@@ -90,13 +83,12 @@ class Agent:
         checkpoints: TurnRecorder | None = None,
     ) -> None:
         self._model, self._tools, self._config = model, tools, config
-        self._checkpoints = checkpoints
-        self._model_name = config.model
-        self._store, self._session, self._secrets = store, session, secrets
+        self._store, self._session, self._checkpoints = store, session, checkpoints
         self._system = system_prompt
         # The session file's content; its messages, archive and usage are the live state (no copies).
         self._data = resumed or SessionData()
         self._data.workspace = workspace or self._data.workspace
+        self._data.model = config.model
         history = [m for m in self._data.messages if m.get("role") != "system"]
         self._data.messages = [{"role": "system", "content": system_prompt}, *history]
         self._block = ""
@@ -105,19 +97,14 @@ class Agent:
         self._lock = threading.Lock()
         self._turn: Turn | None = None  # the running turn, whose usage sub-agents add to
         self._background: list[Event] = []
-        self._data.model = self._model_name
         self._saver = SessionSaver(session, self._data, secrets=secrets, post_note=self.post_note)
-        self._distiller = (
-            Distiller(
-                model,
-                store,
-                model_name=lambda: self.distill_model,
-                post_note=self.post_note,
-                add_usage=self._add_usage,
-                verbose=config.verbose,
-            )
-            if store is not None
-            else None
+        self._distiller = Distiller(
+            model,
+            store,
+            model_name=lambda: config.distill_model or self.model,
+            post_note=self.post_note,
+            add_usage=self._add_usage,
+            verbose=config.verbose,
         )
 
     # -- state -----------------------------------------------------------------------------------
@@ -125,11 +112,6 @@ class Agent:
     @property
     def messages(self) -> list[Message]:
         return self._data.messages
-
-    @property
-    def archive(self) -> list[Message]:
-        """Messages archived since the last save (older ones are in the session's archive file)."""
-        return self._data.archive
 
     @property
     def archived_count(self) -> int:
@@ -142,7 +124,7 @@ class Agent:
             return self._data.usage
 
     def _add_usage(self, usage: Usage) -> None:
-        """Count tokens spent for this conversation in its totals."""
+        """Count tokens spent for this conversation in its totals (distillation: never in a turn)."""
         with self._lock:
             self._data.usage += usage
 
@@ -160,14 +142,10 @@ class Agent:
 
     @property
     def model(self) -> str:
-        return self._model_name
-
-    @property
-    def distill_model(self) -> str:
-        return self._config.distill_model or self._model_name
+        return self._data.model or self._config.model
 
     def set_model(self, name: str) -> None:
-        self._model_name = name.strip() or self._model_name
+        self._data.model = name.strip() or self.model
 
     def set_permission(self, mode: str) -> None:
         self._tools.set_permission(mode)
@@ -187,7 +165,9 @@ class Agent:
     def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """One user turn (SPEC §4.1). Ends with exactly one TurnFinished."""
         cancel = cancel or CancelToken()
-        turn = Turn({"role": "user", "content": self._with_undo_notes(user_content)})
+        notes = self._checkpoints.model_notes() if self._checkpoints is not None else []
+        # the user's message, after a note for each turn the user undid since the last one
+        turn = Turn({"role": "user", "content": "\n\n".join([*notes, user_content])})
         self._turn = turn
         if self._checkpoints is not None:
             self._checkpoints.begin_turn(user_content)
@@ -198,7 +178,7 @@ class Agent:
         except GeneratorExit:  # the caller stopped listening: keep the history valid and saved
             self._interrupt(turn)
             self._end_checkpoint()
-            self._save_in_background()
+            self._saver.in_background()
             raise
         finally:  # its model calls are over: later usage (distillation) counts in the totals only
             with self._lock:
@@ -208,15 +188,11 @@ class Agent:
         changes = self._end_checkpoint()
         yield from checkpoint_notes(changes)
         if self._config.save_each_turn:
-            self._save_in_background()
+            self._saver.in_background()
         if over.completed:
-            self._start_distillation(turn)
+            excerpt = messages_of_turn(self.messages, turn.user_message)
+            self._distiller.start(excerpt, had_tools=turn.had_tools)
         yield TurnFinished(over.completed, over.reason, turn.usage, over.answer, changes.files)
-
-    def _with_undo_notes(self, user_content: str) -> str:
-        """The user's message, after a note for each turn the user undid since the last one."""
-        notes = self._checkpoints.model_notes() if self._checkpoints is not None else []
-        return "\n\n".join([*notes, user_content])
 
     def _end_checkpoint(self) -> TurnChanges:
         return self._checkpoints.end_turn() if self._checkpoints is not None else TurnChanges()
@@ -237,13 +213,12 @@ class Agent:
             return TurnOver(False, "error", Note(err.one_line(), "error"))
 
     def _step(self, turn: Turn, cancel: CancelToken) -> Iterator[Event]:
-        yield from self._compact_if_needed(cancel)
+        if total_chars(self.messages) > self._config.compact_threshold_chars:
+            yield from self._compact(cancel, threshold=self._config.compact_threshold_chars)
         result = yield from self._call_model(turn, cancel)
-        calls = result.tool_calls
-        if not calls and result.content:
-            result.content, calls = extract_text_tool_calls(result.content, self._tools.names())
-            result.tool_calls = calls
-            if not calls and "<tool_call>" in result.content:
+        if not result.tool_calls and result.content:
+            result.content, result.tool_calls = extract_text_tool_calls(result.content, self._tools.names())
+            if not result.tool_calls and "<tool_call>" in result.content:
                 yield Note(f"{UNREADABLE_CALL} (not valid JSON, or no such tool); nothing was run", "warning")
         dropped = drop_cut_calls(result)
         self.messages.append(result.to_message())
@@ -252,9 +227,8 @@ class Agent:
             yield Note(dropped, "warning")
         if not result.tool_calls:
             raise reply_over(result)
-        calls = result.tool_calls
         turn.had_tools = True
-        yield from self._run_tools(calls, cancel)
+        yield from self._run_tools(result.tool_calls, cancel)
         cancel.raise_if_cancelled()
 
     def _call_model(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
@@ -271,7 +245,7 @@ class Agent:
         turn.partial = []
         result: ChatResult | None = None
         tools = self._tools.schemas() or None
-        for item in self._model.stream(self.messages, tools, model=self._model_name, cancel=cancel):
+        for item in self._model.stream(self.messages, tools, model=self.model, cancel=cancel):
             if isinstance(item, ChatResult):
                 result = item
                 continue
@@ -280,8 +254,7 @@ class Agent:
             yield item
         if result is None:
             raise IncompleteStream("the model stream ended without a result", "try again")
-        usage = result.counted_usage(self.messages, tools)
-        self.add_turn_usage(usage)
+        self.add_turn_usage(result.counted_usage(self.messages, tools))
         return result
 
     def _run_tools(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
@@ -317,28 +290,21 @@ class Agent:
         except StoreError as err:
             yield Note(f"memory not available for this turn: {err.one_line()}", "warning")
             return
-        block = recall.block
         if not recall.kept:
             self.recalled = recall.memories
-        if block and self.recalled:
+        if recall.block and self.recalled:
             yield MemoryRecalled(self.recalled)
-        if block != self._block:
-            self._block = block
-            self.messages[0] = {"role": "system", "content": set_block(self._system, block)}
-
-    def _start_distillation(self, turn: Turn) -> None:
-        if self._distiller is not None:
-            messages = messages_of_turn(self.messages, turn.user_message)
-            self._distiller.start(messages, had_tools=turn.had_tools)
+        if recall.block != self._block:
+            self._block = recall.block
+            self.messages[0] = {"role": "system", "content": set_block(self._system, recall.block)}
 
     def wait_for_distillation(self, timeout: float | None = None) -> bool:
         """Wait for running distillations; True when none is left running."""
-        return self._distiller.wait(timeout) if self._distiller is not None else True
+        return self._distiller.wait(timeout)
 
     def stop_distillation(self) -> None:
         """Cancel running distillations (the user chose not to wait for them)."""
-        if self._distiller is not None:
-            self._distiller.cancel.cancel()
+        self._distiller.cancel.cancel()
 
     # -- compaction, reset, persistence ----------------------------------------------------------
 
@@ -348,27 +314,16 @@ class Agent:
         if not done:
             yield Note("nothing to compact yet")
             return
-        self._save_in_background()
-
-    def _compact_if_needed(self, cancel: CancelToken) -> Iterator[Event]:
-        threshold = self._config.compact_threshold_chars
-        if total_chars(self.messages) > threshold:
-            yield from self._compact(cancel, threshold=threshold)
+        self._saver.in_background()
 
     def _compact(self, cancel: CancelToken, *, threshold: int | None) -> Generator[Event, None, bool]:
-        def summarize(middle: list[Message]) -> str:
-            request = summary_request(middle)
-            result = self._model.complete(request, None, model=self._model_name, cancel=cancel)
-            self._add_usage(result.counted_usage(request))
-            return result.content
-
-        outcome = compact(
-            self.messages, keep=self._config.compact_keep_messages, summarize=summarize, threshold=threshold
-        )
+        summarize = summarizer(self._model, self.model, cancel, self._add_usage)
+        keep = self._config.compact_keep_messages
+        outcome = compact(self.messages, keep=keep, summarize=summarize, threshold=threshold)
         if outcome is None:
             return False
         self.messages[:] = outcome.messages
-        self.archive.extend(outcome.removed)
+        self._data.archive.extend(outcome.removed)
         if outcome.note:
             yield Note(outcome.note, "warning")
         yield Compacted(outcome.before_chars, outcome.after_chars, outcome.summarized)
@@ -376,7 +331,7 @@ class Agent:
 
     def reset(self) -> None:
         """/reset: clear the conversation (kept in the archive), keep the system prompt."""
-        self.archive.extend(self.messages[1:])
+        self._data.archive.extend(self.messages[1:])
         self._block = ""
         self.recalled = ()
         self.messages[:] = [{"role": "system", "content": self._system}]
@@ -384,13 +339,8 @@ class Agent:
     def save(self) -> None:
         """Write the session file now (unless nothing changed), after any pending background write.
         Raises SessionError."""
-        self._data.model = self._model_name
         self._saver.submit().result()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for pending background writes of the session file; True when none is left."""
         return self._saver.flush(timeout)
-
-    def _save_in_background(self) -> None:
-        self._data.model = self._model_name
-        self._saver.in_background()

@@ -8,6 +8,7 @@ import platform
 from datetime import date
 from pathlib import Path
 
+from nanohermes.core.errors import reason
 from nanohermes.core.fileio import read_regular
 from nanohermes.core.markers import defused
 
@@ -52,15 +53,10 @@ def base_system_prompt(
         f"Platform: {platform_name or _platform()}\n"
         f"Date: {(today or date.today()).isoformat()}"
     )
-    agents = read_agents_md(workspace) if agents_md is None else agents_md
+    agents = load_agents_md(workspace)[0] if agents_md is None else agents_md
     if agents:
         parts.append(f"Project instructions from {AGENTS_FILE} (the workspace root):\n\n{agents}")
     return defused("\n\n".join(parts))  # the memory block's markers mean one thing: the block
-
-
-def read_agents_md(workspace: Path) -> str:
-    """The workspace's AGENTS.md (capped), or "" when absent, unreadable or refused."""
-    return load_agents_md(workspace)[0]
 
 
 def load_agents_md(workspace: Path) -> tuple[str, str]:
@@ -73,21 +69,21 @@ def load_agents_md(workspace: Path) -> tuple[str, str]:
     except FileNotFoundError:
         return "", ""
     except OSError as err:
-        return "", _ignored(_reason(err))
+        return "", _ignored(reason(err))
     try:
         root = workspace.resolve(strict=True)
         real = path.resolve(strict=True)
     except FileNotFoundError:  # AGENTS.md is there (lstat), so it is a link to nothing
         return "", _ignored("it is a link to a file that does not exist")
     except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop on older Pythons
-        return "", _ignored(f"it cannot be resolved ({_reason(err)})")
+        return "", _ignored(f"it cannot be resolved ({reason(err)})")
     if not real.is_relative_to(root):
         return "", _ignored(f"it links to {real}, outside the workspace")
     try:
         # UTF-8: at most 4 bytes a character
         data, size = read_regular(real, 4 * AGENTS_MAX_CHARS + 4, follow=False)
     except OSError as err:
-        return "", _ignored(_reason(err))
+        return "", _ignored(reason(err))
     # surrogateescape: one character per undecodable byte, so the bytes kept are counted exactly
     text = data.decode("utf-8", errors="surrogateescape")
     if len(text) <= AGENTS_MAX_CHARS and len(data) == size:
@@ -109,10 +105,6 @@ def _replaced(text: str) -> str:
 
 def _ignored(why: str) -> str:
     return f"{AGENTS_FILE} ignored: {why}"
-
-
-def _reason(err: BaseException) -> str:
-    return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
 
 
 def _platform() -> str:

@@ -1,20 +1,18 @@
 """Sub-agents (SPEC §4.6): definitions, and the `task` tool that runs one in its own message loop.
 
 A definition is a Markdown file with a small front matter (`~/.nanohermes/agents/NAME.md`, examples
-in `config/agents/`):
+in `config/agents/`); the body is the sub-agent's role prompt:
 
     ---
     name: reviewer
     description: Reviews changes for bugs and style problems; reports findings, changes nothing.
     tools: read_file, list_files, grep, memory_search
     ---
-    You are a meticulous code reviewer. …   (the body is the sub-agent's role prompt)
+    You are a meticulous code reviewer. …
 
-Only `name`, `description` and `tools` are known keys (Claude Code's `model` and `color` are
-accepted and ignored); `tools` may also be `[a, b]` or a YAML block list, `[]` is no tools. `tools`
-is optional (default: every tool the parent has, except `task` itself); a key that is unknown,
-repeated or an empty `tools:` is an error, never "every tool". A definition file is read only when
-it is a regular UTF-8 file of at most 100,000 bytes.
+`tools` may also be `[a, b]` or a YAML block list, `[]` is no tools; without it the sub-agent gets
+every tool the parent has but `task`. A key that is unknown, repeated, or an empty `tools:` is an
+error, never "every tool" (Claude Code's `model` and `color` are accepted and ignored).
 
 The sub-agent shares the parent's tool executor (same permissions, approvals, workspace) and memory
 store; its system prompt gets the memory block retrieved for its task text; it never distills.
@@ -22,29 +20,30 @@ store; its system prompt gets the memory block retrieved for its task text; it n
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.agent.compaction import compact, summary_request, total_chars
+from nanohermes.agent.compaction import compact, summarizer, total_chars
+from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.prompts import base_system_prompt
 from nanohermes.agent.turns import drop_cut_calls, reply_over
 from nanohermes.core.cancel import CancelToken
-from nanohermes.core.errors import INTERRUPTED, ContextOverflow, LLMError, ToolError
+from nanohermes.core.errors import INTERRUPTED, ContextOverflow, LLMError, ToolError, reason
 from nanohermes.core.events import ToolFinished
 from nanohermes.core.fileio import read_small_text
 from nanohermes.core.protocols import ChatModel, ToolExecutor
 from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shorten
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import set_block
-from nanohermes.tools.base import Tool
+from nanohermes.tools.base import Tool, tool_from_function
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
 
 TASK_TOOL = "task"
-READ_TOOLS = ("read_file", "list_files", "grep", "memory_search")
 FRONT_MATTER_KEYS = ("name", "description", "tools")
 FOREIGN_KEYS = ("model", "color")
 """Keys of Claude Code's agent files: accepted so that such a file loads, and not used."""
@@ -77,7 +76,7 @@ BUILTIN_AGENTS = (
         "You are a read-only exploration sub-agent of nanohermes. Search and read the code to answer "
         "the question you are given. Report precise findings with file paths and line numbers, and "
         "say what you could not find. Never try to modify anything.",
-        READ_TOOLS,
+        ("read_file", "list_files", "grep", "memory_search"),
     ),
 )
 
@@ -98,9 +97,8 @@ def parse_definition(text: str, source: str, fallback_name: str) -> AgentDefinit
 
 
 def _front_matter(text: str) -> tuple[dict[str, str], str]:
-    """(keys, body). A key line is `key: value`; `tools` may also be a YAML block list (`- name`
-    lines). A key given twice, or one not known, is an error: a misspelt or repeated `tools` line
-    must not leave a sub-agent with every tool."""
+    """(keys, body). A key line is `key: value`; a key with no value may be followed by a YAML block
+    list (`- name` lines)."""
     if not text.startswith("---"):
         return {}, text
     header, sep, rest = text[3:].partition("\n---")
@@ -116,28 +114,25 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
             meta[listing] = f"{meta[listing]}, {line[1:].strip()}".lstrip(", ")
             continue
         key, colon, value = line.partition(":")
-        key = key.strip().lower()
+        key, listing = key.strip().lower(), ""
         if not colon:
             raise ValueError(f"front matter line without 'key: value': {shorten(line, 80)!r}")
         if key in FOREIGN_KEYS:
-            listing = ""
             continue
         if key not in FRONT_MATTER_KEYS:
-            raise ValueError(
-                f"unknown front matter key {shorten(key, 40)!r}; known: {', '.join(FRONT_MATTER_KEYS)}"
-            )
+            known = ", ".join(FRONT_MATTER_KEYS)
+            raise ValueError(f"unknown front matter key {shorten(key, 40)!r}; known: {known}")
         if key in meta:
             raise ValueError(f"front matter key {key!r} is given twice")
         meta[key] = value.strip()
-        listing = key if not meta[key] else ""
+        listing = "" if meta[key] else key
     return meta, rest.strip()
 
 
 def _tool_names(value: str) -> tuple[str, ...]:
     """`a, b`, `[a, b]` or `["a", "b"]`; `[]` is no tools. An empty value is an error, not "all"."""
-    listed = value.startswith("[") and value.endswith("]")
     names = tuple(_unquote(name.strip()) for name in value.strip("[]").split(",") if name.strip())
-    if not names and not listed:
+    if not names and not (value.startswith("[") and value.endswith("]")):
         raise ValueError("'tools' is empty: list tool names, or omit the line for all the parent's tools")
     return names
 
@@ -158,17 +153,16 @@ def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefini
             try:
                 text = read_small_text(path, DEFINITION_MAX_BYTES)
                 definition = parse_definition(text, str(path), path.stem)
-            except (OSError, ValueError) as err:  # UnicodeDecodeError is a ValueError
-                problems.append(f"sub-agent definition {path} skipped: {_reason(err)}")
-                continue
-            if definition.name in taken:
-                problems.append(
-                    f"sub-agent definition {path} skipped: name '{definition.name}' "
-                    f"is already taken by {taken[definition.name]}"
-                )
-                continue
-            taken[definition.name] = path
-            found[definition.name] = definition
+                if definition.name in taken:
+                    raise ValueError(f"name '{definition.name}' is already taken by {taken[definition.name]}")
+            except UnicodeDecodeError as err:
+                why = f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})"
+                problems.append(f"sub-agent definition {path} skipped: {why}")
+            except (OSError, ValueError) as err:
+                problems.append(f"sub-agent definition {path} skipped: {reason(err)}")
+            else:
+                taken[definition.name] = path
+                found[definition.name] = definition
     return found, problems
 
 
@@ -179,16 +173,9 @@ def _definition_files(directory: Path) -> list[Path]:
         return []
 
 
-def _reason(err: OSError | ValueError) -> str:
-    if isinstance(err, UnicodeDecodeError):
-        return f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})"
-    if isinstance(err, OSError):
-        return err.strerror or str(err)
-    return str(err)
-
-
 class SubAgentRunner:
-    """Runs one sub-agent task to its final answer (no streaming, no distillation)."""
+    """Runs one sub-agent task to its final answer (no streaming, no distillation). `add_usage`
+    counts the tokens of its calls in the session's totals (/tokens)."""
 
     def __init__(
         self,
@@ -197,25 +184,13 @@ class SubAgentRunner:
         *,
         workspace: Path,
         model_name: Callable[[], str],
+        config: AgentConfig,
         store: MemoryStore | None = None,
-        max_iterations: int = 50,
-        language: str = "en",
-        compact_threshold_chars: int = 120_000,
-        compact_keep_messages: int = 10,
         add_usage: Callable[[Usage], None] | None = None,
     ) -> None:
-        self._model, self._tools, self._store = model, tools, store
+        self._model, self._tools, self._store, self._config = model, tools, store, config
         self._workspace, self._model_name = workspace, model_name
-        self._max_iterations, self._language = max_iterations, language
-        self._compact_threshold, self._compact_keep = compact_threshold_chars, compact_keep_messages
         self._add_usage = add_usage or (lambda usage: None)
-        """Where the tokens of the sub-agent's calls are counted: the session's totals (/tokens)."""
-
-    def system_prompt(self, definition: AgentDefinition, task: str) -> str:
-        base = base_system_prompt(self._workspace, memory=self._store is not None, extra=definition.prompt)
-        if self._store is None:
-            return base
-        return set_block(base, self._store.retrieve_block(task, lang=self._language))
 
     def allowed(self, definition: AgentDefinition) -> set[str]:
         names = self._tools.names() - {TASK_TOOL}
@@ -224,37 +199,35 @@ class SubAgentRunner:
     def run(self, definition: AgentDefinition, task: str, cancel: CancelToken) -> str:
         allowed = self.allowed(definition)
         schemas = [s for s in self._tools.schemas() if s.get("function", {}).get("name") in allowed]
-        messages: list[Message] = [
-            {"role": "system", "content": self.system_prompt(definition, task)},
-            {"role": "user", "content": task},
-        ]
-        for _ in range(self._max_iterations):
+        system = base_system_prompt(self._workspace, memory=self._store is not None, extra=definition.prompt)
+        if self._store is not None:
+            system = set_block(system, self._store.retrieve_block(task, lang=self._config.language))
+        messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": task}]
+        threshold = self._config.compact_threshold_chars
+        for _ in range(self._config.max_iterations):
             cancel.raise_if_cancelled()
-            if total_chars(messages) > self._compact_threshold:
-                self._compacted(messages, cancel, threshold=self._compact_threshold)
-            result = self._complete(definition, messages, schemas, cancel)
-            calls = result.tool_calls
-            if not calls and result.content:
-                result.content, calls = extract_text_tool_calls(result.content, allowed)
-                result.tool_calls = calls
+            if total_chars(messages) > threshold:
+                self._compacted(messages, cancel, threshold=threshold)
+            result = self._complete(definition, messages, schemas or None, cancel)
+            if not result.tool_calls and result.content:
+                result.content, result.tool_calls = extract_text_tool_calls(result.content, allowed)
             cut = drop_cut_calls(result)  # as the main loop: a call cut mid-arguments never runs
-            calls = result.tool_calls
-            if cut and not calls:
+            if cut and not result.tool_calls:
                 raise ToolError(f"sub-agent '{definition.name}': {cut}")
             messages.append(result.to_message())
-            if not calls:
+            if not result.tool_calls:
                 return _final_answer(definition, result)
-            messages.extend(r.to_message() for r in self._run_calls(definition, calls, allowed, cancel))
+            results = self._run_calls(definition, result.tool_calls, allowed, cancel)
+            messages.extend(r.to_message() for r in results)
         raise ToolError(
-            f"sub-agent '{definition.name}' stopped after {self._max_iterations} model calls "
+            f"sub-agent '{definition.name}' stopped after {self._config.max_iterations} model calls "
             "without a final answer"
         )
 
     def _complete(
-        self, definition: AgentDefinition, messages: list[Message], schemas: list[Any], cancel: CancelToken
+        self, definition: AgentDefinition, messages: list[Message], tools: Any, cancel: CancelToken
     ) -> ChatResult:
         """One model call; a context overflow compacts the context and tries once more."""
-        tools = schemas or None
         try:
             try:
                 result = self._model.complete(messages, tools, model=self._model_name(), cancel=cancel)
@@ -268,17 +241,12 @@ class SubAgentRunner:
             raise ToolError(f"sub-agent '{definition.name}' failed: {err.one_line()}") from None
 
     def _compacted(self, messages: list[Message], cancel: CancelToken, *, threshold: int | None) -> bool:
-        """Compact the sub-agent's context as the main loop compacts its own (old tool outputs
-        shortened, then a summary); the task message stays verbatim. False: nothing to compact."""
-
-        def summarize(middle: list[Message]) -> str:
-            request = summary_request(middle)
-            result = self._model.complete(request, None, model=self._model_name(), cancel=cancel)
-            self._add_usage(result.counted_usage(request))
-            return result.content
-
+        """Compact the context as the main loop compacts its own; the task message stays verbatim.
+        False: nothing to compact."""
+        summarize = summarizer(self._model, self._model_name(), cancel, self._add_usage)
         system, task, rest = messages[0], messages[1], messages[2:]
-        outcome = compact([system, *rest], keep=self._compact_keep, summarize=summarize, threshold=threshold)
+        keep = self._config.compact_keep_messages
+        outcome = compact([system, *rest], keep=keep, summarize=summarize, threshold=threshold)
         if outcome is None:
             return False
         messages[:] = [outcome.messages[0], task, *outcome.messages[1:]]
@@ -288,17 +256,16 @@ class SubAgentRunner:
         self, definition: AgentDefinition, calls: list[ToolCall], allowed: set[str], cancel: CancelToken
     ) -> list[ToolResult]:
         permitted = [c for c in calls if c.name in allowed]
-        finished = [e.result for e in self._tools.run_calls(permitted, cancel) if isinstance(e, ToolFinished)]
-        by_position = iter(finished)
+        events = self._tools.run_calls(permitted, cancel)
+        finished = iter([e.result for e in events if isinstance(e, ToolFinished)])
         results: list[ToolResult] = []
         for call in calls:
             if call.name not in allowed:
                 name = shorten(call.name, 80)
                 text = f"ERROR: tool '{name}' is not available to sub-agent '{definition.name}'"
                 results.append(ToolResult(call.id, call.name, text, ok=False))
-                continue
-            got = next(by_position, None)
-            results.append(got or ToolResult(call.id, call.name, INTERRUPTED, ok=False))
+            else:
+                results.append(next(finished, None) or ToolResult(call.id, call.name, INTERRUPTED, ok=False))
         return results
 
 
@@ -317,9 +284,14 @@ def _final_answer(definition: AgentDefinition, result: ChatResult) -> str:
 
 def make_task_tool(definitions: dict[str, AgentDefinition], runner: SubAgentRunner) -> Tool:
     """The `task` tool offered to the main agent (register it into the ToolRunner)."""
-    listing = "; ".join(f"{d.name}: {d.description}" for d in definitions.values())
 
     def task(agent: str, task: str, cancel: CancelToken) -> str:
+        """Run a sub-agent.
+
+        Args:
+            agent: which sub-agent to run
+            task: the complete, self-contained task: the sub-agent sees nothing else
+        """
         definition = definitions.get(agent.strip())
         if definition is None:
             raise ToolError(f"unknown sub-agent '{agent}'; available: {', '.join(definitions)}")
@@ -327,27 +299,11 @@ def make_task_tool(definitions: dict[str, AgentDefinition], runner: SubAgentRunn
             raise ToolError("task is empty; describe what the sub-agent should do")
         return runner.run(definition, task, cancel)
 
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "agent": {"type": "string", "enum": list(definitions), "description": "which sub-agent to run"},
-            "task": {
-                "type": "string",
-                "description": "the complete, self-contained task: the sub-agent sees nothing else",
-            },
-        },
-        "required": ["agent", "task"],
-    }
+    tool = tool_from_function(task, summary_arg="agent")
+    tool.parameters["properties"]["agent"]["enum"] = list(definitions)
+    listing = "; ".join(f"{d.name}: {d.description}" for d in definitions.values())
     description = (
         "Run a sub-agent on a self-contained task in its own context; only its final answer comes "
         f"back (keeps your context small). Sub-agents: {listing}"
     )
-    return Tool(
-        name=TASK_TOOL,
-        description=description,
-        parameters=parameters,
-        func=task,
-        summary_arg="agent",
-        approval_kind=TASK_TOOL,
-        cancel_arg="cancel",
-    )
+    return dataclasses.replace(tool, description=description)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from nanohermes.core.errors import CAPACITY_NOTE, FILTER_NOTE, JSON_ERRORS, LENGTH_NOTE
 from nanohermes.core.events import Event, Note
 from nanohermes.core.protocols import TurnChanges
-from nanohermes.core.types import ChatResult, Message, Usage
+from nanohermes.core.types import ChatResult, Message, Usage, plural
 
 CUT_SHORT = frozenset({"length", "insufficient_system_resource"})
 """Finish reasons of a reply stopped mid-way: a tool call in it may be cut mid-arguments. DeepSeek
@@ -98,9 +98,7 @@ def checkpoint_notes(changes: TurnChanges) -> Iterator[Event]:
     if changes.files:
         count = len(changes.files)
         shown = ", ".join(changes.files[:5]) + (f" and {count - 5} more" if count > 5 else "")
-        yield Note(
-            f"checkpoint {changes.turn}: {count} {'file' if count == 1 else 'files'} changed ({shown})"
-        )
+        yield Note(f"checkpoint {changes.turn}: {plural(count, 'file')} changed ({shown})")
 
 
 def messages_of_turn(messages: list[Message], user_message: Message) -> list[Message]:

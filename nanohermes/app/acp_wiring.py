@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING
 from nanohermes.acp.session import Opened
 from nanohermes.app.agent_wiring import AgentParts, build_agent
 from nanohermes.app.lean_imports import import_httpx
-from nanohermes.app.wiring import open_store
-from nanohermes.sessions.lock import SessionLock
-from nanohermes.sessions.store import SessionFile
+from nanohermes.app.wiring import open_locked, open_store
 
 if TYPE_CHECKING:
     from nanohermes.config.mcp_config import McpServerConfig
@@ -73,15 +71,19 @@ class _Sessions:
     ) -> Opened:
         """A session's agent, holding the session's lock until its close is called."""
         settings, options = self.settings, self.options
-        session = SessionFile(session_path)
-        lock = SessionLock.acquire(session_path)
+        session, resumed, lock = open_locked(session_path)
         try:
-            resumed = session.load() if session.exists() else None
             store = self.store_for(workspace)
             parts = AgentParts(self.client, store, approver, options.verbose, options.secret_files, files)
             servers = {**settings.mcp_servers, **mcp_servers}  # the client's win a name clash
-            built = build_agent(
-                settings, parts, workspace=workspace, session=session, resumed=resumed, mcp_servers=servers
+            runtime = build_agent(
+                settings,
+                parts,
+                workspace=workspace,
+                session=session,
+                resumed=resumed,
+                lock=lock,
+                mcp_servers=servers,
             )
         except BaseException:
             lock.release()
@@ -90,15 +92,11 @@ class _Sessions:
         def close() -> None:
             with self.guard:
                 self.opened.discard(close)
-            try:
-                if built.mcp is not None:
-                    built.mcp.close()
-            finally:
-                lock.release()
+            runtime.close()
 
         with self.guard:
             self.opened.add(close)
-        return Opened(built.agent, close)
+        return Opened(runtime.agent, close)
 
     def close_all(self) -> None:
         with self.guard:

@@ -1,11 +1,9 @@
-"""Composition of one agent from shared parts (tools, sandbox, checkpoints, sub-agents, MCP
-servers), for the REPL, `-p` (wiring.py) and every `nanohermes acp` session (acp_wiring.py). Part
-of the `cli` layer: it may import every other layer.
+"""One agent composed from shared parts (tools, sandbox, checkpoints, sub-agents, MCP servers), for
+the REPL, `-p` (wiring.py) and every `nanohermes acp` session (acp_wiring.py).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +20,16 @@ if TYPE_CHECKING:
     from nanohermes.llm import ChatClient
     from nanohermes.mcp.manager import McpManager
     from nanohermes.memory import MemoryStore
+    from nanohermes.sessions.lock import SessionLock
     from nanohermes.sessions.store import SessionData, SessionFile
     from nanohermes.tools.files import FileTools
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.tools.sandbox import Sandbox
 
+SAVE_WAIT = 10.0
+"""How long closing waits for a session write still under way before it lets the session go."""
 EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parents[2] / "config" / "agents"
+"""The examples in the repository (SPEC §4.6)."""
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,32 @@ class AgentParts:
     """False in `-p`: its one save comes after distillation."""
 
 
-@dataclass(frozen=True)
-class BuiltAgent:
+@dataclass
+class Runtime:
+    """One agent and what was built with it, closed with it."""
+
+    settings: Settings
     agent: Agent
+    store: MemoryStore | None
     checkpoints: Checkpoints | None
     sandbox: Sandbox
-    mcp: McpManager | None = None
+    mcp: McpManager | None
+    session_lock: SessionLock | None = None
+    """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
+
+    def close(self) -> None:
+        """Close every MCP server (stdio ones killed with their group); let a checkpoint warm-up
+        still running finish its git command; then, after a session write still under way (at most
+        SAVE_WAIT), release the session (its `.lock` file goes)."""
+        try:
+            if self.mcp is not None:
+                self.mcp.close()
+            if self.checkpoints is not None:
+                self.checkpoints.settle()
+        finally:
+            if self.session_lock is not None:
+                self.agent.flush(SAVE_WAIT)
+                self.session_lock.release()
 
 
 def build_agent(
@@ -61,15 +83,16 @@ def build_agent(
     workspace: Path,
     session: SessionFile,
     resumed: SessionData | None,
+    lock: SessionLock | None = None,
     mcp_servers: Mapping[str, McpServerConfig] | None = None,
-) -> BuiltAgent:
-    """One agent (tools confined to `workspace`, its own session file and checkpoints) from shared
-    parts: the REPL and `-p` build one, `nanohermes acp` one per session. `mcp_servers` (default:
-    the settings' `mcp_servers`) start in the background; whoever built the agent closes
-    `BuiltAgent.mcp` when done with it (stdio servers are killed with their process group)."""
+) -> Runtime:
+    """One agent (tools confined to `workspace`, its own session file, held by `lock`, and
+    checkpoints) from shared parts. `mcp_servers` (default: the settings' `mcp_servers`) start in the
+    background, their tools joining as each is ready; whoever built it closes the runtime."""
     from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.loop import Agent
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
+    from nanohermes.mcp import start_servers
     from nanohermes.tools.runner import ToolRunner
 
     checkpoints = _checkpoints(settings, workspace, session.path)
@@ -104,26 +127,15 @@ def build_agent(
         # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
         agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "info"))
     _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
-    servers = settings.mcp_servers if mcp_servers is None else mcp_servers
-    mcp = _start_mcp(agent, runner, servers, settings, workspace)
-    return BuiltAgent(agent, checkpoints, sandbox, mcp)
-
-
-def _start_mcp(
-    agent: Agent,
-    runner: ToolRunner,
-    servers: Mapping[str, McpServerConfig],
-    settings: Settings,
-    workspace: Path,
-) -> McpManager | None:
-    """Start the MCP servers in the background; their tools join the runner as each is ready."""
-    from nanohermes.mcp import start_servers
-
-    notice = functools.partial(_warn, agent)
-    mcp = start_servers(servers, cwd=workspace, log_dir=settings.state_dir / "mcp", on_notice=notice)
+    mcp = start_servers(
+        settings.mcp_servers if mcp_servers is None else mcp_servers,
+        cwd=workspace,
+        log_dir=settings.state_dir / "mcp",
+        on_notice=lambda text: agent.post_note(Note(text, "warning")),
+    )
     if mcp is not None:
         runner.add_source(mcp.tools)
-    return mcp
+    return Runtime(settings, agent, parts.store, checkpoints, sandbox, mcp, lock)
 
 
 def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:
@@ -139,22 +151,15 @@ def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoi
 
 def _sandbox(settings: Settings, workspace: Path, secret_files: tuple[Path, ...]) -> Sandbox:
     """Probe bubblewrap once (a few ms; the REPL builds this while the prompt is already up). Hidden
-    from commands: everything nanohermes keeps (memory, sessions, config with keys, checkpoints)."""
+    from commands: everything nanohermes keeps (memory, sessions, config with keys, checkpoints),
+    the files also when their folder holds the workspace."""
     from nanohermes.tools.sandbox import Sandbox
 
     hidden = [settings.state_dir, settings.memory_dir, settings.sessions_dir, Path("~/.nanohermes")]
-    hidden += [
-        settings.memory_file,
-        Path("~/.nanohermes/config.toml"),
-    ]  # also when their folder holds the workspace
-    hidden += secret_files
+    hidden += [settings.memory_file, Path("~/.nanohermes/config.toml"), *secret_files]
     return Sandbox.detect(
         settings.sandbox, network=settings.sandbox_network, workspace=workspace, hidden=hidden
     )
-
-
-def _warn(agent: Agent, text: str) -> None:
-    agent.post_note(Note(text, "warning"))
 
 
 def _add_task_tool(
@@ -165,6 +170,7 @@ def _add_task_tool(
     settings: Settings,
     workspace: Path,
 ) -> None:
+    from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.subagents import SubAgentRunner, load_definitions, make_task_tool
 
     definitions, problems = load_definitions([EXAMPLE_AGENTS_DIR, settings.agents_dir])
@@ -175,11 +181,8 @@ def _add_task_tool(
         runner,
         workspace=workspace,
         model_name=lambda: agent.model,
+        config=AgentConfig.from_settings(settings),
         store=store,
-        max_iterations=settings.max_iterations,
-        language=settings.language,
-        compact_threshold_chars=settings.compact_threshold_chars,
-        compact_keep_messages=settings.compact_keep_messages,
         add_usage=agent.add_turn_usage,
     )
     runner.register(make_task_tool(definitions, sub))

@@ -1,7 +1,6 @@
 """Composition root for chat: builds the model client, memory store, tools, sub-agents and agent, then
-runs the REPL or one-shot mode. Part of the `cli` layer: it may import every other layer.
-
-The UI gets `build_runtime` as a callable (it never imports this module), so tests can hand it fakes.
+runs the REPL or one-shot mode. The UI gets `build_runtime` as a callable (it never imports this
+module), so tests can hand it fakes.
 """
 
 from __future__ import annotations
@@ -14,22 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes.app.agent_wiring import AgentParts, build_agent
+from nanohermes.app.agent_wiring import AgentParts, Runtime, build_agent
 from nanohermes.core.errors import ConfigError
 from nanohermes.core.events import Note
 
 if TYPE_CHECKING:
-    from nanohermes.agent.loop import Agent
-    from nanohermes.checkpoints import Checkpoints
     from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import Settings
     from nanohermes.core.protocols import Approver
     from nanohermes.local.server import LocalEndpoint
-    from nanohermes.mcp.manager import McpManager
     from nanohermes.memory import MemoryStore
     from nanohermes.sessions.lock import SessionLock
     from nanohermes.sessions.store import SessionData, SessionFile
-    from nanohermes.tools.sandbox import Sandbox
     from nanohermes.ui.seams import ResumePreview, RuntimeBuilder
 
 LOCAL_COMPACT_THRESHOLD = 16_000
@@ -39,67 +34,31 @@ LOCAL_MAX_OUTPUT_TOKENS = 1024
 8k context is full, which takes minutes on a laptop CPU."""
 
 
-SAVE_WAIT = 10.0
-"""How long closing waits for a session write still under way before it lets the session go."""
-
-
-@dataclass
-class Runtime:
-    """Everything one chat needs, built once."""
-
-    settings: Settings
-    agent: Agent
-    store: MemoryStore | None
-    checkpoints: Checkpoints | None = None
-    sandbox: Sandbox | None = None
-    session_lock: SessionLock | None = None
-    """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
-    mcp: McpManager | None = None
-
-    def close(self) -> None:
-        """Close what the runtime started: every MCP server (stdio ones killed with their group); let
-        a checkpoint warm-up still running finish its git command; then, after a session write still
-        under way (at most SAVE_WAIT), release the session (its `.lock` file goes)."""
-        if self.mcp is not None:
-            self.mcp.close()
-        if self.checkpoints is not None:
-            self.checkpoints.settle()
-        if self.session_lock is not None:
-            self.agent.flush(SAVE_WAIT)
-            self.session_lock.release()
-
-
 class _NoticeRelay:
     """Store notices (e.g. "memory.json was unreadable, moved to …") → agent notes, even early ones."""
 
     def __init__(self) -> None:
-        self.target: Callable[[Note], None] | None = None
         self.pending: list[Note] = []
+        self.target: Callable[[Note], None] = self.pending.append
 
     def __call__(self, message: str) -> None:
-        note = Note(message, "warning")
-        if self.target is None:
-            self.pending.append(note)
-        else:
-            self.target(note)
+        self.target(Note(message, "warning"))
 
     def attach(self, target: Callable[[Note], None]) -> None:
         self.target = target
         for note in self.pending:
             target(note)
-        self.pending.clear()
 
 
 @dataclass(frozen=True)
 class OpenedSession:
-    """A session opened before the runtime is built (the REPL resuming: its summary and the prompt
-    come first): the file, what it holds (None: a new session), its lock, notices about it."""
+    """A session locked and read before the runtime is built (the REPL resuming: its summary and
+    the prompt come first); `notices` are shown with the preview (`--continue` found none here)."""
 
     session: SessionFile
     data: SessionData | None
     lock: SessionLock
     notices: tuple[str, ...] = ()
-    """Shown with the preview, before the prompt (e.g. `--continue` found no session here)."""
 
     def preview(self) -> ResumePreview:
         from nanohermes.ui.seams import ResumePreview
@@ -108,12 +67,37 @@ class OpenedSession:
         return ResumePreview(self.session.path.stem, messages, self.notices)
 
 
-def open_session_first(options: CliOptions, settings: Settings) -> OpenedSession:
-    """Lock and read the session to resume, and nothing else (no model client, memory, tools): a bad
-    or busy session file is reported before any prompt, and the prompt need not wait for the rest."""
+def open_session(options: CliOptions, settings: Settings) -> OpenedSession:
+    """Lock and read the session to use (`--session`'s, `--continue`'s or a new one), and nothing
+    else: a bad or busy session file is reported before any prompt. Raises SessionError, or
+    ConfigError for a `--session` that is neither a name nor a .json path of a regular file."""
+    from nanohermes.sessions.paths import latest_session, new_session_path, resolve_session_path
+
+    sessions_dir = settings.sessions_dir
+    path: Path | None = None
     notices: list[str] = []
-    session, data, lock = _open_locked(options, apply_yes(options, settings), notices.append)
+    if options.session is not None:
+        path = resolve_session_path(sessions_dir, options.session)
+    elif options.continue_last:
+        path = latest_session(sessions_dir, Path.cwd())
+        if path is None:
+            notices.append(f"no earlier session in this workspace ({Path.cwd()}); starting a new one")
+    session, data, lock = open_locked(path or new_session_path(sessions_dir))
     return OpenedSession(session, data, lock, tuple(notices))
+
+
+def open_locked(path: Path) -> tuple[SessionFile, SessionData | None, SessionLock]:
+    """The session file under its lock, taken before the file is read (SessionInUse: exit 2)."""
+    from nanohermes.sessions.lock import SessionLock
+    from nanohermes.sessions.store import SessionFile
+
+    session = SessionFile(path)
+    lock = SessionLock.acquire(path)
+    try:
+        return session, (session.load() if session.exists() else None), lock
+    except BaseException:
+        lock.release()
+        raise
 
 
 def build_runtime(
@@ -123,11 +107,9 @@ def build_runtime(
     local: LocalEndpoint | None = None,
     opened: OpenedSession | None = None,
 ) -> Runtime:
-    """Build client, store, tools, sub-agents and the agent (resuming a session when asked; `opened`:
-    the session `open_session_first` already locked and read).
-
-    One-shot mode (`-p`) never asks: `approver` is ignored there. `--yes` means permission `auto`.
-    """
+    """Build client, store, tools, sub-agents and the agent, on the session `opened` (else opened
+    here), with `settings` as `run_chat` made them. One-shot mode (`-p`) never asks: `approver` is
+    ignored there."""
     from nanohermes.app.lean_imports import import_httpx
 
     import_httpx()  # before the model client: without httpx's command-line client
@@ -135,41 +117,25 @@ def build_runtime(
 
     if not settings.model:
         raise ConfigError("no model configured", "give --model NAME or set NANOHERMES_MODEL")
-    if options.prompt is not None:
-        approver = None
-    settings = apply_yes(options, settings)
     relay = _NoticeRelay()
-    if opened is None:
-        session, resumed, lock = _open_locked(options, settings, relay)
-    else:  # its notices were shown with the preview
-        session, resumed, lock = opened.session, opened.data, opened.lock
+    if opened is None:  # else its notices were shown with the preview
+        opened = open_session(options, settings)
+        for notice in opened.notices:
+            relay(notice)
     store = open_store(settings, relay, Path.cwd())
     parts = AgentParts(
         ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None),
         store,
-        approver,
+        approver if options.prompt is None else None,
         options.verbose,
         options.secret_files,
         save_each_turn=options.prompt is None,
     )
-    built = build_agent(settings, parts, workspace=Path.cwd(), session=session, resumed=resumed)
-    relay.attach(built.agent.post_note)
-    return Runtime(settings, built.agent, store, built.checkpoints, built.sandbox, lock, built.mcp)
-
-
-def _open_locked(
-    options: CliOptions, settings: Settings, notice: Callable[[str], None]
-) -> tuple[SessionFile, SessionData | None, SessionLock]:
-    """`open_session` under the session's lock, taken before the file is read (SessionInUse: exit 2)."""
-    from nanohermes.sessions.lock import SessionLock
-
-    session, _ = open_session(options, settings, notice, load=False)
-    lock = SessionLock.acquire(session.path)
-    try:
-        return session, (session.load() if session.exists() else None), lock
-    except BaseException:
-        lock.release()
-        raise
+    runtime = build_agent(
+        settings, parts, workspace=Path.cwd(), session=opened.session, resumed=opened.data, lock=opened.lock
+    )
+    relay.attach(runtime.agent.post_note)
+    return runtime
 
 
 def apply_yes(options: CliOptions, settings: Settings) -> Settings:
@@ -182,37 +148,6 @@ def apply_yes(options: CliOptions, settings: Settings) -> Settings:
             "drop --yes, or give --permission auto",
         )
     return settings.with_changes(permission="auto")
-
-
-def open_session(
-    options: CliOptions,
-    settings: Settings,
-    notice: Callable[[str], None] | None = None,
-    *,
-    load: bool = True,
-) -> tuple[SessionFile, SessionData | None]:
-    """The session file to use, and its contents when resuming (when `load`). Raises SessionError,
-    or ConfigError for a `--session` value that is neither a name nor a .json path, or names no
-    regular file (a FIFO, a device). `notice` hears
-    that `--continue` found no session of this workspace (a new one is started)."""
-    from nanohermes.sessions.paths import latest_session, new_session_path, resolve_session_path
-    from nanohermes.sessions.store import SessionFile
-
-    path: Path | None = None
-    if options.session is not None:
-        path = resolve_session_path(settings.sessions_dir, options.session)
-    elif options.continue_last:
-        path = latest_session(settings.sessions_dir, Path.cwd())
-        if path is None and notice is not None:
-            notice(f"no earlier session in this workspace ({Path.cwd()}); starting a new one")
-    if path is None:
-        path = new_session_path(settings.sessions_dir)
-    if path.exists() and not path.is_file():  # a FIFO or a device named as --session: a usage error
-        raise ConfigError(
-            f"session path {path} is not a regular file", "give a .json file path or a session name"
-        )
-    session = SessionFile(path)
-    return session, (session.load() if load and session.exists() else None)
 
 
 def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path) -> MemoryStore | None:
@@ -274,7 +209,7 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
 
         opened = None
         if options.session is not None or options.continue_last:
-            opened = open_session_first(options, settings)
+            opened = open_session(options, settings)
             stack.callback(opened.lock.release)  # also when the background build fails
         builder: RuntimeBuilder = functools.partial(build_runtime, local=endpoint, opened=opened)
         return run_repl(options, settings, builder, preview=opened.preview() if opened else None)

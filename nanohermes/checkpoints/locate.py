@@ -12,19 +12,18 @@ from nanohermes.checkpoints.manager import Checkpoints, checkpoints_root, path_k
 
 def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Checkpoints:
     """The checkpoints of `session` in the workspace `here` when it changed files there, else in the
-    workspace where it last did (a session resumed elsewhere has one journal per workspace); those
-    of `here`, empty, when it changed none anywhere. Raises CheckpointError."""
+    workspace where it last did (a session resumed elsewhere has one journal per workspace). Raises
+    CheckpointError."""
     session = session.expanduser().absolute()
     name = f"{path_key(session)}.json"
     local = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name if here else None
-    if local is not None and local.is_file():
-        return _open(state_dir, local)
-    found = _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
-    if found is not None:
-        return _open(state_dir, found)
-    if here is None:
-        raise CheckpointError(f"no checkpoints for session {session}")
-    return Checkpoints(here, state_dir, session)
+    found = local if local is not None and local.is_file() else None
+    found = found or _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
+    if found is None:
+        raise CheckpointError(
+            f"no checkpoints for session {session}", "nanohermes undo --list shows this workspace's"
+        )
+    return _open(state_dir, found)
 
 
 def latest_in(state_dir: Path, workspace: Path) -> Checkpoints:

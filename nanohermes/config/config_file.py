@@ -1,4 +1,4 @@
-"""Reading the TOML config file (SPEC §2): `--config FILE` or `~/.nanohermes/config.toml`. Stdlib only.
+"""The TOML config file (SPEC §2), `--config FILE` or `~/.nanohermes/config.toml`: a pydantic-settings source.
 
 Every problem is a ConfigError naming the file and, where there is one, the line: a file that cannot
 be read, is not UTF-8 or not TOML, or names a setting that does not exist (a typo is never ignored).
@@ -8,105 +8,129 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic_settings import BaseSettings, TomlConfigSettingsSource
 
 from nanohermes.core.errors import ConfigError
 from nanohermes.core.fileio import read_small_text
 
 CONFIG_MAX_BYTES = 1_000_000
-"""A config file is a few hundred bytes; past this it is not one (and would be read whole)."""
+"""A config file is a few kilobytes; past this it is not one (and would be read whole)."""
 TABLE = "nanohermes"
 """The settings may sit under a `[nanohermes]` table, beside or instead of the top level."""
+_KEY = r"""(?:"[^"\n]*"|'[^'\n]*'|[A-Za-z0-9_-]+)"""
+_DOTTED = rf"{_KEY}(?:\s*\.\s*{_KEY})*"
+_HEADER = re.compile(rf"^\s*\[\[?\s*({_DOTTED})\s*\]")
+_ASSIGNMENT = re.compile(rf"^\s*({_DOTTED})\s*=")
+_PART = re.compile(r""""([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+)""")
 
 
-@dataclass(frozen=True)
-class ConfigFile:
-    """The settings a config file gives, and its text (to find the line a bad value is on)."""
-
-    path: Path
-    values: dict[str, Any] = field(default_factory=dict)
-    text: str = ""
-
-    def line_of(self, key: str) -> str:
-        """`, line N` of the first `key = …` line (or `[key…]` table header), or ""."""
-        quoted = re.escape(key)
-        assignment = re.compile(rf"""^\s*(?:{quoted}|"{quoted}"|'{quoted}')\s*=""")
-        header = re.compile(rf"""^\s*\[\s*(?:{TABLE}\s*\.\s*)?(?:{quoted}|"{quoted}"|'{quoted}')\s*[\].]""")
-        for number, line in enumerate(self.text.splitlines(), start=1):
-            if assignment.match(line) or header.match(line):
-                return f", line {number}"
-        return ""
-
-
-def read_config(path: Path, names: Sequence[str], *, required: bool) -> ConfigFile:
-    """The settings in `path`, checked against `names`. A missing file is `required`'s error, else
-    no settings (a link to a missing file is an error either way: the settings meant are not read)."""
+def read_text(path: Path, what: str, flag: str, *, required: bool = True) -> str:
+    """The text of the `what` at `path` ("" when it is missing and not `required`: no settings).
+    A link to a missing file is an error either way: the settings meant are not read."""
     try:
-        text = read_small_text(path, CONFIG_MAX_BYTES).removeprefix("\ufeff")  # Notepad's BOM
+        return read_small_text(path, CONFIG_MAX_BYTES).removeprefix("\ufeff")  # Notepad's BOM
     except FileNotFoundError:
         if path.is_symlink():
             raise ConfigError(
-                f"config file {path} links to a file that does not exist", "fix or remove the link"
+                f"{what} {path} links to a file that does not exist", "fix or remove the link"
             ) from None
         if required:
-            raise ConfigError(f"config file {path} does not exist", "check the --config path") from None
-        return ConfigFile(path)
+            raise ConfigError(f"{what} {path} does not exist", f"check the {flag} path") from None
+        return ""
     except UnicodeDecodeError as err:
         line = err.object[: err.start].count(b"\n") + 1
-        byte = err.object[err.start]
         raise ConfigError(
-            f"config file {path} is not UTF-8 text (line {line}: byte 0x{byte:02x})", "save it as UTF-8"
+            f"{what} {path} is not UTF-8 text (line {line}: byte 0x{err.object[err.start]:02x})",
+            "save it as UTF-8",
         ) from None
     except OSError as err:
         reason = err.strerror or str(err)
-        raise ConfigError(f"cannot read config file {path}: {reason}", "fix or remove the file") from None
-    config = ConfigFile(path, {}, text)
-    return ConfigFile(path, _settings(config, _parsed(config), names), text)
+        raise ConfigError(f"cannot read {what} {path}: {reason}", "fix or remove the file") from None
 
 
-def _parsed(config: ConfigFile) -> dict[str, Any]:
-    try:
-        return tomllib.loads(config.text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"config file {config.path} is not valid TOML: {err}", "fix that line") from None
-    except RecursionError:  # tomllib recurses per nested array or inline table
-        raise ConfigError(f"config file {config.path} is not valid TOML: nested too deeply", "") from None
-    except ValueError:  # int() of a number over 4,300 digits (TOMLDecodeError, a ValueError, is above)
-        raise ConfigError(
-            f"config file {config.path} holds a number too long to read", "fix that value"
-        ) from None
+class ConfigFile(TomlConfigSettingsSource):
+    """The settings in `path` (none if it is missing and not `required`), and its text for `line_of`."""
 
+    def __init__(self, settings_cls: type[BaseSettings], path: Path, *, required: bool) -> None:
+        self.path, self.required, self.text = path, required, ""
+        self.names = list(settings_cls.model_fields)  # read before the base class sets settings_cls
+        super().__init__(settings_cls, toml_file=path)
 
-def _settings(config: ConfigFile, data: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
-    """The top level and the `[nanohermes]` table together: neither is silently dropped for the other."""
-    table = data.get(TABLE)
-    if isinstance(table, dict):
-        data = {key: value for key, value in data.items() if key != TABLE}
-        twice = [key for key in table if key in data]
-        if twice:
+    def _read_files(self, files: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Read here, not skipped as pydantic-settings skips them: a missing `--config`, a link to
+        nowhere, a FIFO (that would hang) are errors."""
+        return self._read_file(self.path)
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        self.text = read_text(self.path, "config file", "--config", required=self.required)
+        return self._settings(self._parsed())
+
+    def _parsed(self) -> dict[str, Any]:
+        try:
+            return tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as err:
+            raise ConfigError(f"config file {self.path} is not valid TOML: {err}", "fix that line") from None
+        except RecursionError:  # tomllib recurses per nested array or inline table
+            raise ConfigError(f"config file {self.path} is not valid TOML: nested too deeply") from None
+        except ValueError:  # int() of a number over 4,300 digits (TOMLDecodeError, a ValueError, is above)
             raise ConfigError(
-                f"{config.path}{config.line_of(twice[0])}: '{twice[0]}' is set both in [{TABLE}] "
-                "and outside it",
-                "keep one of them",
-            )
-        data |= table
-    unknown = [key for key in data if key not in names]
-    if unknown:
-        where = f"{config.path}{config.line_of(unknown[0])}"
-        raise ConfigError(
-            f"{where}: unknown setting '{unknown[0]}'", _unknown_hint(unknown[0], names, config.path)
-        )
-    return data
+                f"config file {self.path} holds a number too long to read", "fix that value"
+            ) from None
+
+    def _settings(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The top level and the `[nanohermes]` table together: neither is silently dropped for the other."""
+        table = data.pop(TABLE, None)
+        if isinstance(table, dict):
+            twice = [key for key in table if key in data]
+            if twice:
+                raise ConfigError(
+                    f"{self.path}{self.line_of(twice[0])}: '{twice[0]}' is set both in [{TABLE}] "
+                    "and outside it",
+                    "keep one of them",
+                )
+            data |= table
+        elif table is not None:
+            data[TABLE] = table  # `nanohermes = 1`: an unknown setting like any other
+        unknown = [key for key in data if key not in self.names]
+        if unknown:
+            where = f"{self.path}{self.line_of(unknown[0])}"
+            raise ConfigError(f"{where}: unknown setting '{unknown[0]}'", self._hint(unknown[0]))
+        return data
+
+    def _hint(self, name: str) -> str:
+        """Fix it in the user's own file: the closest valid name, else every valid name."""
+        import difflib
+
+        close = difflib.get_close_matches(name, self.names, n=1, cutoff=0.6)
+        if close:
+            return f"did you mean '{close[0]}'? fix or remove it in {self.path}"
+        return f"fix or remove it in {self.path}; valid settings: {', '.join(self.names)}"
+
+    def line_of(self, *keys: str) -> str:
+        """`, line N` of the setting `keys` (a name; or `mcp_servers`, a server and its key): the first
+        line that sets it, else the line of the table or value holding it; "" when none does."""
+        best, found = 0, ""
+        table: tuple[str, ...] = ()
+        for number, line in enumerate(self.text.splitlines(), start=1):
+            header = _HEADER.match(line)
+            if header:
+                table = _parts(header.group(1))
+                table = table[1:] if table[:1] == (TABLE,) else table
+                path = table
+            else:
+                assignment = _ASSIGNMENT.match(line)
+                path = (*table, *_parts(assignment.group(1))) if assignment else ()
+            shared = len(path) if keys[: len(path)] == path else 0
+            if shared > best:
+                best, found = shared, f", line {number}"
+                if shared == len(keys):
+                    break
+        return found
 
 
-def _unknown_hint(name: str, names: Sequence[str], path: Path) -> str:
-    """Fix it in the user's own file: the closest valid name, else every valid name."""
-    import difflib
-
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean '{close[0]}'? fix or remove it in {path}"
-    return f"fix or remove it in {path}; valid settings: {', '.join(names)}"
+def _parts(dotted: str) -> tuple[str, ...]:
+    """`a."b.c".d` → ("a", "b.c", "d")."""
+    return tuple(a or b or c for a, b, c in _PART.findall(dotted))

@@ -10,15 +10,14 @@
     tool_timeout = 120                      # also: enabled, startup_timeout, trusted, cwd (stdio),
     disabled_tools = ["delete_page"]        # enabled_tools = [...] offers only those
 
-Stdlib and pydantic only: `nanohermes.config.settings` validates the TOML form with this model (so it lives
-beside settings, below `tools` and the `nanohermes.mcp` package that builds on both).
+`nanohermes.config.settings` validates the TOML form with this model (so it lives beside settings,
+below `tools` and the `nanohermes.mcp` package that builds on both).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,13 +25,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from nanohermes.config.config_file import read_text
 from nanohermes.core.errors import JSON_ERRORS, ConfigError, json_problem
-from nanohermes.core.fileio import read_small_text
 
 Transport = Literal["stdio", "http"]
-STDIO_KEYS = ("command", "args", "env", "cwd")
-HTTP_KEYS = ("url", "headers")
-COMMON_KEYS = ("enabled", "startup_timeout", "tool_timeout", "trusted", "enabled_tools", "disabled_tools")
 SECRET_KEYS = ("env", "headers")
 """Values under these keys are never shown in an error (tokens live there)."""
 JSON_TYPES: dict[str, Transport | None] = {
@@ -44,8 +40,6 @@ JSON_TYPES: dict[str, Transport | None] = {
     "sse": None,
 }
 TOOL_NAME_MAX = 64
-MCP_CONFIG_MAX_BYTES = 1_000_000
-"""An MCP config file is a few kilobytes; past this it is not one (and would be read whole)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -61,20 +55,13 @@ class McpServerConfig(BaseModel):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
-    startup_timeout: float = Field(10.0, gt=0, le=3600)
-    tool_timeout: float = Field(60.0, gt=0, le=86400)
+    startup_timeout: float = Field(10.0, gt=0, le=3600, allow_inf_nan=False)
+    tool_timeout: float = Field(60.0, gt=0, le=86400, allow_inf_nan=False)
     trusted: bool = False
     enabled_tools: tuple[str, ...] | None = None
     """Only these of the server's tools are offered (Codex's key); None: all."""
     disabled_tools: tuple[str, ...] = ()
     """These are not offered (applied after enabled_tools)."""
-
-    @field_validator("startup_timeout", "tool_timeout")
-    @classmethod
-    def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number of seconds")
-        return value
 
     @field_validator("command")
     @classmethod
@@ -95,7 +82,7 @@ class McpServerConfig(BaseModel):
         if (self.command is None) == (self.url is None):
             raise ValueError("give either command (a stdio server) or url (a streamable HTTP server)")
         if self.url is not None:
-            given = [key for key in STDIO_KEYS[1:] if key in self.model_fields_set]
+            given = [key for key in ("args", "env", "cwd") if key in self.model_fields_set]
             if given:
                 raise ValueError(f"{given[0]} is for stdio servers (with command), not with url")
         elif "headers" in self.model_fields_set:
@@ -185,13 +172,7 @@ def check_server_names(names: Sequence[str]) -> str | None:
 
 def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
     """Servers of a `{"mcpServers": {NAME: {...}}}` file. Raises ConfigError naming the file and line."""
-    try:
-        text = read_small_text(path, MCP_CONFIG_MAX_BYTES)
-    except FileNotFoundError:
-        raise ConfigError(f"MCP config file {path} does not exist", "check the --mcp-config path") from None
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise ConfigError(f"cannot read MCP config file {path}: {reason}") from None
+    text = read_text(path, "MCP config file", "--mcp-config")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -266,39 +247,13 @@ def describe_problem(server: str, error: Mapping[str, Any]) -> str:
     loc = [str(part) for part in error.get("loc", ())]
     message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
     if error.get("type") == "extra_forbidden" and loc:
-        allowed = ", ".join(STDIO_KEYS + HTTP_KEYS + COMMON_KEYS)
+        allowed = ", ".join(McpServerConfig.model_fields)
         return f"MCP server {server!r}: unknown key {loc[0]!r} (allowed: {allowed})"
     if not loc:
         return f"MCP server {server!r}: {message}"
     value = error.get("input")
     shown = "" if loc[0] in SECRET_KEYS or isinstance(value, dict | list) else f" {value!r}"
     return f"MCP server {server!r}: invalid value{shown} for {'.'.join(loc)}: {message}"
-
-
-def toml_line(text: str, server: str, key: str | None) -> str:
-    """`, line N` of a server's `key = …` line (or its table header) in a TOML config, or ""."""
-    lines = text.splitlines()
-    header = re.compile(
-        r"^\s*\[\s*(?:nanohermes\s*\.\s*)?mcp_servers\s*\.\s*(?:\""
-        + re.escape(server)
-        + r"\"|'"
-        + re.escape(server)
-        + r"'|"
-        + re.escape(server)
-        + r")\s*\]"
-    )
-    for number, line in enumerate(lines):
-        if header.match(line):
-            for offset, body in enumerate(lines[number + 1 :], start=number + 1):
-                if body.lstrip().startswith("["):
-                    break
-                if key and re.match(rf"^\s*{re.escape(key)}\s*=", body):
-                    return f", line {offset + 1}"
-            return f", line {number + 1}"
-    for number, line in enumerate(lines):  # inline tables: mcp_servers = { NAME = {...} } and friends
-        if re.match(rf"^\s*(\"{re.escape(server)}\"|{re.escape(server)})\s*=", line):
-            return f", line {number + 1}"
-    return ""
 
 
 # -- the form an ACP client sends in session/new ------------------------------------------------------

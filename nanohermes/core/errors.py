@@ -1,27 +1,4 @@
-"""Every error nanohermes raises on purpose. Stdlib only.
-
-NanoHermesError              .hint: one short "how to fix it" phrase, or ""
-├── ConfigError              bad flag, setting, config file or environment value
-├── LLMError                 the model endpoint failed (after retries)
-│   ├── EndpointUnreachable  connect error / DNS / refused
-│   │   └── ServerStopped    the --local model server exited (its exit code and log)
-│   ├── RateLimited          429 after every retry
-│   ├── AuthError            401 / 403
-│   ├── PaymentRequired      402
-│   ├── ModelNotFound        404
-│   ├── ContextOverflow      400/413 saying the prompt is too long
-│   ├── IncompleteStream     the stream ended without finish reason or [DONE]
-│   ├── EmptyAnswer          no text, no refusal, no tool call (even after a retry)
-│   ├── ServerError          5xx after every retry
-│   ├── BadResponse          4xx not listed above, or a body that is not a chat completion
-│   └── StreamError          an {"error": ...} chunk inside an HTTP 200 stream
-├── ToolError                a tool refused or failed (becomes an ERROR result for the model)
-├── StoreError               memory.json could not be read or written
-│   └── MemoryRejected       remember() refused a text (empty, injection, invisible/control chars)
-├── SessionError             a session file is corrupt, unreadable or unwritable
-│   └── SessionInUse         another running nanohermes holds the session (exit code 2)
-└── Cancelled                the user pressed Ctrl-C
-"""
+"""Every error nanohermes raises on purpose; `str(err)` is one line for the user. Stdlib only."""
 
 from __future__ import annotations
 
@@ -50,13 +27,18 @@ JSON_ERRORS = (ValueError, RecursionError)
 digit limit) and RecursionError (nesting too deep for the decoder: a few KB of `[[[[…`)."""
 
 
+def reason(err: BaseException) -> str:
+    """An OSError's own words (its strerror), else the error's text."""
+    return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+
+
 def json_problem(err: Exception) -> str:
     """A JSON_ERRORS error in a few words (the RecursionError's own text says nothing useful)."""
     return "nested too deeply" if isinstance(err, RecursionError) else str(err)
 
 
 class NanoHermesError(Exception):
-    """Base of every deliberate error. `str(err)` is one line meant for the user."""
+    """Base of every deliberate error; `hint` is one short "how to fix it" phrase, or ""."""
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
@@ -68,77 +50,79 @@ class NanoHermesError(Exception):
 
 
 class ConfigError(NanoHermesError):
-    pass
+    """Bad flag, setting, config file or environment value."""
 
 
 class LLMError(NanoHermesError):
+    """The model endpoint failed (after retries); `status` is the HTTP status when there was one."""
+
     def __init__(self, message: str, hint: str = "", status: int | None = None) -> None:
         super().__init__(message, hint)
         self.status = status
 
 
 class EndpointUnreachable(LLMError):
-    pass
+    """Connect error / DNS / refused."""
 
 
 class ServerStopped(EndpointUnreachable):
-    pass
+    """The --local model server exited (its exit code and log)."""
 
 
 class RateLimited(LLMError):
-    pass
+    """429 after every retry."""
 
 
 class AuthError(LLMError):
-    pass
+    """401 / 403."""
 
 
 class PaymentRequired(LLMError):
-    pass
+    """402."""
 
 
 class ModelNotFound(LLMError):
-    pass
+    """404."""
 
 
 class ContextOverflow(LLMError):
-    pass
+    """400/413 saying the prompt is too long."""
 
 
 class IncompleteStream(LLMError):
-    pass
+    """The stream ended without finish reason or [DONE]."""
 
 
 class EmptyAnswer(LLMError):
-    pass
+    """No text, no refusal, no tool call (even after a retry)."""
 
 
 class ServerError(LLMError):
-    pass
+    """5xx after every retry."""
 
 
 class BadResponse(LLMError):
-    pass
+    """4xx not listed above, or a body that is not a chat completion."""
 
 
 class StreamError(LLMError):
-    pass
+    """An {"error": ...} chunk inside an HTTP 200 stream."""
 
 
 class ToolError(NanoHermesError):
-    pass
+    """A tool refused or failed (becomes an ERROR result for the model)."""
 
 
 class StoreError(NanoHermesError):
-    pass
+    """`memory.json` could not be read or written."""
 
 
 class MemoryRejected(StoreError):
-    pass
+    """`remember()` refused a text (empty, injection, invisible/control chars)."""
 
 
 class SessionError(NanoHermesError):
-    pass
+    """A session file is corrupt, unreadable or unwritable."""
 
 
 class SessionInUse(SessionError):
@@ -146,5 +130,7 @@ class SessionInUse(SessionError):
 
 
 class Cancelled(NanoHermesError):
+    """The user pressed Ctrl-C."""
+
     def __init__(self, message: str = INTERRUPTED) -> None:
         super().__init__(message)

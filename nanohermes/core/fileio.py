@@ -176,7 +176,8 @@ def _write_temp(path: Path, data: bytes | Sequence[bytes], prefix: str, durable:
         if durable:
             os.fsync(fd)
     except BaseException:
-        _drop(fd, temp)
+        os.close(fd)
+        _unlink_quietly(temp)
         raise
     return fd, temp
 
@@ -190,11 +191,6 @@ def _put_in_place(temp: str, path: Path, durable: bool) -> None:
         raise
     if durable:
         fsync_dir(path.parent)
-
-
-def _drop(fd: int, temp: str) -> None:
-    os.close(fd)
-    _unlink_quietly(temp)
 
 
 def _unlink_quietly(temp: str) -> None:

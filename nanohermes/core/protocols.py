@@ -77,6 +77,10 @@ class ToolExecutor(Protocol):
 
     def names(self) -> set[str]: ...
 
+    def set_permission(self, mode: str) -> None:
+        """`ask`, `auto` or `read-only` from now on (/permission)."""
+        ...
+
     def run_calls(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
         """Ask approvals one by one, run the calls concurrently, and yield ToolStarted for each
         dispatched call and ToolFinished for every call in call order (refused, invalid and

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -108,29 +108,26 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        counts: dict[str, Any] = {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-        }
-        return {**counts, "estimated": True} if self.estimated else counts
+        """The counts; `estimated` only when true."""
+        counts = asdict(self)
+        return counts if self.estimated else {k: v for k, v in counts.items() if k != "estimated"}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Usage:
         if not isinstance(data, dict):
             return cls()
-        prompt = _as_int(data.get("prompt_tokens"))
-        completion = _as_int(data.get("completion_tokens"))
-        total = _as_int(data.get("total_tokens")) or prompt + completion
+        prompt = as_count(data.get("prompt_tokens"))
+        completion = as_count(data.get("completion_tokens"))
+        total = as_count(data.get("total_tokens")) or prompt + completion
         return cls(prompt, completion, total, data.get("estimated") is True)
 
     @classmethod
     def estimate(cls, sent: list[Message], reply: Message, tools: Any = None) -> Usage:
         """About CHARS_PER_TOKEN characters a token, for the messages sent (and tool schemas) and
         the reply; marked as estimated."""
-        prompt = sum(_chars(m) for m in sent) + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
+        prompt = sum(map(message_chars, sent)) + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
         prompt_tokens = -(-prompt // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * len(sent)
-        completion_tokens = -(-_chars(reply) // CHARS_PER_TOKEN)
+        completion_tokens = -(-message_chars(reply) // CHARS_PER_TOKEN)
         return cls(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, estimated=True)
 
 
@@ -204,7 +201,7 @@ def shorten(text: str, width: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def _chars(message: Message) -> int:
+def message_chars(message: Message) -> int:
     """Characters of a message that reach the model: its text, reasoning and tool calls."""
     size = len(message_text(message)) + len(str(message.get("reasoning_content") or ""))
     for call in message.get("tool_calls") or ():
@@ -214,21 +211,17 @@ def _chars(message: Message) -> int:
     return size
 
 
-MAX_TOKEN_COUNT = 10**15
-"""No real token count comes near this. A larger one (a hostile reply or session file) is taken as no
-count: summed into the totals it could pass the 4,300 digits Python will turn into text, and then
-every save of the session and every display of the totals would fail."""
+MAX_COUNT = 10**15
+"""No real count (tokens, messages, bytes) comes near this. A larger one (a hostile reply or session
+file) is taken as no count: summed into the totals it could pass the 4,300 digits Python will turn
+into text, and then every save of the session and every display of the totals would fail."""
 
 
-def _as_int(value: Any) -> int:
-    """A token count as sent, or 0 when it is not one (a string, a float, a bool, a negative number,
-    one over MAX_TOKEN_COUNT)."""
-    valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT
+def as_count(value: Any) -> int:
+    """A count as sent, or 0 when it is not one (a string, a float, a bool, a negative number, one
+    over MAX_COUNT)."""
+    valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
     return value if valid else 0
-
-
-def _bad_text_part(part: dict[str, Any]) -> bool:
-    return part.get("type") == "text" and not isinstance(part.get("text"), str)
 
 
 def message_problem(message: Any) -> str | None:
@@ -242,10 +235,11 @@ def message_problem(message: Any) -> str | None:
     content = message.get("content")
     if content is not None and not isinstance(content, str | list):
         return f"content is a {type(content).__name__}, not text or a list of parts"
-    if isinstance(content, list) and not all(isinstance(part, dict) for part in content):
-        return "content holds a part that is not an object"
-    if isinstance(content, list) and any(_bad_text_part(part) for part in content):
-        return "content holds a text part whose text is not a string"
+    if isinstance(content, list):
+        if not all(isinstance(part, dict) for part in content):
+            return "content holds a part that is not an object"
+        if any(part.get("type") == "text" and not isinstance(part.get("text"), str) for part in content):
+            return "content holds a text part whose text is not a string"
     if "name" in message and not isinstance(message["name"], str):
         return "name is not a string"
     if "tool_call_id" in message and not isinstance(message["tool_call_id"], str):

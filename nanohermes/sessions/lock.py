@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from nanohermes.core.errors import SessionError, SessionInUse
+from nanohermes.core.errors import SessionError, SessionInUse, reason
 from nanohermes.core.fileio import ensure_private_dir, write_target
 
 LOCK_SUFFIX = ".lock"
@@ -116,7 +116,7 @@ def _open_lock_file(path: Path, session_path: Path) -> int:
     except OSError as err:
         denied = err.errno in (errno.EACCES, errno.EPERM)
         raise SessionError(
-            f"cannot lock session file {session_path}: {err.strerror or err}",
+            f"cannot lock session file {session_path}: {reason(err)}",
             f"its lock file is created in {path.parent}: check that folder's permissions" if denied else "",
         ) from None
 

@@ -3,17 +3,19 @@ session of a workspace, and the listing `/sessions` and the editor front end sho
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from nanohermes.core.errors import JSON_ERRORS, ConfigError, SessionError
+from nanohermes.core.errors import ConfigError, reason
 from nanohermes.core.fileio import ensure_private_dir
+from nanohermes.core.types import as_count
 from nanohermes.sessions.lock import lock_path
-from nanohermes.sessions.store import SessionFile, count, read_header, reason, title_of
+from nanohermes.sessions.store import read_header
 
 
 @dataclass(frozen=True)
@@ -52,13 +54,16 @@ def resolve_session_path(sessions_dir: Path, name_or_path: str) -> Path:
             "e.g. --session refactor, or --session notes/refactor.json",
         )
     try:
-        is_dir = path.is_dir()
+        regular = path.is_file() or not path.exists()
     except OSError as err:  # a name too long for the file system: a usage error, not a crash
         raise ConfigError(
             f"--session {value!r} cannot be used: {reason(err)}", "give a shorter path"
         ) from None
-    if is_dir:
-        raise ConfigError(f"--session {value!r} names a directory ({path})", "give a .json file or a name")
+    if not regular:  # a directory, a FIFO, a device
+        raise ConfigError(
+            f"--session {value!r} is not a regular file (a directory, FIFO or device: {path})",
+            "give a .json file or a name",
+        )
     return path
 
 
@@ -94,26 +99,13 @@ def latest_session(sessions_dir: Path, workspace: Path | None = None) -> Path | 
     """The most recently updated session file (by modification time) — of `workspace` when given
     (an unreadable file belongs to none) — or None."""
     for path, _ in recent_session_files(sessions_dir):
-        if workspace is None or _same_place(session_workspace(path), workspace):
+        if workspace is None or _same_place((read_header(path) or {}).get("workspace"), workspace):
             return path
     return None
 
 
-def session_workspace(path: Path) -> str:
-    """The workspace a session file was last used in, from its header (a version 1 file is read
-    whole); "" when unreadable or unknown."""
-    raw = read_header(path)
-    if raw is None:
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, *JSON_ERRORS):
-            return ""
-    value = raw.get("workspace") if isinstance(raw, dict) else None
-    return value if isinstance(value, str) else ""
-
-
-def _same_place(recorded: str, workspace: Path) -> bool:
-    if not recorded:
+def _same_place(recorded: object, workspace: Path) -> bool:
+    if not isinstance(recorded, str) or not recorded:
         return False
     try:
         return Path(recorded).resolve() == workspace.resolve()
@@ -123,38 +115,25 @@ def _same_place(recorded: str, workspace: Path) -> bool:
 
 def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
     """Session files with their modification times, newest first (one stat per file)."""
-    stamped = [(path, _mtime(path)) for path in _session_files(sessions_dir)]
+    stamped: list[tuple[Path, float]] = []
+    with contextlib.suppress(OSError):
+        for path in sessions_dir.glob("*.json"):
+            with contextlib.suppress(OSError):
+                info = path.stat()
+                if stat.S_ISREG(info.st_mode):
+                    stamped.append((path, info.st_mtime))
     return sorted(stamped, key=lambda item: item[1], reverse=True)
 
 
 def describe_session(path: Path) -> SessionInfo:
-    """What `/sessions` shows of one file, from its header (a version 1 file is read whole); an
-    unreadable file gets a title saying so."""
+    """What `/sessions` shows of one file; an unreadable file gets a title saying so."""
     header = read_header(path)
-    if header is not None:
-        title = str(header.get("title") or "") or "(empty)"
-        return SessionInfo(path, str(header.get("updated") or ""), count(header.get("message_count")), title)
-    try:
-        data = SessionFile(path).load()
-    except SessionError:
+    if header is None:
         return SessionInfo(path, "", 0, "(unreadable session file)")
-    return SessionInfo(path, data.updated, len(data.messages), title_of(data.messages) or "(empty)")
+    title = str(header.get("title") or "") or "(empty)"
+    return SessionInfo(path, str(header.get("updated") or ""), as_count(header.get("message_count")), title)
 
 
 def list_sessions(sessions_dir: Path, limit: int = 10) -> list[SessionInfo]:
     """Recent sessions, newest first."""
     return [describe_session(path) for path, _ in recent_session_files(sessions_dir)[:limit]]
-
-
-def _session_files(sessions_dir: Path) -> list[Path]:
-    try:
-        return [p for p in sessions_dir.glob("*.json") if p.is_file()]
-    except OSError:
-        return []
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0

@@ -1,25 +1,11 @@
-"""Session files (SPEC §4.4; format documented in sessions/README.md).
+"""Session files (SPEC §4.4); the format and its guarantees are in sessions/README.md.
 
-    NAME.json                 {"version": 2, "id", "created", "updated", "model", "workspace", "title",
-                               "message_count", "archived", "archive_bytes", "usage",
-                               "messages": [wire-format messages, messages[0] = system]}   (compact JSON)
-    NAME.archive.jsonl        every message ever removed from the live context, one per line, oldest
-                              first; append-only, fsynced
-
-The header keys come before `messages`, so `/sessions` reads a few hundred bytes per file, not the
-whole file. A save writes the live messages only (the C JSON encoder, no indentation) and appends
-what was archived since the last save, so its cost does not grow with the archive. The archive lines
-are appended and fsynced before the main file is replaced, and `archive_bytes` names how much of the
-archive the main file vouches for: lines of a save that crashed before its main file was written are
-cut off on the next save (their messages are still in the live messages of the older main file).
-
-Version 1 files (indented, `archive` inside) load; their archive moves to the sidecar on the next save.
-Written atomically (temp file, fsync, rename), mode 0600, directory 0700. A symlinked session file
-(e.g. from a dotfiles repository) is read and written through to its target, the link stays, and its
-sidecar and lock file live beside the target; a symlink loop, or a link to a FIFO or device, is refused
-in one line and left alone. Secrets given to `render`
-(the API key) are replaced by "[redacted]" wherever they appear. A file that cannot be read or parsed
-raises SessionError naming the path and how to start fresh; it is never overwritten by this module.
+`NAME.json` holds the header keys, then the live `messages` (compact JSON); `NAME.archive.jsonl`
+beside it is the append-only archive. A save appends what was archived since the last one (fsynced)
+before it replaces the main file atomically; the main file's `archive_bytes` says how much of the
+archive it vouches for, and the next save cuts off the lines of a save that crashed in between. A
+symlinked session is read and written through to its target (its sidecar beside the target); a
+file that cannot be read or parsed is never overwritten.
 """
 
 from __future__ import annotations
@@ -34,19 +20,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from nanohermes.core.errors import JSON_ERRORS, SessionError, json_problem
+from nanohermes.core.errors import JSON_ERRORS, SessionError, json_problem, reason
 from nanohermes.core.fileio import atomic_write, ensure_private_dir, read_regular, write_all, write_target
-from nanohermes.core.types import MAX_TOKEN_COUNT, Message, Usage, message_problem, message_text
+from nanohermes.core.types import MAX_COUNT, Message, Usage, as_count, message_problem, message_text
 
 SESSION_VERSION = 2
 REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 8
+"""A configured key shorter than this (`none`, `dummy` for a local server) is no secret: left alone."""
 ARCHIVE_SUFFIX = ".archive.jsonl"
 HEADER_READ = 16 * 1024
 _MESSAGES_KEY = ',"messages":'
 TITLE_CHARS = 60
-MAX_COUNT = MAX_TOKEN_COUNT
-"""No real count (messages, bytes) comes near this; a larger one in a file is invalid (0), as token
-counts are (types.MAX_TOKEN_COUNT)."""
 MAX_NESTING = 100
 """A message nested deeper is corrupt: no real one comes near, and one that loads (about 900 levels
 do) fails every later request and save, the JSON encoder running out of recursion deeper in the stack."""
@@ -60,7 +45,12 @@ EDITOR_HINTS = {
 }
 """The hints above as an editor's user (ACP) follows them: there is no --session to give there."""
 OPEN_SIDECAR = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-"""The sidecar is never opened through a symlink (the truncation of a stale tail would cut its target)."""
+"""Never through a symlink (cutting a stale tail would cut its target); O_NONBLOCK: a FIFO in its
+place fails to open (ENXIO) instead of hanging the save."""
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -69,8 +59,8 @@ class SessionData:
     (all of a version 1 file's archive until its first save); `archived` counts those already there."""
 
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    created: str = field(default_factory=lambda: now_iso())
-    updated: str = field(default_factory=lambda: now_iso())
+    created: str = field(default_factory=now_iso)
+    updated: str = field(default_factory=now_iso)
     model: str | None = None
     workspace: str = ""
     messages: list[Message] = field(default_factory=list)
@@ -107,10 +97,12 @@ class Snapshot:
     secrets: tuple[str, ...] = ()
 
     def text(self, archive_bytes: int) -> str:
-        header = json.dumps(
-            {**self.header, "archive_bytes": archive_bytes}, ensure_ascii=False, separators=(",", ":")
-        )
+        header = _json({**self.header, "archive_bytes": archive_bytes})
         return redact(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def encode(text: str) -> bytes:
@@ -120,16 +112,13 @@ def encode(text: str) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def redact(text: str, secrets: tuple[str, ...]) -> str:
-    if not secrets:
-        return text
-    from nanohermes.memory.security import redact_known  # not on the path to a resumed prompt
-
-    return redact_known(text, secrets, REDACTED)
+    """`text` with each secret replaced by REDACTED, also where it is written JSON-escaped."""
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET_CHARS:
+            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+            text = text.replace(secret, REDACTED).replace(escaped, REDACTED)
+    return text
 
 
 def title_of(messages: list[Message]) -> str:
@@ -152,34 +141,24 @@ class SessionFile:
 
     def exists(self) -> bool:
         """True when the file is there (through a symlink); False when not (a dangling link included:
-        the first save creates its target). SessionError for a symlink loop or a special file."""
+        the first save creates its target). SessionError for a symlink loop or anything but a
+        regular file: never read, never replaced."""
         try:
-            return self._regular()
-        except OSError as err:
-            raise self._refused(err) from None
-
-    def _regular(self) -> bool:
-        """Whether the file is there, through any symlink. OSError (its strerror naming what is
-        there) for a symlink loop or anything but a regular file: never read, never replaced."""
-        try:
-            info = os.stat(self.path)
+            mode = os.stat(self.path).st_mode
         except FileNotFoundError:
             return False
         except OSError as err:
-            if err.errno == errno.ELOOP:
-                raise OSError(errno.ELOOP, "a symlink loop") from None
-            raise
-        if stat.S_ISDIR(info.st_mode):
-            raise OSError(errno.EISDIR, "a directory")
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "a FIFO, socket or device")
+            raise self._refused("a symlink loop" if err.errno == errno.ELOOP else reason(err)) from None
+        if not stat.S_ISREG(mode):
+            raise self._refused("a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device")
         return True
 
-    def _refused(self, err: OSError) -> SessionError:
-        return SessionError(
-            f"session file {self.path} is {reason(err)}, not a session file; it was left untouched",
-            LINK_HINT,
-        )
+    def _refused(self, what: str) -> SessionError:
+        problem = f"session file {self.path} is {what}, not a session file; it was left untouched"
+        return SessionError(problem, LINK_HINT)
+
+    def _corrupt(self, problem: str) -> SessionError:
+        return SessionError(f"session file {self.path} {problem}; it was left untouched", FRESH_HINT)
 
     def load(self) -> SessionData:
         try:  # never blocks: a FIFO or device in the file's place is refused unread
@@ -198,7 +177,6 @@ class SessionFile:
         """Every archived message, oldest first: the sidecar's vouched-for lines, then (for a version 1
         file not saved since) the archive inside the file."""
         data = self.load()
-        messages: list[Message] = []
         try:  # as the writer: never through a symlink, never a FIFO or device
             raw = read_regular(self.archive_path, data.archive_bytes, follow=False)[0]
         except FileNotFoundError:
@@ -206,12 +184,12 @@ class SessionFile:
         except OSError as err:
             problem = f"has an unreadable archive {self.archive_path.name} ({reason(err)})"
             raise self._corrupt(problem) from None
+        messages: list[Message] = []
         for number, line in enumerate(raw.splitlines(), start=1):
             try:
-                message = json.loads(line)
+                messages.append(json.loads(line))
             except JSON_ERRORS:
                 raise self._corrupt(f"has a broken line {number} in {self.archive_path.name}") from None
-            messages.append(message)
         return messages + data.archive
 
     def save(self, data: SessionData, *, secrets: tuple[str, ...] = ()) -> None:
@@ -224,27 +202,22 @@ class SessionFile:
         leave `data.archive` and are counted in `data.archived`."""
         data.updated = now_iso()
         data.title = data.title or title_of(data.archive) or title_of(data.messages)
-        lines = [json.dumps(m, ensure_ascii=False, separators=(",", ":")) for m in data.archive]
+        lines = [_json(m) for m in data.archive]
         data.archived += len(lines)
         data.archive.clear()
-        messages_json = json.dumps(data.messages, ensure_ascii=False, separators=(",", ":"))
-        return Snapshot(data.header(), messages_json, lines, secrets)
+        return Snapshot(data.header(), _json(data.messages), lines, secrets)
 
     def write(self, snapshot: Snapshot) -> None:
         """Append the snapshot's archive lines (fsynced), then replace the main file atomically.
         Raises SessionError; nothing it was given is lost (a failed save's lines go with the next)."""
         lines = self._unwritten + snapshot.archive_lines
-        try:
-            existed = self._regular()  # a symlink loop, a FIFO or a device is never replaced
-        except OSError as err:
-            self._unwritten = lines
-            raise self._refused(err) from None
+        self._unwritten = lines
+        existed = self.exists()  # a symlink loop, a FIFO or a device is never replaced
         try:
             ensure_private_dir(self.target.parent)  # a link's own folder is there: the link is
             size = self._append_archive(lines, snapshot.secrets)
             atomic_write(self.target, encode(snapshot.text(size)))  # through a symlink: the link stays
         except OSError as err:
-            self._unwritten = lines
             problem = f"cannot write session file {self.path}: {reason(err)}"
             raise SessionError(problem, _write_hint(err, existed)) from None
         self._unwritten = []
@@ -255,15 +228,15 @@ class SessionFile:
         expected = self._archive_bytes
         if not lines and (expected is not None or not self.archive_path.exists()):
             return expected or 0
-        # O_NONBLOCK: a FIFO in the sidecar's place fails to open (ENXIO) instead of hanging the save.
         fd = os.open(self.archive_path, OPEN_SIDECAR | getattr(os, "O_NONBLOCK", 0), 0o600)
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise OSError(errno.EINVAL, f"{self.archive_path.name} is not a regular file")
-            size = info.st_size
             if expected is None:  # a new session, or a version 1 file: no sidecar is vouched for yet
-                expected = 0 if self._main_version() < SESSION_VERSION else size
+                header = _read_header(self.path) or {}
+                expected = info.st_size if header.get("version") == SESSION_VERSION else 0
+            size = info.st_size
             if size > expected:
                 os.ftruncate(fd, expected)
                 size = expected
@@ -277,17 +250,6 @@ class SessionFile:
             os.close(fd)
         return size
 
-    def _main_version(self) -> int:
-        header = read_header(self.path)
-        version = header.get("version") if header else None
-        return version if isinstance(version, int) else 0
-
-    def _corrupt(self, problem: str) -> SessionError:
-        return SessionError(
-            f"session file {self.path} {problem}; it was left untouched",
-            FRESH_HINT,
-        )
-
     def _parse(self, raw: Any) -> SessionData:
         if not isinstance(raw, dict):
             raise self._corrupt("does not hold a JSON object")
@@ -300,20 +262,20 @@ class SessionFile:
                 f"understands ({SESSION_VERSION}); it was left untouched",
                 NEWER_HINT,
             )
-        messages = self._messages(raw.get("messages"), "messages")
-        archive = self._messages(raw.get("archive", []), "archive") if version < 2 else []
+        old = version < SESSION_VERSION  # version 1: the archive inside, no counts
+        model = raw.get("model")
         return SessionData(
             id=str(raw.get("id") or uuid.uuid4().hex[:12]),
             created=str(raw.get("created") or ""),
             updated=str(raw.get("updated") or ""),
-            model=raw.get("model") if isinstance(raw.get("model"), str) else None,
+            model=model if isinstance(model, str) else None,
             workspace=str(raw.get("workspace") or ""),
-            messages=messages,
-            archive=archive,
+            messages=self._messages(raw.get("messages"), "messages"),
+            archive=self._messages(raw.get("archive", []), "archive") if old else [],
             usage=Usage.from_dict(raw.get("usage")),
             title=str(raw.get("title") or ""),
-            archived=count(raw.get("archived")) if version >= 2 else 0,
-            archive_bytes=count(raw.get("archive_bytes")) if version >= 2 else 0,
+            archived=0 if old else as_count(raw.get("archived")),
+            archive_bytes=0 if old else as_count(raw.get("archive_bytes")),
         )
 
     def _messages(self, value: Any, name: str) -> list[Message]:
@@ -328,7 +290,7 @@ class SessionFile:
         return list(value)
 
 
-def read_header(path: Path) -> dict[str, Any] | None:
+def _read_header(path: Path) -> dict[str, Any] | None:
     """The header of a version 2 file from its first few kilobytes; None when that is not one."""
     try:
         with path.open("rb") as handle:
@@ -336,13 +298,30 @@ def read_header(path: Path) -> dict[str, Any] | None:
     except OSError:
         return None
     cut = head.find(_MESSAGES_KEY)
-    if cut < 0:
-        return None
     try:
-        header = json.loads(head[:cut] + "}")
+        header = json.loads(head[:cut] + "}") if cut >= 0 else None
     except JSON_ERRORS:
         return None
     return header if isinstance(header, dict) else None
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """A session file's header: from its first few kilobytes, or for a version 1 file from the whole
+    file (its `version`, `updated`, `workspace`, `title`, `message_count`); None when unreadable."""
+    header = _read_header(path)
+    if header is not None:
+        return header
+    try:
+        data = SessionFile(path).load()
+    except SessionError:
+        return None
+    return {
+        "version": 1,
+        "updated": data.updated,
+        "workspace": data.workspace,
+        "title": title_of(data.messages),
+        "message_count": len(data.messages),
+    }
 
 
 def nesting(value: Any) -> int:
@@ -356,17 +335,6 @@ def nesting(value: Any) -> int:
             if isinstance(child, dict | list):
                 pending.append((child, depth + 1))
     return deepest
-
-
-def count(value: Any) -> int:
-    """A count from a file: a non-negative int up to MAX_COUNT, else 0."""
-    valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
-    return value if valid else 0
-
-
-def reason(err: Exception) -> str:
-    """An OSError's own words (its strerror), else the error's text."""
-    return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
 
 
 def _write_hint(err: OSError, existed: bool) -> str:

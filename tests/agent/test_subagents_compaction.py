@@ -10,6 +10,7 @@ from agent_scripted import ScriptedModel, assert_valid_history, calls, text
 from test_agent_loop import make_agent
 
 from nanohermes.agent.compaction import SUMMARY_PREFIX, SUMMARY_SYSTEM_PROMPT
+from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.subagents import BUILTIN_AGENTS, SubAgentRunner, make_task_tool
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import ContextOverflow, ToolError
@@ -33,8 +34,7 @@ def _sub(
         tools,
         workspace=workspace,
         model_name=lambda: "sub",
-        compact_threshold_chars=threshold,
-        compact_keep_messages=keep,
+        config=AgentConfig("sub", compact_threshold_chars=threshold, compact_keep_messages=keep),
         add_usage=None if spent is None else spent.append,
     )
 
@@ -100,7 +100,12 @@ def test_a_sub_agents_tokens_count_in_its_turn_and_in_the_session(tmp_path: Path
     model.completions = [text("alpha")]  # the sub-agent's one call
     agent, runner, _ = make_agent(tmp_path, model, memory=False)
     sub = SubAgentRunner(
-        model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", add_usage=agent.add_turn_usage
+        model,
+        runner,
+        workspace=tmp_path / "ws",
+        model_name=lambda: "sub",
+        config=AgentConfig("sub"),
+        add_usage=agent.add_turn_usage,
     )
     runner.register(make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub))
     events = list(agent.run("what does big.txt start with?"))

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from agent_scripted import ScriptedModel, calls, text
 
-from nanohermes.agent.prompts import AGENTS_MAX_CHARS, base_system_prompt, load_agents_md, read_agents_md
+from nanohermes.agent.config import AgentConfig
+from nanohermes.agent.prompts import AGENTS_MAX_CHARS, base_system_prompt, load_agents_md
 from nanohermes.agent.subagents import (
     BUILTIN_AGENTS,
     AgentDefinition,
@@ -26,6 +27,7 @@ from nanohermes.core.types import ChatResult, ToolCall
 from nanohermes.memory import BLOCK_START, MemoryStore, set_block
 from nanohermes.tools.runner import ToolRunner
 
+CONFIG = AgentConfig("sub")
 REPO_AGENTS = Path(__file__).resolve().parents[2] / "config" / "agents"
 
 
@@ -44,9 +46,9 @@ def test_system_prompt_has_workspace_platform_date_agents_md_and_block_last(tmp_
 
 
 def test_agents_md_absent_or_huge(tmp_path: Path) -> None:
-    assert read_agents_md(tmp_path) == ""
+    assert load_agents_md(tmp_path)[0] == ""
     (tmp_path / "AGENTS.md").write_text("x" * (AGENTS_MAX_CHARS + 50), encoding="utf-8")
-    assert read_agents_md(tmp_path).endswith("[… 50 more bytes of AGENTS.md not shown]")
+    assert load_agents_md(tmp_path)[0].endswith("[… 50 more bytes of AGENTS.md not shown]")
 
 
 def test_definitions_parse_load_and_override(tmp_path: Path) -> None:
@@ -99,7 +101,9 @@ def test_task_tool_runs_its_own_loop_with_memory_for_the_task_and_restricted_too
         text("Found it: 0x2a."),
     ]
     workspace = tmp_path / "ws"
-    sub = SubAgentRunner(model, runner, workspace=workspace, model_name=lambda: "sub-model", store=store)
+    sub = SubAgentRunner(
+        model, runner, workspace=workspace, model_name=lambda: "sub-model", config=CONFIG, store=store
+    )
     definitions = {d.name: d for d in BUILTIN_AGENTS}
     runner.register(make_task_tool(definitions, sub))
     assert "task" in runner.names()
@@ -129,7 +133,13 @@ def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
     runner = _runner(tmp_path, None)
     model = ScriptedModel()
     model.completions = [ModelNotFound("model 'sub' not found")]
-    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", max_iterations=1)
+    sub = SubAgentRunner(
+        model,
+        runner,
+        workspace=tmp_path / "ws",
+        model_name=lambda: "sub",
+        config=AgentConfig("sub", max_iterations=1),
+    )
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
     runner.register(tool)
     task_call = ToolCall("t1", "task", '{"agent": "general", "task": "do it"}')
@@ -155,7 +165,7 @@ def test_a_sub_agent_call_cut_by_the_token_cap_is_not_run(tmp_path: Path) -> Non
     model = ScriptedModel()
     cut = ToolCall("c1", "write_file", '{"path": "half.txt", "content": "the file wou')
     model.completions = [ChatResult(content="", tool_calls=[cut], finish_reason="length")]
-    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub")
+    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", config=CONFIG)
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
     with pytest.raises(ToolError, match="1 tool call\\(s\\) cut by the output-token cap were not run"):
         tool.func(agent="general", task="write it", cancel=CancelToken())
@@ -165,14 +175,14 @@ def test_a_sub_agent_call_cut_by_the_token_cap_is_not_run(tmp_path: Path) -> Non
 
 def test_agents_md_with_undecodable_bytes_counts_the_cut_bytes(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").write_bytes(b"\xff" * (AGENTS_MAX_CHARS + 10_000))
-    text = read_agents_md(tmp_path)
+    text = load_agents_md(tmp_path)[0]
     assert text.endswith("[… 10000 more bytes of AGENTS.md not shown]")  # was "-30000 more bytes"
     assert text.startswith("\ufffd" * 100)
 
 
 def test_agents_md_saved_with_a_byte_order_mark_starts_with_its_text(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").write_text("\ufeff\n# Rules\nRun make test.\n", encoding="utf-8")
-    assert read_agents_md(tmp_path) == "# Rules\nRun make test."
+    assert load_agents_md(tmp_path)[0] == "# Rules\nRun make test."
 
 
 def test_agents_md_linked_to_nothing_is_ignored_with_a_note(tmp_path: Path) -> None:
@@ -256,7 +266,7 @@ def test_a_sub_agent_answer_cut_short_or_refused_says_so(
     runner = _runner(tmp_path, None)
     model = ScriptedModel()
     model.completions = [reply]
-    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub")
+    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", config=CONFIG)
     runner.register(make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub))
     call = ToolCall("t1", "task", '{"agent": "general", "task": "report"}')
     [result] = [e.result for e in runner.run_calls([call], CancelToken()) if isinstance(e, ToolFinished)]
@@ -267,7 +277,7 @@ def test_a_sub_agent_calling_a_tool_it_lacks_by_a_huge_name_gets_a_short_error(t
     runner = _runner(tmp_path, None)
     model = ScriptedModel()
     model.completions = [calls(("write_" + "x" * 100_000, {})), text("done")]
-    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub")
+    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", config=CONFIG)
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
     assert tool.func(agent="explore", task="look", cancel=CancelToken()) == "done"
     [result] = [m for m in model.complete_requests[1]["messages"] if m["role"] == "tool"]

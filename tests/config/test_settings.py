@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -79,7 +78,7 @@ def test_api_key_is_never_shown(tmp_path: Path) -> None:
     settings = load_settings({}, environ={"HOME": str(tmp_path), "NANOHERMES_API_KEY": "sk-secret-123"})
     assert "sk-secret-123" not in repr(settings)
     assert "sk-secret-123" not in str(settings)
-    assert "sk-secret-123" not in json.dumps(dataclasses.asdict(settings), default=str)
+    assert "sk-secret-123" not in json.dumps(settings.model_dump(), default=str)
 
 
 def test_bad_api_key_type_does_not_echo_the_value(tmp_path: Path) -> None:
@@ -285,18 +284,25 @@ def test_each_bad_value_is_one_line_naming_its_layer(
     assert "123456789" not in err.value.one_line()
 
 
-def test_settings_load_without_a_validation_library(tmp_path: Path) -> None:
-    """The path to the first answer imports no pydantic (README, Performance); MCP tables do."""
+def test_settings_are_pydantic_settings_that_help_does_not_load() -> None:
+    """SPEC §0 names pydantic-settings; `--help` answers without importing it (as `--version` does:
+    tests/test_layering.py)."""
+    from pydantic_settings import BaseSettings
+
+    from nanohermes.config.settings import Settings
+
+    assert issubclass(Settings, BaseSettings)
     code = (
-        "import sys\n"
-        "from nanohermes.config.settings import load_settings\n"
-        f"load_settings({{'model': 'm'}}, environ={{'HOME': {str(tmp_path)!r}}})\n"
-        "print('pydantic' in sys.modules)\n"
+        "import sys, contextlib, io\n"
+        "from nanohermes.app.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['--help'])\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'pydantic_settings'}))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(

@@ -271,11 +271,9 @@ def test_sub_agent_definitions_are_offered_through_the_task_tool(
     assert last[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "Green bars at dawn"}
 
 
-def test_one_shot_loads_no_terminal_library_no_validation_library_and_no_httpx_cli(
-    fake_server: FakeServer, tmp_path: Path
-) -> None:
-    """`-p` stays lean (README, Performance): no rich/prompt_toolkit, no pydantic (settings without
-    MCP servers), and not httpx's command-line client (click, rich, pygments) though click is installed."""
+def test_one_shot_loads_no_terminal_library_and_no_httpx_cli(fake_server: FakeServer, tmp_path: Path) -> None:
+    """`-p` stays lean (README, Performance): no rich/prompt_toolkit, and not httpx's command-line
+    client (click, rich, pygments) though click is installed."""
     import subprocess
     import sys
 
@@ -284,7 +282,7 @@ def test_one_shot_loads_no_terminal_library_no_validation_library_and_no_httpx_c
         "import sys\n"
         "from nanohermes.app.cli import main\n"
         f"code = main(['--base-url', {fake_server.url!r}, '--model', 'm', '-p', 'hi'])\n"
-        "heavy = ('rich', 'prompt_toolkit', 'pydantic', 'click', 'pygments', 'httpx._main')\n"
+        "heavy = ('rich', 'prompt_toolkit', 'click', 'pygments', 'httpx._main')\n"
         "print(code, sorted(name for name in heavy if name in sys.modules))\n"
     )
     done = subprocess.run(
