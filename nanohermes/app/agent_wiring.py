@@ -91,6 +91,7 @@ def build_agent(
     background, their tools joining as each is ready; whoever built it closes the runtime."""
     from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.loop import Agent
+    from nanohermes.agent.plan import make_plan_tool
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
     from nanohermes.mcp import start_servers
     from nanohermes.tools.runner import ToolRunner
@@ -127,6 +128,7 @@ def build_agent(
         # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
         agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "info"))
     _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
+    runner.register(make_plan_tool())
     mcp = start_servers(
         settings.mcp_servers if mcp_servers is None else mcp_servers,
         cwd=workspace,
