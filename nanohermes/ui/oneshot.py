@@ -42,14 +42,15 @@ from nanohermes.core.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.core.types import Usage, valid_text
+from nanohermes.core.types import valid_text
 from nanohermes.ui.safe_text import terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
+    from nanohermes.agent.loop import Agent
     from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import Settings
-    from nanohermes.ui.seams import ChatAgent, RuntimeBuilder, RuntimeLike
+    from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
 
 DISTILL_GRACE = 5.0
 DISTILL_NOTE_AFTER = 1.0
@@ -68,13 +69,9 @@ class PromptError(ValueError):
 class _Outcome:
     """What the turn produced, gathered from its events."""
 
-    completed: bool = False
-    reason: str = "error"
-    answer: str = ""
-    usage: Usage = field(default_factory=Usage)
+    end: TurnFinished = field(default_factory=lambda: TurnFinished(False, "error"))
     errors: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    changed_files: list[str] = field(default_factory=list)
     memories: list[dict[str, Any]] = field(default_factory=list)
     plan: list[dict[str, str]] = field(default_factory=list)
 
@@ -88,11 +85,7 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     if no_key:
         return _fail(no_key, EXIT_USAGE)
     if options.prompt == "-" and _is_terminal(sys.stdin):  # else it seems to hang, saying nothing
-        print(
-            "nanohermes: reading the prompt from the terminal; end it with Ctrl-D",
-            file=sys.stderr,
-            flush=True,
-        )
+        _say("reading the prompt from the terminal; end it with Ctrl-D")
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
     except PromptError as err:
@@ -150,22 +143,12 @@ def read_prompt(value: str, stdin: TextIO | None) -> str:
     Latin-1 file, an argument in another encoding) become U+FFFD: as lone surrogates they could not be
     sent as JSON, nor saved. Raises PromptError when stdin is closed or holds more than a prompt."""
     if value != "-":
-        return _valid_text(value)
+        return valid_text(value)
     if stdin is None:
         raise PromptError("-p - reads the prompt from stdin, but stdin is closed")
-    source = getattr(stdin, "buffer", None)
-    data = source.read(PROMPT_MAX_BYTES + 1) if source is not None else stdin.read().encode()
+    data = stdin.buffer.read(PROMPT_MAX_BYTES + 1)
     if len(data) > PROMPT_MAX_BYTES:
         raise PromptError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
-    return data.decode("utf-8", "replace")
-
-
-def _valid_text(text: str) -> str:
-    """An argument's bytes that are not UTF-8 arrive as lone surrogates: back to bytes, then U+FFFD."""
-    try:
-        data = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate that stands for no byte (not from the command line)
-        data = text.encode("utf-8", "surrogatepass")
     return data.decode("utf-8", "replace")
 
 
@@ -246,18 +229,16 @@ def drop_stdout(out: TextIO) -> None:
         os.close(devnull)
 
 
-def _wait_for_distillation(agent: ChatAgent, budget: float) -> None:
+def _wait_for_distillation(agent: Agent, budget: float) -> None:
     """Wait for the turn's distillation; say so after a moment. Ctrl-C skips it (the answer is out)."""
     try:
         if agent.wait_for_distillation(min(DISTILL_NOTE_AFTER, budget)):
             return
-        print(
-            "nanohermes: saving what to remember from this turn… (Ctrl-C skips)", file=sys.stderr, flush=True
-        )
+        _say("saving what to remember from this turn… (Ctrl-C skips)")
         agent.wait_for_distillation(max(0.0, budget - DISTILL_NOTE_AFTER))
     except KeyboardInterrupt:
         agent.stop_distillation()
-        print("nanohermes: memory distillation skipped", file=sys.stderr, flush=True)
+        _say("memory distillation skipped")
 
 
 def _record(event: Event, outcome: _Outcome) -> None:
@@ -283,9 +264,7 @@ def _record(event: Event, outcome: _Outcome) -> None:
     elif isinstance(event, Note) and event.level == "error":
         outcome.errors.append(event.text)
     elif isinstance(event, TurnFinished):
-        outcome.completed, outcome.reason = event.completed, event.reason
-        outcome.answer, outcome.usage = event.answer, event.usage
-        outcome.changed_files = list(event.changed_files)
+        outcome.end = event
 
 
 def _progress(event: Event, verbose: bool) -> None:
@@ -330,14 +309,14 @@ def _json_payload(
     `event`, already recorded in `outcome`; None: nothing."""
     if isinstance(event, TurnFinished):
         payload = {
-            "answer": outcome.answer,
+            "answer": outcome.end.answer,
             "session": str(runtime.agent.session_path),
-            "usage": outcome.usage.to_dict(),
+            "usage": outcome.end.usage.to_dict(),
             "tool_calls": outcome.tool_calls,
-            "files_changed": outcome.changed_files,
+            "files_changed": list(outcome.end.changed_files),
             "memories": outcome.memories,
             "plan": outcome.plan,
-            "completed": outcome.completed,
+            "completed": outcome.end.completed,
             "error": _error_line(outcome) or None,
         }
         return {"type": "result", **payload, "exit": _code(outcome)} if stream else payload
@@ -368,9 +347,9 @@ def _json_payload(
 
 
 def _code(outcome: _Outcome) -> int:
-    if outcome.completed:
+    if outcome.end.completed:
         return EXIT_OK
-    return EXIT_INTERRUPTED if outcome.reason == "interrupted" else EXIT_FAILURE
+    return EXIT_INTERRUPTED if outcome.end.reason == "interrupted" else EXIT_FAILURE
 
 
 def _exit_code(outcome: _Outcome) -> int:
@@ -379,18 +358,24 @@ def _exit_code(outcome: _Outcome) -> int:
 
 
 def _error_line(outcome: _Outcome) -> str:
-    if outcome.completed:
+    reason = outcome.end.reason
+    if outcome.end.completed:
         return ""
-    if outcome.reason == "interrupted":
+    if reason == "interrupted":
         return INTERRUPTED
-    if outcome.reason == "max_iterations":
+    if reason == "max_iterations":
         return "the turn stopped at max_iterations before the model finished (raise max_iterations)"
-    return outcome.errors[0] if outcome.errors else f"the turn did not complete ({outcome.reason})"
+    return outcome.errors[0] if outcome.errors else f"the turn did not complete ({reason})"
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"nanohermes: error: {terminal_safe(' '.join(message.split()))}", file=sys.stderr)
+    _say(f"error: {message}")
     return code
+
+
+def _say(text: str) -> None:
+    """One line on stderr, apart from the answer on stdout."""
+    print(f"nanohermes: {terminal_safe(' '.join(text.split()))}", file=sys.stderr, flush=True)
 
 
 def _arguments(text: str) -> Any:
@@ -412,7 +397,7 @@ def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
             return
         if cancel.cancelled:
             raise KeyboardInterrupt
-        print("nanohermes: interrupting… (Ctrl-C again to abort)", file=sys.stderr, flush=True)
+        _say("interrupting… (Ctrl-C again to abort)")
         cancel.cancel()
 
     try:
