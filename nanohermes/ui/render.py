@@ -280,8 +280,7 @@ class Renderer:
 
     def _on_plan(self, event: PlanUpdated) -> None:
         """The whole checklist, once per update: the current plan, never the model's own text."""
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         for step in event.steps:
             mark, style = PLAN_MARKS[step.status]
             self.console.print(Text(f"  {mark} {terminal_safe(step.step)}", style=style), overflow="fold")
