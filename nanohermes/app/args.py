@@ -243,8 +243,8 @@ def _output_format(ns: argparse.Namespace) -> str:
         import difflib  # only on this error path
 
         close = difflib.get_close_matches(given, OUTPUT_FORMATS, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]}? " if close else ""
-        raise UsageError(f"unknown output format '{given}'; {hint}use one of: {', '.join(OUTPUT_FORMATS)}")
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(f"unknown output format '{given}': use text, json or stream-json{hint}")
     if ns.json_output and given != "json":
         raise UsageError(f"--json means --output-format json, not {given}; drop one of them")
     return str(given)

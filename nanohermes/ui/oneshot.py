@@ -110,11 +110,10 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     with _sigint_cancels(cancel):
         for event in agent.run(prompt, cancel):
             _record(event, outcome)
-            payload = _json_payload(event, runtime, outcome, stream=options.stream_json)
-            if payload is not None:
-                answer.emit(json.dumps(payload, ensure_ascii=not _speaks_utf8(sys.stdout)) + "\n")
-            elif not as_json:
+            if not as_json:
                 answer.handle(event)
+            elif (payload := _json_payload(event, runtime, outcome, stream=options.stream_json)) is not None:
+                answer.emit(json.dumps(payload, ensure_ascii=not _speaks_utf8(sys.stdout)) + "\n")
             _progress(event, options.verbose)
     _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
