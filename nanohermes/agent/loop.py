@@ -267,7 +267,7 @@ class Agent:
                     results.append(event.result)
                 yield event
                 if isinstance(event, ToolFinished):
-                    yield from plan_updates(calls, event.result)
+                    yield from plan_updates(calls[len(results) - 1], event.result)
         finally:
             for index, call in enumerate(calls):
                 got = results[index] if index < len(results) else None

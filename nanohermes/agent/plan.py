@@ -61,9 +61,7 @@ def make_plan_tool() -> Tool:
     return dataclasses.replace(tool, summary_arg=None)  # the checklist follows: no argument on its line
 
 
-def plan_updates(calls: list[ToolCall], result: ToolResult) -> Iterator[PlanUpdated]:
+def plan_updates(call: ToolCall, result: ToolResult) -> Iterator[PlanUpdated]:
     """The plan an update_plan call set, once the tool has accepted its arguments."""
-    if result.name != PLAN_TOOL or not result.ok:
-        return
-    call = next(call for call in calls if call.id == result.call_id)
-    yield PlanUpdated(parse_plan(json.loads(call.arguments)["plan"]))
+    if call.name == PLAN_TOOL and result.ok:
+        yield PlanUpdated(parse_plan(json.loads(call.arguments)["plan"]))
