@@ -14,7 +14,8 @@ import httpx
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, IncompleteStream, NanoHermesError
 from nanohermes.core.events import StreamItem
-from nanohermes.llm.failures import one_line
+from nanohermes.core.types import shorten
+from nanohermes.llm.failures import ONE_LINE
 from nanohermes.llm.interrupt import abort_response
 from nanohermes.llm.response import StreamAssembler
 from nanohermes.llm.sse import Marker, iter_chunks, iter_lines
@@ -142,4 +143,4 @@ def is_json(response: httpx.Response) -> bool:
 
 def describe(err: BaseException) -> str:
     """An exception in one line (its type's name when it says nothing)."""
-    return one_line(str(err)) or type(err).__name__
+    return shorten(str(err), ONE_LINE) or type(err).__name__

@@ -20,6 +20,7 @@ from nanohermes.core.errors import (
     ServerError,
     StreamError,
 )
+from nanohermes.core.types import shorten
 from nanohermes.llm.overflow import (
     ErrorInfo,
     is_context_overflow,
@@ -37,6 +38,8 @@ RETRY_AFTER_MAX = 120.0
 KEY_HINT = "check NANOHERMES_API_KEY/OPENAI_API_KEY"
 OVERFLOW_HINT = "run /compact or start a new session"
 REDACTED = "[redacted]"
+ONE_LINE = 300
+"""The most characters of an endpoint's own words an error line quotes."""
 MIN_KEY_CHARS = 8
 """A key shorter than this (`none`, `dummy` for a local server) is no secret: error text keeps it."""
 
@@ -81,11 +84,6 @@ def strip_userinfo(url: str) -> tuple[str, str]:
     return f"{scheme}{sep}{host}{slash}{path}", userinfo.partition(":")[2]
 
 
-def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def after_retries(retries: int) -> str:
     """` after 3 retries` for an error message, or nothing when none were spent."""
     return f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
@@ -98,7 +96,7 @@ def is_retryable(err: LLMError) -> bool:
 
 def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> ContextOverflow | None:
     """The ContextOverflow an error body describes, if it describes one (see nanohermes.llm.overflow)."""
-    detail = one_line(info.message)
+    detail = shorten(info.message, ONE_LINE)
     said = f": {detail}" if detail else ""
     if status in TOO_LARGE_STATUSES and is_request_too_large(info):
         return ContextOverflow(
@@ -143,7 +141,7 @@ def status_error(
     `retry_after` whether the server asked to retry later (then quota words mean a rate limit)."""
     body = hide_key(body, target.key)
     info = read_error(body)
-    detail = one_line(info.message or body.strip())
+    detail = shorten(info.message or body.strip(), ONE_LINE)
     said = f": {detail}" if detail else ""
     if _is_web_page(body):  # a proxy's or a website's page: its markup says nothing useful
         if status == 404:
@@ -197,7 +195,7 @@ def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     if len(target.key) >= MIN_KEY_CHARS:
         error = json.loads(hide_key(json.dumps(error, ensure_ascii=False), target.key))
     info = read_error(error)
-    detail = one_line(info.message or json.dumps(error, ensure_ascii=False))
+    detail = shorten(info.message or json.dumps(error, ensure_ascii=False), ONE_LINE)
     code = _numeric_code(error)
     overflow = overflow_error(info, code, target)
     if overflow is not None:

@@ -13,7 +13,8 @@ import urllib.parse
 import httpx
 
 from nanohermes.core.errors import ConfigError
-from nanohermes.llm.failures import one_line, strip_userinfo
+from nanohermes.core.types import shorten
+from nanohermes.llm.failures import strip_userinfo
 
 _PROXY_VARIABLES = {
     "https": ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"),
@@ -33,7 +34,7 @@ def new_http_client(base_url: str) -> httpx.Client:
         where = broken or "the proxy settings"
         socks = " (a SOCKS proxy needs `pip install 'httpx[socks]'`)" if "socks" in value.lower() else ""
         raise ConfigError(
-            f"cannot use the proxy in {where}{f' ({value})' if value else ''}: {one_line(str(err), 200)}",
+            f"cannot use the proxy in {where}{f' ({value})' if value else ''}: {shorten(str(err), 200)}",
             f"fix or unset {where}{socks}",
         ) from None
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from nanohermes.core.errors import JSON_ERRORS, BadResponse, IncompleteStream
 from nanohermes.core.events import ReasoningDelta, StreamItem, TextDelta
-from nanohermes.core.types import ChatResult, Usage
+from nanohermes.core.types import ChatResult, Usage, shorten
 from nanohermes.llm.accumulate import ToolCallAccumulator
-from nanohermes.llm.failures import Target, one_line, payload_error
+from nanohermes.llm.failures import Target, payload_error
 from nanohermes.llm.sse import Chunk, Marker, iter_chunks
 from nanohermes.llm.wire import REASONING_KEYS
 
@@ -200,7 +200,7 @@ def parse_completion(body: str, target: Target) -> ChatResult:
         data = json.loads(body)
     except JSON_ERRORS:
         raise BadResponse(
-            f"the endpoint's answer is not JSON: {one_line(body, 120)!r}",
+            f"the endpoint's answer is not JSON: {shorten(body, 120)!r}",
             "check --base-url points at an OpenAI-compatible /v1 endpoint",
         ) from None
     if not isinstance(data, dict):

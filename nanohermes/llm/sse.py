@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal
 
 from nanohermes.core.errors import JSON_ERRORS, BadResponse
-from nanohermes.llm.failures import one_line
+from nanohermes.core.types import shorten
 
 
 class Marker(enum.Enum):
@@ -129,11 +129,9 @@ def _decode(payload: str) -> Chunk | Literal[Marker.DONE]:
         value = json.loads(text)
     except JSON_ERRORS:
         raise BadResponse(
-            f"the endpoint sent a stream event that is not JSON: {one_line(text, 120)}",
+            f"the endpoint sent a stream event that is not JSON: {shorten(text, 120)}",
             "check --base-url points at an OpenAI-compatible /v1 endpoint",
         ) from None
     if not isinstance(value, dict):
-        raise BadResponse(
-            f"the endpoint sent a stream event that is not a JSON object: {one_line(text, 120)}"
-        )
+        raise BadResponse(f"the endpoint sent a stream event that is not a JSON object: {shorten(text, 120)}")
     return value
