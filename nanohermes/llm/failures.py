@@ -112,26 +112,51 @@ def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> Conte
     return None
 
 
-def _account_error(
-    status: int, said: str, target: Target, info: ErrorInfo, *, retry_after: bool
-) -> LLMError | None:
-    """The error when the key or the account is the problem (401, 403, no credit left), else None."""
-    if status == 401:
-        problem = "the endpoint rejected the API key" if target.has_key else "the endpoint needs an API key"
-        return AuthError(f"{problem} (401){said}", KEY_HINT, status)
-    if status == 403:
-        return AuthError(
-            f"access to {target.model} was refused (403){said}",
-            f"{KEY_HINT}; make sure the key may use this model",
-            status,
-        )
+_STATUS_ERRORS: dict[str, tuple[type[LLMError], str, str]] = {
+    "401": (AuthError, "{problem} (401){said}", KEY_HINT),
+    "403": (
+        AuthError,
+        "access to {model} was refused (403){said}",
+        f"{KEY_HINT}; make sure the key may use this model",
+    ),
+    "credit": (
+        PaymentRequired,
+        "the account is out of credit ({status}){said}",
+        "add credit or check billing at the provider",
+    ),
+    "404": (
+        ModelNotFound,
+        "model not found: {model} at {url} (404){said}",
+        "check --model, and that --base-url ends in the API root (often /v1)",
+    ),
+    "429": (
+        RateLimited,
+        "rate limited by the endpoint (429){after}{said}",
+        "wait a minute, or check your plan's limits",
+    ),
+    "server": (
+        ServerError,
+        "the endpoint failed with HTTP {status}{after}{said}",
+        "try again later or check the server",
+    ),
+    "redirect": (
+        BadResponse,
+        "the endpoint redirected the request (HTTP {status}){said}",
+        "use the final URL (often https://…/v1) as --base-url",
+    ),
+    "refused": (BadResponse, "the endpoint refused the request (HTTP {status}){said}", ""),
+}
+"""The error for a non-2xx status, by `_status_kind`: its class, message and hint."""
+
+
+def _status_kind(status: int, info: ErrorInfo, retry_after: bool) -> str:
     if status == 402 or (status == 429 and is_quota_exhausted(info, retry_after=retry_after)):
-        return PaymentRequired(
-            f"the account is out of credit ({status}){said}",
-            "add credit or check billing at the provider",
-            status,
-        )
-    return None
+        return "credit"
+    if str(status) in _STATUS_ERRORS:
+        return str(status)
+    if status >= 500 or status in RETRY_STATUSES:
+        return "server"
+    return "redirect" if 300 <= status < 400 else "refused"
 
 
 def status_error(
@@ -151,38 +176,20 @@ def status_error(
                 status,
             )
         said = ": a web page, not an API answer"
-    after = after_retries(retries)
     overflow = overflow_error(info, status, target)
     if overflow is not None:
         return overflow
-    refused = _account_error(status, said, target, info, retry_after=retry_after)
-    if refused is not None:
-        return refused
-    if status == 404:
-        return ModelNotFound(
-            f"model not found: {target.model} at {target.url} (404){said}",
-            "check --model, and that --base-url ends in the API root (often /v1)",
-            status,
-        )
-    if status == 429:
-        return RateLimited(
-            f"rate limited by the endpoint (429){after}{said}",
-            "wait a minute, or check your plan's limits",
-            status,
-        )
-    if status >= 500 or status in RETRY_STATUSES:
-        return ServerError(
-            f"the endpoint failed with HTTP {status}{after}{said}",
-            "try again later or check the server",
-            status,
-        )
-    if 300 <= status < 400:
-        return BadResponse(
-            f"the endpoint redirected the request (HTTP {status}){said}",
-            "use the final URL (often https://…/v1) as --base-url",
-            status,
-        )
-    return BadResponse(f"the endpoint refused the request (HTTP {status}){said}", "", status)
+    cls, message, hint = _STATUS_ERRORS[_status_kind(status, info, retry_after)]
+    problem = "the endpoint rejected the API key" if target.has_key else "the endpoint needs an API key"
+    text = message.format(
+        problem=problem,
+        model=target.model,
+        url=target.url,
+        status=status,
+        after=after_retries(retries),
+        said=said,
+    )
+    return cls(text, hint, status)
 
 
 def _is_web_page(body: str) -> bool:
