@@ -44,18 +44,19 @@ def send_cancellable(
 
     unregister = cancel.on_cancel(abandon)
     try:
-        outcome.exception(limit)  # waits; the send's own error is raised below
-    except (CancelledError, TimeoutError):
-        pass
+        response = outcome.result(limit)
+    except CancelledError:
+        raise Cancelled() from None
+    except TimeoutError:
+        if outcome.cancel():  # still no answer (else the send itself timed out: raised below)
+            raise httpx.ReadTimeout("no answer within the total deadline", request=request) from None
+        response = outcome.result()
     finally:
         unregister()
-    if not outcome.cancel() and not cancel.cancelled:  # cancel() fails once there is an outcome
-        return outcome.result()
-    if not outcome.cancelled() and outcome.exception() is None:  # it came, but too late
-        outcome.result().close()
-    if cancel.cancelled:
+    if cancel.cancelled:  # it came, but too late
+        response.close()
         raise Cancelled()
-    raise httpx.ReadTimeout("no answer within the total deadline", request=request)
+    return response
 
 
 def _send(http: httpx.Client, request: httpx.Request, outcome: Future[httpx.Response]) -> None:
