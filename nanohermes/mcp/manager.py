@@ -118,13 +118,6 @@ class McpManager:
                 server.tools = []
                 server.started.set()
 
-    def __enter__(self) -> McpManager:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- what the rest of nanohermes sees -------------------------------------------------------
 
     def wait_started(self, timeout: float | None = None) -> bool:
