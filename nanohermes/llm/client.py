@@ -166,7 +166,12 @@ class ChatClient:
             assembler = StreamAssembler(target)
             ended = yield from self._bodies.stream(response, assembler, cancel)
             result = assembler.result()
-            problem = _cut(ended, assembler) or _empty(result)
+            if not ended:
+                problem = "the stream ended early"
+            elif not assembler.saw_choice:
+                problem = "the stream carried no answer"
+            else:
+                problem = _empty(result)
         if not problem:
             if is_json(response):
                 yield from replay_deltas(result)
@@ -338,15 +343,6 @@ class ChatClient:
         )
         message = f"cannot reach {self.url}{via}{after_retries(retries)}: {describe(err)}"
         return EndpointUnreachable(message, hint)
-
-
-def _cut(ended: bool, assembler: StreamAssembler) -> str:
-    """Why a stream cannot be trusted: it ended early, or carried no choice at all."""
-    if not ended:
-        return "the stream ended early"
-    if not assembler.saw_choice:
-        return "the stream carried no answer"
-    return ""
 
 
 def _empty(result: ChatResult) -> str:
