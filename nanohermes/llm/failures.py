@@ -57,8 +57,7 @@ class Target:
 
 
 def hide_key(text: str, key: str) -> str:
-    """`text` with the API key (also JSON-escaped) replaced by "[redacted]" — before any cutting to
-    one line, so no prefix of it survives a cut."""
+    """`text` with the API key (also JSON-escaped) redacted — before any cut, so no prefix survives."""
     if len(key) < MIN_KEY_CHARS:
         return text
     text = text.replace(key, REDACTED)
@@ -67,7 +66,6 @@ def hide_key(text: str, key: str) -> str:
 
 
 def without_key(err: LLMError, key: str) -> LLMError:
-    """The same error with the key hidden from its message and hint (in place)."""
     if len(key) >= MIN_KEY_CHARS and key in f"{err} {err.hint}":
         err.args = (hide_key(str(err), key), *err.args[1:])
         err.hint = hide_key(err.hint, key)
@@ -85,17 +83,14 @@ def strip_userinfo(url: str) -> tuple[str, str]:
 
 
 def after_retries(retries: int) -> str:
-    """` after 3 retries` for an error message, or nothing when none were spent."""
     return f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
 
 
 def is_retryable(err: LLMError) -> bool:
-    """Whether sending the same request again may succeed (a rate limit or a server hiccup)."""
     return isinstance(err, RateLimited | ServerError) and err.status in RETRY_STATUSES
 
 
 def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> ContextOverflow | None:
-    """The ContextOverflow an error body describes, if it describes one (see nanohermes.llm.overflow)."""
     detail = shorten(info.message, ONE_LINE)
     said = f": {detail}" if detail else ""
     if status in TOO_LARGE_STATUSES and is_request_too_large(info):
@@ -162,8 +157,8 @@ def _status_kind(status: int, info: ErrorInfo, retry_after: bool) -> str:
 def status_error(
     status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
 ) -> LLMError:
-    """The error for a non-2xx answer. `retries` is how many retries were spent before giving up;
-    `retry_after` whether the server asked to retry later (then quota words mean a rate limit)."""
+    """The error for a non-2xx answer; `retry_after`: the server asked to retry later (then quota words
+    mean a rate limit)."""
     body = hide_key(body, target.key)
     info = read_error(body)
     detail = shorten(info.message or body.strip(), ONE_LINE)

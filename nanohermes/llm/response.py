@@ -28,7 +28,7 @@ _THINKING_TYPES = frozenset({"thinking", "reasoning"})
 
 
 def first_choice(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The choice with `index` 0 (or without an index), or None when the chunk has none."""
+    """The choice with `index` 0 (or none)."""
     choices = data.get("choices")
     if not isinstance(choices, list):
         return None
@@ -59,7 +59,6 @@ def split_content(content: Any) -> tuple[str, str]:
 
 
 def reasoning_of(part: dict[str, Any]) -> str:
-    """The reasoning text of a delta or message (see the module docstring)."""
     for key in REASONING_KEYS:
         value = part.get(key)
         if isinstance(value, str) and value:
@@ -101,7 +100,7 @@ def find_usage(data: dict[str, Any]) -> Usage | None:
 
 
 class StreamAssembler:
-    """Turns stream chunks into deltas to show, and the final ChatResult."""
+    """Stream chunks (or a whole answer) → deltas to show, and the final ChatResult."""
 
     def __init__(self, target: Target) -> None:
         self._target = target
@@ -115,7 +114,7 @@ class StreamAssembler:
         self.usage = Usage()
 
     def feed(self, chunk: Chunk) -> list[StreamItem]:
-        """Take one chunk. Raises an LLMError for an `error` chunk (even inside HTTP 200)."""
+        """Raises an LLMError for an `error` chunk (even inside HTTP 200)."""
         if chunk.get("error"):
             raise payload_error(chunk["error"], self._target, in_stream=True)
         if "usage" in chunk or "x_groq" in chunk or "choices" in chunk:
@@ -195,7 +194,7 @@ def assemble(lines: Iterable[str], target: Target) -> ChatResult:
 
 
 def parse_completion(body: str, target: Target) -> ChatResult:
-    """A non-streaming answer. Raises BadResponse (or the mapped error) when it is not one."""
+    """A non-streaming answer."""
     try:
         data = json.loads(body)
     except JSON_ERRORS:
@@ -217,7 +216,7 @@ def parse_completion(body: str, target: Target) -> ChatResult:
 
 
 def replay_deltas(result: ChatResult) -> Iterator[StreamItem]:
-    """The deltas a non-streamed result would have streamed (so the UI shows it the same way)."""
+    """The deltas a non-streamed result would have streamed."""
     if result.reasoning:
         yield ReasoningDelta(result.reasoning)
     if result.content:
