@@ -1,9 +1,5 @@
-"""The HTTP client for an endpoint, and the proxy (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY) it goes through.
-
-httpx reads the proxy from the environment. A value it cannot use (`socks5://…` without socksio, an
-unknown scheme, a bad port) must be a one-line settings error, and an unreachable endpoint reached
-through a proxy must name the proxy: the endpoint itself may be fine.
-"""
+"""The HTTP client for an endpoint, and the environment's proxy: one httpx cannot use is a one-line
+settings error, and an unreachable endpoint reached through a proxy names the proxy."""
 
 from __future__ import annotations
 
@@ -43,7 +39,7 @@ _UNUSABLE = (ValueError, ImportError, httpx.InvalidURL)
 
 
 def _usable(proxy: str) -> bool:
-    """Whether httpx can use `proxy` (a client is made with it alone; nothing is connected)."""
+    """Whether httpx can make a client with `proxy` (nothing is connected)."""
     try:
         httpx.Client(proxy=proxy, trust_env=False).close()
     except _UNUSABLE:
