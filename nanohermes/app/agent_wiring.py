@@ -91,6 +91,7 @@ def build_agent(
     background, their tools joining as each is ready; whoever built it closes the runtime."""
     from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.loop import Agent
+    from nanohermes.agent.plan import make_plan_tool
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
     from nanohermes.core.cancel import CancelToken
     from nanohermes.mcp import start_servers
@@ -134,6 +135,7 @@ def build_agent(
     for note in hooks.run("session_start", CancelToken(), source=source).notes:
         agent.post_note(note)
     _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
+    runner.register(make_plan_tool())
     mcp = start_servers(
         settings.mcp_servers if mcp_servers is None else mcp_servers,
         cwd=workspace,

@@ -28,7 +28,7 @@ from nanohermes.core.events import Note
 from nanohermes.core.types import ToolCall, shorten
 from nanohermes.tools.reaper import kill_tagged, new_tag, tagged_env
 from nanohermes.tools.sandbox import Sandbox
-from nanohermes.tools.shell import PIPE_GRACE, POLL, CappedBuffer, _join, _start_readers, kill_group
+from nanohermes.tools.shell import PIPE_GRACE, POLL, CappedBuffer, join_readers, kill_group, start_readers
 
 OUTPUT_CAP = 64 * 1024
 """Bytes of a hook's stderr kept (its head and tail)."""
@@ -112,7 +112,7 @@ class HookRunner:
             )
         err = CappedBuffer(OUTPUT_CAP)
         stop = threading.Event()
-        readers = _start_readers(process, tag, ((process.stderr, err),), stop)
+        readers = start_readers(process, tag, ((process.stderr, err),), stop)
         deadline = time.monotonic() + hook.timeout
         try:
             while process.poll() is None and not cancel.cancelled and time.monotonic() < deadline:
@@ -123,9 +123,9 @@ class HookRunner:
             if code is None:
                 kill_group(process)
                 kill_tagged(tag)
-            _join(readers, PIPE_GRACE, cancel)  # background processes may hold its stderr a while
+            join_readers(readers, PIPE_GRACE, cancel)  # background processes may hold its stderr a while
             stop.set()
-            _join(readers, 2 * POLL)
+            join_readers(readers, 2 * POLL)
         cancel.raise_if_cancelled()
         return code, err.text()
 

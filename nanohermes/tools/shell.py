@@ -135,7 +135,7 @@ class ShellTool:
         process = self._start(command, tag)
         out, err = CappedBuffer(self.max_chars), CappedBuffer(self.max_chars)
         done_reading = threading.Event()
-        readers = _start_readers(process, tag, ((process.stdout, out), (process.stderr, err)), done_reading)
+        readers = start_readers(process, tag, ((process.stdout, out), (process.stderr, err)), done_reading)
 
         def stop() -> None:  # runs in the cancelling thread: signal only, never wait
             signal_group(process, signal.SIGTERM)
@@ -146,18 +146,18 @@ class ShellTool:
             timed_out = self._wait(process, limit, ctx)
             if timed_out or ctx.cancel.cancelled:  # at once: also what left the group (setsid)
                 kill_tagged(tag)
-            lingering = _join(readers, PIPE_GRACE, ctx.cancel)
+            lingering = join_readers(readers, PIPE_GRACE, ctx.cancel)
             if lingering and not ctx.cancel.cancelled:  # background processes still hold the pipes
                 kill_group(process)
                 kill_tagged(tag)
-                escaped = _join(readers, PIPE_GRACE, ctx.cancel)  # held by one that left group and tag
+                escaped = join_readers(readers, PIPE_GRACE, ctx.cancel)  # held by one that left group and tag
         finally:
             unregister()
             done_reading.set()  # what still holds the pipes is not read any more (see _pump)
             if process.poll() is None or ctx.cancel.cancelled:
                 kill_group(process)
                 kill_tagged(tag)
-            _join(readers, 2 * POLL)
+            join_readers(readers, 2 * POLL)
         if ctx.cancel.cancelled:
             raise Cancelled()
         held = "escaped" if escaped else "stopped" if lingering else ""
@@ -280,7 +280,7 @@ def _brief(value: object) -> str:
     return text if len(text) <= 40 else f"{text[:37]}…"
 
 
-def _start_readers(
+def start_readers(
     process: subprocess.Popen[bytes],
     tag: str,
     streams: tuple[tuple[IO[bytes] | None, CappedBuffer], ...],
@@ -339,7 +339,7 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=KILL_GRACE)
 
 
-def _join(threads: list[threading.Thread], timeout: float, cancel: CancelToken | None = None) -> bool:
+def join_readers(threads: list[threading.Thread], timeout: float, cancel: CancelToken | None = None) -> bool:
     """Join the threads within `timeout` seconds in all, or until `cancel` is cancelled; True when
     some are still running."""
     deadline = time.monotonic() + timeout
