@@ -41,7 +41,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.types import valid_text
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import is_terminal, speaks_utf8, terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     no_key = None if options.local else missing_key_message(settings)
     if no_key:
         return _fail(no_key, EXIT_USAGE)
-    if options.prompt == "-" and _is_terminal(sys.stdin):  # else it seems to hang, saying nothing
+    if options.prompt == "-" and is_terminal(sys.stdin):  # else it seems to hang, saying nothing
         _say("reading the prompt from the terminal; end it with Ctrl-D")
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
@@ -100,14 +100,15 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     cancel = CancelToken()
     for event in agent.drain_background_events():  # notices from start-up (memory file, agents)
         _progress(event, options.verbose)
-    answer = _AnswerPrinter(sys.stdout, stream=not options.json_output and _is_terminal(sys.stdout))
+    answer = _AnswerPrinter(sys.stdout, stream=not options.json_output and is_terminal(sys.stdout))
     with _sigint_cancels(cancel):
         for event in agent.run(prompt, cancel):
             _record(event, outcome)
             if not options.json_output:
                 answer.handle(event)
             elif isinstance(event, TurnFinished):
-                answer.emit(_json_line(runtime, outcome, ascii_only=not _speaks_utf8(sys.stdout)))
+                # under another locale: ASCII with `\\u` escapes, still valid JSON
+                answer.emit(_json_line(runtime, outcome, ascii_only=not speaks_utf8(sys.stdout)))
             _progress(event, options.verbose)
     _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
@@ -143,13 +144,6 @@ def read_prompt(value: str, stdin: TextIO | None) -> str:
     if len(data) > PROMPT_MAX_BYTES:
         raise PromptError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
     return data.decode("utf-8", "replace")
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 class _AnswerPrinter:
@@ -280,17 +274,6 @@ def _progress_line(event: Event, verbose: bool) -> str:
     if isinstance(event, Retrying) and verbose:
         return f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
     return ""
-
-
-def _speaks_utf8(stream: TextIO) -> bool:
-    """Whether `stream` encodes UTF-8; under another locale (`LANG=en_US.ISO-8859-1`) `--json` is
-    written as ASCII with `\\u` escapes, still valid JSON, where the locale lacks a character."""
-    import codecs
-
-    try:
-        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
-    except LookupError:
-        return False
 
 
 def _json_line(runtime: RuntimeLike, outcome: _Outcome, *, ascii_only: bool = False) -> str:

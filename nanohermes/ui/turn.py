@@ -22,6 +22,7 @@ from nanohermes.core.errors import Cancelled, NanoHermesError
 from nanohermes.core.events import Event, Note, ReasoningDelta, TextDelta
 from nanohermes.core.protocols import Decision
 from nanohermes.ui.approve import PendingApproval
+from nanohermes.ui.safe_text import is_terminal
 
 if TYPE_CHECKING:
     from nanohermes.ui.approve import TerminalApprover
@@ -136,10 +137,10 @@ def quiet_terminal() -> Iterator[None]:
     except ImportError:  # Windows
         yield
         return
-    fd = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else -1
-    if fd < 0:
+    if not is_terminal(sys.stdin):
         yield
         return
+    fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     quiet = list(saved)
     quiet[3] &= ~(termios.ECHO | termios.ECHOCTL)
