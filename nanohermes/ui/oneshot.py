@@ -15,7 +15,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -101,7 +101,7 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     for event in agent.drain_background_events():  # notices from start-up (memory file, agents)
         _progress(event, options.verbose)
     answer = _AnswerPrinter(sys.stdout, stream=not options.json_output and is_terminal(sys.stdout))
-    with _sigint_cancels(cancel):
+    with signals_handled(_cancel_on_signal(cancel)):
         for event in agent.run(prompt, cancel):
             _record(event, outcome)
             if not options.json_output:
@@ -325,8 +325,7 @@ def _arguments(text: str) -> Any:
         return text
 
 
-@contextlib.contextmanager
-def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
+def _cancel_on_signal(cancel: CancelToken) -> Callable[[int, FrameType | None], None]:
     """First Ctrl-C cancels the turn (clean history); a second one raises KeyboardInterrupt. SIGTERM
     and SIGHUP cancel it too: its shell commands run in sessions of their own, which a kill or a
     closed terminal does not reach, so they are killed with the turn rather than left running."""
@@ -340,6 +339,12 @@ def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
         _say("interrupting… (Ctrl-C again to abort)")
         cancel.cancel()
 
+    return handler
+
+
+@contextlib.contextmanager
+def signals_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """`handler` for SIGINT, SIGTERM and SIGHUP while the block runs; off the main thread, nothing."""
     try:
         previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
     except ValueError:  # not the main thread: leave the signals alone
