@@ -115,8 +115,6 @@ def build_runtime(
     import_httpx()  # before the model client: without httpx's command-line client
     from nanohermes.llm import ChatClient
 
-    if not settings.model:
-        raise ConfigError("no model configured", "give --model NAME or set NANOHERMES_MODEL")
     relay = _NoticeRelay()
     if opened is None:  # else its notices were shown with the preview
         opened = open_session(options, settings)

@@ -1,11 +1,5 @@
-"""`nanohermes -p PROMPT`: one non-interactive turn. Plain text only (no terminal libraries).
-
-The final answer goes to stdout (or one JSON object with `--json`) the moment the turn completes —
-streamed as it arrives when stdout is a terminal — and is flushed; progress, notes and errors go to
-stderr. Exit 0 when the turn completed, 1 when it failed (one line saying why), 2 for a usage or
-configuration problem, 130 when interrupted. Then it waits for the turn's distillation (a note on
-stderr when that takes more than a moment; Ctrl-C skips it and never loses the answer).
-Ctrl-C during the turn cancels it cleanly (the session keeps a valid history); a second Ctrl-C aborts.
+"""`nanohermes -p PROMPT` (SPEC §1): one non-interactive turn. Plain text only (no terminal libraries,
+which would cost start-up time): the answer on stdout, progress, notes and errors on stderr.
 """
 
 from __future__ import annotations
