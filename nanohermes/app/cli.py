@@ -229,8 +229,7 @@ def _report(err: Exception, verbose: bool) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    from nanohermes.ui.safe_text import terminal_safe  # a flag's value may hold escape sequences
+    from nanohermes.ui.safe_text import say  # a flag's value may hold escape sequences
 
-    first_line = terminal_safe(" ".join(message.split()))
-    print(f"nanohermes: error: {first_line}", file=sys.stderr)
+    say(f"error: {message}")
     return code

@@ -35,7 +35,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.types import valid_text
-from nanohermes.ui.safe_text import is_terminal, speaks_utf8, terminal_safe
+from nanohermes.ui.safe_text import is_terminal, say, speaks_utf8, terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     if no_key:
         return _fail(no_key, EXIT_USAGE)
     if options.prompt == "-" and is_terminal(sys.stdin):  # else it seems to hang, saying nothing
-        _say("reading the prompt from the terminal; end it with Ctrl-D")
+        say("reading the prompt from the terminal; end it with Ctrl-D")
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
     except PromptError as err:
@@ -215,11 +215,11 @@ def _wait_for_distillation(agent: Agent, budget: float) -> None:
     try:
         if agent.wait_for_distillation(min(DISTILL_NOTE_AFTER, budget)):
             return
-        _say("saving what to remember from this turn… (Ctrl-C skips)")
+        say("saving what to remember from this turn… (Ctrl-C skips)")
         agent.wait_for_distillation(max(0.0, budget - DISTILL_NOTE_AFTER))
     except KeyboardInterrupt:
         agent.stop_distillation()
-        _say("memory distillation skipped")
+        say("memory distillation skipped")
 
 
 def _record(event: Event, outcome: _Outcome) -> None:
@@ -303,13 +303,8 @@ def _error_line(outcome: _Outcome) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    _say(f"error: {message}")
+    say(f"error: {message}")
     return code
-
-
-def _say(text: str) -> None:
-    """One line on stderr, apart from the answer on stdout."""
-    print(f"nanohermes: {terminal_safe(' '.join(text.split()))}", file=sys.stderr, flush=True)
 
 
 def _arguments(text: str) -> Any:
@@ -330,7 +325,7 @@ def _cancel_on_signal(cancel: CancelToken) -> Callable[[int, FrameType | None], 
             return
         if cancel.cancelled:
             raise KeyboardInterrupt
-        _say("interrupting… (Ctrl-C again to abort)")
+        say("interrupting… (Ctrl-C again to abort)")
         cancel.cancel()
 
     return handler

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import sys
 from typing import TextIO
 
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]|\r(?!\n)")
@@ -53,3 +54,17 @@ def speaks_utf8(stream: TextIO) -> bool:
         return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
     except LookupError:
         return False
+
+
+def one_line(text: str, limit: int = 0) -> str:
+    """`text` on one line and terminal-safe; over `limit` characters (when given), its start and its
+    end, where a hint is: a pasted argument repeated in a message would make it a screenful."""
+    line = terminal_safe(" ".join(text.split()))
+    if not limit or len(line) <= limit:
+        return line
+    return f"{line[: limit // 2]} … {line[-(limit // 2) :]}"
+
+
+def say(text: str, limit: int = 0) -> None:
+    """One line on stderr, apart from what a command prints on stdout."""
+    print(f"nanohermes: {one_line(text, limit)}", file=sys.stderr, flush=True)
