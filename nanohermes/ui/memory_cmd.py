@@ -1,9 +1,4 @@
-"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10); the REPL's `/memory` runs the same actions.
-
-Works without any model endpoint: it only reads and edits memory.json. Tables go to stdout; notes and
-errors to stderr, errors as one line with exit code 2 for a bad argument (unknown id, empty query)
-and 1 when the file cannot be read or written.
-"""
+"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10); the REPL's `/memory` runs the same actions."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""`nanohermes undo [--session S] [--list] [--to N] [--force]`: revert agent turns outside the REPL.
-
-Without --session it works on the session most recently recorded in the current workspace. A file
-edited after the turn is not overwritten: the command shows how it differs, restores nothing and
-exits 1, unless --force. Output is plain text: what was restored on stdout, errors on stderr.
-"""
+"""`nanohermes undo [--session S] [--list] [--to N] [--force]`: revert agent turns outside the REPL
+(SPEC §11). Plain text: what was restored on stdout, errors on stderr."""
 
 from __future__ import annotations
 
