@@ -1,13 +1,16 @@
 """Slash commands an editor offers in its prompt box (`available_commands_update`): the REPL's
-`/compact`, `/memory …` and `/reset`, answered as agent messages instead of terminal output."""
+`/compact`, `/memory …` and `/reset`, answered as agent messages instead of terminal output, and the
+custom commands (`.nanohermes/commands/NAME.md`), sent to the model as their expanded text."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acp import schema
 
+from nanohermes.agent.custom_commands import CustomCommand, expand_command, load_commands
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import NanoHermesError
 from nanohermes.core.events import Event, TextDelta, TurnFinished
@@ -19,7 +22,7 @@ if TYPE_CHECKING:
 MEMORY_USAGE = "usage: /memory [list | search QUERY | forget ID | stats]"
 
 
-def available_commands() -> list[schema.AvailableCommand]:
+def available_commands(custom: Mapping[str, CustomCommand]) -> list[schema.AvailableCommand]:
     def command(name: str, description: str, hint: str | None = None) -> schema.AvailableCommand:
         given = (
             schema.AvailableCommandInput(root=schema.UnstructuredCommandInput(hint=hint)) if hint else None
@@ -34,7 +37,15 @@ def available_commands() -> list[schema.AvailableCommand]:
             "list | search QUERY | forget ID | stats",
         ),
         command("reset", "clear the conversation; long-term memory stays"),
+        *(command(c.name, c.description, c.hint or None) for c in custom.values()),
     ]
+
+
+def expanded(text: str, workspace: Path, state_dir: Path) -> str:
+    """`text`, or the message of the custom command it starts with (`/NAME args`), read afresh."""
+    if not text.startswith("/"):
+        return text
+    return expand_command(load_commands(workspace, state_dir)[0], text) or text
 
 
 def command_source(text: str, agent: Agent, store: MemoryStore | None) -> Iterator[Event] | None:

@@ -28,6 +28,7 @@ from nanohermes.acp.listing import LIST_PAGE, session_infos
 from nanohermes.acp.params import CURSOR, SESSION_ID, mcp_servers_of, shown, workspace_of
 from nanohermes.acp.session import AcpSession, Bridge, Opened
 from nanohermes.acp.workers import Workers
+from nanohermes.agent.custom_commands import load_commands
 from nanohermes.core.errors import NanoHermesError, SessionInUse
 from nanohermes.core.events import Note
 from nanohermes.core.protocols import Approver
@@ -197,6 +198,10 @@ class NanohermesAcpAgent:
         if not text:
             raise RequestError.invalid_params({"details": "the prompt is empty"})
         command = commands.command_source(text, agent, self.stores(session.workspace))
+        if command is None:
+            text = await asyncio.to_thread(
+                commands.expanded, text, session.workspace, self.settings.state_dir
+            )
         stop = await session.run(
             (lambda _: command) if command is not None else (lambda c: agent.run(text, c))
         )
@@ -355,7 +360,11 @@ class NanohermesAcpAgent:
         return schema.SessionModeState(current_mode_id=session.mode, available_modes=MODES)
 
     async def _announce_commands(self, session: AcpSession) -> None:
-        update = update_available_commands(commands.available_commands())
+        custom, problems = await asyncio.to_thread(load_commands, session.workspace, self.settings.state_dir)
+        for problem in problems:  # shown in the next turn
+            if session.agent is not None:
+                session.agent.post_note(Note(problem, "warning"))
+        update = update_available_commands(commands.available_commands(custom))
         await self._client().session_update(session_id=session.id, update=update)
 
     def _after_reply(self, coroutine: Any) -> None:

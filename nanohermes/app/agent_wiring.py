@@ -92,6 +92,7 @@ def build_agent(
     from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.loop import Agent
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
+    from nanohermes.agent.skills import load_skills, make_skill_tool, skills_prompt
     from nanohermes.mcp import start_servers
     from nanohermes.tools.runner import ToolRunner
 
@@ -109,11 +110,13 @@ def build_agent(
     )
     secret = settings.api_key_value()
     agents_md, agents_note = load_agents_md(workspace)
+    skills, skill_problems = load_skills(workspace, settings.state_dir)
+    skill_list = skills_prompt(skills)
     agent = Agent(
         parts.client,
         runner,
         AgentConfig.from_settings(settings, verbose=parts.verbose, save_each_turn=parts.save_each_turn),
-        base_system_prompt(workspace, memory=parts.store is not None, agents_md=agents_md),
+        base_system_prompt(workspace, memory=parts.store is not None, agents_md=agents_md, skills=skill_list),
         session=session,
         store=parts.store,
         resumed=resumed,
@@ -121,8 +124,11 @@ def build_agent(
         secrets=(secret,) if secret else (),
         checkpoints=checkpoints,
     )
-    if agents_note:
-        agent.post_note(Note(agents_note, "warning"))
+    for note in [agents_note, *skill_problems]:
+        if note:
+            agent.post_note(Note(note, "warning"))
+    if skills:
+        runner.register(make_skill_tool(skills))
     if sandbox.startup_warning:
         # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
         agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "info"))

@@ -18,7 +18,7 @@ from nanohermes.core.types import plural, shorten
 from nanohermes.sessions.paths import describe_session, recent_session_files
 from nanohermes.ui.command_context import CommandContext, Handler
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
-from nanohermes.ui.safe_text import ECHO_CHARS, echoed
+from nanohermes.ui.safe_text import ECHO_CHARS, echoed, terminal_safe
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -71,10 +71,12 @@ def cmd_help(ctx: CommandContext, arg: str) -> None:
     table.columns[0].no_wrap = True
     for command in COMMANDS.values():
         table.add_row(Text(command.usage), Text(command.description))
+    for custom in ctx.custom.values():
+        table.add_row(Text(f"/{custom.name}"), Text(terminal_safe(custom.description)))
     ctx.console.print(table)
     ctx.say(
         "Enter sends · Esc Enter (or Alt+Enter) adds a line · @path completes files · "
-        "Ctrl-C stops a turn · Ctrl-D exits",
+        "Ctrl-C stops a turn · Ctrl-D exits · your own /NAME: .nanohermes/commands/NAME.md",
         "dim",
     )
 

@@ -17,6 +17,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -94,6 +95,8 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
         return _fail(str(err), EXIT_USAGE)
     if not prompt.strip():
         return _fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
+    if prompt.lstrip().startswith("/"):
+        prompt = _custom_command(prompt, settings)
     runtime = build_runtime(options, settings, None)
     try:
         return _run_turn(options, settings, runtime, prompt)
@@ -151,6 +154,16 @@ def read_prompt(value: str, stdin: TextIO | None) -> str:
     if len(data) > PROMPT_MAX_BYTES:
         raise PromptError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
     return data.decode("utf-8", "replace")
+
+
+def _custom_command(prompt: str, settings: Settings) -> str:
+    """`-p "/NAME args"`: the custom command's message; any other prompt as it is."""
+    from nanohermes.agent.custom_commands import expand_command, load_commands
+
+    commands, problems = load_commands(Path.cwd(), settings.state_dir)
+    for problem in problems:
+        print(f"nanohermes: {terminal_safe(problem)}", file=sys.stderr)
+    return expand_command(commands, prompt) or prompt
 
 
 def _valid_text(text: str) -> str:
