@@ -74,9 +74,10 @@ def cmd_help(ctx: CommandContext, arg: str) -> None:
     for custom in ctx.custom.values():
         table.add_row(Text(f"/{custom.name}"), Text(terminal_safe(custom.description)))
     ctx.console.print(table)
+    ctx.say("yours: .nanohermes/commands/NAME.md is /NAME; .nanohermes/skills/NAME/SKILL.md a skill", "dim")
     ctx.say(
         "Enter sends · Esc Enter (or Alt+Enter) adds a line · @path completes files · "
-        "Ctrl-C stops a turn · Ctrl-D exits · your own /NAME: .nanohermes/commands/NAME.md",
+        "Ctrl-C stops a turn · Ctrl-D exits",
         "dim",
     )
 
