@@ -17,6 +17,7 @@ from pathlib import Path
 
 from nanohermes.core.frontmatter import (
     NAME,
+    definition_dirs,
     front_matter,
     markdown_files,
     read_definition,
@@ -47,10 +48,7 @@ def load_commands(workspace: Path, state_dir: Path) -> tuple[dict[str, CustomCom
     """(commands by name, one note per file skipped). `state_dir` is ~/.nanohermes."""
     found: dict[str, CustomCommand] = {}
     problems: list[str] = []
-    for directory, inside in (
-        (workspace / ".nanohermes" / "commands", workspace),
-        (state_dir / "commands", None),
-    ):
+    for directory, inside in definition_dirs("commands", workspace, state_dir):
         for path in markdown_files("*.md", directory):
             if path.stem in found:
                 continue  # the project's command of that name wins

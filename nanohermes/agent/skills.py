@@ -70,7 +70,7 @@ def _parse(path: Path, inside: Path | None) -> Skill:
     name, description = unquote(meta.get("name", "")), " ".join(unquote(meta.get("description", "")).split())
     folder = path.parent
     if name != folder.name:
-        raise ValueError(f"its name {shorten(name, 70)!r} is not its folder's name")
+        raise ValueError(f"its name {shorten(name, 70)!r} is not its folder's {shorten(folder.name, 70)!r}")
     if not NAME.fullmatch(name):
         raise ValueError("a skill's name may hold only letters, digits, '-' and '_' (at most 64)")
     if not description or not body:
@@ -83,10 +83,8 @@ def skills_prompt(skills: Mapping[str, Skill]) -> str:
     """The system prompt's short section naming the skills ("" when there are none)."""
     if not skills:
         return ""
-    lines = [f"- {skill.name}: {skill.description}" for skill in skills.values()]
-    return "Skills (when a task matches one, call skill(name) for its instructions first):\n" + "\n".join(
-        lines
-    )
+    lines = "\n".join(f"- {skill.name}: {skill.description}" for skill in skills.values())
+    return f"Skills (when a task matches one, call skill(name) for its instructions first):\n{lines}"
 
 
 def make_skill_tool(skills: Mapping[str, Skill]) -> Tool:

@@ -146,7 +146,7 @@ def test_bad_skills_are_skipped_with_one_note_each(tmp_path: Path) -> None:
     assert len(problems) == 7
     text = "\n".join(problems)
     for expected in (
-        "its name 'renamed' is not its folder's name",
+        "its name 'renamed' is not its folder's 'other'",
         "only letters, digits",
         "needs a description",
         "never closed",
