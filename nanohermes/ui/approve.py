@@ -57,13 +57,13 @@ class PendingApproval:
         self._interrupted = True
         self.resolve(Decision.NO)
 
-    def wait(self, cancel: CancelToken | None, poll: float = 0.2) -> Decision:
+    def wait(self, cancel: CancelToken, poll: float = 0.2) -> Decision:
         """Block until answered; raises `Cancelled` when interrupted or the turn was cancelled (the
         runner then gives this call, and the calls after it, the interrupted result)."""
         while not self._done.wait(poll):
-            if cancel is not None and cancel.cancelled:
+            if cancel.cancelled:
                 self.resolve(Decision.NO)
-        if self._interrupted or (cancel is not None and cancel.cancelled):
+        if self._interrupted or cancel.cancelled:
             raise Cancelled()
         return self._decision
 
@@ -74,26 +74,24 @@ class TerminalApprover:
     def __init__(self, console: Console, read_key: KeyReader | None = None) -> None:
         self.console = console
         self._read_key = read_key or read_one_key
-        self._lock = threading.Lock()
-        self._post: Callable[[PendingApproval], None] | None = None
-        self._cancel: CancelToken | None = None
+        self._turn: tuple[Callable[[PendingApproval], None], CancelToken] | None = None
+        """While a turn runs: where to post questions, and its token. One attribute, so that the
+        worker reads both at once without a lock."""
         self._owner = threading.get_ident()
 
     def attach(self, post: Callable[[PendingApproval], None], cancel: CancelToken) -> None:
         """While a turn runs: questions from other threads go to `post` (the main thread's queue)."""
-        with self._lock:
-            self._post, self._cancel = post, cancel
+        self._turn = (post, cancel)
 
     def detach(self) -> None:
-        with self._lock:
-            self._post, self._cancel = None, None
+        self._turn = None
 
     def __call__(self, request: ApprovalRequest) -> Decision:
-        with self._lock:
-            post, cancel = self._post, self._cancel
-        if threading.get_ident() == self._owner or post is None:
+        turn = self._turn
+        if threading.get_ident() == self._owner or turn is None:
             return self.ask(request)
-        if cancel is not None and cancel.cancelled:
+        post, cancel = turn
+        if cancel.cancelled:
             raise Cancelled()  # never asked: interrupted (SPEC §4.1), not declined
         pending = PendingApproval(request)
         post(pending)
@@ -105,23 +103,16 @@ class TerminalApprover:
         A Ctrl-C while asking interrupts the call, then propagates so the REPL cancels the turn."""
         try:
             decision = self.ask(pending.request)
-        except KeyboardInterrupt:
-            self._cancel_turn()  # first: the released worker must see the turn cancelled
-            pending.interrupt()
-            raise
-        except BaseException:
+        except BaseException as err:
+            turn = self._turn
+            if isinstance(err, KeyboardInterrupt) and turn is not None:
+                # before the worker is released: told "interrupted", it could otherwise send the
+                # next model request before the REPL cancels the turn
+                turn[1].cancel()
             pending.interrupt()  # unblock the worker before the error propagates
             raise
         pending.resolve(decision)
         return decision
-
-    def _cancel_turn(self) -> None:
-        """Ctrl-C at a posted question cancels the turn before its worker is released; otherwise the
-        worker, told "interrupted", could send the next model request before the REPL cancels."""
-        with self._lock:
-            cancel = self._cancel
-        if cancel is not None:
-            cancel.cancel()
 
     def ask(self, request: ApprovalRequest) -> Decision:
         self.show(request)

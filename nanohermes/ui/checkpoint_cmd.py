@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from nanohermes.core.errors import NanoHermesError
 from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.undo_cmd import turn_lines
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints, FileDiff, History
@@ -21,11 +23,10 @@ LINE_STYLES = {"+": "green", "-": "red", "@": "cyan"}
 STATUS_STYLES = {"added": "green", "deleted": "red", "modified": "yellow"}
 
 
-def _history(ctx: CommandContext) -> History | None:
+def _history(ctx: CommandContext) -> History:
     checkpoints: Checkpoints | None = ctx.runtime.checkpoints
     if checkpoints is None:
-        ctx.fail("checkpoints are off (checkpoints = false): there is nothing to show or undo")
-        return None
+        raise NanoHermesError("checkpoints are off (checkpoints = false): there is nothing to show or undo")
     from nanohermes.checkpoints import History
 
     return History(checkpoints)
@@ -37,10 +38,7 @@ def show_diff(ctx: CommandContext, arg: str) -> None:
     if which not in ("", "all"):
         ctx.fail("usage: /diff [all]")
         return
-    history = _history(ctx)
-    if history is None:
-        return
-    turns, diffs = history.diff(all_turns=which == "all")
+    turns, diffs = _history(ctx).diff(all_turns=which == "all")
     if not diffs:
         ctx.say("no changes recorded in this session yet" if not turns else "those turns cancel out", "dim")
         return
@@ -55,7 +53,7 @@ def print_diffs(ctx: CommandContext, diffs: list[FileDiff]) -> None:
         header = Text.assemble((f"{diff.status:<9}", STATUS_STYLES.get(diff.status, "")), (path, "bold"))
         ctx.console.print(header, overflow="fold")
         for line in diff.lines:
-            ctx.console.print(Text(terminal_safe(line), style=LINE_STYLES.get(line[:1], "")), overflow="fold")
+            ctx.say(line, LINE_STYLES.get(line[:1], ""))
 
 
 def undo(ctx: CommandContext, arg: str) -> None:
@@ -64,8 +62,6 @@ def undo(ctx: CommandContext, arg: str) -> None:
         ctx.fail("usage: /undo (reverts one turn per call; `nanohermes undo --to N` goes further)")
         return
     history = _history(ctx)
-    if history is None:
-        return
     plan = history.plan()
     number = plan.turns[0].number
     if plan.conflicts:
@@ -94,22 +90,8 @@ def _confirm(ctx: CommandContext, number: int, conflicts: list[str]) -> bool:
 
 def list_checkpoints(ctx: CommandContext, arg: str) -> None:
     """/checkpoints: the turns that changed files, with their files."""
-    history = _history(ctx)
-    if history is None:
-        return
-    turns = history.turns()
+    turns = _history(ctx).turns()
     if not turns:
         ctx.say("no turn has changed files in this session yet", "dim")
-        return
-    for turn in turns:
-        count = len(turn.files)
-        state = " · undone" if turn.undone else ""
-        ctx.say(f"turn {turn.number} · {turn.when} · {count} {'file' if count == 1 else 'files'}{state}")
-        ctx.say(f"  {turn.prompt}", "dim")
-        for change in turn.files:
-            line = Text.assemble(
-                "    ",
-                (f"{change.status:<9}", STATUS_STYLES.get(change.status, "")),
-                terminal_safe(change.shown),  # a shell command may create any file name
-            )
-            ctx.console.print(line, overflow="fold")
+    for line in turn_lines(turns):
+        ctx.say(line)

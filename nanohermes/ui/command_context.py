@@ -43,7 +43,7 @@ class CommandContext:
         self.console.print(Text(terminal_safe(text), style=style), overflow="fold")
 
     def fail(self, text: str) -> None:
-        self.console.print(Text(terminal_safe(text), style="red"), overflow="fold")
+        self.say(text, "red")
 
 
 Handler = Callable[[CommandContext, str], None]

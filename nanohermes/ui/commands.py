@@ -16,13 +16,12 @@ from nanohermes.config.settings import PERMISSION_MODES
 from nanohermes.core.errors import NanoHermesError
 from nanohermes.core.types import plural, shorten
 from nanohermes.sessions.paths import describe_session, recent_session_files
+from nanohermes.ui.checkpoint_cmd import list_checkpoints, show_diff, undo
 from nanohermes.ui.command_context import CommandContext, Handler
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
 from nanohermes.ui.safe_text import ECHO_CHARS, echoed, terminal_safe
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from nanohermes.ui.seams import RuntimeLike
 
 SESSIONS_SHOWN = 15
@@ -40,12 +39,6 @@ def context_chars(runtime: RuntimeLike) -> int:
     return total_chars(runtime.agent.messages)
 
 
-def session_file(runtime: RuntimeLike) -> Path | None:
-    """The agent's session file, or None when this conversation is not saved."""
-    path = runtime.agent.session_path
-    return Path(path) if path else None
-
-
 def resume_hint(session_path: Path, sessions_dir: Path) -> str:
     """The command line that resumes a session: its name when it lives in sessions_dir, else its path."""
     if session_path.parent == sessions_dir and session_path.suffix == ".json":
@@ -53,22 +46,12 @@ def resume_hint(session_path: Path, sessions_dir: Path) -> str:
     return f"nanohermes --session {shlex.quote(str(session_path))}"
 
 
-# -- the commands ---------------------------------------------------------------------------------
-
-
-def _table(*columns: str, header: bool = True) -> Table:
+def cmd_help(ctx: CommandContext, arg: str) -> None:
     from rich.table import Table  # loaded on first use: keeps the prompt fast
 
-    table = Table(show_header=header, box=None, padding=(0, 2, 0, 0), header_style="dim")
-    for name in columns:
-        table.add_column(name, overflow="fold")
-    return table
-
-
-def cmd_help(ctx: CommandContext, arg: str) -> None:
-    table = _table("command", "what it does", header=False)
-    table.columns[0].style = "bold cyan"
-    table.columns[0].no_wrap = True
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(overflow="fold")
     for command in COMMANDS.values():
         table.add_row(Text(command.usage), Text(command.description))
     for custom in ctx.custom.values():
@@ -109,27 +92,20 @@ def cmd_compact(ctx: CommandContext, arg: str) -> None:
 
 
 def cmd_memory(ctx: CommandContext, arg: str) -> None:
-    store = ctx.runtime.store
-    if store is None:
-        ctx.fail("memory is off for this run (--no-memory or memory = false)")
-        return
-    from nanohermes.ui.memory_slash import run_memory
+    from nanohermes.ui.memory_slash import run_memory  # imports the memory package: not at start-up
 
-    run_memory(ctx, store, arg)
+    run_memory(ctx, arg)
 
 
 def cmd_session(ctx: CommandContext, arg: str) -> None:
     agent = ctx.runtime.agent
-    settings = ctx.runtime.settings
-    path = session_file(ctx.runtime)
-    ctx.say(f"session {path}" if path else "this conversation is not saved to a session file")
+    ctx.say(f"session {agent.session_path}")
     ctx.say(
         f"{plural(len(agent.messages), 'message')} · {context_chars(ctx.runtime):,} characters of context · "
         f"model {agent.model}",
         "dim",
     )
-    if path:
-        ctx.say(f"resume with: {resume_hint(path, settings.sessions_dir)}", "dim")
+    ctx.say(f"resume with: {resume_hint(agent.session_path, ctx.runtime.settings.sessions_dir)}", "dim")
 
 
 def cmd_sessions(ctx: CommandContext, arg: str) -> None:
@@ -138,7 +114,7 @@ def cmd_sessions(ctx: CommandContext, arg: str) -> None:
     if not files:
         ctx.say(f"no saved sessions in {sessions_dir}", "dim")
         return
-    current = session_file(ctx.runtime)
+    current = ctx.runtime.agent.session_path
     now = time.time()
     for path, modified in files[:SESSIONS_SHOWN]:
         mark = "*" if path == current else " "
@@ -202,24 +178,6 @@ def cmd_tokens(ctx: CommandContext, arg: str) -> None:
     ctx.say(f"context: {chars:,} characters ({100 * chars // threshold}% of the compaction threshold)", "dim")
 
 
-def cmd_diff(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.ui.checkpoint_cmd import show_diff
-
-    show_diff(ctx, arg)
-
-
-def cmd_undo(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.ui.checkpoint_cmd import undo
-
-    undo(ctx, arg)
-
-
-def cmd_checkpoints(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.ui.checkpoint_cmd import list_checkpoints
-
-    list_checkpoints(ctx, arg)
-
-
 def cmd_mcp(ctx: CommandContext, arg: str) -> None:
     """/mcp: the servers of this session (they start in the background: some may still be starting)."""
     manager = ctx.runtime.mcp
@@ -245,9 +203,11 @@ COMMANDS: dict[str, Command] = {
     "/model": Command("/model [NAME]", "show or switch the model", cmd_model),
     "/permission": Command("/permission [MODE]", "show or set read-only | ask | auto", cmd_permission),
     "/tokens": Command("/tokens", "tokens used so far and context fill", cmd_tokens),
-    "/diff": Command("/diff [all]", "files the last turn changed (all: since the session began)", cmd_diff),
-    "/undo": Command("/undo", "revert the last turn's file changes (again: one more turn)", cmd_undo),
-    "/checkpoints": Command("/checkpoints", "the turns that changed files, and their files", cmd_checkpoints),
+    "/diff": Command("/diff [all]", "files the last turn changed (all: since the session began)", show_diff),
+    "/undo": Command("/undo", "revert the last turn's file changes (again: one more turn)", undo),
+    "/checkpoints": Command(
+        "/checkpoints", "the turns that changed files, and their files", list_checkpoints
+    ),
     "/mcp": Command("/mcp", "MCP servers: state, tools and last error", cmd_mcp),
 }
 

@@ -77,10 +77,6 @@ class MarkdownSplitter:
         """The line that opened the fence the open block is in, and its index in `_closed_lines`."""
 
     @property
-    def in_fence(self) -> bool:
-        return self._fence is not None
-
-    @property
     def tail(self) -> str:
         """The open block: complete lines not yet closed plus the line being written."""
         if not self._closed_lines:

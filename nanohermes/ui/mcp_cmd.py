@@ -27,10 +27,6 @@ def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
     """(text, style) lines describing every server: a head line, its tools, its last error. Made
     terminal-safe here, for `/mcp` and `mcp list` alike: a server writes its tools' descriptions and
     its error messages, and may put escape sequences in them."""
-    return [(terminal_safe(text), style) for text, style in _raw_status_lines(statuses)]
-
-
-def _raw_status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
     lines: list[tuple[str, str]] = []
     for status in statuses:
         count = len(status.tools)
@@ -48,7 +44,7 @@ def _raw_status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]
             lines.append((f"  {tool.name:<{width}}  {access:<4}  {summary}".rstrip(), ""))
         if status.last_error:
             lines.append((f"  last error: {status.last_error}", "red"))
-    return lines
+    return [(terminal_safe(text), style) for text, style in lines]
 
 
 _STATE_STYLES = {

@@ -1,11 +1,8 @@
-"""`nanohermes memory list [--all] | search QUERY [--explain] [--all] | forget ID | stats | path
-| add KIND TEXT [--project] | export | import FILE`.
+"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10); the REPL's `/memory` runs the same actions.
 
-Works without any model endpoint: it only reads and edits memory.json. `list` and `search` show the
-global memories and those of the project the current directory belongs to (SPEC §3.9); `--all`
-every entry with its project. Tables go to stdout; notes and errors to stderr, errors as one line
-with exit code 2 for a bad argument (unknown id, empty query) and 1 when the file cannot be read or
-written.
+Works without any model endpoint: it only reads and edits memory.json. Tables go to stdout; notes and
+errors to stderr, errors as one line with exit code 2 for a bad argument (unknown id, empty query)
+and 1 when the file cannot be read or written.
 """
 
 from __future__ import annotations
@@ -21,22 +18,24 @@ from rich.table import Table
 
 from nanohermes.config.options import MemoryArgs
 from nanohermes.config.settings import Settings
-from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, StoreError, ToolError
+from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MemoryRejected, StoreError, ToolError
 from nanohermes.core.types import plural
 from nanohermes.memory import K1, B, Entry, Kind, MemoryStore, project_key, resolve_id
-from nanohermes.ui.memory_transfer import BadArgument, add_memory, export_memories, import_file, scope_label
+from nanohermes.ui.memory_transfer import BadArgument, export_memories, import_file
 from nanohermes.ui.safe_text import echoed, terminal_safe
 
 SEARCH_LIMIT = 10
+MAX_LINE_CHARS = 240
+"""A note or error stays about one line on the screen: a longer one (a pasted argument repeated by a
+message from the store) keeps its start and its end, where the hint is."""
+
+Action = Callable[[Console, MemoryStore, MemoryArgs, str], None]
+"""One action: prints to the console; raises BadArgument (a user mistake) or StoreError."""
 
 
 def escape(text: str) -> str:
     """Markup-escaped and safe for the terminal: a memory's text may hold escape sequences."""
     return escape_markup(terminal_safe(text))
-
-
-class _BadArgument(Exception):
-    """A user mistake on the command line: one line, exit 2."""
 
 
 def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | None = None) -> int:
@@ -46,51 +45,29 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
     store = MemoryStore(
         settings.memory_dir,
         max_entries=settings.memory_max_entries,
-        on_notice=_note,
+        on_notice=lambda message: print(f"nanohermes: note: {one_line(message)}", file=sys.stderr),
         secrets=(secret,) if secret else (),
         project=project_key(Path.cwd()),
     )
-    actions: dict[str, Callable[[Console, MemoryStore, MemoryArgs, str], None]] = {
-        "list": _list,
-        "search": _search,
-        "forget": _forget,
-        "stats": _stats,
-        "path": _path,
-        "add": add_memory,
-        "export": export_memories,
-        "import": import_file,
-    }
-    action = actions.get(args.action)
+    action = ACTIONS.get(args.action)
     if action is None:
-        return _error(
-            f"unknown memory action {args.action!r}; use list, search, forget, stats, path, add, export "
-            "or import",
-            EXIT_USAGE,
-        )
+        names = ", ".join(ACTIONS)
+        return _error(f"unknown memory action {args.action!r}; use one of {names}", EXIT_USAGE)
     try:
         action(out, store, args, settings.language)
-    except (_BadArgument, BadArgument) as err:
+    except BadArgument as err:
         return _error(str(err), EXIT_USAGE)
     except StoreError as err:
         return _error(err.one_line(), EXIT_FAILURE)
     return EXIT_OK
 
 
-MAX_LINE_CHARS = 400
-"""A note or error stays one line on the screen: a longer one (a pasted argument repeated by a
-message from the store) keeps its start and its end, where the hint is."""
-
-
-def _note(message: str) -> None:
-    print(f"nanohermes: note: {_one_line(message)}", file=sys.stderr)
-
-
 def _error(message: str, code: int) -> int:
-    print(f"nanohermes: error: {_one_line(message)}", file=sys.stderr)
+    print(f"nanohermes: error: {one_line(message)}", file=sys.stderr)
     return code
 
 
-def _one_line(message: str) -> str:
+def one_line(message: str) -> str:
     """On one line, short, and safe for the terminal (a file name may hold escape sequences)."""
     line = terminal_safe(" ".join(message.split()))
     if len(line) <= MAX_LINE_CHARS:
@@ -108,21 +85,31 @@ def _when(ts: int) -> str:
         return "?"
 
 
+def scope_label(entry: Entry, project: str | None) -> str:
+    """`global`, `this project` (when `project` is the entry's), or the entry's project key."""
+    if entry.project is None:
+        return "global"
+    return "this project" if entry.project == project else entry.project
+
+
 def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     entries = store.load() if args.all_projects else store.visible()
+    hidden = len(store) - len(entries)
     if not entries:
-        hidden = len(store) - len(entries)
         more = f"; {hidden} in other projects (--all shows them)" if hidden else ""
         out.print(f"No memories yet ({escape(str(store.path))}){more}.")
         return
     where = "every project" if args.all_projects else f"global + {store.project}"
     title = f"{plural(len(entries), 'memory')} ({escape(where)}) — {escape(str(store.path))}"
     table = Table(title=title, title_justify="left")
-    table.add_column("id", no_wrap=True, style="cyan")
-    table.add_column("kind", no_wrap=True)
-    table.add_column("scope", overflow="fold", style="dim")
-    table.add_column("source", no_wrap=True, style="dim")
-    table.add_column("saved", no_wrap=True, style="dim")
+    for column, style in (
+        ("id", "cyan"),
+        ("kind", ""),
+        ("scope", "dim"),
+        ("source", "dim"),
+        ("saved", "dim"),
+    ):
+        table.add_column(column, no_wrap=column != "scope", overflow="fold", style=style)
     table.add_column("text", overflow="fold")
     for entry in entries:
         table.add_row(
@@ -134,15 +121,14 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
             escape(entry.text),
         )
     out.print(table)
-    hidden = len(store) - len(entries)
     if hidden:
-        out.print(f"{hidden} more in other projects (nanohermes memory list --all).", style="dim")
+        out.print(f"{hidden} more in other projects (memory list --all).", style="dim")
 
 
 def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     query = args.argument.strip()
     if not query:
-        raise _BadArgument("memory search needs a query, e.g. nanohermes memory search deploy")
+        raise BadArgument("memory search needs a query, e.g. nanohermes memory search deploy")
     if args.all_projects:
         store = store.for_project(None)
     hits = store.search(query, top_k=SEARCH_LIMIT)
@@ -183,25 +169,17 @@ def _explain(out: Console, store: MemoryStore, query: str, entry: Entry, rank: i
     out.print(table)
 
 
-def _resolve(store: MemoryStore, wanted: str) -> Entry:
-    """The entry with this id, or the one whose id starts with this (≥ 4 characters) prefix."""
-    if not wanted.strip():
-        raise _BadArgument("memory forget needs an id (nanohermes memory list shows them)")
-    try:
-        entry = store.get(
-            resolve_id(store, wanted, "nanohermes memory list --all shows the ids", everywhere=True)
-        )
-    except ToolError as err:
-        raise _BadArgument(str(err)) from None
-    if entry is None:  # removed by another process in between
-        raise _BadArgument(f"no memory with id {wanted.strip()!r} (nanohermes memory list shows the ids)")
-    return entry
-
-
 def _forget(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
-    entry = _resolve(store, args.argument)
-    if not store.forget(entry.id):  # removed by another process in between
-        raise _BadArgument(f"no memory with id {entry.id!r} (nanohermes memory list shows the ids)")
+    """By id, or by a unique id prefix of 4+ characters; any project's: the user names it on purpose."""
+    wanted = args.argument
+    if not wanted.strip():
+        raise BadArgument("memory forget needs an id (memory list shows them)")
+    try:
+        entry = store.get(resolve_id(store, wanted, "memory list --all shows the ids", everywhere=True))
+    except ToolError as err:
+        raise BadArgument(str(err)) from None
+    if entry is None or not store.forget(entry.id):  # removed by another process in between
+        raise BadArgument(f"no memory with id {echoed(wanted.strip())} (memory list shows the ids)")
     out.print(f"Forgot {escape(entry.id)} [{escape(entry.kind.label(lang))}] {escape(entry.text)}")
     out.print(f"{plural(len(store), 'memory')} left.", style="dim")
 
@@ -235,3 +213,39 @@ def _scope_counts(store: MemoryStore) -> str:
 
 def _path(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     print(store.path)  # plain, for scripts: $(nanohermes memory path)
+
+
+def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+    """`memory add KIND TEXT [--project]`: source `user`; global unless --project. Says the id and
+    scope of the new entry, or of the one it merged into."""
+    kind = Kind.parse(args.kind)
+    if kind is None:
+        raise BadArgument(
+            f"unknown memory kind {echoed(args.kind)}; use preference, correction, lesson or fact"
+        )
+    try:
+        added = store.remember(
+            kind, args.argument, source="user", scope="project" if args.project else "global"
+        )
+    except MemoryRejected as err:
+        raise BadArgument(err.one_line()) from None
+    entry = store.get(store.last_id or "")
+    where = escape(scope_label(entry, store.project)) if entry is not None else "?"
+    ident = escape(entry.id) if entry is not None else "?"
+    if added:
+        count = len(store.visible())
+        out.print(f"Saved {ident} ({kind.value}, {where}); {plural(count, 'memory')} here.")
+    else:
+        out.print(f"Duplicate of {ident} ({where}), merged; nothing added.")
+
+
+ACTIONS: dict[str, Action] = {
+    "list": _list,
+    "search": _search,
+    "forget": _forget,
+    "stats": _stats,
+    "path": _path,
+    "add": _add,
+    "export": export_memories,
+    "import": import_file,
+}

@@ -1,4 +1,4 @@
-"""`nanohermes memory add | export | import` (SPEC §3.10): memories typed, carried and read back by hand."""
+"""`nanohermes memory export | import` (SPEC §3.10): memories carried to another machine and read back."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from nanohermes.core.errors import MemoryRejected
 from nanohermes.core.types import plural
-from nanohermes.memory import Entry, Kind, MemoryStore
+from nanohermes.memory import MemoryStore
 from nanohermes.memory.transfer import export_markdown, import_memories, parse_import
 from nanohermes.ui.safe_text import terminal_safe
 
@@ -24,37 +24,6 @@ MAX_IMPORT_BYTES = 16 << 20
 
 class BadArgument(Exception):
     """A user mistake on the command line: one line, exit 2."""
-
-
-def scope_label(entry: Entry, project: str | None) -> str:
-    """`global`, `this project` (when `project` is the entry's), or the entry's project key."""
-    if entry.project is None:
-        return "global"
-    return "this project" if entry.project == project else entry.project
-
-
-def add_memory(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
-    """`memory add KIND TEXT [--project]`: source `user`; global unless --project."""
-    kind = Kind.parse(args.kind)
-    if kind is None:
-        raise BadArgument(f"unknown memory kind {args.kind!r}; use preference, correction, lesson or fact")
-    scope = "project" if args.project else "global"
-    try:
-        added = store.remember(kind, args.argument, source="user", scope=scope)
-    except MemoryRejected as err:
-        raise BadArgument(err.one_line()) from None
-    out.print(saved_line(store, kind, added))
-
-
-def saved_line(store: MemoryStore, kind: Kind, added: bool) -> str:
-    """What `add` says: the id and scope of the new entry, or of the one it merged into."""
-    entry = store.get(store.last_id or "")
-    where = escape(scope_label(entry, store.project)) if entry is not None else "?"
-    ident = escape(entry.id) if entry is not None else "?"
-    if added:
-        count = len(store.visible())
-        return f"Saved {ident} ({kind.value}, {where}); {count} memor{'y' if count == 1 else 'ies'} here."
-    return f"Duplicate of {ident} ({where}), merged; nothing added."
 
 
 def export_memories(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:

@@ -41,14 +41,15 @@ from nanohermes.core.events import (
     ToolStarted,
     TurnFinished,
 )
-from nanohermes.core.types import Usage, valid_text
+from nanohermes.core.types import valid_text
 from nanohermes.ui.safe_text import terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
+    from nanohermes.agent.loop import Agent
     from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import Settings
-    from nanohermes.ui.seams import ChatAgent, RuntimeBuilder, RuntimeLike
+    from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
 
 DISTILL_GRACE = 5.0
 DISTILL_NOTE_AFTER = 1.0
@@ -65,13 +66,9 @@ class PromptError(ValueError):
 class _Outcome:
     """What the turn produced, gathered from its events."""
 
-    completed: bool = False
-    reason: str = "error"
-    answer: str = ""
-    usage: Usage = field(default_factory=Usage)
+    end: TurnFinished = field(default_factory=lambda: TurnFinished(False, "error"))
     errors: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    changed_files: list[str] = field(default_factory=list)
     memories: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -84,11 +81,7 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     if no_key:
         return _fail(no_key, EXIT_USAGE)
     if options.prompt == "-" and _is_terminal(sys.stdin):  # else it seems to hang, saying nothing
-        print(
-            "nanohermes: reading the prompt from the terminal; end it with Ctrl-D",
-            file=sys.stderr,
-            flush=True,
-        )
+        _say("reading the prompt from the terminal; end it with Ctrl-D")
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
     except PromptError as err:
@@ -146,11 +139,10 @@ def read_prompt(value: str, stdin: TextIO | None) -> str:
     Latin-1 file, an argument in another encoding) become U+FFFD: as lone surrogates they could not be
     sent as JSON, nor saved. Raises PromptError when stdin is closed or holds more than a prompt."""
     if value != "-":
-        return _valid_text(value)
+        return valid_text(value)
     if stdin is None:
         raise PromptError("-p - reads the prompt from stdin, but stdin is closed")
-    source = getattr(stdin, "buffer", None)
-    data = source.read(PROMPT_MAX_BYTES + 1) if source is not None else stdin.read().encode()
+    data = stdin.buffer.read(PROMPT_MAX_BYTES + 1)
     if len(data) > PROMPT_MAX_BYTES:
         raise PromptError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
     return data.decode("utf-8", "replace")
@@ -162,17 +154,8 @@ def _custom_command(prompt: str, settings: Settings) -> str:
 
     commands, problems = load_commands(Path.cwd(), settings.state_dir)
     for problem in problems:
-        print(f"nanohermes: {terminal_safe(problem)}", file=sys.stderr)
+        _say(problem)
     return expand_command(commands, prompt) or prompt
-
-
-def _valid_text(text: str) -> str:
-    """An argument's bytes that are not UTF-8 arrive as lone surrogates: back to bytes, then U+FFFD."""
-    try:
-        data = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate that stands for no byte (not from the command line)
-        data = text.encode("utf-8", "surrogatepass")
-    return data.decode("utf-8", "replace")
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -252,18 +235,16 @@ def drop_stdout(out: TextIO) -> None:
         os.close(devnull)
 
 
-def _wait_for_distillation(agent: ChatAgent, budget: float) -> None:
+def _wait_for_distillation(agent: Agent, budget: float) -> None:
     """Wait for the turn's distillation; say so after a moment. Ctrl-C skips it (the answer is out)."""
     try:
         if agent.wait_for_distillation(min(DISTILL_NOTE_AFTER, budget)):
             return
-        print(
-            "nanohermes: saving what to remember from this turn… (Ctrl-C skips)", file=sys.stderr, flush=True
-        )
+        _say("saving what to remember from this turn… (Ctrl-C skips)")
         agent.wait_for_distillation(max(0.0, budget - DISTILL_NOTE_AFTER))
     except KeyboardInterrupt:
         agent.stop_distillation()
-        print("nanohermes: memory distillation skipped", file=sys.stderr, flush=True)
+        _say("memory distillation skipped")
 
 
 def _record(event: Event, outcome: _Outcome) -> None:
@@ -287,9 +268,7 @@ def _record(event: Event, outcome: _Outcome) -> None:
     elif isinstance(event, Note) and event.level == "error":
         outcome.errors.append(event.text)
     elif isinstance(event, TurnFinished):
-        outcome.completed, outcome.reason = event.completed, event.reason
-        outcome.answer, outcome.usage = event.answer, event.usage
-        outcome.changed_files = list(event.changed_files)
+        outcome.end = event
 
 
 def _progress(event: Event, verbose: bool) -> None:
@@ -329,37 +308,44 @@ def _speaks_utf8(stream: TextIO) -> bool:
 
 def _json_line(runtime: RuntimeLike, outcome: _Outcome, *, ascii_only: bool = False) -> str:
     payload = {
-        "answer": outcome.answer,
+        "answer": outcome.end.answer,
         "session": str(runtime.agent.session_path),
-        "usage": outcome.usage.to_dict(),
+        "usage": outcome.end.usage.to_dict(),
         "tool_calls": outcome.tool_calls,
-        "files_changed": outcome.changed_files,
+        "files_changed": list(outcome.end.changed_files),
         "memories": outcome.memories,
-        "completed": outcome.completed,
+        "completed": outcome.end.completed,
         "error": _error_line(outcome) or None,
     }
     return json.dumps(payload, ensure_ascii=ascii_only) + "\n"
 
 
 def _exit_code(outcome: _Outcome) -> int:
-    if outcome.completed:
+    if outcome.end.completed:
         return EXIT_OK
-    return _fail(_error_line(outcome), EXIT_INTERRUPTED if outcome.reason == "interrupted" else EXIT_FAILURE)
+    interrupted = outcome.end.reason == "interrupted"
+    return _fail(_error_line(outcome), EXIT_INTERRUPTED if interrupted else EXIT_FAILURE)
 
 
 def _error_line(outcome: _Outcome) -> str:
-    if outcome.completed:
+    reason = outcome.end.reason
+    if outcome.end.completed:
         return ""
-    if outcome.reason == "interrupted":
+    if reason == "interrupted":
         return INTERRUPTED
-    if outcome.reason == "max_iterations":
+    if reason == "max_iterations":
         return "the turn stopped at max_iterations before the model finished (raise max_iterations)"
-    return outcome.errors[0] if outcome.errors else f"the turn did not complete ({outcome.reason})"
+    return outcome.errors[0] if outcome.errors else f"the turn did not complete ({reason})"
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"nanohermes: error: {terminal_safe(' '.join(message.split()))}", file=sys.stderr)
+    _say(f"error: {message}")
     return code
+
+
+def _say(text: str) -> None:
+    """One line on stderr, apart from the answer on stdout."""
+    print(f"nanohermes: {terminal_safe(' '.join(text.split()))}", file=sys.stderr, flush=True)
 
 
 def _arguments(text: str) -> Any:
@@ -381,7 +367,7 @@ def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
             return
         if cancel.cancelled:
             raise KeyboardInterrupt
-        print("nanohermes: interrupting… (Ctrl-C again to abort)", file=sys.stderr, flush=True)
+        _say("interrupting… (Ctrl-C again to abort)")
         cancel.cancel()
 
     try:

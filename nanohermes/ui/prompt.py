@@ -40,6 +40,9 @@ class ExitWindow:
     def close(self) -> None:
         self.opened_at = None
 
+    def is_open(self) -> bool:
+        return self.opened_at is not None and time.monotonic() - self.opened_at <= EXIT_WINDOW_SECONDS
+
 
 class ReplCompleter(Completer):
     """Slash commands (and their fixed arguments) at the start of the line; paths after `@`."""
@@ -94,7 +97,7 @@ class ReplCompleter(Completer):
                 return
 
 
-def key_bindings(window: ExitWindow, on_first_interrupt: Callable[[], None]) -> KeyBindings:
+def key_bindings(window: ExitWindow) -> KeyBindings:
     """Esc Enter / Alt+Enter insert a newline; Ctrl-C clears the line, or exits when pressed twice
     within 2 s on an empty line. (Pasted text keeps its newlines: prompt_toolkit's bracketed paste.)"""
     bindings = KeyBindings()
@@ -112,17 +115,13 @@ def key_bindings(window: ExitWindow, on_first_interrupt: Callable[[], None]) -> 
 
     @bindings.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:
-        buffer = event.current_buffer
-        if buffer.text:
-            buffer.reset()
+        if event.current_buffer.text:
+            event.current_buffer.reset()
             window.close()
-            return
-        now = time.monotonic()
-        if window.opened_at is not None and now - window.opened_at <= EXIT_WINDOW_SECONDS:
+        elif window.is_open():
             event.app.exit(exception=ExitRequested())
-            return
-        window.opened_at = now
-        on_first_interrupt()
+        else:
+            window.opened_at = time.monotonic()  # the toolbar says "Ctrl-C again to exit" meanwhile
 
     return bindings
 
@@ -162,9 +161,6 @@ def make_session(
         bottom_toolbar=toolbar,
         key_bindings=bindings,
         prompt_continuation=lambda width, line_number, wrap_count: CONTINUATION.rjust(width),
-        enable_history_search=False,
-        mouse_support=False,
-        erase_when_done=False,
     )
 
 
@@ -178,18 +174,9 @@ def sandbox_label(active: bool, network: bool, mode: str) -> str:
 def toolbar_text(
     model: str, permission: str, session: str, fill_percent: int, hint: str = "", sandbox: str = ""
 ) -> FormattedText:
+    fields = [model, permission, *([sandbox] if sandbox else []), session]
     style = "class:bottom-toolbar.warn" if fill_percent >= 80 else ""
-    shell = [("", f"{sandbox} "), ("", "│ ")] if sandbox else []
-    parts = [
-        ("", f" {model} "),
-        ("", "│ "),
-        ("", f"{permission} "),
-        ("", "│ "),
-        *shell,
-        ("", f"{session} "),
-        ("", "│ "),
-        (style, f"context {fill_percent}% "),
-    ]
+    parts = [("", f" {' │ '.join(fields)} │ "), (style, f"context {fill_percent}% ")]
     if hint:
         parts.append(("bold", f"│ {hint} "))
     return FormattedText(parts)

@@ -170,8 +170,8 @@ class Renderer:
         self._live: Live | None = None
         self._text = MarkdownSplitter()
         self._reasoning = PartialLine()
-        self._running: dict[str, str] = {}
-        self._arguments: dict[str, str] = {}
+        self._running: dict[str, tuple[str, str]] = {}
+        """The tools running: call id → (name, key argument)."""
         self._waiting = False
         self._printed_answer = False
         self._built_at = 0.0
@@ -180,26 +180,20 @@ class Renderer:
     # -- turn lifecycle -------------------------------------------------------------------------
 
     def begin_turn(self) -> None:
-        self._text = MarkdownSplitter()
-        self._reasoning = PartialLine()
-        self._running.clear()
-        self._arguments.clear()
         self._waiting = True
         self._printed_answer = False
         self._start_live()
 
     def end_turn(self) -> None:
         """Flush what is left and stop the live region (safe to call twice, or after Ctrl-C)."""
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         self._waiting = False
         self._running.clear()
         self._stop_live()
 
     def pause(self) -> None:
         """Release the terminal (for an approval question); `resume` takes it back."""
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         self._stop_live()
 
     def resume(self) -> None:
@@ -236,15 +230,11 @@ class Renderer:
 
     def note(self, text: str, level: str = "info") -> None:
         """One line: dimmed for info, yellow for warnings, red for errors."""
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         style = NOTE_STYLES.get(level, "dim")
         prefix = "error: " if level == "error" and not text.lower().startswith("error") else ""
         line = terminal_safe(prefix + " ".join(text.split()))
         self.console.print(Text(line, style=style), overflow="fold")
-
-    def error(self, text: str) -> None:
-        self.note(text, "error")
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -261,20 +251,15 @@ class Renderer:
             print_plain(self.console, terminal_safe(line), style="dim italic")
 
     def _on_tool_started(self, event: ToolStarted) -> None:
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         self._waiting = False
-        argument = event.summary or key_argument(event.call)
-        self._arguments[event.call.id] = argument
-        self._running[event.call.id] = terminal_safe(f"{event.call.name} {argument}".strip())
+        self._running[event.call.id] = (event.call.name, event.summary or key_argument(event.call))
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
         """`name argument · outcome and size · time`, e.g. `✓ read_file src/a.py · 12 lines, 340 chars`."""
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         result = event.result
-        self._running.pop(result.call_id, None)
-        argument = terminal_safe(self._arguments.pop(result.call_id, ""))
+        argument = terminal_safe(self._running.pop(result.call_id, ("", ""))[1])
         outcome = terminal_safe(event.summary.removeprefix("ok · ") if event.summary else _outcome(result))
         interrupted = outcome == "interrupted"
         line = Text("  ")
@@ -297,12 +282,9 @@ class Renderer:
         )
 
     def _on_finished(self, event: TurnFinished) -> None:
-        self._flush_reasoning()
-        self._flush_text()
+        self._flush()
         self._waiting = False
-        if event.completed:
-            return
-        if event.reason not in EXPLAINED_REASONS:
+        if not event.completed and event.reason not in EXPLAINED_REASONS:
             self.note(f"turn stopped: {event.reason}", "warning")
 
     # -- output helpers -------------------------------------------------------------------------
@@ -317,7 +299,9 @@ class Renderer:
             self.console.print(_answer(self.console, safe))
         self._printed_answer = True
 
-    def _flush_text(self) -> None:
+    def _flush(self) -> None:
+        """Print the reasoning and the answer streamed so far, before a line that comes after them."""
+        self._flush_reasoning()
         rest = self._text.finish()
         if rest.strip():
             self._print_markdown(rest)
@@ -338,7 +322,8 @@ class Renderer:
         tail = self._text.visible(height, room)  # its end only: the block may be megabytes long
         if tail.strip():
             parts.append(_answer(self.console, terminal_safe(tail)))
-        for label in self._running.values():
+        for name, argument in self._running.values():
+            label = terminal_safe(f"{name} {argument}".strip())
             parts.append(Spinner("dots", Text(" " + shorten(label, 70), style="dim")))
         if self._waiting and not parts:
             parts.append(Spinner("dots", Text(" thinking…", style="dim")))

@@ -10,13 +10,13 @@ Markdown and pygments load on the first answer.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes import __version__
 from nanohermes.core.errors import EXIT_USAGE, NanoHermesError
+from nanohermes.core.types import plural
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -29,12 +29,9 @@ if TYPE_CHECKING:
     from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import Settings
     from nanohermes.core.events import Event
-    from nanohermes.core.types import Message
     from nanohermes.ui.approve import TerminalApprover
     from nanohermes.ui.loader import RuntimeLoader
     from nanohermes.ui.seams import ResumePreview, RuntimeBuilder, RuntimeLike
-
-HINT_SECONDS = 2.0
 
 
 def run_repl(
@@ -52,7 +49,8 @@ def run_repl(
     from nanohermes.ui.loader import RuntimeLoader
     from nanohermes.ui.safe_console import safe_console
 
-    notes = [] if options.local else [missing_key_message(settings) or ""]
+    no_key = None if options.local else missing_key_message(settings)
+    notes = [no_key] if no_key else []
     if options.yes and settings.permission != "read-only":  # SPEC §5: --yes alone means auto; say so
         settings = settings.with_changes(permission="auto")  # (the runtime refuses it with read-only)
         notes.append(
@@ -61,7 +59,7 @@ def run_repl(
     console = safe_console(highlight=False)
     approver = TerminalApprover(console)
     loader = RuntimeLoader(lambda: build_runtime(options, settings, approver), preview)
-    return Repl(loader, settings, console, approver, notes=[n for n in notes if n]).loop()
+    return Repl(loader, settings, console, approver, notes=notes).loop()
 
 
 class Repl:
@@ -101,7 +99,6 @@ class Repl:
             custom=custom,
         )
         self._fill = 0
-        self._hint_until = 0.0
         arguments = {
             "/permission": PERMISSION_MODES,
             "/memory": ("list", "search", "forget", "stats"),
@@ -109,13 +106,12 @@ class Repl:
         }
         completer = ReplCompleter([*COMMANDS, *(f"/{name}" for name in custom)], arguments, root=Path.cwd())
         self._exit_window = ExitWindow()
-        keys = key_bindings(self._exit_window, self._first_interrupt)
         source, sink = terminal or (None, None)
         self.session: PromptSession[str] = make_session(
             settings.history_file,
             completer,
             self._toolbar,
-            keys,
+            key_bindings(self._exit_window),
             input=source,
             output=sink,
             secrets=[key] if (key := settings.api_key_value()) else [],
@@ -177,7 +173,7 @@ class Repl:
         elif not self.loader.ready and app.loop is not None:
             app.loop.call_soon(self.loader.start)
 
-    def _built(self, error: Exception | None) -> None:
+    def _built(self, error: BaseException | None) -> None:
         """Builder thread: redraw the toolbar (session name), or end the prompt to show the error."""
         app = self.session.app
         loop = app.loop
@@ -194,41 +190,31 @@ class Repl:
     def _banner(self) -> None:
         from rich.text import Text
 
+        from nanohermes.ui.resume import exchange_lines
+
         line = f"nanohermes {__version__} · {self.settings.model} · /help for commands · Ctrl-D to exit"
         self.console.print(Text(line, style="dim"))
         preview = self.loader.preview
         for note in [*self.notes, *(preview.notices if preview is not None else ())]:
             self.renderer.note(note, "warning")
-        messages = self.loader.get().agent.messages if self.loader.ready else None
-        if messages is None and self.loader.preview is not None:
-            messages = self.loader.preview.messages
-        earlier = sum(1 for m in messages or () if m.get("role") in ("user", "assistant"))
-        if messages and earlier:
-            self._show_resumed(messages, earlier)
-        self._update_fill()
-
-    def _show_resumed(self, messages: Sequence[Message], count: int) -> None:
-        from rich.text import Text
-
-        from nanohermes.ui.resume import exchange_lines, recent_exchanges
-
-        noun = "message" if count == 1 else "messages"
-        self.console.print(
-            Text(f"resumed {self._session_name()}: {count} {noun}; last exchanges:", style="dim")
-        )
-        width = max(20, self.console.width - 2)
-        for text in exchange_lines(recent_exchanges(messages), width):
-            self.console.print(Text(text, style="dim"), no_wrap=True, overflow="ellipsis")
+        messages = preview.messages if preview is not None else ()
+        count = sum(1 for m in messages if m.get("role") in ("user", "assistant"))
+        if preview is not None and count:
+            resumed = f"resumed {preview.name}: {plural(count, 'message')}; last exchanges:"
+            self.console.print(Text(resumed, style="dim"))
+            width = max(20, self.console.width - 2)
+            for text in exchange_lines(messages, width):
+                self.console.print(Text(text, style="dim"), no_wrap=True, overflow="ellipsis")
 
     def _shutdown(self) -> int:
-        from nanohermes.ui.commands import resume_hint, session_file
+        from nanohermes.ui.commands import resume_hint
 
         runtime = self._runtime()
         agent = runtime.agent
         try:
             agent.save()
         except NanoHermesError as err:
-            self.renderer.error(f"could not save the session: {err.one_line()}")
+            self.renderer.note(f"could not save the session: {err.one_line()}", "error")
         try:
             if not agent.wait_for_distillation(0.2):  # the spinner only when there is something to wait for
                 with self.console.status("finishing memory distillation… (Ctrl-C skips)", spinner="dots"):
@@ -237,8 +223,8 @@ class Repl:
             self.renderer.note("stopped waiting for memory distillation", "warning")
         runtime.close()
         self._show_background_events()
-        path = session_file(runtime)
-        if path is None or not path.is_file():  # a session is written by its first turn
+        path = runtime.agent.session_path
+        if not path.is_file():  # a session is written by its first turn
             self.console.print("Nothing to save: no message was sent in this session.")
             return 0
         from rich.text import Text
@@ -250,16 +236,15 @@ class Repl:
 
     def _show_background_events(self) -> None:
         if self.loader.ready:
-            for event in self.loader.get().agent.drain_background_events():
-                self.renderer.handle(event)
+            self._render(self.loader.get().agent.drain_background_events())
 
     def _show_early_events(self) -> None:
         """Event loop: notes posted while the runtime was built (e.g. «memory.json was unreadable»)
         are printed above the prompt at once, not after the first answer."""
         from prompt_toolkit.application import run_in_terminal
 
-        if not self.loader.ready or not self.session.app.is_running:
-            return
+        if not self.session.app.is_running:
+            return  # they are shown before the next prompt
         events = self.loader.get().agent.drain_background_events()
         if events:
             run_in_terminal(lambda: self._render(events))
@@ -277,22 +262,16 @@ class Repl:
             self._fill = min(999, context_chars(runtime) * 100 // threshold)
 
     def _session_name(self) -> str:
-        from nanohermes.ui.commands import session_file
-
-        if not self.loader.ready:
-            return self.loader.preview.name if self.loader.preview is not None else "new session"
-        path = session_file(self.loader.get())
-        return path.stem if path else "unsaved"
-
-    def _first_interrupt(self) -> None:
-        self._hint_until = time.monotonic() + HINT_SECONDS
+        if self.loader.ready:
+            return self.loader.get().agent.session_path.stem
+        return self.loader.preview.name if self.loader.preview is not None else "new session"
 
     def _toolbar(self) -> FormattedText:
         from nanohermes.ui.prompt import sandbox_label, toolbar_text
 
         runtime = self.loader.get() if self.loader.ready else None
         model = runtime.agent.model if runtime is not None else str(self.settings.model)
-        hint = "Ctrl-C again to exit" if time.monotonic() < self._hint_until else ""
+        hint = "Ctrl-C again to exit" if self._exit_window.is_open() else ""
         sandbox = runtime.sandbox if runtime is not None else None
         shell = sandbox_label(sandbox.active, sandbox.network, sandbox.mode) if sandbox is not None else ""
         return toolbar_text(model, self.ctx.permission, self._session_name(), self._fill, hint, shell)

@@ -1,15 +1,10 @@
 """Text from a model, a tool or a workspace file, made safe to print on a terminal.
 
-rich strips a few control characters (BEL, backspace, CR) but passes ESC and the C1 controls through,
-so a model reply or a file's diff could move the cursor, erase the line it is on, retitle the window
-or write the clipboard (OSC 52) — and hide the real command of an approval behind a harmless one.
-Bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069) reorder what is shown (the
-"Trojan Source" trick). Each of these is shown as a visible escape (`\\x1b`, `\\u202e`) instead;
-newlines, tabs and the CR of a CRLF line end are kept.
-
-A lone surrogate (a JSON `"\\ud800"` escape in a reply, a file name that is not UTF-8) cannot be
-encoded at all: written to stdout it raises UnicodeEncodeError and ends the REPL or the `-p` run.
-`terminal_safe` shows it as `\\ud800` (on a pipe, `types.valid_text` makes it U+FFFD).
+rich passes ESC and the C1 controls through, so a reply or a diff could move the cursor, erase a
+line, retitle the window, write the clipboard (OSC 52) — and hide an approval's real command behind
+a harmless one; bidi overrides and isolates reorder what is shown ("Trojan Source"); a lone surrogate
+cannot be encoded at all (UnicodeEncodeError would end the REPL). Each is shown as a visible escape
+(`\\x1b`, `\\u202e`, `\\ud800`) instead; newlines, tabs and the CR of a CRLF line end are kept.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
@@ -34,8 +35,6 @@ def missing_key_message(settings: Settings) -> str | None:
     Local servers (loopback, `localhost`) and plain http endpoints usually need no key."""
     if settings.api_key_value():
         return None
-    from urllib.parse import urlsplit  # only here: keeps the REPL's start-up imports small
-
     parts = urlsplit(settings.base_url)
     if parts.scheme != "https" or _is_local(parts.hostname or ""):
         return None

@@ -32,11 +32,8 @@ STOP_GRACE_SECONDS = 10.0
 POLL_SECONDS = 0.1
 
 
-class _End:
-    """Sentinel: the worker is done."""
-
-
-_Item = Event | PendingApproval | _End
+_Item = Event | PendingApproval | None
+"""What the worker posts to the main thread; None: it is done."""
 
 
 class TurnDriver:
@@ -46,9 +43,6 @@ class TurnDriver:
         self.exit_signal: int | None = None
         """SIGTERM or SIGHUP arrived during a turn: the turn was cancelled; the REPL should end."""
 
-    def _exit_signalled(self, signum: int) -> None:
-        self.exit_signal = signum
-
     def run(self, source: EventSource) -> bool:
         """Run `source` to the end; True when it finished without being interrupted."""
         token = CancelToken()
@@ -57,13 +51,11 @@ class TurnDriver:
             self.approver.attach(items.put, token)
         worker = threading.Thread(target=_work, args=(source, token, items), name="nh-turn", daemon=True)
         self.renderer.begin_turn()
-        restore = _cancel_on_signals(token, self._exit_signalled)
         try:
-            with quiet_terminal():
+            with self._cancel_on_signals(token), quiet_terminal():
                 worker.start()
                 self._pump(items, token)
         finally:
-            restore()
             self.renderer.end_turn()
             if self.approver is not None:
                 self.approver.detach()
@@ -88,7 +80,7 @@ class TurnDriver:
             except KeyboardInterrupt:  # no SIGINT handler here (not the main thread)
                 token.cancel()
                 continue
-            if isinstance(item, _End):
+            if item is None:
                 return
             try:
                 self._show(item, token)
@@ -109,6 +101,29 @@ class TurnDriver:
             self.approver.answer(item)
         finally:
             self.renderer.resume()
+
+    @contextlib.contextmanager
+    def _cancel_on_signals(self, token: CancelToken) -> Iterator[None]:
+        """While a turn runs, Ctrl-C (SIGINT) cancels it instead of raising KeyboardInterrupt
+        mid-render; SIGTERM and SIGHUP cancel it too and set `exit_signal` (the REPL then ends).
+
+        The cancel itself runs on a short-lived thread: its callbacks (closing the stream, killing a
+        process group) must not run inside a signal handler on a thread that may hold their locks."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            if signum != signal.SIGINT:
+                self.exit_signal = signum
+            threading.Thread(target=token.cancel, name="nh-cancel", daemon=True).start()
+
+        previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
+        try:
+            yield
+        finally:
+            for signum, old in previous.items():
+                signal.signal(signum, old)
 
 
 @contextlib.contextmanager
@@ -135,29 +150,6 @@ def quiet_terminal() -> Iterator[None]:
         termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
-def _cancel_on_signals(token: CancelToken, on_exit_signal: Callable[[int], None]) -> Callable[[], None]:
-    """While a turn runs, Ctrl-C (SIGINT) cancels it instead of raising KeyboardInterrupt mid-render;
-    SIGTERM and SIGHUP cancel it too and call `on_exit_signal` (the REPL then ends after the turn).
-
-    The cancel itself runs on a short-lived thread: its callbacks (closing the stream, killing a
-    process group) must not run inside a signal handler on a thread that may hold their locks."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if signum != signal.SIGINT:
-            on_exit_signal(signum)
-        threading.Thread(target=token.cancel, name="nh-cancel", daemon=True).start()
-
-    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
-
-    def restore() -> None:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-
-    return restore
-
-
 def _work(source: EventSource, token: CancelToken, items: queue.Queue[_Item]) -> None:
     """Worker thread body: every outcome reaches the main thread as an event, never as a dead thread."""
     try:
@@ -170,4 +162,4 @@ def _work(source: EventSource, token: CancelToken, items: queue.Queue[_Item]) ->
     except Exception as err:  # thread boundary: report it instead of dying silently
         items.put(Note(f"internal error: {type(err).__name__}: {err}", "error"))
     finally:
-        items.put(_End())
+        items.put(None)

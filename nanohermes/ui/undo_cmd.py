@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
+from nanohermes.core.types import plural
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
-    from nanohermes.checkpoints import Checkpoints, TurnRecord
+    from nanohermes.checkpoints import Checkpoints, History, TurnRecord
     from nanohermes.config.options import UndoArgs
     from nanohermes.config.settings import Settings
 
@@ -25,9 +26,13 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
 
     try:
         checkpoints = _locate(args, settings)
+        if checkpoints is None:  # --list, and nothing recorded: an empty list, not an error
+            where = "this workspace" if args.session is None else f"session {args.session}"
+            _say(f"no turn of {where} changed files")
+            return EXIT_OK
         history = History(checkpoints)
         if args.list_only:
-            _list(history.turns(), checkpoints)
+            _list(history, checkpoints)
             return EXIT_OK
         plan = history.plan(args.to)
         if plan.conflicts and not args.force:
@@ -47,28 +52,42 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
     return EXIT_OK
 
 
-def _locate(args: UndoArgs, settings: Settings) -> Checkpoints:
+def _locate(args: UndoArgs, settings: Settings) -> Checkpoints | None:
+    """The session's checkpoints; None for --list when no turn of it recorded any."""
     from nanohermes.checkpoints import for_session, latest_in
+    from nanohermes.checkpoints.manager import checkpoints_root, session_key, workspace_key
     from nanohermes.sessions.paths import resolve_session_path
 
-    if args.session is not None:
-        session = resolve_session_path(settings.sessions_dir, args.session)
-        return for_session(settings.state_dir, session, Path.cwd())
-    return latest_in(settings.state_dir, Path.cwd())
+    root, here = checkpoints_root(settings.state_dir), Path.cwd()
+    if args.session is None:
+        journals = (root / workspace_key(here.resolve()) / "journals").glob("*.json")
+        return None if args.list_only and not any(journals) else latest_in(settings.state_dir, here)
+    session = resolve_session_path(settings.sessions_dir, args.session)
+    journals = root.glob(f"*/journals/{session_key(session.expanduser().absolute())}.json")
+    return None if args.list_only and not any(journals) else for_session(settings.state_dir, session, here)
 
 
-def _list(turns: list[TurnRecord], checkpoints: Checkpoints) -> None:
-    _say(f"session {checkpoints.session} · workspace {checkpoints.workspace}")
+def _list(history: History, checkpoints: Checkpoints) -> None:
+    turns = history.turns()
     if not turns:
-        print("no turn changed files yet")
+        _say(f"no turn of session {checkpoints.session.stem} changed files")
         return
+    _say(f"session {checkpoints.session} · workspace {checkpoints.workspace}")
+    for line in turn_lines(turns):
+        _say(line)
+
+
+def turn_lines(turns: list[TurnRecord]) -> list[str]:
+    """Each turn that changed files, then its files (for `undo --list` and /checkpoints; not yet
+    terminal-safe: a shell command may create any file name)."""
+    lines: list[str] = []
     for turn in turns:
         state = " (undone)" if turn.undone else ""
-        count = len(turn.files)
-        files = f"{count} {'file' if count == 1 else 'files'}"
-        _say(f"turn {turn.number}  {turn.when}  {files}{state}  {turn.prompt}")
-        for change in turn.files:
-            _say(f"    {change.status:<8} {change.shown}")
+        lines.append(
+            f"turn {turn.number}  {turn.when}  {plural(len(turn.files), 'file')}{state}  {turn.prompt}"
+        )
+        lines.extend(f"    {change.status:<8} {change.shown}" for change in turn.files)
+    return lines
 
 
 def _say(line: str, stream: TextIO | None = None) -> None:

@@ -112,3 +112,20 @@ def test_undo_to_and_errors_are_one_line(fake_server: FakeServer, workspace: Pat
     assert none.returncode == 1
     assert "no checkpoints in this workspace" in none.stderr
     assert len(none.stderr.strip().splitlines()) == 1
+
+
+def test_undo_list_of_a_session_that_changed_no_files_says_so_in_one_line(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    agent_turn(fake_server, workspace, "quiet", ("read_file", {"path": "keep.txt"}))
+    for args in (("--session", "quiet"), ()):
+        listed = nh(workspace, "undo", *args, "--list")
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stderr == ""
+        assert len(listed.stdout.strip().splitlines()) == 1
+        assert "changed files" in listed.stdout
+    listed = nh(workspace, "undo", "--session", "quiet", "--list")
+    assert listed.stdout == "no turn of session quiet changed files\n"
+    refused = nh(workspace, "undo", "--session", "quiet")  # undoing, not listing, is still an error
+    assert refused.returncode == 1
+    assert len(refused.stderr.strip().splitlines()) == 1

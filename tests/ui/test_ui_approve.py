@@ -124,7 +124,7 @@ def test_ctrl_c_while_asking_interrupts_the_call_and_propagates() -> None:
         approver.answer(pending)
     assert token.cancelled  # before the worker is released: it must not go on to the next request
     with pytest.raises(Cancelled):
-        pending.wait(None)
+        pending.wait(token)
 
 
 def test_escape_sequences_cannot_hide_what_is_approved() -> None:

@@ -6,10 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-from ui_fakes import SPEC_COMMANDS, FakeEntry, FakeRuntime, FakeStore, fake_runtime, plain_console
+from ui_fakes import SPEC_COMMANDS, FakeRuntime, fake_runtime, memory_store, plain_console
 
 from nanohermes.agent.compaction import total_chars
 from nanohermes.core.cancel import CancelToken
+from nanohermes.memory import MemoryStore
 from nanohermes.sessions.store import SessionData, SessionFile
 from nanohermes.ui.command_context import CommandContext
 from nanohermes.ui.commands import COMMANDS, dispatch, is_command, resume_hint
@@ -20,7 +21,7 @@ from nanohermes.ui.turn import EventSource
 class Harness:
     """A command context on a fake runtime; `run` returns what one command printed."""
 
-    def __init__(self, store: FakeStore | None = None) -> None:
+    def __init__(self, store: MemoryStore | None = None) -> None:
         self.console, self.out = plain_console(120)
         self.runtime: FakeRuntime = fake_runtime(store)
         self.renderer = Renderer(self.console)
@@ -125,28 +126,27 @@ def test_compact_runs_through_run_events() -> None:
     assert out.strip() == "context compacted (summarized): 5,000 → 1,000 characters, 4,000 characters saved"
 
 
-def test_memory_subcommands() -> None:
-    store = FakeStore(
-        [FakeEntry("a1", "preference", "use pnpm not npm"), FakeEntry("b2", "fact", "db is pg")]
-    )
-    h = Harness(store)
+def test_memory_subcommands(tmp_path: Path) -> None:
+    pnpm = {"id": "a1a1a1a1", "kind": "preference", "text": "use pnpm not npm"}
+    h = Harness(memory_store(tmp_path, pnpm, {"id": "b2b2b2b2", "kind": "fact", "text": "db is pg"}))
     listing = h.run("/memory")
-    assert "a1" in listing
+    assert "a1a1a1a1" in listing
     assert "use pnpm not npm" in listing
     assert "2 memories" in listing
     assert "use pnpm" in h.run("/memory search pnpm")
-    assert "no matching memories" in h.run("/memory search zebra")
-    assert "forgot a1" in h.run("/memory forget a1")
+    assert "No matching memories for 'zebra'" in h.run("/memory search zebra")
+    assert "Forgot a1a1a1a1" in h.run("/memory forget a1a1")
     assert "'a1' is too short: give the id or at least 4 characters" in h.run("/memory forget a1")
-    assert h.run("/memory stats").strip() == "1 memory (fact 1) · 100 bytes · /fake/memory.json"
+    assert "1 of at most" in h.run("/memory stats")
     assert "usage: /memory" in h.run("/memory search")
 
 
-def test_texts_are_shown_literally_not_as_rich_markup() -> None:
-    store = FakeStore([FakeEntry("c3", "lesson", "wrap [bold]x[/bold] and [list|y] in code")])
-    h = Harness(store)
+def test_texts_are_shown_literally_not_as_rich_markup(tmp_path: Path) -> None:
+    h = Harness(
+        memory_store(tmp_path, {"id": "c3", "kind": "lesson", "text": "wrap [bold]x[/bold] and [list|y]"})
+    )
     assert "[list|search Q|add K T|forget ID|stats|last]" in h.run("/help")
-    assert "wrap [bold]x[/bold] and [list|y] in code" in h.run("/memory list")
+    assert "wrap [bold]x[/bold] and [list|y]" in h.run("/memory list")
     assert "[bold]x[/bold]" in h.run("/memory search wrap")
 
 
@@ -207,21 +207,23 @@ def test_memory_command_on_the_real_store(tmp_path: Path) -> None:
     listing = h.run("/memory list")
     first = store.load()[0]
     assert first.id in listing
-    assert "preference" in listing
+    assert "preference" in listing.lower()
     assert "Always use pnpm" in h.run("/memory search pnpm")
     size = store.path.stat().st_size
     h.console.width = 400  # the temp path on one line
-    stats = h.run("/memory stats").strip()
-    assert stats == f"2 memories (fact 1, preference 1) · {size:,} bytes · {store.path}"
-    assert f"forgot {first.id}" in h.run(f"/memory forget {first.id[:4]}")  # a prefix, as the CLI takes
+    stats = h.run("/memory stats")
+    assert f"{size:,} bytes" in stats
+    assert str(store.path) in stats
+    assert f"Forgot {first.id}" in h.run(f"/memory forget {first.id[:4]}")  # a prefix, as the CLI takes
     assert [e.text for e in store.load()] == ["The database is PostgreSQL 16"]
 
 
-def test_memory_ids_with_markup_are_shown_literally() -> None:
-    h = Harness(FakeStore([FakeEntry("[/x]", "fact", "hand-edited"), FakeEntry("abcd1234", "fact", "y")]))
+def test_memory_ids_with_markup_are_shown_literally(tmp_path: Path) -> None:
+    marked = {"id": "[/x]", "kind": "fact", "text": "hand-edited"}
+    h = Harness(memory_store(tmp_path, marked, {"id": "abcd1234", "kind": "fact", "text": "why"}))
     assert "[/x]" in h.run("/memory list")
     assert "[/x]" in h.run("/memory search hand")
-    assert "forgot abcd1234" in h.run("/memory forget abcd")
+    assert "Forgot abcd1234" in h.run("/memory forget abcd")
 
 
 def test_mcp_shows_each_server_state_tools_and_last_error() -> None:
@@ -247,9 +249,9 @@ def test_mcp_shows_each_server_state_tools_and_last_error() -> None:
     assert lines[4] == "  last error: cannot connect: refused"
 
 
-def test_slash_command_output_shows_escape_sequences_instead_of_obeying_them() -> None:
+def test_slash_command_output_shows_escape_sequences_instead_of_obeying_them(tmp_path: Path) -> None:
     hostile = "clear \x1b[2K\x1b]52;c;ZXZpbA==\x07 the \u202eline"
-    h = Harness(FakeStore([FakeEntry("e5e5e5e5", "lesson", hostile)]))
+    h = Harness(memory_store(tmp_path, {"id": "e5e5e5e5", "kind": "lesson", "text": hostile}))
     for command in ("/memory list", "/memory search clear", "/\x1b[2Kmemory"):
         shown = h.run(command)
         assert not {"\x1b", "\x07", "\u202e"} & set(shown), command

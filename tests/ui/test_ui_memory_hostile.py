@@ -148,4 +148,4 @@ def test_a_tab_between_a_slash_command_and_its_argument_separates_them() -> None
     assert "model set to gpt-test" in h.run("/model\tgpt-test")
     assert h.runtime.agent.model == "gpt-test"
     h.runtime.store = MemoryStore(h.runtime.settings.memory_dir)
-    assert "no memories yet" in h.run("/memory\tlist")
+    assert "No memories yet" in h.run("/memory\tlist")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from test_ui_commands import Harness
-from ui_fakes import FakeStore, plain_console
+from ui_fakes import plain_console
 
 from nanohermes.core.events import MemoryRecalled, RecalledMemory
 from nanohermes.memory import MemoryStore
@@ -24,8 +24,8 @@ def test_recalled_line_before_the_answer() -> None:
     assert out.getvalue().strip() == "memory: 2 recalled · /memory last"
 
 
-def test_memory_last_lists_scores_and_matched_terms() -> None:
-    h = Harness(FakeStore())
+def test_memory_last_lists_scores_and_matched_terms(tmp_path: Path) -> None:
+    h = Harness(MemoryStore(tmp_path))
     assert "no memories were recalled" in h.run("/memory last")
     h.runtime.agent.recalled = RECALLED  # type: ignore[attr-defined]
     shown = h.run("/memory last")
@@ -41,20 +41,20 @@ def test_memory_add_list_all_and_forget_across_projects(tmp_path: Path) -> None:
     beta = MemoryStore(tmp_path / "mem", project="example.org/beta")
     h = Harness()
     h.runtime.store = beta
-    assert "saved" in h.run("/memory add preference answer in short sentences")
+    assert "Saved" in h.run("/memory add preference answer in short sentences")
     assert "this project" in h.run("/memory add --project fact beta listens on 8080")
-    assert "duplicate of" in h.run("/memory add preference answer in short sentences")
+    assert "Duplicate of" in h.run("/memory add preference answer in short sentences")
     assert "unknown memory kind" in h.run("/memory add habit stretch every hour")
     listed = h.run("/memory list")
     assert "beta listens on 8080" in listed
     assert "make release" not in listed
-    assert "1 in other projects" in listed
+    assert "1 more in other projects" in listed
     every = h.run("/memory list --all")
     assert "make release" in every
     assert "example.org/alpha" in every
-    assert "no matching memories" in h.run("/memory search release")
+    assert "No matching memories" in h.run("/memory search release")
     assert "make release" in h.run("/memory search release --all")
-    assert "forgot" in h.run(f"/memory forget {alpha.load()[0].id}")
+    assert "Forgot" in h.run(f"/memory forget {alpha.load()[0].id}")
     assert [e.source for e in beta.load()] == ["user", "user"]
 
 
@@ -95,7 +95,7 @@ def test_memory_add_refuses_a_terminal_escape_sequence_in_one_line(tmp_path: Pat
     assert "\x1b" not in shown
     assert len(shown.strip().splitlines()) == 1
     assert store.load() == []
-    assert "saved" in h.run("/memory add fact deploy with make release")  # the REPL goes on
+    assert "Saved" in h.run("/memory add fact deploy with make release")  # the REPL goes on
 
 
 def test_memory_list_all_shows_a_hostile_project_key_instead_of_obeying_it(tmp_path: Path) -> None:
@@ -116,9 +116,9 @@ def test_memory_add_keeps_flag_like_words_inside_the_text(tmp_path: Path) -> Non
     store = MemoryStore(tmp_path / "mem", project="example.org/mine")
     h = Harness()
     h.runtime.store = store
-    assert "(global)" in h.run("/memory add fact never pass --project to the old release tool")
-    assert "(global)" in h.run("/memory add fact ship with ./ship.sh --all to reach every region")
-    assert "(this project)" in h.run("/memory add fact beta listens on port 8080 --project")
+    assert "(fact, global)" in h.run("/memory add fact never pass --project to the old release tool")
+    assert "(fact, global)" in h.run("/memory add fact ship with ./ship.sh --all to reach every region")
+    assert "(fact, this project)" in h.run("/memory add fact beta listens on port 8080 --project")
     assert [(e.text, e.project) for e in store.load()] == [
         ("never pass --project to the old release tool", None),
         ("ship with ./ship.sh --all to reach every region", None),

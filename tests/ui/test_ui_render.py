@@ -53,8 +53,8 @@ def test_splitter_tail_is_only_the_open_block() -> None:
     splitter.feed("para one\n\nsecond para, half writ")
     assert splitter.tail == "second para, half writ"
     splitter.feed("ten\n~~~\ncode")
-    assert splitter.in_fence
     assert splitter.tail == "second para, half written\n~~~\ncode"
+    assert splitter.feed("\n\nstill code\n") == []  # a blank line in a fence closes nothing
 
 
 def test_visible_tail_reopens_a_cut_code_fence() -> None:

@@ -68,17 +68,6 @@ def test_toolbar_shows_the_context_fill_after_turns_and_commands(pipe: PipeInput
     assert "context 0%" in fills[-1]
 
 
-def test_resumed_session_is_built_first_and_announced(pipe: PipeInput) -> None:
-    runtime = fake_runtime()
-    list(runtime.agent.run("earlier question"))
-    loader = RuntimeLoader(lambda: runtime)
-    assert loader.load_now() is runtime
-    repl, out = make_repl(pipe, loader, runtime)
-    pipe.send_text("/exit\r")
-    assert repl.loop() == 0
-    assert "resumed 20260101-120000: 2 messages" in out.getvalue()
-
-
 def test_ctrl_c_twice_on_an_empty_line_exits_after_saving(pipe: PipeInput) -> None:
     runtime = fake_runtime()
     repl, _ = make_repl(pipe, RuntimeLoader(lambda: runtime), runtime)

@@ -1,10 +1,10 @@
-"""Small fakes at the UI's seams (agent, store, runtime) and a plain rich console on a StringIO."""
+"""Small fakes at the UI's seams (agent, runtime) and a plain rich console on a StringIO."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -16,8 +16,8 @@ from nanohermes.config.settings import Settings, load_settings
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.events import Compacted, Event, Note, RecalledMemory, TextDelta, TurnFinished
 from nanohermes.core.types import Message, Usage
+from nanohermes.memory import MemoryStore
 from nanohermes.tools.sandbox import Sandbox
-from nanohermes.ui.seams import McpLike, MemoryStoreLike
 
 SPEC_COMMANDS = (
     "/help",
@@ -43,61 +43,19 @@ def plain_console(width: int = 100) -> tuple[Console, StringIO]:
     return Console(file=out, width=width, color_system=None, force_terminal=False), out
 
 
-@dataclass(frozen=True)
-class FakeEntry:
-    id: str
-    kind: str
-    text: str
-    project: str | None = None
-
-
-@dataclass
-class FakeStore:
-    entries: list[FakeEntry] = field(default_factory=list)
-    project: str | None = None
-
-    def load(self) -> list[FakeEntry]:
-        return list(self.entries)
-
-    def visible(self) -> list[FakeEntry]:
-        return list(self.entries)
-
-    def for_project(self, project: str | None) -> FakeStore:
-        return self
-
-    def search(self, query: str, top_k: int = 4) -> list[tuple[float, FakeEntry]]:
-        words = query.lower().split()
-        hits = [(float(sum(w in e.text.lower() for w in words)), e) for e in self.entries]
-        return sorted((h for h in hits if h[0] > 0), key=lambda h: -h[0])[:top_k]
-
-    def forget(self, memory_id: str) -> bool:
-        before = len(self.entries)
-        self.entries = [e for e in self.entries if e.id != memory_id]
-        return len(self.entries) < before
-
-    def matching_ids(self, wanted: str, *, everywhere: bool = False) -> list[str]:
-        ids = [e.id for e in self.entries]
-        if wanted in ids:
-            return [wanted]
-        return [i for i in ids if len(wanted) >= 4 and i.startswith(wanted)]
-
-    def stats(self) -> FakeStats:
-        per_kind = Counter(e.kind for e in self.entries)
-        return FakeStats(Path("/fake/memory.json"), 100 * len(self.entries), len(self.entries), per_kind)
-
-
-@dataclass(frozen=True)
-class FakeStats:
-    path: Path
-    size_bytes: int
-    total: int
-    per_kind: Mapping[str, int]
+def memory_store(folder: Path, *entries: dict[str, Any]) -> MemoryStore:
+    """A store whose memory.json holds `entries` as a person or an older version wrote them: ids of
+    any shape, texts that `remember` would refuse."""
+    folder.mkdir(parents=True, exist_ok=True)
+    full = [{"source": "user", "ts": 1, **entry} for entry in entries]
+    (folder / "memory.json").write_text(json.dumps({"version": 1, "entries": full}), encoding="utf-8")
+    return MemoryStore(folder)
 
 
 class FakeAgent:
     """Answers each turn with scripted deltas; `delay` between deltas; honours the cancel token."""
 
-    def __init__(self, session_path: Path | None, replies: list[list[Event]] | None = None) -> None:
+    def __init__(self, session_path: Path, replies: list[list[Event]] | None = None) -> None:
         self._session_path = session_path
         self.replies = list(replies or [])
         self.delay = 0.0
@@ -137,9 +95,8 @@ class FakeAgent:
 
     def save(self) -> None:
         self.saved += 1
-        if self._session_path is not None:  # like the real agent: the file exists once saved
-            self._session_path.parent.mkdir(parents=True, exist_ok=True)
-            self._session_path.touch()
+        self._session_path.parent.mkdir(parents=True, exist_ok=True)  # like the real agent: the file
+        self._session_path.touch()  # exists once saved
 
     def wait_for_distillation(self, timeout: float | None = None, /) -> bool:
         self.waited += 1
@@ -167,8 +124,8 @@ class FakeAgent:
         return self._usage
 
     @property
-    def session_path(self) -> str | None:
-        return str(self._session_path) if self._session_path else None
+    def session_path(self) -> Path:
+        return self._session_path
 
     @property
     def model(self) -> str:
@@ -179,17 +136,17 @@ class FakeAgent:
 class FakeRuntime:
     settings: Settings
     agent: FakeAgent
-    store: MemoryStoreLike | None
+    store: MemoryStore | None
     checkpoints: Checkpoints | None = None
     sandbox: Sandbox | None = None
-    mcp: McpLike | None = None
+    mcp: Any = None
     closed: bool = False
 
     def close(self) -> None:
         self.closed = True
 
 
-def fake_runtime(store: FakeStore | None = None, **settings: Any) -> FakeRuntime:
+def fake_runtime(store: MemoryStore | None = None, **settings: Any) -> FakeRuntime:
     loaded = load_settings({"model": "fake-model", **settings})
     path = loaded.sessions_dir / "20260101-120000.json"
     return FakeRuntime(loaded, FakeAgent(path), store)
