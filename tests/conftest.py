@@ -15,24 +15,6 @@ _CLEARED_PREFIXES = ("NANOHERMES_", "OPENAI_")
 _LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--pure-python-memory",
-        action="store_true",
-        help="search memory without the compiled scorer, as where no C compiler built it (.ci/run)",
-    )
-
-
-@pytest.fixture(autouse=True)
-def pure_python_memory(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With --pure-python-memory, Index.search takes its pure-Python paths (tests marked
-    compiled_scorer, which call the compiled scorer itself, skip)."""
-    if request.config.getoption("--pure-python-memory"):
-        if request.node.get_closest_marker("compiled_scorer"):
-            pytest.skip("calls the compiled scorer itself")
-        monkeypatch.setattr("nanohermes.memory.index.compiled_top_k", None)
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """Tests press Ctrl-C (SIGINT) in the processes they start. A runner started as a background job
     of a non-interactive shell (`(pytest &)`, some CI steps) ignores SIGINT, and every child would

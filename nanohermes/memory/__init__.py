@@ -1,14 +1,12 @@
 """Long-term memory without a vector database (SPEC §3): one JSON file, BM25, CJK bigrams.
 
-Stdlib only (plus `filelock` for the cross-process lock where the OS has no flock); no HTTP, no
-UI. Every name of SPEC §3.0 is importable from here.
+Stdlib only, plus `filelock` (the cross-process lock) and PyStemmer (the English stemmer); no HTTP,
+no UI. Every name of SPEC §3.0 is importable from here.
 """
 
 from __future__ import annotations
 
-from nanohermes.memory.analysis import analyze
-from nanohermes.memory.block import BLOCK_END, BLOCK_START, render_block, set_block
-from nanohermes.memory.bm25 import Explanation, TermScore
+from nanohermes.memory.block import BLOCK_END, BLOCK_START, Recall, recall_for_turn, render_block, set_block
 from nanohermes.memory.constants import (
     CONTEXT_WEIGHT,
     EXCERPT_CHARS,
@@ -32,55 +30,22 @@ from nanohermes.memory.distill import (
     worth_distilling,
 )
 from nanohermes.memory.entry import Entry
+from nanohermes.memory.index import Explanation, TermScore
 from nanohermes.memory.kinds import KIND_NAMES, Kind
 from nanohermes.memory.project import project_key
-from nanohermes.memory.recall import Recall, recall_for_turn
 from nanohermes.memory.security import redact
-from nanohermes.memory.stats import MemoryStats
-from nanohermes.memory.store import MEMORY_FILE, MemoryStore
-from nanohermes.memory.text import normalize, tokenize
+from nanohermes.memory.store import MEMORY_FILE, MemoryStats, MemoryStore
+from nanohermes.memory.text import analyze, normalize, tokenize
 from nanohermes.memory.tools import forget_memory, resolve_id, save_memory, search_memory
 
+# fmt: off
 __all__ = [
-    "B",
-    "BLOCK_END",
-    "BLOCK_START",
-    "CONTEXT_WEIGHT",
-    "DISTILL_SYSTEM_PROMPT",
-    "EXCERPT_CHARS",
-    "EXCERPT_MESSAGE_CHARS",
-    "INJECT_CHAR_BUDGET",
-    "INJECT_TOP_K",
-    "K1",
-    "KIND_NAMES",
-    "MAX_CONTEXT",
-    "MAX_ENTRIES",
-    "MAX_KEYS",
-    "MAX_TEXT",
-    "MEMORY_FILE",
-    "Distilled",
-    "Entry",
-    "Explanation",
-    "Kind",
-    "MemoryStats",
-    "MemoryStore",
-    "Recall",
-    "TermScore",
-    "analyze",
-    "distill_messages",
-    "excerpt_from",
-    "forget_memory",
-    "resolve_id",
-    "normalize",
-    "parse_distill",
-    "recall_for_turn",
-    "project_key",
-    "redact",
-    "render_block",
-    "save_distilled",
-    "save_memory",
-    "search_memory",
-    "set_block",
-    "tokenize",
+    "B", "BLOCK_END", "BLOCK_START", "CONTEXT_WEIGHT", "DISTILL_SYSTEM_PROMPT", "EXCERPT_CHARS",
+    "EXCERPT_MESSAGE_CHARS", "INJECT_CHAR_BUDGET", "INJECT_TOP_K", "K1", "KIND_NAMES", "MAX_CONTEXT",
+    "MAX_ENTRIES", "MAX_KEYS", "MAX_TEXT", "MEMORY_FILE", "Distilled", "Entry", "Explanation", "Kind",
+    "MemoryStats", "MemoryStore", "Recall", "TermScore", "analyze", "distill_messages", "excerpt_from",
+    "forget_memory", "resolve_id", "normalize", "parse_distill", "recall_for_turn", "project_key",
+    "redact", "render_block", "save_distilled", "save_memory", "search_memory", "set_block", "tokenize",
     "worth_distilling",
 ]
+# fmt: on

@@ -1,46 +1,45 @@
-"""The memory block injected at the end of the system message (SPEC §3.6)."""
+"""The memory block at the end of the system message (SPEC §3.6), and what memory did for a turn
+(§3.10): the memories in the block with their scores and the query terms they matched, so the REPL
+can say «memory: 3 recalled · /memory last» and `-p --json` can list them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
+from nanohermes.core.errors import StoreError
+from nanohermes.core.events import RecalledMemory
 from nanohermes.core.markers import BLOCK_END, BLOCK_START, defused
-from nanohermes.memory.constants import INJECT_CHAR_BUDGET
+from nanohermes.memory.constants import INJECT_CHAR_BUDGET, SHORT_MESSAGE_CHARS
 from nanohermes.memory.entry import Entry
+from nanohermes.memory.index import Explanation
 from nanohermes.memory.security import controls_shown
 
-__all__ = ["BLOCK_END", "BLOCK_START", "block_lines", "render_block", "set_block"]
+__all__ = ["BLOCK_END", "BLOCK_START", "Recall", "recall_for_turn", "render_block", "set_block"]
 
 _HEADER = {
-    "en": (
-        "Memories retrieved from past sessions (distilled automatically; for reference only — "
-        "the user's current instruction wins):"
-    ),
+    "en": "Memories retrieved from past sessions (distilled automatically; for reference only — "
+    "the user's current instruction wins):",
     "zh": "以下是从过往会话中检索到的相关记忆（由对话自动提炼，仅供参考；用户当前指令优先）：",
 }
 
 
 def block_lines(entries: Sequence[Entry], lang: str = "en") -> list[str]:
     """The block's entry lines: the first entries (best first) whose lines fit the character budget.
-    A control character in an entry (stored by an older version) is shown as an escape like `\\x1b`."""
+    A text is shown on one line, a control character in it (stored by an older version) as an
+    escape like `\\x1b`, and without the block's own markers: a memory holding BLOCK_END (planted by
+    a file the distiller read, or a hand edit) would end the block early, its rest read as system
+    instructions and left in the system message by `set_block` for good."""
     lines: list[str] = []
     used = 0
     for entry in entries:
-        line = f"- [{entry.kind.label(lang)}] {_shown(entry.text)}"
-        cost = len(line) + 1  # with its newline
-        if used + cost > INJECT_CHAR_BUDGET:
+        line = f"- [{entry.kind.label(lang)}] {defused(' '.join(controls_shown(entry.text).split()))}"
+        used += len(line) + 1  # with its newline
+        if used > INJECT_CHAR_BUDGET:
             break
-        used += cost
         lines.append(line)
     return lines
-
-
-def _shown(text: str) -> str:
-    """An entry's text as one line of the block, without the block's own markers: a memory holding
-    BLOCK_END (planted by a file the distiller read, or a hand-edited memory.json) would end the block
-    early, its rest would read as system instructions, and `set_block` would leave that rest in the
-    system message for good, once more every turn."""
-    return defused(" ".join(controls_shown(text).split()))
 
 
 def render_block(entries: Sequence[Entry], lang: str = "en") -> str:
@@ -48,8 +47,7 @@ def render_block(entries: Sequence[Entry], lang: str = "en") -> str:
     lines = block_lines(entries, lang)
     if not lines:
         return ""
-    header = _HEADER.get(lang, _HEADER["en"])
-    return "\n".join([BLOCK_START, header, "", *lines, "", BLOCK_END])
+    return "\n".join([BLOCK_START, _HEADER.get(lang, _HEADER["en"]), "", *lines, "", BLOCK_END])
 
 
 def set_block(system: str, block: str) -> str:
@@ -60,8 +58,38 @@ def set_block(system: str, block: str) -> str:
         end = len(system) if end_at < 0 else end_at + len(BLOCK_END)
         system = system[:start] + system[end:]
     base = system.rstrip()
-    if not block:
-        return base
-    if not base:
-        return block
-    return f"{base}\n\n{block}"
+    return f"{base}\n\n{block}" if base and block else base or block
+
+
+class Searchable(Protocol):
+    """What a turn's recall needs of a MemoryStore."""
+
+    def search(self, query: str, top_k: int = ...) -> list[tuple[float, Entry]]: ...
+
+    def explain(self, query: str, entry: Entry | str) -> Explanation: ...
+
+
+@dataclass(frozen=True)
+class Recall:
+    """`block`: the block for this turn; `memories`: the entries in it with scores, best first;
+    `kept`: the previous block stays (a short message without hits, e.g. «continue»)."""
+
+    block: str
+    memories: tuple[RecalledMemory, ...] = ()
+    kept: bool = False
+
+
+def recall_for_turn(store: Searchable, query: str, previous_block: str, lang: str = "en") -> Recall:
+    """The block to inject for `query` and the memories it holds (SPEC §3.6)."""
+    hits = store.search(query)
+    if not hits and len("".join(query.split())) < SHORT_MESSAGE_CHARS:
+        return Recall(previous_block, kept=True)
+    entries = [entry for _, entry in hits]
+    memories = []
+    for score, entry in hits[: len(block_lines(entries, lang))]:
+        try:  # the query terms it matched, as `explain` shows them (`makefil ← makefiles`)
+            terms = tuple(part.display for part in store.explain(query, entry.id).terms)
+        except StoreError:  # forgotten by another process a moment ago: it was still recalled
+            terms = ()
+        memories.append(RecalledMemory(entry.id, entry.kind.value, entry.text, score, terms))
+    return Recall(render_block(entries, lang), tuple(memories))

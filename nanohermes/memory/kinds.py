@@ -18,9 +18,7 @@ class Kind(StrEnum):
         """The kind named by `value` (a kind or an alias, any case), or None."""
         if isinstance(value, Kind):
             return value
-        if not isinstance(value, str):
-            return None
-        return _ALIASES.get(value.strip().lower())
+        return _ALIASES.get(value.strip().lower()) if isinstance(value, str) else None
 
     def label(self, lang: str = "en") -> str:
         """The label shown in the memory block: `Preference` / `偏好`."""
@@ -33,23 +31,12 @@ class Kind(StrEnum):
 
 
 KIND_NAMES: tuple[str, ...] = tuple(kind.value for kind in Kind)
-
-_LABELS: dict[Kind, tuple[str, str]] = {
-    Kind.PREFERENCE: ("Preference", "偏好"),
-    Kind.CORRECTION: ("Correction", "纠正"),
-    Kind.LESSON: ("Lesson", "经验"),
-    Kind.FACT: ("Fact", "事实"),
-}
-_RANKS: dict[Kind, int] = {Kind.PREFERENCE: 0, Kind.CORRECTION: 1, Kind.LESSON: 2, Kind.FACT: 3}
-_ALIASES: dict[str, Kind] = {
-    **{kind.value: kind for kind in Kind},
-    "lesson-learned": Kind.LESSON,
-    "lesson_learned": Kind.LESSON,
-    "experience": Kind.LESSON,
-    "pref": Kind.PREFERENCE,
-    "feedback": Kind.CORRECTION,
-    "project": Kind.FACT,
-}
+_LABELS = {Kind.PREFERENCE: ("Preference", "偏好"), Kind.CORRECTION: ("Correction", "纠正")}
+_LABELS |= {Kind.LESSON: ("Lesson", "经验"), Kind.FACT: ("Fact", "事实")}
+_RANKS = {Kind.PREFERENCE: 0, Kind.CORRECTION: 1, Kind.LESSON: 2, Kind.FACT: 3}
+_ALIASES = {kind.value: kind for kind in Kind} | {"pref": Kind.PREFERENCE, "feedback": Kind.CORRECTION}
+_ALIASES |= {"lesson-learned": Kind.LESSON, "lesson_learned": Kind.LESSON, "experience": Kind.LESSON}
+_ALIASES |= {"project": Kind.FACT}
 
 
 def unknown_kind_message(value: object) -> str:

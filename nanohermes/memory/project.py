@@ -115,11 +115,8 @@ def origin_url(top: Path) -> str | None:
         parser.read_string(text)
     except configparser.Error:
         return None
-    for section in parser.sections():
-        if re.fullmatch(r'remote\s+"origin"', section.strip()):
-            url = parser.get(section, "url", fallback="").strip().strip('"')
-            return url or None
-    return None
+    origin = [section for section in parser.sections() if re.fullmatch(r'remote\s+"origin"', section.strip())]
+    return (parser.get(origin[0], "url", fallback="").strip().strip('"') or None) if origin else None
 
 
 def normalise_remote(url: str, top: Path) -> str | None:
@@ -128,8 +125,7 @@ def normalise_remote(url: str, top: Path) -> str | None:
     url = url.strip()
     found = _URL.match(url)
     if found is not None and not url.lower().startswith("file:"):
-        host, path = found.group(1), found.group(2) or ""
-        return _join(host, path)
+        return _join(found.group(1), found.group(2) or "")
     scp = _SCP_LIKE.match(url)
     if scp is not None and not re.match(r"^[A-Za-z]:[\\/]", url):  # not C:\repo
         return _join(scp.group(1), scp.group(2))
@@ -142,6 +138,4 @@ def normalise_remote(url: str, top: Path) -> str | None:
 
 def _join(host: str, path: str) -> str | None:
     clean = path.strip("/").removesuffix(".git").strip("/")
-    if not host or not clean:
-        return None
-    return f"{host.lower()}/{clean.lower()}"
+    return f"{host.lower()}/{clean.lower()}" if host and clean else None

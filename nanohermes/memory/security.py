@@ -78,10 +78,10 @@ _CONTROL_NAMES = {
     0x00: "null",
     0x07: "bell",
     0x08: "backspace",
-    0x1B: "escape, which starts terminal escape sequences",
     0x7F: "delete",
     0x9B: "control sequence introducer",
 }
+_CONTROL_NAMES[0x1B] = "escape, which starts terminal escape sequences"
 _INJECTION = (
     re.compile(
         r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?"
@@ -107,10 +107,6 @@ _CANCEL_TAG = "\U000e007f"
 _EMOJI_MODIFIERS = frozenset("\ufe0e\ufe0f\u20e3") | {chr(c) for c in range(0x1F3FB, 0x1F400)}
 
 
-def _is_pictograph(char: str) -> bool:
-    return unicodedata.category(char) == "So"
-
-
 def _in_emoji(text: str, at: int) -> bool:
     """Whether the invisible character at `at` is part of an emoji sequence: a zero-width joiner
     between two pictographs (🧘‍♀️, 👨‍👩‍👧; a variation selector or skin tone may follow the first), or
@@ -121,7 +117,8 @@ def _in_emoji(text: str, at: int) -> bool:
         while before >= 0 and text[before] in _EMOJI_MODIFIERS:
             before -= 1
         after = text[at + 1] if at + 1 < len(text) else ""
-        return before >= 0 and _is_pictograph(text[before]) and bool(after) and _is_pictograph(after)
+        pictographs = before >= 0 and unicodedata.category(text[before]) == "So"
+        return pictographs and bool(after) and unicodedata.category(after) == "So"
     if "\U000e0020" <= char <= _CANCEL_TAG:
         start = at
         while start > 0 and "\U000e0020" <= text[start - 1] <= "\U000e007e":
@@ -154,17 +151,6 @@ def controls_shown(text: str) -> str:
     if _CONTROL.search(text) is None:
         return text
     return _CONTROL.sub(lambda found: repr(found.group(0))[1:-1], text)
-
-
-def control_reason(text: str) -> str | None:
-    """Why `text` must not be stored because it holds a control character (a terminal escape sequence
-    would be replayed wherever the memory is shown), or None."""
-    found = _CONTROL.search(text)
-    if found is None:
-        return None
-    code = ord(found.group(0))
-    name = _CONTROL_NAMES.get(code, "C0 control character" if code < 0x80 else "C1 control character")
-    return f"text holds the control character U+{code:04X} ({name}); refused"
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -229,11 +215,13 @@ def _as_read(text: str) -> str:
 
 
 def refusal_reason(text: str) -> str | None:
-    """Why `text` must not be stored (a control character, invisible Unicode, an injection phrase), or
-    None if it may be."""
-    control = control_reason(text)
+    """Why `text` must not be stored (a control character: a terminal escape sequence would be
+    replayed wherever the memory is shown; invisible Unicode; an injection phrase), or None."""
+    control = _CONTROL.search(text)
     if control is not None:
-        return control
+        code = ord(control.group(0))
+        name = _CONTROL_NAMES.get(code, "C0 control character" if code < 0x80 else "C1 control character")
+        return f"text holds the control character U+{code:04X} ({name}); refused"
     invisible = next((m for m in _INVISIBLE.finditer(text) if not _in_emoji(text, m.start())), None)
     if invisible is not None:
         char = invisible.group(0)

@@ -1,8 +1,13 @@
-"""Text rules of SPEC §3.4–§3.5: tokenizer, normalize, duplicate test, negation guard, cutting."""
+"""Text rules of SPEC §3.4–§3.5: tokenizer, normalize, duplicate test, negation guard, cutting, and
+the analysis for retrieval: `tokenize`, then a Snowball English stemmer (PyStemmer, imported on first
+use; each word's stem cached), then, for queries, English and Chinese stop words (unless that would
+leave nothing). CJK tokens (bigrams and lone characters) are never stemmed."""
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import Protocol
 
 from nanohermes.memory.constants import DUPLICATE_MIN_WEIGHT, MAX_TEXT
 
@@ -45,10 +50,6 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-def is_cjk(char: str) -> bool:
-    return _CJK_CHAR.match(char) is not None
-
-
 def normalize(text: str) -> str:
     """Lowercase, without whitespace and the punctuation set of SPEC §3.4: the duplicate key."""
     return _DROP.sub("", text.lower())
@@ -56,14 +57,13 @@ def normalize(text: str) -> str:
 
 def weight(key: str) -> int:
     """A CJK character weighs 4 (about the information of a short English word), anything else 1."""
-    cjk = len(_CJK_CHAR.findall(key))
-    return len(key) + 3 * cjk
+    return len(key) + 3 * len(_CJK_CHAR.findall(key))
 
 
 def has_negation(text: str) -> bool:
-    if any(marker in text for marker in _NEGATION_ZH):
-        return True
-    return _NEGATION_EN.search(text.replace("’", "'")) is not None
+    return (
+        any(word in text for word in _NEGATION_ZH) or _NEGATION_EN.search(text.replace("’", "'")) is not None
+    )
 
 
 def is_duplicate(
@@ -93,18 +93,113 @@ def cut_text(text: str, limit: int = MAX_TEXT) -> str:
         ends = [m.end() for m in pattern.finditer(head) if floor <= m.end() <= limit]
         if ends:
             return text[: ends[-1]].rstrip()
-    cut = _word_boundary(text, limit - 1, floor)
+    # the largest cut that does not split an ASCII word (CJK may be cut anywhere)
+    word = {i for i in range(floor - 1, limit) if text[i].isascii() and (text[i].isalnum() or text[i] == "_")}
+    cut = next(
+        (cut for cut in range(limit - 1, floor - 1, -1) if cut - 1 not in word or cut not in word), limit - 1
+    )
     return text[:cut].rstrip() + "…"
 
 
-def _word_boundary(text: str, limit: int, floor: int) -> int:
-    """The largest cut ≤ limit that does not split an ASCII word (CJK may be cut anywhere)."""
-    for cut in range(limit, floor - 1, -1):
-        before, after = text[cut - 1], text[cut]
-        if not (_is_ascii_word(before) and _is_ascii_word(after)):
-            return cut
-    return limit
+STOP_EN = frozenset(
+    """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
+    hers herself it its itself they them their theirs themselves what which who whom this that these
+    those am is are was were be been being have has had having do does did doing a an the and but if
+    or because as until while of at by for with about against between into through during before after
+    above below to from up down in out on off over under again further then once here there when where
+    why how all any both each few more most other some such no nor not only own same so than too very
+    can will just don should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma
+    mightn mustn needn shan shouldn wasn weren won wouldn would could ought cannot let
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+"""English function words: the NLTK list and the Snowball list's modals (would, could, ought,
+cannot, let). `don` etc. are what the tokenizer leaves of `don't`."""
+
+_IRREGULAR = {
+    form: base
+    for forms, base in (
+        group.split(":")
+        for group in """
+    arose,arisen:arise awoke,awoken:awake beaten:beat became:become began,begun:begin bent:bend
+    bitten:bite blew,blown:blow broke,broken:break brought:bring built:build burnt:burn bought:buy
+    caught:catch chose,chosen:choose came:come crept:creep dealt:deal dug:dig drew,drawn:draw
+    dreamt:dream drank,drunk:drink drove,driven:drive ate,eaten:eat fed:feed fought:fight
+    flew,flown:fly forbade,forbidden:forbid forgot,forgotten:forget forgave,forgiven:forgive
+    froze,frozen:freeze got,gotten:get gave,given:give went,gone:go grew,grown:grow hung:hang
+    heard:hear hid,hidden:hide held:hold kept:keep knelt:kneel knew,known:know laid:lay led:lead
+    learnt:learn lent:lend lost:lose meant:mean met:meet paid:pay ran:run rang,rung:ring
+    rode,ridden:ride sang,sung:sing sank,sunk:sink sat:sit slept:sleep slid:slide sold:sell sent:send
+    shook,shaken:shake shone:shine shot:shoot shown:show sought:seek spent:spend spun:spin stood:stand
+    stole,stolen:steal stuck:stick stung:sting strove,striven:strive struck:strike swore,sworn:swear
+    swept:sweep swam,swum:swim swung:swing taught:teach tore,torn:tear told:tell thought:think
+    threw,thrown:throw took,taken:take understood:understand woke,woken:wake wore,worn:wear wept:weep
+    wrote,written:write seen:see done:do spoke:speak spoken:speak made:make said:say felt:feel
+    fell,fallen:fall
+        """.split()  # noqa: SIM905
+    )
+    for form in forms.split(",")
+}
+"""Irregular English verb forms → their base (Snowball folds only regular inflection: `painted` =
+`painting`, but `drew` ≠ `draw`). Forms that are also common nouns or other words (`left`, `saw`,
+`found`, `rose`, `won` of won't) are left out."""
+
+_STOP_ZH_CHARS = frozenset(
+    "的了是在和与及或也都就还又把被给让对向从于以之而但则即吗呢吧啊呀嘛哦着过很太更最这那哪谁"
+    "我你您他她它们个些么啥该得地将要会能可请"
+)
+STOP_ZH = frozenset(
+    _STOP_ZH_CHARS
+    | set(
+        """
+        怎么 怎样 怎麽 什么 什麽 如何 为何 为什 哪里 哪儿 哪个 哪些 一下 一个 一些 这个 那个 这些 那些
+        这样 那样 这么 那么 这里 那里 我们 你们 他们 她们 它们 自己 可以 能够 应该 需要 是否 是不 不是
+        还是 或者 以及 而且 但是 因为 所以 如果 虽然 然后 已经 就是 只是 有没 没有 有什 有哪 请问
+        """.split()  # noqa: SIM905
+    )
+)
+"""Chinese function characters and words (as the tokenizer's bigrams)."""
 
 
-def _is_ascii_word(char: str) -> bool:
-    return char.isascii() and (char.isalnum() or char == "_")
+class _Stemmer(Protocol):
+    def stemWord(self, word: str) -> str: ...  # noqa: N802 (PyStemmer's name)
+
+
+@functools.cache
+def _stemmer() -> _Stemmer:
+    import Stemmer  # PyStemmer: Snowball in C; imported on first use, off the path to the prompt
+
+    stemmer: _Stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def stem(token: str) -> str:
+    """The Snowball English stem of a word token (`makefiles` → `makefil`, `drew` → `draw`); CJK
+    tokens unchanged."""
+    if _CJK_CHAR.match(token[0]):
+        return token
+    return _stemmer().stemWord(_IRREGULAR.get(token, token))
+
+
+def is_stop_word(token: str) -> bool:
+    """A function word: English (the NLTK list, and a form of one: `done` is `do`), Chinese, or a
+    CJK bigram of two function characters."""
+    if token in STOP_EN or token in STOP_ZH or _IRREGULAR.get(token) in STOP_EN:
+        return True
+    return len(token) == 2 and token[0] in _STOP_ZH_CHARS and token[1] in _STOP_ZH_CHARS
+
+
+def analyze(text: str, *, query: bool = False) -> list[str]:
+    """The terms the index and the query use: stemmed tokens; for a query, without stop words
+    unless every token is one (then all of them, so a query is never empty when it has tokens)."""
+    return [stem(token) for token in _kept(tokenize(text), query)]
+
+
+def analyze_words(text: str, *, query: bool = False) -> list[tuple[str, str]]:
+    """(term, original token) pairs, as `analyze` would return the terms: for explanations."""
+    return [(stem(token), token) for token in _kept(tokenize(text), query)]
+
+
+def _kept(tokens: list[str], query: bool) -> list[str]:
+    return ([token for token in tokens if not is_stop_word(token)] or tokens) if query else tokens

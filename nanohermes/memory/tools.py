@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from nanohermes.core.errors import StoreError, ToolError
 from nanohermes.memory.kinds import Kind, unknown_kind_message
-from nanohermes.memory.scope import parse_scope
 from nanohermes.memory.security import checked_part
 from nanohermes.memory.store import MIN_ID_PREFIX, MemoryStore
+from nanohermes.memory.writing import parse_scope
 
 MAX_SEARCH_K = 20
 
@@ -25,10 +25,8 @@ def save_memory(store: MemoryStore, kind: str, text: str, scope: str | None = No
         added = store.remember(parsed, text, source="tool", scope=scope)
     except StoreError as err:  # MemoryRejected included: the reason is the message
         raise ToolError(err.one_line()) from None
-    total = len(store.visible())
-    if added:
-        return f"Saved ({parsed.value}); {total} memories in total"
-    return f"Duplicate of an existing memory, nothing added; {total} memories in total"
+    said = f"Saved ({parsed.value})" if added else "Duplicate of an existing memory, nothing added"
+    return f"{said}; {len(store.visible())} memories in total"
 
 
 def search_memory(store: MemoryStore, query: str, k: int = 4) -> str:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from nanohermes.core.errors import JSON_ERRORS, MemoryRejected, json_problem
 from nanohermes.memory.entry import Entry, clean_keys
 from nanohermes.memory.kinds import Kind
-from nanohermes.memory.scope import GLOBAL, PROJECT
-from nanohermes.memory.store import MemoryStore, NewMemory
+from nanohermes.memory.store import MemoryStore
+from nanohermes.memory.writing import GLOBAL, PROJECT, NewMemory
 
 TITLE = "# nanohermes memory"
 GLOBAL_HEADING = "## Global"
@@ -28,7 +28,7 @@ _DETAIL = re.compile(r"^\s+[-*]\s+(keys|context):\s*(.*)$", re.IGNORECASE)
 _ITEM = re.compile(r"^[-*]\s+(.*)$")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Importable:
     """One memory read from an export: its kind, text, search keys, context and project (None: global)."""
 
@@ -58,18 +58,13 @@ def export_markdown(entries: Sequence[Entry], source: str = "") -> str:
             if of_kind:
                 lines += [f"### {kind.label('en')}", ""]
                 for entry in of_kind:
-                    lines += _entry_lines(entry)
+                    lines.append(f"- {_one_line(entry.text)}")
+                    if entry.keys:
+                        lines.append(f"  - keys: {json.dumps(list(entry.keys), ensure_ascii=False)}")
+                    if entry.context:
+                        lines.append(f"  - context: {_one_line(entry.context)}")
                 lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def _entry_lines(entry: Entry) -> list[str]:
-    lines = [f"- {_one_line(entry.text)}"]
-    if entry.keys:
-        lines.append(f"  - keys: {json.dumps(list(entry.keys), ensure_ascii=False)}")
-    if entry.context:
-        lines.append(f"  - context: {_one_line(entry.context)}")
-    return lines
 
 
 def _one_line(value: str) -> str:
@@ -106,33 +101,19 @@ def _parse_json(text: str) -> list[Importable]:
                 continue
             raise MemoryRejected(f"item {number}: needs a known kind and a non-empty text")
         assert isinstance(item, dict)
-        context = item.get("context")
-        project = item.get("project")
+        context, project = item.get("context"), item.get("project")
+        keys = clean_keys(item.get("keys"), cut=False)  # `remember` redacts, then cuts
+        project = project.strip() if isinstance(project, str) and project.strip() else None
         found.append(
-            Importable(
-                kind,
-                body.strip(),
-                clean_keys(item.get("keys"), cut=False),  # `remember` redacts, then cuts
-                context if isinstance(context, str) else "",
-                project.strip() if isinstance(project, str) and project.strip() else None,
-            )
+            Importable(kind, body.strip(), keys, context if isinstance(context, str) else "", project)
         )
     return found
-
-
-@dataclass
-class _Draft:
-    kind: Kind
-    text: str
-    project: str | None
-    keys: tuple[str, ...] = ()
-    context: str = ""
 
 
 def _parse_markdown(lines: Sequence[str]) -> list[Importable]:
     project: str | None = None
     kind: Kind | None = None
-    drafts: list[_Draft] = []
+    drafts: list[Importable] = []
     for number, line in enumerate(lines, start=1):
         if line.startswith("## "):
             project, kind = _scope_heading(line, number), None
@@ -143,10 +124,10 @@ def _parse_markdown(lines: Sequence[str]) -> list[Importable]:
         elif (item := _ITEM.match(line)) is not None:
             if kind is None:
                 raise MemoryRejected(f"line {number}: a memory before any '### Kind' heading")
-            drafts.append(_Draft(kind, item.group(1).strip(), project))
+            drafts.append(Importable(kind, item.group(1).strip(), project=project))
         elif line.startswith((" ", "\t")) and line.strip() and drafts and kind is not None:
             drafts[-1].text = f"{drafts[-1].text} {line.strip()}"  # a wrapped line continues the text
-    return [Importable(d.kind, d.text, d.keys, d.context, d.project) for d in drafts if d.text]
+    return [draft for draft in drafts if draft.text]
 
 
 def _scope_heading(line: str, number: int) -> str | None:
@@ -167,7 +148,7 @@ def _kind_heading(line: str, number: int) -> Kind:
     return kind
 
 
-def _add_detail(draft: _Draft, field: str, value: str, number: int) -> None:
+def _add_detail(draft: Importable, field: str, value: str, number: int) -> None:
     if field == "context":
         draft.context = value.strip()
         return
@@ -176,12 +157,6 @@ def _add_detail(draft: _Draft, field: str, value: str, number: int) -> None:
     except JSON_ERRORS:
         raise MemoryRejected(f"line {number}: keys must be a JSON list or comma-separated words") from None
     draft.keys = clean_keys(keys, cut=False)  # `remember` redacts, then cuts
-
-
-def scopes_of(items: Iterable[Importable]) -> list[str | None]:
-    """The scopes in `items`, global (None) first, each once."""
-    seen = dict.fromkeys(item.project for item in items)
-    return sorted(seen, key=lambda project: (project is not None, project or ""))
 
 
 @dataclass
@@ -198,7 +173,7 @@ def import_memories(store: MemoryStore, items: Sequence[Importable], source: str
     scope. StoreError (disk, lock) stops it; the scopes written before stay, and importing again
     adds nothing twice."""
     result = ImportResult()
-    for project in scopes_of(items):
+    for project in sorted({item.project for item in items}, key=lambda key: (key is not None, key or "")):
         scope = GLOBAL if project is None else PROJECT
         chosen = [item for item in items if item.project == project]
         memories = [NewMemory(item.kind, item.text, item.keys, item.context, scope) for item in chosen]

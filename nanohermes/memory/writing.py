@@ -1,15 +1,18 @@
-"""What `remember` does to a text before it is stored (SPEC §3.4 step 1 and §6)."""
+"""What `remember` does to a memory before it is stored (SPEC §3.4 step 1, §3.9, §6): the text
+checked, redacted and cut; keys and context cleaned; the scope chosen; a duplicate merged."""
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nanohermes.core.errors import MemoryRejected
 from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
-from nanohermes.memory.entry import clean_keys
-from nanohermes.memory.kinds import Kind
+from nanohermes.memory.entry import Entry, clean_keys
+from nanohermes.memory.kinds import Kind, unknown_kind_message
 from nanohermes.memory.security import (
     controls_removed,
     invisible_removed,
@@ -17,7 +20,10 @@ from nanohermes.memory.security import (
     refusal_reason,
     risky_instruction,
 )
-from nanohermes.memory.text import cut_text
+from nanohermes.memory.text import cut_text, normalize
+
+GLOBAL = "global"
+PROJECT = "project"
 
 
 @dataclass(frozen=True)
@@ -31,23 +37,30 @@ class NewMemory:
     scope: str | None = None
 
 
-def prepare_text(text: object, secrets: Iterable[str] = (), *, source: str = "tool") -> str:
-    """Trimmed, checked, redacted (`secrets` too), on one line, at most MAX_TEXT characters.
-    A distilled text (source `auto`) that runs fetched code, disables security or sends data away is
-    refused (SPEC §3.7). Raises MemoryRejected."""
+def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: str | None) -> Entry:
+    """`memory` as an entry without an id, in a store opened for `project`: its text trimmed,
+    checked, redacted (`secrets` too), on one line and cut to MAX_TEXT. A distilled text (source
+    `auto`) that runs fetched code, disables security or sends data away is refused (SPEC §3.7).
+    Raises MemoryRejected."""
+    kind, text = Kind.parse(memory.kind), memory.text
+    if kind is None:
+        raise MemoryRejected(unknown_kind_message(memory.kind))
     if not isinstance(text, str):
         raise MemoryRejected(f"memory text must be a string, not {type(text).__name__}")
     text = valid_text(text).strip()
     if not text:
         raise MemoryRejected("memory text is empty; nothing to remember")
     reason = refusal_reason(text)
-    if reason is None and source == "auto":
-        risky = risky_instruction(text)
-        reason = f"{risky}; a distilled memory may not hold such an instruction, refused" if risky else None
+    if reason is None and source == "auto" and (risky := risky_instruction(text)):
+        reason = f"{risky}; a distilled memory may not hold such an instruction, refused"
     if reason is not None:
         raise MemoryRejected(reason)
-    one_line = " ".join(redact(text, secrets).split())  # the block shows one line per memory
-    return cut_text(one_line, MAX_TEXT)
+    text = cut_text(" ".join(redact(text, secrets).split()), MAX_TEXT)  # the block shows one line each
+    if not normalize(text):
+        raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
+    keys, context = prepare_keys(memory.keys, secrets), prepare_context(memory.context, secrets)
+    where = target_project(memory.scope, kind, project)
+    return Entry("", kind, text, source, int(time.time()), keys, context, where)
 
 
 def prepare_keys(keys: Iterable[str], secrets: Iterable[str] = ()) -> tuple[str, ...]:
@@ -68,3 +81,48 @@ def prepare_context(context: object, secrets: Iterable[str] = ()) -> str:
     cleaned = invisible_removed(controls_removed(valid_text(context)))
     one_line = " ".join(redact(cleaned, tuple(secrets)).split())
     return cut_text(one_line, MAX_CONTEXT).rstrip("…") if one_line else ""
+
+
+def parse_scope(value: object) -> str | None:
+    """ "global" or "project" (case-insensitive), else None."""
+    if isinstance(value, str) and value.strip().lower() in (GLOBAL, PROJECT):
+        return value.strip().lower()
+    return None
+
+
+def target_project(scope: str | None, kind: Kind, project: str | None) -> str | None:
+    """The `project` field a new memory gets in a store opened for `project` (None: global).
+    Without a scope, facts and lessons belong to the project, preferences and corrections are global."""
+    if scope is None:
+        chosen = PROJECT if kind in (Kind.FACT, Kind.LESSON) else GLOBAL
+    else:
+        chosen = parse_scope(scope) or ""
+        if not chosen:
+            raise MemoryRejected(f"unknown scope {scope!r}; use global or project")
+    return project if chosen == PROJECT else None
+
+
+def sees(project: str | None, entry: Entry) -> bool:
+    """Whether a store opened for `project` sees `entry`: global entries and the project's own
+    (a store opened without a project sees every entry)."""
+    return project is None or entry.project is None or entry.project == project
+
+
+def merge(old: Entry, new: Entry, store_project: str | None, secrets: tuple[str, ...]) -> Entry:
+    """`old` refreshed by its duplicate `new`: ts and source refreshed, the longer text, the more
+    protected kind, both texts' keys, the newer context (the older one when the new memory has
+    none). The wider scope wins, and a project memory re-learnt in another project becomes global
+    (it was not project-specific after all). The old entry's id and unknown fields stay."""
+    project = old.project
+    if new.project is None or (store_project is not None and old.project != store_project):
+        project = None
+    return dataclasses.replace(
+        old,
+        kind=new.kind if new.kind.eviction_rank < old.kind.eviction_rank else old.kind,
+        text=new.text if len(new.text) > len(old.text) else old.text,
+        source=new.source,
+        ts=new.ts,
+        keys=prepare_keys(old.keys + new.keys, secrets),
+        context=new.context or old.context,
+        project=project,
+    )

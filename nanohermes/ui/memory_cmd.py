@@ -199,7 +199,6 @@ def _stats(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> Non
     table.add_row("sources", sources)
     table.add_row("oldest", _when(stats.oldest_ts or 0))
     table.add_row("newest", _when(stats.newest_ts or 0))
-    table.add_row("search", "compiled" if stats.compiled_scorer else "pure Python (no C compiler at install)")
     out.print(table)
 
 

@@ -1,16 +1,19 @@
-"""The cap (`memory_max_entries`), eviction order at a raised cap, and emoji sequences (SPEC §3.4, §6)."""
+"""The cap (`memory_max_entries`), eviction order (at a raised cap, at the cap on every write whatever the
+writes before), and emoji sequences (SPEC §3.4, §6)."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from memory_helpers import raw_entry, write_raw
 
 from nanohermes.config.settings import load_settings
 from nanohermes.core.errors import ConfigError, MemoryRejected, StoreError
-from nanohermes.memory import MAX_ENTRIES, MemoryStore
-from nanohermes.memory.store import eviction_order, trim
+from nanohermes.memory import MAX_ENTRIES, Entry, Kind, MemoryStore
+from nanohermes.memory import writing as writing_module
 from nanohermes.ui.memory_cmd import run_memory_command
 
 
@@ -69,15 +72,65 @@ def test_eviction_order_at_a_raised_cap(tmp_path: Path) -> None:
     assert all(f"correction {i}: not tabs, spaces" in {e.text for e in store.load()} for i in range(3))
 
 
-def test_trim_takes_many_victims_in_one_pass() -> None:
-    from nanohermes.memory import Entry, Kind
+def trim(entries: list[Entry], limit: int) -> None:
+    """The eviction rule of SPEC §3.4 written plainly: while over `limit`, drop the entry of the
+    highest eviction rank, then the oldest ts, then the earliest in the list."""
+    while len(entries) > limit:
+        entries.pop(
+            min(range(len(entries)), key=lambda i: (-entries[i].kind.eviction_rank, entries[i].ts, i))
+        )
 
-    entries = [Entry(f"e{i}", Kind.FACT if i % 2 else Kind.LESSON, f"t{i}", ts=i % 10) for i in range(10_000)]
-    expected = sorted(range(10_000), key=lambda i: (-entries[i].kind.eviction_rank, entries[i].ts, i))[:9_000]
-    assert sorted(eviction_order(entries, 9_000)) == sorted(expected)
-    trim(entries, 1_000)
-    assert len(entries) == 1_000
-    assert all(e.kind is Kind.LESSON for e in entries)
+
+WORDS = ["deploy", "cache", "uv", "pytest", "部署脚本", "缓存层", "docs", "ci", "nginx", "cron", "ruff"]
+
+
+class _Clock:
+    """time.time for `remember`: a few writes share each second, so ties on ts are common."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.now = 1_700_000_000.0
+        self.rng = rng
+
+    def time(self) -> float:
+        self.now += self.rng.choice([0, 0, 1])
+        return self.now
+
+
+def test_evictions_at_the_cap_are_those_of_ranking_every_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(4)
+    clock = _Clock(rng)
+    monkeypatch.setattr(writing_module, "time", SimpleNamespace(time=clock.time))
+    store = MemoryStore(tmp_path, max_entries=25)
+    other = MemoryStore(tmp_path, max_entries=25)  # another session writing to the same file
+    evicted = 0
+    for step in range(400):
+        writer = other if rng.random() < 0.1 else store
+        before = writer.load()
+        roll = rng.random()
+        if roll < 0.08 and before:
+            assert writer.forget(rng.choice(before).id)
+            continue
+        if roll < 0.25 and before:  # refreshed (new ts, maybe a better kind): merged in place
+            old = rng.choice(before)
+            kind = rng.choice(list(Kind))
+            text = old.text
+        else:
+            kind = rng.choice(list(Kind))
+            text = f"{' '.join(rng.sample(WORDS, 3))} note {step}"
+        added = writer.remember(kind, text)
+        after = writer.load()
+        if not added:
+            assert len(after) == len(before)
+            continue
+        new_id = writer.last_id
+        assert new_id is not None
+        expected = [*before, Entry(new_id, kind, text, ts=int(clock.now))]
+        trim(expected, 25)
+        assert [e.id for e in after] == [e.id for e in expected], step
+        evicted += len(before) + 1 - len(after)
+    assert evicted > 100  # the run spent most of its time at the cap
 
 
 @pytest.mark.parametrize(

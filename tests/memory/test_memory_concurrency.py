@@ -11,17 +11,16 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from memory_helpers import CHILD_WRITER, LOOP_WRITER
 
 from nanohermes.core.errors import StoreError
-from nanohermes.memory import MemoryStore
+from nanohermes.core.fileio import atomic_write
+from nanohermes.memory import MemoryStore, memfile
 from nanohermes.memory.memfile import MemoryFile
-from nanohermes.memory.snapshot import Snapshot
 
 
 def _spawn(script: str, *args: str) -> subprocess.Popen[str]:
@@ -91,25 +90,16 @@ def test_sixteen_threads_writing_at_once_lose_nothing(tmp_path: Path) -> None:
 class _SlowFile(MemoryFile):
     """Widens the window between reading and writing so a missing lock shows every time."""
 
-    def commit(self, snap: Snapshot) -> None:
+    def write(self, pieces: list[bytes], version: int) -> memfile.Identity:
         time.sleep(0.05)
-        super().commit(snap)
+        return super().write(pieces, version)
 
 
-class _NoLock:
-    @contextmanager
-    def hold(self) -> Iterator[None]:
-        with nullcontext():
-            yield
-
-
-class _UnlockedFile(_SlowFile):
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.lock = _NoLock()  # type: ignore[assignment]
-
-    def _prepare_dir(self) -> None:
-        self.make_dir()  # the clean-up of leftover temp files is only safe under the lock
+class _UnlockedFile(MemoryFile):
+    def write(self, pieces: list[bytes], version: int) -> memfile.Identity:
+        time.sleep(0.05)  # and no clean-up of leftover temp files: that is only safe under the lock
+        atomic_write(self.path, pieces, temp_prefix=memfile.TEMP_PREFIX)
+        return memfile.identity(os.stat(self.path))
 
 
 class _SlowWriter(MemoryStore):
@@ -117,13 +107,17 @@ class _SlowWriter(MemoryStore):
 
     def __init__(self, directory: Path) -> None:
         super().__init__(directory)
-        self._file = self.file_class(self.dir, self._mutex, self._follow, None)
-        self._lock = self._file.lock
-        self._current = self._file.current  # type: ignore[method-assign]
+        self._file = self.file_class(self.dir)
 
 
 class _Unlocked(_SlowWriter):
     file_class = _UnlockedFile
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._mutex:  # this store's own lock only: no cross-process lock
+            self.dir.mkdir(parents=True, exist_ok=True)
+            yield
 
 
 def test_control_without_the_lock_updates_are_lost(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Stores that follow one file: whatever another session or another program did to it, a store that
-was open before (through its in-place and incremental paths) and a new process's first search
-(through memory.cache) answer exactly as a store opened afresh on the file."""
+was open before (through its in-place updates) and a new process's first search
+answer exactly as a store opened afresh on the file."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def _step(
 
 
 RUNS = [(seed, cap, bulk) for seed in (2, 3, 5) for cap, bulk in ((5, 0), (12, 0), (40, 0), (300, 80))]
-"""Seeds, caps (evictions at 5, 12 and 40) and entries written first (80: enough for memory.cache)."""
+"""Seeds, caps (evictions at 5, 12 and 40) and entries written first."""
 
 
 def _follow_a_random_run(
@@ -135,7 +135,7 @@ def _follow_a_random_run(
 ) -> None:
     """A random run of writes (adds, merges, forgets, evictions at the cap) by a writer and a
     reader opened for `projects`, and foreign edits: after every step each of them, and a new
-    process's first search for its project (memory.cache, when a full load wrote one), returns
+    process's first search for its project, returns
     what a store opened afresh for that project returns: the same entries in the same order, the
     same hits with the same scores, ties included."""
     rng = random.Random(seed)
@@ -145,7 +145,7 @@ def _follow_a_random_run(
     for i in range(bulk):
         writer.remember("fact", f"{_text(rng)} bulk {i}", "test")
     if bulk:
-        MemoryStore(folder, max_entries=cap).load()  # a full load of many entries writes memory.cache
+        MemoryStore(folder, max_entries=cap).load()
     done: list[str] = []
     for _ in range(60):
         done.append(_step(rng, path, writer, reader, queries))

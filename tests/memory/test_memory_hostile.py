@@ -54,15 +54,15 @@ def test_a_lone_surrogate_from_the_model_is_stored_as_a_replacement_character(tm
 
 
 def test_a_huge_ts_does_not_crash_the_first_search_of_a_new_process(tmp_path: Path) -> None:
-    """memory.cache holds ts as int64: a hand-edited 10**30 meant no cache, not an OverflowError
-    on every new process's first search."""
+    """A hand-edited ts of 10**30 orders ties like any other, in every new process's first search
+    (an older version's int64 cache overflowed on it)."""
     entries = [
         raw_entry("fact", f"deploy note {i} for the pytest suite", i, f"id{i:04d}") for i in range(100)
     ]
     entries[3]["ts"] = 10**30
     write_raw(tmp_path, entries)
     MemoryStore(tmp_path).remember("fact", "the staging cluster comes first", source="user")  # our layout
-    hits = MemoryStore(tmp_path).search("deploy pytest")  # a full load: it would write the cache
+    hits = MemoryStore(tmp_path).search("deploy pytest")
     assert hits[0][1].id == "id0003"  # the newest of equal scores
     assert MemoryStore(tmp_path).search("deploy pytest") == hits
 

@@ -56,3 +56,16 @@ def test_unknown_kinds_unknown_fields_and_odd_items_survive_every_rewrite(tmp_pa
     assert future in again
     assert 42 in again
     assert len(again) == 6
+
+
+def test_a_memory_cache_left_by_an_older_version_is_ignored(tmp_path: Path) -> None:
+    """Older versions kept the search index in memory.cache beside memory.json: a stale, foreign or
+    damaged one changes nothing, and nothing here reads, writes or trips over it."""
+    write_raw(tmp_path, [raw_entry("fact", "deploy with make release", 5, "aaaa1111")])
+    (tmp_path / "memory.cache").write_bytes(b"NHMC\x01" + b"\xff" * 4096)
+    store = MemoryStore(tmp_path)
+    assert [e.id for _, e in store.search("deploy")] == ["aaaa1111"]
+    assert store.remember(Kind.LESSON, "run the slow tests only in CI", source="user")
+    hits = MemoryStore(tmp_path).search("slow tests")
+    assert [e.text for _, e in hits] == ["run the slow tests only in CI"]
+    assert (tmp_path / "memory.cache").read_bytes() == b"NHMC\x01" + b"\xff" * 4096

@@ -1,9 +1,8 @@
-"""The cross-process lock of memory.json (locking.py): a plain flock that excludes filelock holders
-(older nanohermes versions) both ways, re-entrant, bounded by its timeout, with a fallback."""
+"""The cross-process lock of memory.json (memfile.py): excludes filelock holders in other processes
+(older nanohermes versions too) both ways, re-entrant, bounded by its timeout, one clear error."""
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import subprocess
@@ -16,8 +15,8 @@ import pytest
 from filelock import FileLock, Timeout
 
 from nanohermes.core.errors import StoreError
-from nanohermes.memory import MemoryStore, locking
-from nanohermes.memory.locking import PathLock
+from nanohermes.memory import MemoryStore, memfile
+from nanohermes.memory.memfile import MemoryFile
 
 _FILELOCK_HOLDER = """
 import sys
@@ -52,7 +51,7 @@ def _held_by_filelock(lock_file: Path) -> Iterator[None]:
 def test_a_filelock_holder_in_another_process_keeps_writers_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(locking, "LOCK_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(memfile, "LOCK_TIMEOUT_S", 0.3)
     store = MemoryStore(tmp_path)
     store.remember("fact", "written before the other process took the lock")
     before = store.path.read_bytes()
@@ -66,42 +65,29 @@ def test_a_filelock_holder_in_another_process_keeps_writers_out(
 
 
 def test_our_lock_keeps_a_filelock_holder_out(tmp_path: Path) -> None:
-    lock = PathLock(tmp_path / "memory.json.lock")
+    ours = MemoryFile(tmp_path)
     other = FileLock(str(tmp_path / "memory.json.lock"), timeout=0.2)
-    with lock.hold(), pytest.raises(Timeout):
+    ours.acquire()
+    with pytest.raises(Timeout):
         other.acquire()
+    ours.lock.release()
     other.acquire()  # free again once we let go
     other.release()
 
 
 def test_the_lock_is_reentrant_and_released_by_the_outer_hold(tmp_path: Path) -> None:
-    lock = PathLock(tmp_path / "memory.json.lock")
+    ours = MemoryFile(tmp_path)
     other = FileLock(str(tmp_path / "memory.json.lock"), timeout=0.1)
-    with lock.hold():
-        with lock.hold():
-            pass
-        with pytest.raises(Timeout):  # the inner release did not drop the OS lock
-            other.acquire()
+    ours.acquire()
+    ours.acquire()
+    ours.lock.release()
+    with pytest.raises(Timeout):  # the inner release did not drop the OS lock
+        other.acquire()
+    ours.lock.release()
     with other:
         pass
     mode = stat.S_IMODE(os.stat(tmp_path / "memory.json.lock").st_mode)
     assert mode & 0o077 == 0
-
-
-def test_a_file_system_without_flock_falls_back_to_filelock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def no_flock(fd: int) -> bool:
-        raise OSError(errno.ENOLCK, "No locks available")
-
-    monkeypatch.setattr(locking, "_try_lock", no_flock)
-    store = MemoryStore(tmp_path / "nfs")
-    assert store.remember("fact", "written under the fallback lock")
-    assert store.remember("fact", "and a second write under it too")
-    assert [e.text for e in MemoryStore(tmp_path / "nfs").load()] == [
-        "written under the fallback lock",
-        "and a second write under it too",
-    ]
 
 
 def test_a_lock_file_that_cannot_be_opened_is_one_clear_error(tmp_path: Path) -> None:

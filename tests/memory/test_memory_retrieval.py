@@ -1,10 +1,11 @@
-"""Retrieval v2 (SPEC §3.5): analysis (stems, stop words), BM25F with context, the incremental index."""
+"""Retrieval (SPEC §3.5): analysis (stems, stop words), BM25F with context, the incremental index."""
 
 from __future__ import annotations
 
 import json
 import math
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,8 @@ from nanohermes.memory import (
     save_distilled,
 )
 from nanohermes.memory.distill import Distilled
-from nanohermes.memory.docs import make_doc
-from nanohermes.memory.entry import Entry
-from nanohermes.memory.index import Index
 from nanohermes.memory.kinds import Kind
-from nanohermes.memory.topk import search as branch_search
+from nanohermes.memory.text import is_stop_word, stem, tokenize
 
 
 @pytest.mark.parametrize(
@@ -218,34 +216,6 @@ def test_a_duplicate_keeps_the_newer_context_or_the_old_one(tmp_path: Path) -> N
     assert store.load()[0].context == "how do I install deps"
 
 
-def _index(rng: random.Random, size: int) -> Index:
-    index = Index()
-    common = ["deploy", "build", "cache", "the", "test", "部署", "缓存"]
-    for i in range(size):
-        words = [rng.choice(common) for _ in range(rng.randint(1, 10))] + [f"rare{rng.randint(0, 300)}"]
-        context = " ".join(rng.choice(common) for _ in range(rng.randint(0, 5)))
-        entry = Entry(f"e{i}", rng.choice(list(Kind)), " ".join(words), "", rng.randint(0, 4), (), context)
-        index.add(make_doc(entry))
-    for i in rng.sample(range(size), size // 5):
-        index.remove(f"e{i}")
-    return index
-
-
-def test_branch_and_bound_equals_the_full_merge() -> None:
-    """Frequent and rare terms, tf 1 and other tfs (context), ties, removed slots, k from 1 to 32."""
-    rng = random.Random(8)
-    index = _index(rng, 2500)
-    vocabulary = ["deploy", "build", "cache", "test", "部署", "缓存", "fact", "lesson", "missing"]
-    for _ in range(300):
-        rare = f"rare{rng.randint(0, 320)}"
-        terms = list(dict.fromkeys([*rng.sample(vocabulary, rng.randint(1, 5)), rare]))
-        k = rng.choice([1, 2, 4, 10, 32])
-        pruned = branch_search(index, terms, k)
-        full = index.merge_search(terms, k)
-        assert [slot for _, slot in pruned] == [slot for _, slot in full]
-        assert all(abs(a - b) < 1e-9 for (a, _), (b, _) in zip(pruned, full, strict=True))
-
-
 def test_incremental_index_equals_a_fresh_one(tmp_path: Path) -> None:
     """Appends, merges, evictions and forgets update the index in place; a new store reading the
     same file from scratch ranks exactly alike."""
@@ -274,3 +244,46 @@ def test_another_session_s_writes_and_hand_edits_are_seen(tmp_path: Path) -> Non
     first.path.write_text(text, encoding="utf-8")
     assert first.search("gateway")[0][1].text == "The API lives in services/gateway"
     assert not first.search("services api gateway")[0][1].text.endswith("services/api")
+
+
+def test_a_refreshed_duplicate_is_what_search_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A duplicate refreshes an entry's ts and source without changing its terms: a search after it
+    returns the new entry, ordered by its new ts among equal scores."""
+    store = MemoryStore(tmp_path)
+    monkeypatch.setattr(time, "time", lambda: 5.0)
+    store.remember("fact", "deploy cache", source="auto")
+    store.remember("fact", "cache deploy", source="auto")
+    assert [e.text for _, e in store.search("deploy")] == ["deploy cache", "cache deploy"]  # earlier first
+    monkeypatch.setattr(time, "time", lambda: 9.0)
+    assert not store.remember("fact", "cache deploy", source="user")
+    hits = store.search("deploy")
+    assert [(e.text, e.ts, e.source) for _, e in hits] == [
+        ("cache deploy", 9, "user"),
+        ("deploy cache", 5, "auto"),
+    ]
+    assert hits[0][0] == hits[1][0]
+
+
+def test_a_huge_ts_in_a_hand_edited_file_still_ranks(tmp_path: Path) -> None:
+    """ts of any size (a hand edit, a float) orders ties without overflowing anything."""
+    entries = [
+        raw_entry("fact", "deploy script runs", 10**40, "a1"),
+        raw_entry("fact", "deploy script runs", 5, "a2"),
+        raw_entry("fact", "deploy script runs", 10**40 + 1, "a3"),
+    ]
+    write_raw(tmp_path, entries)
+    hits = MemoryStore(tmp_path).search("deploy", top_k=3)
+    assert [entry.id for _, entry in hits] == ["a3", "a1", "a2"]
+    assert len({score for score, _ in hits}) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["how should the deploy script handle it", "the of and", "缓存层怎么运行", "的了", "", "Makefiles ran"],
+)
+def test_query_analysis_keeps_content_words_or_else_everything(text: str) -> None:
+    tokens = tokenize(text)
+    content = [token for token in tokens if not is_stop_word(token)]
+    assert analyze(text, query=True) == [stem(token) for token in content or tokens]

@@ -1,0 +1,200 @@
+"""One version of memory.json as a store holds it, with what it derives from the entries.
+
+Every entry has an order number: increasing in file order, never reused, so it survives removals;
+the index, the duplicate keys and the eviction heap name entries by it, and it breaks ties of equal
+score and ts. Derived data is made when first needed (lines and keys by the first write, the index
+by the first search, the heap by the first eviction), then follows each change in place.
+
+Duplicates (SPEC §3.4): equal normalized keys, or one inside the other with the shorter weighing at
+least DUPLICATE_MIN_WEIGHT, unless exactly one negates (`text.is_duplicate`). `Keys` finds the
+candidates without a Python loop over every key, so `remember` stays cheap at 5,000 memories and an
+import of 5,000 about linear: equal keys by a dict; weighty stored keys inside the new key by their
+first HEAD characters, looked up at each position of the new key; stored keys holding the new key by
+one `str.find` over the keys joined by NUL, plus those added since (joined again every REJOIN)."""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Callable
+
+from nanohermes.memory.constants import DUPLICATE_MIN_WEIGHT
+from nanohermes.memory.entry import Entry, entry_from, json_text
+from nanohermes.memory.index import Doc, Index
+from nanohermes.memory.memfile import FORMAT_VERSION, Identity, Parsed, dump
+from nanohermes.memory.text import is_duplicate, normalize, weight
+
+HEAD = 8
+REJOIN = 256
+Rank = tuple[int, int, int]
+"""(−eviction rank, ts, order): the smallest is evicted first (SPEC §3.4)."""
+
+
+class Keys:
+    """Every entry's duplicate key by order number, filed to find the candidates (see above)."""
+
+    def __init__(self) -> None:
+        self.key_of: dict[int, str] = {}
+        self._equal: dict[str, set[int]] = {}
+        self._heads: dict[str, set[int]] = {}  # a weighty key's first HEAD characters → orders
+        self._sizes = {HEAD}  # the lengths of those heads (a shorter key is its own head)
+        self._joined, self._starts, self._orders = "", [0], [0]  # the keys joined, where each starts
+        self._recent: list[int] = []  # orders added since the join
+
+    def add(self, order: int, key: str) -> None:
+        if order in self.key_of:
+            self.remove(order)
+        self.key_of[order] = key
+        self._equal.setdefault(key, set()).add(order)
+        if weight(key) >= DUPLICATE_MIN_WEIGHT:
+            self._heads.setdefault(key[:HEAD], set()).add(order)
+            self._sizes.add(min(len(key), HEAD))
+        self._recent.append(order)
+        if len(self._recent) > REJOIN:
+            self._orders, self._starts, self._recent = list(self.key_of), [0], []
+            for theirs in self.key_of.values():
+                self._starts.append(self._starts[-1] + len(theirs) + 1)
+            self._joined = "\0".join(self.key_of.values())
+
+    def remove(self, order: int) -> None:
+        key = self.key_of.pop(order)
+        self._equal[key].discard(order)
+        self._heads.get(key[:HEAD], set()).discard(order)
+
+    def candidates(self, key: str) -> set[int]:
+        """The orders of the entries whose key equals `key`, contains it or lies inside it, the
+        shorter weighing enough (and perhaps a few more: `is_duplicate` decides)."""
+        found = set(self._equal.get(key, ()))
+        if "\0" in key:  # the joined keys cannot tell where such a key is
+            found.update(order for order, theirs in self.key_of.items() if key in theirs)
+        elif weight(key) >= DUPLICATE_MIN_WEIGHT:
+            position = self._joined.find(key)
+            while position >= 0:
+                i = bisect.bisect_right(self._starts, position) - 1
+                found.add(self._orders[i])
+                position = self._joined.find(key, self._starts[i + 1])
+            found.update(order for order in self._recent if key in self.key_of.get(order, ""))
+        for position in range(len(key)):
+            for size in self._sizes:
+                for order in self._heads.get(key[position : position + size], ()):
+                    if key.startswith(self.key_of[order], position):
+                        found.add(order)
+        return {order for order in found if order in self.key_of}
+
+
+def _rank(entry: Entry, order: int) -> Rank:
+    return (-entry.kind.eviction_rank, entry.ts, order)
+
+
+class State:
+    """`entries` in file order, `orders` parallel to them; `kept` the items this version cannot use
+    (JSON texts, written back after the entries), `top` the unknown top-level fields. `sees` says
+    which entries the store's searches and duplicates see first; `doc` gives an entry's terms."""
+
+    def __init__(
+        self,
+        sees: Callable[[Entry], bool],
+        doc: Callable[[Entry], Doc],
+        parsed: Parsed | None = None,
+        identity: Identity | None = None,
+    ) -> None:
+        self.sees, self.doc, self.identity = sees, doc, identity
+        self.version = FORMAT_VERSION if parsed is None else parsed.version
+        self.top = [] if parsed is None else parsed.top
+        self.entries: list[Entry] = []
+        self.kept: list[str] = []
+        self.order_of: dict[str, int] = {}
+        for item in [] if parsed is None else parsed.items:
+            entry = entry_from(item, self.order_of)
+            if entry is None:
+                self.kept.append(json_text(item))
+            else:
+                self.order_of[entry.id] = len(self.entries)
+                self.entries.append(entry)
+        self.orders = list(range(len(self.entries)))
+        self._lines: list[bytes] | None = None
+        self._keys: Keys | None = None
+        self._index: Index | None = None
+        self._heap: list[Rank] = []
+
+    def at(self, order: int) -> int | None:
+        """The position of the entry with this order number, or None."""
+        i = bisect.bisect_left(self.orders, order)
+        return i if i < len(self.orders) and self.orders[i] == order else None
+
+    def position(self, entry_id: str) -> int | None:
+        order = self.order_of.get(entry_id)
+        return None if order is None else self.at(order)
+
+    def dump(self) -> list[bytes]:
+        if self._lines is None:
+            self._lines = [json_text(entry.to_dict()).encode() for entry in self.entries]
+        return dump(self._lines, self.kept, self.top)
+
+    def keys(self) -> Keys:
+        if self._keys is None:
+            self._keys = Keys()
+            for order, entry in zip(self.orders, self.entries, strict=True):
+                self._keys.add(order, normalize(entry.text))
+        return self._keys
+
+    def index(self) -> Index:
+        if self._index is None:
+            self._index = Index()
+            for order, entry in zip(self.orders, self.entries, strict=True):
+                if self.sees(entry):
+                    self._index.add(order, entry, self.doc(entry))
+        return self._index
+
+    def duplicate(self, text: str) -> int | None:
+        """The position of the entry `text` duplicates: the first one the store sees, else the
+        first of another project; None when there is none."""
+        key, keys = normalize(text), self.keys()
+        found = [i for i in map(self.at, sorted(keys.candidates(key))) if i is not None]
+        found = [
+            i for i in found if is_duplicate(text, self.entries[i].text, key, normalize(self.entries[i].text))
+        ]
+        return next((i for i in found if self.sees(self.entries[i])), found[0] if found else None)
+
+    def put(self, entry: Entry, found: int | None = None) -> int:
+        """Append `entry`, or put it (the same id, refreshed) at position `found`; its order."""
+        if found is None:
+            found, order = len(self.entries), self.orders[-1] + 1 if self.orders else 0
+            self.entries.append(entry)
+            self.orders.append(order)
+            self.order_of[entry.id] = order
+            if self._lines is not None:
+                self._lines.append(b"")
+        order, self.entries[found] = self.orders[found], entry
+        if self._lines is not None:
+            self._lines[found] = json_text(entry.to_dict()).encode()
+        if self._keys is not None and self._keys.key_of.get(order) != (key := normalize(entry.text)):
+            self._keys.add(order, key)
+        if self._index is not None and self.sees(entry):
+            self._index.add(order, entry, self.doc(entry))  # (a refreshed entry is still seen)
+        if self._heap:
+            heapq.heappush(self._heap, _rank(entry, order))
+        return order
+
+    def remove(self, found: int) -> None:
+        order = self.orders.pop(found)
+        del self.order_of[self.entries.pop(found).id]
+        if self._lines is not None:
+            del self._lines[found]
+        if self._keys is not None:
+            self._keys.remove(order)
+        if self._index is not None and order in self._index.docs:
+            self._index.remove(order)
+
+    def evict(self, limit: int) -> None:
+        """Remove entries in eviction order until at most `limit` remain. The heap of their ranks
+        is built for the first eviction and then follows each change; ranks of entries removed or
+        refreshed since are skipped."""
+        while len(self.entries) > limit:
+            if not self._heap or len(self._heap) > 2 * len(self.entries) + 64:
+                self._heap = list(map(_rank, self.entries, self.orders))
+                heapq.heapify(self._heap)
+            rank = heapq.heappop(self._heap)
+            found = self.at(rank[2])
+            if found is not None and _rank(self.entries[found], rank[2]) == rank:
+                self.remove(found)
