@@ -21,6 +21,7 @@ class UsageError(Exception):
         self.command = command
 
 
+OUTPUT_FORMATS = ("text", "json", "stream-json")
 PROMPT_HINT = "give the prompt after -p (one that starts with '-' as -p=TEXT, or -p - with it on stdin)"
 
 
@@ -123,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--mcp-config", metavar="FILE", action="append", help='MCP servers as JSON {"mcpServers": {...}}')
     add("-p", "--prompt", metavar="PROMPT", help="run one turn non-interactively ('-' reads stdin)")
     add("--json", dest="json_output", action="store_true", help="with -p: print one JSON object")
+    add(
+        "--output-format",
+        metavar="FORMAT",
+        help="with -p: text (default) | json (= --json) | stream-json (a JSON object a line as it happens)",
+    )
     add("--yes", action="store_true", help="allow writes and shell commands without asking (= auto)")
     add("--local", action="store_true", help="start the bundled small model offline (extra 'local')")
     _add_common_options(add, "show details: retries, distillation, tracebacks")
@@ -206,8 +212,9 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
     overrides = _run_overrides(ns, "nanohermes")
     if ns.yes and ns.permission == "read-only":
         raise UsageError("--yes cannot widen --permission read-only; drop one of them")
-    if ns.json_output and ns.prompt is None:
-        raise UsageError("--json needs -p PROMPT")
+    output = _output_format(ns)
+    if output != "text" and ns.prompt is None:
+        raise UsageError(f"{'--json' if ns.json_output else '--output-format'} needs -p PROMPT")
     if ns.session is not None and ns.continue_last:
         raise UsageError("use either --session or --continue, not both")
     if ns.local and ns.base_url is not None:
@@ -217,13 +224,30 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         continue_last=ns.continue_last,
         config=_config_file(ns, "nanohermes"),
         prompt=ns.prompt,
-        json_output=ns.json_output,
+        json_output=output == "json",
+        stream_json=output == "stream-json",
         yes=ns.yes,
         local=ns.local,
         verbose=ns.verbose,
         mcp_config=_mcp_config_files(ns, "nanohermes"),
         overrides=overrides,
     )
+
+
+def _output_format(ns: argparse.Namespace) -> str:
+    """`--output-format` (`--json` is its `json`); an unknown one names the closest."""
+    given = ns.output_format
+    if given is None:
+        return "json" if ns.json_output else "text"
+    if given not in OUTPUT_FORMATS:
+        import difflib  # only on this error path
+
+        close = difflib.get_close_matches(given, OUTPUT_FORMATS, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(f"unknown output format '{given}': use text, json or stream-json{hint}")
+    if ns.json_output and given != "json":
+        raise UsageError(f"--json means --output-format json, not {given}; drop one of them")
+    return str(given)
 
 
 def _config_file(ns: argparse.Namespace, command: str) -> Path | None:

@@ -57,6 +57,7 @@ def cmd_help(ctx: CommandContext, arg: str) -> None:
     for custom in ctx.custom.values():
         table.add_row(Text(f"/{custom.name}"), Text(terminal_safe(custom.description)))
     ctx.console.print(table)
+    ctx.say("The model's plan (update_plan) shows as a checklist: ☑ done · ◐ doing · ☐ to do", "dim")
     ctx.say("yours: .nanohermes/commands/NAME.md is /NAME; .nanohermes/skills/NAME/SKILL.md a skill", "dim")
     ctx.say(
         "Enter sends · Esc Enter (or Alt+Enter) adds a line · @path completes files · "

@@ -1,7 +1,8 @@
 """`nanohermes -p PROMPT`: one non-interactive turn. Plain text only (no terminal libraries).
 
 The final answer goes to stdout (or one JSON object with `--json`) the moment the turn completes —
-streamed as it arrives when stdout is a terminal — and is flushed; progress, notes and errors go to
+streamed as it arrives when stdout is a terminal — and is flushed; `--output-format stream-json`
+prints one JSON object a line as the turn happens, a `result` last. Progress, notes and errors go to
 stderr. Exit 0 when the turn completed, 1 when it failed (one line saying why), 2 for a usage or
 configuration problem, 130 when interrupted. Then it waits for the turn's distillation (a note on
 stderr when that takes more than a moment; Ctrl-C skips it and never loses the answer).
@@ -35,6 +36,7 @@ from nanohermes.core.events import (
     Event,
     MemoryRecalled,
     Note,
+    PlanUpdated,
     Retrying,
     TextDelta,
     ToolFinished,
@@ -56,6 +58,8 @@ DISTILL_NOTE_AFTER = 1.0
 """Seconds of waiting for distillation before saying so on stderr."""
 PROMPT_MAX_BYTES = 16 * 1024 * 1024
 """`-p -`: more than this on stdin is not a prompt (`< /dev/zero` would fill memory)."""
+STREAM_OUTPUT_CHARS = 2000
+"""How much of a tool's result a stream-json `tool_end` line carries (the model gets all of it)."""
 
 
 class PromptError(ValueError):
@@ -70,6 +74,7 @@ class _Outcome:
     errors: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     memories: list[dict[str, Any]] = field(default_factory=list)
+    plan: list[dict[str, str]] = field(default_factory=list)
 
 
 def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
@@ -103,14 +108,15 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     cancel = CancelToken()
     for event in agent.drain_background_events():  # notices from start-up (memory file, agents)
         _progress(event, options.verbose)
-    answer = _AnswerPrinter(sys.stdout, stream=not options.json_output and _is_terminal(sys.stdout))
+    as_json = options.json_output or options.stream_json
+    answer = _AnswerPrinter(sys.stdout, stream=not as_json and _is_terminal(sys.stdout))
     with _sigint_cancels(cancel):
         for event in agent.run(prompt, cancel):
             _record(event, outcome)
-            if not options.json_output:
+            if not as_json:
                 answer.handle(event)
-            elif isinstance(event, TurnFinished):
-                answer.emit(_json_line(runtime, outcome, ascii_only=not _speaks_utf8(sys.stdout)))
+            elif (payload := _json_payload(event, runtime, outcome, stream=options.stream_json)) is not None:
+                answer.emit(json.dumps(payload, ensure_ascii=not _speaks_utf8(sys.stdout)) + "\n")
             _progress(event, options.verbose)
     _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
@@ -265,6 +271,8 @@ def _record(event: Event, outcome: _Outcome) -> None:
         outcome.memories = [
             {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4)} for m in event.memories
         ]
+    elif isinstance(event, PlanUpdated):
+        outcome.plan = [{"step": step.step, "status": step.status} for step in event.steps]
     elif isinstance(event, Note) and event.level == "error":
         outcome.errors.append(event.text)
     elif isinstance(event, TurnFinished):
@@ -306,25 +314,59 @@ def _speaks_utf8(stream: TextIO) -> bool:
         return False
 
 
-def _json_line(runtime: RuntimeLike, outcome: _Outcome, *, ascii_only: bool = False) -> str:
-    payload = {
-        "answer": outcome.end.answer,
-        "session": str(runtime.agent.session_path),
-        "usage": outcome.end.usage.to_dict(),
-        "tool_calls": outcome.tool_calls,
-        "files_changed": list(outcome.end.changed_files),
-        "memories": outcome.memories,
-        "completed": outcome.end.completed,
-        "error": _error_line(outcome) or None,
-    }
-    return json.dumps(payload, ensure_ascii=ascii_only) + "\n"
+def _json_payload(
+    event: Event, runtime: RuntimeLike, outcome: _Outcome, *, stream: bool
+) -> dict[str, Any] | None:
+    """What `--json` (the result only) or stream-json (a line per event, the result last) prints for
+    `event`, already recorded in `outcome`; None: nothing."""
+    if isinstance(event, TurnFinished):
+        payload = {
+            "answer": outcome.end.answer,
+            "session": str(runtime.agent.session_path),
+            "usage": outcome.end.usage.to_dict(),
+            "tool_calls": outcome.tool_calls,
+            "files_changed": list(outcome.end.changed_files),
+            "memories": outcome.memories,
+            "plan": outcome.plan,
+            "completed": outcome.end.completed,
+            "error": _error_line(outcome) or None,
+        }
+        return {"type": "result", **payload, "exit": _code(outcome)} if stream else payload
+    if not stream:
+        return None
+    if isinstance(event, TextDelta) and event.text:
+        return {"type": "text", "text": event.text}
+    if isinstance(event, ToolStarted):
+        return {"type": "tool_start", **outcome.tool_calls[-1], "summary": event.summary}
+    if isinstance(event, ToolFinished):
+        result = event.result
+        output = result.content[:STREAM_OUTPUT_CHARS] + (
+            "…" if len(result.content) > STREAM_OUTPUT_CHARS else ""
+        )
+        return {
+            "type": "tool_end",
+            "id": result.call_id,
+            "name": result.name,
+            "ok": result.ok,
+            "summary": event.summary,
+            "output": output,
+        }
+    if isinstance(event, PlanUpdated):
+        return {"type": "plan", "plan": outcome.plan}
+    if isinstance(event, MemoryRecalled):
+        return {"type": "memory", "memories": outcome.memories}
+    return None
+
+
+def _code(outcome: _Outcome) -> int:
+    if outcome.end.completed:
+        return EXIT_OK
+    return EXIT_INTERRUPTED if outcome.end.reason == "interrupted" else EXIT_FAILURE
 
 
 def _exit_code(outcome: _Outcome) -> int:
-    if outcome.end.completed:
-        return EXIT_OK
-    interrupted = outcome.end.reason == "interrupted"
-    return _fail(_error_line(outcome), EXIT_INTERRUPTED if interrupted else EXIT_FAILURE)
+    code = _code(outcome)
+    return code if code == EXIT_OK else _fail(_error_line(outcome), code)
 
 
 def _error_line(outcome: _Outcome) -> str:
