@@ -62,9 +62,7 @@ class Runtime:
     """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
 
     def close(self) -> None:
-        """Close every MCP server (stdio ones killed with their group); let a checkpoint warm-up
-        still running finish its git command; then, after a session write still under way (at most
-        SAVE_WAIT), release the session (its `.lock` file goes)."""
+        """The session is released last, after a session write still under way (at most SAVE_WAIT)."""
         try:
             if self.mcp is not None:
                 self.mcp.close()

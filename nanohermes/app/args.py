@@ -154,22 +154,24 @@ def _share_options(actions: argparse._SubParsersAction[_Parser], add: Callable[.
 def build_memory_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="nanohermes memory", description="Inspect and edit long-term memory.")
     _add_memory_options(parser)
+    # what MemoryArgs reads; each action sets the few it takes (its positional: `argument`)
+    parser.set_defaults(argument="", explain=False, all_projects=False, kind="", project=False)
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     listing = actions.add_parser("list", help="list the global memories and this project's")
     listing.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
     search = actions.add_parser("search", help="search memories with BM25")
-    search.add_argument("query", nargs="+", help="words to search for")
+    search.add_argument("argument", metavar="query", nargs="+", help="words to search for")
     search.add_argument("--explain", action="store_true", help="show each term's BM25 contribution")
     search.add_argument("--all", dest="all_projects", action="store_true", help="search every project")
     add = actions.add_parser("add", help="save a memory typed by you (global unless --project)")
     add.add_argument("kind", help="preference | correction | lesson | fact")
-    add.add_argument("text", nargs="+", help="the memory, one sentence")
+    add.add_argument("argument", metavar="text", nargs="+", help="the memory, one sentence")
     add.add_argument("--project", action="store_true", help="it belongs to this project only")
     actions.add_parser("export", help="print every memory as Markdown, grouped by scope and kind")
     importing = actions.add_parser("import", help="read memories from an export (Markdown or JSON)")
-    importing.add_argument("file", help="the file to import ('-' reads stdin)")
+    importing.add_argument("argument", metavar="file", help="the file to import ('-' reads stdin)")
     forget = actions.add_parser("forget", help="delete one memory by id")
-    forget.add_argument("id", help="the id shown by 'memory list'")
+    forget.add_argument("argument", metavar="id", help="the id shown by 'memory list'")
     actions.add_parser("stats", help="counts per kind, file size and path")
     actions.add_parser("path", help="print the path of memory.json")
     _share_options(actions, _add_memory_options)
@@ -293,14 +295,9 @@ def _parse_memory(argv: list[str]) -> CliOptions:
             "| path | add KIND TEXT [--project] | export | import FILE",
             "nanohermes memory",
         )
-    argument = _memory_argument(ns)
+    argument = ns.argument if isinstance(ns.argument, str) else " ".join(ns.argument)  # nargs="+": words
     memory = MemoryArgs(
-        ns.action,
-        argument,
-        bool(getattr(ns, "explain", False)),
-        all_projects=bool(getattr(ns, "all_projects", False)),
-        kind=getattr(ns, "kind", ""),
-        project=bool(getattr(ns, "project", False)),
+        ns.action, argument, ns.explain, all_projects=ns.all_projects, kind=ns.kind, project=ns.project
     )
     # `is not None`: an empty --memory-dir ("$UNSET") is refused by the settings, not read as the default
     overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir is not None else {}
@@ -310,14 +307,6 @@ def _parse_memory(argv: list[str]) -> CliOptions:
         memory=memory,
         overrides=overrides,
     )
-
-
-def _memory_argument(ns: argparse.Namespace) -> str:
-    if ns.action == "search":
-        return " ".join(ns.query)
-    if ns.action == "add":
-        return " ".join(ns.text)
-    return str(getattr(ns, "id", "") or getattr(ns, "file", ""))
 
 
 def _parse_undo(argv: list[str]) -> CliOptions:

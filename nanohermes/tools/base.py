@@ -165,7 +165,7 @@ _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", b
 
 
 def json_schema_for(annotation: Any) -> dict[str, Any]:
-    """JSON schema of a simple Python annotation: str, int, float, bool, X | None, list[X], Literal."""
+    """JSON schema of a simple Python annotation: str, int, float, bool, X | None, list[X], dict, Literal."""
     origin = typing.get_origin(annotation)
     members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
     if origin in (typing.Union, types.UnionType) and len(members) == 1:
@@ -174,6 +174,8 @@ def json_schema_for(annotation: Any) -> dict[str, Any]:
         return {"type": _JSON_TYPES.get(type(members[0]), "string"), "enum": members}
     if origin is list:
         return {"type": "array", "items": json_schema_for(members[0]) if members else {}}
+    if origin is dict or annotation is dict:
+        return {"type": "object"}
     if annotation in _JSON_TYPES:
         return {"type": _JSON_TYPES[annotation]}
     raise TypeError(f"no JSON schema for annotation {annotation!r}")

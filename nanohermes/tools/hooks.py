@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,9 @@ from typing import Any
 from nanohermes.config.hooks_config import Hook, Hooks
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, NanoHermesError, reason
-from nanohermes.core.events import Note
-from nanohermes.core.types import ToolCall, shorten
+from nanohermes.core.events import Event, Note
+from nanohermes.core.types import ToolCall, ToolResult, shorten
+from nanohermes.tools.outcomes import cap_output, make_result
 from nanohermes.tools.reaper import kill_tagged, new_tag, tagged_env
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.shell import PIPE_GRACE, POLL, CappedBuffer, join_readers, kill_group, start_readers
@@ -91,6 +93,17 @@ class HookRunner:
             if blocked:
                 return HookOutcome(stderr.strip() or f"the {event} hook exited {BLOCK}", tuple(notes))
         return HookOutcome("", tuple(notes))
+
+    def after_tool(
+        self, result: ToolResult, call: ToolCall, cancel: CancelToken, max_chars: int
+    ) -> Generator[Event, None, ToolResult]:
+        """Run the post_tool hooks on a call that ran; a hook's exit 2 reason is added for the model."""
+        outcome = self.run("post_tool", cancel, call, tool_response=result.content)
+        yield from outcome.notes
+        if not outcome.reason:
+            return result
+        text = f"{result.content}\n\npost_tool hook: {outcome.reason}"
+        return make_result(call, cap_output(text, max_chars), result.ok)
 
     def _execute(self, hook: Hook, data: bytes, cancel: CancelToken) -> tuple[int | None, str]:
         """(exit code, None when it ran past its timeout; its stderr). Raises Cancelled on Ctrl-C."""

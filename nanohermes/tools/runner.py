@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,8 +202,8 @@ class ToolRunner:
             for (call, result), it_ran, start in zip(
                 _collect(calls, futures, cancel), ran, started, strict=True
             ):
-                if it_ran:
-                    result = yield from self._post_tool(result, call, cancel)
+                if it_ran and self.hooks is not None:
+                    result = yield from self.hooks.after_tool(result, call, cancel, self.max_chars)
                 yield ToolFinished(result, finish_summary(result), time.monotonic() - start)
         finally:
             pool.shutdown(wait=not cancel.cancelled, cancel_futures=True)
@@ -249,19 +249,6 @@ class ToolRunner:
         return make_result(call, cap_output(content, self.max_chars), ok)
 
     # -- checks and approvals (in the calling thread, one call at a time) -----------------------
-
-    def _post_tool(
-        self, result: ToolResult, call: ToolCall, cancel: CancelToken
-    ) -> Generator[Event, None, ToolResult]:
-        """Run the post_tool hooks on a call that ran; a hook's exit 2 reason is added for the model."""
-        if self.hooks is None:
-            return result
-        outcome = self.hooks.run("post_tool", cancel, call, tool_response=result.content)
-        yield from outcome.notes
-        if not outcome.reason:
-            return result
-        text = f"{result.content}\n\npost_tool hook: {outcome.reason}"
-        return make_result(call, cap_output(text, self.max_chars), result.ok)
 
     def _prepare(
         self, call: ToolCall, previews: dict[Path, str], cancel: CancelToken, notes: list[Note]

@@ -1,12 +1,6 @@
-"""`nanohermes -p PROMPT`: one non-interactive turn. Plain text only (no terminal libraries).
-
-The final answer goes to stdout (or one JSON object with `--json`) the moment the turn completes —
-streamed as it arrives when stdout is a terminal — and is flushed; `--output-format stream-json`
-prints one JSON object a line as the turn happens, a `result` last. Progress, notes and errors go to
-stderr. Exit 0 when the turn completed, 1 when it failed (one line saying why), 2 for a usage or
-configuration problem, 130 when interrupted. Then it waits for the turn's distillation (a note on
-stderr when that takes more than a moment; Ctrl-C skips it and never loses the answer).
-Ctrl-C during the turn cancels it cleanly (the session keeps a valid history); a second Ctrl-C aborts.
+"""`nanohermes -p PROMPT` (SPEC §1): one non-interactive turn. Plain text only (no terminal libraries,
+which would cost start-up time): the answer on stdout (`--json`: one JSON object; `--output-format
+stream-json`: one a line as the turn happens, a `result` last), progress, notes and errors on stderr.
 """
 
 from __future__ import annotations
@@ -16,7 +10,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -44,7 +38,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.types import valid_text
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import is_terminal, say, speaks_utf8, terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -85,8 +79,8 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     no_key = None if options.local else missing_key_message(settings)
     if no_key:
         return _fail(no_key, EXIT_USAGE)
-    if options.prompt == "-" and _is_terminal(sys.stdin):  # else it seems to hang, saying nothing
-        _say("reading the prompt from the terminal; end it with Ctrl-D")
+    if options.prompt == "-" and is_terminal(sys.stdin):  # else it seems to hang, saying nothing
+        say("reading the prompt from the terminal; end it with Ctrl-D")
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
     except PromptError as err:
@@ -109,14 +103,14 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     for event in agent.drain_background_events():  # notices from start-up (memory file, agents)
         _progress(event, options.verbose)
     as_json = options.json_output or options.stream_json
-    answer = _AnswerPrinter(sys.stdout, stream=not as_json and _is_terminal(sys.stdout))
-    with _sigint_cancels(cancel):
+    answer = _AnswerPrinter(sys.stdout, stream=not as_json and is_terminal(sys.stdout))
+    with signals_handled(_cancel_on_signal(cancel)):
         for event in agent.run(prompt, cancel):
             _record(event, outcome)
             if not as_json:
                 answer.handle(event)
             elif (payload := _json_payload(event, runtime, outcome, stream=options.stream_json)) is not None:
-                answer.emit(json.dumps(payload, ensure_ascii=not _speaks_utf8(sys.stdout)) + "\n")
+                answer.emit(json.dumps(payload, ensure_ascii=not speaks_utf8(sys.stdout)) + "\n")
             _progress(event, options.verbose)
     _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
@@ -160,15 +154,8 @@ def _custom_command(prompt: str, settings: Settings) -> str:
 
     commands, problems = load_commands(Path.cwd(), settings.state_dir)
     for problem in problems:
-        _say(problem)
+        say(problem)
     return expand_command(commands, prompt) or prompt
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 class _AnswerPrinter:
@@ -246,11 +233,11 @@ def _wait_for_distillation(agent: Agent, budget: float) -> None:
     try:
         if agent.wait_for_distillation(min(DISTILL_NOTE_AFTER, budget)):
             return
-        _say("saving what to remember from this turn… (Ctrl-C skips)")
+        say("saving what to remember from this turn… (Ctrl-C skips)")
         agent.wait_for_distillation(max(0.0, budget - DISTILL_NOTE_AFTER))
     except KeyboardInterrupt:
         agent.stop_distillation()
-        _say("memory distillation skipped")
+        say("memory distillation skipped")
 
 
 def _record(event: Event, outcome: _Outcome) -> None:
@@ -301,17 +288,6 @@ def _progress_line(event: Event, verbose: bool) -> str:
     if isinstance(event, Retrying) and verbose:
         return f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
     return ""
-
-
-def _speaks_utf8(stream: TextIO) -> bool:
-    """Whether `stream` encodes UTF-8; under another locale (`LANG=en_US.ISO-8859-1`) `--json` is
-    written as ASCII with `\\u` escapes, still valid JSON, where the locale lacks a character."""
-    import codecs
-
-    try:
-        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
-    except LookupError:
-        return False
 
 
 def _json_payload(
@@ -381,13 +357,8 @@ def _error_line(outcome: _Outcome) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    _say(f"error: {message}")
+    say(f"error: {message}")
     return code
-
-
-def _say(text: str) -> None:
-    """One line on stderr, apart from the answer on stdout."""
-    print(f"nanohermes: {terminal_safe(' '.join(text.split()))}", file=sys.stderr, flush=True)
 
 
 def _arguments(text: str) -> Any:
@@ -397,8 +368,7 @@ def _arguments(text: str) -> Any:
         return text
 
 
-@contextlib.contextmanager
-def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
+def _cancel_on_signal(cancel: CancelToken) -> Callable[[int, FrameType | None], None]:
     """First Ctrl-C cancels the turn (clean history); a second one raises KeyboardInterrupt. SIGTERM
     and SIGHUP cancel it too: its shell commands run in sessions of their own, which a kill or a
     closed terminal does not reach, so they are killed with the turn rather than left running."""
@@ -409,9 +379,15 @@ def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
             return
         if cancel.cancelled:
             raise KeyboardInterrupt
-        _say("interrupting… (Ctrl-C again to abort)")
+        say("interrupting… (Ctrl-C again to abort)")
         cancel.cancel()
 
+    return handler
+
+
+@contextlib.contextmanager
+def signals_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """`handler` for SIGINT, SIGTERM and SIGHUP while the block runs; off the main thread, nothing."""
     try:
         previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
     except ValueError:  # not the main thread: leave the signals alone

@@ -33,7 +33,7 @@ from nanohermes.core.toolcalls import key_argument
 from nanohermes.core.types import ToolResult, shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine
 from nanohermes.ui.plain_text import print_plain
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import one_line, terminal_safe
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -237,8 +237,7 @@ class Renderer:
         self._flush()
         style = NOTE_STYLES.get(level, "dim")
         prefix = "error: " if level == "error" and not text.lower().startswith("error") else ""
-        line = terminal_safe(prefix + " ".join(text.split()))
-        self.console.print(Text(line, style=style), overflow="fold")
+        self.console.print(Text(one_line(prefix + text), style=style), overflow="fold")
 
     # -- handlers -------------------------------------------------------------------------------
 

@@ -1,9 +1,5 @@
-"""`nanohermes undo [--session S] [--list] [--to N] [--force]`: revert agent turns outside the REPL.
-
-Without --session it works on the session most recently recorded in the current workspace. A file
-edited after the turn is not overwritten: the command shows how it differs, restores nothing and
-exits 1, unless --force. Output is plain text: what was restored on stdout, errors on stderr.
-"""
+"""`nanohermes undo [--session S] [--list] [--to N] [--force]`: revert agent turns outside the REPL
+(SPEC §11). Plain text: what was restored on stdout, errors on stderr."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
 from nanohermes.core.types import plural
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import say, terminal_safe
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints, History, TurnRecord
@@ -42,7 +38,7 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
                     _say(f"  {line}", sys.stderr)
         lines = history.undo(plan, force=args.force)
     except NanoHermesError as err:
-        _say(f"nanohermes: error: {' '.join(err.one_line().split())}", sys.stderr)
+        say(f"error: {err.one_line()}")
         return EXIT_FAILURE
     numbers = ", ".join(str(turn.number) for turn in reversed(plan.turns))
     _say(f"undid turn {numbers} of {checkpoints.session.stem}:")
