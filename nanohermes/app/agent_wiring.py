@@ -64,8 +64,10 @@ class Runtime:
     def close(self) -> None:
         """Close every MCP server (stdio ones killed with their group); let a checkpoint warm-up
         still running finish its git command; then, after a session write still under way (at most
-        SAVE_WAIT), release the session (its `.lock` file goes)."""
+        SAVE_WAIT), release the session (its `.lock` file goes); write the memories' uses."""
         try:
+            if self.store is not None:
+                self.store.flush()
             if self.mcp is not None:
                 self.mcp.close()
             if self.checkpoints is not None:

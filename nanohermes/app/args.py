@@ -109,8 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="nanohermes",
         description="A coding agent for the terminal that remembers your preferences across sessions.",
-        epilog="Memory: nanohermes memory list [--all] | search QUERY [--explain] [--all] | forget ID\n"
-        "        | stats | path | add KIND TEXT [--project] | export | import FILE\n"
+        epilog="Memory: nanohermes memory list [--all] [--history] [--stale DAYS] | search QUERY\n"
+        "        [--explain] [--all] [--history] | forget ID | replace ID TEXT | stats | path\n"
+        "        | add KIND TEXT [--project | --team] | export | import FILE\n"
         "Undo:   nanohermes undo [--session S] [--list] [--to N] [--force]\n"
         "Editors: nanohermes acp (Agent Client Protocol on stdio)\n"
         "MCP:    nanohermes mcp list [--config FILE] [--mcp-config FILE]",
@@ -151,14 +152,21 @@ def build_memory_parser() -> argparse.ArgumentParser:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     listing = actions.add_parser("list", help="list the global memories and this project's")
     listing.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
+    listing.add_argument("--history", action="store_true", help="replaced memories too")
+    listing.add_argument("--stale", type=int, metavar="DAYS", help="only those unused for DAYS days")
     search = actions.add_parser("search", help="search memories with BM25")
     search.add_argument("query", nargs="+", help="words to search for")
     search.add_argument("--explain", action="store_true", help="show each term's BM25 contribution")
     search.add_argument("--all", dest="all_projects", action="store_true", help="search every project")
+    search.add_argument("--history", action="store_true", help="search replaced memories too")
     add = actions.add_parser("add", help="save a memory typed by you (global unless --project)")
     add.add_argument("kind", help="preference | correction | lesson | fact")
     add.add_argument("text", nargs="+", help="the memory, one sentence")
     add.add_argument("--project", action="store_true", help="it belongs to this project only")
+    add.add_argument("--team", action="store_true", help="into the repository's team memory")
+    replace = actions.add_parser("replace", help="replace a memory; the old one is kept as history")
+    replace.add_argument("id", help="the id shown by 'memory list'")
+    replace.add_argument("text", nargs="+", help="the new memory, one sentence")
     actions.add_parser("export", help="print every memory as Markdown, grouped by scope and kind")
     importing = actions.add_parser("import", help="read memories from an export (Markdown or JSON)")
     importing.add_argument("file", help="the file to import ('-' reads stdin)")
@@ -265,8 +273,9 @@ def _parse_memory(argv: list[str]) -> CliOptions:
     ns = _parse(build_memory_parser(), argv)
     if ns.action is None:
         raise UsageError(
-            "memory needs an action: list [--all] | search QUERY [--explain] [--all] | forget ID | stats "
-            "| path | add KIND TEXT [--project] | export | import FILE",
+            "memory needs an action: list [--all] [--history] [--stale DAYS] | search QUERY [--explain] "
+            "[--all] [--history] | forget ID | replace ID TEXT | stats | path | add KIND TEXT [--project | "
+            "--team] | export | import FILE",
             "nanohermes memory",
         )
     argument = _memory_argument(ns)
@@ -277,6 +286,10 @@ def _parse_memory(argv: list[str]) -> CliOptions:
         all_projects=bool(getattr(ns, "all_projects", False)),
         kind=getattr(ns, "kind", ""),
         project=bool(getattr(ns, "project", False)),
+        team=bool(getattr(ns, "team", False)),
+        history=bool(getattr(ns, "history", False)),
+        stale=getattr(ns, "stale", None),
+        target=getattr(ns, "id", "") if ns.action == "replace" else "",
     )
     # `is not None`: an empty --memory-dir ("$UNSET") is refused by the settings, not read as the default
     overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir is not None else {}
@@ -291,7 +304,7 @@ def _parse_memory(argv: list[str]) -> CliOptions:
 def _memory_argument(ns: argparse.Namespace) -> str:
     if ns.action == "search":
         return " ".join(ns.query)
-    if ns.action == "add":
+    if ns.action in ("add", "replace"):
         return " ".join(ns.text)
     return str(getattr(ns, "id", "") or getattr(ns, "file", ""))
 
