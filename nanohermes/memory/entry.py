@@ -41,8 +41,8 @@ class Entry:
     injected nor searched by default, evicted first."""
     superseded_ts: int = 0
     used_ts: int = 0
-    """When the memory was last injected (0: never) and how often: eviction takes the never-used,
-    then the longest unused entries of a kind first."""
+    """When the memory was last injected (0: never) and how often: eviction takes the entries of a
+    kind unused the longest (never used: since saved) first."""
     uses: int = 0
     team: bool = False
     """Read from the repository's team memory (team.py); not stored."""

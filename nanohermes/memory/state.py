@@ -26,9 +26,10 @@ from nanohermes.memory.text import is_duplicate, normalize, weight
 
 HEAD = 8
 REJOIN = 256
-Rank = tuple[bool, int, int, int, int]
-"""(live, −eviction rank, used_ts, ts, order): the smallest is evicted first (SPEC §3.4): replaced
-entries, then of the least protected kind the never-used, then the longest unused, then the oldest."""
+Rank = tuple[bool, int, int, int]
+"""(live, −eviction rank, last use, order): the smallest is evicted first (SPEC §3.4): replaced
+entries, then of the least protected kind the one unused the longest (a never-used one since it
+was saved, so a memory just learnt is not the first to go), earliest in the file on a tie."""
 
 
 class Keys:
@@ -84,7 +85,7 @@ class Keys:
 
 
 def _rank(entry: Entry, order: int) -> Rank:
-    return (not entry.superseded_by, -entry.kind.eviction_rank, entry.used_ts, entry.ts, order)
+    return (not entry.superseded_by, -entry.kind.eviction_rank, max(entry.used_ts, entry.ts), order)
 
 
 class State:
