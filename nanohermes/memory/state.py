@@ -15,6 +15,7 @@ one `str.find` over the keys joined by NUL, plus those added since (joined again
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 from collections.abc import Callable
 
@@ -163,6 +164,16 @@ class State:
                 if self.sees(entry):
                     self._index.add(order, entry, self.doc(entry))
         return self._index
+
+    def add_uses(self, used: dict[str, tuple[int, int]]) -> None:
+        """Count the uses noted since the last write: id → (uses, when last)."""
+        for entry_id, (uses, when) in used.items():
+            found = self.position(entry_id)
+            if found is not None:
+                old = self.entries[found]
+                self.put(
+                    dataclasses.replace(old, used_ts=max(old.used_ts, when), uses=old.uses + uses), found
+                )
 
     def set_team(self, entries: list[Entry], identity: Identity | None) -> None:
         """Search `entries` (the team memory's, of file version `identity`) with these."""

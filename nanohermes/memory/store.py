@@ -312,8 +312,7 @@ class MemoryStore:
         is redacted, cut to MAX_CONTEXT and indexed with a low weight, never shown. Raises
         MemoryRejected (unknown kind, empty text, invisible Unicode, a control character, injection
         phrase, `replaces` naming no live entry this store sees) or StoreError (the file cannot be
-        locked or written; the old file is unchanged). `replaces`: the id of the memory this one
-        replaces; that one stays in the file as history, marked `superseded_by`."""
+        locked or written; the old file is unchanged). The entry `replaces` stays as history."""
         memory = NewMemory(kind, text, tuple(keys), context, scope, replaces)
         [outcome] = self.remember_many([memory], source)
         if isinstance(outcome, MemoryRejected):
@@ -331,18 +330,12 @@ class MemoryStore:
         checked = [self._checked(memory, source) for memory in memories]
         if all(isinstance(item, MemoryRejected) for item in checked):
             return [item for item in checked if isinstance(item, MemoryRejected)]
-        outcomes: list[bool | MemoryRejected] = []
-        last_id = self.last_id
         with self._writing() as state:
-            for memory, item in zip(memories, checked, strict=True):
-                put = self._put(state, item, memory.replaces) if isinstance(item, Entry) else item
-                if isinstance(put, MemoryRejected):
-                    outcomes.append(put)
-                else:
-                    outcomes.append(put[0])
-                    last_id = put[1]
-        self.last_id = last_id
-        return outcomes
+            pairs = zip(memories, checked, strict=True)
+            return [
+                self._put(state, item, new.replaces) if isinstance(item, Entry) else item
+                for new, item in pairs
+            ]
 
     def forget(self, entry_id: str) -> bool:
         """Delete the entry with this id. False if there is none."""
@@ -366,12 +359,7 @@ class MemoryStore:
             if state.problem:
                 raise StoreError(f"{self.path} {state.problem}", "it is left as it is")
             try:
-                for entry_id, (uses, when) in self._used.items():
-                    found = state.position(entry_id)
-                    if found is not None:
-                        old = state.entries[found]
-                        used = dataclasses.replace(old, used_ts=max(old.used_ts, when), uses=old.uses + uses)
-                        state.put(used, found)
+                state.add_uses(self._used)
                 yield state
                 state.identity = self._file.write(state.dump(), state.version)
                 self._used.clear()
@@ -385,10 +373,10 @@ class MemoryStore:
         except MemoryRejected as err:
             return err
 
-    def _put(self, state: State, new: Entry, replaces: str = "") -> tuple[bool, str] | MemoryRejected:
-        """Add `new` to `state`, or merge it into the entry it duplicates; mark the entry it
-        replaces; evict beyond the cap. Whether it was added, and the id of the entry it became."""
-        at = state.position(replaces) if replaces else None
+    def _put(self, state: State, new: Entry, replaces: str = "") -> bool | MemoryRejected:
+        """Add `new` to `state`, or merge it into the entry it duplicates (its id is `last_id`);
+        mark the entry it replaces; evict beyond the cap. Whether it was added."""
+        at = state.position(replaces)
         old = state.entries[at] if at is not None else None
         if replaces and (old is None or not sees(self.project, old)):
             return MemoryRejected(f"no memory with id {replaces!r} to replace; nothing changed")
@@ -405,4 +393,5 @@ class MemoryStore:
         if old is not None and at is not None:
             state.put(dataclasses.replace(old, superseded_by=entry.id, superseded_ts=new.ts), at)
         state.evict(self.max_entries)
-        return found is None, entry.id
+        self.last_id = entry.id
+        return found is None

@@ -15,10 +15,10 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from nanohermes.core.errors import MemoryRejected, StoreError
 from nanohermes.core.types import plural
-from nanohermes.memory.constants import MAX_ENTRIES as USER_MAX_ENTRIES
 from nanohermes.memory.constants import MAX_TEXT
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.memfile import FormatError, MemoryFile, parse
@@ -35,29 +35,13 @@ _CONFLICT = re.compile(rb"^<{7}", re.MULTILINE)
 _KEY_LIKE = re.compile(r"[A-Za-z0-9+=_-]{20,}")
 
 
-def workspace_store(
-    directory: Path | str,
-    workspace: Path,
-    *,
-    max_entries: int = USER_MAX_ENTRIES,
-    on_notice: Callable[[str], None] | None = None,
-    secrets: Iterable[str] = (),
-    team_distill: bool = False,
-) -> MemoryStore:
+def workspace_store(directory: Path | str, workspace: Path, **options: Any) -> MemoryStore:
     """The store in `directory` for `workspace` (SPEC §3.9): the global memories and its project's,
-    with the repository's team memory when the workspace is in git."""
+    with the repository's team memory when the workspace is in git. `options`: MemoryStore's."""
     top = git_top_level(Path(os.path.abspath(workspace)))
-    secrets = tuple(secrets)
-    team = None if top is None else TeamStore(top, on_notice=on_notice, secrets=secrets)
-    return MemoryStore(
-        directory,
-        max_entries=max_entries,
-        on_notice=on_notice,
-        secrets=secrets,
-        project=project_key(workspace),
-        team=team,
-        team_distill=team_distill,
-    )
+    notice, secrets = options.get("on_notice"), options.get("secrets", ())
+    team = None if top is None else TeamStore(top, on_notice=notice, secrets=secrets)
+    return MemoryStore(directory, project=project_key(workspace), team=team, **options)
 
 
 def looks_secret(text: str) -> bool:
