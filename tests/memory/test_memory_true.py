@@ -195,3 +195,22 @@ def test_team_memory_is_searched_with_the_projects_and_refuses_secrets(tmp_path:
     assert store.explain("deploy ship", hits[0][1].id).score == pytest.approx(hits[0][0])
     team.remember("fact", "Deploys are announced in the releases channel")
     assert any("releases channel" in e.text for _, e in store.search("deploy releases"))
+
+
+def test_distillation_writes_the_team_memory_only_when_the_setting_says_so(tmp_path: Path) -> None:
+    (tmp_path / "repo").mkdir()
+    items = parse_distill(
+        '[{"kind": "fact", "text": "CI runs make check on every push"},'
+        ' {"kind": "preference", "text": "Answer in short sentences"}]'
+    )
+    team = TeamStore(tmp_path / "repo")
+    store = MemoryStore(tmp_path / "mem", project="example.org/repo", team=team)
+    assert save_distilled(store, items, context="the user's words") == 2
+    assert team.load() == []
+    other = tmp_path / "other"
+    shared = MemoryStore(other, project="example.org/repo", team=team, team_distill=True)
+    assert save_distilled(shared, items, context="the user's words") == 2
+    assert [(e.text, e.context, e.team) for e in team.load()] == [
+        ("CI runs make check on every push", "", True)
+    ]
+    assert [e.text for e in shared.load()] == ["Answer in short sentences"]
