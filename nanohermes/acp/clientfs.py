@@ -12,13 +12,7 @@ from typing import Protocol
 
 from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext
-from nanohermes.tools.files import (
-    EDIT_MAX_BYTES,
-    READ_DEFAULT_LIMIT,
-    READ_MAX_LINE_CHARS,
-    FileTools,
-    apply_edit,
-)
+from nanohermes.tools.files import EDIT_MAX_BYTES, READ_DEFAULT_LIMIT, READ_MAX_LINE_CHARS, FileTools
 from nanohermes.tools.paths import Workspace
 
 
@@ -30,22 +24,37 @@ class ClientFiles(Protocol):
     def write_text(self, path: Path, content: str, cancel: object | None = None) -> None: ...
 
 
-class ClientFileTools(FileTools):
-    """FileTools whose reads and/or writes go through the client; the tool schemas are unchanged."""
+def client_file_tools(
+    root: Path, max_chars: int, client: ClientFiles, *, reads: bool, writes: bool
+) -> FileTools:
+    """The file tools of a session whose editor offers reads and/or writes; the schemas are unchanged."""
+    workspace = EditorWorkspace(root, client) if writes else Workspace(root)
+    return ClientReadTools(workspace, client, max_chars) if reads else FileTools(workspace, max_chars)
 
-    def __init__(
-        self, workspace: Workspace, client: ClientFiles, *, reads: bool, writes: bool, max_chars: int = 20_000
-    ) -> None:
+
+class EditorWorkspace(Workspace):
+    """A workspace whose files are written (write_file, edit_file) into the editor's buffers."""
+
+    def __init__(self, root: Path, client: ClientFiles) -> None:
+        super().__init__(root)
+        self._client = client
+
+    def replace_into(self, resolved: Path, data: bytes) -> None:
+        self._client.write_text(resolved, data.decode("utf-8"))
+
+
+class ClientReadTools(FileTools):
+    """FileTools reading the editor's buffers: read_file, and the text an edit or its diff starts from."""
+
+    def __init__(self, workspace: Workspace, client: ClientFiles, max_chars: int) -> None:
         super().__init__(workspace, max_chars=max_chars)
-        self._client, self._reads, self._writes = client, reads, writes
+        self._client = client
 
     def read_file(
         self, path: str, offset: int = 1, limit: int = READ_DEFAULT_LIMIT, *, ctx: CallContext
     ) -> str:
-        if not self._reads:
+        if offset < 1 or limit < 1:  # the same argument errors
             return super().read_file(path, offset, limit, ctx=ctx)
-        if offset < 1 or limit < 1:
-            return super().read_file(path, offset, limit, ctx=ctx)  # the same argument errors
         resolved = self.workspace.resolve(path, ctx.granted)
         lines = self._client.read_text(resolved, ctx.cancel).splitlines()
         shown: list[str] = []
@@ -63,41 +72,14 @@ class ClientFileTools(FileTools):
             last = number
         return self._footer(shown, path, offset, last, len(lines), True)
 
-    def write_file(self, path: str, content: str, *, ctx: CallContext) -> str:
-        if not self._writes:
-            return super().write_file(path, content, ctx=ctx)
-        resolved = self.workspace.resolve(path, ctx.granted)
-        existed = resolved.exists()
-        self._client.write_text(resolved, content, ctx.cancel)
-        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-        verb = "Overwrote" if existed else "Created"
-        unit = "line" if lines == 1 else "lines"
-        size = len(content.encode("utf-8"))
-        return f"{verb} {self.workspace.relative(resolved)} ({lines} {unit}, {size} bytes)"
-
-    def edit_file(self, path: str, old: str, new: str, replace_all: bool = False, *, ctx: CallContext) -> str:
-        if not (self._reads or self._writes):
-            return super().edit_file(path, old, new, replace_all, ctx=ctx)
-        resolved = self.workspace.resolve(path, ctx.granted)
-        text = self._editable_text(resolved, path)
-        updated, count = apply_edit(text, old, new, replace_all, path)
-        if self._writes:
-            self._client.write_text(resolved, updated, ctx.cancel)
-        else:
-            self.workspace.replace_into(resolved, updated.encode("utf-8"))
-        where = f"{count} occurrences" if count > 1 else "1 occurrence"
-        return f"Edited {self.workspace.relative(resolved)}: replaced {where}"
-
     def _editable_text(self, resolved: Path, path: str) -> str:
-        if not self._reads:
-            return super()._editable_text(resolved, path)
         text = self._client.read_text(resolved)
         if len(text) > EDIT_MAX_BYTES:
             raise ToolError(f"{path} is larger than {EDIT_MAX_BYTES // (1024 * 1024)} MB; not edited")
         return text
 
     def _current_text(self, resolved: Path) -> str | None:
-        if not self._reads or not resolved.exists():
+        if not resolved.exists():
             return super()._current_text(resolved)
         try:
             return self._client.read_text(resolved)

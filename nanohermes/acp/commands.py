@@ -20,37 +20,35 @@ MEMORY_USAGE = "usage: /memory [list | search QUERY | forget ID | stats]"
 
 
 def available_commands() -> list[schema.AvailableCommand]:
-    def command(name: str, description: str, hint: str | None = None) -> schema.AvailableCommand:
-        given = (
-            schema.AvailableCommandInput(root=schema.UnstructuredCommandInput(hint=hint)) if hint else None
-        )
-        return schema.AvailableCommand(name=name, description=description, input=given)
-
+    memory_hint = schema.UnstructuredCommandInput(hint="list | search QUERY | forget ID | stats")
     return [
-        command("compact", "summarise the conversation so far to free context (memory is kept)"),
-        command(
-            "memory",
-            "long-term memory: list, search QUERY, forget ID, stats",
-            "list | search QUERY | forget ID | stats",
+        schema.AvailableCommand(
+            name="compact", description="summarise the conversation so far to free context (memory is kept)"
         ),
-        command("reset", "clear the conversation; long-term memory stays"),
+        schema.AvailableCommand(
+            name="memory",
+            description="long-term memory: list, search QUERY, forget ID, stats",
+            input=schema.AvailableCommandInput(root=memory_hint),
+        ),
+        schema.AvailableCommand(name="reset", description="clear the conversation; long-term memory stays"),
     ]
 
 
 def command_source(text: str, agent: Agent, store: MemoryStore | None) -> Iterator[Event] | None:
-    """The events answering `text` when it is one of our commands (else None: a prompt for the model)."""
+    """The events answering `text` when it is one of our commands (else None: a prompt for the
+    model). Each runs on the turn's thread, as it is iterated."""
     name, _, rest = text.strip().partition(" ")
     if name == "/compact":
-        return _compact(agent)
+        return _then_done(agent.compact(CancelToken()))
     if name == "/reset":
-        return _reset(agent)
+        return _then_done(_reset(agent))
     if name == "/memory":
-        return _answer(memory_command(store, rest.strip()))
+        return _then_done(_memory(store, rest.strip()))
     return None
 
 
-def _compact(agent: Agent) -> Iterator[Event]:
-    yield from agent.compact(CancelToken())
+def _then_done(events: Iterator[Event]) -> Iterator[Event]:
+    yield from events
     yield TurnFinished(True, "done")
 
 
@@ -62,12 +60,10 @@ def _reset(agent: Agent) -> Iterator[Event]:
         yield TextDelta(f"conversation cleared, but {err.one_line()}")
     else:
         yield TextDelta("Conversation cleared (long-term memory kept).")
-    yield TurnFinished(True, "done")
 
 
-def _answer(text: str) -> Iterator[Event]:
-    yield TextDelta(text)
-    yield TurnFinished(True, "done")
+def _memory(store: MemoryStore | None, arg: str) -> Iterator[Event]:
+    yield TextDelta(memory_command(store, arg))
 
 
 def memory_command(store: MemoryStore | None, arg: str) -> str:

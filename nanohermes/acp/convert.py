@@ -51,10 +51,6 @@ PromptBlock = (
 )
 
 
-def tool_kind(name: str) -> schema.ToolKind:
-    return KINDS.get(name, "other")
-
-
 def locations(name: str, args: dict[str, Any], workspace: Path) -> list[schema.ToolCallLocation] | None:
     path = args.get("path")
     if name not in PATH_ARGS or not isinstance(path, str) or not path.strip():
@@ -89,7 +85,7 @@ def announce(
     return start_tool_call(
         acp_id,
         tool_title(call.name, args),
-        kind=tool_kind(call.name),
+        kind=KINDS.get(call.name, "other"),
         status=status,
         content=start_content(call.name, args, workspace),
         locations=locations(call.name, args, workspace),
@@ -97,38 +93,26 @@ def announce(
     )
 
 
-def permission_call(acp_id: str, call: ToolCall, workspace: Path) -> schema.ToolCallUpdate:
-    """The `toolCall` of a permission request: the same call as announced."""
-    args = call_arguments(call)
-    return schema.ToolCallUpdate(
-        tool_call_id=acp_id,
-        title=tool_title(call.name, args),
-        kind=tool_kind(call.name),
-        status="pending",
-        content=start_content(call.name, args, workspace),
-        locations=locations(call.name, args, workspace),
-        raw_input=args or call.arguments,
-    )
-
-
-def failed(result: ToolResult) -> bool:
-    return not result.ok or result.content == INTERRUPTED
+def permission_call(acp_id: str, call: ToolCall, workspace: Path, title: str) -> schema.ToolCallUpdate:
+    """The `toolCall` of a permission request: the call as announced, titled with the question."""
+    shown = announce(acp_id, call, workspace, "pending").model_dump(exclude={"session_update"})
+    return schema.ToolCallUpdate.model_validate({**shown, "title": title})
 
 
 def finish(acp_id: str, name: str, result: ToolResult) -> schema.ToolCallProgress:
     """The closing `tool_call_update`: completed or failed, with the result shown (a successful edit
     keeps its diff instead)."""
-    status: schema.ToolCallStatus = "failed" if failed(result) else "completed"
-    content = None
-    if status == "failed" or tool_kind(name) != "edit":
-        content = [tool_content(text_block(shown_output(name, result.content)))]
-    return update_tool_call(acp_id, status=status, content=content, raw_output=result.content)
-
-
-def shown_output(name: str, text: str) -> str:
+    failed = not result.ok or result.content == INTERRUPTED
+    text = result.content
     if len(text) > SHOWN_OUTPUT_CHARS:
         text = text[:SHOWN_OUTPUT_CHARS] + f"\n[… {len(text) - SHOWN_OUTPUT_CHARS} more characters]"
-    return f"```\n{text}\n```" if name == "run_shell" else text
+    shown = [tool_content(text_block(f"```\n{text}\n```" if name == "run_shell" else text))]
+    return update_tool_call(
+        acp_id,
+        status="failed" if failed else "completed",
+        content=shown if failed or KINDS.get(name) != "edit" else None,
+        raw_output=result.content,
+    )
 
 
 def mcp_configs(servers: Sequence[Any]) -> tuple[dict[str, McpServerConfig], list[str]]:

@@ -25,10 +25,6 @@ if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
 
-SWITCH_INTERVAL = 0.0005
-"""Seconds a thread may hold the GIL while another waits (Python's default is 5 ms): each update
-hops from a turn's worker to the event loop, and the default makes every hop wait up to 5 ms."""
-
 
 class _OneLineFormatter(logging.Formatter):
     """Log lines for stderr; without --verbose an exception is one line, not a traceback."""
@@ -38,10 +34,8 @@ class _OneLineFormatter(logging.Formatter):
         self.verbose = verbose
 
     def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
-        if self.verbose:
+        if self.verbose or not ei[0]:
             return super().formatException(ei)
-        if not ei or not ei[0]:
-            return ""
         error = ei[1]
         if isinstance(error, ValidationError) and error.errors():  # its own report is several lines
             return f"  ValidationError: {first_validation_error(error, error.title)}"
@@ -63,7 +57,6 @@ def serve(
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO if verbose else logging.WARNING)
-    sys.setswitchinterval(SWITCH_INTERVAL)
     proto_in, proto_out = protocol_files()
     return asyncio.run(_serve(NanohermesAcpAgent(settings, factory, stores), proto_in, proto_out))
 

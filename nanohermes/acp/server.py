@@ -1,23 +1,24 @@
 """`nanohermes acp`: the Agent Client Protocol server (SPEC §9) — many sessions, one process.
 
-The `acp` SDK parses and routes JSON-RPC; this module answers it. Each session is an AcpSession
-around an Agent built by the composition root (`factory`), so a turn here is exactly a REPL turn:
-memory injected, tools confined to the session's `cwd`, session file saved, distillation in the
-background into the one MemoryStore every session shares.
+The `acp` SDK routes JSON-RPC here. Each session's Agent is built by the composition root
+(`factory`), so a turn here is exactly a REPL turn (memory, tools confined to `cwd`, saving,
+distillation into the memory store its project's sessions share).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 import secrets
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from acp import PROTOCOL_VERSION, RequestError, schema
 from acp.helpers import update_available_commands
@@ -26,8 +27,7 @@ from nanohermes import __version__
 from nanohermes.acp import commands, convert
 from nanohermes.acp.listing import LIST_PAGE, session_infos
 from nanohermes.acp.params import CURSOR, SESSION_ID, mcp_servers_of, shown, workspace_of
-from nanohermes.acp.session import AcpSession, Bridge, Opened
-from nanohermes.acp.workers import Workers
+from nanohermes.acp.session import AcpSession, Opened
 from nanohermes.core.errors import NanoHermesError, SessionInUse
 from nanohermes.core.events import Note
 from nanohermes.core.protocols import Approver
@@ -50,21 +50,10 @@ MODES = [
     schema.SessionMode(id="auto", name="Auto", description="write, edit and run commands without asking"),
 ]
 FilesFactory = Callable[[Path, int], "FileTools"]
-
-
-class AgentFactory(Protocol):
-    """Opens one session (the composition root's `build_agent`): its session file locked and read,
-    its agent built, its MCP servers (`mcp_servers`, the client's, beside the configured ones)
-    starting. Raises NanoHermesError (SessionInUse when another process holds the session)."""
-
-    def __call__(
-        self,
-        session_path: Path,
-        workspace: Path,
-        approver: Approver,
-        files: FilesFactory | None,
-        mcp_servers: Mapping[str, McpServerConfig],
-    ) -> Opened: ...
+AgentFactory = Callable[[Path, Path, Approver, FilesFactory | None, Mapping[str, "McpServerConfig"]], Opened]
+"""Opens one session (the composition root's): (session file, workspace, approver, file tools, the
+client's MCP servers) → its file locked and read, its agent built, its MCP servers starting. Raises
+NanoHermesError (SessionInUse when another process holds the session)."""
 
 
 class NanohermesAcpAgent:
@@ -78,11 +67,10 @@ class NanohermesAcpAgent:
         self.client: Client | None = None
         self.fs_read = self.fs_write = False
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._id_locks: dict[str, tuple[asyncio.Lock, int]] = {}
-        """One opening or closing at a time per session id: its lock and how many hold or await it
-        (dropped at none: ids a client tried and never opened do not pile up)."""
+        self._id_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        """One opening or closing at a time per session id (a lock goes once nobody holds or awaits
+        it: ids a client tried and never opened do not pile up)."""
         self._retired: list[Agent] = []
-        self._workers = Workers()
         """Agents of closed sessions whose distillation may still run (waited for at exit)."""
 
     def on_connect(self, conn: Client) -> None:
@@ -121,9 +109,6 @@ class NanohermesAcpAgent:
             auth_methods=[],
         )
 
-    async def authenticate(self, method_id: str, **kwargs: Any) -> schema.AuthenticateResponse | None:
-        raise RequestError.invalid_params({"details": "nanohermes needs no authentication (no auth methods)"})
-
     # -- sessions --------------------------------------------------------------------------------
 
     async def new_session(
@@ -134,7 +119,7 @@ class NanohermesAcpAgent:
         session_id = self._new_id()
         async with self._exclusive(session_id):
             session = await self._open(session_id, workspace, servers, skipped)
-        self._after_reply(self._announce_commands(session))
+        self._announce_commands(session)
         return schema.NewSessionResponse(session_id=session.id, modes=self._modes(session))
 
     async def load_session(
@@ -143,22 +128,21 @@ class NanohermesAcpAgent:
         session = await self._resume(cwd, session_id, mcp_servers)
         assert session.agent is not None
         for update in convert.replay(session.agent.messages[1:], session.workspace):
-            await self._client().session_update(session_id=session.id, update=update)
-        self._after_reply(self._announce_commands(session))
+            await session.send(update)
+        self._announce_commands(session)
         return schema.LoadSessionResponse(modes=self._modes(session))
 
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
     ) -> schema.ResumeSessionResponse:
-        """Like session/load without the replay (the client still shows the conversation)."""
+        """session/load without the replay (the client still shows the conversation)."""
         session = await self._resume(cwd, session_id, mcp_servers)
-        self._after_reply(self._announce_commands(session))
+        self._announce_commands(session)
         return schema.ResumeSessionResponse(modes=self._modes(session))
 
     async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
-        """End a session here: its running prompt is cancelled, its file saved, its MCP servers
-        closed and its lock released (the terminal may resume it now). Looked up under the id's lock:
-        a session/load of the same id still in flight opens it first."""
+        """Its prompt cancelled, its file saved, its MCP servers closed, its lock released (the
+        terminal may resume it now). Under the id's lock: a session/load still in flight opens it first."""
         async with self._exclusive(session_id):
             await self._close(self._session(session_id))
         return schema.CloseSessionResponse()
@@ -209,23 +193,15 @@ class NanohermesAcpAgent:
             return
         session.cancel()
 
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(f"_{method}")
-
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        log.info("extension notification _%s ignored", method)
-
     # -- shutdown (stdin closed) -----------------------------------------------------------------
 
     async def shutdown(self, unanswered: Callable[[], int]) -> None:
         """End of input: answer every request already read (running turns are cancelled), then
         close every session (saved, MCP servers closed, lock released) and let distillations finish."""
         deadline = time.monotonic() + SHUTDOWN_TURN_GRACE
-        while True:
+        while unanswered() and time.monotonic() < deadline:
             for session in self.sessions.values():
                 session.cancel()
-            if not unanswered() or time.monotonic() > deadline:
-                break
             await asyncio.sleep(0.02)
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=1.0)
@@ -253,11 +229,6 @@ class NanohermesAcpAgent:
         self._retired.append(agent)
 
     # -- helpers ---------------------------------------------------------------------------------
-
-    def _client(self) -> Client:
-        if self.client is None:
-            raise RequestError.internal_error({"details": "no client connection"})
-        return self.client
 
     def _session(self, session_id: str) -> AcpSession:
         session = self.sessions.get(session_id)
@@ -300,27 +271,17 @@ class NanohermesAcpAgent:
 
     @contextlib.asynccontextmanager
     async def _exclusive(self, session_id: str) -> AsyncIterator[None]:
-        lock, users = self._id_locks.get(session_id, (asyncio.Lock(), 0))
-        self._id_locks[session_id] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._id_locks[session_id]
-            if users > 1:
-                self._id_locks[session_id] = (lock, users - 1)
-            else:
-                del self._id_locks[session_id]
+        async with self._id_locks.setdefault(session_id, asyncio.Lock()):
+            yield
 
     async def _open(
         self, session_id: str, workspace: Path, servers: dict[str, McpServerConfig], skipped: list[str]
     ) -> AcpSession:
         if not self.settings.model:
             raise RequestError(-32603, "no model configured: start with --model NAME or set NANOHERMES_MODEL")
-        loop = asyncio.get_running_loop()
-        bridge = Bridge(loop, self._client(), session_id)
-        session = AcpSession(session_id, workspace, bridge, self.settings.permission, self._workers)
-        files = self._files_factory(session.bridge)
+        assert self.client is not None  # the connection calls on_connect first
+        session = AcpSession(session_id, workspace, self.client, self.settings.permission)
+        files = self._files_factory(session)
         path = self._path(session_id)
         try:
             opened = await asyncio.to_thread(self.factory, path, workspace, session.approve, files, servers)
@@ -340,31 +301,23 @@ class NanohermesAcpAgent:
         self.sessions[session_id] = session
         return session
 
-    def _files_factory(self, bridge: Bridge) -> FilesFactory | None:
+    def _files_factory(self, session: AcpSession) -> FilesFactory | None:
         if not (self.fs_read or self.fs_write):
             return None
-        from nanohermes.acp.clientfs import ClientFileTools
-        from nanohermes.tools.paths import Workspace
+        from nanohermes.acp.clientfs import client_file_tools
 
-        reads, writes = self.fs_read, self.fs_write
-        return lambda root, chars: ClientFileTools(
-            Workspace(root), bridge, reads=reads, writes=writes, max_chars=chars
-        )
+        return functools.partial(client_file_tools, client=session, reads=self.fs_read, writes=self.fs_write)
 
     def _modes(self, session: AcpSession) -> schema.SessionModeState:
         return schema.SessionModeState(current_mode_id=session.mode, available_modes=MODES)
 
-    async def _announce_commands(self, session: AcpSession) -> None:
-        update = update_available_commands(commands.available_commands())
-        await self._client().session_update(session_id=session.id, update=update)
-
-    def _after_reply(self, coroutine: Any) -> None:
-        """Run a notification after the current request is answered (its session id known then)."""
+    def _announce_commands(self, session: AcpSession) -> None:
+        """The slash commands, sent once the current request is answered (its session id known then)."""
 
         async def later() -> None:
-            await asyncio.sleep(0)  # the reply is queued first: the sender keeps the order
+            await asyncio.sleep(0)  # the reply is written first
             try:
-                await coroutine
+                await session.send(update_available_commands(commands.available_commands()))
             except (ConnectionError, RequestError) as err:
                 log.info("notification not sent: %s", err)
 

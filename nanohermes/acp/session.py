@@ -1,9 +1,9 @@
 """One ACP session: a nanohermes Agent (own messages, workspace, session file) driven by prompts.
 
-A prompt runs the agent on a worker thread of its own. The worker never touches the connection: it
-puts events and approval questions on the turn's inbox (thread-safe hand-over), and the
-prompt's coroutine sends them in order — so a `tool_call` is always announced before the permission
-request about it, and every update of a turn goes out before the prompt's answer.
+A prompt runs the agent on a thread of its own. That thread never touches the connection: it puts
+events and approval questions on the turn's inbox, and the prompt's coroutine sends them in order —
+so a `tool_call` is always announced before the permission request about it, and every update of a
+turn goes out before the prompt's answer.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from acp import RequestError, schema
 from acp.helpers import update_agent_message_text, update_agent_thought_text, update_tool_call
@@ -24,7 +26,6 @@ from pydantic import ValidationError
 
 from nanohermes.acp import convert
 from nanohermes.acp.inbox import Inbox
-from nanohermes.acp.workers import Workers
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.core.events import (
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nanohermes.acp")
 EventSource = Callable[[CancelToken], Iterator[Event]]
+T = TypeVar("T")
 
 STOP_REASONS: dict[str, schema.StopReason] = {
     "done": "end_turn",
@@ -58,57 +60,16 @@ STOP_REASONS: dict[str, schema.StopReason] = {
     "refusal": "refusal",
 }
 PERMISSION_OPTIONS = [
-    schema.PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
-    schema.PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
-    schema.PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
-    schema.PermissionOption(option_id="reject_always", name="Always reject", kind="reject_always"),
+    schema.PermissionOption(option_id=kind, name=name, kind=kind)
+    for kind, name in [
+        ("allow_once", "Allow"),
+        ("allow_always", "Always allow"),
+        ("reject_once", "Reject"),
+        ("reject_always", "Always reject"),
+    ]
 ]
-
-
-class Bridge:
-    """Worker threads reach the client through this: run a coroutine on the server's loop and wait,
-    giving up at once when the turn is cancelled."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, client: Client, session_id: str) -> None:
-        self.loop, self.client, self.session_id = loop, client, session_id
-        self.turn_cancel: Callable[[], CancelToken | None] = lambda: None
-        """The running turn's token (set by its AcpSession): a call given none (the diff shown for
-        an approval reads the file through the editor) still ends when the turn is cancelled."""
-
-    def call(self, make: Callable[[], Any], cancel: object | None = None) -> Any:
-        token = cancel if isinstance(cancel, CancelToken) else self.turn_cancel()
-        if token is not None and token.cancelled:
-            raise Cancelled()
-        future = asyncio.run_coroutine_threadsafe(make(), self.loop)
-        unregister = token.on_cancel(lambda: _cancel(future)) if token else (lambda: None)
-        try:
-            return future.result()
-        except concurrent.futures.CancelledError:
-            raise Cancelled() from None
-        finally:
-            unregister()
-
-    # -- ClientFiles (nanohermes.acp.clientfs) ---------------------------------------------------
-
-    def read_text(self, path: Path, cancel: object | None = None) -> str:
-        try:
-            reply = self.call(
-                lambda: self.client.read_text_file(session_id=self.session_id, path=str(path)), cancel
-            )
-        except (RequestError, ValidationError) as err:
-            raise ToolError(f"the editor could not read {path}: {reply_problem(err)}") from None
-        return str(reply.content)
-
-    def write_text(self, path: Path, content: str, cancel: object | None = None) -> None:
-        try:
-            self.call(
-                lambda: self.client.write_text_file(
-                    session_id=self.session_id, path=str(path), content=content
-                ),
-                cancel,
-            )
-        except (RequestError, ValidationError) as err:
-            raise ToolError(f"the editor could not write {path}: {reply_problem(err)}") from None
+DECISIONS = {"allow_once": Decision.YES, "allow_always": Decision.ALWAYS}
+"""The options that allow; any other answer (a cancelled request too) rejects."""
 
 
 @dataclass
@@ -119,19 +80,14 @@ class _Ask:
     answer: concurrent.futures.Future[Decision] = field(default_factory=concurrent.futures.Future)
 
 
-class _Done:
-    def __init__(self, error: BaseException | None = None) -> None:
-        self.error = error
-
-
-_Item = Event | _Ask | _Done
+_Item = Event | _Ask | BaseException | None
+"""What a turn's thread hands over: its events, its questions, then None (done) or what it raised."""
 
 
 @dataclass
 class _Turn:
     inbox: Inbox[_Item]
     cancel: CancelToken = field(default_factory=CancelToken)
-    asking: asyncio.Task[Any] | None = None
     errors: list[str] = field(default_factory=list)
 
 
@@ -145,14 +101,12 @@ class Opened:
 
 
 class AcpSession:
-    """A session: the agent, its mode, its running turn (at most one) and its tool-call ids."""
+    """A session: the agent, its mode, its running turn (at most one) and its tool-call ids. Its
+    methods `approve`, `read_text` and `write_text` are called on the turn's thread."""
 
-    def __init__(
-        self, session_id: str, workspace: Path, bridge: Bridge, mode: str, workers: Workers | None = None
-    ) -> None:
-        self.id, self.workspace, self.bridge, self.mode = session_id, workspace, bridge, mode
-        bridge.turn_cancel = lambda: self.turn.cancel if self.turn is not None else None
-        self.workers = workers or Workers()
+    def __init__(self, session_id: str, workspace: Path, client: Client, mode: str) -> None:
+        self.id, self.workspace, self.client, self.mode = session_id, workspace, client, mode
+        self.loop = asyncio.get_running_loop()
         self.agent: Agent | None = None
         self.release: Callable[[], None] = lambda: None
         """Closes the session's MCP servers and releases its lock (Opened.close)."""
@@ -160,13 +114,13 @@ class AcpSession:
         """The MCP servers it was opened with (a load asking for others reopens it)."""
         self.turn: _Turn | None = None
         self._rejected: set[str] = set()
-        self._live: dict[str, tuple[str, str]] = {}
-        """model call id → (ACP tool call id, tool name), for calls shown and not yet finished."""
+        self._live: dict[str, str] = {}
+        """model call id → ACP tool call id, for calls shown and not yet finished."""
         self._count = 0
         self._title = ""
         """The title last sent (`session_info_update`): the first user message, as session/list shows."""
 
-    # -- approvals (called on worker threads by the tool runner) ---------------------------------
+    # -- called on the turn's thread -------------------------------------------------------------
 
     def approve(self, request: ApprovalRequest) -> Decision:
         turn = self.turn
@@ -176,34 +130,52 @@ class AcpSession:
             return Decision.NO
         ask = _Ask(request)
         turn.inbox.put(ask)
-        unregister = turn.cancel.on_cancel(lambda: _cancel(ask.answer))
+        return _result(ask.answer, turn.cancel)
+
+    def read_text(self, path: Path, cancel: object | None = None) -> str:
+        """The editor's text of `path` (its unsaved buffer): `fs/read_text_file`."""
+        request = functools.partial(self.client.read_text_file, session_id=self.id, path=str(path))
+        return str(self._call(request, "read", path, cancel).content)
+
+    def write_text(self, path: Path, content: str, cancel: object | None = None) -> None:
+        """`fs/write_text_file`: the edit lands in the editor's buffer."""
+        request = functools.partial(
+            self.client.write_text_file, session_id=self.id, path=str(path), content=content
+        )
+        self._call(request, "write", path, cancel)
+
+    def _call(self, make: Callable[[], Any], verb: str, path: Path, cancel: object | None) -> Any:
+        """Run the client request `make()` on the loop and wait for it, giving up at once when the
+        turn is cancelled (`cancel`, else the running turn's: the diff shown for an approval reads
+        the file through the editor too)."""
+        token = cancel if isinstance(cancel, CancelToken) else self.turn.cancel if self.turn else None
+        if token is not None and token.cancelled:
+            raise Cancelled()
         try:
-            return ask.answer.result()
-        except concurrent.futures.CancelledError:
-            raise Cancelled() from None
-        finally:
-            unregister()
+            return _result(asyncio.run_coroutine_threadsafe(make(), self.loop), token)
+        except (RequestError, ValidationError) as err:
+            raise ToolError(f"the editor could not {verb} {path}: {reply_problem(err)}") from None
 
     # -- a prompt --------------------------------------------------------------------------------
 
     async def run(self, source: EventSource) -> schema.StopReason:
-        """Run `source` (a turn, /compact, …) on a worker and stream its events; the stop reason."""
+        """Run `source` (a turn, /compact, …) on a thread and stream its events; the stop reason."""
         if self.turn is not None:
             raise RequestError.invalid_request({"details": f"session {self.id} is already running a prompt"})
-        turn = _Turn(Inbox(self.bridge.loop))
-        self.turn = turn
-        done = False
+        turn = self.turn = _Turn(Inbox(self.loop))
         try:
             await self._send_notes()
-            self.workers.run(lambda: self._work(source, turn))
+            threading.Thread(
+                target=self._work, args=(source, turn), name=f"acp-{self.id}", daemon=True
+            ).start()
             finished = await self._pump(turn)
-            done = True
-        except ConnectionError:  # stdin closed: no update reaches the client, its answer still may
+        except BaseException as err:  # the client went away or the thread failed: stop the agent
+            turn.cancel.cancel()
+            if not isinstance(err, ConnectionError):
+                raise
             log.info("session %s: the client has gone; the turn is cancelled", self.id)
-            return "cancelled"
+            return "cancelled"  # stdin closed: no update reaches the client, its answer still may
         finally:
-            if not done:  # the client went away or the worker failed: stop the agent
-                turn.cancel.cancel()
             self.turn = None
         await self._close_open_calls(turn.cancel.cancelled)
         await self._send_notes()
@@ -215,88 +187,83 @@ class AcpSession:
         return STOP_REASONS.get(finished.reason, "end_turn")
 
     def cancel(self) -> None:
-        turn = self.turn
-        if turn is None:
-            return
-        turn.cancel.cancel()
-        if turn.asking is not None:
-            turn.asking.cancel()
+        if self.turn is not None:
+            self.turn.cancel.cancel()
 
     def _work(self, source: EventSource, turn: _Turn) -> None:
-        error: BaseException | None = None
+        outcome: BaseException | None = None
         try:
             for event in source(turn.cancel):
                 turn.inbox.put(event)
         except Exception as err:  # a bug must end this prompt only, never the process
             log.exception("session %s: the turn failed", self.id)
-            error = err
+            outcome = err
         finally:
             with contextlib.suppress(RuntimeError):  # the loop is gone (shutting down): nobody listens
-                turn.inbox.put(_Done(error))
+                turn.inbox.put(outcome)
 
     async def _pump(self, turn: _Turn) -> TurnFinished:
         while True:
             item = await turn.inbox.get()
-            if isinstance(item, _Done):
-                if item.error is not None:
-                    raise RequestError(-32603, f"internal error: {type(item.error).__name__}: {item.error}")
+            if item is None:
                 return TurnFinished(False, "interrupted")
+            if isinstance(item, BaseException):
+                raise RequestError(-32603, f"internal error: {type(item).__name__}: {item}")
             if isinstance(item, _Ask):
                 await self._ask(turn, item)
-                continue
-            if isinstance(item, TurnFinished):  # the last event: answer now, not once the worker is free
+            elif isinstance(item, TurnFinished):  # the last event: answer now, not once the thread ends
                 return item
-            for update in self._updates(item, turn):
-                await self.bridge.client.session_update(session_id=self.id, update=update)
+            else:
+                for update in self._updates(item, turn):
+                    await self.send(update)
 
     async def _ask(self, turn: _Turn, ask: _Ask) -> None:
         request = ask.request
         call = request.call or ToolCall(f"ask{self._count}", request.tool)
         acp_id, fresh = self._tool_id(call)
         if fresh:
-            await self.bridge.client.session_update(
-                session_id=self.id, update=convert.announce(acp_id, call, self.workspace, "pending")
-            )
-        tool_call = convert.permission_call(acp_id, call, self.workspace)
-        tool_call.title = request.title
-        turn.asking = asyncio.ensure_future(
-            self.bridge.client.request_permission(
+            await self.send(convert.announce(acp_id, call, self.workspace, "pending"))
+        tool_call = convert.permission_call(acp_id, call, self.workspace, request.title)
+        asking = asyncio.ensure_future(
+            self.client.request_permission(
                 session_id=self.id, tool_call=tool_call, options=PERMISSION_OPTIONS
             )
         )
+
+        def cancelled() -> None:  # so is its question
+            self.loop.call_soon_threadsafe(asking.cancel)
+
+        unregister = turn.cancel.on_cancel(cancelled)
         decision = Decision.NO
         try:
-            await asyncio.wait({turn.asking})
-            if not turn.asking.cancelled() and turn.asking.exception() is None:
-                decision = self._decision(request, turn.asking.result())
-            elif not turn.asking.cancelled():
-                log.warning("permission request failed: %s", reply_problem(turn.asking.exception()))
+            await asyncio.wait({asking})
+            if asking.cancelled():
+                pass  # the turn was cancelled: a rejection
+            elif asking.exception() is not None:
+                log.warning("permission request failed: %s", reply_problem(asking.exception()))
+            elif isinstance(outcome := asking.result().outcome, schema.AllowedOutcome):
+                if outcome.option_id == "reject_always":
+                    self._rejected.add(request.tool)
+                decision = DECISIONS.get(outcome.option_id, Decision.NO)
         finally:
-            turn.asking = None
+            unregister()
             if not ask.answer.done():
                 ask.answer.set_result(decision)
 
-    def _decision(self, request: ApprovalRequest, response: schema.RequestPermissionResponse) -> Decision:
-        outcome = response.outcome
-        if not isinstance(outcome, schema.AllowedOutcome):
-            return Decision.NO  # cancelled counts as rejected
-        chosen = outcome.option_id
-        if chosen == "reject_always":
-            self._rejected.add(request.tool)
-        return {"allow_once": Decision.YES, "allow_always": Decision.ALWAYS}.get(chosen, Decision.NO)
-
     # -- events → session/update -----------------------------------------------------------------
+
+    async def send(self, update: Any) -> None:
+        await self.client.session_update(session_id=self.id, update=update)
 
     def _tool_id(self, call: ToolCall) -> tuple[str, bool]:
         """(ACP id, first time shown): ids are unique per session (models reuse `call_1` every turn)."""
         if call.id in self._live:
-            return self._live[call.id][0], False
+            return self._live[call.id], False
         self._count += 1
-        acp_id = f"{self._count}-{call.id}"
-        self._live[call.id] = (acp_id, call.name)
+        acp_id = self._live[call.id] = f"{self._count}-{call.id}"
         return acp_id, True
 
-    def _updates(self, event: Event | _Ask, turn: _Turn) -> Iterator[Any]:
+    def _updates(self, event: Event, turn: _Turn) -> Iterator[Any]:
         if isinstance(event, TextDelta):
             yield update_agent_message_text(event.text)
         elif isinstance(event, ReasoningDelta):
@@ -309,28 +276,26 @@ class AcpSession:
                 else update_tool_call(acp_id, status="in_progress")
             )
         elif isinstance(event, ToolFinished):
-            yield from self._finished(event)
+            result = event.result
+            call = ToolCall(result.call_id, result.name)
+            acp_id, fresh = self._tool_id(call)
+            if fresh:  # refused or invalid before dispatch: show it, then its outcome
+                yield convert.announce(acp_id, call, self.workspace, "pending")
+            del self._live[result.call_id]
+            yield convert.finish(acp_id, result.name, result)
+        elif isinstance(event, Note) and event.level == "error":
+            turn.errors.append(event.text)
         elif isinstance(event, Note):
-            yield from self._note(event, turn)
+            yield from self._note(event)
         elif isinstance(event, Compacted):
             saved = event.before_chars - event.after_chars
             yield update_agent_message_text(f"\n\n_context compacted: {saved:,} characters saved_\n\n")
         elif isinstance(event, Retrying):
             log.info("session %s: retrying in %.1f s (%s)", self.id, event.delay, event.reason)
 
-    def _finished(self, event: ToolFinished) -> Iterator[Any]:
-        result = event.result
-        call = ToolCall(result.call_id, result.name)
-        acp_id, fresh = self._tool_id(call)
-        if fresh:  # refused or invalid before dispatch: show it, then its outcome
-            yield convert.announce(acp_id, call, self.workspace, "pending")
-        self._live.pop(result.call_id, None)
-        yield convert.finish(acp_id, result.name, result)
-
-    def _note(self, note: Note, turn: _Turn) -> Iterator[Any]:
-        if note.level == "error":
-            turn.errors.append(note.text)
-        elif note.level == "warning":
+    def _note(self, note: Note) -> Iterator[Any]:
+        """A warning is shown in the thread, in italics, as the REPL prints it; the rest is logged."""
+        if note.level in ("warning", "error"):
             yield update_agent_message_text(f"\n\n_{note.text}_\n\n")
         else:
             log.info("session %s: %s", self.id, note.text)
@@ -338,11 +303,8 @@ class AcpSession:
     async def _close_open_calls(self, cancelled: bool) -> None:
         """Calls shown but never finished (a sub-agent's approvals, a cut turn) are closed."""
         live, self._live = self._live, {}
-        for acp_id, _ in live.values():
-            status: schema.ToolCallStatus = "failed" if cancelled else "completed"
-            await self.bridge.client.session_update(
-                session_id=self.id, update=update_tool_call(acp_id, status=status)
-            )
+        for acp_id in live.values():
+            await self.send(update_tool_call(acp_id, status="failed" if cancelled else "completed"))
 
     async def _send_title(self) -> None:
         """The editor's thread title, once the conversation has one (again after /reset)."""
@@ -352,23 +314,35 @@ class AcpSession:
         if title and title != self._title:
             self._title = title
             now = datetime.now().astimezone().isoformat(timespec="seconds")
-            info = schema.SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=now)
-            await self.bridge.client.session_update(session_id=self.id, update=info)
+            await self.send(
+                schema.SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=now)
+            )
 
     async def _send_notes(self) -> None:
         """What happened in the background (an MCP server that failed, an unreadable AGENTS.md, a
-        memory not saved) is shown in the turn, as the REPL prints it; details go to the log."""
-        if self.agent is None:
-            return
-        for note in self.agent.drain_background_events():
-            if not isinstance(note, Note):
-                continue
-            if note.level in ("warning", "error"):
-                log.warning("session %s: %s", self.id, note.text)
-                update = update_agent_message_text(f"\n\n_{note.text}_\n\n")
-                await self.bridge.client.session_update(session_id=self.id, update=update)
-            else:
-                log.info("session %s: %s", self.id, note.text)
+        memory not saved) is shown in the turn; details go to the log."""
+        events = self.agent.drain_background_events() if self.agent is not None else []
+        for note in events:
+            if isinstance(note, Note):
+                if note.level in ("warning", "error"):
+                    log.warning("session %s: %s", self.id, note.text)
+                for update in self._note(note):
+                    await self.send(update)
+
+
+def _result(future: concurrent.futures.Future[T], token: CancelToken | None) -> T:
+    """What `future` gives, or Cancelled at once when `token` is cancelled."""
+
+    def cancel() -> None:
+        future.cancel()
+
+    unregister = token.on_cancel(cancel) if token is not None else (lambda: None)
+    try:
+        return future.result()
+    except concurrent.futures.CancelledError:
+        raise Cancelled() from None
+    finally:
+        unregister()
 
 
 def reply_problem(err: BaseException | None) -> str:
@@ -384,7 +358,3 @@ def first_validation_error(err: ValidationError, whole: str) -> str:
     first = err.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or whole
     return f"{where}: {first['msg']}"
-
-
-def _cancel(future: concurrent.futures.Future[Any]) -> None:
-    future.cancel()

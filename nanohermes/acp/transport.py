@@ -3,18 +3,13 @@
 The SDK's own framing logs and skips a line that is not JSON, and a JSON value that is not an object
 ends its receive loop. Here such a line gets a JSON-RPC error (`-32700` parse error, `-32600`
 invalid request) and the server keeps reading; what the SDK would trip on (an id that is a list, a
-reply whose error is a string, JSON nested past the parser's limit) is refused or mended first.
-While the client does not read our output, its input is not read either (memory stays bounded).
-
-`protocol_stdio` keeps stdout for protocol messages only: the protocol gets private duplicates of
-file descriptors 0 and 1; fd 1 then points at stderr and fd 0 at /dev/null, so a stray `print`, a
-library's chatter or a child process can neither corrupt the stream nor eat the client's input.
+reply whose error is a string, JSON nested past the parser's limit, a huge array) is refused or
+mended first. While the client does not read our output, its input is not read either.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import json
 import logging
 import math
@@ -24,7 +19,7 @@ import stat
 import sys
 import threading
 import time
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from nanohermes.core.errors import JSON_ERRORS, json_problem
 from nanohermes.core.types import with_valid_text
@@ -34,15 +29,12 @@ LINE_LIMIT = 50 * 1024 * 1024
 FLUSH_SECONDS = 10.0
 """How long the replies still buffered at exit may take to be read by the client."""
 NOTIFICATIONS = {"session/cancel"}
-"""The notifications the server handles, besides extensions (`_…`)."""
-JSON_TYPES: dict[type, str] = {
-    str: "string",
-    int: "number",
-    float: "number",
-    bool: "boolean",
-    list: "array",
-    type(None): "null",
-}
+"""The notifications the server handles; others (extensions' `_…` too) are logged and dropped."""
+MAX_ARRAY_ITEMS = 10_000
+"""An array in a request's params longer than this is refused before the SDK validates it: pydantic
+builds one error per wrong item (a million wrong prompt blocks took 1.2 GB); no real request comes near."""
+ARRAY_CHECK_NODES = 100_000
+"""How many values of a request's params are looked at for such an array."""
 ERROR_DATA_CHARS = 4096
 """The most an error reply's `data` takes (as JSON): it never echoes a client's 40 MB param back."""
 ECHO_CHARS = 200
@@ -84,12 +76,11 @@ class LineTransport:
         self._writer = writer
         self._source = source
         """The pipe `reader` is fed from (None: a reader thread feeds it)."""
-        self._open_requests: collections.Counter[str] = collections.Counter()
-        """Requests read and not answered yet, by id (a client may reuse an id before its answer)."""
+        self._unanswered = 0
+        """Requests read from the client with no reply sent yet."""
 
     def unanswered(self) -> int:
-        """How many requests read from the client have no reply sent yet."""
-        return self._open_requests.total()
+        return self._unanswered
 
     def end_input(self) -> None:
         """Read no more from the client (SIGTERM): what was read already is still handled, then the
@@ -100,14 +91,16 @@ class LineTransport:
             self._reader.feed_eof()
 
     async def send(self, message: dict[str, Any]) -> None:
+        """A message from the connection: a request or notification of ours, or the reply to one
+        that `receive` gave it."""
+        if "method" not in message:
+            self._unanswered -= 1
+        await self._write(message)
+
+    async def _write(self, message: dict[str, Any]) -> None:
         """Write one message now (in call order: writes are never interleaved), then wait only if
         the client reads slower than we write. No sender task in between: each hop through the
-        event loop is one more wait for the GIL while a turn's worker thread runs."""
-        if "method" not in message and "id" in message:
-            key = json.dumps(message["id"])
-            self._open_requests[key] -= 1
-            if self._open_requests[key] <= 0:
-                del self._open_requests[key]
+        event loop is one more wait for the GIL while a turn's thread runs."""
         error = message.get("error")
         if isinstance(error, dict) and error.get("data") is not None:
             message = {**message, "error": {**error, "data": bounded_data(error["data"])}}
@@ -117,9 +110,7 @@ class LineTransport:
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message; None at end of input (or once the client stopped reading
         our output). Bad lines are answered here."""
-        while True:
-            if not await self._writable():
-                return None
+        while await self._writable():
             try:
                 line = await self._reader.readuntil(b"\n")
             except asyncio.IncompleteReadError as err:
@@ -129,9 +120,9 @@ class LineTransport:
             except asyncio.LimitOverrunError as err:
                 await self._skip_long_line(err.consumed)
                 continue
-            message = await self._parse(line)
-            if message is not None:
+            if line.strip() and (message := await self._parse(line)) is not None:
                 return message
+        return None
 
     async def _writable(self) -> bool:
         """Wait while the client is not reading our replies: its requests are not read meanwhile,
@@ -151,34 +142,33 @@ class LineTransport:
         return not transport.is_closing()
 
     async def _parse(self, line: bytes) -> dict[str, Any] | None:
-        text = line.strip()
-        if not text:
-            return None
+        """The message on `line` for the connection to route; None when there is none (answered
+        here when it was a bad request; notifications and replies are never answered)."""
         try:
-            value = decode(text)
+            value = decode(line)
         except JSON_ERRORS as err:
-            details = json_problem(err)
-            log.warning("malformed JSON from the client: %s", details)
-            await self.send(error_reply(-32700, "Parse error", data={"details": details}))
+            log.warning("malformed JSON from the client: %s", json_problem(err))
+            await self._write(error_reply(-32700, "Parse error", data={"details": json_problem(err)}))
             return None
         problem = _invalid(value)
-        if problem is None and "id" not in value and not _handled(value.get("method")):
-            log.info("notification %.100r ignored: not one nanohermes handles", value["method"])
-            return None  # notifications are never answered; the SDK would log an error
-        if problem is None and "method" in value and _oversized_array(value.get("params")):
-            if "id" in value:  # else a notification: never answered
-                too_long = {"details": f"an array of over {MAX_ARRAY_ITEMS:,} items"}
-                await self.send(error_reply(-32602, "Invalid params", value["id"], too_long))
-            return None
-        if problem is None:
-            if "method" in value and "id" in value:
-                self._open_requests[json.dumps(value["id"])] += 1
+        is_reply = isinstance(value, dict) and "method" not in value and "id" in value
+        if problem is not None and is_reply:
+            log.warning("a reply from the client dropped: %s", problem)
+        elif problem is not None:
+            request_id = value.get("id") if isinstance(value, dict) and _valid_id(value.get("id")) else None
+            await self._write(error_reply(-32600, "Invalid request", request_id, {"details": problem}))
+        elif is_reply:
             return _with_error_object(value)
-        if isinstance(value, dict) and "method" not in value and "id" in value:
-            log.warning("a reply from the client dropped: %s", problem)  # replies are never answered
-            return None
-        request_id = value.get("id") if isinstance(value, dict) and _valid_id(value.get("id")) else None
-        await self.send(error_reply(-32600, "Invalid request", request_id, {"details": problem}))
+        elif "id" not in value and value["method"] not in NOTIFICATIONS:
+            log.info("notification %.100r ignored: not one nanohermes handles", value["method"])
+        elif _oversized_array(value.get("params")):
+            if "id" in value:
+                too_long = {"details": f"an array of over {MAX_ARRAY_ITEMS:,} items"}
+                await self._write(error_reply(-32602, "Invalid params", value["id"], too_long))
+        else:
+            if "id" in value:  # a request, not a notification
+                self._unanswered += 1
+            return cast("dict[str, Any]", value)
         return None
 
     async def _skip_long_line(self, consumed: int) -> None:
@@ -192,19 +182,18 @@ class LineTransport:
             except asyncio.IncompleteReadError:
                 break
         limit = LINE_LIMIT // (1024 * 1024)
-        await self.send(error_reply(-32600, "Invalid request", data={"details": f"message over {limit} MB"}))
+        await self._write(
+            error_reply(-32600, "Invalid request", data={"details": f"message over {limit} MB"})
+        )
 
     async def close(self) -> None:
         """Write out what the pipe has not taken yet (the client reads slower than we wrote): for
         up to FLUSH_SECONDS, while the output is still there."""
         transport = self._writer.transport
         deadline = time.monotonic() + FLUSH_SECONDS
-        while transport.get_write_buffer_size() and not transport.is_closing():
+        while (left := transport.get_write_buffer_size()) and not transport.is_closing():
             if time.monotonic() > deadline:
-                log.warning(
-                    "%d bytes of replies not written: the client stopped reading",
-                    transport.get_write_buffer_size(),
-                )
+                log.warning("%d bytes of replies not written: the client stopped reading", left)
                 return
             await asyncio.sleep(0.01)
 
@@ -213,18 +202,14 @@ def decode(text: bytes) -> Any:
     """A JSON value, refusing what cannot be written back as JSON: NaN, Infinity and numbers too
     large for a float (a reply echoing them would not be JSON); a lone surrogate (`"\\ud800"`) in any
     string becomes U+FFFD. Raises ValueError, RecursionError."""
-    value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    value = json.loads(text, parse_constant=_finite, parse_float=_finite)
     return with_valid_text(value) if SURROGATE_ESCAPE.search(text) else value
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _finite(text: str) -> float:
     number = float(text)
     if not math.isfinite(number):
-        raise ValueError(f"number out of range: {text[:40]}")
+        raise ValueError(f"{text[:40]} is not a finite JSON number")
     return number
 
 
@@ -239,11 +224,6 @@ def _invalid(value: Any) -> str | None:
     if "id" in value and not _valid_id(value["id"]):
         return "id is not a string, a number or null"
     return None
-
-
-def _handled(method: str | None) -> bool:
-    """Whether the server handles notification `method` (a reply to us has none)."""
-    return method is None or method in NOTIFICATIONS or method.startswith("_")
 
 
 def _valid_id(request_id: Any) -> bool:
@@ -281,15 +261,13 @@ def _brief(entry: Any) -> Any:
     return entry
 
 
-def _with_error_object(message: dict[str, Any]) -> dict[str, Any]:
+def _with_error_object(reply: dict[str, Any]) -> dict[str, Any]:
     """A client's error reply whose `error` is not an object still fails the request it answers
     (the SDK reads it with `.get`)."""
-    if "method" in message or "error" not in message or isinstance(message["error"], dict):
-        return message
-    kind = JSON_TYPES.get(type(message["error"]), "value")
-    log.warning("a malformed error reply from the client: its error is a %s, not an object", kind)
-    error = {"code": -32603, "message": f"malformed error reply (a {kind}, not an object)"}
-    return {**message, "error": error}
+    if "error" not in reply or isinstance(reply["error"], dict):
+        return reply
+    log.warning("a malformed error reply from the client: its error is not an object")
+    return {**reply, "error": {"code": -32603, "message": "malformed error reply (not an object)"}}
 
 
 def protocol_files() -> tuple[BinaryIO, BinaryIO]:
@@ -306,40 +284,30 @@ def protocol_files() -> tuple[BinaryIO, BinaryIO]:
 
 
 async def open_transport(proto_in: BinaryIO, proto_out: BinaryIO) -> LineTransport:
-    """Pipes (what editors give) are read and written by the event loop; a regular file (input
-    redirected from a file, output to one) falls back to a reader thread / blocking writes."""
+    """Pipes (what editors give) are read and written by the event loop; anything else (a file,
+    /dev/null) by a reader thread / blocking writes."""
     loop = asyncio.get_running_loop()
     reader = InputReader(limit=LINE_LIMIT)
     source: asyncio.BaseTransport | None = None
-    try:
-        if not _pollable(proto_in):
-            raise ValueError("not pollable")
+    if _pollable(proto_in):
         source, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), proto_in)
-    except ValueError:
+    else:
         threading.Thread(target=_feed, args=(loop, reader, proto_in), daemon=True).start()
     protocol = asyncio.streams.FlowControlMixin()
     transport: asyncio.WriteTransport
-    try:
-        if not _pollable(proto_out):
-            raise ValueError("not pollable")
+    if _pollable(proto_out):
         transport, _ = await loop.connect_write_pipe(lambda: protocol, proto_out)
-    except ValueError:
+    else:
         transport = _FileWriteTransport(proto_out)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return LineTransport(reader, writer, source)
 
 
-MAX_ARRAY_ITEMS = 10_000
-"""An array in a request's params longer than this is refused before the SDK validates it: pydantic
-builds one error per wrong item (a million wrong prompt blocks took 1.2 GB); no real request comes near."""
-_ARRAY_CHECK_NODES = 100_000
-
-
 def _oversized_array(value: Any) -> bool:
-    """Whether `value` holds a list of more than MAX_ARRAY_ITEMS items (looked for among its first
-    _ARRAY_CHECK_NODES values: a list's length costs nothing to read, its items are not all visited)."""
+    """Whether `value` holds a list of more than MAX_ARRAY_ITEMS items (among its first
+    ARRAY_CHECK_NODES values: a list's length costs nothing to read, its items are not all visited)."""
     pending, seen = [value], 0
-    while pending and seen < _ARRAY_CHECK_NODES:
+    while pending and seen < ARRAY_CHECK_NODES:
         item = pending.pop()
         seen += 1
         if isinstance(item, list):
@@ -373,22 +341,17 @@ def _deliver(reader: InputReader, data: bytes) -> None:
 
 
 class _FileWriteTransport(asyncio.WriteTransport):
-    """Blocking writes to a regular file (never full, so no flow control is needed)."""
+    """Blocking writes to a regular file or a device (never full, so no flow control is needed)."""
 
     def __init__(self, target: BinaryIO) -> None:
         super().__init__()
         self._target = target
-        self._closing = False
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        if not self._closing:
-            self._target.write(bytes(data))
+        self._target.write(bytes(data))
 
     def is_closing(self) -> bool:
-        return self._closing
+        return False
 
     def get_write_buffer_size(self) -> int:
         return 0
-
-    def close(self) -> None:
-        self._closing = True

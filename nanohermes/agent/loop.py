@@ -49,7 +49,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
-from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage
+from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shorten
 from nanohermes.llm import extract_text_tool_calls
 from nanohermes.memory import recall_for_turn, set_block
 from nanohermes.sessions.autosave import SessionSaver
@@ -57,6 +57,7 @@ from nanohermes.sessions.store import SessionData, SessionFile
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
+    from nanohermes.tools.hooks import HookRunner
 
 
 UNREADABLE_CALL = "the model wrote a <tool_call> that could not be read"
@@ -81,10 +82,12 @@ class Agent:
         workspace: str = "",
         secrets: tuple[str, ...] = (),
         checkpoints: TurnRecorder | None = None,
+        hooks: HookRunner | None = None,
     ) -> None:
         self._model, self._tools, self._config = model, tools, config
         self._store, self._session, self._checkpoints = store, session, checkpoints
         self._system = system_prompt
+        self._hooks = hooks  # user_prompt and stop (the tools run pre_tool and post_tool)
         # The session file's content; its messages, archive and usage are the live state (no copies).
         self._data = resumed or SessionData()
         self._data.workspace = workspace or self._data.workspace
@@ -165,6 +168,8 @@ class Agent:
     def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """One user turn (SPEC §4.1). Ends with exactly one TurnFinished."""
         cancel = cancel or CancelToken()
+        if (yield from self._prompt_blocked(user_content, cancel)):
+            return
         notes = self._checkpoints.model_notes() if self._checkpoints is not None else []
         # the user's message, after a note for each turn the user undid since the last one
         turn = Turn({"role": "user", "content": "\n\n".join([*notes, user_content])})
@@ -192,7 +197,21 @@ class Agent:
         if over.completed:
             excerpt = messages_of_turn(self.messages, turn.user_message)
             self._distiller.start(excerpt, had_tools=turn.had_tools)
+        if self._hooks is not None:
+            yield from self._hooks.run("stop", cancel, last_assistant_message=over.answer).notes
         yield TurnFinished(over.completed, over.reason, turn.usage, over.answer, changes.files)
+
+    def _prompt_blocked(self, prompt: str, cancel: CancelToken) -> Generator[Event, None, bool]:
+        """Run the user_prompt hooks; True when one blocked the prompt (the turn is then over)."""
+        if self._hooks is None:
+            return False
+        outcome = self._hooks.run("user_prompt", cancel, prompt=prompt)
+        yield from outcome.notes
+        if not outcome.reason:
+            return False
+        yield Note(f"prompt blocked by a user_prompt hook: {shorten(outcome.reason, 500)}", "error")
+        yield TurnFinished(False, "error")
+        return True
 
     def _end_checkpoint(self) -> TurnChanges:
         return self._checkpoints.end_turn() if self._checkpoints is not None else TurnChanges()

@@ -94,7 +94,9 @@ def build_agent(
     from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.loop import Agent
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
+    from nanohermes.core.cancel import CancelToken
     from nanohermes.mcp import start_servers
+    from nanohermes.tools.hooks import HookRunner
     from nanohermes.tools.runner import ToolRunner
 
     checkpoints = _checkpoints(settings, workspace, session.path)
@@ -109,6 +111,7 @@ def build_agent(
         checkpoints=checkpoints,
         files=files,
     )
+    hooks = runner.hooks = HookRunner(settings.hooks, sandbox, workspace, session.path, parts.verbose)
     secret = settings.api_key_value()
     agents_md, agents_note = load_agents_md(workspace)
     agent = Agent(
@@ -122,12 +125,16 @@ def build_agent(
         workspace=str(workspace),
         secrets=(secret,) if secret else (),
         checkpoints=checkpoints,
+        hooks=hooks,
     )
     if agents_note:
         agent.post_note(Note(agents_note, "warning"))
     if sandbox.startup_warning:
         # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
         agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "info"))
+    source = "resume" if resumed is not None else "startup"
+    for note in hooks.run("session_start", CancelToken(), source=source).notes:
+        agent.post_note(note)
     _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
     mcp = start_servers(
         settings.mcp_servers if mcp_servers is None else mcp_servers,

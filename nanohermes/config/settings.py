@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from nanohermes.config.config_file import ConfigFile
+from nanohermes.config.hooks_config import Hooks
 from nanohermes.config.mcp_config import check_server_names, describe_problem, read_mcp_json
 from nanohermes.config.setting_values import (
     ApiKey,
@@ -78,6 +79,7 @@ class Settings(BaseSettings):
     sandbox: SandboxMode = "auto"
     sandbox_network: bool = False
     mcp_servers: McpServers = Field(default_factory=dict)
+    hooks: Hooks = Field(default_factory=Hooks)
 
     @classmethod
     def settings_customise_sources(
@@ -214,7 +216,7 @@ def _describe(
         if field in layer.values:
             return _problem(error, layer.names[field])
     if field in file.toml_data:
-        return _problem(error, f"{field} in {file.path}{file.line_of(field)}")
+        return _problem(error, f"{'.'.join(loc)} in {file.path}{file.line_of(*loc)}")
     return _problem(error, field)
 
 

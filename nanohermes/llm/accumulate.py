@@ -11,7 +11,6 @@ are joined; arguments fragments are concatenated exactly as sent.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import uuid
@@ -28,8 +27,8 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-_STRUCTURE = re.compile(r'[{}"\\]')
-"""The characters that open or close an object or a string, or escape the next character."""
+_STRUCTURE = re.compile(r'\\.?|[{}"]', re.DOTALL)
+"""What opens or closes an object or a string, and an escape with the character it escapes."""
 
 
 @dataclass
@@ -44,16 +43,13 @@ class _Slot:
     parts: list[str] = field(default_factory=list)
     begun: bool = False
     """Whether the arguments hold anything but whitespace."""
-    _length: int = 0
     _depth: int = 0
+    """Objects open; -1: the text can no longer become one object (a stray `}`, text after it)."""
     _in_string: bool = False
-    _escaped_at: int = -1
-    _closed_at: int = -1
-    """Where an object closed at depth 0 with nothing but whitespace after it; -1: nowhere (yet)."""
-    _never: bool = False
-    """The text can no longer become one JSON object (a stray `}`, or more text after the object)."""
-    _checked_at: int = -1
-    _complete: bool = False
+    _escape_next: bool = False
+    _closed: bool = False
+    """An object closed at depth 0, with nothing but whitespace after it."""
+    _verdict: bool | None = None
 
     def arguments(self) -> str:
         if len(self.parts) > 1:
@@ -61,33 +57,27 @@ class _Slot:
         return self.parts[0] if self.parts else ""
 
     def append(self, text: str) -> None:
-        offset = self._length
         self.parts.append(text)
         self.begun = self.begun or bool(text.strip())
-        for match in _STRUCTURE.finditer(text):
-            self._scan(match.group(), offset + match.start())
-        self._length += len(text)
-        if self._closed_at >= 0 and text[max(0, self._closed_at - offset) :].strip():
-            self._closed_at, self._never = -1, True  # `{…} more`: no longer one object
-
-    def _scan(self, char: str, at: int) -> None:
-        if at == self._escaped_at:
+        if self._closed and text.strip():
+            self._closed, self._depth = False, -1
+        if self._depth < 0 or not text:
             return
-        if self._in_string:
-            if char == "\\":
-                self._escaped_at = at + 1
-            elif char == '"':
-                self._in_string = False
-        elif char == '"':
-            self._in_string = True
-        elif char == "{":
-            self._depth += 1
-        elif char == "}":
-            self._depth -= 1
-            if self._depth == 0 and not self._never:
-                self._never = self._closed_at >= 0  # a second object after the first
-                self._closed_at = -1 if self._never else at + 1
-            self._never = self._never or self._depth < 0
+        at, self._escape_next = int(self._escape_next), False
+        for match in _STRUCTURE.finditer(text, at):
+            token = match.group()
+            if self._in_string:
+                self._in_string, self._escape_next = token != '"', token == "\\"
+            elif token == '"':
+                self._in_string = True
+            elif token in "{}":
+                self._depth += 1 if token == "{" else -1
+                if self._depth == 0:
+                    self._closed, self._verdict = True, None
+                    if text[match.end() :].strip():
+                        self._closed, self._depth = False, -1
+                if self._depth < 0:
+                    return
 
     def replace(self, text: str) -> None:
         """Arguments sent whole (as an object): they replace whatever came before."""
@@ -97,15 +87,14 @@ class _Slot:
 
     def arguments_complete(self) -> bool:
         """True once the arguments so far parse as a JSON object (parsed once per closing `}`)."""
-        if self._never or self._closed_at < 0 or self._in_string:
+        if not self._closed:
             return False
-        if self._checked_at != self._closed_at:
-            self._checked_at = self._closed_at
+        if self._verdict is None:
             try:
-                self._complete = isinstance(json.loads(self.arguments()), dict)
+                self._verdict = isinstance(json.loads(self.arguments()), dict)
             except JSON_ERRORS:
-                self._complete = False
-        return self._complete
+                self._verdict = False
+        return self._verdict
 
 
 class ToolCallAccumulator:
@@ -169,33 +158,19 @@ class ToolCallAccumulator:
         return slot
 
     def calls(self) -> list[ToolCall]:
-        """The accumulated calls in order; ids synthesised when missing; empty arguments become `{}`."""
-        found = (finished_call(slot.id, slot.name, slot.arguments(), self._new_id) for slot in self._slots)
-        return unique_ids([call for call in found if call is not None], self._new_id)
-
-
-def unique_ids(calls: list[ToolCall], new_id: Callable[[], str] = new_call_id) -> list[ToolCall]:
-    """`calls` with each id used once: a repeated id is replaced by a fresh one, because two results
-    under one `tool_call_id` cannot be told apart by the model (and strict servers refuse them)."""
-    seen: set[str] = set()
-    unique: list[ToolCall] = []
-    for call in calls:
-        if call.id in seen:
-            call = dataclasses.replace(call, id=new_id())
-        seen.add(call.id)
-        unique.append(call)
-    return unique
-
-
-def finished_call(
-    call_id: str, name: str, arguments: str, new_id: Callable[[], str] = new_call_id
-) -> ToolCall | None:
-    """A call as the loop gets it (streamed or not): None when it holds neither a name nor arguments;
-    a missing id synthesised; empty arguments `{}`."""
-    if not name and not arguments.strip():
-        return None
-    text = arguments if arguments.strip() else "{}"
-    return ToolCall(id=call_id or new_id(), name=name.strip(), arguments=text)
+        """The accumulated calls in order: one with neither a name nor arguments is dropped, a missing
+        or repeated id is synthesised (two results under one `tool_call_id` cannot be told apart by
+        the model, and strict servers refuse them), and empty arguments become `{}`."""
+        calls: list[ToolCall] = []
+        seen: set[str] = set()
+        for slot in self._slots:
+            arguments = slot.arguments()
+            if not slot.name and not arguments.strip():
+                continue
+            call_id = slot.id if slot.id and slot.id not in seen else self._new_id()
+            seen.add(call_id)
+            calls.append(ToolCall(call_id, slot.name.strip(), arguments if arguments.strip() else "{}"))
+        return calls
 
 
 def _another(current: _Slot, name: str, has_arguments: bool) -> bool:
@@ -235,19 +210,16 @@ def extract_text_tool_calls(content: str, tool_names: set[str]) -> tuple[str, li
     text). Blocks that are not valid JSON or name no offered tool stay in the text untouched.
     """
     if "<tool_call>" in content:
-        kept: list[str] = []
         calls: list[ToolCall] = []
-        last = 0
-        for match in _TAGGED.finditer(content):
+
+        def take(match: re.Match[str]) -> str:
             found = _parse_calls(match.group(1), tool_names, need_arguments=False)
-            if found is None:
-                continue
-            kept.append(content[last : match.start()])
-            last = match.end()
-            calls.extend(found)
+            calls.extend(found or [])
+            return match.group() if found is None else ""
+
+        kept = _TAGGED.sub(take, content)
         if calls:
-            kept.append(content[last:])
-            return "".join(kept).strip(), calls
+            return kept.strip(), calls
     stripped = content.strip()
     fenced = _FENCED.match(stripped)
     candidate = fenced.group(1) if fenced else stripped
@@ -281,16 +253,13 @@ def _parse_call(item: Any, tool_names: set[str], *, need_arguments: bool) -> Too
     name = item.get("name")
     if not isinstance(name, str) or name not in tool_names:
         return None
-    key = "arguments" if "arguments" in item else "parameters" if "parameters" in item else None
-    if key is None and need_arguments:
+    if need_arguments and "arguments" not in item and "parameters" not in item:
         return None
-    arguments = item.get(key) if key else None
-    if arguments is None:
-        text = "{}"
-    elif isinstance(arguments, str):
-        text = arguments.strip() or "{}"
-    elif isinstance(arguments, dict):
+    arguments = item["arguments"] if "arguments" in item else item.get("parameters")
+    if isinstance(arguments, dict):
         text = json.dumps(arguments, ensure_ascii=False)
+    elif isinstance(arguments, str | None):
+        text = (arguments or "").strip() or "{}"
     else:
         return None
     return ToolCall(id=new_call_id(), name=name, arguments=text)

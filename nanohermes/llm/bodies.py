@@ -6,7 +6,6 @@ response is aborted from the cancelling thread); a connection cut mid-way become
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 from collections.abc import Callable, Generator, Iterator
 
@@ -23,8 +22,8 @@ from nanohermes.llm.sse import Marker, iter_chunks, iter_lines
 ERROR_BODY_LIMIT = 64 * 1024
 """At most this much of an error response is read: enough for any provider's error JSON."""
 ANSWER_LIMIT = 128 * 1024 * 1024
-"""At most this much of an answer is read (a 128k-token answer streamed token by token is ~40 MB):
-a server that streams without end must not fill the memory before the total deadline."""
+"""At most this many characters of an answer are read (a 128k-token answer streamed token by token is
+~40 MB): a server that streams without end must not fill the memory before the total deadline."""
 _CUT = (httpx.HTTPError, httpx.StreamError, OSError, ValueError)
 
 
@@ -37,32 +36,31 @@ class BodyReader:
         self._clock = clock
 
     def error_text(self, response: httpx.Response, cancel: CancelToken | None) -> str:
-        """The start of an error response's body: at most ERROR_BODY_LIMIT bytes, and only what
+        """The start of an error response's body: at most ERROR_BODY_LIMIT characters, and only what
         arrived before the total deadline ("" when it cannot be read); closes the response."""
-        data = bytearray()
+        text = ""
         try:
             with self._guarded(response, cancel) as deadline:
-                for piece in response.iter_bytes():
-                    data += piece
-                    if len(data) >= ERROR_BODY_LIMIT or self._past(deadline, cancel):
+                for piece in response.iter_text():
+                    text += piece
+                    if len(text) >= ERROR_BODY_LIMIT or self._past(deadline, cancel):
                         break
         except _CUT:
             return ""
-        return data.decode("utf-8", "replace")
+        return text
 
     def whole(self, response: httpx.Response, cancel: CancelToken | None) -> str:
         """The whole body (a JSON answer to a streamed request, or to a plain one)."""
-        parts: list[bytes] = []
         try:
             with self._guarded(response, cancel) as deadline:
-                parts.extend(self._pieces(response, deadline, cancel))
+                text = "".join(self._text(response, deadline, cancel))
         except _CUT as err:
             raise IncompleteStream(
                 f"the answer from {self.url} was cut off: {describe(err)}", "try again"
             ) from None
         if cancel is not None:
             cancel.raise_if_cancelled()
-        return b"".join(parts).decode(response.encoding or "utf-8", "replace").removeprefix("\ufeff")
+        return text.removeprefix("\ufeff")
 
     def stream(
         self, response: httpx.Response, assembler: StreamAssembler, cancel: CancelToken | None
@@ -100,17 +98,9 @@ class BodyReader:
             response.close()
 
     def _text(self, response: httpx.Response, deadline: float, cancel: CancelToken | None) -> Iterator[str]:
-        decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")("replace")
-        for piece in self._pieces(response, deadline, cancel):
-            yield decoder.decode(piece)
-        yield decoder.decode(b"", final=True)
-
-    def _pieces(
-        self, response: httpx.Response, deadline: float, cancel: CancelToken | None
-    ) -> Iterator[bytes]:
-        """The body's bytes as they arrive, within the total deadline and ANSWER_LIMIT."""
+        """The body's text as it arrives (decoded by httpx), within the deadline and ANSWER_LIMIT."""
         size = 0
-        for piece in response.iter_bytes():
+        for piece in response.iter_text():
             self._check(deadline, cancel)
             size += len(piece)
             if size > ANSWER_LIMIT:

@@ -42,7 +42,7 @@ from nanohermes.llm.failures import (
     strip_userinfo,
     without_key,
 )
-from nanohermes.llm.interrupt import SendWorkers
+from nanohermes.llm.interrupt import send_cancellable
 from nanohermes.llm.proxy import new_http_client, proxy_for
 from nanohermes.llm.response import StreamAssembler, assemble, parse_completion, replay_deltas
 from nanohermes.llm.sse import iter_lines
@@ -77,7 +77,6 @@ class ChatClient:
         http_client: httpx.Client | None = None,
         max_retries: int = 3,
         request_timeout: float = 120.0,
-        connect_timeout: float = CONNECT_TIMEOUT,
         total_timeout: float | None = None,
         send_reasoning: bool = False,
         max_tokens: int | None = None,
@@ -96,19 +95,15 @@ class ChatClient:
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else new_http_client(self.base_url)
         self.max_retries = max_retries
-        self._timeout = httpx.Timeout(
-            connect=connect_timeout, read=request_timeout, write=request_timeout, pool=connect_timeout
-        )
+        self._timeout = httpx.Timeout(request_timeout, connect=CONNECT_TIMEOUT, pool=CONNECT_TIMEOUT)
         self._bodies = BodyReader(
             self.url, total_timeout or max(MIN_TOTAL_DEADLINE, 5 * request_timeout), clock
         )
         self.send_reasoning = send_reasoning
         self.max_tokens = max_tokens
         self._sleep = sleep
-        self._clock = clock
         self._wall_clock = wall_clock
         self._random = random
-        self._workers = SendWorkers()
         self._stopped = stopped
         """Says why the server is gone (the --local child exited), or None: asked when a connection
         fails, so a dead server is named at once instead of retried as unreachable."""
@@ -117,14 +112,12 @@ class ChatClient:
     def from_settings(
         cls,
         settings: Settings,
-        http_client: httpx.Client | None = None,
         stopped: Callable[[], str | None] | None = None,
     ) -> ChatClient:
         return cls(
             base_url=settings.base_url,
             model=settings.model,
             api_key=settings.api_key_value(),
-            http_client=http_client,
             max_retries=settings.max_retries,
             request_timeout=settings.request_timeout,
             send_reasoning=settings.send_reasoning,
@@ -139,7 +132,6 @@ class ChatClient:
 
     def close(self) -> None:
         """Close the HTTP client if this object created it (an injected one belongs to the caller)."""
-        self._workers.close()
         if self._owns_http:
             self._http.close()
 
@@ -356,7 +348,7 @@ class ChatClient:
         for the server's first byte (prompt processing on a local model can take minutes)."""
         if cancel is None:
             return self._http.send(request, stream=True)
-        return self._workers.send(self._http, request, cancel, self.total_timeout)
+        return send_cancellable(self._http, request, cancel, self.total_timeout)
 
 
 def _cut(ended: bool, assembler: StreamAssembler) -> str:

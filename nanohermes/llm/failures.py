@@ -81,21 +81,6 @@ def strip_userinfo(url: str) -> tuple[str, str]:
     return f"{scheme}{sep}{host}{slash}{path}", userinfo.partition(":")[2]
 
 
-def server_message(body: str) -> str:
-    """The human part of an error body (`error.message`, `error`, `message`, `detail`), one line."""
-    return one_line(body_info(body).message or body.strip())
-
-
-def body_info(body: str) -> ErrorInfo:
-    """An error body's message and codes (a JSON body, or plain text as the message)."""
-    text = body.strip()
-    try:
-        data: Any = json.loads(text)
-    except ValueError:
-        return ErrorInfo(text, frozenset())
-    return read_error(data)
-
-
 def one_line(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -157,7 +142,7 @@ def status_error(
     """The error for a non-2xx answer. `retries` is how many retries were spent before giving up;
     `retry_after` whether the server asked to retry later (then quota words mean a rate limit)."""
     body = hide_key(body, target.key)
-    info = body_info(body)
+    info = read_error(body)
     detail = one_line(info.message or body.strip())
     said = f": {detail}" if detail else ""
     if _is_web_page(body):  # a proxy's or a website's page: its markup says nothing useful

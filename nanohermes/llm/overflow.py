@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from nanohermes.core.errors import JSON_ERRORS
+
 OVERFLOW_CODES = frozenset(
     {
         "context_length_exceeded",  # OpenAI, Azure, Groq, Cerebras
@@ -97,11 +99,14 @@ def _nodes(data: Any, depth: int) -> Iterator[dict[str, Any] | str]:
     if depth > 6:
         return
     if isinstance(data, str):
-        nested = _json_in(data)
-        if nested is None:
-            yield data
-        else:
+        try:
+            nested = json.loads(data) if data.strip()[:1] in ("{", "[") else None
+        except JSON_ERRORS:
+            nested = None
+        if isinstance(nested, dict | list):
             yield from _nodes(nested, depth + 1)
+        else:
+            yield data
     elif isinstance(data, list):
         for item in data[:4]:
             yield from _nodes(item, depth + 1)
@@ -112,30 +117,13 @@ def _nodes(data: Any, depth: int) -> Iterator[dict[str, Any] | str]:
                 yield from _nodes(data[key], depth + 1)
 
 
-def _json_in(text: str) -> Any:
-    stripped = text.strip()
-    if not stripped.startswith(("{", "[")):
-        return None
-    try:
-        value = json.loads(stripped)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict | list) else None
-
-
-def is_field_too_long(info: ErrorInfo) -> bool:
-    """A request field over its limit (tool name/description, one string): not the conversation."""
-    return bool(info.codes & FIELD_CODES) or any(p in info.lowered for p in FIELD_PHRASES)
-
-
 def is_context_overflow(info: ErrorInfo) -> bool:
-    """The prompt does not fit the model's context window."""
-    if is_field_too_long(info):
-        return False
-    if info.codes & OVERFLOW_CODES:
-        return True
+    """The prompt does not fit the model's context window (a request *field* over its limit, a tool's
+    name or description, is not the conversation)."""
     lowered = info.lowered
-    if all(word in lowered for word in GEMINI_WORDS):
+    if info.codes & FIELD_CODES or any(phrase in lowered for phrase in FIELD_PHRASES):
+        return False
+    if info.codes & OVERFLOW_CODES or all(word in lowered for word in GEMINI_WORDS):
         return True
     return any(phrase in lowered for phrase in OVERFLOW_PHRASES)
 

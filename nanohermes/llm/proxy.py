@@ -27,10 +27,10 @@ def new_http_client(base_url: str) -> httpx.Client:
     try:
         return httpx.Client(verify=not base_url.lower().startswith("http://"))
     except _UNUSABLE as err:
-        names = [name for name in dict.fromkeys(_ALL_VARIABLES) if os.environ.get(name)]
-        broken = next((name for name in names if not _usable(os.environ[name])), names[0] if names else "")
-        where = broken or "the proxy settings"
+        names = dict.fromkeys(name for names in _PROXY_VARIABLES.values() for name in names)
+        broken = next((name for name in names if os.environ.get(name) and not _usable(os.environ[name])), "")
         value = strip_userinfo(os.environ[broken])[0] if broken else ""
+        where = broken or "the proxy settings"
         socks = " (a SOCKS proxy needs `pip install 'httpx[socks]'`)" if "socks" in value.lower() else ""
         raise ConfigError(
             f"cannot use the proxy in {where}{f' ({value})' if value else ''}: {one_line(str(err), 200)}",
@@ -39,7 +39,6 @@ def new_http_client(base_url: str) -> httpx.Client:
 
 
 _UNUSABLE = (ValueError, ImportError, httpx.InvalidURL)
-_ALL_VARIABLES = [name for names in _PROXY_VARIABLES.values() for name in names]
 
 
 def _usable(proxy: str) -> bool:

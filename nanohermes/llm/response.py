@@ -1,4 +1,14 @@
-"""Chat-completion answers → ChatResult: the streamed chunks (StreamAssembler) or one JSON body."""
+"""Chat-completion answers → ChatResult: the streamed chunks (StreamAssembler) or one JSON body.
+
+What a message or delta says, whatever shape the server gives it:
+- `content` as a string, or as a list of parts (Mistral: `[{"type": "thinking", "thinking": [...]},
+  {"type": "text", "text": ...}]`): text parts are the answer, thinking/reasoning parts reasoning.
+- reasoning as `reasoning_content` or `reasoning` (a string), or `reasoning_details` (OpenRouter,
+  Snowflake: `[{"type": "reasoning.text", "text": ...}, {"type": "reasoning.summary", "summary": ...}]`;
+  encrypted entries carry nothing to show). A string field wins: OpenRouter sends both.
+- `refusal` (OpenAI): the model declined; shown as the answer.
+- `choices`: only the choice with `index` 0 is read (a proxy may fan out `n > 1`).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +18,70 @@ from typing import Any
 
 from nanohermes.core.errors import JSON_ERRORS, BadResponse, IncompleteStream
 from nanohermes.core.events import ReasoningDelta, StreamItem, TextDelta
-from nanohermes.core.types import ChatResult, ToolCall, Usage
-from nanohermes.llm.accumulate import ToolCallAccumulator, finished_call, unique_ids
+from nanohermes.core.types import ChatResult, Usage
+from nanohermes.llm.accumulate import ToolCallAccumulator
 from nanohermes.llm.failures import Target, one_line, payload_error
-from nanohermes.llm.parts import first_choice, reasoning_of, refusal_of, split_content
 from nanohermes.llm.sse import Chunk, Marker, iter_chunks
+from nanohermes.llm.wire import REASONING_KEYS
+
+_THINKING_TYPES = frozenset({"thinking", "reasoning"})
+
+
+def first_choice(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The choice with `index` 0 (or without an index), or None when the chunk has none."""
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        return None
+    for choice in choices:
+        if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
+            return choice
+    return None
+
+
+def split_content(content: Any) -> tuple[str, str]:
+    """(answer text, reasoning text) of a `content` field: a string, or a list of parts."""
+    if isinstance(content, str):
+        return content, ""
+    if not isinstance(content, list):
+        return "", ""
+    text: list[str] = []
+    thinking: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            text.append(part)
+        elif isinstance(part, dict):
+            kind = part.get("type")
+            if kind in _THINKING_TYPES:
+                thinking.append(_texts(part.get(kind) or part.get("text")))
+            elif kind in (None, "text", "output_text"):
+                text.append(_texts(part.get("text")))
+    return "".join(text), "".join(thinking)
+
+
+def reasoning_of(part: dict[str, Any]) -> str:
+    """The reasoning text of a delta or message (see the module docstring)."""
+    for key in REASONING_KEYS:
+        value = part.get(key)
+        if isinstance(value, str) and value:
+            return value
+    details = part.get("reasoning_details")
+    if not isinstance(details, list):
+        return ""
+    found: list[str] = []
+    for item in details:
+        if isinstance(item, dict):
+            value = item.get("text") if item.get("text") is not None else item.get("summary")
+            found.append(_texts(value))
+    return "".join(found)
+
+
+def _texts(value: Any) -> str:
+    """A string, or the text of a list of `{"type": "text", "text": ...}` pieces."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(_texts(item.get("text") if isinstance(item, dict) else item) for item in value)
+    return ""
 
 
 def find_usage(data: dict[str, Any]) -> Usage | None:
@@ -57,11 +126,11 @@ class StreamAssembler:
         if choice is None:
             return []
         self.saw_choice = True
-        delta = choice.get("delta")
-        if not isinstance(delta, dict):
+        delta, whole = choice.get("delta"), False
+        if not isinstance(delta, dict):  # a whole message (a JSON answer, or some servers' last chunk)
             message = choice.get("message")
-            delta = message if isinstance(message, dict) else {}
-        items = self._take(delta)
+            delta, whole = (message if isinstance(message, dict) else {}), True
+        items = self._take(delta, whole)
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and finish:
             if finish == "error":
@@ -71,7 +140,7 @@ class StreamAssembler:
             self.finish_reason = finish
         return items
 
-    def _take(self, delta: dict[str, Any]) -> list[StreamItem]:
+    def _take(self, delta: dict[str, Any], whole: bool) -> list[StreamItem]:
         text, thinking = split_content(delta.get("content"))
         items: list[StreamItem] = []
         for reasoning in (reasoning_of(delta), thinking):
@@ -81,15 +150,15 @@ class StreamAssembler:
         if text:
             self._content.append(text)
             items.append(TextDelta(text))
-        refusal = refusal_of(delta)
-        if refusal:  # shown as the answer
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:  # shown as the answer
             self._refusal.append(refusal)
             items.append(TextDelta(refusal))
         tool_calls = delta.get("tool_calls")
         if isinstance(tool_calls, list):
-            for call in tool_calls:
+            for position, call in enumerate(tool_calls):
                 if isinstance(call, dict):
-                    self._calls.add(call)
+                    self._calls.add(_whole_call(call, position) if whole else call)
         return items
 
     def result(self) -> ChatResult:
@@ -101,6 +170,15 @@ class StreamAssembler:
             usage=self.usage,
             refusal="".join(self._refusal),
         )
+
+
+def _whole_call(call: dict[str, Any], position: int) -> dict[str, Any]:
+    """A call of a whole message as a delta: apart from the others whatever its index says, and a
+    `"function": "read_file"` (some models write the name alone) taken as the name."""
+    function = call.get("function")
+    if isinstance(function, str):
+        function = {"name": function}
+    return {**call, "index": position, "function": function}
 
 
 def assemble(lines: Iterable[str], target: Target) -> ChatResult:
@@ -129,31 +207,13 @@ def parse_completion(body: str, target: Target) -> ChatResult:
         raise BadResponse("the endpoint's answer is not a chat completion (not a JSON object)")
     if data.get("error"):
         raise payload_error(data["error"], target, in_stream=False)
-    choice = first_choice(data)
-    if choice is None:
+    if first_choice(data) is None:
         raise BadResponse(
             "the endpoint's answer has no choices", "check --base-url points at a chat-completions endpoint"
         )
-    message = choice.get("message")
-    message = message if isinstance(message, dict) else {}
-    finish = choice.get("finish_reason")
-    text, thinking = split_content(message.get("content"))
-    return ChatResult(
-        content=text,
-        reasoning=reasoning_of(message) + thinking,
-        tool_calls=_message_calls(message.get("tool_calls")),
-        finish_reason=finish if isinstance(finish, str) and finish else None,
-        usage=find_usage(data) or Usage(),
-        refusal=refusal_of(message),
-    )
-
-
-def _message_calls(raw: Any) -> list[ToolCall]:
-    if not isinstance(raw, list):
-        return []
-    parsed = (ToolCall.from_dict(item) for item in raw if isinstance(item, dict))
-    found = (finished_call(call.id, call.name, call.arguments) for call in parsed)
-    return unique_ids([call for call in found if call is not None])
+    assembler = StreamAssembler(target)
+    assembler.feed(data)
+    return assembler.result()
 
 
 def replay_deltas(result: ChatResult) -> Iterator[StreamItem]:

@@ -10,6 +10,7 @@ is not followed by a blank line.
 from __future__ import annotations
 
 import enum
+import itertools
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -76,28 +77,21 @@ def iter_sse_data(lines: Iterable[str]) -> Iterator[list[str]]:
     `event: error` + `data: …` or llama.cpp's own `error: {…}` line, comes out as `{"error": …}`."""
     data: list[str] = []
     event = ""
-    for line in lines:
+    for line in itertools.chain(lines, [""]):  # the last event may lack its blank line
         if not line:
             if data:
                 yield [as_error(data)] if event == "error" else data
-                data = []
-            event = ""
-            continue
-        if line[0] == ":":
-            continue
-        field, sep, value = line.partition(":")
-        if sep and value[:1] == " ":
-            value = value[1:]
-        value = value.rstrip("\r")
-        if field == "data":
-            data.append(value)
-        elif field == "event":
-            event = value.strip()
-        elif field == "error":  # llama.cpp's server: `error: {"code": 500, "message": …}`
-            data.append(as_error([value]))
-        # id:, retry: and unknown fields carry nothing we use
-    if data:
-        yield [as_error(data)] if event == "error" else data
+            data, event = [], ""
+        elif line[0] != ":":  # `:` starts a comment (a keep-alive)
+            field, sep, value = line.partition(":")
+            value = value[1:] if sep and value[:1] == " " else value
+            if field == "data":
+                data.append(value)
+            elif field == "event":
+                event = value.strip()
+            elif field == "error":  # llama.cpp's server: `error: {"code": 500, "message": …}`
+                data.append(as_error([value]))
+            # id:, retry: and unknown fields carry nothing we use
 
 
 def as_error(data: list[str]) -> str:
@@ -115,20 +109,16 @@ def as_error(data: list[str]) -> str:
 def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal[Marker.DONE]]:
     """Yield each event's JSON object, or DONE for `[DONE]`. Raises BadResponse for non-JSON data."""
     for data in iter_sse_data(lines):
-        if len(data) == 1:
-            if data[0].strip():
-                yield _decode(data[0])
-            continue
         joined = "\n".join(data)
         if not joined.strip():
             continue  # `data:` keep-alives without payload
         try:
-            yield _decode(joined)
+            chunks = [_decode(joined)]
         except BadResponse:
-            # No blank lines between events: every data line is its own chunk.
-            for part in data:
-                if part.strip():
-                    yield _decode(part)
+            if len(data) == 1:
+                raise
+            chunks = [_decode(part) for part in data if part.strip()]  # events without blank lines
+        yield from chunks
 
 
 def _decode(payload: str) -> Chunk | Literal[Marker.DONE]:

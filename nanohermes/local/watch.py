@@ -1,5 +1,5 @@
-"""What nanohermes watches of the `--local` server (localserver.py): its output, copied to a bounded
-log by `LogPump`, and whether the socket answering on its port is its own (`listens`)."""
+"""What nanohermes watches of the `--local` server: its output, copied to a bounded log by `LogPump`,
+and whether the socket answering on its port is its own (`listens`)."""
 
 from __future__ import annotations
 

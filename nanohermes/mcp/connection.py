@@ -1,23 +1,16 @@
-"""One MCP server's SDK client, driven on the manager's event loop (with `stdio`, the only users of `mcp`).
+"""One MCP server's SDK client, driven on the manager's event loop.
 
-A holder task enters the SDK's `Client` (over `stdio.StdioTransport`, which spawns a stdio server in
-its own process group, or over a streamable HTTP session), lists the tools, then waits until
+A holder task enters the SDK's `Client` (stdio or streamable HTTP), lists the tools, then waits until
 `close()`: anyio context managers must be left by the task that entered them. Calls run as their own
-tasks on the same loop; cancelling one sends MCP's `notifications/cancelled`. Leaving the client
-closes stdin, then kills the server's process group (the SDK's shutdown, shielded from cancellation).
-
-SDK errors never leave this module: `ServerGone` (the connection ended: crash, exit, network) and
-`CallFailed` (a JSON-RPC error for one request) carry one-line reasons.
+tasks; cancelling one sends `notifications/cancelled`. SDK errors never leave this module: they become
+`ServerGone` (the connection ended) or `CallFailed` (an error answer), each with a one-line reason.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +26,9 @@ from pydantic import ValidationError
 from nanohermes import __version__
 from nanohermes.config.mcp_config import McpServerConfig
 from nanohermes.core.errors import ConfigError, NanoHermesError
-from nanohermes.mcp.stdio import LogSink, StdioTransport
-from nanohermes.mcp.surrogates import SurrogateRepair
+from nanohermes.mcp.logs import ServerLog
+from nanohermes.mcp.stdio import StdioTransport
+from nanohermes.mcp.tools import ListedTool
 
 CLOSE_SECONDS = 8.0
 """Bound on leaving the client: the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL."""
@@ -52,16 +46,6 @@ class CallFailed(Exception):
     """The server answered one request with an error."""
 
 
-@dataclass(frozen=True)
-class ListedTool:
-    """A tool as the server lists it, in plain types."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    read_only: bool
-
-
 class Connection:
     def __init__(
         self,
@@ -69,11 +53,11 @@ class Connection:
         config: McpServerConfig,
         *,
         cwd: Path,
-        errlog: LogSink,
-        on_tools_changed: Callable[[], None] | None = None,
+        errlog: ServerLog,
+        on_tools_changed: Callable[[], None],
     ) -> None:
-        """`on_tools_changed`: called on the loop when the server says its tool list changed
-        (`notifications/tools/list_changed`); it must not wait for the server (`list_tools` later)."""
+        """`on_tools_changed`: called on the loop when the server says its tool list changed; it must
+        not wait for the server."""
         self.name = name
         self._on_tools_changed = on_tools_changed
         self.config = config
@@ -83,8 +67,6 @@ class Connection:
         self._holder: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._transport: StdioTransport | None = None
-        self.pid: int | None = None
-        """A stdio server's process id (= its process group: it starts in a new session)."""
 
     async def open(self) -> list[ListedTool]:
         """Connect and list the tools within `startup_timeout`. Raises on failure (the server is closed)."""
@@ -104,13 +86,12 @@ class Connection:
                 self._client = client
                 if not ready.done():
                     ready.set_result(tools)
-                listener = asyncio.create_task(self._listen(client)) if self._on_tools_changed else None
+                listener = asyncio.create_task(self._listen(client))
                 try:
                     await self._stop.wait()
                 finally:
-                    if listener is not None:
-                        listener.cancel()
-                        await asyncio.wait({listener}, timeout=CLOSE_SECONDS)
+                    listener.cancel()
+                    await asyncio.wait({listener}, timeout=CLOSE_SECONDS)
         except BaseException as err:
             if not ready.done():
                 failure = self._failure()
@@ -123,6 +104,9 @@ class Connection:
 
     def _make_client(self, stack: contextlib.AsyncExitStack) -> Client:
         info = mcp_types.Implementation(name="nanohermes", version=__version__)
+        return Client(self._transport_for(stack), client_info=info, message_handler=self._on_message)
+
+    def _transport_for(self, stack: contextlib.AsyncExitStack) -> Any:
         config = self.config
         if config.url is not None:
             http = httpx2.AsyncClient(
@@ -130,8 +114,7 @@ class Connection:
                 timeout=httpx2.Timeout(30.0, read=max(300.0, config.tool_timeout + 5)),
             )
             stack.push_async_callback(http.aclose)
-            transport: Any = streamable_http_client(config.url, http_client=http)
-            return Client(transport, client_info=info, message_handler=self._on_message)
+            return streamable_http_client(config.url, http_client=http)
         cwd = self._cwd if config.cwd is None else self._cwd / config.cwd  # an absolute cwd stays
         if not cwd.is_dir():  # else the spawn's error names the directory as a missing command
             raise ConfigError(f"its working directory {cwd} is not a directory", "fix its cwd")
@@ -142,12 +125,12 @@ class Connection:
             cwd=cwd,
             encoding_error_handler="replace",  # "strict" ends the reader at a stray byte: every reply lost
         )
-        return Client(self._stdio(params), client_info=info, message_handler=self._on_message)
+        self._transport = StdioTransport(params, self._errlog)
+        return self._transport.streams()
 
     async def _listen(self, client: Client) -> None:
         """Servers on protocol 2026-07-28 announce a changed tool list on a `subscriptions/listen`
         stream (older ones send `notifications/tools/list_changed`: `_on_message`)."""
-        assert self._on_tools_changed is not None
         try:
             async with client.listen(tools_list_changed=True) as subscription:
                 async for _event in subscription:
@@ -157,33 +140,21 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         """What the server sends unasked: only a changed tool list matters here."""
-        if isinstance(message, mcp_types.ToolListChangedNotification) and self._on_tools_changed is not None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
             self._on_tools_changed()
-
-    @contextlib.asynccontextmanager
-    async def _stdio(self, params: StdioServerParameters) -> AsyncIterator[Any]:
-        """The stdio transport, then SIGKILL to the server's process group: the transport kills the
-        group only when the server outlives its grace period, so children it started would linger."""
-        transport = self._transport = StdioTransport(params, self._errlog)
-        try:
-            async with transport.streams() as (read, write):
-                self.pid = transport.pid
-                yield SurrogateRepair(read), write
-        finally:
-            if transport.pid is not None:
-                kill_group(transport.pid)
 
     def _failure(self) -> str | None:
         """Why the transport ended the connection itself (a line over its limit), if it did."""
         return None if self._transport is None else self._transport.failure
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        """The CallToolResult of one call. Raises ServerGone or CallFailed."""
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The CallToolResult of one call, in its JSON form. Raises ServerGone or CallFailed."""
         client = self._client
         if client is None:
             raise ServerGone("not connected")
         with _one_line_errors(self._failure):
-            return await client.call_tool(tool, arguments)
+            result = await client.call_tool(tool, arguments)
+        return result.model_dump(by_alias=True, mode="json")
 
     async def list_tools(self) -> list[ListedTool]:
         """The server's tools as it lists them now. Raises ServerGone or CallFailed."""
@@ -192,10 +163,6 @@ class Connection:
             raise ServerGone("not connected")
         with _one_line_errors(self._failure):
             return await _list_tools(client)
-
-    @property
-    def connected(self) -> bool:
-        return self._client is not None
 
     async def close(self) -> None:
         """Leave the client (stdio: the server's process group is killed); bounded, never raises."""
@@ -247,15 +214,6 @@ def invalid_reply(err: ValidationError) -> str:
     where = ".".join(str(part) for part in loc) or "the reply"
     tail = f" (and {more} more problems)" if more > 0 else ""
     return f"the server sent an invalid {err.title}: {where}: {message}{tail}"
-
-
-def kill_group(pid: int) -> None:
-    """SIGKILL every process left in the group `pid` leads (POSIX; nothing elsewhere)."""
-    killpg = getattr(os, "killpg", None)
-    if killpg is None:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        killpg(pid, signal.SIGKILL)
 
 
 async def _list_tools(client: Client) -> list[ListedTool]:

@@ -1,23 +1,17 @@
 """McpManager: every configured MCP server of one runtime, on one asyncio event-loop thread.
 
-    manager = McpManager(settings.mcp_servers, cwd=workspace, log_dir=state_dir / "mcp")
-    manager.start()                   # returns at once; servers start in parallel in the background
-    runner.add_source(manager.tools)  # tools of the servers that are up (waits for ones still starting)
-    manager.status()                  # state, tools and last error of each server (/mcp, `mcp list`)
-    manager.close()                   # closes every server; stdio ones are killed with their process group
-
-The SDK (PyPI `mcp`) is imported on the loop thread when the first server starts, never on the path
-to the prompt. A server that fails to start, crashes or times out gives one notice naming it and the
-cause; the others keep working. A crashed server is restarted (once) by its next call. Calls come from
-the tool runner's worker threads and block until their result; the call's CancelToken (Ctrl-C) cancels
-the request, which sends MCP's `notifications/cancelled`.
+`start()` returns at once: servers start in parallel in the background, and the SDK is imported on
+the loop thread, never on the path to the prompt. `tools()` (waiting for servers still starting) gives
+their tools to the tool runner; `status()` feeds /mcp and `mcp list`; `close()` closes every server.
+A server that fails to start, crashes or times out gives one notice naming it and the cause; the
+others keep working. A crashed server is restarted (once) by its next call. Calls come from the tool
+runner's threads; Ctrl-C cancels the request, which sends MCP's `notifications/cancelled`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import functools
 import logging
 import os
@@ -26,19 +20,16 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nanohermes.config.mcp_config import McpServerConfig, expand_variables
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.results import NO_OUTPUT, render_result
-from nanohermes.mcp.status import ServerEntry, ServerStatus, State, tool_info
-from nanohermes.mcp.tools import build_tools, offered, unusable
+from nanohermes.mcp.status import ServerEntry, ServerStatus, State, ToolInfo
+from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS, ListedTool, build_tools, offered, unusable
 from nanohermes.tools.base import Tool
-
-if TYPE_CHECKING:
-    from nanohermes.mcp.connection import ListedTool
 
 IMPORT_SLACK = 10.0
 """Extra seconds a first turn waits for a starting server beyond its startup_timeout (the SDK import)."""
@@ -95,7 +86,11 @@ class McpManager:
         loop.set_exception_handler(lambda _loop, _context: None)  # stray task errors: not the terminal's
         try:
             loop.run_forever()
-        finally:
+        finally:  # as asyncio.run ends: calls still running are cancelled, so their callers hear
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
@@ -114,7 +109,7 @@ class McpManager:
                 future.cancel()
             loop.call_soon_threadsafe(loop.stop)
             thread.join(CLOSE_TIMEOUT)
-        for pending in list(self._pending):  # calls that raced with close: nobody will answer them
+        for pending in list(self._pending):  # calls that raced with close: never started on the loop
             pending.cancel()
         self._logs.close()
         with self._lock:
@@ -180,13 +175,14 @@ class McpManager:
         target = self._servers.get(server)
         if loop is None or target is None or self._closed:
             raise ToolError(f"MCP server {server} is not running")
-        future: concurrent.futures.Future[str] = concurrent.futures.Future()
+        call = self._call(target, tool, arguments)
+        try:
+            future = asyncio.run_coroutine_threadsafe(call, loop)
+        except RuntimeError:  # the loop closed meanwhile
+            call.close()
+            raise ToolError(f"MCP server {server} is not running") from None
         self._pending.add(future)  # close() cancels what it leaves unanswered
         future.add_done_callback(self._pending.discard)
-        try:
-            loop.call_soon_threadsafe(self._begin, target, tool, arguments, future)
-        except RuntimeError:  # the loop closed meanwhile
-            raise ToolError(f"MCP server {server} is not running") from None
         return future
 
     def call(self, server: str, tool: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
@@ -202,30 +198,6 @@ class McpManager:
 
     # -- on the loop thread ---------------------------------------------------------------------
 
-    def _begin(self, server: ServerEntry, tool: str, arguments: dict[str, Any], future: Future[str]) -> None:
-        """Start a submitted call (unless cancelled already); cancelling `future` cancels its task.
-        (Not run_coroutine_threadsafe: the task answers the caller itself, one loop turn sooner.)"""
-        if future.cancelled():
-            return
-        loop = asyncio.get_running_loop()
-        task = loop.create_task(self._answer(server, tool, arguments, future))
-        future.add_done_callback(lambda done: _cancel_task(loop, task) if done.cancelled() else None)
-
-    async def _answer(
-        self, server: ServerEntry, tool: str, arguments: dict[str, Any], future: Future[str]
-    ) -> None:
-        try:
-            text = await self._call(server, tool, arguments)
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        except Exception as err:
-            with contextlib.suppress(concurrent.futures.InvalidStateError):
-                future.set_exception(err)
-        else:
-            with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled meanwhile
-                future.set_result(text)
-
     async def _start_all(self, servers: list[ServerEntry]) -> None:
         logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
         await asyncio.gather(*(self._start(server) for server in servers))
@@ -235,16 +207,14 @@ class McpManager:
         try:
             await self._connect(server)
         except Exception as err:
-            self._fail(server, "failed", self._reason(server, err, "start"))
+            self._fail(server, "failed", self._reason(server, err))
             self._notice(f"MCP server {server.name} failed to start: {server.last_error}")
         finally:
             server.started.set()
 
     async def _connect(self, server: ServerEntry) -> None:
-        try:
-            from nanohermes.mcp.connection import Connection
-        except ImportError as err:
-            raise RuntimeError(f"the MCP SDK is not installed ({err}); pip install 'mcp>=2.3,<3'") from None
+        from nanohermes.mcp.connection import Connection
+
         config = expand_variables(server.config, os.environ)
         errlog = self._logs.open(server.name)
         changed = functools.partial(self._tools_changed, server)
@@ -260,8 +230,12 @@ class McpManager:
         left_out = unusable(listed)
         listed = [spec for spec in listed if spec.name not in left_out]
         problem = self._tell_left_out(server, left_out)
-        tools = build_tools(name, server.config, listed, self._caller(name), self._starter(name))
-        infos = tuple(tool_info(tool, spec) for tool, spec in zip(tools, listed, strict=True))
+        caller, starter = functools.partial(self.call, name), functools.partial(self.submit, name)
+        tools = build_tools(name, server.config, listed, caller, starter)
+        infos = tuple(
+            ToolInfo(tool.name, spec.name, spec.description[:MAX_DESCRIPTION_CHARS], spec.read_only)
+            for tool, spec in zip(tools, listed, strict=True)
+        )
         with self._lock:
             if not self._closed:
                 server.state, server.tools, server.infos, server.last_error = "ready", tools, infos, problem
@@ -303,12 +277,6 @@ class McpManager:
                 return
             self._set_tools(server, listed)
 
-    def _caller(self, name: str) -> Callable[[str, dict[str, Any], CancelToken], str]:
-        return lambda tool, arguments, cancel: self.call(name, tool, arguments, cancel)
-
-    def _starter(self, name: str) -> Callable[[str, dict[str, Any]], concurrent.futures.Future[str]]:
-        return lambda tool, arguments: self.submit(name, tool, arguments)
-
     async def _call(self, server: ServerEntry, tool: str, arguments: dict[str, Any]) -> str:
         from nanohermes.mcp.connection import CallFailed, ServerGone, describe_error
 
@@ -331,7 +299,7 @@ class McpManager:
         except CallFailed as err:
             raise ToolError(f"MCP server {server.name}: {err}") from None
         text = render_result(result)
-        if getattr(result, "is_error", False):
+        if result.get("isError"):
             raise ToolError(
                 text if text != NO_OUTPUT else f"{tool} on MCP server {server.name} failed (no details)"
             )
@@ -350,7 +318,7 @@ class McpManager:
                 try:
                     await self._connect(server)
                 except Exception as err:
-                    self._fail(server, "failed", self._reason(server, err, "restart"))
+                    self._fail(server, "failed", self._reason(server, err))
                     message = f"MCP server {server.name} could not be restarted: {server.last_error}"
                     self._notice(message)
                     raise ToolError(message) from None
@@ -375,10 +343,11 @@ class McpManager:
             if state == "failed":
                 server.tools, server.infos = [], ()
 
-    def _reason(self, server: ServerEntry, err: BaseException, phase: str) -> str:
+    def _reason(self, server: ServerEntry, err: BaseException) -> str:
+        """Why `server` failed to start, with the last line of its stderr."""
         from nanohermes.mcp.connection import describe_error
 
-        if isinstance(err, TimeoutError) and phase != "call":
+        if isinstance(err, TimeoutError):
             reason = f"did not answer within {server.config.startup_timeout:g} s (raise startup_timeout)"
         else:
             reason = describe_error(err)
@@ -386,14 +355,10 @@ class McpManager:
         return f"{reason}; stderr: {tail}" if tail else reason
 
 
-def _ready(server: ServerEntry) -> bool:
-    return server.state == "ready"
-
-
-def _cancel_task(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
-    with contextlib.suppress(RuntimeError):  # the loop is closed: the task is gone with it
-        loop.call_soon_threadsafe(task.cancel)
-
-
 def _cancel(future: concurrent.futures.Future[str]) -> None:
     future.cancel()  # cancels the call's task on the loop: the SDK sends notifications/cancelled
+
+
+def _ready(server: ServerEntry) -> bool:
+    """(A function: mypy would take the state it narrowed before an `await` for the state after it.)"""
+    return server.state == "ready"

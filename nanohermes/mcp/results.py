@@ -3,7 +3,7 @@
 Text parts are joined; structured content is JSON (when no text part carries it already: servers
 SHOULD send both); images, audio and blobs are named with their type and size, never pasted as base64;
 resources show their URI (and their text, when they are text). An `isError` result is the caller's
-business (it becomes an `ERROR:` result). Works on the SDK's pydantic objects or plain dicts alike.
+business (it becomes an `ERROR:` result).
 """
 
 from __future__ import annotations
@@ -14,64 +14,41 @@ from typing import Any
 NO_OUTPUT = "(no output)"
 
 
-def render_result(result: Any) -> str:
-    """The text of a CallToolResult (content parts, else structured content)."""
-    parts = [render_part(part) for part in _get(result, "content") or []]
-    text = "\n".join(part for part in parts if part)
-    structured = _get(result, "structured_content", "structuredContent")
-    if structured is not None and not any(_is_text(part) for part in _get(result, "content") or []):
+def render_result(result: dict[str, Any]) -> str:
+    """The text of a CallToolResult in its JSON form (the SDK's `model_dump(by_alias=True)`)."""
+    content = result.get("content") or []
+    text = "\n".join(rendered for rendered in map(render_part, content) if rendered)
+    structured = result.get("structuredContent")
+    said = any(part.get("type") == "text" and part.get("text") for part in content)
+    if structured is not None and not said:
         rendered = json.dumps(structured, ensure_ascii=False, indent=2, default=str)
         text = f"{text}\n{rendered}" if text else rendered
     return text or NO_OUTPUT
 
 
-def render_part(part: Any) -> str:
-    kind = _get(part, "type")
+def render_part(part: dict[str, Any]) -> str:
+    kind = part.get("type")
     if kind == "text":
-        return str(_get(part, "text") or "")
+        return str(part.get("text") or "")
     if kind in ("image", "audio"):
-        mime = _get(part, "mime_type", "mimeType") or "unknown type"
-        return f"[{kind}: {mime}, {_size(_base64_bytes(_get(part, 'data')))}]"
+        return f"[{kind}: {part.get('mimeType') or 'unknown type'}, {_size(part.get('data'))}]"
     if kind == "resource":
-        return _render_resource(_get(part, "resource"))
+        resource = part.get("resource") or {}
+        uri, text = resource.get("uri"), resource.get("text")
+        if text is not None:
+            return f"[resource: {uri}]\n{text}"
+        return f"[resource: {uri}, {resource.get('mimeType') or 'binary'}, {_size(resource.get('blob'))}]"
     if kind == "resource_link":
-        mime = _get(part, "mime_type", "mimeType")
+        mime = part.get("mimeType")
         detail = f", {mime}" if mime else ""
-        return f"[resource link: {_get(part, 'name')} {_get(part, 'uri')}{detail}]"
+        return f"[resource link: {part.get('name')} {part.get('uri')}{detail}]"
     return f"[{kind or 'unknown'} content]"
 
 
-def _render_resource(resource: Any) -> str:
-    uri = _get(resource, "uri")
-    mime = _get(resource, "mime_type", "mimeType")
-    text = _get(resource, "text")
-    if text is not None:
-        return f"[resource: {uri}]\n{text}"
-    size = _size(_base64_bytes(_get(resource, "blob")))
-    return f"[resource: {uri}, {mime or 'binary'}, {size}]"
-
-
-def _is_text(part: Any) -> bool:
-    return _get(part, "type") == "text" and bool(_get(part, "text"))
-
-
-def _get(obj: Any, *names: str) -> Any:
-    for name in names:
-        value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-        if value is not None:
-            return value
-    return None
-
-
-def _base64_bytes(data: Any) -> int:
-    """Decoded size of a base64 string, without decoding it."""
-    if isinstance(data, bytes | bytearray):
-        return len(data)
-    text = str(data or "").strip()
-    return max(0, len(text) * 3 // 4 - text[-2:].count("="))
-
-
-def _size(count: int) -> str:
+def _size(base64: Any) -> str:
+    """The decoded size of base64 data, without decoding it."""
+    text = str(base64 or "").strip()
+    count = max(0, len(text) * 3 // 4 - text[-2:].count("="))
     if count < 1000:
         return f"{count} bytes"
     if count < 1_000_000:

@@ -10,13 +10,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from nanohermes.config.mcp_config import McpServerConfig
-from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:
     import asyncio
 
-    from nanohermes.mcp.connection import Connection, ListedTool
+    from nanohermes.mcp.connection import Connection
 
 State = Literal["disabled", "starting", "ready", "crashed", "failed", "closed"]
 
@@ -59,7 +58,3 @@ class ServerEntry:
     refresh: asyncio.Task[None] | None = None
     left_out: dict[str, str] = field(default_factory=dict)
     """Tools left out for their input schema (name → why), as last told to the user."""
-
-
-def tool_info(tool: Tool, spec: ListedTool) -> ToolInfo:
-    return ToolInfo(tool.name, spec.name, spec.description[:MAX_DESCRIPTION_CHARS], spec.read_only)

@@ -1,16 +1,15 @@
-"""The stdio transport for MCP servers (imported by `connection` only): the SDK's `stdio_client`, with
-bounds where it has none.
-
-Same as the SDK's on POSIX: the server runs in a new session (its own process group), with the SDK's
-default environment plus its `env`; one JSON-RPC message per line each way, undecodable bytes replaced;
-leaving closes stdin, waits 2 s for the server to exit, then SIGTERM to its group, 2 s, SIGKILL.
-
-Unlike it: stdout is split into lines in linear time, each line at most MAX_LINE_BYTES (the SDK joins
-every 64 kB chunk to all it holds, with no limit: a 100 MB line cost a minute of CPU and 500 MB). A
-longer line is dropped as it arrives, keeping its first bytes: a reply (its `id` comes first, as servers
-write it) is answered in the server's place with an error saying so; any other line ends the connection,
-`failure` saying why. stderr is read here and written to `errlog` (the server's log, which caps what
-it keeps), so a chatty server never blocks on a full pipe and never fills the disk.
+"""The stdio transport for MCP servers (imported by `connection` only): the SDK's `stdio_client` on
+POSIX (a new session per server, its default environment plus `env`, one JSON-RPC message per line,
+stdin closed, 2 s, SIGTERM to the group, 2 s, SIGKILL), with bounds where it has none:
+- stdout lines are read in linear time, each at most MAX_LINE_BYTES (the SDK joins every 64 kB chunk
+  to all it holds: a 100 MB line cost a minute of CPU and 500 MB). Over the limit, a reply (its `id`
+  comes first) is answered in the server's place with an error; any other line ends the connection.
+- A line the SDK's parser refuses is not lost (its request would wait for its timeout): a lone
+  surrogate escaped in it (`"\\ud800"`: an emoji cut in half) becomes U+FFFD; any other reply is
+  answered at once with an error; other lines (a stray log line) are left to the SDK, which drops them.
+- stderr goes to the server's log (which caps what it keeps): a chatty server never blocks on a full
+  pipe nor fills the disk.
+- Once the server is stopped its process group is killed, so that no child it started lingers.
 On Windows the SDK's own transport runs (it kills the server's process tree with a Job Object).
 """
 
@@ -18,19 +17,27 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import json
+import os
+import re
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import mcp_types
 from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
-from nanohermes.mcp.surrogates import reply_id
+from nanohermes.core.errors import JSON_ERRORS
+from nanohermes.core.types import with_valid_text
+from nanohermes.mcp.logs import ServerLog
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """The longest line read from a server's stdout (a reply with a big file in it fits easily)."""
@@ -42,62 +49,18 @@ EXIT_SECONDS = 2.0
 FLUSH_SECONDS = 0.5
 """For messages already accepted to reach stdin, and for stderr to reach its end after the exit."""
 _PIPE_ENDED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
-
-
-class LogSink(Protocol):
-    """Where a server's stderr goes: the server's log (`ServerLogs.open`), any text file."""
-
-    def write(self, text: str, /) -> object: ...
-
-    def flush(self) -> None: ...
-
-
-class Overlong:
-    """A line over the limit: its first bytes only."""
-
-    def __init__(self, head: bytes) -> None:
-        self.head = head
-
-
-class LineSplitter:
-    """Lines of bytes arriving in chunks, in time linear in their size; a line longer than `limit`
-    bytes becomes an Overlong as soon as it is too long to keep (the rest is skipped as it arrives)."""
-
-    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
-        self._limit = limit
-        self._buffer = bytearray()
-        self._overlong = False
-
-    def feed(self, chunk: bytes) -> list[bytes | Overlong]:
-        lines: list[bytes | Overlong] = []
-        start = 0
-        while (end := chunk.find(b"\n", start)) != -1:
-            self._keep(chunk[start:end])
-            lines.append(Overlong(bytes(self._buffer)) if self._overlong else bytes(self._buffer))
-            self._buffer.clear()
-            self._overlong = False
-            start = end + 1
-        self._keep(chunk[start:])
-        return lines
-
-    def _keep(self, part: bytes) -> None:
-        if self._overlong:
-            return
-        if len(self._buffer) + len(part) <= self._limit:
-            self._buffer += part
-            return
-        self._buffer += part[: max(0, HEAD_BYTES - len(self._buffer))]
-        del self._buffer[HEAD_BYTES:]
-        self._overlong = True
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_REPLY_HEAD = re.compile(
+    r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*,\s*"(?:result|error)"'
+)
+"""The start of a reply as servers write it (`{"jsonrpc": "2.0", "id": 7, "result": …`), for a line
+that is not JSON as a whole."""
 
 
 class StdioTransport:
-    def __init__(self, params: StdioServerParameters, errlog: LogSink, limit: int = MAX_LINE_BYTES) -> None:
+    def __init__(self, params: StdioServerParameters, errlog: ServerLog) -> None:
         self._params = params
         self._errlog = errlog
-        self._limit = limit
-        self.pid: int | None = None
-        """The server's process id (= its process group), once it runs."""
         self.failure: str | None = None
         """Why the transport ended the connection itself, if it did."""
 
@@ -116,7 +79,6 @@ class StdioTransport:
             cwd=params.cwd,
             start_new_session=True,
         )
-        self.pid = process.pid
         # No awaits until the task group is entered: a cancellation in the gap would leak the server.
         read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -138,44 +100,50 @@ class StdioTransport:
                         await stderr_done.wait()
                     await _close_all(process.stdout, process.stderr, read_writer, write_reader)
                     _close_subprocess_transport(process)
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(process.pid, signal.SIGKILL)  # what the server left behind
                 group.cancel_scope.cancel()
 
     async def _read_stdout(self, process: Process, sink: Any) -> None:
         assert process.stdout is not None
-        splitter = LineSplitter(self._limit)
+        stdout = BufferedByteReceiveStream(process.stdout)
         try:
             async with sink:
                 while True:
-                    chunk = await process.stdout.receive(READ_BYTES)
-                    for line in splitter.feed(chunk):
-                        item = self._item(line)
-                        if item is None:
-                            return
-                        await sink.send(item)
-        except _PIPE_ENDED:
+                    item: SessionMessage | Exception | None
+                    try:
+                        item = self._item(await stdout.receive_until(b"\n", MAX_LINE_BYTES + 1))
+                    except anyio.DelimiterNotFound:
+                        item = self._overlong(stdout.buffer[:HEAD_BYTES])
+                        if item is not None:
+                            await _skip_line(stdout)
+                    if item is None:
+                        return
+                    await sink.send(item)
+        except (*_PIPE_ENDED, anyio.IncompleteRead):
             pass  # the server closed stdout, or the session (or our shutdown) ended
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(*_PIPE_ENDED):
                 while True:  # a server blocked writing stdout could not exit
                     await process.stdout.receive(READ_BYTES)
 
-    def _item(self, line: bytes | Overlong) -> SessionMessage | Exception | None:
-        """What the session reads for one line; None: the connection ends (`failure`)."""
-        params = self._params
-        if isinstance(line, bytes):
-            text = line.decode(params.encoding, params.encoding_error_handler)
-            try:
-                return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
-            except ValueError as err:  # surrogates.py repairs or answers some (ValidationError)
-                return err
-        limit = f"the {self._limit / 1024 / 1024:g} MiB line limit"
-        request_id = reply_id(line.head.decode(params.encoding, "replace"))
+    def _item(self, line: bytes) -> SessionMessage | Exception:
+        """What the session reads for one line."""
+        text = line.decode(self._params.encoding, self._params.encoding_error_handler)
+        try:
+            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+        except ValidationError as err:
+            return repaired(text, err)
+
+    def _overlong(self, head: bytes) -> SessionMessage | None:
+        """What the session reads for a line over the limit, given its first bytes; None: the
+        connection ends (`failure`)."""
+        limit = f"the {MAX_LINE_BYTES / 1024 / 1024:g} MiB line limit"
+        request_id = reply_id(head.decode(self._params.encoding, "replace"))
         if request_id is None:
             self.failure = f"the server wrote a line over {limit} to stdout"
             return None
-        message = f"the server sent a reply over {limit}"
-        error = mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=message)
-        return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+        return _error_reply(request_id, mcp_types.INTERNAL_ERROR, f"the server sent a reply over {limit}")
 
     async def _write_stdin(self, process: Process, source: Any, reader_end: Any, done: anyio.Event) -> None:
         assert process.stdin is not None
@@ -191,24 +159,27 @@ class StdioTransport:
             done.set()
 
     async def _drain_stderr(self, process: Process, done: anyio.Event) -> None:
-        """Everything the server writes to stderr, to `errlog` as it comes (a full disk loses the
-        text, never the draining: a server blocked on a full pipe would hang)."""
+        """Everything the server writes to stderr, to `errlog` as it comes (a log that cannot be
+        written loses the text, never the draining: a server blocked on a full pipe would hang)."""
         assert process.stderr is not None
         decoder = codecs.getincrementaldecoder(self._params.encoding)("replace")
-        logging = True
         try:
             while True:
-                text = decoder.decode(await process.stderr.receive(READ_BYTES))
-                if logging:
-                    try:
-                        self._errlog.write(text)
-                        self._errlog.flush()
-                    except (OSError, ValueError):  # a full disk, a closed file
-                        logging = False
+                self._errlog.write(decoder.decode(await process.stderr.receive(READ_BYTES)))
+                self._errlog.flush()
         except _PIPE_ENDED:
             pass
         finally:
             done.set()
+
+
+async def _skip_line(stdout: BufferedByteReceiveStream) -> None:
+    """Drop the rest of a line over the limit as it arrives, MAX_LINE_BYTES at a time at most."""
+    while True:
+        await stdout.receive(MAX_LINE_BYTES + 1)  # what receive_until held when it gave up
+        with contextlib.suppress(anyio.DelimiterNotFound):
+            await stdout.receive_until(b"\n", MAX_LINE_BYTES + 1)
+            return
 
 
 async def _stop(process: Process) -> None:
@@ -246,3 +217,41 @@ def _close_subprocess_transport(process: Process) -> None:
     if callable(close):
         with contextlib.suppress(PermissionError):
             close()
+
+
+def repaired(line: str, err: ValidationError) -> SessionMessage | Exception:
+    """What the session reads for a line the SDK's parser refused with `err` (see the module's doc)."""
+    problems = err.errors(include_url=False)
+    if not problems or problems[0]["type"] != "json_invalid":
+        return err  # JSON, but not a message: the SDK ignores it
+    if _ESCAPED_SURROGATE.search(line):
+        try:
+            value = with_valid_text(json.loads(line))
+            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(value, by_name=False))
+        except JSON_ERRORS:  # not (only) a surrogate
+            pass
+    request_id = reply_id(line)
+    if request_id is None:
+        return err
+    reason = str(problems[0]["msg"]).removeprefix("Invalid JSON: ")
+    message = f"the server sent a reply that is not valid JSON ({reason})"
+    return _error_reply(request_id, mcp_types.PARSE_ERROR, message)
+
+
+def reply_id(line: str) -> int | str | None:
+    """The `id` of the reply on a line the SDK could not parse, or None (not a reply: a log line, a
+    request or notification from the server)."""
+    try:
+        value = json.loads(line)
+    except JSON_ERRORS:  # deeper than Python's parser too, or not JSON: its first bytes tell
+        head = _REPLY_HEAD.match(line[:HEAD_BYTES])
+        return None if head is None else json.loads(head.group(1))
+    if not isinstance(value, dict) or "method" in value or not ("result" in value or "error" in value):
+        return None
+    found = value.get("id")
+    return found if isinstance(found, int | str) and not isinstance(found, bool) else None
+
+
+def _error_reply(request_id: int | str, code: int, message: str) -> SessionMessage:
+    error = mcp_types.ErrorData(code=code, message=message)
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))

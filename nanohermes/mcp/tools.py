@@ -8,10 +8,12 @@ offered in `read-only`), unless its server is `trusted` (`preapproved`: runs wit
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from nanohermes.config.mcp_config import McpServerConfig, tool_name, with_hash
 from nanohermes.core.cancel import CancelToken
@@ -27,57 +29,40 @@ CANCEL_ARG = "__nanohermes_cancel"
 runner sets it last)."""
 
 
-class Listed(Protocol):
-    """What a server lists for one tool (`connection.ListedTool`)."""
+@dataclass(frozen=True)
+class ListedTool:
+    """A tool as the server lists it, in plain types."""
 
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def input_schema(self) -> dict[str, Any]: ...
-
-    @property
-    def read_only(self) -> bool: ...
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool
 
 
 Caller = Callable[[str, dict[str, Any], CancelToken], str]
-"""(remote tool name, arguments, cancel token) → result text; raises ToolError / Cancelled."""
+"""(remote tool name, arguments, cancel token) → result text (`McpManager.call`)."""
 Starter = Callable[[str, dict[str, Any]], Future[str]]
 """(remote tool name, arguments) → the call's future (`McpManager.submit`)."""
 
 
-class _RemoteCall:
-    """The `func` (blocking) and `start` (a future) of one MCP tool: the model's arguments go to the
-    server as they are."""
-
-    def __init__(self, remote: str, caller: Caller, starter: Starter) -> None:
-        self.remote = remote
-        self._caller = caller
-        self._starter = starter
-
-    def __call__(self, **kwargs: Any) -> str:
-        cancel = kwargs.pop(CANCEL_ARG, None)
-        return self._caller(self.remote, kwargs, cancel if isinstance(cancel, CancelToken) else CancelToken())
-
-    def start(self, arguments: dict[str, Any]) -> Future[str]:
-        return self._starter(self.remote, arguments)
+def _call_remote(caller: Caller, remote: str, /, **arguments: Any) -> str:
+    """A tool's `func`: the model's arguments go to the server as they are."""
+    cancel = arguments.pop(CANCEL_ARG, None)
+    return caller(remote, arguments, cancel if isinstance(cancel, CancelToken) else CancelToken())
 
 
 def build_tools(
-    server: str, config: McpServerConfig, listed: Iterable[Listed], caller: Caller, starter: Starter
+    server: str, config: McpServerConfig, listed: Iterable[ListedTool], caller: Caller, starter: Starter
 ) -> list[Tool]:
     tools: list[Tool] = []
     taken: set[str] = set()
     for spec in listed:
-        name = _unique(tool_name(server, spec.name), spec.name, taken)
+        name = tool_name(server, spec.name)
+        name = with_hash(name, spec.name) if name in taken else name  # two cut or sanitized alike
         taken.add(name)
         parameters = normalize_schema(spec.input_schema)
         props: dict[str, Any] = parameters["properties"]
         required = [str(key) for key in parameters.get("required", [])]
-        remote = _RemoteCall(spec.name, caller, starter)
         description = spec.description.strip() or f"{spec.name} (MCP server {server})"
         if len(description) > MAX_DESCRIPTION_CHARS:
             description = description[: MAX_DESCRIPTION_CHARS - 1] + "…"
@@ -86,8 +71,8 @@ def build_tools(
                 name=name,
                 description=description,
                 parameters=parameters,
-                func=remote,
-                start=remote.start,
+                func=functools.partial(_call_remote, caller, spec.name),
+                start=functools.partial(starter, spec.name),
                 mutating=not spec.read_only,
                 summary_arg=required[0] if required else next(iter(props), None),
                 approval_kind=name,
@@ -105,7 +90,7 @@ NOT_JSON = "input schema holds NaN or Infinity, which JSON cannot carry"
 would refuse every request (every turn) while the tool is offered."""
 
 
-def unusable(listed: Iterable[Listed]) -> dict[str, str]:
+def unusable(listed: Iterable[ListedTool]) -> dict[str, str]:
     """Tools that cannot be offered, name → why: an input schema longer than MAX_SCHEMA_CHARS as
     JSON (cutting it would break it), or one that is not JSON at all."""
     found: dict[str, str] = {}
@@ -118,11 +103,6 @@ def unusable(listed: Iterable[Listed]) -> dict[str, str]:
         if size > MAX_SCHEMA_CHARS:
             found[spec.name] = TOO_LONG
     return found
-
-
-def _unique(name: str, remote: str, taken: set[str]) -> str:
-    """`name`, or (when two tools sanitize or cut to the same) one ending in a short hash of `remote`."""
-    return name if name not in taken else with_hash(name, remote)
 
 
 def offered(servers: Iterable[tuple[str, list[Tool]]], limit: int) -> tuple[list[Tool], int]:

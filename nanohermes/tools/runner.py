@@ -16,7 +16,7 @@ import concurrent.futures
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from nanohermes.config.settings import PERMISSION_MODES
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import INTERRUPTED, Cancelled, ConfigError, NanoHermesError
-from nanohermes.core.events import Event, ToolFinished, ToolStarted
+from nanohermes.core.events import Event, Note, ToolFinished, ToolStarted
 from nanohermes.core.protocols import ApprovalRequest, Approver, ChangeGuard, Decision
 from nanohermes.core.types import ToolCall, ToolResult, shorten
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
@@ -38,6 +38,7 @@ from nanohermes.tools.shell import ShellTool, shown_seconds
 if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
+    from nanohermes.tools.hooks import HookRunner
 
 MAX_WORKERS = 8
 NO_APPROVER = (
@@ -88,6 +89,8 @@ class ToolRunner:
         self._search = SearchTools(self.workspace)
         self.sandbox = sandbox or Sandbox.off()
         self.checkpoints = checkpoints
+        self.hooks: HookRunner | None = None
+        """The pre_tool and post_tool hooks (set by whoever builds the agent)."""
         self._shell = ShellTool(
             self.workspace.root, timeout=shell_timeout, max_chars=tool_output_chars, sandbox=self.sandbox
         )
@@ -179,7 +182,9 @@ class ToolRunner:
     def run_calls(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
         if not calls:
             return
-        prepared = self._prepare_all(calls, cancel)
+        notes: list[Note] = []
+        prepared = self._prepare_all(calls, cancel, notes)
+        yield from notes
         slots: list[_Slot] = []
         chains: dict[Path, concurrent.futures.Future[ToolResult]] = {}
         pool = LazyPool(min(MAX_WORKERS, len(calls)))
@@ -202,7 +207,9 @@ class ToolRunner:
         finally:
             pool.shutdown(wait=not cancel.cancelled)
 
-    def _prepare_all(self, calls: list[ToolCall], cancel: CancelToken) -> list[_Prepared | ToolResult]:
+    def _prepare_all(
+        self, calls: list[ToolCall], cancel: CancelToken, notes: list[Note]
+    ) -> list[_Prepared | ToolResult]:
         """Check every call and ask its approvals, in call order, before anything is dispatched
         (so the user sees the whole plan, and a "no" stops a call before any of its batch runs)."""
         previews: dict[Path, str] = {}
@@ -212,7 +219,7 @@ class ToolRunner:
             if stopped or cancel.cancelled:
                 prepared.append(make_result(call, INTERRUPTED, ok=False))
                 continue
-            ready = self._prepare(call, previews)
+            ready = self._prepare(call, previews, cancel, notes)
             if isinstance(ready, ToolResult):  # an error that echoes the model's arguments: capped too
                 ready = make_result(call, cap_output(ready.content, self.max_chars), ok=ready.ok)
             # Ctrl-C at an approval (the approver raised Cancelled) may reach the token only later:
@@ -230,6 +237,8 @@ class ToolRunner:
         try:
             for slot in slots:
                 result = slot.result or self._await(slot, cancel, wake)
+                if slot.future is not None:  # it ran
+                    result = yield from self._post_tool(result, slot.call, cancel)
                 yield ToolFinished(result, finish_summary(result), time.monotonic() - slot.started)
         finally:
             unregister()
@@ -284,9 +293,24 @@ class ToolRunner:
             self.checkpoints.before_change(prepared.resolved)
         return not cancel.cancelled
 
+    def _post_tool(
+        self, result: ToolResult, call: ToolCall, cancel: CancelToken
+    ) -> Generator[Event, None, ToolResult]:
+        """Run the post_tool hooks on a call that ran; a hook's exit 2 reason is added for the model."""
+        if self.hooks is None:
+            return result
+        outcome = self.hooks.run("post_tool", cancel, call, tool_response=result.content)
+        yield from outcome.notes
+        if not outcome.reason:
+            return result
+        text = f"{result.content}\n\npost_tool hook: {outcome.reason}"
+        return make_result(call, cap_output(text, self.max_chars), result.ok)
+
     # -- checks and approvals (in the calling thread, one call at a time) -----------------------
 
-    def _prepare(self, call: ToolCall, previews: dict[Path, str]) -> _Prepared | ToolResult:
+    def _prepare(
+        self, call: ToolCall, previews: dict[Path, str], cancel: CancelToken, notes: list[Note]
+    ) -> _Prepared | ToolResult:
         tool = self._all_tools().get(call.name)
         if tool is None:
             available = ", ".join(sorted(self.names()))
@@ -296,6 +320,12 @@ class ToolRunner:
             return make_result(call, f"ERROR: {tool.name} is not available in read-only mode", ok=False)
         try:
             args = tool.parse_arguments(call.arguments)
+            if self.hooks is not None:  # before any question: a blocked call is never asked
+                outcome = self.hooks.run("pre_tool", cancel, call)
+                notes.extend(outcome.notes)
+                cancel.raise_if_cancelled()
+                if outcome.reason:
+                    raise _Refused(f"ERROR: a pre_tool hook blocked this call: {outcome.reason}")
             resolved, granted = self._check_path(call, tool, args)
             risk = tool.risk(args) if tool.risk is not None else None
             if risk and self.permission == "read-only":

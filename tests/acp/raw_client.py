@@ -9,11 +9,14 @@ with raw_server(fake_server, workspace) as server:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import select
+import struct
 import subprocess
 import tempfile
+import termios
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +24,25 @@ from typing import Any
 
 from cli_process import child_env, nanohermes_command
 from fake_server import FakeServer
+from mcp_helpers import wait_for
+
+
+def unread(pipe: Any) -> int:
+    """How many bytes written to `pipe` are not read yet (asked at either of its ends)."""
+    return int(struct.unpack("i", fcntl.ioctl(pipe.fileno(), termios.FIONREAD, b"\0" * 4))[0])
+
+
+def holds(pid: int, link: str) -> bool:
+    """Whether process `pid` has a file descriptor open on `link` (`pipe:[INODE]`); False once it is gone."""
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):  # closed meanwhile
+            if os.readlink(fd) == link:
+                return True
+    return False
 
 
 def strict_json(line: bytes) -> Any:
@@ -84,8 +106,23 @@ class RawServer:
         self.messages.extend(strict_json(line) for line in lines)
         return bool(chunk)
 
-    def finish(self, timeout: float = 30.0) -> int | None:
-        """Close stdin and read to the end; the exit status (None: still running after `timeout`)."""
+    def input_read(self) -> None:
+        """Wait until the server has read everything sent to it (its stdin pipe is empty)."""
+        assert wait_for(lambda: unread(self.process.stdin) == 0, 20), "the server stopped reading its input"
+
+    def end_input(self) -> None:
+        """Close stdin once all of it is read, and wait until the server has read its end (it closes its
+        side of the pipe then)."""
+        assert self.process.stdin is not None
+        self.input_read()
+        pipe = f"pipe:[{os.fstat(self.process.stdin.fileno()).st_ino}]"
+        self.process.stdin.close()
+        if Path("/proc/self/fd").is_dir():
+            assert wait_for(lambda: not holds(self.process.pid, pipe), 20), "the server never read its end"
+
+    def finish(self, timeout: float = 90.0) -> int | None:
+        """Close stdin and read to the end; the exit status (None: still running after `timeout`, a
+        bound for a hung server only: answering a flood of 150,000 requests takes ~30 s under load)."""
         with contextlib.suppress(BrokenPipeError):
             assert self.process.stdin is not None
             self.process.stdin.close()

@@ -4,8 +4,8 @@ the server neither crashes nor hangs nor loses what it holds (the real process, 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,8 @@ import pytest
 from cli_process import chat_bodies, sessions_dir
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
-from raw_client import RawServer, clean_exit, raw_server
+from mcp_helpers import wait_for
+from raw_client import RawServer, clean_exit, raw_server, unread
 
 
 def test_json_nested_past_the_parsers_limit_is_a_parse_error(
@@ -95,6 +96,17 @@ def test_malformed_replies_to_a_permission_request_count_as_no(
     assert not (workspace / "out.txt").exists()
     assert "refused" in chat_bodies(fake_server)[1]["messages"][-1]["content"]
     assert "a reply from the client dropped: id is not a string, a number or null" in server.stderr()
+
+
+def test_cancel_while_a_permission_request_waits_answers_cancelled_at_once(
+    fake_server: FakeServer, workspace: Path
+) -> None:
+    with permission_asked(fake_server, workspace) as (server, asked):
+        cancel = {"sessionId": asked["params"]["sessionId"]}
+        server.send({"jsonrpc": "2.0", "method": "session/cancel", "params": cancel})
+        assert server.reply("p")["result"] == {"stopReason": "cancelled"}  # the question is never answered
+        clean_exit(server)
+    assert not (workspace / "out.txt").exists()
 
 
 def test_a_permission_reply_of_the_wrong_shape_is_one_line_on_stderr(
@@ -194,17 +206,14 @@ def test_the_server_ends_when_the_client_stops_hearing_it(fake_server: FakeServe
         assert server.process.stdout is not None
         server.process.stdout.close()  # stdin stays open: only the output is gone (SIGPIPE, EPIPE)
         server.request("lost", "initialize", {"protocolVersion": 1})
-        deadline = time.monotonic() + 20
-        while server.process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.process.returncode == 0, server.stderr()
+        assert server.process.wait(20) == 0, server.stderr()
         assert "Traceback" not in server.stderr()
 
 
 def flood(server: RawServer, count: int) -> None:
-    """`count` requests with one id, none of their replies read; a second for them all to arrive."""
+    """`count` requests with one id, all read by the server, none of their replies read."""
     server.send(b'{"jsonrpc":"2.0","id":1,"method":"_nanohermes/none","params":{}}\n' * count)
-    time.sleep(1)
+    server.input_read()
 
 
 def vm_peak_mb(pid: int) -> int:
@@ -228,6 +237,7 @@ def test_a_flood_of_requests_unread_replies_keeps_memory_bounded(
     assert sum(1 for m in server.messages if m.get("id") == 1) == count
 
 
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="reads a pipe's capacity (Linux)")
 def test_stdin_closed_while_the_client_reads_no_replies_still_ends(
     fake_server: FakeServer, workspace: Path
 ) -> None:
@@ -238,15 +248,14 @@ def test_stdin_closed_while_the_client_reads_no_replies_still_ends(
         server.initialize()
         sid = server.new_session(workspace)
         server.prompt("p", sid, "talk")
-        time.sleep(3)  # stdout is not read: its pipe fills up
+        assert server.process.stdout is not None
+        capacity = fcntl.fcntl(server.process.stdout.fileno(), fcntl.F_GETPIPE_SZ)
+        assert wait_for(lambda: unread(server.process.stdout) >= capacity // 2, 20)  # stdout fills up
         server.request("l1", "session/list", {})
         server.request("l2", "session/list", {})
         assert server.process.stdin is not None
         server.process.stdin.close()
-        started = time.monotonic()
-        while server.process.poll() is None and time.monotonic() - started < 60:
-            time.sleep(0.1)
-        assert server.process.returncode == 0, server.stderr()
+        assert server.process.wait(60) == 0, server.stderr()
     assert (sessions_dir() / f"{sid}.json").exists()
 
 
@@ -257,8 +266,6 @@ def test_requests_reusing_an_id_are_all_answered_before_the_exit(
     with raw_server(fake_server, workspace) as server:
         server.initialize()
         flood(server, count)  # replies unread: they wait for the pipe
-        assert server.process.stdin is not None
-        server.process.stdin.close()
-        time.sleep(2)  # input ended: the server must wait for every reply, not for the first with id 1
+        server.end_input()  # the server must wait for every reply, not for the first with id 1
         clean_exit(server)
     assert sum(1 for m in server.messages if m.get("id") == 1) == count

@@ -18,6 +18,7 @@ from acp_harness import RecordingClient, capabilities, running_server, stderr_te
 from cli_process import child_env, nanohermes_command, run_nanohermes
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
+from mcp_helpers import wait_for
 
 DISTILL = "durable long-term memories"
 
@@ -215,7 +216,10 @@ def test_cancel_mid_stream_answers_cancelled_fast_and_the_session_goes_on(
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to see process groups")
-def test_cancel_kills_the_shell_process_group(fake_server: FakeServer, workspace: Path) -> None:
+def test_cancel_kills_the_shell_process_group(
+    fake_server: FakeServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NANOHERMES_SANDBOX", "off")  # `$$` in bwrap's pid namespace is not the host's pid
     fake_server.push_tool_calls([("run_shell", {"command": "echo $$ > shell.pid; sleep 30 & sleep 30"})])
     fake_server.push_text("after")
     client = RecordingClient()
@@ -230,16 +234,18 @@ def test_cancel_kills_the_shell_process_group(fake_server: FakeServer, workspace
             pid_file = workspace / "shell.pid"
             while not pid_file.exists() or not pid_file.read_text().strip():
                 await asyncio.sleep(0.02)
-            await asyncio.sleep(0.2)
+            pgid = int(pid_file.read_text())
+            while len(living_members(pgid)) < 2:  # the shell (or the sleep it became) and `sleep 30 &`
+                await asyncio.sleep(0.02)
             started = time.monotonic()
             await conn.cancel(session_id=new.session_id)
             reply = await task
-            return reply, time.monotonic() - started, int(pid_file.read_text())
+            return reply, time.monotonic() - started, pgid
 
     reply, elapsed, pgid = run(body)
     assert reply.stop_reason == "cancelled"
     assert elapsed < 2.0
-    assert living_members(pgid) == []
+    assert wait_for(lambda: living_members(pgid) == [], 5)  # killed: each is gone once it has run
 
 
 def living_members(pgid: int) -> list[int]:

@@ -141,7 +141,7 @@ def _send_threads() -> int:
     return sum(1 for thread in threading.enumerate() if thread.name == "nanohermes-send")
 
 
-def test_connection_is_reused_after_done_and_send_threads_are_reused() -> None:
+def test_connection_is_reused_after_done_and_send_threads_do_not_pile_up() -> None:
     before = _send_threads()
     messages = [{"role": "user", "content": "q"}]
     with LoopbackServer() as server:
@@ -151,7 +151,7 @@ def test_connection_is_reused_after_done_and_send_threads_are_reused() -> None:
         answers = [client.complete(messages, cancel=CancelToken()).content]
         answers += [run_stream(client, messages=messages, cancel=CancelToken())[1].content for _ in range(2)]
         answers.append(run_stream(client, messages=messages)[1].content)
-        assert _send_threads() - before <= 1, "one worker thread serves sequential requests"
+        assert _send_threads() - before <= 1, "a send thread ends with its request"
         client.close()
         connections = server.connections
     assert answers == ["one", "two", "three", "four"]

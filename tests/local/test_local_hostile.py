@@ -65,7 +65,7 @@ resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))  # for the server 
 tmp, fake = Path(sys.argv[1]), sys.argv[2]
 port = free_port()
 server = ServerProcess([sys.executable, fake, "--port", str(port), "--pidfile", str(tmp / "pid"),
-                        "--flood", "2"], tmp / "server.log")
+                        "--flood", "2"], port, tmp / "server.log")
 try:
     server.wait_ready(60)
     print(server.exit_code(), server.log_tail())
@@ -128,8 +128,8 @@ def test_another_process_answering_on_the_port_is_not_taken_for_the_server(
 
 @linux_only
 def test_a_port_another_process_answers_times_out_saying_so(tmp_path: Path, impostor: int) -> None:
-    sleeper = [sys.executable, "-c", "import time; time.sleep(60)", "--port", str(impostor)]  # never binds
-    server = ServerProcess(sleeper, tmp_path / "log")
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]  # never binds the port
+    server = ServerProcess(sleeper, impostor, tmp_path / "log")
     try:
         with pytest.raises(EndpointUnreachable, match=f"2 s: another process answers on port {impostor}"):
             server.wait_ready(2)

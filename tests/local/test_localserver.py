@@ -63,13 +63,17 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
-def _wait_gone(pid: int, seconds: float = 10.0) -> bool:
+def _wait_until(done: Callable[[], bool], seconds: float = 30.0) -> bool:
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
+    while not done():
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.05)
-    return False
+    return True
+
+
+def _wait_gone(pid: int, seconds: float = 10.0) -> bool:
+    return _wait_until(lambda: not _alive(pid), seconds)
 
 
 def _get_models(endpoint: LocalEndpoint) -> dict[str, object]:
@@ -160,9 +164,13 @@ def test_a_port_taken_meanwhile_is_retried_on_another_port(tmp_path: Path) -> No
 
 _PARENT = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     from pathlib import Path
     from nanohermes.local.server import serve
+    # as started from a terminal: a test runner under nohup passes SIGHUP on ignored, and nanohermes
+    # then keeps ignoring it (nohup's promise)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     tmp = Path(sys.argv[1])
     mode = sys.argv[2]
     def factory(port):
@@ -183,16 +191,6 @@ def _start_parent(tmp_path: Path, mode: str = "ok") -> subprocess.Popen[str]:
         text=True,
         cwd=REPO,
     )
-
-
-def _wait_for_pidfile(tmp_path: Path) -> int:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        text = (tmp_path / "pid").read_text() if (tmp_path / "pid").exists() else ""
-        if text:
-            return int(text)
-        time.sleep(0.05)
-    raise AssertionError("the fake server never started")
 
 
 @linux_only
@@ -230,10 +228,13 @@ def test_sigterm_or_sighup_of_nanohermes_stops_the_server_cleanly(
 
 
 def test_ctrl_c_while_waiting_for_the_server_stops_it(tmp_path: Path) -> None:
+    def asked() -> bool:  # the server logged a readiness check: the parent is inside wait_ready
+        return any("GET /v1/models" in log.read_text() for log in (tmp_path / "logs").glob("*.log"))
+
     parent = _start_parent(tmp_path, mode="hang")
     try:
-        child = _wait_for_pidfile(tmp_path)
-        time.sleep(0.3)  # inside wait_ready now
+        assert _wait_until(asked), "the server was never asked whether it is ready"
+        child = int((tmp_path / "pid").read_text())
         parent.send_signal(signal.SIGINT)
         _, err = parent.communicate(timeout=20)
         assert "KeyboardInterrupt" in err
@@ -317,15 +318,11 @@ def test_find_model_file_locates_the_bundled_gguf() -> None:
 
 def test_server_process_stop_is_idempotent(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
-    server = ServerProcess(_factory(tmp_path)(free_port()), log)
+    port = free_port()
+    server = ServerProcess(_factory(tmp_path)(port), port, log)
     server.wait_ready(30)
     assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
     server.stop()
     server.stop()
     assert not _alive(server.pid)
     assert "listening on" in server.log_tail()
-
-
-def test_a_command_without_port_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="--port"):
-        ServerProcess([sys.executable, str(FAKE)], tmp_path / "log")

@@ -13,7 +13,6 @@ from nanohermes.config.mcp_config import McpServerConfig
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import ToolError
 from nanohermes.mcp.logs import MAX_LOG_BYTES, ServerLog, ServerLogs
-from nanohermes.mcp.stdio import HEAD_BYTES, LineSplitter, Overlong
 
 pytestmark = pytest.mark.timeout(120)  # a hang guard: each test takes seconds
 HOSTILE = Path(__file__).with_name("hostile_server.py")
@@ -101,15 +100,3 @@ def test_a_disk_filling_up_while_a_server_runs_loses_its_stderr_not_the_server()
             stderr.flush()
         assert stderr.error == "No space left on device"
         assert stderr.last_line() == "Error: disk trouble"
-
-
-def test_stdout_is_split_into_lines_and_a_line_over_the_limit_keeps_only_its_head() -> None:
-    splitter = LineSplitter(limit=1000)
-    assert splitter.feed(b'{"a": 1}\n{"b"') == [b'{"a": 1}']
-    assert splitter.feed(b": 2}\n\n") == [b'{"b": 2}', b""]
-    assert splitter.feed(b'{"id": 7, ' + b"x" * 600) == []
-    assert splitter.feed(b"y" * 600) == []  # too long: from here on only its head is kept
-    [overlong] = splitter.feed(b"z" * 5000 + b"\n" + b"next")
-    assert isinstance(overlong, Overlong)
-    assert overlong.head == b'{"id": 7, ' + b"x" * (HEAD_BYTES - 10)
-    assert splitter.feed(b" line\n") == [b"next line"]

@@ -107,11 +107,11 @@ def test_only_a_reply_the_sdk_cannot_parse_is_answered_with_an_error(line: str, 
     from mcp.shared.message import SessionMessage
     from pydantic import ValidationError
 
-    from nanohermes.mcp.surrogates import repaired
+    from nanohermes.mcp.stdio import repaired
 
     with pytest.raises(ValidationError) as caught:
         mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-    item = repaired(caught.value)
+    item = repaired(line, caught.value)
     if answers is None:
         assert item is caught.value
         return

@@ -1,0 +1,146 @@
+"""Hooks (`[hooks]`, Claude Code's contract): the user's commands, run at five agent events.
+
+Each command gets one JSON event on stdin: `hook_event_name`, `session_id`, `transcript_path` (the
+session file), `cwd`; `tool_name` and `tool_input` for pre_tool and post_tool, `tool_response` for
+post_tool, `prompt` for user_prompt. It runs as `run_shell` runs a command: in the workspace, under the
+same sandbox, in its own process group (killed on timeout or Ctrl-C). Exit 0 says nothing; exit 2
+blocks a pre_tool call or a user_prompt, and after a post_tool call tells the model, with the hook's
+stderr as the reason; any other failure is a one-line note and the action goes on. stdout is ignored,
+stderr read up to OUTPUT_CAP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nanohermes.config.hooks_config import Hook, Hooks
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import Cancelled, NanoHermesError, reason
+from nanohermes.core.events import Note
+from nanohermes.core.types import ToolCall, shorten
+from nanohermes.tools.reaper import kill_tagged, new_tag, tagged_env
+from nanohermes.tools.sandbox import Sandbox
+from nanohermes.tools.shell import PIPE_GRACE, POLL, CappedBuffer, _join, _start_readers, kill_group
+
+OUTPUT_CAP = 64 * 1024
+"""Bytes of a hook's stderr kept (its head and tail)."""
+BLOCK = 2
+"""The exit code by which a hook blocks what it was asked about."""
+DECIDING = ("pre_tool", "post_tool", "user_prompt")
+"""The events whose hooks may answer with exit 2; at the others it is a failure like any other."""
+
+
+@dataclass(frozen=True)
+class HookOutcome:
+    reason: str = ""
+    """The stderr of a hook that exited 2 at a deciding event; "" when none did."""
+    notes: tuple[Note, ...] = ()
+
+
+class HookRunner:
+    """The hooks of one agent: its settings, sandbox, workspace and session file."""
+
+    def __init__(self, hooks: Hooks, sandbox: Sandbox, workspace: Path, session: Path, verbose: bool) -> None:
+        self.hooks, self.sandbox, self.verbose = hooks, sandbox, verbose
+        self.workspace, self.session = workspace, session
+
+    def run(
+        self, event: str, cancel: CancelToken, call: ToolCall | None = None, **fields: Any
+    ) -> HookOutcome:
+        """Run `event`'s hooks (for a tool event, those matching `call`'s tool) one after another,
+        until one blocks. `fields` join the JSON event."""
+        hooks: tuple[Hook, ...] = getattr(self.hooks, event)
+        if call is not None:
+            hooks = tuple(hook for hook in hooks if hook.matcher is None or hook.matcher.fullmatch(call.name))
+        if not hooks:
+            return HookOutcome()
+        payload = {
+            "hook_event_name": event,
+            "session_id": self.session.stem,
+            "transcript_path": str(self.session),
+            "cwd": str(self.workspace),
+        }
+        if call is not None:
+            payload |= {"tool_name": call.name, "tool_input": _tool_input(call)}
+        data = json.dumps({**payload, **fields}).encode()  # ASCII: lone surrogates cannot break it
+        notes: list[Note] = []
+        for hook in hooks:
+            started = time.monotonic()
+            try:
+                code, stderr = self._execute(hook, data, cancel)
+            except Cancelled:
+                break
+            except (NanoHermesError, OSError, ValueError) as err:  # refused by the sandbox, no shell, a NUL
+                notes.append(
+                    Note(f"hook {event} {shorten(hook.command, 60)!r} not run: {reason(err)}", "warning")
+                )
+                continue
+            blocked = code == BLOCK and event in DECIDING
+            failed = code != 0 and not blocked
+            if failed or self.verbose:
+                text = _described(event, hook, code, stderr, time.monotonic() - started)
+                notes.append(Note(text, "warning" if failed else "debug"))
+            if blocked:
+                return HookOutcome(stderr.strip() or f"the {event} hook exited {BLOCK}", tuple(notes))
+        return HookOutcome("", tuple(notes))
+
+    def _execute(self, hook: Hook, data: bytes, cancel: CancelToken) -> tuple[int | None, str]:
+        """(exit code, None when it ran past its timeout; its stderr). Raises Cancelled on Ctrl-C."""
+        cancel.raise_if_cancelled()
+        argv = self.sandbox.argv(hook.command)  # None: run it plainly
+        tag = new_tag()
+        with tempfile.TemporaryFile() as stdin:  # not a pipe: a hook that never reads it cannot block us
+            stdin.write(data)
+            stdin.seek(0)
+            process = subprocess.Popen(
+                argv or hook.command,
+                shell=argv is None,
+                cwd=self.workspace,
+                stdin=stdin,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                env=self.sandbox.environment(tagged_env(tag)),
+                start_new_session=True,
+            )
+        err = CappedBuffer(OUTPUT_CAP)
+        stop = threading.Event()
+        readers = _start_readers(process, tag, ((process.stderr, err),), stop)
+        deadline = time.monotonic() + hook.timeout
+        try:
+            while process.poll() is None and not cancel.cancelled and time.monotonic() < deadline:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(POLL)
+        finally:  # also on KeyboardInterrupt (a session_start hook in -p)
+            code = process.poll()
+            if code is None:
+                kill_group(process)
+                kill_tagged(tag)
+            _join(readers, PIPE_GRACE, cancel)  # background processes may hold its stderr a while
+            stop.set()
+            _join(readers, 2 * POLL)
+        cancel.raise_if_cancelled()
+        return code, err.text()
+
+
+def _described(event: str, hook: Hook, code: int | None, stderr: str, seconds: float) -> str:
+    """One line about one run (None: it timed out)."""
+    command = shorten(hook.command, 60)
+    if code is None:
+        return f"hook {event} {command!r} timed out after {hook.timeout:g} s and was stopped"
+    said = f": {shorten(stderr, 200)}" if code and stderr.strip() else ""
+    return f"hook {event} {command!r}: exit {code} in {seconds:.2f} s{said}"
+
+
+def _tool_input(call: ToolCall) -> Any:
+    try:
+        return json.loads(call.arguments or "{}")
+    except (ValueError, RecursionError):
+        return call.arguments
