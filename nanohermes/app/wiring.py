@@ -170,6 +170,8 @@ def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path
     )
     try:
         store.load()
+        if store.team is not None:
+            store.team.load()
     except StoreError as err:
         relay(f"memory not available: {err.one_line()}")
     return store

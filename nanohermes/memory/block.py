@@ -4,19 +4,17 @@ can say «memory: 3 recalled · /memory last» and `-p --json` can list them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from nanohermes.core.errors import StoreError
 from nanohermes.core.events import RecalledMemory
 from nanohermes.core.markers import BLOCK_END, BLOCK_START, defused
 from nanohermes.memory.constants import INJECT_CHAR_BUDGET, SHORT_MESSAGE_CHARS
 from nanohermes.memory.entry import Entry
+from nanohermes.memory.index import Explanation
 from nanohermes.memory.security import controls_shown
-
-if TYPE_CHECKING:
-    from nanohermes.memory.store import MemoryStore
 
 __all__ = ["BLOCK_END", "BLOCK_START", "Recall", "recall_for_turn", "render_block", "set_block"]
 
@@ -63,6 +61,16 @@ def set_block(system: str, block: str) -> str:
     return f"{base}\n\n{block}" if base and block else base or block
 
 
+class Searchable(Protocol):
+    """What a turn's recall needs of a MemoryStore."""
+
+    def search(self, query: str, top_k: int = ...) -> list[tuple[float, Entry]]: ...
+
+    def explain(self, query: str, entry: Entry | str) -> Explanation: ...
+
+    def note_used(self, ids: Iterable[str]) -> None: ...
+
+
 @dataclass(frozen=True)
 class Recall:
     """`block`: the block for this turn; `memories`: the entries in it with scores, best first;
@@ -73,7 +81,7 @@ class Recall:
     kept: bool = False
 
 
-def recall_for_turn(store: MemoryStore, query: str, previous_block: str, lang: str = "en") -> Recall:
+def recall_for_turn(store: Searchable, query: str, previous_block: str, lang: str = "en") -> Recall:
     """The block to inject for `query` and the memories it holds (SPEC §3.6), which count as used."""
     hits = store.search(query)
     if not hits and len("".join(query.split())) < SHORT_MESSAGE_CHARS:
@@ -87,5 +95,5 @@ def recall_for_turn(store: MemoryStore, query: str, previous_block: str, lang: s
             terms = ()
         scope = "team" if entry.team else "project" if entry.project else "global"
         memories.append(RecalledMemory(entry.id, entry.kind.value, entry.text, score, terms, scope))
-    store.note_used(memory.id for memory in memories)
+    store.note_used(memory.id for memory in memories if memory.scope != "team")  # (never written)
     return Recall(render_block(entries, lang), tuple(memories))

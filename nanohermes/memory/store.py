@@ -173,7 +173,7 @@ class MemoryStore:
     def retrieve_block(self, query: str, lang: str = "en") -> str:
         """The memory block for `query` ("" when nothing matches); its memories count as used."""
         entries = [entry for _, entry in self.search(query)]
-        self.note_used(entry.id for entry in entries)
+        self.note_used(entry.id for entry in entries if not entry.team)
         return render_block(entries, lang)
 
     def block_for_turn(self, query: str, previous_block: str, lang: str = "en") -> str:

@@ -39,6 +39,8 @@ def workspace_store(directory: Path | str, workspace: Path, **options: Any) -> M
     """The store in `directory` for `workspace` (SPEC §3.9): the global memories and its project's,
     with the repository's team memory when the workspace is in git. `options`: MemoryStore's."""
     top = git_top_level(Path(os.path.abspath(workspace)))
+    if top is not None and os.path.realpath(top / TEAM_DIR) == os.path.realpath(Path(directory).expanduser()):
+        top = None  # a home directory in git: its .nanohermes is the user's own memory
     notice, secrets = options.get("on_notice"), options.get("secrets", ())
     team = None if top is None else TeamStore(top, on_notice=notice, secrets=secrets)
     return MemoryStore(directory, project=project_key(workspace), team=team, **options)

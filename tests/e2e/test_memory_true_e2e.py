@@ -152,6 +152,7 @@ def test_team_memory_added_in_one_clone_is_found_in_another(
     [memory] = json.loads(asked.stdout)["memories"]
     assert (memory["text"], memory["scope"]) == (TEAM, "team")
     assert TEAM in last_system(fake_server)
+    assert not Path(os.environ["NANOHERMES_MEMORY_DIR"], "memory.json").exists()  # team uses are not written
 
     outside = nh(None, one.parent, "memory", "add", "--team", "fact", TEAM)
     assert outside.returncode == 2

@@ -21,6 +21,7 @@ from nanohermes.memory import (
     recall_for_turn,
     save_distilled,
     save_memory,
+    workspace_store,
 )
 
 PYTEST, UNITTEST = "Run the tests with pytest -q.", "Run the tests with unittest, never pytest."
@@ -214,3 +215,9 @@ def test_distillation_writes_the_team_memory_only_when_the_setting_says_so(tmp_p
         ("CI runs make check on every push", "", True)
     ]
     assert [e.text for e in shared.load()] == ["Answer in short sentences"]
+
+
+def test_a_home_directory_in_git_has_no_team_memory_of_its_own_memory(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    assert workspace_store(tmp_path / ".nanohermes", tmp_path / "src").team is None
+    assert workspace_store(tmp_path / "elsewhere", tmp_path / "src").team is not None
