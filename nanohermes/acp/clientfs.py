@@ -1,8 +1,7 @@
 """File tools that read and write through the editor (`fs/read_text_file`, `fs/write_text_file`).
 
-When the client offers them, the agent sees the editor's unsaved buffers and its edits land in them
-(the editor saves, tracks and can undo them). Paths are still confined to the session's workspace
-before anything is asked of the client; everything else (listing, grep, shell) stays on disk.
+The agent sees the editor's unsaved buffers and its edits land in them (the editor can undo them).
+Paths are still confined to the workspace; listing, grep and the shell stay on disk.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ class ClientFiles(Protocol):
 def client_file_tools(
     root: Path, max_chars: int, client: ClientFiles, *, reads: bool, writes: bool
 ) -> FileTools:
-    """The file tools of a session whose editor offers reads and/or writes; the schemas are unchanged."""
     workspace = EditorWorkspace(root, client) if writes else Workspace(root)
     return ClientReadTools(workspace, client, max_chars) if reads else FileTools(workspace, max_chars)
 

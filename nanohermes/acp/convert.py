@@ -1,8 +1,5 @@
-"""Between nanohermes and ACP shapes: tool calls → `tool_call` updates (kind, title, locations, diffs),
-prompt content blocks → the user's text, saved history → replayed `session/update`s.
-
-Pure functions of their arguments; the session module sends what they build.
-"""
+"""Pure functions between nanohermes and ACP shapes: tool calls → `tool_call` updates, prompt blocks →
+the user's text, saved history → replayed `session/update`s."""
 
 from __future__ import annotations
 
@@ -80,7 +77,6 @@ def start_content(
 def announce(
     acp_id: str, call: ToolCall, workspace: Path, status: schema.ToolCallStatus
 ) -> schema.ToolCallStart:
-    """The `tool_call` update that first shows a call."""
     args = call_arguments(call)
     return start_tool_call(
         acp_id,
@@ -116,8 +112,7 @@ def finish(acp_id: str, name: str, result: ToolResult) -> schema.ToolCallProgres
 
 
 def mcp_configs(servers: Sequence[Any]) -> tuple[dict[str, McpServerConfig], list[str]]:
-    """`mcpServers` of session/new or /load (stdio and HTTP ones) as configs, and a note for each
-    server left out: SSE (deprecated by MCP, not advertised) or ACP-transported. Raises ConfigError."""
+    """`mcpServers` as configs, and a note for each server left out (SSE or ACP transport)."""
     items: list[dict[str, Any]] = []
     notes: list[str] = []
     for server in servers:
@@ -162,7 +157,6 @@ def local_ref(uri: str) -> str:
 
 
 def replay(messages: Sequence[Message], workspace: Path) -> Iterator[Any]:
-    """The `session/update`s that show a saved conversation (system prompt left out)."""
     names: dict[str, tuple[str, str]] = {}
     for index, message in enumerate(messages):
         role = message.get("role")

@@ -14,7 +14,7 @@ LIST_PAGE = 50
 
 
 def session_infos(sessions_dir: Path, cwd: str | None, start: int) -> tuple[list[schema.SessionInfo], bool]:
-    """Up to LIST_PAGE sessions after the first `start` (of workspace `cwd` when given); more left?"""
+    """Up to LIST_PAGE sessions after the first `start` (of `cwd` when given), and whether more are left."""
     from nanohermes.sessions.paths import recent_session_files
 
     infos: list[schema.SessionInfo] = []

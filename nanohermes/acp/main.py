@@ -50,8 +50,8 @@ def serve(
     *,
     verbose: bool,
 ) -> int:
-    """Serve on stdin/stdout until stdin closes; exit status 0. `stores`: the memory store of a
-    workspace (its project's; the same object for every session of that workspace)."""
+    """Serve on stdin/stdout until stdin closes. `stores`: a workspace's memory store (one object per
+    project)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_OneLineFormatter(verbose))
     root = logging.getLogger()
@@ -83,9 +83,8 @@ async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> in
 
 
 def _exit_signal(loop: asyncio.AbstractEventLoop, transport: LineTransport, signum: int) -> None:
-    """SIGTERM or SIGHUP (an editor or a service manager stopping the server): end as at the end of
-    input — running turns cancelled and answered, every session saved and released. A second one
-    ends the process at once."""
+    """SIGTERM or SIGHUP: end as at the end of input (turns cancelled and answered, sessions saved); a
+    second one ends the process at once."""
     name = signal.Signals(signum).name
     logging.getLogger("nanohermes.acp").warning("%s: saving every session, then exiting", name)
     for other in EXIT_SIGNALS:

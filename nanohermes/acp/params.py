@@ -1,5 +1,4 @@
-"""What a client sends, checked before it is used: a session id, a list cursor, a `cwd`, the
-`mcpServers` of a session; and a client's id or name as an error message shows it (cut short)."""
+"""What a client sends, checked before it is used; and a client's text as an error shows it (cut)."""
 
 from __future__ import annotations
 
@@ -37,12 +36,11 @@ def shown(text: str) -> str:
 
 def workspace_of(cwd: str) -> Path:
     path = Path(cwd)
-    named = cwd if len(cwd) <= 200 else f"{cwd[:200]}…"
     if not path.is_absolute():
-        raise RequestError(-32602, f"cwd must be an absolute path, not {named!r}")
+        raise RequestError(-32602, f"cwd must be an absolute path, not {shown(cwd)}")
     try:
         if path.is_dir():
             return path.resolve()
     except OSError as err:  # a name too long for the file system, a directory we may not search
-        raise RequestError(-32602, f"cwd {named} cannot be used: {err.strerror or err}") from None
-    raise RequestError(-32602, f"cwd {named} is not a directory")
+        raise RequestError(-32602, f"cwd {shown(cwd)} cannot be used: {err.strerror or err}") from None
+    raise RequestError(-32602, f"cwd {shown(cwd)} is not a directory")

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from acp import RequestError, schema
-from acp.helpers import update_agent_message_text, update_agent_thought_text, update_tool_call
+from acp.helpers import (
+    plan_entry,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_plan,
+    update_tool_call,
+)
 from pydantic import ValidationError
 
 from nanohermes.acp import convert
@@ -32,6 +38,7 @@ from nanohermes.core.events import (
     Compacted,
     Event,
     Note,
+    PlanUpdated,
     ReasoningDelta,
     Retrying,
     TextDelta,
@@ -290,6 +297,8 @@ class AcpSession:
         elif isinstance(event, Compacted):
             saved = event.before_chars - event.after_chars
             yield update_agent_message_text(f"\n\n_context compacted: {saved:,} characters saved_\n\n")
+        elif isinstance(event, PlanUpdated):
+            yield update_plan(plan_entry(step.step, status=step.status) for step in event.steps)
         elif isinstance(event, Retrying):
             log.info("session %s: retrying in %.1f s (%s)", self.id, event.delay, event.reason)
 

@@ -1,10 +1,9 @@
 """stdio for the ACP server: newline-delimited JSON-RPC that answers bad input instead of dropping it.
 
-The SDK's own framing logs and skips a line that is not JSON, and a JSON value that is not an object
-ends its receive loop. Here such a line gets a JSON-RPC error (`-32700` parse error, `-32600`
-invalid request) and the server keeps reading; what the SDK would trip on (an id that is a list, a
-reply whose error is a string, JSON nested past the parser's limit, a huge array) is refused or
-mended first. While the client does not read our output, its input is not read either.
+The SDK's own framing skips a line that is not JSON, and a value that is not an object ends its
+receive loop. Here such a line gets a JSON-RPC error and the server keeps reading; what the SDK would
+trip on (a list id, a string error, deep nesting, a huge array) is refused or mended first. While the
+client does not read our output, its input is not read either.
 """
 
 from __future__ import annotations
@@ -91,16 +90,13 @@ class LineTransport:
             self._reader.feed_eof()
 
     async def send(self, message: dict[str, Any]) -> None:
-        """A message from the connection: a request or notification of ours, or the reply to one
-        that `receive` gave it."""
         if "method" not in message:
             self._unanswered -= 1
         await self._write(message)
 
     async def _write(self, message: dict[str, Any]) -> None:
-        """Write one message now (in call order: writes are never interleaved), then wait only if
-        the client reads slower than we write. No sender task in between: each hop through the
-        event loop is one more wait for the GIL while a turn's thread runs."""
+        """Write one message now, then wait only if the client reads slower than we write (no sender
+        task: each hop through the event loop is one more wait for the GIL while a turn runs)."""
         error = message.get("error")
         if isinstance(error, dict) and error.get("data") is not None:
             message = {**message, "error": {**error, "data": bounded_data(error["data"])}}
@@ -108,8 +104,7 @@ class LineTransport:
         await self._writer.drain()
 
     async def receive(self) -> dict[str, Any] | None:
-        """The next well-formed message; None at end of input (or once the client stopped reading
-        our output). Bad lines are answered here."""
+        """The next well-formed message (bad lines are answered here); None at the end."""
         while await self._writable():
             try:
                 line = await self._reader.readuntil(b"\n")
@@ -125,9 +120,8 @@ class LineTransport:
         return None
 
     async def _writable(self) -> bool:
-        """Wait while the client is not reading our replies: its requests are not read meanwhile,
-        so their replies cannot pile up (once its input has ended, what is left is read). False
-        once our output is gone."""
+        """Wait while the client is not reading our replies, so that they cannot pile up; False once
+        our output is gone."""
         await asyncio.sleep(0)  # the handlers of the messages read so far run (and write) first
         transport = self._writer.transport
         if transport.get_write_buffer_size() and not self._reader.ended.is_set():
@@ -142,8 +136,7 @@ class LineTransport:
         return not transport.is_closing()
 
     async def _parse(self, line: bytes) -> dict[str, Any] | None:
-        """The message on `line` for the connection to route; None when there is none (answered
-        here when it was a bad request; notifications and replies are never answered)."""
+        """The message on `line` for the connection to route; None when there is none."""
         try:
             value = decode(line)
         except JSON_ERRORS as err:
@@ -187,8 +180,7 @@ class LineTransport:
         )
 
     async def close(self) -> None:
-        """Write out what the pipe has not taken yet (the client reads slower than we wrote): for
-        up to FLUSH_SECONDS, while the output is still there."""
+        """Write out what the pipe has not taken yet, for up to FLUSH_SECONDS."""
         transport = self._writer.transport
         deadline = time.monotonic() + FLUSH_SECONDS
         while (left := transport.get_write_buffer_size()) and not transport.is_closing():
@@ -199,9 +191,8 @@ class LineTransport:
 
 
 def decode(text: bytes) -> Any:
-    """A JSON value, refusing what cannot be written back as JSON: NaN, Infinity and numbers too
-    large for a float (a reply echoing them would not be JSON); a lone surrogate (`"\\ud800"`) in any
-    string becomes U+FFFD. Raises ValueError, RecursionError."""
+    """A JSON value without what cannot be written back (NaN, Infinity, 1e400 raise ValueError); a
+    lone surrogate becomes U+FFFD."""
     value = json.loads(text, parse_constant=_finite, parse_float=_finite)
     return with_valid_text(value) if SURROGATE_ESCAPE.search(text) else value
 
@@ -214,7 +205,7 @@ def _finite(text: str) -> float:
 
 
 def _invalid(value: Any) -> str | None:
-    """Why `value` is not a JSON-RPC message the connection can route; None when it is one."""
+    """Why `value` is not a JSON-RPC message the connection can route, if it is not."""
     if not isinstance(value, dict):
         return "batch requests are not supported" if isinstance(value, list) else "not a JSON object"
     if "method" in value and not isinstance(value["method"], str):
@@ -234,9 +225,8 @@ def _valid_id(request_id: Any) -> bool:
 
 
 def bounded_data(data: Any) -> Any:
-    """An error reply's `data`, at most ERROR_DATA_CHARS of JSON: the SDK's invalid-params reply
-    lists pydantic's errors, each quoting the wrong value whole (`input`) — those are cut to
-    ERROR_ENTRIES entries of ECHO_CHARS; anything still too long becomes its first characters."""
+    """An error reply's `data` in at most ERROR_DATA_CHARS of JSON: the SDK's invalid-params reply
+    lists pydantic's errors, each quoting the wrong value whole."""
     if isinstance(data, dict) and isinstance(data.get("errors"), list):
         errors = data["errors"]
         brief: list[Any] = [_brief(entry) for entry in errors[:ERROR_ENTRIES]]
@@ -250,7 +240,6 @@ def bounded_data(data: Any) -> Any:
 
 
 def _brief(entry: Any) -> Any:
-    """One pydantic error without its documentation link, the wrong value quoted up to ECHO_CHARS."""
     if not isinstance(entry, dict):
         return entry
     entry = {key: value for key, value in entry.items() if key != "url"}
@@ -262,8 +251,7 @@ def _brief(entry: Any) -> Any:
 
 
 def _with_error_object(reply: dict[str, Any]) -> dict[str, Any]:
-    """A client's error reply whose `error` is not an object still fails the request it answers
-    (the SDK reads it with `.get`)."""
+    """An error reply whose `error` is not an object still fails its request (the SDK `.get`s it)."""
     if "error" not in reply or isinstance(reply["error"], dict):
         return reply
     log.warning("a malformed error reply from the client: its error is not an object")
@@ -271,7 +259,7 @@ def _with_error_object(reply: dict[str, Any]) -> dict[str, Any]:
 
 
 def protocol_files() -> tuple[BinaryIO, BinaryIO]:
-    """(input, output) for the protocol: duplicates of fds 0 and 1, which are then pointed elsewhere."""
+    """(input, output): duplicates of fds 0 and 1, which are then pointed elsewhere."""
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
     sys.stdout.flush()
@@ -284,8 +272,7 @@ def protocol_files() -> tuple[BinaryIO, BinaryIO]:
 
 
 async def open_transport(proto_in: BinaryIO, proto_out: BinaryIO) -> LineTransport:
-    """Pipes (what editors give) are read and written by the event loop; anything else (a file,
-    /dev/null) by a reader thread / blocking writes."""
+    """Pipes are read and written by the event loop; a file or /dev/null by a thread / blocking writes."""
     loop = asyncio.get_running_loop()
     reader = InputReader(limit=LINE_LIMIT)
     source: asyncio.BaseTransport | None = None
@@ -305,7 +292,7 @@ async def open_transport(proto_in: BinaryIO, proto_out: BinaryIO) -> LineTranspo
 
 def _oversized_array(value: Any) -> bool:
     """Whether `value` holds a list of more than MAX_ARRAY_ITEMS items (among its first
-    ARRAY_CHECK_NODES values: a list's length costs nothing to read, its items are not all visited)."""
+    ARRAY_CHECK_NODES values)."""
     pending, seen = [value], 0
     while pending and seen < ARRAY_CHECK_NODES:
         item = pending.pop()
@@ -320,8 +307,7 @@ def _oversized_array(value: Any) -> bool:
 
 
 def _pollable(target: BinaryIO) -> bool:
-    """Whether the event loop can watch `target`: a pipe, a socket or a terminal. Other character
-    devices (`< /dev/null`) pass asyncio's own check but epoll refuses them, and EOF never came."""
+    """A pipe, a socket or a terminal: `< /dev/null` passes asyncio's check but epoll refuses it."""
     number = target.fileno()
     mode = os.fstat(number).st_mode
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(number)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from nanohermes.agent.compaction import compact, summarizer, total_chars
 from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.distiller import Distiller
+from nanohermes.agent.plan import plan_updates
 from nanohermes.agent.turns import (
     Turn,
     TurnOver,
@@ -284,6 +285,8 @@ class Agent:
                 if isinstance(event, ToolFinished):
                     results.append(event.result)
                 yield event
+                if isinstance(event, ToolFinished):
+                    yield from plan_updates(calls[len(results) - 1], event.result)
         finally:
             for index, call in enumerate(calls):
                 got = results[index] if index < len(results) else None

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from nanohermes.agent.compaction import compact, summarizer, total_chars
 from nanohermes.agent.config import AgentConfig
+from nanohermes.agent.plan import PLAN_TOOL
 from nanohermes.agent.prompts import base_system_prompt
 from nanohermes.agent.turns import drop_cut_calls, reply_over
 from nanohermes.core.cancel import CancelToken
@@ -193,7 +194,7 @@ class SubAgentRunner:
         self._add_usage = add_usage or (lambda usage: None)
 
     def allowed(self, definition: AgentDefinition) -> set[str]:
-        names = self._tools.names() - {TASK_TOOL}
+        names = self._tools.names() - {TASK_TOOL, PLAN_TOOL}  # the plan is the main agent's
         return names if definition.tools is None else names & set(definition.tools)
 
     def run(self, definition: AgentDefinition, task: str, cancel: CancelToken) -> str:

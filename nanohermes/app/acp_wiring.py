@@ -26,10 +26,7 @@ if TYPE_CHECKING:
 
 
 def run_acp(options: CliOptions, settings: Settings) -> int:
-    """`nanohermes acp`: every session's agent is built here from one model client and the memory
-    store of its workspace's project (one store per project, shared by that project's sessions).
-    A session holds its lock and its MCP servers (the configured ones and the client's) until the
-    client closes it or the server ends."""
+    """`nanohermes acp`: serve the editor on stdio; the sessions still open are closed at the end."""
     import_httpx()  # before the model client: without httpx's command-line client
     from nanohermes.acp.main import serve
     from nanohermes.llm import ChatClient

@@ -62,9 +62,8 @@ class Runtime:
     """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
 
     def close(self) -> None:
-        """Close every MCP server (stdio ones killed with their group); let a checkpoint warm-up
-        still running finish its git command; then, after a session write still under way (at most
-        SAVE_WAIT), release the session (its `.lock` file goes); write the memories' uses."""
+        """The session is released last, after a session write still under way (at most SAVE_WAIT);
+        the memories' uses noted this session are written first."""
         try:
             if self.store is not None:
                 self.store.flush()
@@ -93,6 +92,7 @@ def build_agent(
     background, their tools joining as each is ready; whoever built it closes the runtime."""
     from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.loop import Agent
+    from nanohermes.agent.plan import make_plan_tool
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
     from nanohermes.core.cancel import CancelToken
     from nanohermes.mcp import start_servers
@@ -136,6 +136,7 @@ def build_agent(
     for note in hooks.run("session_start", CancelToken(), source=source).notes:
         agent.post_note(note)
     _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
+    runner.register(make_plan_tool())
     mcp = start_servers(
         settings.mcp_servers if mcp_servers is None else mcp_servers,
         cwd=workspace,

@@ -21,6 +21,7 @@ class UsageError(Exception):
         self.command = command
 
 
+OUTPUT_FORMATS = ("text", "json", "stream-json")
 PROMPT_HINT = "give the prompt after -p (one that starts with '-' as -p=TEXT, or -p - with it on stdin)"
 
 
@@ -124,6 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--mcp-config", metavar="FILE", action="append", help='MCP servers as JSON {"mcpServers": {...}}')
     add("-p", "--prompt", metavar="PROMPT", help="run one turn non-interactively ('-' reads stdin)")
     add("--json", dest="json_output", action="store_true", help="with -p: print one JSON object")
+    add(
+        "--output-format",
+        metavar="FORMAT",
+        help="with -p: text (default) | json (= --json) | stream-json (a JSON object a line as it happens)",
+    )
     add("--yes", action="store_true", help="allow writes and shell commands without asking (= auto)")
     add("--local", action="store_true", help="start the bundled small model offline (extra 'local')")
     _add_common_options(add, "show details: retries, distillation, tracebacks")
@@ -149,29 +155,32 @@ def _share_options(actions: argparse._SubParsersAction[_Parser], add: Callable[.
 def build_memory_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="nanohermes memory", description="Inspect and edit long-term memory.")
     _add_memory_options(parser)
+    # what MemoryArgs reads; each action sets the few it takes (its positional: `argument`)
+    parser.set_defaults(argument="", explain=False, all_projects=False, kind="", project=False)
+    parser.set_defaults(team=False, history=False, stale=None, target="")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     listing = actions.add_parser("list", help="list the global memories and this project's")
     listing.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
     listing.add_argument("--history", action="store_true", help="replaced memories too")
     listing.add_argument("--stale", type=int, metavar="DAYS", help="only those unused for DAYS days")
     search = actions.add_parser("search", help="search memories with BM25")
-    search.add_argument("query", nargs="+", help="words to search for")
+    search.add_argument("argument", metavar="query", nargs="+", help="words to search for")
     search.add_argument("--explain", action="store_true", help="show each term's BM25 contribution")
     search.add_argument("--all", dest="all_projects", action="store_true", help="search every project")
     search.add_argument("--history", action="store_true", help="search replaced memories too")
     add = actions.add_parser("add", help="save a memory typed by you (global unless --project)")
     add.add_argument("kind", help="preference | correction | lesson | fact")
-    add.add_argument("text", nargs="+", help="the memory, one sentence")
+    add.add_argument("argument", metavar="text", nargs="+", help="the memory, one sentence")
     add.add_argument("--project", action="store_true", help="it belongs to this project only")
     add.add_argument("--team", action="store_true", help="into the repository's team memory")
     replace = actions.add_parser("replace", help="replace a memory; the old one is kept as history")
-    replace.add_argument("id", help="the id shown by 'memory list'")
-    replace.add_argument("text", nargs="+", help="the new memory, one sentence")
+    replace.add_argument("target", metavar="id", help="the id shown by 'memory list'")
+    replace.add_argument("argument", metavar="text", nargs="+", help="the new memory, one sentence")
     actions.add_parser("export", help="print every memory as Markdown, grouped by scope and kind")
     importing = actions.add_parser("import", help="read memories from an export (Markdown or JSON)")
-    importing.add_argument("file", help="the file to import ('-' reads stdin)")
+    importing.add_argument("argument", metavar="file", help="the file to import ('-' reads stdin)")
     forget = actions.add_parser("forget", help="delete one memory by id")
-    forget.add_argument("id", help="the id shown by 'memory list'")
+    forget.add_argument("argument", metavar="id", help="the id shown by 'memory list'")
     actions.add_parser("stats", help="counts per kind, file size and path")
     actions.add_parser("path", help="print the path of memory.json")
     _share_options(actions, _add_memory_options)
@@ -214,8 +223,9 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
     overrides = _run_overrides(ns, "nanohermes")
     if ns.yes and ns.permission == "read-only":
         raise UsageError("--yes cannot widen --permission read-only; drop one of them")
-    if ns.json_output and ns.prompt is None:
-        raise UsageError("--json needs -p PROMPT")
+    output = _output_format(ns)
+    if output != "text" and ns.prompt is None:
+        raise UsageError(f"{'--json' if ns.json_output else '--output-format'} needs -p PROMPT")
     if ns.session is not None and ns.continue_last:
         raise UsageError("use either --session or --continue, not both")
     if ns.local and ns.base_url is not None:
@@ -225,13 +235,30 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         continue_last=ns.continue_last,
         config=_config_file(ns, "nanohermes"),
         prompt=ns.prompt,
-        json_output=ns.json_output,
+        json_output=output == "json",
+        stream_json=output == "stream-json",
         yes=ns.yes,
         local=ns.local,
         verbose=ns.verbose,
         mcp_config=_mcp_config_files(ns, "nanohermes"),
         overrides=overrides,
     )
+
+
+def _output_format(ns: argparse.Namespace) -> str:
+    """`--output-format` (`--json` is its `json`); an unknown one names the closest."""
+    given = ns.output_format
+    if given is None:
+        return "json" if ns.json_output else "text"
+    if given not in OUTPUT_FORMATS:
+        import difflib  # only on this error path
+
+        close = difflib.get_close_matches(given, OUTPUT_FORMATS, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(f"unknown output format '{given}': use text, json or stream-json{hint}")
+    if ns.json_output and given != "json":
+        raise UsageError(f"--json means --output-format json, not {given}; drop one of them")
+    return str(given)
 
 
 def _config_file(ns: argparse.Namespace, command: str) -> Path | None:
@@ -278,18 +305,18 @@ def _parse_memory(argv: list[str]) -> CliOptions:
             "--team] | export | import FILE",
             "nanohermes memory",
         )
-    argument = _memory_argument(ns)
+    argument = ns.argument if isinstance(ns.argument, str) else " ".join(ns.argument)  # nargs="+": words
     memory = MemoryArgs(
         ns.action,
         argument,
-        bool(getattr(ns, "explain", False)),
-        all_projects=bool(getattr(ns, "all_projects", False)),
-        kind=getattr(ns, "kind", ""),
-        project=bool(getattr(ns, "project", False)),
-        team=bool(getattr(ns, "team", False)),
-        history=bool(getattr(ns, "history", False)),
-        stale=getattr(ns, "stale", None),
-        target=getattr(ns, "id", "") if ns.action == "replace" else "",
+        ns.explain,
+        all_projects=ns.all_projects,
+        kind=ns.kind,
+        project=ns.project,
+        team=ns.team,
+        history=ns.history,
+        stale=ns.stale,
+        target=ns.target,
     )
     # `is not None`: an empty --memory-dir ("$UNSET") is refused by the settings, not read as the default
     overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir is not None else {}
@@ -299,14 +326,6 @@ def _parse_memory(argv: list[str]) -> CliOptions:
         memory=memory,
         overrides=overrides,
     )
-
-
-def _memory_argument(ns: argparse.Namespace) -> str:
-    if ns.action == "search":
-        return " ".join(ns.query)
-    if ns.action in ("add", "replace"):
-        return " ".join(ns.text)
-    return str(getattr(ns, "id", "") or getattr(ns, "file", ""))
 
 
 def _parse_undo(argv: list[str]) -> CliOptions:

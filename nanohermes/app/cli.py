@@ -73,16 +73,11 @@ def _escape_unencodable() -> None:
     """Under a locale that is not UTF-8 (`LANG=en_US.ISO-8859-1`, `PYTHONIOENCODING=ascii`) text the
     encoding lacks (an answer's `—` or `中文`) is written as an escape (`\\u2014`): it ended the run
     in «internal error: UnicodeEncodeError», the answer lost."""
-    import codecs
+    from nanohermes.ui.safe_text import speaks_utf8
 
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        encoding = getattr(stream, "encoding", None) or "utf-8"
-        try:
-            utf8 = codecs.lookup(encoding).name == "utf-8"
-        except LookupError:
-            utf8 = False
-        if reconfigure is not None and not utf8 and getattr(stream, "errors", "") == "strict":
+        if reconfigure is not None and not speaks_utf8(stream) and getattr(stream, "errors", "") == "strict":
             reconfigure(errors="backslashreplace")
 
 
@@ -234,8 +229,7 @@ def _report(err: Exception, verbose: bool) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    from nanohermes.ui.safe_text import terminal_safe  # a flag's value may hold escape sequences
+    from nanohermes.ui.safe_text import say  # a flag's value may hold escape sequences
 
-    first_line = terminal_safe(" ".join(message.split()))
-    print(f"nanohermes: error: {first_line}", file=sys.stderr)
+    say(f"error: {message}")
     return code

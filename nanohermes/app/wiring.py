@@ -115,8 +115,6 @@ def build_runtime(
     import_httpx()  # before the model client: without httpx's command-line client
     from nanohermes.llm import ChatClient
 
-    if not settings.model:
-        raise ConfigError("no model configured", "give --model NAME or set NANOHERMES_MODEL")
     relay = _NoticeRelay()
     if opened is None:  # else its notices were shown with the preview
         opened = open_session(options, settings)
@@ -224,11 +222,9 @@ def _require_terminal(options: CliOptions, settings: Settings) -> None:
     pointing at `-p -`. (`-p` reads no keys; with no model the REPL only explains the settings.)"""
     if options.prompt is not None or not (settings.model or options.local):
         return
-    try:
-        interactive = sys.stdin is not None and sys.stdin.isatty()
-    except (AttributeError, ValueError):  # closed, or not a real stream
-        interactive = False
-    if not interactive:
+    from nanohermes.ui.safe_text import is_terminal
+
+    if not is_terminal(sys.stdin):
         raise ConfigError(
             "standard input is not a terminal, and the REPL needs one",
             "to send piped text as one prompt: echo 'fix the tests' | nanohermes -p -",

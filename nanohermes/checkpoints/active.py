@@ -1,13 +1,10 @@
 """Which sessions have a turn changing the workspace right now (two nanohermes in one workspace).
 
-The shadow repository is shared by every session of a workspace, so a turn's "after" snapshot also
-holds what another session's turn changed meanwhile: recorded as this turn's, an undo here would
-revert the other session's work. A turn that overlapped another is *shared*, and records only the
-files its own tools wrote or edited.
-
-`<checkpoints>/active/<session-key>.lock` is held (an OS lock, dropped when the process dies) from a
-turn's first snapshot to its end: a session that finds another's held knows they overlap, and says so
-to the other by creating its `<session-key>.shared`. All of it runs under the checkpoints' file lock.
+The shadow repository is shared by the sessions of a workspace, so a turn's "after" snapshot also
+holds what another session's turn changed meanwhile: an undo here would revert that work. So a turn
+that overlapped another is *shared*, and records only the files its own tools wrote or edited.
+`active/<session-key>.lock` is held (an OS lock, gone with the process) from a turn's first snapshot
+to its end; a session that finds another's held creates that one's `<session-key>.shared` to tell it.
 """
 
 from __future__ import annotations
@@ -64,7 +61,7 @@ class ActiveTurns:
         return shared
 
     def release(self) -> None:
-        """Stop marking this session's turn as running (idempotent; its flag is cleared at the next join)."""
+        """Stop marking this session's turn as running (its flag is cleared at the next join)."""
         if self._held is not None:
             self._held.release()
             self._held = None

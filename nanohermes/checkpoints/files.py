@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 import stat
 from pathlib import Path
 
 from nanohermes.checkpoints.journal import CheckpointError, FileState
-from nanohermes.core.fileio import atomic_write, ensure_private_dir, write_all
+from nanohermes.core.errors import ToolError
+from nanohermes.core.fileio import atomic_write, ensure_private_dir
+from nanohermes.tools.paths import Workspace
 
 LINK_MODE = 0o120000
 FILE_MODE = 0o100644
@@ -31,18 +32,13 @@ def read_current(path: Path) -> tuple[int, bytes] | None:
     Raises CheckpointError for something that is neither (a directory, a FIFO, a device)."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except NotADirectoryError:
-        return None
-    except OSError as err:
-        raise CheckpointError(f"cannot read {path}: {err.strerror}") from None
-    if stat.S_ISLNK(info.st_mode):
-        return info.st_mode, os.fsencode(os.readlink(path))
-    if not stat.S_ISREG(info.st_mode):
-        raise CheckpointError(f"{path} is not a regular file")
-    try:
+        if stat.S_ISLNK(info.st_mode):
+            return info.st_mode, os.fsencode(os.readlink(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise CheckpointError(f"{path} is not a regular file")
         return info.st_mode, path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
     except OSError as err:
         raise CheckpointError(f"cannot read {path}: {err.strerror}") from None
 
@@ -64,10 +60,28 @@ def same_as(path: Path, root: Path, state: FileState | None, store: str) -> bool
     if linked_parent(path, root) is not None:
         return False
     try:
-        now = git_state(path) if store == "git" else CopyStore.state_of(path)
+        now = git_state(path) if store == "git" else copy_state(path, None)
     except CheckpointError:
         return False
     return now == state
+
+
+def copy_state(path: Path, store: Path | None) -> FileState | None:
+    """The state the copies record for `path` now (None when absent): the exact permission bits and
+    the sha256 of its bytes. With `store`, a copy is kept there, named by that sha256."""
+    current = read_current(path)
+    if current is None:
+        return None
+    st_mode, data = current
+    digest = hashlib.sha256(data).hexdigest()
+    target = None if store is None else store / digest[:2] / digest
+    if target is not None and not target.exists():
+        try:
+            ensure_private_dir(target.parent)
+            atomic_write(target, data)
+        except OSError as err:
+            raise CheckpointError(f"cannot keep a copy of {path}: {err.strerror}") from None
+    return FileState(LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode), digest)
 
 
 class CopyStore:
@@ -76,31 +90,9 @@ class CopyStore:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
-    @staticmethod
-    def state_of(path: Path) -> FileState | None:
-        current = read_current(path)
-        if current is None:
-            return None
-        st_mode, data = current
-        mode = LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode)
-        return FileState(mode, hashlib.sha256(data).hexdigest())
-
     def capture(self, path: Path) -> FileState | None:
         """Keep a copy of `path` as it is now; its state (None when absent)."""
-        current = read_current(path)
-        if current is None:
-            return None
-        st_mode, data = current
-        digest = hashlib.sha256(data).hexdigest()
-        target = self.directory / digest[:2] / digest
-        if not target.exists():
-            try:
-                ensure_private_dir(target.parent)
-                atomic_write(target, data)
-            except OSError as err:
-                raise CheckpointError(f"cannot keep a copy of {path}: {err.strerror}") from None
-        mode = LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode)
-        return FileState(mode, digest)
+        return copy_state(path, self.directory)
 
     def read(self, digest: str) -> bytes:
         try:
@@ -110,8 +102,6 @@ class CopyStore:
 
     def prune(self, keep: set[str]) -> None:
         """Remove copies no journal refers to any more."""
-        if not self.directory.is_dir():
-            return
         for copy in self.directory.glob("*/*"):
             if copy.name not in keep:
                 with contextlib.suppress(OSError):
@@ -120,11 +110,7 @@ class CopyStore:
 
 def remove(path: Path, root: Path) -> None:
     """Remove a file (or symlink) the turn created, then parent directories left empty by it."""
-    if path.is_dir() and not path.is_symlink():
-        raise CheckpointError(f"{path} is a directory now; move it away and undo again")
-    link = linked_parent(path, root)
-    if link is not None:  # unlinking through it would delete a file outside the workspace
-        raise CheckpointError(f"{link} is a symlink now, in the way of {path}; move it away and undo again")
+    _refuse_in_the_way(path, root)
     try:
         path.unlink()
     except FileNotFoundError:
@@ -142,53 +128,45 @@ def remove(path: Path, root: Path) -> None:
 
 def put_back(path: Path, root: Path, state: FileState, data: bytes, exact_mode: bool) -> None:
     """Make `path` hold `data` with `state`'s mode (exactly, or git's executable bit only)."""
-    _clear_way(path, root)
-    if path.is_dir() and not path.is_symlink():
-        raise CheckpointError(f"{path} is a directory now; move it away and undo again")
+    _refuse_in_the_way(path, root)
     try:
         if state.is_link:
+            path.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             os.symlink(os.fsdecode(data), path)
             return
         if path.is_symlink():
             path.unlink()
-        _write_bytes(path, data)
+        _write_bytes(path, root, data)
         now = stat.S_IMODE(path.stat().st_mode)  # a new file got the umask's mode
         os.chmod(path, stat.S_IMODE(state.mode) if exact_mode else _exec_bits(now, state.mode))
     except OSError as err:
         raise CheckpointError(f"cannot restore {path}: {err.strerror}") from None
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Make `path` hold `data`: written to a temp file beside it, fsynced and renamed over it, so a full
-    disk or a kill leaves the file as it was, never half written. A file with other hard links is
-    rewritten in place instead (a rename would split it from them)."""
-    try:
-        info: os.stat_result | None = os.lstat(path)
-    except FileNotFoundError:
-        info = None
+def _refuse_in_the_way(path: Path, root: Path) -> None:
+    """A directory now at `path`, or a symlink now between `root` and it (through which a write or
+    an unlink would reach outside the workspace), must be moved away first."""
+    if path.is_dir() and not path.is_symlink():
+        raise CheckpointError(f"{path} is a directory now; move it away and undo again")
+    link = linked_parent(path, root)
+    if link is not None:
+        raise CheckpointError(f"{link} is a symlink now, in the way of {path}; move it away and undo again")
+
+
+def _write_bytes(path: Path, root: Path, data: bytes) -> None:
+    """Make `path` hold `data`, never half written (the workspace tools' atomic write, which also
+    refuses a symlink swapped in on the way). A file with other hard links is rewritten in place
+    instead: a rename would split it from them."""
+    info = os.lstat(path) if os.path.lexists(path) else None
     if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-        with open(path, "wb") as handle:
-            handle.write(data)
+        path.write_bytes(data)
         return
-    # a fixed-length name: the file's own name may already be as long as the file system allows
-    temp = path.with_name(f".nanohermes-undo-{secrets.token_hex(8)}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
-        if info is not None and stat.S_ISREG(info.st_mode) and hasattr(os, "fchmod"):
-            os.fchmod(fd, stat.S_IMODE(info.st_mode))  # a new file keeps the umask's mode
-        write_all(fd, data)
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(temp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
+        Workspace(root).replace_into(path, data)
+    except ToolError as err:
+        raise CheckpointError(f"cannot restore {path}: {err.one_line().removeprefix(f'{path}: ')}") from None
 
 
 def _exec_bits(current: int, mode: int) -> int:
@@ -196,18 +174,6 @@ def _exec_bits(current: int, mode: int) -> int:
     if mode == EXEC_MODE:
         return current | (current & 0o444) >> 2
     return current & ~0o111
-
-
-def _clear_way(path: Path, root: Path) -> None:
-    """Create missing parent directories inside `root`; a file or a symlink standing where a directory
-    must be is an error (a symlink could lead the write outside the workspace)."""
-    for parent in _parents_inside(path, root):
-        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
-            raise CheckpointError(f"{parent} is in the way of {path}; move it away and undo again")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise CheckpointError(f"cannot create {path.parent}: {err.strerror}") from None
 
 
 def linked_parent(path: Path, root: Path) -> Path | None:

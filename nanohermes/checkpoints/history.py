@@ -1,9 +1,8 @@
 """Reading and reverting recorded turns: the diffs /diff shows, and undo (one turn, or back to turn N).
 
-Undo restores, for every file the turns touched, its state before the earliest of them: contents and
-mode put back, files the turns created removed, files they deleted recreated. Before anything is
-written it checks each file is still exactly as the last of those turns left it; files edited since
-(by the user, or anything else) are conflicts: nothing is touched unless the caller forces it.
+Undo puts back every file the turns touched as it was before the earliest of them, after checking each
+is still as the last of them left it: a file edited since is a conflict, and nothing is touched unless
+forced.
 """
 
 from __future__ import annotations
@@ -12,11 +11,13 @@ import difflib
 from dataclasses import dataclass, field
 
 from nanohermes.checkpoints.files import put_back, remove, same_as
-from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord, shown
+from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord, shown, status
 from nanohermes.checkpoints.manager import Checkpoints
 from nanohermes.core.fileio import StagedWrite
 
 MAX_DIFF_LINES = 4000
+State = tuple[FileState | None, str]
+"""A file's state and the store that holds it."""
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,9 @@ class FileDiff:
 class UndoPlan:
     turns: list[TurnRecord]
     """Latest first."""
-    final: dict[str, tuple[FileState | None, str]] = field(default_factory=dict)
+    final: dict[str, State] = field(default_factory=dict)
     """Per path: the state to restore and the store that holds it."""
-    expected: dict[str, tuple[FileState | None, str]] = field(default_factory=dict)
+    expected: dict[str, State] = field(default_factory=dict)
     """Per path: the state the last turn left, which the file must still have."""
     conflicts: list[str] = field(default_factory=list)
 
@@ -54,12 +55,7 @@ class History:
         """The last live turn's changes, or (all_turns) every live turn's, first state to last."""
         live = self.cp.journal().live
         chosen = live if all_turns else live[-1:]
-        first: dict[str, tuple[FileState | None, str]] = {}
-        last: dict[str, tuple[FileState | None, str]] = {}
-        for turn in chosen:
-            for change in turn.files:
-                first.setdefault(change.path, (change.before, turn.store_of(change)))
-                last[change.path] = (change.after, turn.store_of(change))
+        first, last = _span(chosen)
         contents = self._contents([*first.values(), *last.values()])
         diffs = []
         for path in sorted(first):
@@ -68,10 +64,10 @@ class History:
                 continue
             old = contents.get(before.ref, b"") if before else b""
             new = contents.get(after.ref, b"") if after else b""
-            diffs.append(FileDiff(shown(path), _status(before, after), render_diff(shown(path), old, new)))
+            diffs.append(FileDiff(shown(path), status(before, after), render_diff(shown(path), old, new)))
         return chosen, diffs
 
-    def _contents(self, states: list[tuple[FileState | None, str]]) -> dict[str, bytes]:
+    def _contents(self, states: list[State]) -> dict[str, bytes]:
         git_ids = [state.ref for state, store in states if state is not None and store == "git"]
         contents = self.cp.repo().read_blobs(git_ids) if git_ids else {}
         for state, store in states:
@@ -94,11 +90,9 @@ class History:
                 numbers = ", ".join(str(turn.number) for turn in live)
                 raise CheckpointError(f"no turn {to} to undo (turns that can be undone: {numbers})")
         plan = UndoPlan(list(reversed(targets)))
-        for turn in plan.turns:  # latest first: the earliest turn's `before` wins
-            for change in turn.files:
-                _check_path(change.path)
-                plan.expected.setdefault(change.path, (change.after, turn.store_of(change)))
-                plan.final[change.path] = (change.before, turn.store_of(change))
+        plan.final, plan.expected = _span(targets)
+        for path in plan.final:
+            _check_path(path)
         root = self.cp.workspace
         plan.conflicts = [
             path
@@ -184,6 +178,17 @@ class History:
             raise CheckpointError(f"{err}; nothing was restored") from None
 
 
+def _span(turns: list[TurnRecord]) -> tuple[dict[str, State], dict[str, State]]:
+    """Per path the turns (oldest first) touched: its state before the first and after the last."""
+    before: dict[str, State] = {}
+    after: dict[str, State] = {}
+    for turn in turns:
+        for change in turn.files:
+            before.setdefault(change.path, (change.before, turn.store_of(change)))
+            after[change.path] = (change.after, turn.store_of(change))
+    return before, after
+
+
 def render_diff(path: str, old: bytes, new: bytes) -> list[str]:
     if _binary(old) or _binary(new):
         return [f"binary file: {len(old):,} → {len(new):,} bytes"]
@@ -204,10 +209,6 @@ def _binary(data: bytes) -> bool:
     except UnicodeDecodeError:
         return True
     return False
-
-
-def _status(before: FileState | None, after: FileState | None) -> str:
-    return "added" if before is None else "deleted" if after is None else "modified"
 
 
 def _depth(path: str) -> int:

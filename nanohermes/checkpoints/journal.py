@@ -60,11 +60,11 @@ class FileChange:
 
     @property
     def status(self) -> str:
-        if self.before is None:
-            return "added"
-        if self.after is None:
-            return "deleted"
-        return "modified"
+        return status(self.before, self.after)
+
+
+def status(before: FileState | None, after: FileState | None) -> str:
+    return "added" if before is None else "deleted" if after is None else "modified"
 
 
 @dataclass
@@ -81,21 +81,13 @@ class TurnRecord:
     """False after an undo until the model has been told about it."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "number": self.number,
-            "when": self.when,
-            "prompt": self.prompt,
-            "store": self.store,
-            "before": self.before,
-            "after": self.after,
-            "undone": self.undone,
-            "told": self.told,
-            "files": [
-                {"path": f.path, "before": _state_out(f.before), "after": _state_out(f.after)}
-                | ({"store": f.store} if f.store else {})
-                for f in self.files
-            ],
-        }
+        kept = ("number", "when", "prompt", "store", "before", "after", "undone", "told")
+        files = [
+            {"path": f.path, "before": _state_out(f.before), "after": _state_out(f.after)}
+            | ({"store": f.store} if f.store else {})
+            for f in self.files
+        ]
+        return {name: getattr(self, name) for name in kept} | {"files": files}
 
     def store_of(self, change: FileChange) -> str:
         """Where the states of `change` are kept: "git" or "copies"."""
@@ -133,6 +125,17 @@ class Journal:
     def live(self) -> list[TurnRecord]:
         """Turns not undone, oldest first."""
         return [turn for turn in self.turns if not turn.undone]
+
+    def copied_refs(self) -> set[str]:
+        """The kept copies (by sha256) this journal's turns need."""
+        return {
+            state.ref
+            for turn in self.turns
+            for change in turn.files
+            if turn.store_of(change) == "copies"
+            for state in (change.before, change.after)
+            if state is not None
+        }
 
     def next_number(self) -> int:
         return max((turn.number for turn in self.turns), default=0) + 1

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from nanohermes.checkpoints.journal import CheckpointError, Journal
-from nanohermes.checkpoints.manager import Checkpoints, checkpoints_root, session_key, workspace_key
+from nanohermes.checkpoints.manager import Checkpoints, checkpoints_root, path_key
 
 
 def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Checkpoints:
@@ -15,8 +15,8 @@ def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Che
     workspace where it last did (a session resumed elsewhere has one journal per workspace). Raises
     CheckpointError."""
     session = session.expanduser().absolute()
-    name = f"{session_key(session)}.json"
-    local = checkpoints_root(state_dir) / workspace_key(here.resolve()) / "journals" / name if here else None
+    name = f"{path_key(session)}.json"
+    local = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name if here else None
     found = local if local is not None and local.is_file() else None
     found = found or _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
     if found is None:
@@ -28,8 +28,7 @@ def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Che
 
 def latest_in(state_dir: Path, workspace: Path) -> Checkpoints:
     """The checkpoints of the session most recently recorded in `workspace`. Raises CheckpointError."""
-    folder = checkpoints_root(state_dir) / workspace_key(workspace.resolve()) / "journals"
-    found = _newest(folder.glob("*.json"))
+    found = _newest((checkpoints_root(state_dir) / path_key(workspace.resolve()) / "journals").glob("*.json"))
     if found is None:
         raise CheckpointError(
             f"no checkpoints in this workspace ({workspace})",

@@ -1,27 +1,26 @@
-"""Checkpoints of one session in one workspace: taken during turns, read by /diff, /undo, `nanohermes undo`.
+"""Checkpoints of one session in one workspace (SPEC §11), taken during its turns.
 
-    begin_turn(prompt)      the agent, at the start of a turn (costs nothing)
-    before_change(path)     the tool runner, before each write, edit or shell command; the first of a
-                            turn snapshots the workspace (git), or each keeps a copy of its file
-    end_turn()              the agent, when the turn ends: snapshot again, record what changed
-
-Everything lives under `<state_dir>/checkpoints/<workspace-key>/`: `git/` (the shadow repository),
-`copies/` (the fallback's kept files), `journals/<session-key>.json` (what each turn changed), `lock`.
-A failure never stops a turn: it becomes a note, and that turn cannot be undone.
+`begin_turn` (the agent; costs nothing), `before_change` (the tool runner, before each write, edit or
+shell command: the first of a turn snapshots the workspace), `end_turn` (snapshot again, record what
+changed). Kept under `<state_dir>/checkpoints/<workspace-key>/`: `git/` (the shadow repository),
+`copies/`, `journals/<session-key>.json`, `active/`, `lock`. A failure never stops a turn: it becomes
+a note, and that turn cannot be undone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nanohermes.checkpoints.active import ActiveTurns
-from nanohermes.checkpoints.dirlock import CheckpointLock
 from nanohermes.checkpoints.files import CopyStore
 from nanohermes.checkpoints.journal import (
     CheckpointError,
@@ -35,24 +34,23 @@ from nanohermes.checkpoints.shadow import GitTimeout, ShadowRepo
 from nanohermes.core.fileio import resolved
 from nanohermes.core.protocols import TurnChanges
 
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
 FILE_LIMIT = 20_000
 """Above this many files a workspace is not snapshotted with git: per-file copies instead."""
 LOCK_TIMEOUT = 60.0
 PROMPT_CHARS = 120
 PRUNE_GRACE = 3600.0
 """Seconds a journal is kept after its last write even when its session file does not exist: a
-running session writes its file only after the turn (`-p`: after distillation), so another process
-pruning meanwhile would throw away the checkpoints of a turn that has just ended."""
+running session writes its file only after the turn (`-p`: after distillation)."""
 WARM_UP_WAIT = 30.0
 """Seconds `settle` waits for a background warm-up before the process leaves anyway."""
 
 
-def workspace_key(workspace: Path) -> str:
-    return hashlib.sha256(str(workspace).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-
-
-def session_key(session: Path) -> str:
-    return hashlib.sha256(str(session).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+def path_key(path: Path) -> str:
+    """The name under which a workspace's or a session's checkpoints are kept."""
+    return hashlib.sha256(str(path).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def checkpoints_root(state_dir: Path) -> Path:
@@ -69,8 +67,6 @@ class _Turn:
     """Paths a write or edit of this turn was checked for."""
     shell: bool = False
     """A change without a path (a shell command) ran: it may have changed any file."""
-    joined: bool = False
-    """Marked as running in `ActiveTurns` (at its first snapshot)."""
     shared: bool = False
     """Another session's turn was running in this workspace when this one took its snapshot."""
 
@@ -93,13 +89,14 @@ class Checkpoints:
         checkpoints' own directory is always one."""
         self.workspace = workspace.resolve()
         self.session = session.expanduser().absolute()
-        self.dir = checkpoints_root(state_dir) / workspace_key(self.workspace)
-        self.journal_path = self.dir / "journals" / f"{session_key(self.session)}.json"
+        self.dir = checkpoints_root(state_dir) / path_key(self.workspace)
+        self.journal_path = self.dir / "journals" / f"{path_key(self.session)}.json"
         self.copies = CopyStore(self.dir / "copies")
         self._git = git
         self._file_limit = file_limit
         self._repo: ShadowRepo | None = None
-        self._store = ""  # "git" or "copies", decided at the first change
+        self.store = ""
+        """ "git" or "copies" once the first change decided it, "" before."""
         self._lock = threading.RLock()
         """Guards the turn's state and notes: held briefly, never across git work."""
         self._work = threading.Lock()
@@ -108,17 +105,36 @@ class Checkpoints:
         self._turn: _Turn | None = None
         self._notes: list[str] = []
         self._pruned = False
-        self._seen: tuple[int, int, int] = (0, 0, 0)
-        """The journal's (inode, mtime, size) when model_notes last found nothing to tell."""
-        self._file_lock = CheckpointLock(self.dir, LOCK_TIMEOUT)
+        self._file_lock: BaseFileLock | None = None
         self._private = [resolved(path) for path in (*private, checkpoints_root(state_dir))]
-        self._active = ActiveTurns(self.dir / "active", session_key(self.session))
+        self._active = ActiveTurns(self.dir / "active", path_key(self.session))
 
     # -- shared pieces ----------------------------------------------------------------------------
 
-    def lock(self) -> CheckpointLock:
-        """The cross-process lock on this workspace's checkpoints; taking it raises CheckpointError."""
-        return self._file_lock
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """The cross-process lock on this workspace's checkpoints (re-entrant within a thread);
+        one that cannot be taken is a CheckpointError naming the cause."""
+        from filelock import FileLock, Timeout
+
+        path = self.dir / "lock"
+        try:
+            if self._file_lock is None:
+                self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self._file_lock = FileLock(str(path), timeout=LOCK_TIMEOUT)
+            lock = self._file_lock
+            lock.acquire()
+        except Timeout:  # before OSError: filelock's Timeout is a TimeoutError
+            raise CheckpointError(
+                f"the checkpoints of this workspace are locked by another nanohermes ({path})",
+                "wait for it to finish and try again",
+            ) from None
+        except OSError as err:
+            raise CheckpointError(f"cannot lock checkpoints {path}: {err.strerror or err}") from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     def repo(self) -> ShadowRepo:
         if self._repo is None:
@@ -130,11 +146,6 @@ class Checkpoints:
 
     def journal(self) -> Journal:
         return Journal.load(self.journal_path, str(self.session), str(self.workspace))
-
-    @property
-    def store(self) -> str:
-        """ "git" or "copies" once the first change decided it, "" before."""
-        return self._store
 
     def start_warm_up(self) -> None:
         """Run `warm_up` in a background thread: it overlaps the model's first request, and the
@@ -149,10 +160,9 @@ class Checkpoints:
             self._warming.join(timeout)
 
     def warm_up(self) -> None:
-        """Off the prompt's path: decide git or copies, and build the shadow index of a workspace
-        seen for the first time, so the first change of the first turn only re-reads what changed.
-        Never raises; a failure shows up at the first change. Holds only the work lock: a turn
-        begins (and its model request goes out) while it runs."""
+        """Decide git or copies, and build the shadow index of a workspace seen for the first time, so
+        the first change only re-reads what changed. Never raises (a failure shows at the first
+        change); holds only the work lock: a turn begins while it runs."""
         with self._work:
             try:
                 with self.lock():
@@ -184,36 +194,34 @@ class Checkpoints:
                 self._notes.append(f"checkpoint failed ({_why(err)}): this turn's changes cannot be undone")
 
     def _before(self, turn: _Turn, path: Path | None) -> None:
-        store = self._decide()
-        if store == "git" and not turn.tree:
-            turn.shared, turn.joined = self._active.join(), True
+        if self._decide() == "git" and not turn.tree:
+            turn.shared = self._active.join()  # marked as running from its first snapshot on
             turn.tree = self._snapshot()
-            store = self._store
         turn.shell = turn.shell or path is None
         relative = self._relative(path)
-        if relative is None or path is None or relative in turn.copies or relative in turn.seen:
+        if path is None or relative is None or relative in turn.seen:
             return
         turn.seen.add(relative)
         if any(resolved(path).is_relative_to(p) for p in self._private):
             return
-        if store == "copies" or self.repo().ignores(relative):  # .env, build output: git skips them
+        if self.store == "copies" or self.repo().ignores(relative):  # .env, build output: git skips them
             turn.copies[relative] = self.copies.capture(path)
 
     def _decide(self) -> str:
-        if self._store:
-            return self._store
+        if self.store:
+            return self.store
         reason = ""
         try:
             repo = self.repo()
             repo.ensure([path for path in map(self._relative, self._private) if path not in (None, ".")])
-            if repo.count_files(self._file_limit) > self._file_limit:
+            if repo.count_files() > self._file_limit:
                 reason = f"the workspace holds more than {self._file_limit:,} files"
         except CheckpointError as err:
             reason = err.one_line()
-        self._store = "git"
+        self.store = "git"
         if reason:
             self._fall_back(reason)
-        return self._store
+        return self.store
 
     def _snapshot(self) -> str:
         """A snapshot of the workspace, or "" after falling back to copies because git took too long
@@ -225,23 +233,19 @@ class Checkpoints:
             return ""
 
     def _fall_back(self, reason: str) -> None:
-        self._store = "copies"
-        self._note(
-            f"checkpoints: {reason}, so only files the agent writes or edits are kept (as copies); "
-            "changes made by shell commands cannot be undone"
-        )
-
-    def _note(self, text: str) -> None:
+        self.store = "copies"
         with self._lock:  # the warm-up thread notes too
-            self._notes.append(text)
+            self._notes.append(
+                f"checkpoints: {reason}, so only files the agent writes or edits are kept (as copies); "
+                "changes made by shell commands cannot be undone"
+            )
 
     def _relative(self, path: Path | None) -> str | None:
-        if path is None:
-            return None
+        """`path` relative to the workspace; None when it is outside (not covered)."""
         try:
-            return resolved(path).relative_to(self.workspace).as_posix()
-        except (ValueError, OSError):
-            return None  # outside the workspace: not covered
+            return None if path is None else resolved(path).relative_to(self.workspace).as_posix()
+        except ValueError:
+            return None
 
     def end_turn(self) -> TurnChanges:
         """Record what the turn changed; an unchanged workspace records nothing (and costs nothing
@@ -263,7 +267,7 @@ class Checkpoints:
                         self._prune()
             except Exception as err:  # the turn is over either way: say so
                 if isinstance(err, GitTimeout):  # the next turn would wait as long again
-                    self._store = "copies"
+                    self.store = "copies"
                 return TurnChanges(
                     notes=(*notes, f"checkpoint failed ({_why(err)}): this turn cannot be undone")
                 )
@@ -275,7 +279,7 @@ class Checkpoints:
 
     def _record(self, turn: _Turn, notes: list[str]) -> TurnRecord | None:
         """The turn's record, saved in the journal (None: it changed nothing); `notes`: what to say."""
-        shared = turn.joined and (self._active.leave() or turn.shared)  # before the "after" snapshot
+        shared = bool(turn.tree) and (self._active.leave() or turn.shared)  # before the "after" snapshot
         journal = self._journal_to_record(notes)
         number = journal.next_number()
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -291,7 +295,7 @@ class Checkpoints:
                 return None
             first = repo.commit(turn.tree, f"before turn {number}")
             last = repo.commit(after, f"after turn {number}: {turn.prompt}", first)
-            repo.keep(f"refs/nanohermes/{session_key(self.session)}/{number}", last)
+            repo.keep(f"refs/nanohermes/{path_key(self.session)}/{number}", last)
             record = TurnRecord(number, when, turn.prompt, "git", changes, first, last)
         else:
             record = TurnRecord(number, when, turn.prompt, "copies", self._copied(turn, ""))
@@ -351,14 +355,7 @@ class Checkpoints:
                 unreadable = True  # which copies it needs is unknown: keep them all
                 continue
             if path == self.journal_path or fresh or Path(journal.session).exists():
-                keep.update(
-                    c.ref
-                    for t in journal.turns
-                    for s in t.files
-                    if t.store_of(s) == "copies"
-                    for c in (s.before, s.after)
-                    if c is not None
-                )
+                keep.update(journal.copied_refs())
                 continue
             if self._repo is not None:
                 self._repo.drop_refs(f"refs/nanohermes/{path.stem}/")
@@ -370,21 +367,14 @@ class Checkpoints:
     # -- telling the model about undos ---------------------------------------------------------
 
     def model_notes(self) -> list[str]:
-        """Lines for the model about turns the user undid since it last heard (REPL or CLI)."""
+        """Lines for the model about turns the user undid since it last heard (REPL or CLI). The
+        journal is read without the lock first: a turn mostly has nothing to hear."""
         try:
-            info = self.journal_path.stat()  # every save replaces the file: a new inode
-            stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
-        except OSError:
-            return []
-        if stamp == self._seen:  # unchanged since it last had nothing to tell: costs one stat
-            return []
-        try:
+            if not any(turn.undone and not turn.told for turn in self.journal().turns):
+                return []
             with self.lock():
                 journal = self.journal()
                 untold = [turn for turn in journal.turns if turn.undone and not turn.told]
-                if not untold:
-                    self._seen = stamp
-                    return []
                 for turn in untold:
                     turn.told = True
                 journal.save()

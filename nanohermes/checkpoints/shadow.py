@@ -1,23 +1,17 @@
 """The shadow git repository: snapshots of the workspace kept outside it.
 
-git runs with `GIT_DIR` (and its own index file) under `<state_dir>/checkpoints/<workspace-key>/git`
-and `GIT_WORK_TREE` = the workspace, so `.gitignore` is honoured and shell commands' changes are seen,
-while the user's own `.git` (HEAD, index, hooks, config) is never read or written: git never enters a
-directory named `.git`, hooks point at /dev/null, the user's and the system's config are not read
-(`GIT_CONFIG_GLOBAL=/dev/null`, `GIT_CONFIG_NOSYSTEM=1`), every other `GIT_*` variable of the
-environment is dropped, and `info/attributes` switches off end-of-line conversion and filters so the
-bytes stored are the bytes on disk.
-
-A snapshot is `git add -A` (only changed files are re-read: the index caches their stat data) and
-`git write-tree`; a turn's two snapshots become two commits under `refs/nanohermes/…`, which keep them
-from garbage collection for as long as the session's journal lists them.
+git runs with `GIT_DIR` under `<state_dir>/checkpoints/<workspace-key>/git` and `GIT_WORK_TREE` = the
+workspace, so `.gitignore` is honoured and shell commands' changes are seen, while the user's own
+`.git` is never read or written: hooks point at /dev/null, no user or system config is read, other
+`GIT_*` variables are dropped, and `info/attributes` turns off line-ending conversion and filters so
+the bytes stored are the bytes on disk. A snapshot is `git add -A` + `git write-tree`; a turn's two
+snapshots become commits under `refs/nanohermes/…`, kept while the session's journal lists them.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import threading
 from pathlib import Path
 
 from nanohermes.checkpoints.journal import CheckpointError, FileChange, FileState
@@ -75,7 +69,9 @@ class ShadowRepo:
         self.workspace = workspace
         self.env = git_environment(dict(os.environ), git_dir, workspace)
 
-    def run(self, *args: str, stdin: bytes | None = None, ok_codes: tuple[int, ...] = (0,)) -> bytes:
+    def run(
+        self, *args: str, stdin: bytes | None = None, ok_codes: tuple[int, ...] = (0,), timeout: float = 0
+    ) -> bytes:
         command = [self.git]
         for item in CONFIG:
             command += ["-c", item]
@@ -88,11 +84,11 @@ class ShadowRepo:
                 input=stdin,
                 stdin=None if stdin is not None else subprocess.DEVNULL,
                 capture_output=True,
-                timeout=GIT_TIMEOUT,
+                timeout=timeout or GIT_TIMEOUT,
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            raise GitTimeout(f"git {args[0]} took over {GIT_TIMEOUT:g} s") from None
+            raise GitTimeout(f"git {args[0]} took over {timeout or GIT_TIMEOUT:g} s") from None
         except OSError as err:
             raise CheckpointError(f"cannot run git: {err.strerror or err}") from None
         if done.returncode not in ok_codes:
@@ -118,41 +114,15 @@ class ShadowRepo:
         except OSError as err:
             raise CheckpointError(f"cannot set up {self.git_dir}: {err.strerror}") from None
 
-    def count_files(self, limit: int) -> int:
-        """Files a snapshot would hold, counting no further than `limit` + 1 (stops the listing).
-        Raises CheckpointError when git has not finished within COUNT_TIMEOUT seconds (it waits for
-        ever on a .gitignore that is a FIFO)."""
-        timeout = COUNT_TIMEOUT
-        command = [self.git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    def count_files(self) -> int:
+        """Files a snapshot would hold. Raises CheckpointError when git has not listed them within
+        COUNT_TIMEOUT seconds (it waits for ever on a .gitignore that is a FIFO)."""
+        args = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         try:
-            process = subprocess.Popen(
-                command, cwd=self.workspace, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-            )
-        except OSError as err:
-            raise CheckpointError(f"cannot run git: {err.strerror or err}") from None
-        late = threading.Event()
-
-        def give_up() -> None:
-            late.set()
-            process.kill()
-
-        timer = threading.Timer(timeout, give_up)
-        timer.daemon = True
-        timer.start()
-        count = 0
-        try:
-            assert process.stdout is not None
-            with process.stdout:
-                while count <= limit and (chunk := process.stdout.read(65536)):
-                    count += chunk.count(b"\0")
-            if count > limit:
-                process.kill()
-            process.wait()
-        finally:
-            timer.cancel()
-        if late.is_set() and count <= limit:
-            raise CheckpointError(f"git took over {timeout:g} s to list the workspace")
-        return count
+            # a broken index fails it (128) having listed nothing: the snapshot rebuilds the index
+            return self.run(*args, ok_codes=(0, 128), timeout=COUNT_TIMEOUT).count(b"\0")
+        except GitTimeout:
+            raise CheckpointError(f"git took over {COUNT_TIMEOUT:g} s to list the workspace") from None
 
     def ignores(self, relative: str) -> bool:
         """Whether a snapshot leaves out the workspace file `relative` (.gitignore, info/exclude);

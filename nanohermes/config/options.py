@@ -52,6 +52,8 @@ class CliOptions:
     config: Path | None = None
     prompt: str | None = None
     json_output: bool = False
+    stream_json: bool = False
+    """`--output-format stream-json`: one JSON object a line as the `-p` turn happens."""
     yes: bool = False
     local: bool = False
     verbose: bool = False

@@ -79,6 +79,22 @@ class Compacted:
         return "nothing saved: the recent messages it keeps hold nearly all of it"
 
 
+PlanStatus = Literal["pending", "in_progress", "completed"]
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    step: str
+    status: PlanStatus
+
+
+@dataclass(frozen=True)
+class PlanUpdated:
+    """The model's plan (`update_plan`), whole, after each update."""
+
+    steps: tuple[PlanStep, ...]
+
+
 @dataclass(frozen=True)
 class TurnFinished:
     """The turn ended. `completed` is False when interrupted, stopped at max_iterations, or failed."""
@@ -120,6 +136,7 @@ Event = (
     | Note
     | Compacted
     | MemoryRecalled
+    | PlanUpdated
     | TurnFinished
 )
 StreamItem = TextDelta | ReasoningDelta | Retrying

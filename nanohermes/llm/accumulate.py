@@ -23,7 +23,6 @@ from nanohermes.core.types import ToolCall
 
 
 def new_call_id() -> str:
-    """An id for a call the server sent without one."""
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
@@ -86,7 +85,7 @@ class _Slot:
         self.__dict__.update(fresh.__dict__)
 
     def arguments_complete(self) -> bool:
-        """True once the arguments so far parse as a JSON object (parsed once per closing `}`)."""
+        """Whether the arguments parse as a JSON object (parsed once per closing `}`)."""
         if not self._closed:
             return False
         if self._verdict is None:
@@ -203,12 +202,9 @@ _FENCED = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.DOTALL)
 
 
 def extract_text_tool_calls(content: str, tool_names: set[str]) -> tuple[str, list[ToolCall]]:
-    """Find `<tool_call>{…}</tool_call>` blocks, or a message that is only a bare (or fenced)
-    `{"name": …, "arguments": …}` object (or a list of them), naming offered tools.
-
-    Returns the text left once the calls are removed, and the calls (fresh ids, arguments as JSON
-    text). Blocks that are not valid JSON or name no offered tool stay in the text untouched.
-    """
+    """The text without its calls, and the calls: `<tool_call>{…}</tool_call>` blocks, or a message
+    that is only a bare (or fenced) `{"name": …, "arguments": …}` object or list, naming offered
+    tools. Blocks that are not JSON or name no offered tool stay in the text."""
     if "<tool_call>" in content:
         calls: list[ToolCall] = []
 

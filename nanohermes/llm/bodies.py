@@ -14,7 +14,8 @@ import httpx
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, IncompleteStream, NanoHermesError
 from nanohermes.core.events import StreamItem
-from nanohermes.llm.failures import one_line
+from nanohermes.core.types import shorten
+from nanohermes.llm.failures import ONE_LINE
 from nanohermes.llm.interrupt import abort_response
 from nanohermes.llm.response import StreamAssembler
 from nanohermes.llm.sse import Marker, iter_chunks, iter_lines
@@ -36,8 +37,7 @@ class BodyReader:
         self._clock = clock
 
     def error_text(self, response: httpx.Response, cancel: CancelToken | None) -> str:
-        """The start of an error response's body: at most ERROR_BODY_LIMIT characters, and only what
-        arrived before the total deadline ("" when it cannot be read); closes the response."""
+        """What of an error's body arrives before the deadline, up to ERROR_BODY_LIMIT ("" if none)."""
         text = ""
         try:
             with self._guarded(response, cancel) as deadline:
@@ -101,7 +101,12 @@ class BodyReader:
         """The body's text as it arrives (decoded by httpx), within the deadline and ANSWER_LIMIT."""
         size = 0
         for piece in response.iter_text():
-            self._check(deadline, cancel)
+            if self._past(deadline, cancel):
+                raise IncompleteStream(
+                    f"the answer from {self.url} took longer than the {self.total_timeout:g} s "
+                    "total deadline",
+                    "raise request_timeout, or check the server is not stuck sending keep-alives",
+                )
             size += len(piece)
             if size > ANSWER_LIMIT:
                 mib = ANSWER_LIMIT // (1024 * 1024)
@@ -111,13 +116,6 @@ class BodyReader:
                 )
             yield piece
 
-    def _check(self, deadline: float, cancel: CancelToken | None) -> None:
-        if self._past(deadline, cancel):
-            raise IncompleteStream(
-                f"the answer from {self.url} took longer than the {self.total_timeout:g} s total deadline",
-                "raise request_timeout, or check the server is not stuck sending keep-alives",
-            )
-
     def _past(self, deadline: float, cancel: CancelToken | None) -> bool:
         """Whether `deadline` has passed; raises Cancelled when the turn was cancelled."""
         if cancel is not None and cancel.cancelled:
@@ -126,20 +124,18 @@ class BodyReader:
 
 
 def _drain(lines: Iterator[str]) -> None:
-    """Read what follows `[DONE]` (normally only the end of the body) so that the connection goes back
-    to the pool; breaking off early would cost a new TCP/TLS handshake on the next request. The OpenAI
-    SDK drains the same way; the read timeout, the total deadline and cancellation still bound it."""
+    """Read what follows `[DONE]` so that the connection goes back to the pool (breaking off would
+    cost a new TLS handshake next request), bounded like any read."""
     with contextlib.suppress(*_CUT, NanoHermesError):
         for _ in lines:
             pass
 
 
 def is_json(response: httpx.Response) -> bool:
-    """Whether the response is a JSON document (not an event stream)."""
     kind = response.headers.get("content-type", "").lower()
     return "json" in kind and "event-stream" not in kind
 
 
 def describe(err: BaseException) -> str:
     """An exception in one line (its type's name when it says nothing)."""
-    return one_line(str(err)) or type(err).__name__
+    return shorten(str(err), ONE_LINE) or type(err).__name__

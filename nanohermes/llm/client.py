@@ -96,9 +96,9 @@ class ChatClient:
         self._http = http_client if http_client is not None else new_http_client(self.base_url)
         self.max_retries = max_retries
         self._timeout = httpx.Timeout(request_timeout, connect=CONNECT_TIMEOUT, pool=CONNECT_TIMEOUT)
-        self._bodies = BodyReader(
-            self.url, total_timeout or max(MIN_TOTAL_DEADLINE, 5 * request_timeout), clock
-        )
+        self.total_timeout = total_timeout or max(MIN_TOTAL_DEADLINE, 5 * request_timeout)
+        """Seconds one answer may take in all, however steadily it streams."""
+        self._bodies = BodyReader(self.url, self.total_timeout, clock)
         self.send_reasoning = send_reasoning
         self.max_tokens = max_tokens
         self._sleep = sleep
@@ -125,17 +125,10 @@ class ChatClient:
             stopped=stopped,
         )
 
-    @property
-    def total_timeout(self) -> float:
-        """Seconds one answer may take in all, however steadily it streams."""
-        return self._bodies.total_timeout
-
     def close(self) -> None:
-        """Close the HTTP client if this object created it (an injected one belongs to the caller)."""
+        """Close the HTTP client if this object created it (an injected one is the caller's)."""
         if self._owns_http:
             self._http.close()
-
-    # -- public API -------------------------------------------------------------------------------
 
     def stream(
         self,
@@ -173,7 +166,12 @@ class ChatClient:
             assembler = StreamAssembler(target)
             ended = yield from self._bodies.stream(response, assembler, cancel)
             result = assembler.result()
-            problem = _cut(ended, assembler) or _empty(result)
+            if not ended:
+                problem = "the stream ended early"
+            elif not assembler.saw_choice:
+                problem = "the stream carried no answer"
+            else:
+                problem = _empty(result)
         if not problem:
             if is_json(response):
                 yield from replay_deltas(result)
@@ -224,8 +222,6 @@ class ChatClient:
     def _hidden(self, err: LLMError) -> LLMError:
         """`err` with the API key and the base URL's password hidden."""
         return without_key(without_key(err, self._api_key or ""), self._url_password)
-
-    # -- requests ---------------------------------------------------------------------------------
 
     def _target(self, model: str | None) -> Target:
         name = model or self.model
@@ -287,8 +283,13 @@ class ChatClient:
             if cancel is not None:
                 cancel.raise_if_cancelled()
             delay: float | None = None
+            request = self._request(body)
             try:
-                response = self._send(self._request(body), cancel)
+                if cancel is None:
+                    response = self._http.send(request, stream=True)
+                else:  # on a thread: cancelling need not wait for the first byte (a local model's
+                    # prompt processing can take minutes)
+                    response = send_cancellable(self._http, request, cancel, self.total_timeout)
             except _RETRYABLE_TRANSPORT as err:
                 self._raise_if_stopped()
                 failure: LLMError = self._unreachable(err, retries)
@@ -342,22 +343,6 @@ class ChatClient:
         )
         message = f"cannot reach {self.url}{via}{after_retries(retries)}: {describe(err)}"
         return EndpointUnreachable(message, hint)
-
-    def _send(self, request: httpx.Request, cancel: CancelToken | None) -> httpx.Response:
-        """`send(stream=True)`; with a cancel token, in a worker thread so that cancelling does not wait
-        for the server's first byte (prompt processing on a local model can take minutes)."""
-        if cancel is None:
-            return self._http.send(request, stream=True)
-        return send_cancellable(self._http, request, cancel, self.total_timeout)
-
-
-def _cut(ended: bool, assembler: StreamAssembler) -> str:
-    """Why a stream cannot be trusted: it ended early, or carried no choice at all."""
-    if not ended:
-        return "the stream ended early"
-    if not assembler.saw_choice:
-        return "the stream carried no answer"
-    return ""
 
 
 def _empty(result: ChatResult) -> str:

@@ -20,6 +20,7 @@ from nanohermes.core.errors import (
     ServerError,
     StreamError,
 )
+from nanohermes.core.types import shorten
 from nanohermes.llm.overflow import (
     ErrorInfo,
     is_context_overflow,
@@ -37,6 +38,8 @@ RETRY_AFTER_MAX = 120.0
 KEY_HINT = "check NANOHERMES_API_KEY/OPENAI_API_KEY"
 OVERFLOW_HINT = "run /compact or start a new session"
 REDACTED = "[redacted]"
+ONE_LINE = 300
+"""The most characters of an endpoint's own words an error line quotes."""
 MIN_KEY_CHARS = 8
 """A key shorter than this (`none`, `dummy` for a local server) is no secret: error text keeps it."""
 
@@ -54,8 +57,7 @@ class Target:
 
 
 def hide_key(text: str, key: str) -> str:
-    """`text` with the API key (also JSON-escaped) replaced by "[redacted]" — before any cutting to
-    one line, so no prefix of it survives a cut."""
+    """`text` with the API key (also JSON-escaped) redacted — before any cut, so no prefix survives."""
     if len(key) < MIN_KEY_CHARS:
         return text
     text = text.replace(key, REDACTED)
@@ -64,7 +66,6 @@ def hide_key(text: str, key: str) -> str:
 
 
 def without_key(err: LLMError, key: str) -> LLMError:
-    """The same error with the key hidden from its message and hint (in place)."""
     if len(key) >= MIN_KEY_CHARS and key in f"{err} {err.hint}":
         err.args = (hide_key(str(err), key), *err.args[1:])
         err.hint = hide_key(err.hint, key)
@@ -81,24 +82,16 @@ def strip_userinfo(url: str) -> tuple[str, str]:
     return f"{scheme}{sep}{host}{slash}{path}", userinfo.partition(":")[2]
 
 
-def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def after_retries(retries: int) -> str:
-    """` after 3 retries` for an error message, or nothing when none were spent."""
     return f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
 
 
 def is_retryable(err: LLMError) -> bool:
-    """Whether sending the same request again may succeed (a rate limit or a server hiccup)."""
     return isinstance(err, RateLimited | ServerError) and err.status in RETRY_STATUSES
 
 
 def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> ContextOverflow | None:
-    """The ContextOverflow an error body describes, if it describes one (see nanohermes.llm.overflow)."""
-    detail = one_line(info.message)
+    detail = shorten(info.message, ONE_LINE)
     said = f": {detail}" if detail else ""
     if status in TOO_LARGE_STATUSES and is_request_too_large(info):
         return ContextOverflow(
@@ -114,36 +107,61 @@ def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> Conte
     return None
 
 
-def _account_error(
-    status: int, said: str, target: Target, info: ErrorInfo, *, retry_after: bool
-) -> LLMError | None:
-    """The error when the key or the account is the problem (401, 403, no credit left), else None."""
-    if status == 401:
-        problem = "the endpoint rejected the API key" if target.has_key else "the endpoint needs an API key"
-        return AuthError(f"{problem} (401){said}", KEY_HINT, status)
-    if status == 403:
-        return AuthError(
-            f"access to {target.model} was refused (403){said}",
-            f"{KEY_HINT}; make sure the key may use this model",
-            status,
-        )
+_STATUS_ERRORS: dict[str, tuple[type[LLMError], str, str]] = {
+    "401": (AuthError, "{problem} (401){said}", KEY_HINT),
+    "403": (
+        AuthError,
+        "access to {model} was refused (403){said}",
+        f"{KEY_HINT}; make sure the key may use this model",
+    ),
+    "credit": (
+        PaymentRequired,
+        "the account is out of credit ({status}){said}",
+        "add credit or check billing at the provider",
+    ),
+    "404": (
+        ModelNotFound,
+        "model not found: {model} at {url} (404){said}",
+        "check --model, and that --base-url ends in the API root (often /v1)",
+    ),
+    "429": (
+        RateLimited,
+        "rate limited by the endpoint (429){after}{said}",
+        "wait a minute, or check your plan's limits",
+    ),
+    "server": (
+        ServerError,
+        "the endpoint failed with HTTP {status}{after}{said}",
+        "try again later or check the server",
+    ),
+    "redirect": (
+        BadResponse,
+        "the endpoint redirected the request (HTTP {status}){said}",
+        "use the final URL (often https://…/v1) as --base-url",
+    ),
+    "refused": (BadResponse, "the endpoint refused the request (HTTP {status}){said}", ""),
+}
+"""The error for a non-2xx status, by `_status_kind`: its class, message and hint."""
+
+
+def _status_kind(status: int, info: ErrorInfo, retry_after: bool) -> str:
     if status == 402 or (status == 429 and is_quota_exhausted(info, retry_after=retry_after)):
-        return PaymentRequired(
-            f"the account is out of credit ({status}){said}",
-            "add credit or check billing at the provider",
-            status,
-        )
-    return None
+        return "credit"
+    if str(status) in _STATUS_ERRORS:
+        return str(status)
+    if status >= 500 or status in RETRY_STATUSES:
+        return "server"
+    return "redirect" if 300 <= status < 400 else "refused"
 
 
 def status_error(
     status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
 ) -> LLMError:
-    """The error for a non-2xx answer. `retries` is how many retries were spent before giving up;
-    `retry_after` whether the server asked to retry later (then quota words mean a rate limit)."""
+    """The error for a non-2xx answer; `retry_after`: the server asked to retry later (then quota words
+    mean a rate limit)."""
     body = hide_key(body, target.key)
     info = read_error(body)
-    detail = one_line(info.message or body.strip())
+    detail = shorten(info.message or body.strip(), ONE_LINE)
     said = f": {detail}" if detail else ""
     if _is_web_page(body):  # a proxy's or a website's page: its markup says nothing useful
         if status == 404:
@@ -153,38 +171,20 @@ def status_error(
                 status,
             )
         said = ": a web page, not an API answer"
-    after = after_retries(retries)
     overflow = overflow_error(info, status, target)
     if overflow is not None:
         return overflow
-    refused = _account_error(status, said, target, info, retry_after=retry_after)
-    if refused is not None:
-        return refused
-    if status == 404:
-        return ModelNotFound(
-            f"model not found: {target.model} at {target.url} (404){said}",
-            "check --model, and that --base-url ends in the API root (often /v1)",
-            status,
-        )
-    if status == 429:
-        return RateLimited(
-            f"rate limited by the endpoint (429){after}{said}",
-            "wait a minute, or check your plan's limits",
-            status,
-        )
-    if status >= 500 or status in RETRY_STATUSES:
-        return ServerError(
-            f"the endpoint failed with HTTP {status}{after}{said}",
-            "try again later or check the server",
-            status,
-        )
-    if 300 <= status < 400:
-        return BadResponse(
-            f"the endpoint redirected the request (HTTP {status}){said}",
-            "use the final URL (often https://…/v1) as --base-url",
-            status,
-        )
-    return BadResponse(f"the endpoint refused the request (HTTP {status}){said}", "", status)
+    cls, message, hint = _STATUS_ERRORS[_status_kind(status, info, retry_after)]
+    problem = "the endpoint rejected the API key" if target.has_key else "the endpoint needs an API key"
+    text = message.format(
+        problem=problem,
+        model=target.model,
+        url=target.url,
+        status=status,
+        after=after_retries(retries),
+        said=said,
+    )
+    return cls(text, hint, status)
 
 
 def _is_web_page(body: str) -> bool:
@@ -197,7 +197,7 @@ def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     if len(target.key) >= MIN_KEY_CHARS:
         error = json.loads(hide_key(json.dumps(error, ensure_ascii=False), target.key))
     info = read_error(error)
-    detail = one_line(info.message or json.dumps(error, ensure_ascii=False))
+    detail = shorten(info.message or json.dumps(error, ensure_ascii=False), ONE_LINE)
     code = _numeric_code(error)
     overflow = overflow_error(info, code, target)
     if overflow is not None:

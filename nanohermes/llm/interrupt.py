@@ -1,11 +1,6 @@
-"""Making a blocking HTTP request interruptible from another thread (Ctrl-C → CancelToken).
-
-- Before the status line: `send` runs on a daemon thread while the caller waits on "done or
-  cancelled", so cancelling does not wait for a server still processing a long prompt. A response
-  that arrives after cancellation is closed, so no connection leaks.
-- While reading: `abort_response` shuts the socket down, which wakes a `recv` blocked in the reading
-  thread at once (closing the file descriptor alone does not, on Linux).
-"""
+"""Making a blocking HTTP request interruptible from another thread (Ctrl-C → CancelToken): the send
+runs on a daemon thread (a server may process a long prompt for minutes before its first byte), and
+a read is woken by shutting the socket down (closing the descriptor alone does not, on Linux)."""
 
 from __future__ import annotations
 
@@ -21,8 +16,7 @@ from nanohermes.core.errors import Cancelled
 
 
 def abort_response(response: httpx.Response) -> None:
-    """Called from the cancelling thread. The reading thread then sees the cancellation and closes
-    the response itself."""
+    """Called from the cancelling thread; the reading thread then closes the response itself."""
     stream = response.extensions.get("network_stream")
     sock = stream.get_extra_info("socket") if stream is not None else None
     if isinstance(sock, socket.socket):
@@ -44,18 +38,19 @@ def send_cancellable(
 
     unregister = cancel.on_cancel(abandon)
     try:
-        outcome.exception(limit)  # waits; the send's own error is raised below
-    except (CancelledError, TimeoutError):
-        pass
+        response = outcome.result(limit)
+    except CancelledError:
+        raise Cancelled() from None
+    except TimeoutError:
+        if outcome.cancel():  # still no answer (else the send itself timed out: raised below)
+            raise httpx.ReadTimeout("no answer within the total deadline", request=request) from None
+        response = outcome.result()
     finally:
         unregister()
-    if not outcome.cancel() and not cancel.cancelled:  # cancel() fails once there is an outcome
-        return outcome.result()
-    if not outcome.cancelled() and outcome.exception() is None:  # it came, but too late
-        outcome.result().close()
-    if cancel.cancelled:
+    if cancel.cancelled:  # it came, but too late
+        response.close()
         raise Cancelled()
-    raise httpx.ReadTimeout("no answer within the total deadline", request=request)
+    return response
 
 
 def _send(http: httpx.Client, request: httpx.Request, outcome: Future[httpx.Response]) -> None:

@@ -80,8 +80,8 @@ class ErrorInfo:
 
 
 def read_error(data: Any) -> ErrorInfo:
-    """The message and codes of an error payload: an object, a list of them (Gemini), or JSON text
-    nested in a string (Ollama and some proxies wrap the upstream body as a string)."""
+    """The message and codes of an error payload: an object, a list (Gemini), or JSON in a string
+    (Ollama and some proxies wrap the upstream body)."""
     messages: list[str] = []
     codes: set[str] = set()
     for node in _nodes(data, depth=0):
@@ -118,8 +118,6 @@ def _nodes(data: Any, depth: int) -> Iterator[dict[str, Any] | str]:
 
 
 def is_context_overflow(info: ErrorInfo) -> bool:
-    """The prompt does not fit the model's context window (a request *field* over its limit, a tool's
-    name or description, is not the conversation)."""
     lowered = info.lowered
     if info.codes & FIELD_CODES or any(phrase in lowered for phrase in FIELD_PHRASES):
         return False

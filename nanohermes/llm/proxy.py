@@ -1,9 +1,5 @@
-"""The HTTP client for an endpoint, and the proxy (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY) it goes through.
-
-httpx reads the proxy from the environment. A value it cannot use (`socks5://…` without socksio, an
-unknown scheme, a bad port) must be a one-line settings error, and an unreachable endpoint reached
-through a proxy must name the proxy: the endpoint itself may be fine.
-"""
+"""The HTTP client for an endpoint, and the environment's proxy: one httpx cannot use is a one-line
+settings error, and an unreachable endpoint reached through a proxy names the proxy."""
 
 from __future__ import annotations
 
@@ -13,7 +9,8 @@ import urllib.parse
 import httpx
 
 from nanohermes.core.errors import ConfigError
-from nanohermes.llm.failures import one_line, strip_userinfo
+from nanohermes.core.types import shorten
+from nanohermes.llm.failures import strip_userinfo
 
 _PROXY_VARIABLES = {
     "https": ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"),
@@ -33,7 +30,7 @@ def new_http_client(base_url: str) -> httpx.Client:
         where = broken or "the proxy settings"
         socks = " (a SOCKS proxy needs `pip install 'httpx[socks]'`)" if "socks" in value.lower() else ""
         raise ConfigError(
-            f"cannot use the proxy in {where}{f' ({value})' if value else ''}: {one_line(str(err), 200)}",
+            f"cannot use the proxy in {where}{f' ({value})' if value else ''}: {shorten(str(err), 200)}",
             f"fix or unset {where}{socks}",
         ) from None
 
@@ -42,7 +39,7 @@ _UNUSABLE = (ValueError, ImportError, httpx.InvalidURL)
 
 
 def _usable(proxy: str) -> bool:
-    """Whether httpx can use `proxy` (a client is made with it alone; nothing is connected)."""
+    """Whether httpx can make a client with `proxy` (nothing is connected)."""
     try:
         httpx.Client(proxy=proxy, trust_env=False).close()
     except _UNUSABLE:

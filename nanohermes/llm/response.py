@@ -18,9 +18,9 @@ from typing import Any
 
 from nanohermes.core.errors import JSON_ERRORS, BadResponse, IncompleteStream
 from nanohermes.core.events import ReasoningDelta, StreamItem, TextDelta
-from nanohermes.core.types import ChatResult, Usage
+from nanohermes.core.types import ChatResult, Usage, shorten
 from nanohermes.llm.accumulate import ToolCallAccumulator
-from nanohermes.llm.failures import Target, one_line, payload_error
+from nanohermes.llm.failures import Target, payload_error
 from nanohermes.llm.sse import Chunk, Marker, iter_chunks
 from nanohermes.llm.wire import REASONING_KEYS
 
@@ -28,7 +28,7 @@ _THINKING_TYPES = frozenset({"thinking", "reasoning"})
 
 
 def first_choice(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The choice with `index` 0 (or without an index), or None when the chunk has none."""
+    """The choice with `index` 0 (or none)."""
     choices = data.get("choices")
     if not isinstance(choices, list):
         return None
@@ -59,7 +59,6 @@ def split_content(content: Any) -> tuple[str, str]:
 
 
 def reasoning_of(part: dict[str, Any]) -> str:
-    """The reasoning text of a delta or message (see the module docstring)."""
     for key in REASONING_KEYS:
         value = part.get(key)
         if isinstance(value, str) and value:
@@ -101,7 +100,7 @@ def find_usage(data: dict[str, Any]) -> Usage | None:
 
 
 class StreamAssembler:
-    """Turns stream chunks into deltas to show, and the final ChatResult."""
+    """Stream chunks (or a whole answer) → deltas to show, and the final ChatResult."""
 
     def __init__(self, target: Target) -> None:
         self._target = target
@@ -115,7 +114,7 @@ class StreamAssembler:
         self.usage = Usage()
 
     def feed(self, chunk: Chunk) -> list[StreamItem]:
-        """Take one chunk. Raises an LLMError for an `error` chunk (even inside HTTP 200)."""
+        """Raises an LLMError for an `error` chunk (even inside HTTP 200)."""
         if chunk.get("error"):
             raise payload_error(chunk["error"], self._target, in_stream=True)
         if "usage" in chunk or "x_groq" in chunk or "choices" in chunk:
@@ -195,12 +194,12 @@ def assemble(lines: Iterable[str], target: Target) -> ChatResult:
 
 
 def parse_completion(body: str, target: Target) -> ChatResult:
-    """A non-streaming answer. Raises BadResponse (or the mapped error) when it is not one."""
+    """A non-streaming answer."""
     try:
         data = json.loads(body)
     except JSON_ERRORS:
         raise BadResponse(
-            f"the endpoint's answer is not JSON: {one_line(body, 120)!r}",
+            f"the endpoint's answer is not JSON: {shorten(body, 120)!r}",
             "check --base-url points at an OpenAI-compatible /v1 endpoint",
         ) from None
     if not isinstance(data, dict):
@@ -217,7 +216,7 @@ def parse_completion(body: str, target: Target) -> ChatResult:
 
 
 def replay_deltas(result: ChatResult) -> Iterator[StreamItem]:
-    """The deltas a non-streamed result would have streamed (so the UI shows it the same way)."""
+    """The deltas a non-streamed result would have streamed."""
     if result.reasoning:
         yield ReasoningDelta(result.reasoning)
     if result.content:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal
 
 from nanohermes.core.errors import JSON_ERRORS, BadResponse
-from nanohermes.llm.failures import one_line
+from nanohermes.core.types import shorten
 
 
 class Marker(enum.Enum):
@@ -34,9 +34,8 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def iter_lines(pieces: Iterable[str], max_chars: int = MAX_LINE_CHARS) -> Iterator[str]:
-    """The lines of an event stream's text, arriving in pieces. Lines end only at CR LF, CR or LF (the
-    SSE rule: U+2028, U+0085 and the like are text, which JSON may carry unescaped); a leading byte
-    order mark is dropped. A line longer than `max_chars` raises BadResponse instead of filling memory."""
+    """The lines of a stream's text pieces. Lines end only at CR LF, CR or LF (U+2028 and the like are
+    text JSON may carry); a leading BOM is dropped; a line over `max_chars` raises BadResponse."""
     parts: list[str] = []
     size = 0
     skip_lf = False  # the last piece ended in CR: a LF starting the next one belongs to that break
@@ -73,8 +72,7 @@ def _check_line(size: int, max_chars: int) -> None:
 
 
 def iter_sse_data(lines: Iterable[str]) -> Iterator[list[str]]:
-    """Yield the `data:` lines of each event (one list per event, never empty). An error event,
-    `event: error` + `data: …` or llama.cpp's own `error: {…}` line, comes out as `{"error": …}`."""
+    """The `data:` lines of each event; an error event comes out as `{"error": …}`."""
     data: list[str] = []
     event = ""
     for line in itertools.chain(lines, [""]):  # the last event may lack its blank line
@@ -95,7 +93,6 @@ def iter_sse_data(lines: Iterable[str]) -> Iterator[list[str]]:
 
 
 def as_error(data: list[str]) -> str:
-    """The payload of an error event as an `{"error": …}` chunk (kept as is when it already is one)."""
     text = "\n".join(data).strip()
     try:
         value = json.loads(text)
@@ -107,7 +104,7 @@ def as_error(data: list[str]) -> str:
 
 
 def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal[Marker.DONE]]:
-    """Yield each event's JSON object, or DONE for `[DONE]`. Raises BadResponse for non-JSON data."""
+    """Each event's JSON object, or DONE. Raises BadResponse for non-JSON data."""
     for data in iter_sse_data(lines):
         joined = "\n".join(data)
         if not joined.strip():
@@ -129,11 +126,9 @@ def _decode(payload: str) -> Chunk | Literal[Marker.DONE]:
         value = json.loads(text)
     except JSON_ERRORS:
         raise BadResponse(
-            f"the endpoint sent a stream event that is not JSON: {one_line(text, 120)}",
+            f"the endpoint sent a stream event that is not JSON: {shorten(text, 120)}",
             "check --base-url points at an OpenAI-compatible /v1 endpoint",
         ) from None
     if not isinstance(value, dict):
-        raise BadResponse(
-            f"the endpoint sent a stream event that is not a JSON object: {one_line(text, 120)}"
-        )
+        raise BadResponse(f"the endpoint sent a stream event that is not a JSON object: {shorten(text, 120)}")
     return value

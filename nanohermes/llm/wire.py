@@ -117,7 +117,6 @@ OPTIONAL_FIELDS = ("stream_options", "tool_choice", "max_tokens")
 
 
 def rejected_optional_field(status: int, text: str, body: dict[str, Any]) -> str | None:
-    """The optional request field a 400/422 error text complains about, if any."""
     if status not in (400, 422):
         return None
     return next((name for name in OPTIONAL_FIELDS if name in body and name in text), None)

@@ -1,9 +1,8 @@
 """One MCP server's SDK client, driven on the manager's event loop.
 
-A holder task enters the SDK's `Client` (stdio or streamable HTTP), lists the tools, then waits until
-`close()`: anyio context managers must be left by the task that entered them. Calls run as their own
-tasks; cancelling one sends `notifications/cancelled`. SDK errors never leave this module: they become
-`ServerGone` (the connection ended) or `CallFailed` (an error answer), each with a one-line reason.
+A holder task enters the SDK's `Client` and waits until `close()`: anyio context managers must be left
+by the task that entered them. SDK errors never leave this module: they become `ServerGone` (the
+connection ended) or `CallFailed` (an error answer), each with a one-line reason.
 """
 
 from __future__ import annotations
@@ -56,8 +55,6 @@ class Connection:
         errlog: ServerLog,
         on_tools_changed: Callable[[], None],
     ) -> None:
-        """`on_tools_changed`: called on the loop when the server says its tool list changed; it must
-        not wait for the server."""
         self.name = name
         self._on_tools_changed = on_tools_changed
         self.config = config
@@ -69,7 +66,7 @@ class Connection:
         self._transport: StdioTransport | None = None
 
     async def open(self) -> list[ListedTool]:
-        """Connect and list the tools within `startup_timeout`. Raises on failure (the server is closed)."""
+        """Connect and list the tools within `startup_timeout`; on failure the server is closed."""
         ready: asyncio.Future[list[ListedTool]] = asyncio.get_running_loop().create_future()
         self._holder = asyncio.create_task(self._hold(ready), name=f"mcp-{self.name}")
         try:
@@ -139,7 +136,6 @@ class Connection:
             return  # an older protocol (`_on_message` hears it), a server without it, or the end
 
     async def _on_message(self, message: Any) -> None:
-        """What the server sends unasked: only a changed tool list matters here."""
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._on_tools_changed()
 
@@ -148,7 +144,7 @@ class Connection:
         return None if self._transport is None else self._transport.failure
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The CallToolResult of one call, in its JSON form. Raises ServerGone or CallFailed."""
+        """The CallToolResult in its JSON form."""
         client = self._client
         if client is None:
             raise ServerGone("not connected")
@@ -157,7 +153,6 @@ class Connection:
         return result.model_dump(by_alias=True, mode="json")
 
     async def list_tools(self) -> list[ListedTool]:
-        """The server's tools as it lists them now. Raises ServerGone or CallFailed."""
         client = self._client
         if client is None:
             raise ServerGone("not connected")
@@ -165,7 +160,7 @@ class Connection:
             return await _list_tools(client)
 
     async def close(self) -> None:
-        """Leave the client (stdio: the server's process group is killed); bounded, never raises."""
+        """Leave the client; bounded, never raises."""
         self._stop.set()
         holder = self._holder
         if holder is None or holder.done():
@@ -238,7 +233,6 @@ def _leaf(err: BaseException) -> BaseException:
 
 
 def describe_error(err: BaseException) -> str:
-    """One line for why a server could not be reached or started."""
     err = _leaf(err)
     if isinstance(err, NanoHermesError):
         return err.one_line()

@@ -1,11 +1,8 @@
 """Where stdio MCP servers' stderr goes: `<log_dir>/<name>.log`, never the terminal.
 
-The transport reads the server's stderr and writes it here, so a chatty server can flood neither the
-terminal nor the disk: of each start's output the log keeps the first MAX_LOG_BYTES characters, then
-says that the rest was dropped; a log grown past MAX_LOG_BYTES is moved to `<name>.log.old` when the
-server next starts (one old file kept). The last line a server wrote since it started (dropped or not)
-goes into error messages. A log that cannot be written (a full or read-only disk) never stops the
-server: its stderr is lost, and `hint` says why.
+A chatty server floods neither the terminal nor the disk: each start's first MAX_LOG_BYTES characters
+are kept, and a bigger log is moved to `<name>.log.old` at the next start. A log that cannot be
+written (a full disk) never stops the server: its stderr is lost, and `hint` says why.
 """
 
 from __future__ import annotations
@@ -56,8 +53,7 @@ class ServerLog:
             except (OSError, ValueError) as err:
                 self.error = getattr(err, "strerror", None) or str(err)
 
-    def fileno(self) -> int:
-        """The log file's descriptor (the SDK's transport on Windows gives it to the server)."""
+    def fileno(self) -> int:  # the SDK's transport on Windows gives it to the server
         return self._file.fileno()
 
     def last_line(self) -> str:
@@ -80,7 +76,7 @@ class ServerLogs:
         return None if self._directory is None else self._directory / f"{sanitize(name)}.log"
 
     def open(self, name: str) -> ServerLog:
-        """The stderr for a (re)start of server `name`, headed by a line saying when it started."""
+        """The stderr for a (re)start of server `name`."""
         old = self._logs.pop(name, None)
         if old is not None:
             old.close()
@@ -112,8 +108,7 @@ class ServerLogs:
         return f" (its stderr is in {path})"
 
     def tail(self, name: str) -> str:
-        """The last line the server wrote to stderr since it last started, or "" when it is not in
-        its log."""
+        """The last line the server wrote to stderr since it last started (if logged)."""
         log = self._logs.get(name)
         return "" if log is None or log.error is not None or self._directory is None else log.last_line()
 
@@ -123,7 +118,6 @@ class ServerLogs:
 
 
 def _rotate(path: Path) -> None:
-    """Move a log grown past MAX_LOG_BYTES to `<name>.log.old` (replacing the previous one)."""
     with contextlib.suppress(OSError):
         if path.stat().st_size > MAX_LOG_BYTES:
             path.replace(path.with_name(path.name + ".old"))

@@ -1,11 +1,8 @@
 """McpManager: every configured MCP server of one runtime, on one asyncio event-loop thread.
 
-`start()` returns at once: servers start in parallel in the background, and the SDK is imported on
-the loop thread, never on the path to the prompt. `tools()` (waiting for servers still starting) gives
-their tools to the tool runner; `status()` feeds /mcp and `mcp list`; `close()` closes every server.
-A server that fails to start, crashes or times out gives one notice naming it and the cause; the
-others keep working. A crashed server is restarted (once) by its next call. Calls come from the tool
-runner's threads; Ctrl-C cancels the request, which sends MCP's `notifications/cancelled`.
+Servers start in parallel in the background (the SDK is imported on the loop thread, never on the
+path to the prompt). One that fails, crashes or times out gives one notice; the others keep working.
+A crashed server is restarted (once) by its next call. Ctrl-C sends MCP's `notifications/cancelled`.
 """
 
 from __future__ import annotations
@@ -68,7 +65,6 @@ class McpManager:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start every enabled server in the background (once); returns at once."""
         with self._lock:
             if self._thread is not None or self._closed:
                 return
@@ -95,7 +91,7 @@ class McpManager:
             loop.close()
 
     def close(self) -> None:
-        """Close every server (stdio: process group killed) and stop the loop thread. Idempotent."""
+        """Close every server and stop the loop thread. Idempotent."""
         with self._lock:
             if self._closed:
                 return
@@ -117,13 +113,6 @@ class McpManager:
                 server.state = "closed" if server.state != "disabled" else "disabled"
                 server.tools = []
                 server.started.set()
-
-    def __enter__(self) -> McpManager:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- what the rest of nanohermes sees -------------------------------------------------------
 
@@ -169,8 +158,8 @@ class McpManager:
             ]
 
     def submit(self, server: str, tool: str, arguments: dict[str, Any]) -> concurrent.futures.Future[str]:
-        """Start one call on the loop and return at once. The future gives the result's text or raises
-        ToolError (with the reason); cancelling it cancels the call (MCP's notifications/cancelled)."""
+        """One call started on the loop: its future gives the text or raises ToolError; cancelling it
+        cancels the call."""
         loop = self._loop
         target = self._servers.get(server)
         if loop is None or target is None or self._closed:
@@ -186,7 +175,6 @@ class McpManager:
         return future
 
     def call(self, server: str, tool: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
-        """Call one tool and wait for its text; raises ToolError (with the reason) or Cancelled."""
         future = self.submit(server, tool, arguments)
         unregister = cancel.on_cancel(lambda: _cancel(future))
         try:
@@ -241,9 +229,8 @@ class McpManager:
                 server.state, server.tools, server.infos, server.last_error = "ready", tools, infos, problem
 
     def _tell_left_out(self, server: ServerEntry, left_out: dict[str, str]) -> str:
-        """What is wrong with tools left out for their input schema ("" if none), for the status
-        (`mcp list` has no notices). Noticed once per server, again only when it changes: a flood of
-        tools/list_changed with the same listing must not flood the terminal."""
+        """Why tools were left out ("" if none), for the status; noticed again only when it changes
+        (a flood of tools/list_changed must not flood the terminal)."""
         problems: list[str] = []
         for reason in dict.fromkeys(left_out.values()):
             names = sorted(name for name, why in left_out.items() if why == reason)
@@ -257,8 +244,7 @@ class McpManager:
         return problem
 
     def _tools_changed(self, server: ServerEntry) -> None:
-        """`notifications/tools/list_changed`: list the tools again (one listing at a time; another
-        if it changed meanwhile). The model sees the new list from its next request on."""
+        """List the tools again (one listing at a time; another if they changed meanwhile)."""
         server.stale = True
         if server.refresh is None or server.refresh.done():
             server.refresh = asyncio.get_running_loop().create_task(self._refresh(server))
@@ -344,7 +330,6 @@ class McpManager:
                 server.tools, server.infos = [], ()
 
     def _reason(self, server: ServerEntry, err: BaseException) -> str:
-        """Why `server` failed to start, with the last line of its stderr."""
         from nanohermes.mcp.connection import describe_error
 
         if isinstance(err, TimeoutError):

@@ -1,10 +1,5 @@
-"""A tool call's result as the text the model sees.
-
-Text parts are joined; structured content is JSON (when no text part carries it already: servers
-SHOULD send both); images, audio and blobs are named with their type and size, never pasted as base64;
-resources show their URI (and their text, when they are text). An `isError` result is the caller's
-business (it becomes an `ERROR:` result).
-"""
+"""A tool call's result as the text the model sees: binary content is named with its type and size,
+never pasted as base64; structured content is JSON when no text part carries it already."""
 
 from __future__ import annotations
 
@@ -46,7 +41,6 @@ def render_part(part: dict[str, Any]) -> str:
 
 
 def _size(base64: Any) -> str:
-    """The decoded size of base64 data, without decoding it."""
     text = str(base64 or "").strip()
     count = max(0, len(text) * 3 // 4 - text[-2:].count("="))
     if count < 1000:

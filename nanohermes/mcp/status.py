@@ -1,7 +1,4 @@
-"""What the manager knows of each server (`McpManager.status()`, `/mcp`, `nanohermes mcp list`).
-
-Plain data, no SDK: the UI imports these types without loading `mcp`.
-"""
+"""What the manager knows of each server, as plain data: the UI imports it without loading `mcp`."""
 
 from __future__ import annotations
 

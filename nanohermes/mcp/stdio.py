@@ -1,14 +1,10 @@
-"""The stdio transport for MCP servers (imported by `connection` only): the SDK's `stdio_client` on
-POSIX (a new session per server, its default environment plus `env`, one JSON-RPC message per line,
-stdin closed, 2 s, SIGTERM to the group, 2 s, SIGKILL), with bounds where it has none:
-- stdout lines are read in linear time, each at most MAX_LINE_BYTES (the SDK joins every 64 kB chunk
-  to all it holds: a 100 MB line cost a minute of CPU and 500 MB). Over the limit, a reply (its `id`
-  comes first) is answered in the server's place with an error; any other line ends the connection.
-- A line the SDK's parser refuses is not lost (its request would wait for its timeout): a lone
-  surrogate escaped in it (`"\\ud800"`: an emoji cut in half) becomes U+FFFD; any other reply is
-  answered at once with an error; other lines (a stray log line) are left to the SDK, which drops them.
-- stderr goes to the server's log (which caps what it keeps): a chatty server never blocks on a full
-  pipe nor fills the disk.
+"""The stdio transport for MCP servers: the SDK's `stdio_client` on POSIX, with bounds where it has none.
+- stdout lines are read in linear time, each at most MAX_LINE_BYTES (the SDK's cost a minute of CPU
+  and 500 MB for a 100 MB line). Over the limit, a reply is answered in the server's place with an
+  error; any other line ends the connection.
+- A line the SDK's parser refuses is not lost (its request would wait for its timeout): an escaped
+  lone surrogate becomes U+FFFD; any other reply is answered at once with an error.
+- stderr goes to the server's capped log: a chatty server never blocks on a full pipe nor fills the disk.
 - Once the server is stopped its process group is killed, so that no child it started lingers.
 On Windows the SDK's own transport runs (it kills the server's process tree with a Job Object).
 """
@@ -128,7 +124,6 @@ class StdioTransport:
                     await process.stdout.receive(READ_BYTES)
 
     def _item(self, line: bytes) -> SessionMessage | Exception:
-        """What the session reads for one line."""
         text = line.decode(self._params.encoding, self._params.encoding_error_handler)
         try:
             return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
@@ -159,8 +154,7 @@ class StdioTransport:
             done.set()
 
     async def _drain_stderr(self, process: Process, done: anyio.Event) -> None:
-        """Everything the server writes to stderr, to `errlog` as it comes (a log that cannot be
-        written loses the text, never the draining: a server blocked on a full pipe would hang)."""
+        """stderr to `errlog`; a log that cannot be written loses the text, never the draining."""
         assert process.stderr is not None
         decoder = codecs.getincrementaldecoder(self._params.encoding)("replace")
         try:
@@ -239,8 +233,7 @@ def repaired(line: str, err: ValidationError) -> SessionMessage | Exception:
 
 
 def reply_id(line: str) -> int | str | None:
-    """The `id` of the reply on a line the SDK could not parse, or None (not a reply: a log line, a
-    request or notification from the server)."""
+    """The `id` of the reply on a line the SDK could not parse, or None when it is no reply."""
     try:
         value = json.loads(line)
     except JSON_ERRORS:  # deeper than Python's parser too, or not JSON: its first bytes tell

@@ -1,9 +1,5 @@
-"""A server's tools as ordinary `Tool` objects for the tool runner.
-
-Named `mcp__<server>__<tool>` (sanitized, ≤ 64 characters, made unique), with the server's description
-and input schema. `readOnlyHint: true` → a reading tool; any other → `mutating` (asks in `ask` mode, not
-offered in `read-only`), unless its server is `trusted` (`preapproved`: runs without asking).
-"""
+"""A server's tools as ordinary `Tool` objects named `mcp__<server>__<tool>` (≤ 64 characters,
+unique). Only `readOnlyHint: true` makes a reading tool; a `trusted` server's tools run without asking."""
 
 from __future__ import annotations
 
@@ -31,8 +27,6 @@ runner sets it last)."""
 
 @dataclass(frozen=True)
 class ListedTool:
-    """A tool as the server lists it, in plain types."""
-
     name: str
     description: str
     input_schema: dict[str, Any]
@@ -91,8 +85,7 @@ would refuse every request (every turn) while the tool is offered."""
 
 
 def unusable(listed: Iterable[ListedTool]) -> dict[str, str]:
-    """Tools that cannot be offered, name → why: an input schema longer than MAX_SCHEMA_CHARS as
-    JSON (cutting it would break it), or one that is not JSON at all."""
+    """Tools that cannot be offered for their input schema, name → why."""
     found: dict[str, str] = {}
     for spec in listed:
         try:
@@ -106,9 +99,8 @@ def unusable(listed: Iterable[ListedTool]) -> dict[str, str]:
 
 
 def offered(servers: Iterable[tuple[str, list[Tool]]], limit: int) -> tuple[list[Tool], int]:
-    """The tools of several servers, in their order: a name an earlier server's tool has already
-    (server `a__b`'s `c` and server `a`'s `b__c`) gets a hash suffix; past `limit` tools are left
-    out. Returns (tools, how many were left out)."""
+    """The tools of several servers, a name already taken (server `a__b`'s `c`, server `a`'s `b__c`)
+    with a hash suffix, up to `limit`; and how many were left out."""
     tools: list[Tool] = []
     seen: set[str] = set()
     left_out = 0

@@ -1,21 +1,8 @@
-"""The tool layer: what the agent can do in the workspace, and what it may not (SPEC §5, §6).
+"""The tool layer: what the agent can do in the workspace, and what it may not (SPEC §5, §6)."""
 
-`ToolRunner` (the agent's `ToolExecutor`), `Tool` / `tool_from_function` (a tool from a plain
-function), `CallContext` (what a tool gets besides its arguments).
-"""
-
-from nanohermes.config.settings import PERMISSION_MODES
 from nanohermes.core.errors import INTERRUPTED
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.outcomes import cap_output
 from nanohermes.tools.runner import ToolRunner
 
-__all__ = [
-    "INTERRUPTED",
-    "PERMISSION_MODES",
-    "CallContext",
-    "Tool",
-    "ToolRunner",
-    "cap_output",
-    "tool_from_function",
-]
+__all__ = ["INTERRUPTED", "CallContext", "Tool", "ToolRunner", "cap_output", "tool_from_function"]

@@ -1,21 +1,10 @@
-"""Tools as plain functions: the JSON schema comes from the signature and the docstring.
-
-    def read_file(path: str, offset: int = 1) -> str:
-        '''Read a text file.
-
-        Args:
-            path: file path relative to the workspace
-            offset: first line to show (1-based)
-        '''
-
-`tool_from_function(read_file)` gives a `Tool` whose `parameters` is the JSON schema the model sees.
-Parameters annotated `CallContext` or `CancelToken` are not shown to the model: the runner passes the
-call's context / cancel token in them.
+"""Tools as plain functions: the JSON schema the model sees comes from the signature and the
+docstring's `Args:` section. Parameters annotated `CallContext` or `CancelToken` are not shown to the
+model: the runner passes the call's context / cancel token in them.
 """
 
 from __future__ import annotations
 
-import enum
 import inspect
 import json
 import math
@@ -49,11 +38,10 @@ class Tool:
     """One tool offered to the model.
 
     `mutating` tools (writes, edits, shell) need approval in `ask` mode and are not offered in
-    `read-only` mode. `path_arg` names the argument holding a workspace path (checked for confinement
-    before dispatch; calls on the same path run in call order). `summary_arg` is the argument shown
-    in ToolStarted. `approval_kind` groups tools for "always for this session" answers. `preapproved`
-    mutating tools run without asking (a trusted MCP server's). `extra_arguments`: arguments outside
-    `properties` are passed on, not refused (an MCP schema that allows them).
+    `read-only` mode. `path_arg` names the argument holding a workspace path (confined before
+    dispatch; calls on one path run in call order). `approval_kind` groups tools for "always for this
+    session" answers. `preapproved` mutating tools run without asking (a trusted MCP server's).
+    `extra_arguments`: arguments outside `properties` are passed on (an MCP schema allowing them).
     """
 
     name: str
@@ -83,10 +71,6 @@ class Tool:
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
-    @property
-    def required(self) -> list[str]:
-        return list(self.parameters.get("required", []))
-
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """Decode and check the model's JSON arguments. Raises ToolError with a one-line reason."""
         text = (raw or "").strip() or "{}"
@@ -108,7 +92,7 @@ class Tool:
         if unknown and not self.extra_arguments:
             allowed = ", ".join(props) or "none"
             raise ToolError(f"{self.name} got unknown argument(s) {_names(unknown)}; allowed: {allowed}")
-        missing = [name for name in self.required if args.get(name) is None]
+        missing = [name for name in self.parameters.get("required", []) if args.get(name) is None]
         if missing:
             raise ToolError(f"{self.name} is missing required argument(s): {', '.join(missing)}")
         return {
@@ -158,7 +142,7 @@ def tool_from_function(
         if param.default is param.empty:
             required.append(param.name)
         elif param.default is not None:
-            prop["default"] = param.default.value if isinstance(param.default, enum.Enum) else param.default
+            prop["default"] = param.default
         properties[param.name] = prop
     parameters: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
     tool_name = name or func.__name__
@@ -181,23 +165,17 @@ _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", b
 
 
 def json_schema_for(annotation: Any) -> dict[str, Any]:
-    """JSON schema of a (simple) Python annotation: str, int, float, bool, Optional, list, Literal."""
+    """JSON schema of a simple Python annotation: str, int, float, bool, X | None, list[X], dict, Literal."""
     origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
-        if len(members) == 1:
-            return json_schema_for(members[0])
-        return {"anyOf": [json_schema_for(member) for member in members]}
+    members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    if origin in (typing.Union, types.UnionType) and len(members) == 1:
+        return json_schema_for(members[0])
     if origin is typing.Literal:
-        values = list(typing.get_args(annotation))
-        return {"type": _JSON_TYPES.get(type(values[0]), "string"), "enum": values}
-    if origin in (list, tuple, set, frozenset):
-        items = typing.get_args(annotation)
-        return {"type": "array", "items": json_schema_for(items[0]) if items else {}}
+        return {"type": _JSON_TYPES.get(type(members[0]), "string"), "enum": members}
+    if origin is list:
+        return {"type": "array", "items": json_schema_for(members[0]) if members else {}}
     if origin is dict or annotation is dict:
         return {"type": "object"}
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return {"type": "string", "enum": [member.value for member in annotation]}
     if annotation in _JSON_TYPES:
         return {"type": _JSON_TYPES[annotation]}
     raise TypeError(f"no JSON schema for annotation {annotation!r}")
@@ -240,7 +218,8 @@ def _coerce(tool: str, name: str, value: Any, schema: dict[str, Any]) -> Any:
     if coerced is _BAD:
         kind = str(schema.get("type"))
         kind = "finite number" if kind == "number" else kind
-        raise ToolError(f"{tool}: argument {name} must be {_article(kind)}, got {json.dumps(value)[:60]}")
+        article = "an" if kind[:1] in "aeiou" else "a"
+        raise ToolError(f"{tool}: argument {name} must be {article} {kind}, got {json.dumps(value)[:60]}")
     if "enum" in schema and coerced not in schema["enum"]:
         raise ToolError(f"{tool}: argument {name} must be one of {', '.join(map(str, schema['enum']))}")
     return coerced
@@ -250,10 +229,6 @@ _BAD = object()
 
 
 def _coerce_type(value: Any, kind: Any) -> Any:
-    if kind == "string":
-        if isinstance(value, str):
-            return value
-        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else _BAD
     if kind in ("integer", "number"):
         number = _as_number(value)
         if isinstance(number, int):  # whole, finite, and maybe past float's range (10**400): kept whole
@@ -263,23 +238,18 @@ def _coerce_type(value: Any, kind: Any) -> Any:
         if kind == "number":
             return number
         return int(number) if number.is_integer() else _BAD
-    if kind == "boolean":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
+    if kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    if kind == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    expected = {"string": str, "boolean": bool, "array": list, "object": dict}
+    if isinstance(kind, str) and kind in expected and not isinstance(value, expected[kind]):
         return _BAD
-    if kind == "array":
-        return value if isinstance(value, list) else _BAD
-    if kind == "object":
-        return value if isinstance(value, dict) else _BAD
     return value
 
 
 def _as_number(value: Any) -> int | float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
+    if isinstance(value, int | float) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
         try:
@@ -287,7 +257,3 @@ def _as_number(value: Any) -> int | float | None:
         except ValueError:
             return None
     return None
-
-
-def _article(kind: str) -> str:
-    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"

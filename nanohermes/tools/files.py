@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -49,18 +48,12 @@ def looks_binary(sample: bytes) -> bool:
     return control / len(sample) > 0.10
 
 
-@dataclass(frozen=True)
-class Decoded:
-    text: str
-    exact: bool
-    """True when the bytes were valid UTF-8 (so text encodes back to the same bytes)."""
-
-
-def decode(data: bytes) -> Decoded:
+def decode(data: bytes) -> tuple[str, bool]:
+    """The text of `data`, and whether it was valid UTF-8 (else undecodable bytes became U+FFFD)."""
     try:
-        return Decoded(data.decode("utf-8"), True)
+        return data.decode("utf-8"), True
     except UnicodeDecodeError:
-        return Decoded(data.decode("utf-8", errors="replace"), False)
+        return data.decode("utf-8", errors="replace"), False
 
 
 def encode(text: str, what: str) -> bytes:
@@ -124,8 +117,7 @@ class FileTools:
         if limit < 1:
             raise ToolError("limit must be 1 or more")
         resolved = self.workspace.resolve(path, ctx.granted)
-        fd = self.workspace.open_file(resolved, os.O_RDONLY)
-        with os.fdopen(fd, "rb") as handle:
+        with os.fdopen(self.workspace.open_file(resolved, os.O_RDONLY), "rb") as handle:
             if looks_binary(handle.read(SNIFF_BYTES)):
                 size = os.fstat(handle.fileno()).st_size
                 raise ToolError(f"{path} is a binary file ({size} bytes); not shown")
@@ -155,9 +147,8 @@ class FileTools:
                     counting = False
                     break
                 continue
-            decoded = decode(line.rstrip(b"\r\n"))
-            exact = exact and decoded.exact
-            text = decoded.text
+            text, valid = decode(line.rstrip(b"\r\n"))
+            exact = exact and valid
             if len(text) > READ_MAX_LINE_CHARS:
                 text = text[:READ_MAX_LINE_CHARS] + f" [… line cut at {READ_MAX_LINE_CHARS} characters]"
             entry = f"{number:6}\t{text}"
@@ -230,33 +221,34 @@ class FileTools:
         updated, _ = apply_edit(text, old, new, replace_all, path)
         return unified_diff(text, updated, self.workspace.shown(resolved)), updated
 
+    def _read_whole(self, resolved: Path) -> bytes:
+        """The file's bytes, up to EDIT_MAX_BYTES + 1 (so a longer file shows it is too long)."""
+        with os.fdopen(self.workspace.open_file(resolved, os.O_RDONLY), "rb") as handle:
+            return handle.read(EDIT_MAX_BYTES + 1)
+
     def _editable_text(self, resolved: Path, path: str) -> str:
-        fd = self.workspace.open_file(resolved, os.O_RDONLY)
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(EDIT_MAX_BYTES + 1)
+        data = self._read_whole(resolved)
         if len(data) > EDIT_MAX_BYTES:
             raise ToolError(f"{path} is larger than {EDIT_MAX_BYTES // (1024 * 1024)} MB; not edited")
         if looks_binary(data[:SNIFF_BYTES]):
             raise ToolError(f"{path} is a binary file; not edited")
-        decoded = decode(data)
-        if not decoded.exact:
+        text, valid = decode(data)
+        if not valid:
             raise ToolError(
                 f"{path} is not valid UTF-8: an edit would not write back the same bytes; not edited "
                 "(use run_shell with a byte-safe tool if it must change)"
             )
-        return decoded.text
+        return text
 
     def _current_text(self, resolved: Path) -> str | None:
         """The file's text for a diff, or None when it does not exist (binary shown as a note)."""
         try:
-            fd = self.workspace.open_file(resolved, os.O_RDONLY)
+            data = self._read_whole(resolved)
         except ToolError:
             return None
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(EDIT_MAX_BYTES + 1)
         if looks_binary(data[:SNIFF_BYTES]) or len(data) > EDIT_MAX_BYTES:
             return f"(binary or very large file, {len(data)}+ bytes)\n"
-        return decode(data).text
+        return decode(data)[0]
 
 
 def _read_line(handle: BinaryIO, cancel: CancelToken, max_bytes: int = 64 * 1024) -> bytes | None:
@@ -353,9 +345,5 @@ def closest_match(text: str, old: str, max_windows: int = 20_000) -> str:
     if len(snippet) > 1500:
         snippet = snippet[:1500] + " […]"
     end = best_at + size
-    hint = " (it differs in whitespace only)" if _same_ignoring_space(snippet, old) else ""
+    hint = " (it differs in whitespace only)" if "".join(snippet.split()) == "".join(old.split()) else ""
     return f"Closest match{hint}, lines {best_at + 1}-{end} ({best:.0%} similar):\n{snippet}"
-
-
-def _same_ignoring_space(a: str, b: str) -> bool:
-    return "".join(a.split()) == "".join(b.split())

@@ -1,8 +1,6 @@
-"""The .gitignore subset that list_files and grep honour, and their glob patterns.
-
-Supported: comments, blank lines, `!` negation, trailing `/` (directories only), anchoring by a leading
-or inner `/`, `*`, `?`, `[...]`, `**` — in every .gitignore from the root down, the last matching rule
-winning (`is_ignored`).
+"""The .gitignore subset that list_files and grep honour, and their glob patterns: comments, blank
+lines, `!` negation, trailing `/` (directories only), anchoring by a leading or inner `/`, `*`, `?`,
+`[...]`, `**`; in every .gitignore from the root down, the last matching rule wins (`is_ignored`).
 """
 
 from __future__ import annotations
@@ -12,12 +10,11 @@ from dataclasses import dataclass
 
 
 class Glob:
-    """A gitignore-style pattern, matched one path segment at a time: `*`, `?` and `[...]` stay
-    inside a segment (other runs of `*` count as one, as in git) and a `**` segment spans any number
-    of segments. A whole-path regex would nest `.*` in `.*` (`**/**/**/x`, `*a*a*a*b`) and backtrack
-    exponentially: a hostile .gitignore or `glob` argument would hang list_files and grep, with no
-    way to stop `re`. Here each segment's regex has no nested repetition and the `**` segments are
-    followed as a set of states, so a match costs at most (path length) x (pattern length)."""
+    """A gitignore-style pattern, matched one path segment at a time: `*`, `?` and `[...]` stay inside
+    a segment and a `**` segment spans any number of them. A whole-path regex would nest `.*` in `.*`
+    (`**/**/**/x`, `*a*a*a*b`) and backtrack exponentially on a hostile .gitignore or `glob`. Here no
+    segment's regex nests repetition and `**` segments are followed as a set of states, so a match
+    costs at most (path length) x (pattern length)."""
 
     def __init__(self, pattern: str, *, anchored: bool) -> None:
         tokens: list[re.Pattern[str] | None] = [] if anchored else [None]  # None: a `**` segment
@@ -30,20 +27,12 @@ class Glob:
         if len(tokens) > 1 and tokens[-1] is None:  # a trailing `/**` matches inside, not the dir
             tokens[-1:] = [_ANY_SEGMENT, None]
         self.tokens = tokens
-        self.segments: list[re.Pattern[str]] = [token for token in tokens if token is not None]
-        """The segments' regexes, for the common shapes matched without the states: `*.log`, `a/b`."""
-        self.name_only = len(tokens) == 2 and tokens[0] is None and tokens[1] is not None
-        self.fixed = None not in tokens
+        self.name_only = tokens[1] if len(tokens) == 2 and tokens[0] is None else None  # `*.log`
 
     def matches(self, rel: str) -> bool:
         """Whether the relative posix path `rel` matches the whole pattern."""
-        if self.name_only:
-            return self.segments[0].fullmatch(rel.rpartition("/")[2]) is not None
-        if self.fixed:
-            parts = rel.split("/")
-            return len(parts) == len(self.segments) and all(
-                regex.fullmatch(part) for regex, part in zip(self.segments, parts, strict=True)
-            )
+        if self.name_only is not None:  # the common shape, matched without the states
+            return self.name_only.fullmatch(rel.rpartition("/")[2]) is not None
         end = len(self.tokens)
         states = self._closure({0})
         for segment in rel.split("/"):

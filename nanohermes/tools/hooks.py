@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,12 @@ from typing import Any
 from nanohermes.config.hooks_config import Hook, Hooks
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, NanoHermesError, reason
-from nanohermes.core.events import Note
-from nanohermes.core.types import ToolCall, shorten
+from nanohermes.core.events import Event, Note
+from nanohermes.core.types import ToolCall, ToolResult, shorten
+from nanohermes.tools.outcomes import cap_output, make_result
 from nanohermes.tools.reaper import kill_tagged, new_tag, tagged_env
 from nanohermes.tools.sandbox import Sandbox
-from nanohermes.tools.shell import PIPE_GRACE, POLL, CappedBuffer, _join, _start_readers, kill_group
+from nanohermes.tools.shell import PIPE_GRACE, POLL, CappedBuffer, join_readers, kill_group, start_readers
 
 OUTPUT_CAP = 64 * 1024
 """Bytes of a hook's stderr kept (its head and tail)."""
@@ -92,6 +94,17 @@ class HookRunner:
                 return HookOutcome(stderr.strip() or f"the {event} hook exited {BLOCK}", tuple(notes))
         return HookOutcome("", tuple(notes))
 
+    def after_tool(
+        self, result: ToolResult, call: ToolCall, cancel: CancelToken, max_chars: int
+    ) -> Generator[Event, None, ToolResult]:
+        """Run the post_tool hooks on a call that ran; a hook's exit 2 reason is added for the model."""
+        outcome = self.run("post_tool", cancel, call, tool_response=result.content)
+        yield from outcome.notes
+        if not outcome.reason:
+            return result
+        text = f"{result.content}\n\npost_tool hook: {outcome.reason}"
+        return make_result(call, cap_output(text, max_chars), result.ok)
+
     def _execute(self, hook: Hook, data: bytes, cancel: CancelToken) -> tuple[int | None, str]:
         """(exit code, None when it ran past its timeout; its stderr). Raises Cancelled on Ctrl-C."""
         cancel.raise_if_cancelled()
@@ -112,7 +125,7 @@ class HookRunner:
             )
         err = CappedBuffer(OUTPUT_CAP)
         stop = threading.Event()
-        readers = _start_readers(process, tag, ((process.stderr, err),), stop)
+        readers = start_readers(process, tag, ((process.stderr, err),), stop)
         deadline = time.monotonic() + hook.timeout
         try:
             while process.poll() is None and not cancel.cancelled and time.monotonic() < deadline:
@@ -123,9 +136,9 @@ class HookRunner:
             if code is None:
                 kill_group(process)
                 kill_tagged(tag)
-            _join(readers, PIPE_GRACE, cancel)  # background processes may hold its stderr a while
+            join_readers(readers, PIPE_GRACE, cancel)  # background processes may hold its stderr a while
             stop.set()
-            _join(readers, 2 * POLL)
+            join_readers(readers, 2 * POLL)
         cancel.raise_if_cancelled()
         return code, err.text()
 

@@ -1,18 +1,12 @@
-"""How one tool call runs and what it leaves: the runner's dispatch helpers.
+"""What one tool call leaves: its result (capped), its failure as an `ERROR: …` text, its summary.
 
-    pool = LazyPool(workers)            # worker threads, made only when a call needs one
-    future = start_remote(call, tool, args, limit)   # a `Tool.start` call: no worker waits on it
-    content, ok = invoke(tool, kwargs)  # a call in a worker; every failure is an `ERROR: …` content
-
-Results are capped at `tool_output_chars` (`cap_output`) and summed up for ToolFinished
-(`finish_summary`). Nothing here raises for a tool's failure.
+Nothing here raises for a tool's failure: the model gets every failure as a result.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-from collections.abc import Callable
 from typing import Any
 
 from nanohermes.core.errors import INTERRUPTED, Cancelled, NanoHermesError
@@ -35,6 +29,13 @@ def make_result(call: ToolCall, content: str, ok: bool = True) -> ToolResult:
     return ToolResult(call_id=call.id, name=call.name, content=content, ok=ok)
 
 
+def done(result: ToolResult) -> concurrent.futures.Future[ToolResult]:
+    """A future that already holds `result` (a call refused or interrupted before dispatch)."""
+    future: concurrent.futures.Future[ToolResult] = concurrent.futures.Future()
+    future.set_result(result)
+    return future
+
+
 def invoke(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, bool]:
     """(content, ok) of one blocking call; every failure is an `ERROR: …` content."""
     try:
@@ -52,54 +53,34 @@ def failure(tool: Tool, err: BaseException) -> str:
     if isinstance(err, OSError):
         where = f": {err.filename}" if err.filename else ""
         return f"ERROR: {err.strerror or err}{where}"
-    reason = " ".join(str(err).split())  # a bug in a tool: report it to the model
+    reason = " ".join(str(err).split())
     return f"ERROR: {tool.name} failed: {type(err).__name__}: {reason}"
 
 
 def start_remote(
     call: ToolCall, tool: Tool, args: dict[str, Any], limit: int
 ) -> concurrent.futures.Future[ToolResult]:
-    """Start a `Tool.start` call. Its result is made and capped by the thread that finishes the call
-    (the MCP event loop), so the runner's thread is woken once, with the result ready. Cancelling
-    the returned future cancels the call."""
+    """Start a `Tool.start` call (an MCP server's): no worker thread waits on it. The thread that
+    finishes the call makes and caps its result; cancelling the returned future cancels the call."""
     assert tool.start is not None
-    outer: concurrent.futures.Future[ToolResult] = concurrent.futures.Future()
     try:
         inner = tool.start(args)
     except Exception as err:  # refused before it started: the same ERROR results `func` gives
-        outer.set_result(make_result(call, cap_output(failure(tool, err), limit), ok=False))
-        return outer
+        return done(make_result(call, cap_output(failure(tool, err), limit), ok=False))
+    outer: concurrent.futures.Future[ToolResult] = concurrent.futures.Future()
 
-    def finish(done: concurrent.futures.Future[str]) -> None:
-        error = None if done.cancelled() else done.exception()
-        if done.cancelled() or error is not None:
+    def finish(finished: concurrent.futures.Future[str]) -> None:
+        error = None if finished.cancelled() else finished.exception()
+        if finished.cancelled() or error is not None:
             content, ok = (INTERRUPTED if error is None else failure(tool, error)), False
         else:
-            content, ok = str(done.result()), True
+            content, ok = str(finished.result()), True
         with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled meanwhile
             outer.set_result(make_result(call, cap_output(content, limit), ok))
 
     outer.add_done_callback(lambda future: inner.cancel() if future.cancelled() else None)
     inner.add_done_callback(finish)
     return outer
-
-
-class LazyPool:
-    """One batch's worker threads, made only when a call needs one (a remote call needs none)."""
-
-    def __init__(self, workers: int) -> None:
-        self._workers = workers
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-
-    def submit(self, fn: Callable[..., ToolResult], *args: Any) -> concurrent.futures.Future[ToolResult]:
-        if self._pool is None:
-            pool = concurrent.futures.ThreadPoolExecutor(self._workers, thread_name_prefix="nanohermes-tool")
-            self._pool = pool
-        return self._pool.submit(fn, *args)
-
-    def shutdown(self, *, wait: bool) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=wait, cancel_futures=True)
 
 
 REPORTING_TOOLS = frozenset({"write_file", "edit_file"})
@@ -121,5 +102,4 @@ def finish_summary(result: ToolResult) -> str:
     if result.ok:
         return f"ok · {size}"
     outcome = "refused" if first.startswith("refused") or "was refused" in first else "error"
-    detail = first.removeprefix("ERROR: ")
-    return f"{outcome} · {shorten(detail, 100)}"
+    return f"{outcome} · {shorten(first.removeprefix('ERROR: '), 100)}"

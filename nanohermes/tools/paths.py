@@ -1,13 +1,11 @@
 """Workspace confinement.
 
-A tool path is resolved against the workspace root with every symlink followed; when the result lies
-outside the root (`..`, an absolute path, a symlink pointing out) it is refused, unless the user
-granted that path for the call. Checking is not enough on its own: a symlink can be swapped in after
-the check. So files are then opened by walking the *resolved* path one component at a time from the
-root with `O_NOFOLLOW` (directories opened relative to their parent's descriptor): any symlink met on
-the way — which the resolved path cannot legitimately contain — makes the open fail, and the call is
-refused. Where the platform lacks `dir_fd`/`O_NOFOLLOW`, the opened file's `fstat` is compared with the
-path re-resolved after opening instead.
+A tool path is resolved against the workspace root with every symlink followed; one that lands
+outside (`..`, an absolute path, a symlink pointing out) is refused unless the user granted it. A
+symlink can be swapped in after that check, so files are then opened by walking the *resolved* path
+one component at a time from `/` with `O_NOFOLLOW`, each directory opened relative to its parent's
+descriptor: any symlink met on the way makes the open fail. Where the platform lacks
+`dir_fd`/`O_NOFOLLOW` (Windows), the opened file is compared with the path re-resolved instead.
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nanohermes.core.errors import ToolError
+from nanohermes.core.fileio import write_all
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -61,17 +60,12 @@ class Workspace:
         except UnicodeError:
             raise ToolError(f"path {path!r} is not valid text (a lone surrogate)") from None
         try:
-            candidate = Path(path.strip()).expanduser()
-        except (RuntimeError, KeyError, OSError) as err:  # `~nosuchuser/x`, or no home directory
-            raise ToolError(
-                f"cannot expand {path!r}: {err}", hint="give a path inside the workspace"
-            ) from None
-        if not candidate.is_absolute():
-            candidate = self.root / candidate
-        try:
+            candidate = self.root / Path(path.strip()).expanduser()  # an absolute one replaces the root
             resolved = candidate.resolve(strict=False)
-        except (OSError, RuntimeError) as err:  # symlink loop
-            raise ToolError(f"cannot resolve {path!r}: {err}") from None
+        except (RuntimeError, KeyError, OSError) as err:  # `~nosuchuser/x`, no home, a symlink loop
+            raise ToolError(
+                f"cannot resolve {path!r}: {err}", hint="give a path inside the workspace"
+            ) from None
         if not self.allows(resolved, granted):
             raise OutsideWorkspace(path, resolved, self.root)
         return resolved
@@ -85,9 +79,7 @@ class Workspace:
         return plain if os.path.lexists(os.path.join(self.root, plain)) else path
 
     def allows(self, resolved: Path, granted: frozenset[Path] = frozenset()) -> bool:
-        if resolved.is_relative_to(self.root):
-            return True
-        return any(resolved.is_relative_to(g) for g in granted)
+        return any(resolved.is_relative_to(allowed) for allowed in (self.root, *granted))
 
     def relative(self, resolved: Path) -> str:
         """How to show a resolved path: relative to the root when inside it."""
@@ -102,33 +94,33 @@ class Workspace:
     # -- opening --------------------------------------------------------------------------------
 
     def open_file(self, resolved: Path, flags: int) -> int:
-        """Open the existing file `resolved` (from `resolve`) refusing any symlink met on the way.
-        Returns a raw fd. (Writes go through `replace_into`.)"""
+        """A raw fd of the existing regular file `resolved` (from `resolve`), refusing any symlink
+        met on the way. (Writes go through `replace_into`.)"""
         flags |= _NOFOLLOW | _CLOEXEC | _BINARY | _NONBLOCK  # a FIFO swapped in cannot block the open
-        if not SAFE_WALK:
-            return self._open_checked(resolved, flags)
-        parent = self._open_dir_chain(resolved.parent, create=False)
-        try:
-            _refuse_special_name(resolved.name, parent, resolved)
-            fd = os.open(resolved.name, flags, dir_fd=parent)
-        except OSError as err:
-            raise _translate(err, resolved) from None
-        finally:
-            os.close(parent)
-        return self._refuse_special(fd, resolved)
-
-    def open_dir(self, resolved: Path) -> int:
-        """A directory descriptor for `resolved`, refusing symlinks anywhere on the path."""
-        if not SAFE_WALK:
-            fd = os.open(resolved, os.O_RDONLY | _CLOEXEC)
-            self._verify_same(fd, resolved)
-            return fd
-        return self._open_dir_chain(resolved, create=False)
+        if SAFE_WALK:
+            with self.dir_fd(resolved.parent) as parent:
+                fd = _open_at(resolved.name, flags, parent, resolved)
+        else:
+            fd = _open_at(str(resolved), flags, None, resolved)
+            _verify_same(fd, resolved)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise _not_regular(resolved, mode)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+        return fd
 
     @contextlib.contextmanager
-    def dir_fd(self, resolved: Path) -> Iterator[int]:
-        fd = self.open_dir(resolved)
+    def dir_fd(self, directory: Path, *, made: list[Path] | None = None) -> Iterator[int]:
+        """A descriptor of `directory`, opened by walking from `/` with O_NOFOLLOW on every component.
+        With `made`, missing directories are created and appended to it. Needs SAFE_WALK."""
+        fd = os.open(directory.anchor or "/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
         try:
+            for depth, part in enumerate(directory.parts[1:], start=2):
+                child = _step(fd, part, Path(*directory.parts[:depth]), made)
+                os.close(fd)
+                fd = child
             yield fd
         finally:
             os.close(fd)
@@ -138,137 +130,114 @@ class Workspace:
         Directories it creates for the file are removed again when the write fails (a full disk)."""
         made: list[Path] = []
         try:
-            self._write_new(resolved, data, made)
-        except BaseException:
-            self._remove_made(made)
-            raise
-
-    def _write_new(self, resolved: Path, data: bytes, made: list[Path]) -> None:
-        parent = (
-            self._open_dir_chain(resolved.parent, create=True, made=made)
-            if SAFE_WALK
-            else self._checked_parent(resolved, made)
-        )
-        temp_name = _temp_name(resolved.name, data)
-        kwargs = {"dir_fd": parent} if parent >= 0 else {}
-        target = temp_name if parent >= 0 else str(resolved.parent / temp_name)
-        try:
-            old_mode = _existing_mode(resolved.name, parent, resolved)
-            fd = os.open(
-                target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, 0o666, **kwargs
-            )
-            try:
-                with os.fdopen(fd, "wb", closefd=False) as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(fd)
-                if old_mode is not None and hasattr(os, "fchmod"):
-                    os.fchmod(fd, old_mode)
-            finally:
-                os.close(fd)
-            if parent >= 0:
-                os.replace(temp_name, resolved.name, src_dir_fd=parent, dst_dir_fd=parent)
+            if SAFE_WALK:
+                with self.dir_fd(resolved.parent, made=made) as parent:
+                    _write_new(resolved, data, parent)
             else:
-                os.replace(target, resolved)
-        except OSError as err:
-            with contextlib.suppress(OSError):
-                os.unlink(target, **kwargs)  # the fallback's temp file too, not only the safe walk's
-            raise _translate(err, resolved) from None
-        finally:
-            if parent >= 0:
-                os.close(parent)
-
-    def _remove_made(self, made: list[Path]) -> None:
-        """Remove the directories a failed write created, deepest first, each only while empty."""
-        for directory in reversed(made):
-            with contextlib.suppress(OSError):
-                if SAFE_WALK:
-                    with self.dir_fd(directory.parent) as fd:
-                        os.rmdir(directory.name, dir_fd=fd)
-                else:
-                    os.rmdir(directory)
-
-    def _checked_parent(self, resolved: Path, made: list[Path]) -> int:
-        """Fallback for replace_into: create the parent, and refuse it if it now resolves elsewhere."""
-        missing = [d for d in (resolved.parent, *resolved.parent.parents) if not d.exists()]
-        made.extend(reversed(missing))  # outermost first, as the safe walk creates them
-        try:
-            resolved.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise _translate(err, resolved.parent) from None
-        if resolved.parent.resolve() != resolved.parent:
-            raise ToolError(
-                f"{resolved.parent} changed after it was checked (a symlink swapped in?); refused"
-            )
-        return -1
-
-    def _open_dir_chain(self, directory: Path, *, create: bool, made: list[Path] | None = None) -> int:
-        """Open `directory` by walking from `/` with O_NOFOLLOW on every component; with `create`,
-        missing ones are made (and appended to `made`)."""
-        fd = os.open(directory.anchor or "/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
-        try:
-            for depth, part in enumerate(directory.parts[1:], start=2):
-                child = self._step(fd, part, Path(*directory.parts[:depth]), create, made)
-                os.close(fd)
-                fd = child
+                _make_parent(resolved, made)
+                _write_new(resolved, data, None)
         except BaseException:
-            os.close(fd)
+            for directory in reversed(made):  # deepest first, each only while empty
+                with contextlib.suppress(OSError):
+                    if SAFE_WALK:
+                        with self.dir_fd(directory.parent) as fd:
+                            os.rmdir(directory.name, dir_fd=fd)
+                    else:
+                        os.rmdir(directory)
             raise
-        return fd
 
-    def _step(self, fd: int, part: str, here: Path, create: bool, made: list[Path] | None) -> int:
-        """Open the directory `part` (the path `here`) inside the directory `fd`."""
-        flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
-        try:
-            try:
-                child = os.open(part, flags, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                try:
-                    os.mkdir(part, 0o777, dir_fd=fd)
-                    if made is not None:
-                        made.append(here)
-                except FileExistsError:
-                    pass  # made meanwhile by someone else: theirs, never removed
-                child = os.open(part, flags, dir_fd=fd)
-        except NotADirectoryError:
-            raise _not_a_directory(part, fd, here) from None
-        except OSError as err:
-            raise _translate(err, here) from None
-        return child
 
-    def _open_checked(self, resolved: Path, flags: int) -> int:
+def _step(fd: int, part: str, here: Path, made: list[Path] | None) -> int:
+    """Open the directory `part` (the path `here`) inside the directory `fd`; with `made`, create it
+    when missing and note it there."""
+    flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+    try:
         try:
-            _refuse_special_name(str(resolved), None, resolved)
-            fd = os.open(resolved, flags)
-        except OSError as err:
-            raise _translate(err, resolved) from None
-        self._verify_same(fd, resolved)
-        return self._refuse_special(fd, resolved)
+            return os.open(part, flags, dir_fd=fd)
+        except FileNotFoundError:
+            if made is None:
+                raise
+        try:
+            os.mkdir(part, 0o777, dir_fd=fd)
+            made.append(here)
+        except FileExistsError:
+            pass  # made meanwhile by someone else: theirs, never removed
+        return os.open(part, flags, dir_fd=fd)
+    except OSError as err:
+        raise _translate(err, here) from None
 
-    def _verify_same(self, fd: int, resolved: Path) -> None:
-        """Fallback check: the open file is the one the path names now, and still inside."""
+
+def _open_at(name: str, flags: int, parent: int | None, resolved: Path) -> int:
+    """Open `name` (in the directory `parent`, or a whole path), refusing a FIFO, socket or device
+    before opening it (opening some devices has effects)."""
+    try:
+        mode = _lstat_mode(name, parent)
+        if mode is not None and is_special(mode):
+            raise _not_regular(resolved, mode)
+        return os.open(name, flags, dir_fd=parent)
+    except OSError as err:
+        raise _translate(err, resolved) from None
+
+
+def _lstat_mode(name: str, parent: int | None) -> int | None:
+    try:
+        return os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+
+
+def _write_new(resolved: Path, data: bytes, parent: int | None) -> None:
+    """Write `data` to a temp file beside `resolved` and rename it over (in the directory `parent`,
+    or by whole paths). An existing file keeps its permissions."""
+    temp = _temp_name(resolved.name, data)
+    if parent is None:
+        temp, target = str(resolved.parent / temp), str(resolved)
+    else:
+        target = resolved.name
+    try:
+        old_mode = _lstat_mode(target, parent)
+        if old_mode is not None and stat.S_ISLNK(old_mode):
+            raise ToolError(f"{resolved} became a symlink after it was checked; refused")
+        if old_mode is not None and not stat.S_ISREG(old_mode):  # a FIFO or socket a program listens on
+            raise _not_regular(resolved, old_mode)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
+        fd = os.open(temp, flags, 0o666, dir_fd=parent)
         try:
-            again = resolved.resolve(strict=True)
-            same = again == resolved and os.path.samestat(os.fstat(fd), os.stat(again))
-        except OSError:
-            same = False
-        if not same:
+            write_all(fd, data)
+            os.fsync(fd)
+            if old_mode is not None and hasattr(os, "fchmod"):
+                os.fchmod(fd, stat.S_IMODE(old_mode))
+        finally:
             os.close(fd)
-            raise ToolError(
-                f"{resolved} changed while it was being opened (a symlink was swapped in); refused"
-            )
+        os.replace(temp, target, src_dir_fd=parent, dst_dir_fd=parent)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=parent)
+        raise _translate(err, resolved) from None
 
-    @staticmethod
-    def _refuse_special(fd: int, resolved: Path) -> int:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISREG(mode):
-            if _NONBLOCK:
-                os.set_blocking(fd, True)
-            return fd
+
+def _make_parent(resolved: Path, made: list[Path]) -> None:
+    """Without SAFE_WALK: create the parent, and refuse it if it now resolves elsewhere."""
+    missing = [d for d in (resolved.parent, *resolved.parent.parents) if not d.exists()]
+    made.extend(reversed(missing))  # outermost first, as the safe walk creates them
+    try:
+        resolved.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _translate(err, resolved.parent) from None
+    if resolved.parent.resolve() != resolved.parent:
+        raise ToolError(f"{resolved.parent} changed after it was checked (a symlink swapped in?); refused")
+
+
+def _verify_same(fd: int, resolved: Path) -> None:
+    """Without SAFE_WALK: the open file is the one the path names now, and still inside."""
+    try:
+        again = resolved.resolve(strict=True)
+        same = again == resolved and os.path.samestat(os.fstat(fd), os.stat(again))
+    except OSError:
+        same = False
+    if not same:
         os.close(fd)
-        raise _not_regular(resolved, mode)
+        raise ToolError(f"{resolved} changed while it was being opened (a symlink was swapped in); refused")
 
 
 _UNSAFE = "\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff"
@@ -340,16 +309,6 @@ def is_special(mode: int) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
-def _refuse_special_name(name: str, parent: int | None, resolved: Path) -> None:
-    """Refuse a FIFO, socket or device before opening it (opening some devices has effects)."""
-    try:
-        st = os.stat(name, dir_fd=parent, follow_symlinks=False) if parent is not None else os.lstat(name)
-    except OSError:
-        return  # the open that follows reports it
-    if is_special(st.st_mode):
-        raise _not_regular(resolved, st.st_mode)
-
-
 def _not_regular(resolved: Path, mode: int) -> ToolError:
     if stat.S_ISDIR(mode):
         return ToolError(f"{resolved} is a directory")
@@ -364,38 +323,18 @@ def _temp_name(name: str, data: bytes) -> str:
     return f".{stem}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
 
 
-def _existing_mode(name: str, parent: int, resolved: Path) -> int | None:
-    try:
-        st = os.stat(name, dir_fd=parent, follow_symlinks=False) if parent >= 0 else os.lstat(resolved)
-    except FileNotFoundError:
-        return None
-    if stat.S_ISLNK(st.st_mode):
-        raise ToolError(f"{resolved} became a symlink after it was checked; refused")
-    if stat.S_ISDIR(st.st_mode) or is_special(st.st_mode):  # a FIFO or socket a program listens on
-        raise _not_regular(resolved, st.st_mode)
-    return stat.S_IMODE(st.st_mode)
-
-
-def _not_a_directory(part: str, parent: int, here: Path) -> ToolError:
-    """The error for a path component that is not a directory: a symlink (swapped in after the
-    check: `resolve` leaves none) or a file standing where the path needs a directory."""
-    try:
-        is_link = stat.S_ISLNK(os.stat(part, dir_fd=parent, follow_symlinks=False).st_mode)
-    except OSError:
-        is_link = False
-    if is_link:
-        return ToolError(f"{here}: a symlink was swapped in after the path was checked; refused")
-    return ToolError(f"{here} is not a directory")
+_REASONS = {
+    errno.ENOENT: ": no such file or directory",
+    errno.EISDIR: " is a directory",
+    errno.ENOTDIR: " is not a directory",
+    errno.EACCES: ": permission denied",
+    errno.EPERM: ": permission denied",
+}
 
 
 def _translate(err: OSError, path: Path) -> ToolError:
-    """One-line ToolError for an OSError met while opening `path`."""
-    if err.errno == errno.ELOOP or (err.errno == errno.ENOTDIR and path.exists()):
+    """One-line ToolError for an OSError met while opening `path` or walking through it. `resolve`
+    leaves no symlink in a path: one met now was swapped in after the check."""
+    if err.errno == errno.ELOOP or (err.errno == errno.ENOTDIR and os.path.islink(path)):
         return ToolError(f"{path}: a symlink was swapped in after the path was checked; refused")
-    if err.errno == errno.ENOENT:
-        return ToolError(f"{path}: no such file or directory")
-    if err.errno == errno.EISDIR:
-        return ToolError(f"{path} is a directory")
-    if err.errno in (errno.EACCES, errno.EPERM):
-        return ToolError(f"{path}: permission denied")
-    return ToolError(f"{path}: {err.strerror or err}")
+    return ToolError(f"{path}{_REASONS.get(err.errno or 0, f': {err.strerror or err}')}")

@@ -1,15 +1,12 @@
 """Find and kill every process a shell command started, also those that left its process group.
 
-Killing the command's process group misses a child that called `setsid` (or double-forked into a new
-session): it keeps running after the timeout and can keep writing to the workspace. So each command
-runs with a unique tag in its environment (`NANOHERMES_SHELL_CALL=<id>`), which every descendant
-inherits whatever its session, group or parent; on timeout, Ctrl-C or output left open, `kill_tagged`
-finds the processes carrying the tag (Linux: `/proc/<pid>/environ`), stops them all (SIGSTOP, so none
-can fork a replacement meanwhile) and kills them.
-
-What escapes: a process that rebuilt its environment without the tag (`env -i …`), and everything on
-systems without `/proc` (macOS, Windows), where only the process group is killed. The bubblewrap
-sandbox (`tools/sandbox.py`) runs commands in their own PID namespace, which contains everything.
+Killing the process group misses a child that called `setsid` (or double-forked into a new session):
+it keeps running after the timeout and can keep writing to the workspace. So each command runs with a
+unique tag in its environment (`NANOHERMES_SHELL_CALL=<id>`), which every descendant inherits; on
+timeout, Ctrl-C or output left open, `kill_tagged` finds the processes carrying it (Linux:
+`/proc/<pid>/environ`), stops them all (SIGSTOP, so none can fork a replacement meanwhile) and kills
+them. What escapes: a process that rebuilt its environment (`env -i …`), and everything on systems
+without `/proc`. The bubblewrap sandbox's PID namespace contains everything.
 """
 
 from __future__ import annotations
@@ -30,9 +27,9 @@ def new_tag() -> str:
     return uuid.uuid4().hex
 
 
-def tagged_env(tag: str, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment to start a command with: `base` (default: ours) plus the tag."""
-    return {**(os.environ if base is None else base), TAG_VAR: tag}
+def tagged_env(tag: str) -> dict[str, str]:
+    """Our environment plus the tag: the one to start a command with."""
+    return {**os.environ, TAG_VAR: tag}
 
 
 def can_track() -> bool:
@@ -44,25 +41,21 @@ def tagged_pids(tag: str) -> set[int]:
     """Processes (other than this one) whose environment holds the tag."""
     needle = f"{TAG_VAR}={tag}".encode()
     found: set[int] = set()
-    try:
-        entries = os.listdir(PROC)
-    except OSError:
-        return found
-    me = os.getpid()
-    for name in entries:
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            environ = (PROC / name / "environ").read_bytes()
-        except OSError:  # gone meanwhile, or another user's
-            continue
-        if needle in environ.split(b"\0"):
-            found.add(int(name))
+    with contextlib.suppress(OSError):
+        for name in os.listdir(PROC):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                environ = (PROC / name / "environ").read_bytes()
+            except OSError:  # gone meanwhile, or another user's
+                continue
+            if needle in environ.split(b"\0"):
+                found.add(int(name))
     return found
 
 
-def kill_tagged(tag: str) -> int:
-    """Stop, then kill, every process carrying `tag`. Returns how many were killed. Never raises."""
+def kill_tagged(tag: str) -> None:
+    """Stop, then kill, every process carrying `tag`. Never raises."""
     stopped: set[int] = set()
     for _ in range(MAX_ROUNDS):
         fresh = tagged_pids(tag) - stopped
@@ -73,7 +66,6 @@ def kill_tagged(tag: str) -> int:
         stopped |= fresh
     for pid in stopped:
         _signal(pid, signal.SIGKILL)
-    return len(stopped)
 
 
 def _signal(pid: int, signum: int) -> None:

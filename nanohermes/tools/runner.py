@@ -1,23 +1,20 @@
 """ToolRunner: the agent's `ToolExecutor` — which tools are offered, approvals, dispatch, results.
 
-One batch (the calls of one assistant message): each call is checked (known tool, valid arguments,
-path inside the workspace) and, in `ask` mode, approved one by one in call order; then the approved
-calls are dispatched together to a thread pool, calls on the same path chained in call order; a tool
-that runs elsewhere (`Tool.start`: an MCP server's) is started directly, with no worker waiting on it
-(`nanohermes.tools.outcomes`).
-Results come back in call order, capped at `tool_output_chars`. Nothing raises out of `run_calls`:
-every failure is an `ERROR: …` result for the model, and on cancellation unfinished calls get
-`interrupted by user`.
+The calls of one assistant message are checked (known tool, valid arguments, path inside the
+workspace) and, in `ask` mode, approved one by one in call order; then they run together in a thread
+pool, calls on the same path chained in call order. Results come back in call order, capped at
+`tool_output_chars`. Nothing raises out of `run_calls`: every failure is an `ERROR: …` result, and
+on cancellation unfinished calls get `interrupted by user`.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +26,7 @@ from nanohermes.core.protocols import ApprovalRequest, Approver, ChangeGuard, De
 from nanohermes.core.types import ToolCall, ToolResult, shorten
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.files import FileTools
-from nanohermes.tools.outcomes import LazyPool, cap_output, finish_summary, invoke, make_result, start_remote
+from nanohermes.tools.outcomes import cap_output, done, finish_summary, invoke, make_result, start_remote
 from nanohermes.tools.paths import OutsideWorkspace, Workspace
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.search import SearchTools
@@ -58,14 +55,6 @@ class _Prepared:
     summary: str
 
 
-@dataclass
-class _Slot:
-    call: ToolCall
-    result: ToolResult | None = None
-    future: concurrent.futures.Future[ToolResult] | None = None
-    started: float = field(default_factory=time.monotonic)
-
-
 class ToolRunner:
     """Implements `nanohermes.core.protocols.ToolExecutor` for one workspace."""
 
@@ -84,25 +73,36 @@ class ToolRunner:
     ) -> None:
         self.workspace = Workspace(workspace)
         self.max_chars = tool_output_chars
-        self._approver = approver
-        self._files = files or FileTools(self.workspace, max_chars=tool_output_chars)
-        self._search = SearchTools(self.workspace)
-        self.sandbox = sandbox or Sandbox.off()
         self.checkpoints = checkpoints
+        self._approver = approver
         self.hooks: HookRunner | None = None
         """The pre_tool and post_tool hooks (set by whoever builds the agent)."""
+        self._files = files or FileTools(self.workspace, max_chars=tool_output_chars)
         self._shell = ShellTool(
-            self.workspace.root, timeout=shell_timeout, max_chars=tool_output_chars, sandbox=self.sandbox
+            self.workspace.root, timeout=shell_timeout, max_chars=tool_output_chars, sandbox=sandbox
         )
-        self._tools: dict[str, Tool] = {}
         self._sources: list[Callable[[], Iterable[Tool]]] = []
         self._always: set[str] = set()
         self._granted: set[Path] = set()
         self._asking = threading.Lock()  # sub-agents in parallel `task` calls share this runner
         self.permission = "ask"
         self.set_permission(permission)
-        for tool in self._builtin_tools():
-            self.register(tool)
+        search = SearchTools(self.workspace)
+        self._tools: dict[str, Tool] = {
+            tool.name: tool
+            for tool in (
+                tool_from_function(self._files.read_file, path_arg="path"),
+                tool_from_function(
+                    self._files.write_file, mutating=True, path_arg="path", approval_kind="edit"
+                ),
+                tool_from_function(
+                    self._files.edit_file, mutating=True, path_arg="path", approval_kind="edit"
+                ),
+                tool_from_function(search.list_files, path_arg="path"),
+                tool_from_function(search.grep, path_arg="path"),
+                tool_from_function(self._shell.run_shell, mutating=True, approval_kind="shell"),
+            )
+        }
         if store is not None:
             from nanohermes.tools.memory import MemoryTools
 
@@ -133,17 +133,6 @@ class ToolRunner:
             checkpoints=checkpoints,
             files=files,
         )
-
-    def _builtin_tools(self) -> list[Tool]:
-        files, search = self._files, self._search
-        return [
-            tool_from_function(files.read_file, path_arg="path"),
-            tool_from_function(files.write_file, mutating=True, path_arg="path", approval_kind="edit"),
-            tool_from_function(files.edit_file, mutating=True, path_arg="path", approval_kind="edit"),
-            tool_from_function(search.list_files, path_arg="path"),
-            tool_from_function(search.grep, path_arg="path"),
-            tool_from_function(self._shell.run_shell, mutating=True, approval_kind="shell"),
-        ]
 
     # -- what is offered ------------------------------------------------------------------------
 
@@ -185,27 +174,39 @@ class ToolRunner:
         notes: list[Note] = []
         prepared = self._prepare_all(calls, cancel, notes)
         yield from notes
-        slots: list[_Slot] = []
-        chains: dict[Path, concurrent.futures.Future[ToolResult]] = {}
-        pool = LazyPool(min(MAX_WORKERS, len(calls)))
+        futures: list[Future[ToolResult]] = []
+        started: list[float] = []
+        ran: list[bool] = []
+        chains: dict[Path, Future[ToolResult]] = {}
+        # its threads are started by the first submit: a batch of remote calls starts none
+        pool = ThreadPoolExecutor(min(MAX_WORKERS, len(calls)), thread_name_prefix="nanohermes-tool")
         try:
             for call, ready in zip(calls, prepared, strict=True):
+                started.append(time.monotonic())
+                ran.append(False)
                 if isinstance(ready, ToolResult) or cancel.cancelled:
-                    interrupted = make_result(call, INTERRUPTED, ok=False)
-                    slots.append(_Slot(call, result=ready if isinstance(ready, ToolResult) else interrupted))
+                    futures.append(done(ready if isinstance(ready, ToolResult) else _interrupted(call)))
                     continue
+                tool = ready.tool
                 after = chains.get(ready.resolved) if ready.resolved else None
-                if self._startable(ready, after):
-                    future = start_remote(call, ready.tool, dict(ready.args), self.max_chars)
+                # a remote call needs no worker unless it waits for an earlier call or a checkpoint
+                if tool.start is not None and after is None and not (tool.mutating and self.checkpoints):
+                    future = start_remote(call, tool, dict(ready.args), self.max_chars)
                 else:
                     future = pool.submit(self._execute, ready, cancel, after)
                 if ready.resolved is not None:
                     chains[ready.resolved] = future
-                slots.append(_Slot(call, future=future))
+                futures.append(future)
+                ran[-1] = True
                 yield ToolStarted(call, ready.summary)
-            yield from self._collect(slots, cancel)
+            for (call, result), it_ran, start in zip(
+                _collect(calls, futures, cancel), ran, started, strict=True
+            ):
+                if it_ran and self.hooks is not None:
+                    result = yield from self.hooks.after_tool(result, call, cancel, self.max_chars)
+                yield ToolFinished(result, finish_summary(result), time.monotonic() - start)
         finally:
-            pool.shutdown(wait=not cancel.cancelled)
+            pool.shutdown(wait=not cancel.cancelled, cancel_futures=True)
 
     def _prepare_all(
         self, calls: list[ToolCall], cancel: CancelToken, notes: list[Note]
@@ -217,7 +218,7 @@ class ToolRunner:
         stopped = False
         for call in calls:
             if stopped or cancel.cancelled:
-                prepared.append(make_result(call, INTERRUPTED, ok=False))
+                prepared.append(_interrupted(call))
                 continue
             ready = self._prepare(call, previews, cancel, notes)
             if isinstance(ready, ToolResult):  # an error that echoes the model's arguments: capped too
@@ -228,83 +229,24 @@ class ToolRunner:
             prepared.append(ready)
         return prepared
 
-    def _collect(self, slots: list[_Slot], cancel: CancelToken) -> Iterator[Event]:
-        wake = threading.Event()
-        unregister = cancel.on_cancel(wake.set)
-        for slot in slots:
-            if slot.future is not None:
-                slot.future.add_done_callback(lambda _: wake.set())
-        try:
-            for slot in slots:
-                result = slot.result or self._await(slot, cancel, wake)
-                if slot.future is not None:  # it ran
-                    result = yield from self._post_tool(result, slot.call, cancel)
-                yield ToolFinished(result, finish_summary(result), time.monotonic() - slot.started)
-        finally:
-            unregister()
-
-    @staticmethod
-    def _await(slot: _Slot, cancel: CancelToken, wake: threading.Event) -> ToolResult:
-        future = slot.future
-        assert future is not None
-        while True:
-            wake.clear()
-            if future.done() or cancel.cancelled:
-                break
-            wake.wait(1.0)
-        if future.done() and not future.cancelled():
-            return future.result()
-        future.cancel()
-        return make_result(slot.call, INTERRUPTED, ok=False)
-
-    def _startable(self, prepared: _Prepared, after: concurrent.futures.Future[ToolResult] | None) -> bool:
-        """A call that needs no worker thread: its tool runs elsewhere (`Tool.start`), it waits for no
-        earlier call, and no checkpoint has to be taken before it (that runs in a worker)."""
-        tool = prepared.tool
-        return tool.start is not None and after is None and not (tool.mutating and self.checkpoints)
-
     def _execute(
-        self,
-        prepared: _Prepared,
-        cancel: CancelToken,
-        after: concurrent.futures.Future[ToolResult] | None,
+        self, prepared: _Prepared, cancel: CancelToken, after: Future[ToolResult] | None
     ) -> ToolResult:
-        """Run one call in a worker thread. Never raises; the result, error or not, is capped."""
+        """Run one call in a worker thread, after `after` (a call on the same path). Never raises."""
         if after is not None:
-            concurrent.futures.wait([after])
+            wait([after])
         call, tool = prepared.call, prepared.tool
-        if cancel.cancelled:
-            return make_result(call, INTERRUPTED, ok=False)
+        if tool.mutating and self.checkpoints is not None and not cancel.cancelled:
+            self.checkpoints.before_change(prepared.resolved)  # never raises; the first one snapshots
+        if cancel.cancelled:  # also when Ctrl-C came during the checkpoint: the call must not run
+            return _interrupted(call)
         kwargs = dict(prepared.args)
         if tool.context_arg:
             kwargs[tool.context_arg] = CallContext(cancel, prepared.granted)
         if tool.cancel_arg:
             kwargs[tool.cancel_arg] = cancel
-        if not self._checkpointed(prepared, cancel):
-            return make_result(call, INTERRUPTED, ok=False)
         content, ok = invoke(tool, kwargs)
         return make_result(call, cap_output(content, self.max_chars), ok)
-
-    def _checkpointed(self, prepared: _Prepared, cancel: CancelToken) -> bool:
-        """Take the checkpoint a writing call needs first (never raises; the first one snapshots).
-        False when Ctrl-C came meanwhile (a snapshot of a big workspace takes seconds): the call is
-        then reported interrupted, so it must not run."""
-        if prepared.tool.mutating and self.checkpoints is not None:
-            self.checkpoints.before_change(prepared.resolved)
-        return not cancel.cancelled
-
-    def _post_tool(
-        self, result: ToolResult, call: ToolCall, cancel: CancelToken
-    ) -> Generator[Event, None, ToolResult]:
-        """Run the post_tool hooks on a call that ran; a hook's exit 2 reason is added for the model."""
-        if self.hooks is None:
-            return result
-        outcome = self.hooks.run("post_tool", cancel, call, tool_response=result.content)
-        yield from outcome.notes
-        if not outcome.reason:
-            return result
-        text = f"{result.content}\n\npost_tool hook: {outcome.reason}"
-        return make_result(call, cap_output(text, self.max_chars), result.ok)
 
     # -- checks and approvals (in the calling thread, one call at a time) -----------------------
 
@@ -336,7 +278,7 @@ class ToolRunner:
         except _Refused as refused:
             return make_result(call, refused.text, ok=False)
         except Cancelled:
-            return make_result(call, INTERRUPTED, ok=False)
+            return _interrupted(call)
         except NanoHermesError as err:
             return make_result(call, f"ERROR: {err.one_line()}", ok=False)
         return _Prepared(call, tool, args, resolved, granted, self._summary(tool, args))
@@ -431,3 +373,30 @@ class _Refused(NanoHermesError):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
+
+
+def _interrupted(call: ToolCall) -> ToolResult:
+    return make_result(call, INTERRUPTED, ok=False)
+
+
+def _collect(
+    calls: list[ToolCall], futures: list[Future[ToolResult]], cancel: CancelToken
+) -> Iterator[tuple[ToolCall, ToolResult]]:
+    """Every call's result in call order, each as soon as it and those before it are done; on
+    cancellation at once, unfinished calls interrupted."""
+    wake = threading.Event()
+    unregister = cancel.on_cancel(wake.set)
+    for future in futures:
+        future.add_done_callback(lambda _: wake.set())
+    try:
+        for call, future in zip(calls, futures, strict=True):
+            while not (future.done() or cancel.cancelled):
+                wake.wait(1.0)
+                wake.clear()  # before the check above: a wake-up set meanwhile is never lost
+            if future.done() and not future.cancelled():
+                yield call, future.result()
+            else:
+                future.cancel()
+                yield call, _interrupted(call)
+    finally:
+        unregister()

@@ -1,18 +1,12 @@
 """How `run_shell` commands are confined (SPEC §12): under bubblewrap, or plainly.
 
-Under bubblewrap (`bwrap`) a command sees the whole filesystem read-only except the workspace (bound
-read-write), a private `/tmp` and an empty `/run` (no daemon sockets: see RUNTIME_DIR); nanohermes' own
-directories (memory, sessions, config, checkpoints) are covered by empty directories and the config file
-by an empty file, so no command can read a key or a memory; the network is cut (its own network
-namespace) unless `sandbox_network` is on; the API key variables are left out of the environment
-bubblewrap itself starts with (`Sandbox.environment`). It has no capabilities, also when nanohermes
-runs as root (which could otherwise undo every mount). It also gets its own PID namespace and dies with
-nanohermes, so nothing it starts outlives it; it stays in nanohermes' process group for the command,
-so timeouts and Ctrl-C still kill the whole group.
-
-Whether bubblewrap can run here (installed, and user namespaces allowed — some containers forbid them)
-is probed once, off the prompt's path (`Sandbox.detect`, a few milliseconds); the answer is one line,
-`Sandbox.status`, shown in the bottom bar and by /permission.
+Under bubblewrap a command sees the filesystem read-only except the workspace (its `.git` stays
+read-only), a private `/tmp` and an empty `/run`; nanohermes' own directories (memory, sessions,
+config, checkpoints) are covered, so no command can read a key or a memory; the network is cut unless
+`sandbox_network` is on; the key variables are not in its environment. It has no capabilities (also
+when nanohermes runs as root, which could otherwise undo every mount), its own PID namespace, and dies
+with nanohermes. Whether bubblewrap can run here is probed once, off the prompt's path
+(`Sandbox.detect`); `Sandbox.status` says it in one line.
 """
 
 from __future__ import annotations
@@ -31,9 +25,9 @@ PROBE_TIMEOUT = 5.0
 SECRET_VARIABLES = ("NANOHERMES_API_KEY", "OPENAI_API_KEY")
 """Environment variables that may hold the model key: never visible to a sandboxed command."""
 RUNTIME_DIR = Path("/run")
-"""Where daemons keep their sockets: the session bus, ssh and gpg agents, docker. A socket on a read-only
-mount still takes connections, and through the session bus (`systemd-run --user …`) or docker a command
-would have anything done outside the sandbox, network namespace or not; so commands get an empty one."""
+"""Where daemons keep their sockets (session bus, ssh and gpg agents, docker). A socket on a read-only
+mount still takes connections, and through the bus (`systemd-run --user …`) or docker a command could
+have anything done outside the sandbox: so commands get an empty one."""
 NETWORK_RUNTIME = ("/run/systemd/resolve",)
 """Kept from RUNTIME_DIR when the network is on: `/etc/resolv.conf` may point there (systemd-resolved)."""
 PROGRAM_RUNTIME = ("/run/current-system", "/run/wrappers")
@@ -78,8 +72,7 @@ class Sandbox:
         hidden: Iterable[Path] = (),
         executable: str = "bwrap",
     ) -> Sandbox:
-        """Decide how to confine commands; probes bubblewrap once (a few milliseconds) unless `off`.
-        `executable`: the bubblewrap program (a name looked up on PATH, or a path)."""
+        """Decide how to confine commands; probes bubblewrap once (a few milliseconds) unless `off`."""
         if mode == "off" or sys.platform == "win32":
             problem = "" if mode == "off" else "bubblewrap needs Linux"
             return cls(mode, active=False, network=True, problem=problem)
@@ -136,9 +129,8 @@ class Sandbox:
         return ""
 
     def argv(self, command: str) -> list[str] | None:
-        """The argv that runs `command`: bubblewrap around `/bin/sh -c`, or None to run it plainly.
-
-        Raises ToolError when the setting demands bubblewrap and it cannot run."""
+        """bubblewrap around `/bin/sh -c command`, or None to run it plainly. Raises ToolError when
+        the setting demands bubblewrap and it cannot run."""
         if self.mode == "bwrap" and not self.active:
             raise ToolError(
                 f"shell command refused: sandbox = bwrap, but {self.problem} "
@@ -147,9 +139,8 @@ class Sandbox:
         return self._wrap(command) if self.active else None
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
-        """The environment to start a command with: `base`, without the key variables when confined.
-        Not bubblewrap's `--unsetenv`: that clears them for the command only, while bubblewrap's own
-        process (PID 1 in the sandbox) keeps them, readable in `/proc/1/environ`."""
+        """`base` without the key variables when confined. (bubblewrap's `--unsetenv` would leave them
+        to its own process, PID 1 in the sandbox, readable in `/proc/1/environ`.)"""
         if not self.active:
             return dict(base)
         return {name: value for name, value in base.items() if name not in SECRET_VARIABLES}
@@ -213,12 +204,9 @@ def _git_dir_inside(workspace: Path) -> Path | None:
 
 
 def find_program(name: str, workspace: Path) -> str | None:
-    """The absolute path of program `name` (or of the path `name`), never one inside the workspace.
-
-    Only absolute PATH entries are searched: an empty one (`PATH=":/usr/bin"`), `.` or `bin` would
-    find a `bwrap` the repository ships, run unconfined by the probe at start-up, in any permission
-    mode. One inside the workspace (absolute entries included) could be rewritten by the very
-    commands it confines, so it is passed over too."""
+    """The absolute path of program `name` (or of the path `name`), never one inside the workspace:
+    it could be rewritten by the very commands it confines, and the probe at start-up would run it
+    unconfined. So only absolute PATH entries are searched (not "", `.` or `bin`)."""
     if os.sep in name:
         candidates = [os.path.abspath(name)]
     else:
@@ -250,8 +238,8 @@ def _hideable(paths: Iterable[Path], workspace: Path) -> tuple[Path, ...]:
 
 
 def _resolved(paths: Iterable[Path]) -> set[Path]:
-    """`paths` after `~` and links. One that cannot be resolved (a link loop, `~nosuchuser`) names
-    nothing that could be read, and covering it would make bubblewrap fail: it is left out."""
+    """`paths` after `~` and links. One that cannot be resolved (a link loop) names nothing that
+    could be read, and covering it would make bubblewrap fail: it is left out."""
     resolved: set[Path] = set()
     for path in paths:
         try:

@@ -1,13 +1,10 @@
 """run_shell: one command in its own process group, with a timeout, killable, output capped as read.
 
-The command runs in a new session (`start_new_session`), so it and everything it starts share one
-process group; on timeout or cancellation the whole group gets SIGTERM, then SIGKILL after a short
-grace. Each stream is read in chunks by its own thread into a `CappedBuffer` keeping only a head and a
-tail, so a command printing 10 MB never holds more than the cap in memory; when the call returns the
-readers stop and close the pipes, even where a process that escaped the kill still holds them (its
-writes then fail), so no thread of ours keeps working for it. The report (exit code, both
-streams, their notes) fits the cap as a whole, so the runner never cuts it again and the note the model
-sees says how many bytes the command really printed beyond it.
+On timeout or cancellation the whole group gets SIGTERM, then SIGKILL (and `reaper` kills what left
+the group). Each stream is read by its own thread into a `CappedBuffer` keeping only a head and a
+tail, so 10 MB of output never sits in memory; when the call returns the readers stop and close the
+pipes, even where an escaped process still holds them. The report fits the cap as a whole, so the
+runner never cuts it again and its notes say how many bytes the command really printed.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -56,15 +52,11 @@ class CappedBuffer:
 
     def write(self, data: bytes) -> None:
         with self._lock:
-            self._write(data)
-
-    def _write(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data:
+            self.total += len(data)
+            room = self.half - len(self.head)
+            if room > 0:
+                self.head += data[:room]
+                data = data[room:]
             self.tail += data
             if len(self.tail) > 2 * self.half:
                 del self.tail[: len(self.tail) - self.half]
@@ -78,15 +70,12 @@ class CappedBuffer:
         """What was written, cut to at most `limit` bytes (default: all it can show), head and tail
         around a note of how many bytes were left out."""
         with self._lock:
-            return self._text(limit)
-
-    def _text(self, limit: int | None) -> str:
-        limit = 2 * self.half if limit is None else max(0, min(limit, 2 * self.half))
-        complete = self.total == len(self.head) + len(self.tail)  # nothing dropped while writing
-        head = bytes(self.head[: limit // 2])
-        rest = bytes(self.head[len(head) :] + self.tail) if complete else bytes(self.tail)
-        tail = rest[max(0, len(rest) - (limit - len(head))) :]
-        omitted = self.total - len(head) - len(tail)
+            limit = 2 * self.half if limit is None else max(0, min(limit, 2 * self.half))
+            complete = self.total == len(self.head) + len(self.tail)  # nothing dropped while writing
+            head = bytes(self.head[: limit // 2])
+            rest = bytes(self.head[len(head) :] + self.tail) if complete else bytes(self.tail)
+            tail = rest[max(0, len(rest) - (limit - len(head))) :]
+            omitted = self.total - len(head) - len(tail)
         head_text = head.decode("utf-8", errors="replace")
         tail_text = tail.decode("utf-8", errors="replace")
         if omitted > 0:
@@ -102,9 +91,11 @@ def _pump(stream: IO[bytes], sink: CappedBuffer, stop: threading.Event) -> None:
     try:
         with contextlib.suppress(OSError, ValueError):
             fd = stream.fileno()
-            ready = _readiness(fd)
+            poller = select.poll() if hasattr(select, "poll") else None  # Windows: reads block
+            if poller is not None:
+                poller.register(fd, select.POLLIN)
             while not stop.is_set():
-                if not ready(POLL):
+                if poller is not None and not poller.poll(POLL * 1000):
                     continue
                 chunk = os.read(fd, CHUNK)
                 if not chunk:
@@ -113,16 +104,6 @@ def _pump(stream: IO[bytes], sink: CappedBuffer, stop: threading.Event) -> None:
     finally:
         with contextlib.suppress(OSError):
             stream.close()
-
-
-def _readiness(fd: int) -> Callable[[float], bool]:
-    """A function telling whether `fd` can be read without blocking, waiting at most the given seconds.
-    Without poll (Windows) it always says yes: reads block, and a reader cannot be stopped there."""
-    if not hasattr(select, "poll"):
-        return lambda seconds: True
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return lambda seconds: bool(poller.poll(seconds * 1000))
 
 
 class ShellTool:
@@ -154,7 +135,7 @@ class ShellTool:
         process = self._start(command, tag)
         out, err = CappedBuffer(self.max_chars), CappedBuffer(self.max_chars)
         done_reading = threading.Event()
-        readers = _start_readers(process, tag, ((process.stdout, out), (process.stderr, err)), done_reading)
+        readers = start_readers(process, tag, ((process.stdout, out), (process.stderr, err)), done_reading)
 
         def stop() -> None:  # runs in the cancelling thread: signal only, never wait
             signal_group(process, signal.SIGTERM)
@@ -165,18 +146,18 @@ class ShellTool:
             timed_out = self._wait(process, limit, ctx)
             if timed_out or ctx.cancel.cancelled:  # at once: also what left the group (setsid)
                 kill_tagged(tag)
-            lingering = _join(readers, PIPE_GRACE, ctx.cancel)
+            lingering = join_readers(readers, PIPE_GRACE, ctx.cancel)
             if lingering and not ctx.cancel.cancelled:  # background processes still hold the pipes
                 kill_group(process)
                 kill_tagged(tag)
-                escaped = _join(readers, PIPE_GRACE, ctx.cancel)  # held by one that left group and tag
+                escaped = join_readers(readers, PIPE_GRACE, ctx.cancel)  # held by one that left group and tag
         finally:
             unregister()
             done_reading.set()  # what still holds the pipes is not read any more (see _pump)
             if process.poll() is None or ctx.cancel.cancelled:
                 kill_group(process)
                 kill_tagged(tag)
-            _join(readers, 2 * POLL)
+            join_readers(readers, 2 * POLL)
         if ctx.cancel.cancelled:
             raise Cancelled()
         held = "escaped" if escaped else "stopped" if lingering else ""
@@ -299,7 +280,7 @@ def _brief(value: object) -> str:
     return text if len(text) <= 40 else f"{text[:37]}…"
 
 
-def _start_readers(
+def start_readers(
     process: subprocess.Popen[bytes],
     tag: str,
     streams: tuple[tuple[IO[bytes] | None, CappedBuffer], ...],
@@ -328,11 +309,8 @@ def _start_readers(
 def _share(room: int, first: int, second: int) -> tuple[int, int]:
     """Split `room` between two streams of `first` and `second` bytes: the smaller one gets what it
     needs, up to half; the other one the rest."""
-    if first <= second:
-        small = min(first, room // 2)
-        return small, room - small
-    small = min(second, room // 2)
-    return room - small, small
+    small = min(first, second, room // 2)
+    return (small, room - small) if first <= second else (room - small, small)
 
 
 def signal_group(process: subprocess.Popen[bytes], signum: int) -> bool:
@@ -361,7 +339,7 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=KILL_GRACE)
 
 
-def _join(threads: list[threading.Thread], timeout: float, cancel: CancelToken | None = None) -> bool:
+def join_readers(threads: list[threading.Thread], timeout: float, cancel: CancelToken | None = None) -> bool:
     """Join the threads within `timeout` seconds in all, or until `cancel` is cancelled; True when
     some are still running."""
     deadline = time.monotonic() + timeout

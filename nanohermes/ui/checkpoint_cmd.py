@@ -1,8 +1,4 @@
-"""/diff, /undo and /checkpoints: what the agent's turns changed, and taking it back (SPEC §11).
-
-/undo reverts the last turn that changed files (again: one more turn back). A file edited after that
-turn is shown as a diff and the user is asked before it is overwritten; "no" restores nothing.
-"""
+"""/diff, /undo and /checkpoints: what the agent's turns changed, and taking it back (SPEC §11)."""
 
 from __future__ import annotations
 

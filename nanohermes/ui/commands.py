@@ -55,6 +55,7 @@ def cmd_help(ctx: CommandContext, arg: str) -> None:
     for command in COMMANDS.values():
         table.add_row(Text(command.usage), Text(command.description))
     ctx.console.print(table)
+    ctx.say("The model's plan (update_plan) shows as a checklist: ☑ done · ◐ doing · ☐ to do", "dim")
     ctx.say(
         "Enter sends · Esc Enter (or Alt+Enter) adds a line · @path completes files · "
         "Ctrl-C stops a turn · Ctrl-D exits",

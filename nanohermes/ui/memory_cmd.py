@@ -1,13 +1,7 @@
-"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10); the REPL's `/memory` runs the same actions.
-
-Works without any model endpoint: it only reads and edits memory.json. Tables go to stdout; notes and
-errors to stderr, errors as one line with exit code 2 for a bad argument (unknown id, empty query)
-and 1 when the file cannot be read or written.
-"""
+"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10); the REPL's `/memory` runs the same actions."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,13 +16,12 @@ from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MemoryReje
 from nanohermes.core.types import plural
 from nanohermes.memory import K1, B, Entry, Kind, MemoryStore, resolve_id, workspace_store
 from nanohermes.ui.memory_transfer import BadArgument, export_memories, import_file
-from nanohermes.ui.safe_text import echoed, terminal_safe
+from nanohermes.ui.safe_text import echoed, say, terminal_safe
 
 SEARCH_LIMIT = 10
 DAY = 86_400
 MAX_LINE_CHARS = 240
-"""A note or error stays about one line on the screen: a longer one (a pasted argument repeated by a
-message from the store) keeps its start and its end, where the hint is."""
+"""A note or error stays about one line on the screen."""
 
 Action = Callable[[Console, MemoryStore, MemoryArgs, str], None]
 """One action: prints to the console; raises BadArgument (a user mistake) or StoreError."""
@@ -47,7 +40,7 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
         settings.memory_dir,
         Path.cwd(),
         max_entries=settings.memory_max_entries,
-        on_notice=lambda message: print(f"nanohermes: note: {one_line(message)}", file=sys.stderr),
+        on_notice=lambda message: say(f"note: {message}", MAX_LINE_CHARS),
         secrets=(secret,) if secret else (),
     )
     action = ACTIONS.get(args.action)
@@ -64,17 +57,8 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
 
 
 def _error(message: str, code: int) -> int:
-    print(f"nanohermes: error: {one_line(message)}", file=sys.stderr)
+    say(f"error: {message}", MAX_LINE_CHARS)
     return code
-
-
-def one_line(message: str) -> str:
-    """On one line, short, and safe for the terminal (a file name may hold escape sequences)."""
-    line = terminal_safe(" ".join(message.split()))
-    if len(line) <= MAX_LINE_CHARS:
-        return line
-    half = MAX_LINE_CHARS // 2
-    return f"{line[:half]} … {line[-half:]}"
 
 
 def _when(ts: int) -> str:
@@ -129,11 +113,8 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
         style = "cyan" if column == "id" else "" if column in ("kind", "text") else "dim"
         table.add_column(column, no_wrap=column not in ("scope", "text"), overflow="fold", style=style)
     for e in entries:
-        scope, source, last = (
-            escape(scope_label(e, store.project)),
-            escape(e.source),
-            [_used(e)] if used else [],
-        )
+        last = [_used(e)] if used else []
+        scope, source = escape(scope_label(e, store.project)), escape(e.source)
         table.add_row(escape(e.id), e.kind.label(lang), scope, source, _when(e.ts), *last, _text(e))
     out.print(table)
     if hidden:

@@ -10,9 +10,9 @@ from rich.text import Text
 
 from nanohermes.config.options import MemoryArgs
 from nanohermes.core.errors import StoreError
-from nanohermes.ui.memory_cmd import ACTIONS, one_line
+from nanohermes.ui.memory_cmd import ACTIONS, MAX_LINE_CHARS
 from nanohermes.ui.memory_transfer import BadArgument
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import one_line, terminal_safe
 
 if TYPE_CHECKING:
     from nanohermes.ui.command_context import CommandContext
@@ -39,9 +39,9 @@ def run_memory(ctx: CommandContext, arg: str) -> None:
     try:
         ACTIONS[args.action](ctx.console, store, args, ctx.runtime.settings.language)
     except BadArgument as err:
-        ctx.fail(one_line(str(err)))
+        ctx.fail(one_line(str(err), MAX_LINE_CHARS))
     except StoreError as err:  # a broken or special memory.json: one line, the REPL goes on
-        ctx.fail(one_line(err.one_line()))
+        ctx.fail(one_line(err.one_line(), MAX_LINE_CHARS))
 
 
 def _parse(action: str, rest: str) -> MemoryArgs | None:

@@ -12,7 +12,7 @@ from nanohermes.core.errors import MemoryRejected
 from nanohermes.core.types import plural
 from nanohermes.memory import MemoryStore
 from nanohermes.memory.transfer import export_markdown, import_memories, parse_import
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import say, terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -49,7 +49,7 @@ def import_file(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -
     before = len(store.load())
     result = import_memories(store, items)
     for line in result.refused:
-        print(f"nanohermes: note: not imported: {' '.join(line.split())}", file=sys.stderr)
+        say(f"note: not imported: {line}")
     evicted = before + result.added - len(store.load())
     out.print(
         f"Imported {plural(result.added, 'new memory', 'new memories')} from {escape(name)}; "

@@ -1,11 +1,6 @@
-"""`nanohermes -p PROMPT`: one non-interactive turn. Plain text only (no terminal libraries).
-
-The final answer goes to stdout (or one JSON object with `--json`) the moment the turn completes —
-streamed as it arrives when stdout is a terminal — and is flushed; progress, notes and errors go to
-stderr. Exit 0 when the turn completed, 1 when it failed (one line saying why), 2 for a usage or
-configuration problem, 130 when interrupted. Then it waits for the turn's distillation (a note on
-stderr when that takes more than a moment; Ctrl-C skips it and never loses the answer).
-Ctrl-C during the turn cancels it cleanly (the session keeps a valid history); a second Ctrl-C aborts.
+"""`nanohermes -p PROMPT` (SPEC §1): one non-interactive turn. Plain text only (no terminal libraries,
+which would cost start-up time): the answer on stdout (`--json`: one JSON object; `--output-format
+stream-json`: one a line as the turn happens, a `result` last), progress, notes and errors on stderr.
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -34,6 +29,7 @@ from nanohermes.core.events import (
     Event,
     MemoryRecalled,
     Note,
+    PlanUpdated,
     Retrying,
     TextDelta,
     ToolFinished,
@@ -41,7 +37,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.types import valid_text
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import is_terminal, say, speaks_utf8, terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -55,6 +51,8 @@ DISTILL_NOTE_AFTER = 1.0
 """Seconds of waiting for distillation before saying so on stderr."""
 PROMPT_MAX_BYTES = 16 * 1024 * 1024
 """`-p -`: more than this on stdin is not a prompt (`< /dev/zero` would fill memory)."""
+STREAM_OUTPUT_CHARS = 2000
+"""How much of a tool's result a stream-json `tool_end` line carries (the model gets all of it)."""
 
 
 class PromptError(ValueError):
@@ -69,6 +67,7 @@ class _Outcome:
     errors: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     memories: list[dict[str, Any]] = field(default_factory=list)
+    plan: list[dict[str, str]] = field(default_factory=list)
 
 
 def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
@@ -79,8 +78,8 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
     no_key = None if options.local else missing_key_message(settings)
     if no_key:
         return _fail(no_key, EXIT_USAGE)
-    if options.prompt == "-" and _is_terminal(sys.stdin):  # else it seems to hang, saying nothing
-        _say("reading the prompt from the terminal; end it with Ctrl-D")
+    if options.prompt == "-" and is_terminal(sys.stdin):  # else it seems to hang, saying nothing
+        say("reading the prompt from the terminal; end it with Ctrl-D")
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
     except PromptError as err:
@@ -100,14 +99,15 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     cancel = CancelToken()
     for event in agent.drain_background_events():  # notices from start-up (memory file, agents)
         _progress(event, options.verbose)
-    answer = _AnswerPrinter(sys.stdout, stream=not options.json_output and _is_terminal(sys.stdout))
-    with _sigint_cancels(cancel):
+    as_json = options.json_output or options.stream_json
+    answer = _AnswerPrinter(sys.stdout, stream=not as_json and is_terminal(sys.stdout))
+    with signals_handled(_cancel_on_signal(cancel)):
         for event in agent.run(prompt, cancel):
             _record(event, outcome)
-            if not options.json_output:
+            if not as_json:
                 answer.handle(event)
-            elif isinstance(event, TurnFinished):
-                answer.emit(_json_line(runtime, outcome, ascii_only=not _speaks_utf8(sys.stdout)))
+            elif (payload := _json_payload(event, runtime, outcome, stream=options.stream_json)) is not None:
+                answer.emit(json.dumps(payload, ensure_ascii=not speaks_utf8(sys.stdout)) + "\n")
             _progress(event, options.verbose)
     _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
@@ -143,13 +143,6 @@ def read_prompt(value: str, stdin: TextIO | None) -> str:
     if len(data) > PROMPT_MAX_BYTES:
         raise PromptError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
     return data.decode("utf-8", "replace")
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 class _AnswerPrinter:
@@ -227,11 +220,11 @@ def _wait_for_distillation(agent: Agent, budget: float) -> None:
     try:
         if agent.wait_for_distillation(min(DISTILL_NOTE_AFTER, budget)):
             return
-        _say("saving what to remember from this turn… (Ctrl-C skips)")
+        say("saving what to remember from this turn… (Ctrl-C skips)")
         agent.wait_for_distillation(max(0.0, budget - DISTILL_NOTE_AFTER))
     except KeyboardInterrupt:
         agent.stop_distillation()
-        _say("memory distillation skipped")
+        say("memory distillation skipped")
 
 
 def _record(event: Event, outcome: _Outcome) -> None:
@@ -253,6 +246,8 @@ def _record(event: Event, outcome: _Outcome) -> None:
             {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4), "scope": m.scope}
             for m in event.memories
         ]
+    elif isinstance(event, PlanUpdated):
+        outcome.plan = [{"step": step.step, "status": step.status} for step in event.steps]
     elif isinstance(event, Note) and event.level == "error":
         outcome.errors.append(event.text)
     elif isinstance(event, TurnFinished):
@@ -283,36 +278,59 @@ def _progress_line(event: Event, verbose: bool) -> str:
     return ""
 
 
-def _speaks_utf8(stream: TextIO) -> bool:
-    """Whether `stream` encodes UTF-8; under another locale (`LANG=en_US.ISO-8859-1`) `--json` is
-    written as ASCII with `\\u` escapes, still valid JSON, where the locale lacks a character."""
-    import codecs
+def _json_payload(
+    event: Event, runtime: RuntimeLike, outcome: _Outcome, *, stream: bool
+) -> dict[str, Any] | None:
+    """What `--json` (the result only) or stream-json (a line per event, the result last) prints for
+    `event`, already recorded in `outcome`; None: nothing."""
+    if isinstance(event, TurnFinished):
+        payload = {
+            "answer": outcome.end.answer,
+            "session": str(runtime.agent.session_path),
+            "usage": outcome.end.usage.to_dict(),
+            "tool_calls": outcome.tool_calls,
+            "files_changed": list(outcome.end.changed_files),
+            "memories": outcome.memories,
+            "plan": outcome.plan,
+            "completed": outcome.end.completed,
+            "error": _error_line(outcome) or None,
+        }
+        return {"type": "result", **payload, "exit": _code(outcome)} if stream else payload
+    if not stream:
+        return None
+    if isinstance(event, TextDelta) and event.text:
+        return {"type": "text", "text": event.text}
+    if isinstance(event, ToolStarted):
+        return {"type": "tool_start", **outcome.tool_calls[-1], "summary": event.summary}
+    if isinstance(event, ToolFinished):
+        result = event.result
+        output = result.content[:STREAM_OUTPUT_CHARS] + (
+            "…" if len(result.content) > STREAM_OUTPUT_CHARS else ""
+        )
+        return {
+            "type": "tool_end",
+            "id": result.call_id,
+            "name": result.name,
+            "ok": result.ok,
+            "summary": event.summary,
+            "output": output,
+        }
+    if isinstance(event, PlanUpdated):
+        return {"type": "plan", "plan": outcome.plan}
+    if isinstance(event, MemoryRecalled):
+        return {"type": "memory", "memories": outcome.memories}
+    return None
 
-    try:
-        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
-    except LookupError:
-        return False
 
-
-def _json_line(runtime: RuntimeLike, outcome: _Outcome, *, ascii_only: bool = False) -> str:
-    payload = {
-        "answer": outcome.end.answer,
-        "session": str(runtime.agent.session_path),
-        "usage": outcome.end.usage.to_dict(),
-        "tool_calls": outcome.tool_calls,
-        "files_changed": list(outcome.end.changed_files),
-        "memories": outcome.memories,
-        "completed": outcome.end.completed,
-        "error": _error_line(outcome) or None,
-    }
-    return json.dumps(payload, ensure_ascii=ascii_only) + "\n"
+def _code(outcome: _Outcome) -> int:
+    if outcome.end.completed:
+        return EXIT_OK
+    return EXIT_INTERRUPTED if outcome.end.reason == "interrupted" else EXIT_FAILURE
 
 
 def _exit_code(outcome: _Outcome) -> int:
-    if outcome.end.completed:
-        return EXIT_OK
-    interrupted = outcome.end.reason == "interrupted"
-    return _fail(_error_line(outcome), EXIT_INTERRUPTED if interrupted else EXIT_FAILURE)
+    code = _code(outcome)
+    return code if code == EXIT_OK else _fail(_error_line(outcome), code)
 
 
 def _error_line(outcome: _Outcome) -> str:
@@ -327,13 +345,8 @@ def _error_line(outcome: _Outcome) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    _say(f"error: {message}")
+    say(f"error: {message}")
     return code
-
-
-def _say(text: str) -> None:
-    """One line on stderr, apart from the answer on stdout."""
-    print(f"nanohermes: {terminal_safe(' '.join(text.split()))}", file=sys.stderr, flush=True)
 
 
 def _arguments(text: str) -> Any:
@@ -343,8 +356,7 @@ def _arguments(text: str) -> Any:
         return text
 
 
-@contextlib.contextmanager
-def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
+def _cancel_on_signal(cancel: CancelToken) -> Callable[[int, FrameType | None], None]:
     """First Ctrl-C cancels the turn (clean history); a second one raises KeyboardInterrupt. SIGTERM
     and SIGHUP cancel it too: its shell commands run in sessions of their own, which a kill or a
     closed terminal does not reach, so they are killed with the turn rather than left running."""
@@ -355,9 +367,15 @@ def _sigint_cancels(cancel: CancelToken) -> Iterator[None]:
             return
         if cancel.cancelled:
             raise KeyboardInterrupt
-        _say("interrupting… (Ctrl-C again to abort)")
+        say("interrupting… (Ctrl-C again to abort)")
         cancel.cancel()
 
+    return handler
+
+
+@contextlib.contextmanager
+def signals_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """`handler` for SIGINT, SIGTERM and SIGHUP while the block runs; off the main thread, nothing."""
     try:
         previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
     except ValueError:  # not the main thread: leave the signals alone

@@ -21,6 +21,7 @@ from nanohermes.core.events import (
     Event,
     MemoryRecalled,
     Note,
+    PlanUpdated,
     ReasoningDelta,
     Retrying,
     TextDelta,
@@ -32,7 +33,7 @@ from nanohermes.core.toolcalls import key_argument
 from nanohermes.core.types import ToolResult, shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine
 from nanohermes.ui.plain_text import print_plain
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import one_line, terminal_safe
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -52,6 +53,7 @@ MARKDOWN_MAX_CHARS = 50_000
 6 s, 100,000 rows 33 s, 1 MB of code 11 s), all of it after the block has streamed, and Ctrl-C
 cannot stop it. 50,000 characters of the costliest Markdown, a table, take under a second."""
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
+PLAN_MARKS = {"completed": ("☑", "green"), "in_progress": ("◐", "bold yellow"), "pending": ("☐", "")}
 
 
 def _outcome(result: ToolResult) -> str:
@@ -219,6 +221,8 @@ class Renderer:
         elif isinstance(event, MemoryRecalled):
             n = len(event.memories)
             self.note(f"memory: {n} recalled · /memory last")  # dim, before the answer (SPEC §3.10)
+        elif isinstance(event, PlanUpdated):
+            self._on_plan(event)
         elif isinstance(event, TurnFinished):
             self._on_finished(event)
         self._refresh(urgent=not isinstance(event, TextDelta | ReasoningDelta))
@@ -233,8 +237,7 @@ class Renderer:
         self._flush()
         style = NOTE_STYLES.get(level, "dim")
         prefix = "error: " if level == "error" and not text.lower().startswith("error") else ""
-        line = terminal_safe(prefix + " ".join(text.split()))
-        self.console.print(Text(line, style=style), overflow="fold")
+        self.console.print(Text(one_line(prefix + text), style=style), overflow="fold")
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -273,6 +276,13 @@ class Renderer:
             line.append(f" · {event.elapsed:.1f}s", style="dim")
         self.console.print(line, overflow="ellipsis", no_wrap=True)
         self._waiting = not self._running  # the model is called again with the results: spin meanwhile
+
+    def _on_plan(self, event: PlanUpdated) -> None:
+        """The whole checklist, once per update: the current plan, never the model's own text."""
+        self._flush()
+        for step in event.steps:
+            mark, style = PLAN_MARKS[step.status]
+            self.console.print(Text(f"  {mark} {terminal_safe(step.step)}", style=style), overflow="fold")
 
     def _on_compacted(self, event: Compacted) -> None:
         how = "summarized" if event.summarized else "trimmed"

@@ -51,8 +51,7 @@ def run_repl(
 
     no_key = None if options.local else missing_key_message(settings)
     notes = [no_key] if no_key else []
-    if options.yes and settings.permission != "read-only":  # SPEC §5: --yes alone means auto; say so
-        settings = settings.with_changes(permission="auto")  # (the runtime refuses it with read-only)
+    if options.yes:  # SPEC §5: --yes means auto (run_chat applied it); say so
         notes.append(
             "--yes: permission auto for this session: writes, edits and shell commands run without asking"
         )

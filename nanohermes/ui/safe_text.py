@@ -9,7 +9,10 @@ cannot be encoded at all (UnicodeEncodeError would end the REPL). Each is shown 
 
 from __future__ import annotations
 
+import codecs
 import re
+import sys
+from typing import TextIO
 
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]|\r(?!\n)")
 
@@ -35,3 +38,33 @@ def echoed(argument: str, limit: int = ECHO_CHARS) -> str:
     if len(argument) <= limit:
         return repr(argument)
     return f"{argument[:limit]!r}… ({len(argument):,} characters)"
+
+
+def is_terminal(stream: TextIO | None) -> bool:
+    """Whether `stream` is a terminal (False for None, a closed stream or a test's StringIO)."""
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def speaks_utf8(stream: TextIO) -> bool:
+    """Whether `stream` encodes UTF-8 (not under `LANG=en_US.ISO-8859-1` or `PYTHONIOENCODING=ascii`)."""
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
+    except LookupError:
+        return False
+
+
+def one_line(text: str, limit: int = 0) -> str:
+    """`text` on one line and terminal-safe; over `limit` characters (when given), its start and its
+    end, where a hint is: a pasted argument repeated in a message would make it a screenful."""
+    line = terminal_safe(" ".join(text.split()))
+    if not limit or len(line) <= limit:
+        return line
+    return f"{line[: limit // 2]} … {line[-(limit // 2) :]}"
+
+
+def say(text: str, limit: int = 0) -> None:
+    """One line on stderr, apart from what a command prints on stdout."""
+    print(f"nanohermes: {one_line(text, limit)}", file=sys.stderr, flush=True)

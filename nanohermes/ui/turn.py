@@ -17,11 +17,13 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from nanohermes.core.cancel import EXIT_SIGNALS, CancelToken
+from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, NanoHermesError
 from nanohermes.core.events import Event, Note, ReasoningDelta, TextDelta
 from nanohermes.core.protocols import Decision
 from nanohermes.ui.approve import PendingApproval
+from nanohermes.ui.oneshot import signals_handled
+from nanohermes.ui.safe_text import is_terminal
 
 if TYPE_CHECKING:
     from nanohermes.ui.approve import TerminalApprover
@@ -52,7 +54,7 @@ class TurnDriver:
         worker = threading.Thread(target=_work, args=(source, token, items), name="nh-turn", daemon=True)
         self.renderer.begin_turn()
         try:
-            with self._cancel_on_signals(token), quiet_terminal():
+            with signals_handled(self._cancel_on_signal(token)), quiet_terminal():
                 worker.start()
                 self._pump(items, token)
         finally:
@@ -102,28 +104,19 @@ class TurnDriver:
         finally:
             self.renderer.resume()
 
-    @contextlib.contextmanager
-    def _cancel_on_signals(self, token: CancelToken) -> Iterator[None]:
+    def _cancel_on_signal(self, token: CancelToken) -> Callable[[int, FrameType | None], None]:
         """While a turn runs, Ctrl-C (SIGINT) cancels it instead of raising KeyboardInterrupt
         mid-render; SIGTERM and SIGHUP cancel it too and set `exit_signal` (the REPL then ends).
 
         The cancel itself runs on a short-lived thread: its callbacks (closing the stream, killing a
         process group) must not run inside a signal handler on a thread that may hold their locks."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
 
         def handler(signum: int, frame: FrameType | None) -> None:
             if signum != signal.SIGINT:
                 self.exit_signal = signum
             threading.Thread(target=token.cancel, name="nh-cancel", daemon=True).start()
 
-        previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
-        try:
-            yield
-        finally:
-            for signum, old in previous.items():
-                signal.signal(signum, old)
+        return handler
 
 
 @contextlib.contextmanager
@@ -136,10 +129,10 @@ def quiet_terminal() -> Iterator[None]:
     except ImportError:  # Windows
         yield
         return
-    fd = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else -1
-    if fd < 0:
+    if not is_terminal(sys.stdin):
         yield
         return
+    fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     quiet = list(saved)
     quiet[3] &= ~(termios.ECHO | termios.ECHOCTL)

@@ -1,9 +1,5 @@
-"""`nanohermes undo [--session S] [--list] [--to N] [--force]`: revert agent turns outside the REPL.
-
-Without --session it works on the session most recently recorded in the current workspace. A file
-edited after the turn is not overwritten: the command shows how it differs, restores nothing and
-exits 1, unless --force. Output is plain text: what was restored on stdout, errors on stderr.
-"""
+"""`nanohermes undo [--session S] [--list] [--to N] [--force]`: revert agent turns outside the REPL
+(SPEC §11). Plain text: what was restored on stdout, errors on stderr."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
 from nanohermes.core.types import plural
-from nanohermes.ui.safe_text import terminal_safe
+from nanohermes.ui.safe_text import say, terminal_safe
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints, History, TurnRecord
@@ -42,7 +38,7 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
                     _say(f"  {line}", sys.stderr)
         lines = history.undo(plan, force=args.force)
     except NanoHermesError as err:
-        _say(f"nanohermes: error: {' '.join(err.one_line().split())}", sys.stderr)
+        say(f"error: {err.one_line()}")
         return EXIT_FAILURE
     numbers = ", ".join(str(turn.number) for turn in reversed(plan.turns))
     _say(f"undid turn {numbers} of {checkpoints.session.stem}:")
@@ -55,15 +51,15 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
 def _locate(args: UndoArgs, settings: Settings) -> Checkpoints | None:
     """The session's checkpoints; None for --list when no turn of it recorded any."""
     from nanohermes.checkpoints import for_session, latest_in
-    from nanohermes.checkpoints.manager import checkpoints_root, session_key, workspace_key
+    from nanohermes.checkpoints.manager import checkpoints_root, path_key
     from nanohermes.sessions.paths import resolve_session_path
 
     root, here = checkpoints_root(settings.state_dir), Path.cwd()
     if args.session is None:
-        journals = (root / workspace_key(here.resolve()) / "journals").glob("*.json")
+        journals = (root / path_key(here.resolve()) / "journals").glob("*.json")
         return None if args.list_only and not any(journals) else latest_in(settings.state_dir, here)
     session = resolve_session_path(settings.sessions_dir, args.session)
-    journals = root.glob(f"*/journals/{session_key(session.expanduser().absolute())}.json")
+    journals = root.glob(f"*/journals/{path_key(session.expanduser().absolute())}.json")
     return None if args.list_only and not any(journals) else for_session(settings.state_dir, session, here)
 
 

@@ -111,6 +111,30 @@ def test_write_asks_permission_and_writes_when_allowed(
     assert last.tool_call_id == first.tool_call_id
 
 
+def test_a_plan_reaches_the_client_as_plan_updates(fake_server: FakeServer, workspace: Path) -> None:
+    steps = [{"step": "read the code", "status": "completed"}, {"step": "fix it", "status": "in_progress"}]
+    fake_server.push_tool_calls([("update_plan", {"plan": steps})])
+    fake_server.push_tool_calls([("update_plan", {"plan": [{"step": "x", "status": "done"}]})])
+    fake_server.push_text("Planned.")
+    client = RecordingClient()
+
+    async def body() -> tuple[str, Any]:
+        async with running_server(fake_server.url, client) as (conn, _):
+            await conn.initialize(protocol_version=1, client_capabilities=capabilities(False))
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            reply = await conn.prompt(session_id=new.session_id, prompt=[text_block("plan it")])
+        return new.session_id, reply
+
+    sid, reply = run(body)
+    assert reply.stop_reason == "end_turn"
+    [plan] = client.of_kind(sid, "plan")  # the refused second update sent none
+    assert [(e.content, e.status, e.priority) for e in plan.entries] == [
+        ("read the code", "completed", "medium"),
+        ("fix it", "in_progress", "medium"),
+    ]
+    assert [u.status for u in tool_updates(client, sid)][-1] == "failed"
+
+
 @pytest.mark.parametrize("choice", ["reject_once", "reject_always", "cancelled"])
 def test_write_refused_writes_nothing(fake_server: FakeServer, workspace: Path, choice: str) -> None:
     fake_server.push_tool_calls([("write_file", {"path": "out.txt", "content": "nope\n"})])

@@ -11,6 +11,7 @@ import pytest
 from agent_scripted import ScriptedModel, calls, text
 
 from nanohermes.agent.config import AgentConfig
+from nanohermes.agent.plan import make_plan_tool
 from nanohermes.agent.prompts import AGENTS_MAX_CHARS, base_system_prompt, load_agents_md
 from nanohermes.agent.subagents import (
     BUILTIN_AGENTS,
@@ -142,6 +143,7 @@ def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
     )
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
     runner.register(tool)
+    runner.register(make_plan_tool())
     task_call = ToolCall("t1", "task", '{"agent": "general", "task": "do it"}')
     unknown = ToolCall("t2", "task", '{"agent": "nobody", "task": "x"}')
     events = runner.run_calls([task_call, unknown], CancelToken())
@@ -157,7 +159,7 @@ def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
     model.completions = [calls(("list_files", {}))]
     with pytest.raises(ToolError, match="stopped after 1 model calls"):
         tool.func(agent="general", task="do it", cancel=CancelToken())
-    assert "task" not in sub.allowed(BUILTIN_AGENTS[0])
+    assert not {"task", "update_plan"} & sub.allowed(BUILTIN_AGENTS[0])  # the plan is the main agent's
 
 
 def test_a_sub_agent_call_cut_by_the_token_cap_is_not_run(tmp_path: Path) -> None:

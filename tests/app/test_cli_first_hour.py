@@ -135,11 +135,15 @@ def test_an_answer_the_locale_cannot_encode_is_printed_escaped(
     assert b"Error" not in result.stderr
 
 
-def test_json_in_a_locale_that_is_not_utf8_stays_valid_json(fake_server: FakeServer, workspace: Path) -> None:
+@pytest.mark.parametrize("args", [["--json"], ["--output-format", "stream-json"]], ids=["json", "stream"])
+def test_json_in_a_locale_that_is_not_utf8_stays_valid_json(
+    fake_server: FakeServer, workspace: Path, args: list[str]
+) -> None:
     fake_server.push_text(ANSWER)
-    result = run_in_latin1(fake_server, workspace, "--json")
+    result = run_in_latin1(fake_server, workspace, *args)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.decode("ascii"))["answer"] == ANSWER
+    lines = [json.loads(line) for line in result.stdout.decode("ascii").splitlines()]
+    assert lines[-1]["answer"] == ANSWER
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")

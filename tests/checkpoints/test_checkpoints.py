@@ -187,7 +187,7 @@ def test_an_undo_that_runs_out_of_space_leaves_each_file_whole_and_says_what_it_
     assert "z-big.txt" in message
     assert "undo stopped after it had restored keep.txt" in message
     assert (workspace / "z-big.txt").read_bytes() == b"shrunk"  # whole: never half written
-    assert not [p.name for p in workspace.iterdir() if "nanohermes-undo" in p.name]  # no temp left
+    assert not [p.name for p in workspace.iterdir() if "nanohermes" in p.name]  # no temp left
     plan = history.plan()
     assert plan.conflicts == ["keep.txt"]  # already restored: differs from what the turn left
     history.undo(plan, force=True)

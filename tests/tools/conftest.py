@@ -1,17 +1,10 @@
-"""Fixtures for the tool tests: a workspace, and an outside neighbour holding a secret."""
+"""Fixtures for the tool tests: an outside neighbour of the workspace (tests/conftest.py) holding a secret."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
 
 
 @pytest.fixture

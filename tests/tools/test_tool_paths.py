@@ -108,20 +108,23 @@ def test_path_swapped_for_a_symlink_after_the_check_is_refused(
 
 
 @needs_symlinks
-def test_fallback_check_compares_the_opened_file(workspace: Path, outside: Path) -> None:
+def test_fallback_check_compares_the_opened_file(
+    workspace: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Where dir_fd/O_NOFOLLOW are missing, the opened file is compared with the path re-resolved."""
+    monkeypatch.setattr("nanohermes.tools.paths.SAFE_WALK", False)
     ws = Workspace(workspace)
     (workspace / "d").mkdir()
     (workspace / "d" / "f.txt").write_text("inside\n")
     checked = ws.resolve("d/f.txt")
-    fd = ws._open_checked(checked, os.O_RDONLY)
+    fd = ws.open_file(checked, os.O_RDONLY)
     os.close(fd)
     (workspace / "d" / "f.txt").unlink()
     (workspace / "d").rmdir()
     (workspace / "d").symlink_to(outside)
     (outside / "f.txt").write_text("outside\n")
     with pytest.raises(ToolError, match="swapped"):
-        ws._open_checked(checked, os.O_RDONLY)
+        ws.open_file(checked, os.O_RDONLY)
 
 
 @needs_symlinks

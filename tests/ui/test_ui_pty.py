@@ -193,12 +193,39 @@ def test_ctrl_d_exits_zero_and_the_autosaved_session_resumes(fake_server: FakeSe
     assert again.exit_code() == 0
 
 
+def test_the_plan_is_a_checklist_shown_again_at_each_update(fake_server: FakeServer, launch: Launch) -> None:
+    steps = ["read the code", "fix the bug", "run the tests"]
+    statuses = ["completed", "in_progress", "pending"]
+    first = [{"step": s, "status": st} for s, st in zip(steps, statuses, strict=True)]
+    fake_server.push_tool_calls([("update_plan", {"plan": first})], text="Planning.")
+    fake_server.push_tool_calls(
+        [("update_plan", {"plan": [{"step": s, "status": "completed"} for s in steps]})]
+    )
+    fake_server.push_text("All done.")
+    term = launch("--no-memory")
+    term.send("fix it\r")
+    shown = term.expect("All done.")
+    term.prompt()
+    checklists = re.findall(r"([☑◐☐]) (read the code|fix the bug|run the tests)", shown)
+    assert checklists == [
+        ("☑", "read the code"),
+        ("◐", "fix the bug"),
+        ("☐", "run the tests"),
+        ("☑", "read the code"),
+        ("☑", "fix the bug"),
+        ("☑", "run the tests"),
+    ]
+    term.send("\x04")
+    assert term.exit_code() == 0
+
+
 def test_help_lists_every_command(launch: Launch) -> None:
     term = launch("--no-memory")
     term.send("/help\r")
     shown = term.expect("Ctrl-D exits")
     for command in SPEC_COMMANDS:
         assert command in shown
+    assert "checklist: ☑ done · ◐ doing · ☐ to do" in shown
     term.prompt()
     term.send("\x03")
     term.send("\x03")

@@ -8,6 +8,8 @@ from nanohermes.core.events import (
     Compacted,
     Event,
     Note,
+    PlanStep,
+    PlanUpdated,
     ReasoningDelta,
     Retrying,
     TextDelta,
@@ -155,6 +157,7 @@ def test_terminal_controls_from_the_model_or_a_tool_are_shown_not_obeyed() -> No
         ToolStarted(call),
         ToolFinished(ToolResult("c1", "run_shell", "ERROR: bad\x1b[31m", ok=False)),
         Note("note\x1b[1A"),
+        PlanUpdated((PlanStep("plan\x1b[2J step", "in_progress"),)),
         TurnFinished(True, "done"),
     )
     assert "\x1b" not in text
@@ -164,6 +167,7 @@ def test_terminal_controls_from_the_model_or_a_tool_are_shown_not_obeyed() -> No
     assert "ls\\x1b[2K" in text
     assert "ERROR: bad\\x1b[31m" in text
     assert "note\\x1b[1A" in text
+    assert "◐ plan\\x1b[2J step" in text
 
 
 def test_a_list_nested_deeper_than_markdown_parses_is_shown_whole() -> None:
