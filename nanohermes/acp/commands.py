@@ -91,7 +91,7 @@ def memory_command(store: MemoryStore | None, arg: str) -> str:
     rest = rest.strip()
     try:
         if action in ("", "list"):
-            entries = store.load()
+            entries = [e for e in store.load() if not e.superseded_by]  # replaced ones are history
             lines = [f"- `{e.id}` {e.kind.value}: {e.text}" for e in entries]
             return "\n".join([*lines, f"\n{len(entries)} memories"]) if entries else "No memories yet."
         if action == "search" and rest:

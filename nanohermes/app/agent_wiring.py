@@ -62,8 +62,11 @@ class Runtime:
     """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
 
     def close(self) -> None:
-        """The session is released last, after a session write still under way (at most SAVE_WAIT)."""
+        """The session is released last, after a session write still under way (at most SAVE_WAIT);
+        the memories' uses noted this session are written first."""
         try:
+            if self.store is not None:
+                self.store.flush()
             if self.mcp is not None:
                 self.mcp.close()
             if self.checkpoints is not None:

@@ -256,7 +256,8 @@ def _record(event: Event, outcome: _Outcome) -> None:
             )
     elif isinstance(event, MemoryRecalled):  # SPEC §3.10: which memories the turn was given
         outcome.memories = [
-            {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4)} for m in event.memories
+            {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4), "scope": m.scope}
+            for m in event.memories
         ]
     elif isinstance(event, PlanUpdated):
         outcome.plan = [{"step": step.step, "status": step.status} for step in event.steps]
