@@ -16,6 +16,9 @@ measures, in this one run:
   file, fsync, rename, fsync the directory) of the same bytes, interleaved. Target: ≤ 3×.
 - import: `memory import` of as many new memories into an empty store (one write of the file), per
   memory, against the smallest size: about linear.
+- usage tracking (issue 34): a turn's recall (its memories noted as used) and the next `remember`
+  (which writes the noted uses), against a store whose `note_used` does nothing, interleaved.
+  Target: within 10 %.
 Figures only, no assertions.
 """
 
@@ -29,13 +32,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from nanohermes.core.fileio import atomic_write
-from nanohermes.memory import K1, B, MemoryStore, analyze
+from nanohermes.memory import K1, B, MemoryStore, analyze, recall_for_turn
 from nanohermes.memory.transfer import import_memories, parse_import
 
 
@@ -215,6 +218,32 @@ def bench_remember(root: Path, size: int, count: int = 30) -> tuple[float, float
     return statistics.median(ours), statistics.median(floor)
 
 
+class Untracked(MemoryStore):
+    """The store without usage tracking: the baseline of `bench_usage`."""
+
+    def note_used(self, ids: Iterable[str]) -> None:
+        del ids
+
+
+def bench_usage(root: Path, size: int, count: int = 60) -> dict[str, tuple[float, float]]:
+    """Median ms of a turn's recall and of the `remember` after it, with usage tracking and without
+    (which goes first alternates: an fsync slows the write after it)."""
+    rng = random.Random(size + 1)
+    texts = [make_text(rng) for _ in range(size)]
+    stores: dict[str, MemoryStore] = {}
+    for name, kind in (("tracked", MemoryStore), ("untracked", Untracked)):
+        write_store(root / f"usage-{name}{size}", texts)
+        stores[name] = kind(root / f"usage-{name}{size}", max_entries=10 * size)
+        stores[name].remember("lesson", "bench warm-up: the first write makes every entry's JSON line")
+    times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in stores}
+    for i in range(count):
+        query, text = make_query(rng), f"usage lesson {i:04d}: {make_text(rng)}"
+        for name, store in sorted(stores.items(), reverse=i % 2 == 1):
+            times[name][0].append(timed(partial(recall_for_turn, store, query, "")))
+            times[name][1].append(timed(partial(store.remember, "lesson", text)))
+    return {name: (statistics.median(turn), statistics.median(rem)) for name, (turn, rem) in times.items()}
+
+
 def bench_import(root: Path, size: int) -> float:
     """Seconds to import `size` new memories (a JSON list) into an empty store, cap raised."""
     rng = random.Random(size)
@@ -238,6 +267,7 @@ def main() -> None:
             rows.append(bench_size(n, args.queries, root))
         remembers = [(n, *bench_remember(root, n)) for n in sizes]
         imports = [(n, bench_import(root, n)) for n in sizes]
+        usage = [(n, bench_usage(root, n)) for n in sizes]
     nan = float("nan")
     for row in rows:
         n, first = int(row["n"]), row["first_run"]
@@ -258,6 +288,13 @@ def main() -> None:
         print(
             f"remember() with fsync, {size} memories: {ours:.2f} ms; an atomic write of the same bytes "
             f"{floor:.2f} ms (ratio {ours / floor:.2f})"
+        )
+    for size, found in usage:
+        (turn, rem), (bare_turn, bare_rem) = found["tracked"], found["untracked"]
+        print(
+            f"usage tracking, {size} memories: a turn's recall {turn:.3f} ms, without {bare_turn:.3f} ms "
+            f"(ratio {turn / bare_turn:.3f}); the next remember {rem:.2f} ms, without {bare_rem:.2f} ms "
+            f"(ratio {rem / bare_rem:.3f})"
         )
     base = imports[0][1] / imports[0][0]
     for size, seconds in imports:

@@ -1,13 +1,16 @@
 """Slash commands an editor offers in its prompt box (`available_commands_update`): the REPL's
-`/compact`, `/memory …` and `/reset`, answered as agent messages instead of terminal output."""
+`/compact`, `/memory …` and `/reset`, answered as agent messages instead of terminal output, and the
+custom commands (`.nanohermes/commands/NAME.md`), sent to the model as their expanded text."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acp import schema
 
+from nanohermes.agent.custom_commands import CustomCommand, expand_command, load_commands
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import NanoHermesError
 from nanohermes.core.events import Event, TextDelta, TurnFinished
@@ -19,7 +22,7 @@ if TYPE_CHECKING:
 MEMORY_USAGE = "usage: /memory [list | search QUERY | forget ID | stats]"
 
 
-def available_commands() -> list[schema.AvailableCommand]:
+def available_commands(custom: Mapping[str, CustomCommand]) -> list[schema.AvailableCommand]:
     memory_hint = schema.UnstructuredCommandInput(hint="list | search QUERY | forget ID | stats")
     return [
         schema.AvailableCommand(
@@ -31,7 +34,21 @@ def available_commands() -> list[schema.AvailableCommand]:
             input=schema.AvailableCommandInput(root=memory_hint),
         ),
         schema.AvailableCommand(name="reset", description="clear the conversation; long-term memory stays"),
+        *(_offered(command) for command in custom.values()),
     ]
+
+
+def _offered(command: CustomCommand) -> schema.AvailableCommand:
+    hint = schema.UnstructuredCommandInput(hint=command.hint)
+    given = schema.AvailableCommandInput(root=hint) if command.hint else None
+    return schema.AvailableCommand(name=command.name, description=command.description, input=given)
+
+
+def expanded(text: str, workspace: Path, state_dir: Path) -> str:
+    """`text`, or the message of the custom command it starts with (`/NAME args`), read afresh."""
+    if not text.startswith("/"):
+        return text
+    return expand_command(load_commands(workspace, state_dir)[0], text) or text
 
 
 def command_source(text: str, agent: Agent, store: MemoryStore | None) -> Iterator[Event] | None:
@@ -74,7 +91,7 @@ def memory_command(store: MemoryStore | None, arg: str) -> str:
     rest = rest.strip()
     try:
         if action in ("", "list"):
-            entries = store.load()
+            entries = [e for e in store.load() if not e.superseded_by]  # replaced ones are history
             lines = [f"- `{e.id}` {e.kind.value}: {e.text}" for e in entries]
             return "\n".join([*lines, f"\n{len(entries)} memories"]) if entries else "No memories yet."
         if action == "search" and rest:

@@ -28,6 +28,7 @@ from nanohermes.acp import commands, convert
 from nanohermes.acp.listing import LIST_PAGE, session_infos
 from nanohermes.acp.params import CURSOR, SESSION_ID, mcp_servers_of, shown, workspace_of
 from nanohermes.acp.session import AcpSession, Opened
+from nanohermes.agent.custom_commands import load_commands
 from nanohermes.core.errors import NanoHermesError, SessionInUse
 from nanohermes.core.events import Note
 from nanohermes.core.protocols import Approver
@@ -181,6 +182,10 @@ class NanohermesAcpAgent:
         if not text:
             raise RequestError.invalid_params({"details": "the prompt is empty"})
         command = commands.command_source(text, agent, self.stores(session.workspace))
+        if command is None:
+            text = await asyncio.to_thread(
+                commands.expanded, text, session.workspace, self.settings.state_dir
+            )
         stop = await session.run(
             (lambda _: command) if command is not None else (lambda c: agent.run(text, c))
         )
@@ -316,8 +321,13 @@ class NanohermesAcpAgent:
 
         async def later() -> None:
             await asyncio.sleep(0)  # the reply is written first
+            home = self.settings.state_dir
+            custom, problems = await asyncio.to_thread(load_commands, session.workspace, home)
+            for problem in problems:  # shown in the next turn
+                if session.agent is not None:
+                    session.agent.post_note(Note(problem, "warning"))
             try:
-                await session.send(update_available_commands(commands.available_commands()))
+                await session.send(update_available_commands(commands.available_commands(custom)))
             except (ConnectionError, RequestError) as err:
                 log.info("notification not sent: %s", err)
 

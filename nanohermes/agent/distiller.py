@@ -67,11 +67,12 @@ class Distiller:
 
     def _run(self, store: MemoryStore, excerpt: list[Message]) -> None:
         try:
-            request = distill_messages(excerpt)
-            result = self._model.complete(request, None, model=self._model_name(), cancel=self.cancel)
-            self._add_usage(result.counted_usage(request))  # spent, whatever happens to the answer
             # The turn's user message is each memory's context: indexed, never shown (SPEC §3.7).
             context = message_text(excerpt[0]) if excerpt[0].get("role") == "user" else ""
+            known = [entry for _, entry in store.search(context, top_k=8) if not entry.team]
+            request = distill_messages(excerpt, known)  # (an item may replace one of `known`)
+            result = self._model.complete(request, None, model=self._model_name(), cancel=self.cancel)
+            self._add_usage(result.counted_usage(request))  # spent, whatever happens to the answer
             items = parse_distill(result.content)
             saved = save_distilled(store, items, "auto", self._refused, context=context)
         except StoreError as err:  # disk full, read-only directory, lock timeout: never silent

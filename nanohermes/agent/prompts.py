@@ -44,15 +44,19 @@ def base_system_prompt(
     today: date | None = None,
     platform_name: str | None = None,
     agents_md: str | None = None,
+    skills: str = "",
 ) -> str:
     """The system prompt without a memory block. `extra` replaces the base role (sub-agents).
-    `agents_md`: the AGENTS.md text already read (`load_agents_md`); None reads it here."""
+    `agents_md`: the AGENTS.md text already read (`load_agents_md`); None reads it here. `skills`:
+    the section listing the skills (`skills_prompt`)."""
     parts = [extra.strip() or BASE_PROMPT, MEMORY_GUIDE if memory else NO_MEMORY_GUIDE]
     parts.append(
         f"Workspace: {workspace}\n"
         f"Platform: {platform_name or _platform()}\n"
         f"Date: {(today or date.today()).isoformat()}"
     )
+    if skills:
+        parts.append(skills)
     agents = load_agents_md(workspace)[0] if agents_md is None else agents_md
     if agents:
         parts.append(f"Project instructions from {AGENTS_FILE} (the workspace root):\n\n{agents}")

@@ -32,9 +32,10 @@ from nanohermes.agent.plan import PLAN_TOOL
 from nanohermes.agent.prompts import base_system_prompt
 from nanohermes.agent.turns import drop_cut_calls, reply_over
 from nanohermes.core.cancel import CancelToken
-from nanohermes.core.errors import INTERRUPTED, ContextOverflow, LLMError, ToolError, reason
+from nanohermes.core.errors import INTERRUPTED, ContextOverflow, LLMError, ToolError
 from nanohermes.core.events import ToolFinished
 from nanohermes.core.fileio import read_small_text
+from nanohermes.core.frontmatter import front_matter, markdown_files, skipped, unquote
 from nanohermes.core.protocols import ChatModel, ToolExecutor
 from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shorten, shown_images
 from nanohermes.llm import extract_text_tool_calls
@@ -45,9 +46,8 @@ if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
 
 TASK_TOOL = "task"
-FRONT_MATTER_KEYS = ("name", "description", "tools")
-FOREIGN_KEYS = ("model", "color")
-"""Keys of Claude Code's agent files: accepted so that such a file loads, and not used."""
+FRONT_MATTER_KEYS = ("name", "description", "tools", "model", "color")
+"""`model` and `color` (Claude Code's agent files) are accepted so that such a file loads, and not used."""
 NAME_MAX_CHARS = 64
 DEFINITION_MAX_BYTES = 100_000
 
@@ -84,8 +84,9 @@ BUILTIN_AGENTS = (
 
 def parse_definition(text: str, source: str, fallback_name: str) -> AgentDefinition:
     """Parse one definition file. Raises ValueError with a one-line reason."""
-    meta, body = _front_matter(text.lstrip("\ufeff").strip())  # a BOM (Windows editors) is no text
-    name = _unquote(meta.get("name", "")) or fallback_name
+    text = text.lstrip("\ufeff").strip()  # a BOM (Windows editors) is no text
+    meta, body = front_matter(text, FRONT_MATTER_KEYS)
+    name = unquote(meta.get("name", "")) or fallback_name
     if len(name) > NAME_MAX_CHARS:
         raise ValueError(f"agent name is {len(name):,} characters long; at most {NAME_MAX_CHARS}")
     if not name.replace("-", "").replace("_", "").isalnum():
@@ -93,54 +94,16 @@ def parse_definition(text: str, source: str, fallback_name: str) -> AgentDefinit
     if not body:
         raise ValueError("the prompt (the text after the front matter) is empty")
     tools = _tool_names(meta["tools"]) if "tools" in meta else None
-    description = _unquote(meta.get("description", "")) or body.splitlines()[0][:100]
+    description = unquote(meta.get("description", "")) or body.splitlines()[0][:100]
     return AgentDefinition(name, description, body, tools, source)
-
-
-def _front_matter(text: str) -> tuple[dict[str, str], str]:
-    """(keys, body). A key line is `key: value`; a key with no value may be followed by a YAML block
-    list (`- name` lines)."""
-    if not text.startswith("---"):
-        return {}, text
-    header, sep, rest = text[3:].partition("\n---")
-    if not sep:
-        raise ValueError("front matter opened with --- but never closed")
-    meta: dict[str, str] = {}
-    listing = ""  # the key whose YAML block list the `- item` lines extend
-    for raw in header.strip().splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if listing and line.startswith("-"):
-            meta[listing] = f"{meta[listing]}, {line[1:].strip()}".lstrip(", ")
-            continue
-        key, colon, value = line.partition(":")
-        key, listing = key.strip().lower(), ""
-        if not colon:
-            raise ValueError(f"front matter line without 'key: value': {shorten(line, 80)!r}")
-        if key in FOREIGN_KEYS:
-            continue
-        if key not in FRONT_MATTER_KEYS:
-            known = ", ".join(FRONT_MATTER_KEYS)
-            raise ValueError(f"unknown front matter key {shorten(key, 40)!r}; known: {known}")
-        if key in meta:
-            raise ValueError(f"front matter key {key!r} is given twice")
-        meta[key] = value.strip()
-        listing = "" if meta[key] else key
-    return meta, rest.strip()
 
 
 def _tool_names(value: str) -> tuple[str, ...]:
     """`a, b`, `[a, b]` or `["a", "b"]`; `[]` is no tools. An empty value is an error, not "all"."""
-    names = tuple(_unquote(name.strip()) for name in value.strip("[]").split(",") if name.strip())
+    names = tuple(unquote(name.strip()) for name in value.strip("[]").split(",") if name.strip())
     if not names and not (value.startswith("[") and value.endswith("]")):
         raise ValueError("'tools' is empty: list tool names, or omit the line for all the parent's tools")
     return names
-
-
-def _unquote(value: str) -> str:
-    quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'"
-    return value[1:-1].strip() if quoted else value
 
 
 def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefinition], list[str]]:
@@ -150,28 +113,18 @@ def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefini
     problems: list[str] = []
     for directory in directories:
         taken: dict[str, Path] = {}
-        for path in _definition_files(directory):
+        for path in markdown_files("*.md", directory):
             try:
                 text = read_small_text(path, DEFINITION_MAX_BYTES)
                 definition = parse_definition(text, str(path), path.stem)
                 if definition.name in taken:
                     raise ValueError(f"name '{definition.name}' is already taken by {taken[definition.name]}")
-            except UnicodeDecodeError as err:
-                why = f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})"
-                problems.append(f"sub-agent definition {path} skipped: {why}")
             except (OSError, ValueError) as err:
-                problems.append(f"sub-agent definition {path} skipped: {reason(err)}")
+                problems.append(skipped("sub-agent definition", path, err))
             else:
                 taken[definition.name] = path
                 found[definition.name] = definition
     return found, problems
-
-
-def _definition_files(directory: Path) -> list[Path]:
-    try:
-        return sorted(directory.glob("*.md")) if directory.is_dir() else []
-    except OSError:
-        return []
 
 
 class SubAgentRunner:

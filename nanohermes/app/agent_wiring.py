@@ -63,8 +63,11 @@ class Runtime:
     """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
 
     def close(self) -> None:
-        """The session is released last, after a session write still under way (at most SAVE_WAIT)."""
+        """The session is released last, after a session write still under way (at most SAVE_WAIT);
+        the memories' uses noted this session are written first."""
         try:
+            if self.store is not None:
+                self.store.flush()
             if self.mcp is not None:
                 self.mcp.close()
             if self.checkpoints is not None:
@@ -92,6 +95,7 @@ def build_agent(
     from nanohermes.agent.loop import Agent
     from nanohermes.agent.plan import make_plan_tool
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
+    from nanohermes.agent.skills import load_skills, make_skill_tool, skills_prompt
     from nanohermes.core.cancel import CancelToken
     from nanohermes.mcp import start_servers
     from nanohermes.tools.extra import extra_tools
@@ -116,11 +120,13 @@ def build_agent(
         runner.register(tool)
     secret = settings.api_key_value()
     agents_md, agents_note = load_agents_md(workspace)
+    skills, skill_problems = load_skills(workspace, settings.state_dir)
+    skill_list = skills_prompt(skills)
     agent = Agent(
         parts.client,
         runner,
         AgentConfig.from_settings(settings, verbose=parts.verbose, save_each_turn=parts.save_each_turn),
-        base_system_prompt(workspace, memory=parts.store is not None, agents_md=agents_md),
+        base_system_prompt(workspace, memory=parts.store is not None, agents_md=agents_md, skills=skill_list),
         session=session,
         store=parts.store,
         resumed=resumed,
@@ -130,8 +136,11 @@ def build_agent(
         hooks=hooks,
         attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
     )
-    if agents_note:
-        agent.post_note(Note(agents_note, "warning"))
+    for problem in [agents_note, *skill_problems]:
+        if problem:
+            agent.post_note(Note(problem, "warning"))
+    if skills:
+        runner.register(make_skill_tool(skills))
     if sandbox.startup_warning:
         # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
         agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "info"))

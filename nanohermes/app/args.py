@@ -110,8 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="nanohermes",
         description="A coding agent for the terminal that remembers your preferences across sessions.",
-        epilog="Memory: nanohermes memory list [--all] | search QUERY [--explain] [--all] | forget ID\n"
-        "        | stats | path | add KIND TEXT [--project] | export | import FILE\n"
+        epilog="Memory: nanohermes memory list [--all] [--history] [--stale DAYS] | search QUERY\n"
+        "        [--explain] [--all] [--history] | forget ID | replace ID TEXT | stats | path\n"
+        "        | add KIND TEXT [--project | --team] | export | import FILE\n"
         "Undo:   nanohermes undo [--session S] [--list] [--to N] [--force]\n"
         "Editors: nanohermes acp (Agent Client Protocol on stdio)\n"
         "MCP:    nanohermes mcp list [--config FILE] [--mcp-config FILE]",
@@ -156,17 +157,25 @@ def build_memory_parser() -> argparse.ArgumentParser:
     _add_memory_options(parser)
     # what MemoryArgs reads; each action sets the few it takes (its positional: `argument`)
     parser.set_defaults(argument="", explain=False, all_projects=False, kind="", project=False)
+    parser.set_defaults(team=False, history=False, stale=None, target="")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     listing = actions.add_parser("list", help="list the global memories and this project's")
     listing.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
+    listing.add_argument("--history", action="store_true", help="replaced memories too")
+    listing.add_argument("--stale", type=int, metavar="DAYS", help="only those unused for DAYS days")
     search = actions.add_parser("search", help="search memories with BM25")
     search.add_argument("argument", metavar="query", nargs="+", help="words to search for")
     search.add_argument("--explain", action="store_true", help="show each term's BM25 contribution")
     search.add_argument("--all", dest="all_projects", action="store_true", help="search every project")
+    search.add_argument("--history", action="store_true", help="search replaced memories too")
     add = actions.add_parser("add", help="save a memory typed by you (global unless --project)")
     add.add_argument("kind", help="preference | correction | lesson | fact")
     add.add_argument("argument", metavar="text", nargs="+", help="the memory, one sentence")
     add.add_argument("--project", action="store_true", help="it belongs to this project only")
+    add.add_argument("--team", action="store_true", help="into the repository's team memory")
+    replace = actions.add_parser("replace", help="replace a memory; the old one is kept as history")
+    replace.add_argument("target", metavar="id", help="the id shown by 'memory list'")
+    replace.add_argument("argument", metavar="text", nargs="+", help="the new memory, one sentence")
     actions.add_parser("export", help="print every memory as Markdown, grouped by scope and kind")
     importing = actions.add_parser("import", help="read memories from an export (Markdown or JSON)")
     importing.add_argument("argument", metavar="file", help="the file to import ('-' reads stdin)")
@@ -291,13 +300,23 @@ def _parse_memory(argv: list[str]) -> CliOptions:
     ns = _parse(build_memory_parser(), argv)
     if ns.action is None:
         raise UsageError(
-            "memory needs an action: list [--all] | search QUERY [--explain] [--all] | forget ID | stats "
-            "| path | add KIND TEXT [--project] | export | import FILE",
+            "memory needs an action: list [--all] [--history] [--stale DAYS] | search QUERY [--explain] "
+            "[--all] [--history] | forget ID | replace ID TEXT | stats | path | add KIND TEXT [--project | "
+            "--team] | export | import FILE",
             "nanohermes memory",
         )
     argument = ns.argument if isinstance(ns.argument, str) else " ".join(ns.argument)  # nargs="+": words
     memory = MemoryArgs(
-        ns.action, argument, ns.explain, all_projects=ns.all_projects, kind=ns.kind, project=ns.project
+        ns.action,
+        argument,
+        ns.explain,
+        all_projects=ns.all_projects,
+        kind=ns.kind,
+        project=ns.project,
+        team=ns.team,
+        history=ns.history,
+        stale=ns.stale,
+        target=ns.target,
     )
     # `is not None`: an empty --memory-dir ("$UNSET") is refused by the settings, not read as the default
     overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir is not None else {}

@@ -155,18 +155,21 @@ def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path
     if not settings.memory:
         return None
     from nanohermes.core.errors import StoreError
-    from nanohermes.memory import MemoryStore, project_key
+    from nanohermes.memory import workspace_store
 
     secret = settings.api_key_value()
-    store = MemoryStore(
+    store = workspace_store(
         settings.memory_dir,
+        workspace,
         max_entries=settings.memory_max_entries,
         on_notice=relay,
         secrets=(secret,) if secret else (),
-        project=project_key(workspace),
+        team_distill=settings.memory_team_distill,
     )
     try:
         store.load()
+        if store.team is not None:
+            store.team.load()
     except StoreError as err:
         relay(f"memory not available: {err.one_line()}")
     return store

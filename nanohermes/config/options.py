@@ -23,6 +23,14 @@ class MemoryArgs:
     """`add KIND TEXT`: the kind (the text is `argument`)."""
     project: bool = False
     """`add --project`: the memory belongs to this project (default: global)."""
+    team: bool = False
+    """`add --team`: into the repository's team memory (`<git top level>/.nanohermes/memory.json`)."""
+    history: bool = False
+    """`list|search --history`: the replaced memories too, with what replaced them."""
+    stale: int | None = None
+    """`list --stale DAYS`: only the memories neither used nor saved for that many days."""
+    target: str = ""
+    """`replace ID TEXT`: the id (the text is `argument`)."""
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ class Settings(BaseSettings):
     memory: bool = True
     memory_dir: Folder = Path("~/.nanohermes")
     memory_max_entries: Annotated[Whole, Field(ge=1, le=1_000_000)] = 500
+    memory_team_distill: bool = False
     distill_model: Name = None
     compact_threshold_chars: Annotated[Whole, Field(ge=1_000)] = 120_000
     compact_keep_messages: Annotated[Whole, Field(ge=1)] = 10

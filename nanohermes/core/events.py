@@ -116,6 +116,8 @@ class RecalledMemory:
     text: str
     score: float
     terms: tuple[str, ...] = ()
+    scope: str = "global"
+    """`global`, `project` (this project's) or `team` (the repository's team memory)."""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from nanohermes.memory.kinds import KIND_NAMES, Kind
 from nanohermes.memory.project import project_key
 from nanohermes.memory.security import redact
 from nanohermes.memory.store import MEMORY_FILE, MemoryStats, MemoryStore
+from nanohermes.memory.team import TeamStore, workspace_store
 from nanohermes.memory.text import analyze, normalize, tokenize
 from nanohermes.memory.tools import forget_memory, resolve_id, save_memory, search_memory
 
@@ -43,9 +44,9 @@ __all__ = [
     "B", "BLOCK_END", "BLOCK_START", "CONTEXT_WEIGHT", "DISTILL_SYSTEM_PROMPT", "EXCERPT_CHARS",
     "EXCERPT_MESSAGE_CHARS", "INJECT_CHAR_BUDGET", "INJECT_TOP_K", "K1", "KIND_NAMES", "MAX_CONTEXT",
     "MAX_ENTRIES", "MAX_KEYS", "MAX_TEXT", "MEMORY_FILE", "Distilled", "Entry", "Explanation", "Kind",
-    "MemoryStats", "MemoryStore", "Recall", "TermScore", "analyze", "distill_messages", "excerpt_from",
-    "forget_memory", "resolve_id", "normalize", "parse_distill", "recall_for_turn", "project_key",
-    "redact", "render_block", "save_distilled", "save_memory", "search_memory", "set_block", "tokenize",
-    "worth_distilling",
+    "MemoryStats", "MemoryStore", "Recall", "TeamStore", "TermScore", "analyze", "distill_messages",
+    "excerpt_from", "forget_memory", "resolve_id", "normalize", "parse_distill", "recall_for_turn",
+    "project_key", "redact", "render_block", "save_distilled", "save_memory", "search_memory",
+    "set_block", "tokenize", "worth_distilling", "workspace_store",
 ]
 # fmt: on

@@ -4,7 +4,7 @@ can say «memory: 3 recalled · /memory last» and `-p --json` can list them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -68,6 +68,8 @@ class Searchable(Protocol):
 
     def explain(self, query: str, entry: Entry | str) -> Explanation: ...
 
+    def note_used(self, ids: Iterable[str]) -> None: ...
+
 
 @dataclass(frozen=True)
 class Recall:
@@ -80,7 +82,7 @@ class Recall:
 
 
 def recall_for_turn(store: Searchable, query: str, previous_block: str, lang: str = "en") -> Recall:
-    """The block to inject for `query` and the memories it holds (SPEC §3.6)."""
+    """The block to inject for `query` and the memories it holds (SPEC §3.6), which count as used."""
     hits = store.search(query)
     if not hits and len("".join(query.split())) < SHORT_MESSAGE_CHARS:
         return Recall(previous_block, kept=True)
@@ -91,5 +93,7 @@ def recall_for_turn(store: Searchable, query: str, previous_block: str, lang: st
             terms = tuple(part.display for part in store.explain(query, entry.id).terms)
         except StoreError:  # forgotten by another process a moment ago: it was still recalled
             terms = ()
-        memories.append(RecalledMemory(entry.id, entry.kind.value, entry.text, score, terms))
+        scope = "team" if entry.team else "project" if entry.project else "global"
+        memories.append(RecalledMemory(entry.id, entry.kind.value, entry.text, score, terms, scope))
+    store.note_used(memory.id for memory in memories if memory.scope != "team")  # (never written)
     return Recall(render_block(entries, lang), tuple(memories))

@@ -13,7 +13,9 @@ from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_KEY_CHARS, MAX_KEYS
 from nanohermes.memory.kinds import Kind
 
-KNOWN_FIELDS = frozenset({"id", "kind", "text", "source", "ts", "keys", "context", "project"})
+OPTIONAL_FIELDS = ("keys", "context", "project", "superseded_by", "superseded_ts", "used_ts", "uses")
+"""Written only when set, in this order, after id, kind, text, source and ts."""
+KNOWN_FIELDS = frozenset({"id", "kind", "text", "source", "ts", *OPTIONAL_FIELDS})
 
 
 @dataclass(frozen=True)
@@ -34,21 +36,21 @@ class Entry:
     extra: str = ""
     """Fields this version does not know, as the JSON text of an object ("" when none): written back
     unchanged so a file from a newer program loses nothing (SPEC §3.2)."""
+    superseded_by: str = ""
+    """The id of the memory that replaced this one ("" while it is live): kept as history, never
+    injected nor searched by default, evicted first."""
+    superseded_ts: int = 0
+    used_ts: int = 0
+    """When the memory was last injected (0: never) and how often: eviction takes the entries of a
+    kind unused the longest (never used: since saved) first."""
+    uses: int = 0
+    team: bool = False
+    """Read from the repository's team memory (team.py); not stored."""
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "id": self.id,
-            "kind": self.kind.value,
-            "text": self.text,
-            "source": self.source,
-            "ts": self.ts,
-        }
-        if self.keys:
-            data["keys"] = list(self.keys)
-        if self.context:
-            data["context"] = self.context
-        if self.project is not None:
-            data["project"] = self.project
+        data: dict[str, Any] = {"id": self.id, "kind": self.kind.value, "text": self.text}
+        data |= {"source": self.source, "ts": self.ts}
+        data |= {name: getattr(self, name) for name in OPTIONAL_FIELDS if getattr(self, name)}
         if self.extra:
             for name, value in json.loads(self.extra).items():
                 data.setdefault(name, value)
@@ -115,12 +117,15 @@ def entry_from(item: object, taken: Container[str]) -> Entry | None:
         entry_id = derive_id(kind, text, taken)
     source, context, project = item.get("source"), item.get("context"), item.get("project")
     source = valid_text(source) if isinstance(source, str) else ""
+    superseded = item.get("superseded_by")
+    superseded = valid_text(superseded) if isinstance(superseded, str) else ""
     context = " ".join(valid_text(context).split())[:MAX_CONTEXT] if isinstance(context, str) else ""
     project = valid_text(project.strip()) if isinstance(project, str) and project.strip() else None
     unknown = {name: value for name, value in item.items() if name not in KNOWN_FIELDS}
     extra = json_text(unknown) if unknown else ""
     ts, keys = _as_ts(item.get("ts")), clean_keys(item.get("keys"))
-    return Entry(entry_id, kind, text, source, ts, keys, context, project, extra)
+    used = _as_ts(item.get("superseded_ts")), _as_ts(item.get("used_ts")), _as_ts(item.get("uses"))
+    return Entry(entry_id, kind, text, source, ts, keys, context, project, extra, superseded, *used)
 
 
 def _as_ts(value: object) -> int:

@@ -79,12 +79,13 @@ def identity(st: os.stat_result) -> Identity:
 
 
 class MemoryFile:
-    """One memory.json: its version, its bytes, its lock, its atomic replacement."""
+    """One memory.json: its version, its bytes, its lock, its atomic replacement. `shared`: a file
+    to commit (the team memory): mode 0644, its directory made as any other, its lock at `lock`."""
 
-    def __init__(self, directory: Path) -> None:
-        self.dir = directory
+    def __init__(self, directory: Path, lock: Path | None = None, shared: bool = False) -> None:
+        self.dir, self.shared = directory, shared
         self.path = directory / MEMORY_FILE
-        self.lock = FileLock(self.dir / f"{MEMORY_FILE}.lock", mode=0o600, thread_local=False)
+        self.lock = FileLock(lock or self.dir / f"{MEMORY_FILE}.lock", mode=0o600, thread_local=False)
 
     def _regular(self, st: os.stat_result) -> os.stat_result:
         """`st`, when it is a regular file's: special files are never read (a FIFO blocks for ever,
@@ -118,8 +119,9 @@ class MemoryFile:
         except OSError as err:
             raise self._failed(err) from None
 
-    def read(self) -> tuple[Identity, bytes] | None:
-        """The file's version and bytes; None when it is missing. OSError when it is unreadable."""
+    def read(self, limit: int | None = None) -> tuple[Identity, bytes] | None:
+        """The file's version and bytes; None when it is missing. OSError when it is unreadable,
+        FormatError when it is over `limit` bytes."""
         try:
             fd = os.open(self.path, _READ_FLAGS)
         except FileNotFoundError:
@@ -128,6 +130,8 @@ class MemoryFile:
             raise self._failed(err) from None
         try:
             st = self._regular(os.fstat(fd))  # (replaced by a special file since the stat?)
+            if limit is not None and st.st_size > limit:
+                raise FormatError(f"is {st.st_size:,} bytes, over the limit of {limit:,}")
             chunks = []
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
@@ -151,7 +155,10 @@ class MemoryFile:
         """Take the cross-process lock (waiting at most LOCK_TIMEOUT_S), in the memory directory
         (made 0700 if it is missing); StoreError if it cannot."""
         try:
-            ensure_private_dir(self.dir)
+            if self.shared:
+                self.dir.mkdir(exist_ok=True)
+            else:
+                ensure_private_dir(self.dir)
         except OSError as err:
             raise StoreError(f"cannot create {self.dir}: {err.strerror or err}") from None
         try:
@@ -180,6 +187,8 @@ class MemoryFile:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(leftover)
             atomic_write(write_target(self.path), pieces, temp_prefix=TEMP_PREFIX)
+            if self.shared:
+                os.chmod(self.path, 0o644)
             return identity(os.stat(self.path))
         except OSError as err:
             raise StoreError(f"cannot write {self.path}: {err.strerror or err}") from None

@@ -77,20 +77,21 @@ def git_top_level(start: Path) -> Path | None:
     return None
 
 
-def _git_dir(top: Path) -> Path | None:
+def git_dir(top: Path) -> Path | None:
+    """The git directory of the repository at `top` (a worktree's common one), or None."""
     dot_git = top / ".git"
     if dot_git.is_dir():
         return dot_git
     text = _read_small(dot_git)  # a worktree or submodule: "gitdir: <path>"
     if text is None or not text.startswith("gitdir:"):
         return None
-    git_dir = Path(text[len("gitdir:") :].strip())
-    git_dir = git_dir if git_dir.is_absolute() else top / git_dir
-    common = _read_small(git_dir / "commondir")  # a worktree's config lives in the common dir
+    directory = Path(text[len("gitdir:") :].strip())
+    directory = directory if directory.is_absolute() else top / directory
+    common = _read_small(directory / "commondir")  # a worktree's config lives in the common dir
     if common is not None and common.strip():
         shared = Path(common.strip())
-        git_dir = shared if shared.is_absolute() else git_dir / shared
-    return git_dir
+        directory = shared if shared.is_absolute() else directory / shared
+    return directory
 
 
 def _read_small(path: Path) -> str | None:
@@ -106,8 +107,8 @@ def _read_small(path: Path) -> str | None:
 
 def origin_url(top: Path) -> str | None:
     """`remote.origin.url` from the repository's config, or None."""
-    git_dir = _git_dir(top)
-    text = _read_small(git_dir / "config") if git_dir is not None else None
+    directory = git_dir(top)
+    text = _read_small(directory / "config") if directory is not None else None
     if text is None:
         return None
     parser = configparser.RawConfigParser(strict=False, interpolation=None)

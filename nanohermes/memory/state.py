@@ -15,6 +15,7 @@ one `str.find` over the keys joined by NUL, plus those added since (joined again
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 from collections.abc import Callable
 
@@ -26,8 +27,10 @@ from nanohermes.memory.text import is_duplicate, normalize, weight
 
 HEAD = 8
 REJOIN = 256
-Rank = tuple[int, int, int]
-"""(−eviction rank, ts, order): the smallest is evicted first (SPEC §3.4)."""
+Rank = tuple[bool, int, int, int]
+"""(live, −eviction rank, last use, order): the smallest is evicted first (SPEC §3.4): replaced
+entries, then of the least protected kind the one unused the longest (a never-used one since it
+was saved, so a memory just learnt is not the first to go), earliest in the file on a tie."""
 
 
 class Keys:
@@ -83,13 +86,16 @@ class Keys:
 
 
 def _rank(entry: Entry, order: int) -> Rank:
-    return (-entry.kind.eviction_rank, entry.ts, order)
+    return (not entry.superseded_by, -entry.kind.eviction_rank, max(entry.used_ts, entry.ts), order)
 
 
 class State:
     """`entries` in file order, `orders` parallel to them; `kept` the items this version cannot use
     (JSON texts, written back after the entries), `top` the unknown top-level fields. `sees` says
-    which entries the store's searches and duplicates see first; `doc` gives an entry's terms."""
+    which entries the store's searches and duplicates see first; `doc` gives an entry's terms;
+    `adopt` takes each entry read as it is, changed, or refuses it with a reason (in `skipped`; the
+    item is kept). `team`: the team memory's entries, searched with these (orders below 0);
+    `problem`: why the file must not be written ("" when it may)."""
 
     def __init__(
         self,
@@ -97,8 +103,13 @@ class State:
         doc: Callable[[Entry], Doc],
         parsed: Parsed | None = None,
         identity: Identity | None = None,
+        adopt: Callable[[Entry], Entry | str] = lambda entry: entry,
     ) -> None:
         self.sees, self.doc, self.identity = sees, doc, identity
+        self.team: list[Entry] = []
+        self.team_identity: Identity | None = None
+        self.problem = ""
+        self.skipped: list[str] = []
         self.version = FORMAT_VERSION if parsed is None else parsed.version
         self.top = [] if parsed is None else parsed.top
         self.entries: list[Entry] = []
@@ -106,11 +117,14 @@ class State:
         self.order_of: dict[str, int] = {}
         for item in [] if parsed is None else parsed.items:
             entry = entry_from(item, self.order_of)
-            if entry is None:
+            adopted = adopt(entry) if entry is not None else None
+            if isinstance(adopted, str):
+                self.skipped.append(adopted)
+            if not isinstance(adopted, Entry):
                 self.kept.append(json_text(item))
             else:
-                self.order_of[entry.id] = len(self.entries)
-                self.entries.append(entry)
+                self.order_of[adopted.id] = len(self.entries)
+                self.entries.append(adopted)
         self.orders = list(range(len(self.entries)))
         self._lines: list[bytes] | None = None
         self._keys: Keys | None = None
@@ -135,22 +149,41 @@ class State:
         if self._keys is None:
             self._keys = Keys()
             for order, entry in zip(self.orders, self.entries, strict=True):
-                self._keys.add(order, normalize(entry.text))
+                if not entry.superseded_by:
+                    self._keys.add(order, normalize(entry.text))
         return self._keys
 
     def index(self) -> Index:
         if self._index is None:
             self._index = Index()
-            for order, entry in zip(self.orders, self.entries, strict=True):
+            pairs = [
+                *zip(self.orders, self.entries, strict=True),
+                *enumerate(self.team, start=-len(self.team)),
+            ]
+            for order, entry in pairs:
                 if self.sees(entry):
                     self._index.add(order, entry, self.doc(entry))
         return self._index
 
-    def duplicate(self, text: str) -> int | None:
+    def add_uses(self, used: dict[str, tuple[int, int]]) -> None:
+        """Count the uses noted since the last write: id → (uses, when last)."""
+        for entry_id, (uses, when) in used.items():
+            found = self.position(entry_id)
+            if found is not None:
+                old = self.entries[found]
+                self.put(
+                    dataclasses.replace(old, used_ts=max(old.used_ts, when), uses=old.uses + uses), found
+                )
+
+    def set_team(self, entries: list[Entry], identity: Identity | None) -> None:
+        """Search `entries` (the team memory's, of file version `identity`) with these."""
+        self.team, self.team_identity, self._index = entries, identity, None
+
+    def duplicate(self, text: str, skip: int | None = None) -> int | None:
         """The position of the entry `text` duplicates: the first one the store sees, else the
-        first of another project; None when there is none."""
+        first of another project; None when there is none. Never `skip` (the entry being replaced)."""
         key, keys = normalize(text), self.keys()
-        found = [i for i in map(self.at, sorted(keys.candidates(key))) if i is not None]
+        found = [i for i in map(self.at, sorted(keys.candidates(key))) if i not in (None, skip)]
         found = [
             i for i in found if is_duplicate(text, self.entries[i].text, key, normalize(self.entries[i].text))
         ]
@@ -168,10 +201,16 @@ class State:
         order, self.entries[found] = self.orders[found], entry
         if self._lines is not None:
             self._lines[found] = json_text(entry.to_dict()).encode()
-        if self._keys is not None and self._keys.key_of.get(order) != (key := normalize(entry.text)):
-            self._keys.add(order, key)
+        key = None if entry.superseded_by else normalize(entry.text)  # a replaced entry is no duplicate
+        if self._keys is not None and self._keys.key_of.get(order) != key:
+            if key is None:
+                self._keys.remove(order)
+            else:
+                self._keys.add(order, key)
         if self._index is not None and self.sees(entry):
-            self._index.add(order, entry, self.doc(entry))  # (a refreshed entry is still seen)
+            self._index.add(order, entry, self.doc(entry))
+        elif self._index is not None and order in self._index.docs:  # replaced: no longer searched
+            self._index.remove(order)
         if self._heap:
             heapq.heappush(self._heap, _rank(entry, order))
         return order
@@ -181,7 +220,7 @@ class State:
         del self.order_of[self.entries.pop(found).id]
         if self._lines is not None:
             del self._lines[found]
-        if self._keys is not None:
+        if self._keys is not None and order in self._keys.key_of:
             self._keys.remove(order)
         if self._index is not None and order in self._index.docs:
             self._index.remove(order)
@@ -195,6 +234,6 @@ class State:
                 self._heap = list(map(_rank, self.entries, self.orders))
                 heapq.heapify(self._heap)
             rank = heapq.heappop(self._heap)
-            found = self.at(rank[2])
-            if found is not None and _rank(self.entries[found], rank[2]) == rank:
+            found = self.at(rank[-1])
+            if found is not None and _rank(self.entries[found], rank[-1]) == rank:
                 self.remove(found)

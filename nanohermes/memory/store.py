@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import functools
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -52,7 +53,9 @@ class MemoryStore:
     """Long-term memory in `<dir>/memory.json`. Safe to share between threads and processes.
 
     `max_entries` is the cap (setting `memory_max_entries`): beyond it the least protected, oldest
-    entries are evicted (SPEC §3.4)."""
+    entries are evicted (SPEC §3.4). `team`: the repository's team memory (team.py), searched with
+    this store's entries, and given the distilled project memories when `team_distill`. `history`:
+    search and `visible` include replaced entries."""
 
     def __init__(
         self,
@@ -62,6 +65,9 @@ class MemoryStore:
         on_notice: Callable[[str], None] | None = None,
         secrets: Iterable[str] = (),
         project: str | None = None,
+        team: MemoryStore | None = None,
+        team_distill: bool = False,
+        history: bool = False,
     ) -> None:
         """`secrets`: texts never written to the file whatever their shape (the configured API key).
         `project`: the project key (SPEC §3.9); search, injection and duplicates then see the global
@@ -72,16 +78,17 @@ class MemoryStore:
         self.path = self.dir / MEMORY_FILE
         self.max_entries = max_entries
         self.secrets = tuple(secret for secret in secrets if secret)
-        self.project = project
+        self.project, self.team, self.team_distill, self.history = project, team, team_distill, history
         self.last_id: str | None = None
         """The id of the entry the last `remember` of this store added or merged into."""
         self._on_notice = on_notice
         self._file = MemoryFile(self.dir)
         self._mutex = threading.RLock()  # guards everything below
         self._state: State | None = None
+        self._used: dict[str, tuple[int, int]] = {}  # id → (uses, last use) not yet written
         self._docs = functools.lru_cache(2 * max_entries + 1024)(make_doc)  # kept across reloads
 
-    def for_project(self, project: str | None) -> MemoryStore:
+    def for_project(self, project: str | None, *, history: bool = False) -> MemoryStore:
         """A store of the same file and settings that sees `project`'s entries and the global ones
         (every entry for None)."""
         return MemoryStore(
@@ -90,7 +97,13 @@ class MemoryStore:
             on_notice=self._on_notice,
             secrets=self.secrets,
             project=project,
+            team=self.team,
+            team_distill=self.team_distill,
+            history=history,
         )
+
+    def _sees(self, entry: Entry) -> bool:
+        return sees(self.project, entry) and (self.history or not entry.superseded_by)
 
     # ----------------------------------------------------------------- reading
 
@@ -106,8 +119,9 @@ class MemoryStore:
             return None if found is None else state.entries[found]
 
     def visible(self) -> list[Entry]:
-        """The entries this store sees (global + its project's; all without a project), in file order."""
-        return [entry for entry in self.load() if sees(self.project, entry)]
+        """The entries this store sees (global + its project's; all without a project; live only
+        unless `history`), in file order."""
+        return [entry for entry in self.load() if self._sees(entry)]
 
     def __len__(self) -> int:
         with self._mutex:
@@ -134,7 +148,7 @@ class MemoryStore:
         if not terms or top_k <= 0:
             return []
         with self._mutex:
-            return self._current().index().search(terms, top_k)
+            return self._searched().index().search(terms, top_k)
 
     def explain(self, query: str, entry: Entry | str) -> Explanation:
         """Each query term's idf, tf and contribution to `entry`'s score, with the words it came from."""
@@ -145,15 +159,22 @@ class MemoryStore:
             if word not in found:
                 found.append(word)
         with self._mutex:
-            state = self._current()
-            index, order = state.index(), state.order_of.get(entry_id)
+            state = self._searched()
+            order = state.order_of.get(entry_id)
+            if order is None:  # a team memory's
+                order = next(
+                    (i for i, e in enumerate(state.team, -len(state.team)) if e.id == entry_id), None
+                )
+            index = state.index()
             if order not in index.docs:
                 raise StoreError(f"no memory with id {entry_id!r}")
             return index.explain(list(words), order, words)
 
     def retrieve_block(self, query: str, lang: str = "en") -> str:
-        """The memory block for `query` ("" when nothing matches)."""
-        return render_block([entry for _, entry in self.search(query)], lang)
+        """The memory block for `query` ("" when nothing matches); its memories count as used."""
+        entries = [entry for _, entry in self.search(query)]
+        self.note_used(entry.id for entry in entries if not entry.team)
+        return render_block(entries, lang)
 
     def block_for_turn(self, query: str, previous_block: str, lang: str = "en") -> str:
         """The block to inject this turn. A short message without hits ("continue") keeps the old one."""
@@ -180,7 +201,33 @@ class MemoryStore:
             max(stamps, default=None),
         )
 
+    def note_used(self, ids: Iterable[str]) -> None:
+        """Count a use of each memory (it was injected now). Written with the next write of the
+        file, or by `flush`: a turn never waits for a write of its own."""
+        now = int(time.time())
+        with self._mutex:
+            for entry_id in ids:
+                self._used[entry_id] = (self._used.get(entry_id, (0, 0))[0] + 1, now)
+
+    def flush(self) -> None:
+        """Write the uses noted since the last write (at the end of a session). Best effort: a
+        file that cannot be written keeps its old counts."""
+        with self._mutex:
+            if self._used:
+                with contextlib.suppress(StoreError), self._writing():
+                    pass
+
     # ----------------------------------------------------------------- the file
+
+    def _searched(self) -> State:
+        """The current state, with the team memory's current entries to search (mutex held)."""
+        state = self._current()
+        if self.team is not None:
+            with self.team._mutex:
+                team = self.team._current()
+                if state.team_identity != team.identity:
+                    state.set_team(list(team.entries), team.identity)
+        return state
 
     def _current(self) -> State:
         """The entries of the file as it is now (call with the mutex held)."""
@@ -209,8 +256,12 @@ class MemoryStore:
         def doc(entry: Entry) -> Doc:
             return self._docs(entry.kind, entry.text, entry.keys, entry.context)
 
-        self._state = State(lambda entry: sees(self.project, entry), doc, parsed, version)
+        self._state = State(self._sees, doc, parsed, version, self._adopt)
         return self._state
+
+    def _adopt(self, entry: Entry) -> Entry | str:
+        """An entry as read from the file (the team store checks it)."""
+        return entry
 
     def _quarantine(self, reason: str) -> State:
         """Move an unreadable memory.json aside (never overwrite it), tell the user once, start empty."""
@@ -251,6 +302,7 @@ class MemoryStore:
         keys: Iterable[str] = (),
         context: str = "",
         scope: str | None = None,
+        replaces: str = "",
     ) -> bool:
         """Store one memory (SPEC §3.4). True if added, False if it duplicated an existing entry.
         `scope` (§3.9): "global", "project" (this store's project; global in a store opened without
@@ -259,8 +311,10 @@ class MemoryStore:
         memory re-learnt in another project becomes global. `context` (the conversation around it)
         is redacted, cut to MAX_CONTEXT and indexed with a low weight, never shown. Raises
         MemoryRejected (unknown kind, empty text, invisible Unicode, a control character, injection
-        phrase) or StoreError (the file cannot be locked or written; the old file is unchanged)."""
-        [outcome] = self.remember_many([NewMemory(kind, text, tuple(keys), context, scope)], source)
+        phrase, `replaces` naming no live entry this store sees) or StoreError (the file cannot be
+        locked or written; the old file is unchanged). The entry `replaces` stays as history."""
+        memory = NewMemory(kind, text, tuple(keys), context, scope, replaces)
+        [outcome] = self.remember_many([memory], source)
         if isinstance(outcome, MemoryRejected):
             raise outcome
         return outcome
@@ -272,19 +326,16 @@ class MemoryStore:
         evicts), with one write of the file: an import of 5,000 costs one write, not 5,000. Per
         memory: True (added), False (merged) or the MemoryRejected that refused it. Raises
         StoreError when the file cannot be locked or written: then none of them is stored."""
+        memories = list(memories)
         checked = [self._checked(memory, source) for memory in memories]
         if all(isinstance(item, MemoryRejected) for item in checked):
             return [item for item in checked if isinstance(item, MemoryRejected)]
-        outcomes: list[bool | MemoryRejected] = []
         with self._writing() as state:
-            for item in checked:
-                if isinstance(item, Entry):
-                    added, last_id = self._put(state, item)
-                    outcomes.append(added)
-                else:
-                    outcomes.append(item)
-        self.last_id = last_id
-        return outcomes
+            pairs = zip(memories, checked, strict=True)
+            return [
+                self._put(state, item, new.replaces) if isinstance(item, Entry) else item
+                for new, item in pairs
+            ]
 
     def forget(self, entry_id: str) -> bool:
         """Delete the entry with this id. False if there is none."""
@@ -300,13 +351,18 @@ class MemoryStore:
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[State]:
-        """The current state, under both locks, to change in place; written when the block ends.
-        On an exception nothing is written, and the file is read again on next use."""
+        """The current state, under both locks, to change in place, with the uses noted since the
+        last write; written when the block ends. On an exception nothing is written, and the file is
+        read again on next use."""
         with self._locked():
             state = self._current()
+            if state.problem:
+                raise StoreError(f"{self.path} {state.problem}", "it is left as it is")
             try:
+                state.add_uses(self._used)
                 yield state
                 state.identity = self._file.write(state.dump(), state.version)
+                self._used.clear()
             except BaseException:
                 self._state = None
                 raise
@@ -317,14 +373,25 @@ class MemoryStore:
         except MemoryRejected as err:
             return err
 
-    def _put(self, state: State, new: Entry) -> tuple[bool, str]:
-        """Add `new` to `state`, or merge it into the entry it duplicates; evict beyond the cap.
-        Whether it was added, and the id of the entry it became."""
-        found = state.duplicate(new.text)
+    def _put(self, state: State, new: Entry, replaces: str = "") -> bool | MemoryRejected:
+        """Add `new` to `state`, or merge it into the entry it duplicates (its id is `last_id`);
+        mark the entry it replaces; evict beyond the cap. Whether it was added."""
+        at = state.position(replaces)
+        old = state.entries[at] if at is not None else None
+        if replaces and (old is None or not sees(self.project, old)):
+            return MemoryRejected(f"no memory with id {replaces!r} to replace; nothing changed")
+        if old is not None and old.superseded_by:
+            return MemoryRejected(f"memory {replaces} was already replaced by {old.superseded_by}")
+        if old is not None:  # the replacement takes its place: the same scope
+            new = dataclasses.replace(new, project=old.project)
+        found = state.duplicate(new.text, skip=at)
         if found is not None:
             entry = merge(state.entries[found], new, self.project, self.secrets)
         else:
             entry = dataclasses.replace(new, id=derive_id(new.kind, new.text, state.order_of))
         state.put(entry, found)
+        if old is not None and at is not None:
+            state.put(dataclasses.replace(old, superseded_by=entry.id, superseded_ts=new.ts), at)
         state.evict(self.max_entries)
-        return found is None, entry.id
+        self.last_id = entry.id
+        return found is None

@@ -11,9 +11,11 @@ from nanohermes.memory.writing import parse_scope
 MAX_SEARCH_K = 20
 
 
-def save_memory(store: MemoryStore, kind: str, text: str, scope: str | None = None) -> str:
+def save_memory(
+    store: MemoryStore, kind: str, text: str, scope: str | None = None, replaces: str | None = None
+) -> str:
     """memory_save: store one preference, correction, lesson or fact (source `tool`), global or for
-    this project (SPEC §3.9; None: the kind's default)."""
+    this project (SPEC §3.9; None: the kind's default), perhaps replacing the memory `replaces`."""
     parsed = Kind.parse(kind)
     if parsed is None:
         raise ToolError(unknown_kind_message(kind))
@@ -21,11 +23,13 @@ def save_memory(store: MemoryStore, kind: str, text: str, scope: str | None = No
         raise ToolError(f"unknown scope {scope!r}; use global or project")
     if isinstance(text, str):
         text = checked_part(text)  # what is stored comes from its head; _save_risk checked the same
+    old = resolve_id(store, replaces, "memory_search shows ids") if replaces else ""
     try:
-        added = store.remember(parsed, text, source="tool", scope=scope)
+        added = store.remember(parsed, text, source="tool", scope=scope, replaces=old)
     except StoreError as err:  # MemoryRejected included: the reason is the message
         raise ToolError(err.one_line()) from None
     said = f"Saved ({parsed.value})" if added else "Duplicate of an existing memory, nothing added"
+    said += f", replacing {old}" if old else ""
     return f"{said}; {len(store.visible())} memories in total"
 
 

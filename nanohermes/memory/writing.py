@@ -35,6 +35,8 @@ class NewMemory:
     keys: tuple[str, ...] = ()
     context: str = ""
     scope: str | None = None
+    replaces: str = ""
+    """The id of the memory this one replaces ("" for none)."""
 
 
 def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: str | None) -> Entry:

@@ -20,7 +20,13 @@ class MemoryTools:
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
 
-    def memory_save(self, kind: str, text: str, scope: Literal["global", "project"] | None = None) -> str:
+    def memory_save(
+        self,
+        kind: str,
+        text: str,
+        scope: Literal["global", "project"] | None = None,
+        replaces: str | None = None,
+    ) -> str:
         """Save one durable memory for future sessions: a user preference, a correction the user made,
         a lesson paid for, or a stable fact about the user or project. Never one-off task state, secrets,
         or what the code already says.
@@ -29,10 +35,11 @@ class MemoryTools:
             kind: one of preference, correction, lesson, fact
             text: one self-contained sentence, at most 400 characters
             scope: global (every project) or project (this repository only); default by kind
+            replaces: the id of a memory this one corrects or updates (kept only as history)
         """
         from nanohermes.memory import save_memory
 
-        return save_memory(self.store, kind, text, scope)
+        return save_memory(self.store, kind, text, scope, replaces)
 
     def memory_search(self, query: str, k: int = 4) -> str:
         """Search the long-term memory (BM25 over words and CJK bigrams); shows id, kind, score, text.

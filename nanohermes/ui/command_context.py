@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -13,6 +13,7 @@ from nanohermes.ui.safe_text import terminal_safe
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from nanohermes.agent.custom_commands import CustomCommand
     from nanohermes.core.protocols import Approver
     from nanohermes.ui.seams import RuntimeLike
     from nanohermes.ui.turn import EventSource
@@ -30,6 +31,8 @@ class CommandContext:
     exit_requested: bool = False
     approver: Approver | None = None
     """Asks the user a yes/no question (e.g. /undo over later edits); None where no one can answer."""
+    custom: Mapping[str, CustomCommand] = field(default_factory=dict)
+    """The custom slash commands (`.nanohermes/commands/NAME.md`), read when the REPL started."""
 
     @property
     def runtime(self) -> RuntimeLike:

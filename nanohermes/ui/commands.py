@@ -19,7 +19,7 @@ from nanohermes.sessions.paths import describe_session, recent_session_files
 from nanohermes.ui.checkpoint_cmd import list_checkpoints, show_diff, undo
 from nanohermes.ui.command_context import CommandContext, Handler
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
-from nanohermes.ui.safe_text import ECHO_CHARS, echoed
+from nanohermes.ui.safe_text import ECHO_CHARS, echoed, terminal_safe
 
 if TYPE_CHECKING:
     from nanohermes.ui.seams import RuntimeLike
@@ -54,8 +54,11 @@ def cmd_help(ctx: CommandContext, arg: str) -> None:
     table.add_column(overflow="fold")
     for command in COMMANDS.values():
         table.add_row(Text(command.usage), Text(command.description))
+    for custom in ctx.custom.values():
+        table.add_row(Text(f"/{custom.name}"), Text(terminal_safe(custom.description)))
     ctx.console.print(table)
     ctx.say("The model's plan (update_plan) shows as a checklist: ☑ done · ◐ doing · ☐ to do", "dim")
+    ctx.say("yours: .nanohermes/commands/NAME.md is /NAME; .nanohermes/skills/NAME/SKILL.md a skill", "dim")
     ctx.say(
         "Enter sends · Esc Enter (or Alt+Enter) adds a line · @path completes files · "
         "Ctrl-C stops a turn · Ctrl-D exits",

@@ -14,11 +14,12 @@ from nanohermes.config.options import MemoryArgs
 from nanohermes.config.settings import Settings
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MemoryRejected, StoreError, ToolError
 from nanohermes.core.types import plural
-from nanohermes.memory import K1, B, Entry, Kind, MemoryStore, project_key, resolve_id
+from nanohermes.memory import K1, B, Entry, Kind, MemoryStore, resolve_id, workspace_store
 from nanohermes.ui.memory_transfer import BadArgument, export_memories, import_file
 from nanohermes.ui.safe_text import echoed, say, terminal_safe
 
 SEARCH_LIMIT = 10
+DAY = 86_400
 MAX_LINE_CHARS = 240
 """A note or error stays about one line on the screen."""
 
@@ -35,12 +36,12 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
     """Run one memory action; returns the exit code."""
     out = console or Console(highlight=False, soft_wrap=False)
     secret = settings.api_key_value()
-    store = MemoryStore(
+    store = workspace_store(
         settings.memory_dir,
+        Path.cwd(),
         max_entries=settings.memory_max_entries,
         on_notice=lambda message: say(f"note: {message}", MAX_LINE_CHARS),
         secrets=(secret,) if secret else (),
-        project=project_key(Path.cwd()),
     )
     action = ACTIONS.get(args.action)
     if action is None:
@@ -70,40 +71,51 @@ def _when(ts: int) -> str:
 
 
 def scope_label(entry: Entry, project: str | None) -> str:
-    """`global`, `this project` (when `project` is the entry's), or the entry's project key."""
-    if entry.project is None:
-        return "global"
+    """`team`, `global`, `this project` (when `project` is the entry's), or the entry's project key."""
+    if entry.team or entry.project is None:
+        return "team" if entry.team else "global"
     return "this project" if entry.project == project else entry.project
 
 
+def _text(entry: Entry) -> str:
+    """The entry's text, and for a replaced one what replaced it and when."""
+    if not entry.superseded_by:
+        return escape(entry.text)
+    replaced = f"replaced by {escape(entry.superseded_by)} {_when(entry.superseded_ts)}"
+    return f"{escape(entry.text)} [dim]({replaced})[/dim]"
+
+
+def _used(entry: Entry) -> str:
+    return f"{entry.uses}× {_when(entry.used_ts)}" if entry.uses else "never"
+
+
 def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
-    entries = store.load() if args.all_projects else store.visible()
-    hidden = len(store) - len(entries)
+    """This project's and the global memories (every project's with --all), then the team's; the
+    replaced ones too with --history; only those neither used nor saved for DAYS with --stale."""
+    every = store.for_project(None, history=args.history).visible()
+    entries = every if args.all_projects else store.for_project(store.project, history=args.history).visible()
+    hidden = len(every) - len(entries)
+    entries += [e for e in store.team.load() if args.history or not e.superseded_by] if store.team else []
+    if args.stale is not None:
+        if args.stale < 0:
+            raise BadArgument(f"--stale needs a number of days, not {args.stale}")
+        entries = [e for e in entries if max(e.used_ts, e.ts) < time.time() - args.stale * DAY]
     if not entries:
         more = f"; {hidden} in other projects (--all shows them)" if hidden else ""
-        out.print(f"No memories yet ({escape(str(store.path))}){more}.")
+        what = "No memories yet" if args.stale is None else f"No memories unused for {args.stale} days"
+        out.print(f"{what} ({escape(str(store.path))}){more}.")
         return
     where = "every project" if args.all_projects else f"global + {store.project}"
     title = f"{plural(len(entries), 'memory')} ({escape(where)}) — {escape(str(store.path))}"
     table = Table(title=title, title_justify="left")
-    for column, style in (
-        ("id", "cyan"),
-        ("kind", ""),
-        ("scope", "dim"),
-        ("source", "dim"),
-        ("saved", "dim"),
-    ):
-        table.add_column(column, no_wrap=column != "scope", overflow="fold", style=style)
-    table.add_column("text", overflow="fold")
-    for entry in entries:
-        table.add_row(
-            escape(entry.id),
-            entry.kind.label(lang),
-            escape(scope_label(entry, store.project)),
-            escape(entry.source),
-            _when(entry.ts),
-            escape(entry.text),
-        )
+    used = ["used"] if args.stale is not None else []  # (a narrow terminal has no room for it else)
+    for column in ("id", "kind", "scope", "source", "saved", *used, "text"):
+        style = "cyan" if column == "id" else "" if column in ("kind", "text") else "dim"
+        table.add_column(column, no_wrap=column not in ("scope", "text"), overflow="fold", style=style)
+    for e in entries:
+        last = [_used(e)] if used else []
+        scope, source = escape(scope_label(e, store.project)), escape(e.source)
+        table.add_row(escape(e.id), e.kind.label(lang), scope, source, _when(e.ts), *last, _text(e))
     out.print(table)
     if hidden:
         out.print(f"{hidden} more in other projects (memory list --all).", style="dim")
@@ -113,8 +125,8 @@ def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
     query = args.argument.strip()
     if not query:
         raise BadArgument("memory search needs a query, e.g. nanohermes memory search deploy")
-    if args.all_projects:
-        store = store.for_project(None)
+    if args.all_projects or args.history:
+        store = store.for_project(None if args.all_projects else store.project, history=args.history)
     hits = store.search(query, top_k=SEARCH_LIMIT)
     asked = escape_markup(echoed(query))  # cut: a pasted query may be 100,000 characters
     if not hits:
@@ -127,7 +139,7 @@ def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
     for rank, (score, entry) in enumerate(hits, start=1):
         scope = escape(scope_label(entry, None if args.all_projects else store.project))
         table.add_row(
-            str(rank), f"{score:.3f}", escape(entry.id), entry.kind.label(lang), scope, escape(entry.text)
+            str(rank), f"{score:.3f}", escape(entry.id), entry.kind.label(lang), scope, _text(entry)
         )
     out.print(table)
     if args.explain:
@@ -177,6 +189,14 @@ def _stats(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> Non
     table.add_row("size", f"{stats.size_bytes:,} bytes")
     table.add_row("memories", f"{stats.total} of at most {stats.max_entries}")
     table.add_row("  scopes", escape(_scope_counts(store)))
+    entries, recent = store.load(), time.time() - 30 * DAY
+    table.add_row("  replaced", f"{sum(bool(e.superseded_by) for e in entries)} (kept as history)")
+    never, lately = sum(not e.used_ts for e in entries), sum(e.used_ts >= recent for e in entries)
+    table.add_row(
+        "  used", f"never {never}, in the last 30 days {lately}, before {len(entries) - never - lately}"
+    )
+    if store.team is not None:
+        table.add_row("team", f"{len(store.team.visible())} in {escape(str(store.team.path))}")
     for kind in Kind:
         table.add_row(f"  {kind.label(lang)}", str(stats.per_kind[kind]))
     sources = ", ".join(f"{escape(name)} {count}" for name, count in stats.per_source.items()) or "-"
@@ -199,20 +219,26 @@ def _path(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
 
 
 def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
-    """`memory add KIND TEXT [--project]`: source `user`; global unless --project. Says the id and
-    scope of the new entry, or of the one it merged into."""
+    """`memory add KIND TEXT [--project | --team]`: source `user`; global unless --project; into
+    the repository's team memory with --team. Says the id and scope of the new entry, or of the one
+    it merged into."""
     kind = Kind.parse(args.kind)
     if kind is None:
         raise BadArgument(
             f"unknown memory kind {echoed(args.kind)}; use preference, correction, lesson or fact"
         )
+    if args.team and store.team is None:
+        raise BadArgument(
+            "--team needs a git repository (the team memory is <top level>/.nanohermes/memory.json)"
+        )
+    target = store.team if args.team and store.team is not None else store
     try:
-        added = store.remember(
+        added = target.remember(
             kind, args.argument, source="user", scope="project" if args.project else "global"
         )
     except MemoryRejected as err:
         raise BadArgument(err.one_line()) from None
-    entry = store.get(store.last_id or "")
+    entry = target.get(target.last_id or "")
     where = escape(scope_label(entry, store.project)) if entry is not None else "?"
     ident = escape(entry.id) if entry is not None else "?"
     if added:
@@ -222,6 +248,23 @@ def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
         out.print(f"Duplicate of {ident} ({where}), merged; nothing added.")
 
 
+def _replace(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+    """`memory replace ID TEXT`: a new memory (source `user`, the old one's kind and scope) takes
+    the place of ID (any project's, or the team's), which stays in the file as history."""
+    target = store.for_project(None)
+    if store.team is not None and not target.matching_ids(args.target, everywhere=True):
+        target = store.team
+    try:
+        old = target.get(resolve_id(target, args.target, "memory list --all shows the ids", everywhere=True))
+        if old is None:  # forgotten by another process in between
+            raise BadArgument(f"no memory with id {echoed(args.target.strip())} (memory list shows the ids)")
+        target.remember(old.kind, args.argument, source="user", replaces=old.id)
+    except (ToolError, MemoryRejected) as err:
+        raise BadArgument(err.one_line() if isinstance(err, MemoryRejected) else str(err)) from None
+    new = escape(target.last_id or "?")
+    out.print(f"Replaced {escape(old.id)} by {new}; the old one is kept (memory list --history).")
+
+
 ACTIONS: dict[str, Action] = {
     "list": _list,
     "search": _search,
@@ -229,6 +272,7 @@ ACTIONS: dict[str, Action] = {
     "stats": _stats,
     "path": _path,
     "add": _add,
+    "replace": _replace,
     "export": export_memories,
     "import": import_file,
 }

@@ -1,5 +1,5 @@
 """`/memory` in the REPL (SPEC §3.9, §3.10): the actions of `nanohermes memory` (list, search, forget,
-stats, add) on the session's store, and `last`: what the last turn recalled."""
+replace, stats, add) on the session's store, and `last`: what the last turn recalled."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from nanohermes.ui.command_context import CommandContext
 
 USAGE = (
-    "usage: /memory [list [--all] | search Q [--all] | forget ID | stats | add [--project] KIND TEXT | last]"
+    "usage: /memory [list [--all] [--history] | search Q [--all] [--history] | forget ID | replace ID TEXT"
+    " | stats | add [--project | --team] KIND TEXT | last]"
 )
 
 
@@ -47,20 +48,26 @@ def _parse(action: str, rest: str) -> MemoryArgs | None:
     """The arguments of `nanohermes memory ACTION` that `/memory ACTION REST` means; None when unusable."""
     words = rest.split()
     if action in ("list", "search"):  # only these take --all: in `add` it is part of the memory's text
-        query = " ".join(word for word in words if word != "--all")
-        return MemoryArgs(action, query, all_projects="--all" in words) if query or action == "list" else None
+        query = " ".join(word for word in words if word not in ("--all", "--history"))
+        if not query and action == "search":
+            return None
+        return MemoryArgs(action, query, all_projects="--all" in words, history="--history" in words)
     if action == "forget" and words:
         return MemoryArgs("forget", rest.strip())
+    if action == "replace" and len(words) >= 2:
+        return MemoryArgs("replace", " ".join(words[1:]), target=words[0])
     if action == "stats":
         return MemoryArgs("stats")
     # the flag is the first word (or the last, as `nanohermes memory add KIND TEXT --project`); one
     # inside the text is the user's text, not a request to change the scope
-    project = "--project" in (words[:1] + words[-1:])
-    if project:
-        words = words[1:] if words[0] == "--project" else words[:-1]
+    flag = next((word for word in words[:1] + words[-1:] if word in ("--project", "--team")), "")
+    if flag:
+        words = words[1:] if words[0] == flag else words[:-1]
     if action != "add" or len(words) < 2:
         return None
-    return MemoryArgs("add", " ".join(words[1:]), kind=words[0], project=project)
+    return MemoryArgs(
+        "add", " ".join(words[1:]), kind=words[0], project=flag == "--project", team=flag == "--team"
+    )
 
 
 def _last(ctx: CommandContext) -> None:
@@ -70,10 +77,10 @@ def _last(ctx: CommandContext) -> None:
         ctx.say("no memories were recalled for the last turn", "dim")
         return
     table = Table(box=None, padding=(0, 2, 0, 0), header_style="dim")
-    for column in ("score", "id", "kind", "matched", "text"):
+    for column in ("score", "id", "kind", "scope", "matched", "text"):
         table.add_column(column, overflow="fold")
     for memory in recalled:
         matched = terminal_safe(", ".join(memory.terms))
         text = Text(terminal_safe(memory.text))
-        table.add_row(f"{memory.score:.2f}", Text(memory.id), memory.kind, Text(matched), text)
+        table.add_row(f"{memory.score:.2f}", Text(memory.id), memory.kind, memory.scope, Text(matched), text)
     ctx.console.print(table)

@@ -12,6 +12,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -86,6 +87,8 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
         return _fail(str(err), EXIT_USAGE)
     if not prompt.strip():
         return _fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
+    if prompt.lstrip().startswith("/"):
+        prompt = _custom_command(prompt, settings)
     runtime = build_runtime(options, settings, None)
     try:
         return _run_turn(options, settings, runtime, prompt)
@@ -143,6 +146,16 @@ def read_prompt(value: str, stdin: TextIO | None) -> str:
     if len(data) > PROMPT_MAX_BYTES:
         raise PromptError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
     return data.decode("utf-8", "replace")
+
+
+def _custom_command(prompt: str, settings: Settings) -> str:
+    """`-p "/NAME args"`: the custom command's message; any other prompt as it is."""
+    from nanohermes.agent.custom_commands import expand_command, load_commands
+
+    commands, problems = load_commands(Path.cwd(), settings.state_dir)
+    for problem in problems:
+        say(problem)
+    return expand_command(commands, prompt) or prompt
 
 
 class _AnswerPrinter:
@@ -243,7 +256,8 @@ def _record(event: Event, outcome: _Outcome) -> None:
             )
     elif isinstance(event, MemoryRecalled):  # SPEC §3.10: which memories the turn was given
         outcome.memories = [
-            {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4)} for m in event.memories
+            {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4), "scope": m.scope}
+            for m in event.memories
         ]
     elif isinstance(event, PlanUpdated):
         outcome.plan = [{"step": step.step, "status": step.status} for step in event.steps]

@@ -74,6 +74,7 @@ class Repl:
     ) -> None:
         """`terminal`: the prompt's input and output (tests pass a pipe); the real terminal otherwise.
         `notes`: warnings to show under the banner (no API key, --yes)."""
+        from nanohermes.agent.custom_commands import load_commands
         from nanohermes.config.settings import PERMISSION_MODES
         from nanohermes.ui.command_context import CommandContext
         from nanohermes.ui.commands import COMMANDS
@@ -83,12 +84,18 @@ class Repl:
 
         self.loader = loader
         self.settings = settings
-        self.notes = list(notes)
+        custom, problems = load_commands(Path.cwd(), settings.state_dir)
+        self.notes = [*notes, *problems]
         self.console = console
         self.renderer = Renderer(console)
         self.driver = TurnDriver(self.renderer, approver)
         self.ctx = CommandContext(
-            self._runtime, console, self.driver.run, permission=settings.permission, approver=approver
+            self._runtime,
+            console,
+            self.driver.run,
+            permission=settings.permission,
+            approver=approver,
+            custom=custom,
         )
         self._fill = 0
         arguments = {
@@ -97,7 +104,7 @@ class Repl:
             "/diff": ("all",),
             "/sessions": ("search",),
         }
-        completer = ReplCompleter(COMMANDS, arguments, root=Path.cwd())
+        completer = ReplCompleter([*COMMANDS, *(f"/{name}" for name in custom)], arguments, root=Path.cwd())
         self._exit_window = ExitWindow()
         source, sink = terminal or (None, None)
         self.session: PromptSession[str] = make_session(
@@ -132,15 +139,17 @@ class Repl:
         return self._shutdown()
 
     def _handle(self, text: str) -> None:
+        from nanohermes.agent.custom_commands import expand_command
         from nanohermes.ui.commands import dispatch, is_command
 
         if not text.strip():
             return
-        if is_command(text):
+        message = expand_command(self.ctx.custom, text)
+        if message is None and is_command(text):
             dispatch(self.ctx, text)
         else:
             agent = self._runtime().agent
-            self.driver.run(lambda cancel: agent.run(text, cancel))
+            self.driver.run(lambda cancel: agent.run(message or text, cancel))
             if self.driver.exit_signal is not None:  # killed or hung up mid-turn: save and end
                 self.ctx.exit_requested = True
         self._update_fill()  # after a turn or a command (/reset, /compact)

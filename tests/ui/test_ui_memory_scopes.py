@@ -58,6 +58,27 @@ def test_memory_add_list_all_and_forget_across_projects(tmp_path: Path) -> None:
     assert [e.source for e in beta.load()] == ["user", "user"]
 
 
+def test_memory_replace_history_team_and_the_scope_of_last(tmp_path: Path) -> None:
+    from nanohermes.memory import TeamStore
+
+    (tmp_path / "repo").mkdir()
+    h = Harness()
+    h.runtime.store = MemoryStore(tmp_path / "mem", team=TeamStore(tmp_path / "repo"))
+    assert "Saved" in h.run("/memory add preference run the tests with pytest")
+    old = h.runtime.store.load()[0].id
+    assert "the old one is kept" in h.run(f"/memory replace {old} run the tests with unittest")
+    assert "already replaced" in h.run(f"/memory replace {old} run the tests with nox")
+    assert "with pytest" not in h.run("/memory list")
+    assert "replaced by" in h.run("/memory list --history")
+    assert "with pytest" in h.run("/memory search pytest --history")
+    assert "team" in h.run("/memory add --team fact CI runs make check")
+    assert "CI runs make check" in h.run("/memory list")
+    h.runtime.agent.recalled = (RecalledMemory("ee55ff66", "fact", "CI runs make check", 1.0, (), "team"),)  # type: ignore[attr-defined]
+    assert "team" in h.run("/memory last")
+    h.runtime.store = MemoryStore(tmp_path / "mem")
+    assert "--team needs a git repository" in h.run("/memory add --team fact CI runs make check")
+
+
 def _written_by_an_older_version(home: Path, text: str, **fields: str) -> Path:
     """~/.nanohermes/memory.json holding one fact `text` as an older version (or a person) wrote it:
     `remember` refuses control characters now, a file may still hold them."""

@@ -1,0 +1,95 @@
+"""Custom slash commands: `/NAME args` sends the body of `NAME.md` as the user's message.
+
+Read from `<workspace>/.nanohermes/commands/` and `~/.nanohermes/commands/` (the project's wins a
+name); the REPL, `-p "/NAME args"` and the ACP server use them. In the body `$ARGUMENTS` is the whole
+argument string and `$1`, `$2`… its shell-split words (missing: empty); a body without any of them
+gets the arguments appended, so none are lost. Front matter (optional): `description`, and
+`argument-hint` (what an editor shows in its input box); Claude Code's other keys are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from nanohermes.core.frontmatter import (
+    NAME,
+    definition_dirs,
+    front_matter,
+    markdown_files,
+    read_definition,
+    skipped,
+    unquote,
+)
+from nanohermes.core.types import shorten
+
+COMMAND_MAX_BYTES = 64 * 1024
+COMMAND_KEYS = ("description", "argument-hint", "allowed-tools", "model", "disable-model-invocation")
+BUILTIN_COMMANDS = frozenset(
+    ("help", "exit", "reset", "compact", "memory", "session", "sessions", "model", "permission", "tokens")
+    + ("diff", "undo", "checkpoints", "mcp")
+)
+"""The REPL's own commands (ui/commands.py; a test keeps the two alike): a file may not take a name."""
+_PLACEHOLDER = re.compile(r"\$(ARGUMENTS|[1-9][0-9]?)")
+
+
+@dataclass(frozen=True)
+class CustomCommand:
+    name: str
+    description: str
+    body: str
+    hint: str = ""
+
+
+def load_commands(workspace: Path, state_dir: Path) -> tuple[dict[str, CustomCommand], list[str]]:
+    """(commands by name, one note per file skipped). `state_dir` is ~/.nanohermes."""
+    found: dict[str, CustomCommand] = {}
+    problems: list[str] = []
+    for directory, inside in definition_dirs("commands", workspace, state_dir):
+        for path in markdown_files("*.md", directory):
+            if path.stem in found:
+                continue  # the project's command of that name wins
+            try:
+                found[path.stem] = _parse(path, inside)
+            except (OSError, ValueError) as err:
+                problems.append(skipped("custom command", path, err))
+    return found, problems
+
+
+def _parse(path: Path, inside: Path | None) -> CustomCommand:
+    name = path.stem
+    if not NAME.fullmatch(name):
+        raise ValueError("a command's name may hold only letters, digits, '-' and '_' (at most 64)")
+    if name.lower() in BUILTIN_COMMANDS:
+        raise ValueError(f"/{name.lower()} is a built-in command")
+    meta, body = front_matter(read_definition(path, COMMAND_MAX_BYTES, inside), COMMAND_KEYS)
+    if not body:
+        raise ValueError("the body (the text after the front matter) is empty")
+    description = unquote(meta.get("description", "")) or shorten(body.splitlines()[0], 80)
+    return CustomCommand(name, description, body, unquote(meta.get("argument-hint", "")))
+
+
+def expand_command(commands: Mapping[str, CustomCommand], text: str) -> str | None:
+    """The message `/NAME args` stands for, or None when `text` does not start with a custom command."""
+    first, arguments = (text.split(maxsplit=1) + ["", ""])[:2]
+    command = commands.get(first[1:]) if first.startswith("/") else None
+    if command is None:
+        return None
+    arguments = arguments.strip()
+    if not _PLACEHOLDER.search(command.body):
+        return f"{command.body}\n\n{arguments}" if arguments else command.body
+    try:
+        words = shlex.split(arguments)
+    except ValueError:  # an unclosed quote: split on whitespace
+        words = arguments.split()
+
+    def value(match: re.Match[str]) -> str:
+        if match[1] == "ARGUMENTS":
+            return arguments
+        index = int(match[1]) - 1
+        return words[index] if index < len(words) else ""
+
+    return _PLACEHOLDER.sub(value, command.body)

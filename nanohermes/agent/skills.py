@@ -1,0 +1,118 @@
+"""Skills in the agentskills.io format: a folder holding `SKILL.md` (front matter `name`, matching
+the folder, and `description`; then the instructions) and any files it refers to.
+
+Read from `<workspace>/.nanohermes/skills/*/` and `~/.nanohermes/skills/*/` (the project's wins a
+name). The system prompt lists each skill's name and description; the `skill` tool returns the
+instructions when the model needs them, with the folder's other files named.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from nanohermes.core.errors import ToolError
+from nanohermes.core.frontmatter import (
+    NAME,
+    definition_dirs,
+    front_matter,
+    markdown_files,
+    read_definition,
+    skipped,
+    unquote,
+)
+from nanohermes.core.types import shorten
+from nanohermes.tools.base import Tool, tool_from_function
+
+SKILL_FILE = "SKILL.md"
+SKILL_MAX_BYTES = 64 * 1024
+SKILL_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
+SKILLS_LISTED = 50
+DESCRIPTION_CHARS = 200
+FILES_LISTED = 50
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    body: str
+    folder: Path
+    shown: str
+    """The folder as the model names it: relative to the workspace when inside it."""
+
+
+def load_skills(workspace: Path, state_dir: Path) -> tuple[dict[str, Skill], list[str]]:
+    """(skills by name, at most SKILLS_LISTED; one note per skill skipped). `state_dir`: ~/.nanohermes."""
+    found: dict[str, Skill] = {}
+    problems: list[str] = []
+    unlisted = 0
+    for directory, inside in definition_dirs("skills", workspace, state_dir):
+        for path in markdown_files(f"*/{SKILL_FILE}", directory):
+            if path.parent.name in found:
+                continue  # the project's skill of that name wins
+            if len(found) == SKILLS_LISTED:
+                unlisted += 1
+                continue
+            try:
+                found[path.parent.name] = _parse(path, inside)
+            except (OSError, ValueError) as err:
+                problems.append(skipped("skill", path, err))
+    if unlisted:
+        problems.append(f"{unlisted} more skills skipped: at most {SKILLS_LISTED} are listed")
+    return found, problems
+
+
+def _parse(path: Path, inside: Path | None) -> Skill:
+    meta, body = front_matter(read_definition(path, SKILL_MAX_BYTES, inside), SKILL_KEYS)
+    name, description = unquote(meta.get("name", "")), " ".join(unquote(meta.get("description", "")).split())
+    folder = path.parent
+    if name != folder.name:
+        raise ValueError(f"its name {shorten(name, 70)!r} is not its folder's {shorten(folder.name, 70)!r}")
+    if not NAME.fullmatch(name):
+        raise ValueError("a skill's name may hold only letters, digits, '-' and '_' (at most 64)")
+    if not description or not body:
+        raise ValueError("it needs a description in its front matter and instructions after it")
+    shown = str(folder.relative_to(inside)) if inside is not None else str(folder)
+    return Skill(name, shorten(description, DESCRIPTION_CHARS), body, folder, shown)
+
+
+def skills_prompt(skills: Mapping[str, Skill]) -> str:
+    """The system prompt's short section naming the skills ("" when there are none)."""
+    if not skills:
+        return ""
+    lines = "\n".join(f"- {skill.name}: {skill.description}" for skill in skills.values())
+    return f"Skills (when a task matches one, call skill(name) for its instructions first):\n{lines}"
+
+
+def make_skill_tool(skills: Mapping[str, Skill]) -> Tool:
+    """The `skill` tool: a skill's instructions, and the names of its folder's other files."""
+
+    def skill(name: str) -> str:
+        """Read a skill's instructions.
+
+        Args:
+            name: the skill's name
+        """
+        found = skills.get(name.strip())
+        if found is None:
+            raise ToolError(f"unknown skill {shorten(name, 70)!r}; available: {', '.join(skills)}")
+        files = _other_files(found.folder)
+        if not files:
+            return found.body
+        return f"{found.body}\n\n[Other files in {found.shown} (read_file reads them): {', '.join(files)}]"
+
+    return tool_from_function(skill, summary_arg="name")
+
+
+def _other_files(folder: Path) -> list[str]:
+    """The skill folder's files besides SKILL.md (not hidden ones), at most FILES_LISTED."""
+    names: list[str] = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        names += sorted(os.path.relpath(os.path.join(top, f), folder) for f in files if not f.startswith("."))
+        if len(names) > FILES_LISTED:
+            break
+    return [name for name in names if name != SKILL_FILE][:FILES_LISTED]

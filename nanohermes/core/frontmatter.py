@@ -1,0 +1,108 @@
+"""Markdown files with a small front matter: sub-agent definitions, custom slash commands, skills.
+
+    ---
+    name: reviewer
+    description: Reviews changes.
+    ---
+    The body …
+
+Only what these files use of YAML: `key: value` lines, a key with no value followed by `- item`
+lines (joined with ", "), and indented lines that go on with the last key's value (a long
+description, `description: >-`, a `metadata:` map); no YAML library.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from pathlib import Path
+
+from nanohermes.core.errors import reason
+from nanohermes.core.fileio import read_small_text, resolved
+from nanohermes.core.types import shorten
+
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A command's or a skill's name: what a slash command or a tool argument can carry as it is."""
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\U000e0000-\U000e007f]"
+)
+"""Control characters and invisible Unicode (zero-width, bidi overrides, tag characters): text the
+user cannot see in an editor but the model reads."""
+_BLOCK_SCALAR = re.compile(r"[|>][-+]?")
+
+
+def front_matter(text: str, keys: Collection[str]) -> tuple[dict[str, str], str]:
+    """(values by key, body). Raises ValueError for a key not in `keys`, a key given twice, a line
+    that is not `key: value`, or a front matter never closed."""
+    if not text.startswith("---"):
+        return {}, text
+    header, sep, rest = text[3:].partition("\n---")
+    if not sep:
+        raise ValueError("front matter opened with --- but never closed")
+    meta: dict[str, str] = {}
+    key, listing = "", False  # the last key; whether `- item` lines extend it (it had no value)
+    for raw in header.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if listing and line.startswith("-"):
+            meta[key] = f"{meta[key]}, {line[1:].strip()}".lstrip(", ")
+            continue
+        if key and raw[0].isspace():
+            meta[key] = f"{meta[key]} {line}".lstrip()
+            continue
+        name, colon, value = line.partition(":")
+        key, value = name.strip().lower(), value.strip()
+        if not colon:
+            raise ValueError(f"front matter line without 'key: value': {shorten(line, 80)!r}")
+        if key not in keys:
+            known = ", ".join(keys)
+            raise ValueError(f"unknown front matter key {shorten(key, 40)!r}; known: {known}")
+        if key in meta:
+            raise ValueError(f"front matter key {key!r} is given twice")
+        meta[key] = "" if _BLOCK_SCALAR.fullmatch(value) else value
+        listing = not value
+    return meta, rest.strip()
+
+
+def unquote(value: str) -> str:
+    quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'"
+    return value[1:-1].strip() if quoted else value
+
+
+def read_definition(path: Path, limit: int, inside: Path | None = None) -> str:
+    """The text of a definition file: UTF-8, at most `limit` bytes, a regular file (never blocks on a
+    FIFO), without a BOM, and no control or invisible character. With `inside` (a workspace), its
+    real path must be in there: a cloned repository's file linking to ~/.ssh/id_rsa is not read.
+    Raises OSError or ValueError (UnicodeDecodeError included)."""
+    if inside is not None and not resolved(path).is_relative_to(resolved(inside)):
+        raise ValueError(f"it links to {resolved(path)}, outside the workspace")
+    text = read_small_text(path, limit).removeprefix("\ufeff")  # a BOM (Windows editors) is no text
+    unsafe = _UNSAFE.search(text)
+    if unsafe:
+        line = text.count("\n", 0, unsafe.start()) + 1
+        raise ValueError(f"line {line} holds the control or invisible character U+{ord(unsafe[0]):04X}")
+    return text
+
+
+def skipped(what: str, path: Path, err: OSError | ValueError) -> str:
+    """The one-line note for a definition file that is not used."""
+    if isinstance(err, UnicodeDecodeError):
+        why = f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})"
+    else:
+        why = reason(err)
+    return f"{what} {path} skipped: {why}"
+
+
+def markdown_files(pattern: str, directory: Path) -> list[Path]:
+    """The files matching `pattern` in `directory`, sorted; none when it is missing or unreadable."""
+    try:
+        return sorted(directory.glob(pattern)) if directory.is_dir() else []
+    except OSError:
+        return []
+
+
+def definition_dirs(kind: str, workspace: Path, state_dir: Path) -> tuple[tuple[Path, Path | None], ...]:
+    """Where the project's and the user's `kind` ("commands", "skills") live, the project's first,
+    each with the folder its files' real paths must stay in (None: the user's own, links allowed)."""
+    return (workspace / ".nanohermes" / kind, workspace), (state_dir / kind, None)
