@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from acp import schema
 
-from nanohermes.core.errors import SessionError
+from nanohermes.sessions.store import read_header
 
 LIST_PAGE = 50
 
@@ -20,7 +19,7 @@ def session_infos(sessions_dir: Path, cwd: str | None, start: int) -> tuple[list
     infos: list[schema.SessionInfo] = []
     matched = 0
     for path, mtime in recent_session_files(sessions_dir):
-        header = _header(path)
+        header = read_header(path)
         if header is None or (cwd is not None and header.get("workspace") != cwd):
             continue
         matched += 1
@@ -32,17 +31,3 @@ def session_infos(sessions_dir: Path, cwd: str | None, start: int) -> tuple[list
         workspace, title = str(header.get("workspace") or ""), str(header.get("title") or "") or None
         infos.append(schema.SessionInfo(session_id=path.stem, cwd=workspace, title=title, updated_at=updated))
     return infos, False
-
-
-def _header(path: Path) -> dict[str, Any] | None:
-    """A session file's workspace and title: from its header (version 2), else from the whole file."""
-    from nanohermes.sessions.store import SessionFile, read_header, title_of
-
-    header = read_header(path)
-    if header is not None:
-        return header
-    try:
-        data = SessionFile(path).load()
-    except SessionError:
-        return None
-    return {"workspace": data.workspace, "title": title_of(data.messages)}
