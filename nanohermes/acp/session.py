@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from acp import RequestError, schema
 from acp.helpers import (
@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from nanohermes.acp import convert
 from nanohermes.acp.inbox import Inbox
-from nanohermes.core.cancel import CancelToken
+from nanohermes.core.cancel import CancelToken, result_of
 from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.core.events import (
     Compacted,
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nanohermes.acp")
 EventSource = Callable[[CancelToken], Iterator[Event]]
-T = TypeVar("T")
 
 STOP_REASONS: dict[str, schema.StopReason] = {
     "done": "end_turn",
@@ -137,7 +136,7 @@ class AcpSession:
             return Decision.NO
         ask = _Ask(request)
         turn.inbox.put(ask)
-        return _result(ask.answer, turn.cancel)
+        return result_of(ask.answer, turn.cancel)
 
     def read_text(self, path: Path, cancel: object | None = None) -> str:
         """The editor's text of `path` (its unsaved buffer): `fs/read_text_file`."""
@@ -159,7 +158,7 @@ class AcpSession:
         if token is not None and token.cancelled:
             raise Cancelled()
         try:
-            return _result(asyncio.run_coroutine_threadsafe(make(), self.loop), token)
+            return result_of(asyncio.run_coroutine_threadsafe(make(), self.loop), token)
         except (RequestError, ValidationError) as err:
             raise ToolError(f"the editor could not {verb} {path}: {reply_problem(err)}") from None
 
@@ -337,21 +336,6 @@ class AcpSession:
                     log.warning("session %s: %s", self.id, note.text)
                 for update in self._note(note):
                     await self.send(update)
-
-
-def _result(future: concurrent.futures.Future[T], token: CancelToken | None) -> T:
-    """What `future` gives, or Cancelled at once when `token` is cancelled."""
-
-    def cancel() -> None:
-        future.cancel()
-
-    unregister = token.on_cancel(cancel) if token is not None else (lambda: None)
-    try:
-        return future.result()
-    except concurrent.futures.CancelledError:
-        raise Cancelled() from None
-    finally:
-        unregister()
 
 
 def reply_problem(err: BaseException | None) -> str:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import signal
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from nanohermes.core.errors import Cancelled
+
+T = TypeVar("T")
 
 EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 """Signals that end nanohermes (kill, the terminal closed). A turn running then is cancelled first:
@@ -21,7 +25,7 @@ class CancelToken:
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._callbacks: dict[int, Callable[[], object]] = {}
         self._next_key = 0
 
     @property
@@ -38,7 +42,7 @@ class CancelToken:
         for callback in callbacks:
             callback()
 
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Run `callback` when cancelled (at once if already). Returns a function that unregisters it."""
         with self._lock:
             if not self._event.is_set():
@@ -60,3 +64,15 @@ class CancelToken:
     def raise_if_cancelled(self) -> None:
         if self._event.is_set():
             raise Cancelled()
+
+
+def result_of(future: concurrent.futures.Future[T], token: CancelToken | None) -> T:
+    """What `future` gives; Cancelled at once when `token` is cancelled (the future is cancelled too:
+    an MCP call's task, an editor's pending answer)."""
+    unregister = token.on_cancel(future.cancel) if token is not None else (lambda: None)
+    try:
+        return future.result()
+    except concurrent.futures.CancelledError:
+        raise Cancelled() from None
+    finally:
+        unregister()

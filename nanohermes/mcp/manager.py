@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.config.mcp_config import McpServerConfig, expand_variables
-from nanohermes.core.cancel import CancelToken
-from nanohermes.core.errors import Cancelled, ToolError
+from nanohermes.core.cancel import CancelToken, result_of
+from nanohermes.core.errors import ToolError
 from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.results import NO_OUTPUT, render_result
 from nanohermes.mcp.status import ServerEntry, ServerStatus, State, ToolInfo
@@ -175,14 +175,8 @@ class McpManager:
         return future
 
     def call(self, server: str, tool: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
-        future = self.submit(server, tool, arguments)
-        unregister = cancel.on_cancel(lambda: _cancel(future))
-        try:
-            return future.result()
-        except concurrent.futures.CancelledError:
-            raise Cancelled() from None
-        finally:
-            unregister()
+        # cancelling the future cancels the call's task on the loop: the SDK sends notifications/cancelled
+        return result_of(self.submit(server, tool, arguments), cancel)
 
     # -- on the loop thread ---------------------------------------------------------------------
 
@@ -338,10 +332,6 @@ class McpManager:
             reason = describe_error(err)
         tail = self._logs.tail(server.name)
         return f"{reason}; stderr: {tail}" if tail else reason
-
-
-def _cancel(future: concurrent.futures.Future[str]) -> None:
-    future.cancel()  # cancels the call's task on the loop: the SDK sends notifications/cancelled
 
 
 def _ready(server: ServerEntry) -> bool:
