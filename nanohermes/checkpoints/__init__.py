@@ -2,7 +2,16 @@
 
 from nanohermes.checkpoints.history import FileDiff, History
 from nanohermes.checkpoints.journal import CheckpointError, TurnRecord
-from nanohermes.checkpoints.locate import for_session, latest_in
+from nanohermes.checkpoints.locate import NoCheckpoints, for_session, latest_in
 from nanohermes.checkpoints.manager import Checkpoints
 
-__all__ = ["CheckpointError", "Checkpoints", "FileDiff", "History", "TurnRecord", "for_session", "latest_in"]
+__all__ = [
+    "CheckpointError",
+    "Checkpoints",
+    "FileDiff",
+    "History",
+    "NoCheckpoints",
+    "TurnRecord",
+    "for_session",
+    "latest_in",
+]

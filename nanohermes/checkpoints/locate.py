@@ -10,6 +10,10 @@ from nanohermes.checkpoints.journal import CheckpointError, Journal
 from nanohermes.checkpoints.manager import Checkpoints, checkpoints_root, path_key
 
 
+class NoCheckpoints(CheckpointError):
+    """No turn of the session (or of the workspace) recorded any checkpoint."""
+
+
 def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Checkpoints:
     """The checkpoints of `session` in the workspace `here` when it changed files there, else in the
     workspace where it last did (a session resumed elsewhere has one journal per workspace). Raises
@@ -20,7 +24,7 @@ def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Che
     found = local if local is not None and local.is_file() else None
     found = found or _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
     if found is None:
-        raise CheckpointError(
+        raise NoCheckpoints(
             f"no checkpoints for session {session}", "nanohermes undo --list shows this workspace's"
         )
     return _open(state_dir, found)
@@ -30,7 +34,7 @@ def latest_in(state_dir: Path, workspace: Path) -> Checkpoints:
     """The checkpoints of the session most recently recorded in `workspace`. Raises CheckpointError."""
     found = _newest((checkpoints_root(state_dir) / path_key(workspace.resolve()) / "journals").glob("*.json"))
     if found is None:
-        raise CheckpointError(
+        raise NoCheckpoints(
             f"no checkpoints in this workspace ({workspace})",
             "they are recorded when an agent turn changes files; --session picks another session",
         )

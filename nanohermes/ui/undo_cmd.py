@@ -50,17 +50,18 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
 
 def _locate(args: UndoArgs, settings: Settings) -> Checkpoints | None:
     """The session's checkpoints; None for --list when no turn of it recorded any."""
-    from nanohermes.checkpoints import for_session, latest_in
-    from nanohermes.checkpoints.manager import checkpoints_root, path_key
+    from nanohermes.checkpoints import NoCheckpoints, for_session, latest_in
     from nanohermes.sessions.paths import resolve_session_path
 
-    root, here = checkpoints_root(settings.state_dir), Path.cwd()
-    if args.session is None:
-        journals = (root / path_key(here.resolve()) / "journals").glob("*.json")
-        return None if args.list_only and not any(journals) else latest_in(settings.state_dir, here)
-    session = resolve_session_path(settings.sessions_dir, args.session)
-    journals = root.glob(f"*/journals/{path_key(session.expanduser().absolute())}.json")
-    return None if args.list_only and not any(journals) else for_session(settings.state_dir, session, here)
+    try:
+        if args.session is None:
+            return latest_in(settings.state_dir, Path.cwd())
+        session = resolve_session_path(settings.sessions_dir, args.session)
+        return for_session(settings.state_dir, session, Path.cwd())
+    except NoCheckpoints:
+        if args.list_only:
+            return None
+        raise
 
 
 def _list(history: History, checkpoints: Checkpoints) -> None:
