@@ -174,16 +174,19 @@ class Repl:
             app.loop.call_soon(self.loader.start)
 
     def _built(self, error: BaseException | None) -> None:
-        """Builder thread: redraw the toolbar (session name), or end the prompt to show the error."""
+        """Builder thread: redraw the toolbar (session name) and show early notes, or end the prompt to
+        show the error."""
         app = self.session.app
         loop = app.loop
         if not app.is_running or loop is None:
             return
-        if error is None:
-            app.invalidate()
-            loop.call_soon_threadsafe(self._show_early_events)
-        else:
-            loop.call_soon_threadsafe(lambda: app.exit(exception=error) if app.is_running else None)
+        try:  # everything on the prompt's loop: the prompt may end between the check above and now
+            if error is None:
+                loop.call_soon_threadsafe(self._show_early_events)
+            else:
+                loop.call_soon_threadsafe(lambda: app.exit(exception=error) if app.is_running else None)
+        except RuntimeError:  # its loop closed meanwhile: the next prompt shows the session and notes
+            return
 
     # -- around the loop ------------------------------------------------------------------------
 
@@ -245,6 +248,7 @@ class Repl:
 
         if not self.session.app.is_running:
             return  # they are shown before the next prompt
+        self.session.app.invalidate()  # the toolbar names the session now
         events = self.loader.get().agent.drain_background_events()
         if events:
             run_in_terminal(lambda: self._render(events))
