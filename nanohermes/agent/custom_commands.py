@@ -17,11 +17,9 @@ from pathlib import Path
 
 from nanohermes.core.frontmatter import (
     NAME,
-    definition_dirs,
     front_matter,
-    markdown_files,
+    load_definitions,
     read_definition,
-    skipped,
     unquote,
 )
 from nanohermes.core.types import shorten
@@ -46,17 +44,7 @@ class CustomCommand:
 
 def load_commands(workspace: Path, state_dir: Path) -> tuple[dict[str, CustomCommand], list[str]]:
     """(commands by name, one note per file skipped). `state_dir` is ~/.nanohermes."""
-    found: dict[str, CustomCommand] = {}
-    problems: list[str] = []
-    for directory, inside in definition_dirs("commands", workspace, state_dir):
-        for path in markdown_files("*.md", directory):
-            if path.stem in found:
-                continue  # the project's command of that name wins
-            try:
-                found[path.stem] = _parse(path, inside)
-            except (OSError, ValueError) as err:
-                problems.append(skipped("custom command", path, err))
-    return found, problems
+    return load_definitions("commands", "*.md", "custom command", workspace, state_dir, _parse)
 
 
 def _parse(path: Path, inside: Path | None) -> CustomCommand:

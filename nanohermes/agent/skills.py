@@ -16,11 +16,9 @@ from pathlib import Path
 from nanohermes.core.errors import ToolError
 from nanohermes.core.frontmatter import (
     NAME,
-    definition_dirs,
     front_matter,
-    markdown_files,
+    load_definitions,
     read_definition,
-    skipped,
     unquote,
 )
 from nanohermes.core.types import shorten
@@ -46,23 +44,7 @@ class Skill:
 
 def load_skills(workspace: Path, state_dir: Path) -> tuple[dict[str, Skill], list[str]]:
     """(skills by name, at most SKILLS_LISTED; one note per skill skipped). `state_dir`: ~/.nanohermes."""
-    found: dict[str, Skill] = {}
-    problems: list[str] = []
-    unlisted = 0
-    for directory, inside in definition_dirs("skills", workspace, state_dir):
-        for path in markdown_files(f"*/{SKILL_FILE}", directory):
-            if path.parent.name in found:
-                continue  # the project's skill of that name wins
-            if len(found) == SKILLS_LISTED:
-                unlisted += 1
-                continue
-            try:
-                found[path.parent.name] = _parse(path, inside)
-            except (OSError, ValueError) as err:
-                problems.append(skipped("skill", path, err))
-    if unlisted:
-        problems.append(f"{unlisted} more skills skipped: at most {SKILLS_LISTED} are listed")
-    return found, problems
+    return load_definitions("skills", f"*/{SKILL_FILE}", "skill", workspace, state_dir, _parse, SKILLS_LISTED)
 
 
 def _parse(path: Path, inside: Path | None) -> Skill:

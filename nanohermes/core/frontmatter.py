@@ -14,8 +14,9 @@ description, `description: >-`, a `metadata:` map); no YAML library.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import TypeVar
 
 from nanohermes.core.errors import reason
 from nanohermes.core.fileio import read_small_text, resolved
@@ -29,6 +30,7 @@ _UNSAFE = re.compile(
 """Control characters and invisible Unicode (zero-width, bidi overrides, tag characters): text the
 user cannot see in an editor but the model reads."""
 _BLOCK_SCALAR = re.compile(r"[|>][-+]?")
+T = TypeVar("T")
 
 
 def front_matter(text: str, keys: Collection[str]) -> tuple[dict[str, str], str]:
@@ -106,3 +108,37 @@ def definition_dirs(kind: str, workspace: Path, state_dir: Path) -> tuple[tuple[
     """Where the project's and the user's `kind` ("commands", "skills") live, the project's first,
     each with the folder its files' real paths must stay in (None: the user's own, links allowed)."""
     return (workspace / ".nanohermes" / kind, workspace), (state_dir / kind, None)
+
+
+def load_definitions(
+    kind: str,
+    pattern: str,
+    what: str,
+    workspace: Path,
+    state_dir: Path,
+    parse: Callable[[Path, Path | None], T],
+    most: int | None = None,
+) -> tuple[dict[str, T], list[str]]:
+    """Each definition of `kind` ("commands": `NAME.md`, "skills": `NAME/SKILL.md`) by NAME, the
+    project's first (it wins a name) then the user's, at most `most`; one note per file skipped and
+    one for those past `most` (`what` names a file in them). `parse(path, inside)` raises OSError or
+    ValueError for a bad file."""
+    found: dict[str, T] = {}
+    notes: list[str] = []
+    unlisted = 0
+    for directory, inside in definition_dirs(kind, workspace, state_dir):
+        for path in markdown_files(pattern, directory):
+            parts = path.relative_to(directory).parts
+            name = parts[0] if len(parts) > 1 else path.stem
+            if name in found:
+                continue
+            if most is not None and len(found) == most:
+                unlisted += 1
+                continue
+            try:
+                found[name] = parse(path, inside)
+            except (OSError, ValueError) as err:
+                notes.append(skipped(what, path, err))
+    if unlisted:
+        notes.append(f"{unlisted} more {kind} skipped: at most {most} are listed")
+    return found, notes
