@@ -25,16 +25,14 @@ if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
 
+LOG_FORMAT = "nanohermes acp: %(levelname)s: %(message)s"
+
 
 class _OneLineFormatter(logging.Formatter):
-    """Log lines for stderr; without --verbose an exception is one line, not a traceback."""
-
-    def __init__(self, verbose: bool) -> None:
-        super().__init__("nanohermes acp: %(levelname)s: %(message)s")
-        self.verbose = verbose
+    """Without --verbose an exception logged to stderr is one line, not a traceback."""
 
     def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
-        if self.verbose or not ei[0]:
+        if not ei[0]:
             return super().formatException(ei)
         error = ei[1]
         if isinstance(error, ValidationError) and error.errors():  # its own report is several lines
@@ -53,7 +51,7 @@ def serve(
     """Serve on stdin/stdout until stdin closes. `stores`: a workspace's memory store (one object per
     project)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OneLineFormatter(verbose))
+    handler.setFormatter((logging.Formatter if verbose else _OneLineFormatter)(LOG_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO if verbose else logging.WARNING)

@@ -8,14 +8,13 @@ distillation into the memory store its project's sessions share).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import re
 import secrets
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,10 +25,9 @@ from acp.helpers import update_available_commands
 from nanohermes import __version__
 from nanohermes.acp import commands, convert
 from nanohermes.acp.listing import LIST_PAGE, session_infos
-from nanohermes.acp.params import CURSOR, SESSION_ID, mcp_servers_of, shown, workspace_of
 from nanohermes.acp.session import AcpSession, Opened
 from nanohermes.agent.custom_commands import load_commands
-from nanohermes.core.errors import NanoHermesError, SessionInUse
+from nanohermes.core.errors import ConfigError, NanoHermesError, SessionInUse
 from nanohermes.core.events import Note
 from nanohermes.core.protocols import Approver
 from nanohermes.sessions.store import EDITOR_HINTS
@@ -44,6 +42,10 @@ if TYPE_CHECKING:
     from nanohermes.tools.files import FileTools
 
 log = logging.getLogger("nanohermes.acp")
+SESSION_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+CURSOR = re.compile(r"[0-9]{1,9}")
+"""A session/list cursor: the number of sessions before the page (what next_cursor gives)."""
+SHOWN_CHARS = 100
 SHUTDOWN_TURN_GRACE = 10.0
 MODES = [
     schema.SessionMode(id="read-only", name="Read-only", description="only reading and memory tools"),
@@ -77,8 +79,6 @@ class NanohermesAcpAgent:
     def on_connect(self, conn: Client) -> None:
         self.client = conn
 
-    # -- set-up ----------------------------------------------------------------------------------
-
     async def initialize(
         self,
         protocol_version: int,
@@ -110,15 +110,13 @@ class NanohermesAcpAgent:
             auth_methods=[],
         )
 
-    # -- sessions --------------------------------------------------------------------------------
-
     async def new_session(
         self, cwd: str, mcp_servers: Any = None, **kwargs: Any
     ) -> schema.NewSessionResponse:
         workspace = workspace_of(cwd)
         servers, skipped = mcp_servers_of(mcp_servers)
         session_id = self._new_id()
-        async with self._exclusive(session_id):
+        async with self._id_locks.setdefault(session_id, asyncio.Lock()):
             session = await self._open(session_id, workspace, servers, skipped)
         self._announce_commands(session)
         return schema.NewSessionResponse(session_id=session.id, modes=self._modes(session))
@@ -144,7 +142,7 @@ class NanohermesAcpAgent:
     async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
         """Its prompt cancelled, its file saved, its MCP servers closed, its lock released (the
         terminal may resume it now). Under the id's lock: a session/load still in flight opens it first."""
-        async with self._exclusive(session_id):
+        async with self._id_locks.setdefault(session_id, asyncio.Lock()):
             await self._close(self._session(session_id))
         return schema.CloseSessionResponse()
 
@@ -177,7 +175,7 @@ class NanohermesAcpAgent:
     ) -> schema.PromptResponse:
         session = self._session(session_id)
         agent = session.agent
-        assert agent is not None
+        assert agent is not None  # _session checked it
         text = convert.prompt_text(prompt)
         if not text:
             raise RequestError.invalid_params({"details": "the prompt is empty"})
@@ -197,8 +195,6 @@ class NanohermesAcpAgent:
             log.warning("session/cancel for unknown session %r ignored", session_id)
             return
         session.cancel()
-
-    # -- shutdown (stdin closed) -----------------------------------------------------------------
 
     async def shutdown(self, unanswered: Callable[[], int]) -> None:
         """End of input: answer every request already read (running turns are cancelled), then
@@ -233,8 +229,6 @@ class NanohermesAcpAgent:
         self._retired = [a for a in self._retired if not a.wait_for_distillation(0)]
         self._retired.append(agent)
 
-    # -- helpers ---------------------------------------------------------------------------------
-
     def _session(self, session_id: str) -> AcpSession:
         session = self.sessions.get(session_id)
         if session is None or session.agent is None:
@@ -245,9 +239,6 @@ class NanohermesAcpAgent:
 
     def _path(self, session_id: str) -> Path:
         return self.settings.sessions_dir / f"{session_id}.json"
-
-    def _not_saved(self, session_id: str) -> RequestError:
-        return RequestError(-32602, f"no saved session {shown(session_id)} in {self.settings.sessions_dir}")
 
     def _new_id(self) -> str:
         while True:
@@ -260,24 +251,22 @@ class NanohermesAcpAgent:
         another workspace or other MCP servers is closed and opened again with the new ones."""
         workspace = workspace_of(cwd)
         servers, skipped = mcp_servers_of(mcp_servers)
+        not_saved = RequestError(
+            -32602, f"no saved session {shown(session_id)} in {self.settings.sessions_dir}"
+        )
         if not SESSION_ID.fullmatch(session_id):
-            raise self._not_saved(session_id)
-        async with self._exclusive(session_id):
+            raise not_saved
+        async with self._id_locks.setdefault(session_id, asyncio.Lock()):
             session = self.sessions.get(session_id)
             if session is not None and session.turn is not None:
                 raise RequestError.invalid_request({"details": f"session {session_id} is running a prompt"})
             if session is not None and (session.workspace, session.servers) == (workspace, servers):
                 return session
             if session is None and not self._path(session_id).is_file():
-                raise self._not_saved(session_id)
+                raise not_saved
             if session is not None:  # one with no turn yet has no file: it is opened again all the same
                 await self._close(session)
             return await self._open(session_id, workspace, servers, skipped)
-
-    @contextlib.asynccontextmanager
-    async def _exclusive(self, session_id: str) -> AsyncIterator[None]:
-        async with self._id_locks.setdefault(session_id, asyncio.Lock()):
-            yield
 
     async def _open(
         self, session_id: str, workspace: Path, servers: dict[str, McpServerConfig], skipped: list[str]
@@ -348,3 +337,29 @@ def _save_and_release(agent: Agent, release: Callable[[], None]) -> None:
 def _holder(err: SessionInUse) -> str:
     found = re.search(r"pid \d+", str(err))
     return found.group(0) if found else "pid unknown"
+
+
+def mcp_servers_of(servers: Any) -> tuple[dict[str, McpServerConfig], list[str]]:
+    """A client's `mcpServers` as configs, and a note for each one not started; a bad entry is a
+    JSON-RPC invalid-params error."""
+    try:
+        return convert.mcp_configs(servers or [])
+    except ConfigError as err:
+        raise RequestError(-32602, err.one_line()) from None
+
+
+def shown(text: str) -> str:
+    """A client's id or name quoted for an error message: a 10 KB id is cut, not echoed whole."""
+    return repr(text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}…")
+
+
+def workspace_of(cwd: str) -> Path:
+    path = Path(cwd)
+    if not path.is_absolute():
+        raise RequestError(-32602, f"cwd must be an absolute path, not {shown(cwd)}")
+    try:
+        if path.is_dir():
+            return path.resolve()
+    except OSError as err:  # a name too long for the file system, a directory we may not search
+        raise RequestError(-32602, f"cwd {shown(cwd)} cannot be used: {err.strerror or err}") from None
+    raise RequestError(-32602, f"cwd {shown(cwd)} is not a directory")

@@ -1,7 +1,7 @@
 """One ACP session: a nanohermes Agent (own messages, workspace, session file) driven by prompts.
 
 A prompt runs the agent on a thread of its own. That thread never touches the connection: it puts
-events and approval questions on the turn's inbox, and the prompt's coroutine sends them in order —
+events and approval questions on the turn, and the prompt's coroutine sends them in order —
 so a `tool_call` is always announced before the permission request about it, and every update of a
 turn goes out before the prompt's answer.
 """
@@ -9,11 +9,13 @@ turn goes out before the prompt's answer.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,7 +33,6 @@ from acp.helpers import (
 from pydantic import ValidationError
 
 from nanohermes.acp import convert
-from nanohermes.acp.inbox import Inbox
 from nanohermes.core.cancel import CancelToken, result_of
 from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.core.events import (
@@ -48,6 +49,7 @@ from nanohermes.core.events import (
 )
 from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.core.types import ToolCall
+from nanohermes.sessions.store import title_of
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -76,6 +78,8 @@ PERMISSION_OPTIONS = [
 ]
 DECISIONS = {"allow_once": Decision.YES, "allow_always": Decision.ALWAYS}
 """The options that allow; any other answer (a cancelled request too) rejects."""
+TEXT_INTERVAL = 0.008
+"""Seconds between two text updates of a turn (about one editor frame)."""
 
 
 @dataclass
@@ -90,11 +94,40 @@ _Item = Event | _Ask | BaseException | None
 """What a turn's thread hands over: its events, its questions, then None (done) or what it raised."""
 
 
-@dataclass
 class _Turn:
-    inbox: Inbox[_Item]
-    cancel: CancelToken = field(default_factory=CancelToken)
-    errors: list[str] = field(default_factory=list)
+    """A running prompt: its cancel token, the errors it reported, and what its thread hands to the
+    prompt's coroutine, in order, with streamed text batched: at most one text update per
+    TEXT_INTERVAL (a fast model's burst costs a few messages, not hundreds; a slow stream is sent
+    piece by piece as it comes)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.cancel = CancelToken()
+        self.errors: list[str] = []
+        self._loop = loop
+        self._items: collections.deque[_Item] = collections.deque()
+        self._ready = asyncio.Event()
+        self._last_text = 0.0
+
+    def put(self, item: _Item) -> None:
+        """Called on the turn's thread. Raises RuntimeError when the event loop is closed."""
+        self._items.append(item)
+        self._loop.call_soon_threadsafe(self._ready.set)
+
+    async def get(self) -> _Item:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        item = self._items.popleft()
+        if not isinstance(item, TextDelta | ReasoningDelta):
+            return item
+        if (left := self._last_text + TEXT_INTERVAL - time.monotonic()) > 0:
+            await asyncio.sleep(left)  # a burst: what streams in for the rest of the frame joins it
+        self._last_text = time.monotonic()
+        pieces = [item.text]
+        while self._items and isinstance(more := self._items[0], type(item)):
+            pieces.append(more.text)
+            self._items.popleft()
+        return type(item)("".join(pieces))
 
 
 @dataclass(frozen=True)
@@ -126,8 +159,6 @@ class AcpSession:
         self._title = ""
         """The title last sent (`session_info_update`): the first user message, as session/list shows."""
 
-    # -- called on the turn's thread -------------------------------------------------------------
-
     def approve(self, request: ApprovalRequest) -> Decision:
         turn = self.turn
         if turn is None or turn.cancel.cancelled:
@@ -135,7 +166,7 @@ class AcpSession:
         if request.tool in self._rejected:
             return Decision.NO
         ask = _Ask(request)
-        turn.inbox.put(ask)
+        turn.put(ask)
         return result_of(ask.answer, turn.cancel)
 
     def read_text(self, path: Path, cancel: object | None = None) -> str:
@@ -162,13 +193,11 @@ class AcpSession:
         except (RequestError, ValidationError) as err:
             raise ToolError(f"the editor could not {verb} {path}: {reply_problem(err)}") from None
 
-    # -- a prompt --------------------------------------------------------------------------------
-
     async def run(self, source: EventSource) -> schema.StopReason:
         """Run `source` (a turn, /compact, …) on a thread and stream its events; the stop reason."""
         if self.turn is not None:
             raise RequestError.invalid_request({"details": f"session {self.id} is already running a prompt"})
-        turn = self.turn = _Turn(Inbox(self.loop))
+        turn = self.turn = _Turn(self.loop)
         try:
             await self._send_notes()
             threading.Thread(
@@ -200,17 +229,17 @@ class AcpSession:
         outcome: BaseException | None = None
         try:
             for event in source(turn.cancel):
-                turn.inbox.put(event)
+                turn.put(event)
         except Exception as err:  # a bug must end this prompt only, never the process
             log.exception("session %s: the turn failed", self.id)
             outcome = err
         finally:
             with contextlib.suppress(RuntimeError):  # the loop is gone (shutting down): nobody listens
-                turn.inbox.put(outcome)
+                turn.put(outcome)
 
     async def _pump(self, turn: _Turn) -> TurnFinished:
         while True:
-            item = await turn.inbox.get()
+            item = await turn.get()
             if item is None:
                 return TurnFinished(False, "interrupted")
             if isinstance(item, BaseException):
@@ -235,16 +264,13 @@ class AcpSession:
                 session_id=self.id, tool_call=tool_call, options=PERMISSION_OPTIONS
             )
         )
-
-        def cancelled() -> None:  # so is its question
-            self.loop.call_soon_threadsafe(asking.cancel)
-
-        unregister = turn.cancel.on_cancel(cancelled)
+        # a cancelled turn cancels its question: a rejection
+        unregister = turn.cancel.on_cancel(lambda: self.loop.call_soon_threadsafe(asking.cancel))
         decision = Decision.NO
         try:
             await asyncio.wait({asking})
             if asking.cancelled():
-                pass  # the turn was cancelled: a rejection
+                pass
             elif asking.exception() is not None:
                 log.warning("permission request failed: %s", reply_problem(asking.exception()))
             elif isinstance(outcome := asking.result().outcome, schema.AllowedOutcome):
@@ -255,8 +281,6 @@ class AcpSession:
             unregister()
             if not ask.answer.done():
                 ask.answer.set_result(decision)
-
-    # -- events → session/update -----------------------------------------------------------------
 
     async def send(self, update: Any) -> None:
         await self.client.session_update(session_id=self.id, update=update)
@@ -316,8 +340,6 @@ class AcpSession:
 
     async def _send_title(self) -> None:
         """The editor's thread title, once the conversation has one (again after /reset)."""
-        from nanohermes.sessions.store import title_of
-
         title = title_of(self.agent.messages) if self.agent is not None else ""
         if title and title != self._title:
             self._title = title

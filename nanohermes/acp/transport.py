@@ -1,9 +1,9 @@
 """stdio for the ACP server: newline-delimited JSON-RPC that answers bad input instead of dropping it.
 
 The SDK's own framing skips a line that is not JSON, and a value that is not an object ends its
-receive loop. Here such a line gets a JSON-RPC error and the server keeps reading; what the SDK would
-trip on (a list id, a string error, deep nesting, a huge array) is refused or mended first. While the
-client does not read our output, its input is not read either.
+receive loop. Here such a line gets a JSON-RPC error; what the SDK would trip on (a list id, a string
+error, deep nesting, a huge array) is refused or mended first. While the client does not read our
+output, its input is not read either.
 """
 
 from __future__ import annotations
@@ -71,8 +71,7 @@ class LineTransport:
     def __init__(
         self, reader: InputReader, writer: asyncio.StreamWriter, source: asyncio.BaseTransport | None = None
     ) -> None:
-        self._reader = reader
-        self._writer = writer
+        self._reader, self._writer = reader, writer
         self._source = source
         """The pipe `reader` is fed from (None: a reader thread feeds it)."""
         self._unanswered = 0
@@ -84,10 +83,10 @@ class LineTransport:
     def end_input(self) -> None:
         """Read no more from the client (SIGTERM): what was read already is still handled, then the
         server ends as at the end of its input."""
-        if self._source is not None:
-            self._source.close()  # the reader gets its end of input once the pipe is closed
-        else:
+        if self._source is None:
             self._reader.feed_eof()
+        else:
+            self._source.close()  # the reader gets its end of input once the pipe is closed
 
     async def send(self, message: dict[str, Any]) -> None:
         if "method" not in message:
@@ -123,8 +122,7 @@ class LineTransport:
         """Wait while the client is not reading our replies, so that they cannot pile up; False once
         our output is gone."""
         await asyncio.sleep(0)  # the handlers of the messages read so far run (and write) first
-        transport = self._writer.transport
-        if transport.get_write_buffer_size() and not self._reader.ended.is_set():
+        if self._writer.transport.get_write_buffer_size() and not self._reader.ended.is_set():
             drained = asyncio.ensure_future(self._writer.drain())
             ended = asyncio.ensure_future(self._reader.ended.wait())
             await asyncio.wait({drained, ended}, return_when=asyncio.FIRST_COMPLETED)
@@ -133,7 +131,7 @@ class LineTransport:
                 drained.cancel()
             elif drained.exception() is not None:  # ConnectionResetError: the output is gone
                 return False
-        return not transport.is_closing()
+        return not self._writer.transport.is_closing()
 
     async def _parse(self, line: bytes) -> dict[str, Any] | None:
         """The message on `line` for the connection to route; None when there is none."""
@@ -174,10 +172,8 @@ class LineTransport:
                 await self._reader.readexactly(err.consumed)
             except asyncio.IncompleteReadError:
                 break
-        limit = LINE_LIMIT // (1024 * 1024)
-        await self._write(
-            error_reply(-32600, "Invalid request", data={"details": f"message over {limit} MB"})
-        )
+        too_long = {"details": f"message over {LINE_LIMIT // (1024 * 1024)} MB"}
+        await self._write(error_reply(-32600, "Invalid request", data=too_long))
 
     async def close(self) -> None:
         """Write out what the pipe has not taken yet, for up to FLUSH_SECONDS."""

@@ -78,7 +78,11 @@ class Connection:
     async def _hold(self, ready: asyncio.Future[list[ListedTool]]) -> None:
         try:
             async with contextlib.AsyncExitStack() as stack:
-                client = await stack.enter_async_context(self._make_client(stack))
+                info = mcp_types.Implementation(name="nanohermes", version=__version__)
+                client = Client(
+                    self._transport_for(stack), client_info=info, message_handler=self._on_message
+                )
+                await stack.enter_async_context(client)
                 tools = await _list_tools(client)
                 self._client = client
                 if not ready.done():
@@ -98,10 +102,6 @@ class Connection:
                 raise
         finally:
             self._client = None
-
-    def _make_client(self, stack: contextlib.AsyncExitStack) -> Client:
-        info = mcp_types.Implementation(name="nanohermes", version=__version__)
-        return Client(self._transport_for(stack), client_info=info, message_handler=self._on_message)
 
     def _transport_for(self, stack: contextlib.AsyncExitStack) -> Any:
         config = self.config
@@ -145,19 +145,29 @@ class Connection:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """The CallToolResult in its JSON form."""
-        client = self._client
-        if client is None:
-            raise ServerGone("not connected")
-        with _one_line_errors(self._failure):
+        with self._one_line_errors() as client:
             result = await client.call_tool(tool, arguments)
         return result.model_dump(by_alias=True, mode="json")
 
     async def list_tools(self) -> list[ListedTool]:
-        client = self._client
-        if client is None:
-            raise ServerGone("not connected")
-        with _one_line_errors(self._failure):
+        with self._one_line_errors() as client:
             return await _list_tools(client)
+
+    @contextlib.contextmanager
+    def _one_line_errors(self) -> Iterator[Client]:
+        """The client, its errors for one request as ServerGone (the connection ended) or CallFailed."""
+        if self._client is None:
+            raise ServerGone("not connected")
+        try:
+            yield self._client
+        except MCPError as err:
+            if connection_closed(err):
+                raise ServerGone(self._failure() or "the server exited or closed the connection") from None
+            raise CallFailed(err.message) from None
+        except ValidationError as err:  # a reply the SDK refuses (content not a list, an unknown part type)
+            raise CallFailed(invalid_reply(err)) from None
+        except (httpx2.TransportError, OSError) as err:
+            raise ServerGone(describe_error(err)) from None
 
     async def close(self) -> None:
         """Leave the client; bounded, never raises."""
@@ -171,22 +181,6 @@ class Connection:
         if not done:
             holder.cancel()
             await asyncio.wait({holder}, timeout=CLOSE_SECONDS)
-
-
-@contextlib.contextmanager
-def _one_line_errors(failure: Callable[[], str | None]) -> Iterator[None]:
-    """The SDK's errors for one request as ServerGone (the connection ended; `failure`: why, when the
-    transport ended it) or CallFailed."""
-    try:
-        yield
-    except MCPError as err:
-        if connection_closed(err):
-            raise ServerGone(failure() or "the server exited or closed the connection") from None
-        raise CallFailed(err.message) from None
-    except ValidationError as err:  # a reply the SDK refuses (content not a list, an unknown part type)
-        raise CallFailed(invalid_reply(err)) from None
-    except (httpx2.TransportError, OSError) as err:
-        raise ServerGone(describe_error(err)) from None
 
 
 def connection_closed(err: MCPError) -> bool:

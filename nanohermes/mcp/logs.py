@@ -81,21 +81,21 @@ class ServerLogs:
         if old is not None:
             old.close()
         path = self.path(name)
+        file = None
         try:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                _rotate(path)
+                with contextlib.suppress(OSError):
+                    if path.stat().st_size > MAX_LOG_BYTES:
+                        path.replace(path.with_name(path.name + ".old"))
             file = open(os.devnull if path is None else path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
-        except OSError as err:
-            nowhere = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
-            log = self._logs[name] = ServerLog(nowhere, error=err.strerror or str(err))
-            return log
-        log = self._logs[name] = ServerLog(file)
-        try:
             file.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {name}\n")
             file.flush()
         except OSError as err:
-            log.error = err.strerror or str(err)
+            nowhere = file or open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
+            log = self._logs[name] = ServerLog(nowhere, error=err.strerror or str(err))
+            return log
+        log = self._logs[name] = ServerLog(file)
         return log
 
     def hint(self, name: str) -> str:
@@ -115,9 +115,3 @@ class ServerLogs:
     def close(self) -> None:
         for log in self._logs.values():
             log.close()
-
-
-def _rotate(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        if path.stat().st_size > MAX_LOG_BYTES:
-            path.replace(path.with_name(path.name + ".old"))

@@ -23,9 +23,15 @@ from nanohermes.config.mcp_config import McpServerConfig, expand_variables
 from nanohermes.core.cancel import CancelToken, result_of
 from nanohermes.core.errors import ToolError
 from nanohermes.mcp.logs import ServerLogs
-from nanohermes.mcp.results import NO_OUTPUT, render_result
 from nanohermes.mcp.status import ServerEntry, ServerStatus, State, ToolInfo
-from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS, ListedTool, build_tools, offered, unusable
+from nanohermes.mcp.tools import (
+    MAX_DESCRIPTION_CHARS,
+    ListedTool,
+    build_tools,
+    offered,
+    render_result,
+    unusable,
+)
 from nanohermes.tools.base import Tool
 
 IMPORT_SLACK = 10.0
@@ -44,9 +50,9 @@ class McpManager:
         log_dir: Path | None = None,
         on_notice: Callable[[str], None] | None = None,
     ) -> None:
-        """`servers`: name → config. `cwd`: where stdio servers run (their `cwd` resolves against it).
-        `log_dir`: each stdio server's stderr goes to `<log_dir>/<name>.log` (else nowhere).
-        `on_notice`: called (on the loop thread) with one line when a server fails, crashes or restarts."""
+        """`cwd`: where stdio servers run; `log_dir`: where their stderr goes (`<name>.log`, else
+        nowhere); `on_notice`: called (on the loop thread) with one line when a server fails, crashes
+        or restarts."""
         self._servers = {name: ServerEntry(name, config) for name, config in servers.items()}
         for server in self._servers.values():
             if not server.config.enabled:
@@ -71,8 +77,7 @@ class McpManager:
             enabled = [s for s in self._servers.values() if s.state == "starting"]
             if not enabled:
                 return
-            loop = asyncio.new_event_loop()
-            self._loop = loop
+            loop = self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._run_loop, args=(loop,), name="nh-mcp", daemon=True)
             self._thread.start()
         asyncio.run_coroutine_threadsafe(self._start_all(enabled), loop)
@@ -110,7 +115,7 @@ class McpManager:
         self._logs.close()
         with self._lock:
             for server in self._servers.values():
-                server.state = "closed" if server.state != "disabled" else "disabled"
+                server.state = "disabled" if server.state == "disabled" else "closed"
                 server.tools = []
                 server.started.set()
 
@@ -185,7 +190,6 @@ class McpManager:
         await asyncio.gather(*(self._start(server) for server in servers))
 
     async def _start(self, server: ServerEntry) -> None:
-        server.lock = asyncio.Lock()
         try:
             await self._connect(server)
         except Exception as err:
@@ -278,18 +282,14 @@ class McpManager:
             raise ToolError(message) from None
         except CallFailed as err:
             raise ToolError(f"MCP server {server.name}: {err}") from None
-        text = render_result(result)
         if result.get("isError"):
-            raise ToolError(
-                text if text != NO_OUTPUT else f"{tool} on MCP server {server.name} failed (no details)"
-            )
-        return text
+            raise ToolError(render_result(result, f"{tool} on MCP server {server.name} failed (no details)"))
+        return render_result(result)
 
     async def _ensure_running(self, server: ServerEntry) -> None:
         """A crashed server is restarted here, once per call; a failed or closed one is an error."""
         if _ready(server):  # the usual case: no lock to take
             return
-        assert server.lock is not None
         async with server.lock:
             if server.state == "crashed":
                 old = server.connection

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -10,8 +11,6 @@ from nanohermes.config.mcp_config import McpServerConfig
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:
-    import asyncio
-
     from nanohermes.mcp.connection import Connection
 
 State = Literal["disabled", "starting", "ready", "crashed", "failed", "closed"]
@@ -49,7 +48,8 @@ class ServerEntry:
     last_error: str = ""
     connection: Connection | None = None
     started: threading.Event = field(default_factory=threading.Event)
-    lock: asyncio.Lock | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One restart at a time (asyncio's locks bind to the loop that first waits on them)."""
     stale: bool = False
     """The server said its tool list changed; not listed again yet."""
     refresh: asyncio.Task[None] | None = None

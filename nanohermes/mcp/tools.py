@@ -1,5 +1,6 @@
 """A server's tools as ordinary `Tool` objects named `mcp__<server>__<tool>` (≤ 64 characters,
-unique). Only `readOnlyHint: true` makes a reading tool; a `trusted` server's tools run without asking."""
+unique), their input schemas made acceptable to model APIs, their results made into text. Only
+`readOnlyHint: true` makes a reading tool; a `trusted` server's tools run without asking."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from typing import Any
 
 from nanohermes.config.mcp_config import McpServerConfig, tool_name, with_hash
 from nanohermes.core.cancel import CancelToken
-from nanohermes.mcp.schema import normalize_schema
 from nanohermes.tools.base import Tool
 
 MAX_DESCRIPTION_CHARS = 2000
@@ -115,3 +115,104 @@ def offered(servers: Iterable[tuple[str, list[Tool]]], limit: int) -> tuple[list
             seen.add(tool.name)
             tools.append(tool)
     return tools, left_out
+
+
+def render_result(result: dict[str, Any], empty: str = "(no output)") -> str:
+    """The text of a CallToolResult in its JSON form (the SDK's `model_dump(by_alias=True)`): binary
+    content is named with its type and size, never pasted as base64; structured content is JSON when
+    no text part carries it already."""
+    content = result.get("content") or []
+    text = "\n".join(rendered for rendered in map(render_part, content) if rendered)
+    structured = result.get("structuredContent")
+    said = any(part.get("type") == "text" and part.get("text") for part in content)
+    if structured is not None and not said:
+        rendered = json.dumps(structured, ensure_ascii=False, indent=2, default=str)
+        text = f"{text}\n{rendered}" if text else rendered
+    return text or empty
+
+
+def render_part(part: dict[str, Any]) -> str:
+    kind = part.get("type")
+    if kind == "text":
+        return str(part.get("text") or "")
+    if kind in ("image", "audio"):
+        return f"[{kind}: {part.get('mimeType') or 'unknown type'}, {_size(part.get('data'))}]"
+    if kind == "resource":
+        resource = part.get("resource") or {}
+        uri, text = resource.get("uri"), resource.get("text")
+        if text is not None:
+            return f"[resource: {uri}]\n{text}"
+        return f"[resource: {uri}, {resource.get('mimeType') or 'binary'}, {_size(resource.get('blob'))}]"
+    if kind == "resource_link":
+        mime = part.get("mimeType")
+        detail = f", {mime}" if mime else ""
+        return f"[resource link: {part.get('name')} {part.get('uri')}{detail}]"
+    return f"[{kind or 'unknown'} content]"
+
+
+def _size(base64: Any) -> str:
+    text = str(base64 or "").strip()
+    count = max(0, len(text) * 3 // 4 - text[-2:].count("="))
+    if count < 1000:
+        return f"{count} bytes"
+    if count < 1_000_000:
+        return f"{count / 1000:.0f} kB"
+    return f"{count / 1_000_000:.1f} MB"
+
+
+COMBINERS = ("anyOf", "oneOf", "allOf")
+_DROPPED = frozenset({"$schema", "enum", "not", *COMBINERS})
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+_SUBSCHEMA_LISTS = (*COMBINERS, "prefixItems")
+
+
+def normalize_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The server's input schema as a function's parameters: an object with `properties`.
+
+    OpenAI-compatible APIs refuse a whole request (every tool, the turn) over one tool's schema: the
+    top level must be `type: object` without `anyOf`/`oneOf`/`allOf`/`enum`/`not`, and every array
+    needs `items`. MCP servers send such schemas (a tool taking "either a path or a URL"; `list[Any]`),
+    so top-level `anyOf`/`oneOf`/`allOf` branches lend their properties to the top (only `allOf`'s stay
+    required), top-level `enum`/`not`/`$schema` are dropped, an array without `items` gets `items: {}`
+    and a boolean subschema (`true`) becomes `{}`. Everything else is passed on as the server wrote it."""
+    parameters = {key: value for key, value in schema.items() if key not in _DROPPED}
+    parameters["type"] = "object"
+    properties = dict(schema["properties"]) if isinstance(schema.get("properties"), dict) else {}
+    required = list(schema["required"]) if isinstance(schema.get("required"), list) else []
+    for combiner in COMBINERS:
+        branches = schema.get(combiner)
+        for branch in branches if isinstance(branches, list) else []:
+            if not isinstance(branch, dict) or not isinstance(branch.get("properties"), dict):
+                continue
+            for name, subschema in branch["properties"].items():
+                properties.setdefault(name, subschema)
+            if combiner == "allOf" and isinstance(branch.get("required"), list):
+                required += [name for name in branch["required"] if name not in required]
+    parameters["properties"] = {str(name): _subschema(value) for name, value in properties.items()}
+    parameters.pop("required", None)
+    if required:
+        parameters["required"] = [str(name) for name in required]
+    for key in ("$defs", "definitions"):
+        if isinstance(parameters.get(key), dict):
+            parameters[key] = {name: _subschema(value) for name, value in parameters[key].items()}
+    return parameters
+
+
+def _subschema(schema: Any) -> Any:
+    """One nested schema, with the repairs above applied all the way down."""
+    if not isinstance(schema, dict):
+        return {}  # `true` (anything) or a malformed entry
+    fixed = dict(schema)
+    kinds = fixed.get("type")
+    if (kinds == "array" or (isinstance(kinds, list) and "array" in kinds)) and "items" not in fixed:
+        fixed["items"] = {}
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(fixed.get(key), dict):
+            fixed[key] = {name: _subschema(value) for name, value in fixed[key].items()}
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(fixed.get(key), list):
+            fixed[key] = [_subschema(value) for value in fixed[key]]
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(fixed.get(key), dict):
+            fixed[key] = _subschema(fixed[key])
+    return fixed

@@ -12,9 +12,7 @@ import pytest
 from nanohermes.config.mcp_config import McpServerConfig, servers_from_acp, tool_name
 from nanohermes.config.settings import load_settings
 from nanohermes.core.errors import ConfigError
-from nanohermes.mcp.results import render_result
-from nanohermes.mcp.schema import normalize_schema
-from nanohermes.mcp.tools import build_tools
+from nanohermes.mcp.tools import build_tools, normalize_schema, render_result
 
 
 def settings_from(tmp_path: Path, toml: str, *json_files: Path):  # type: ignore[no-untyped-def]

@@ -10,8 +10,7 @@ import pytest
 from mcp_helpers import Managers, demo_stdio
 
 from nanohermes.config.mcp_config import McpServerConfig, tool_name
-from nanohermes.mcp.schema import normalize_schema
-from nanohermes.mcp.tools import build_tools, offered
+from nanohermes.mcp.tools import build_tools, normalize_schema, offered
 from nanohermes.tools.base import Tool
 
 
