@@ -7,24 +7,19 @@ Paths are still confined to the workspace; listing, grep and the shell stay on d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import EDIT_MAX_BYTES, READ_DEFAULT_LIMIT, READ_MAX_LINE_CHARS, FileTools
 from nanohermes.tools.paths import Workspace
 
-
-class ClientFiles(Protocol):
-    """The editor's file access for one session. Both raise ToolError (with the client's reason)."""
-
-    def read_text(self, path: Path, cancel: object | None = None) -> str: ...
-
-    def write_text(self, path: Path, content: str, cancel: object | None = None) -> None: ...
+if TYPE_CHECKING:
+    from nanohermes.acp.session import AcpSession
 
 
 def client_file_tools(
-    root: Path, max_chars: int, client: ClientFiles, *, reads: bool, writes: bool
+    root: Path, max_chars: int, client: AcpSession, *, reads: bool, writes: bool
 ) -> FileTools:
     workspace = EditorWorkspace(root, client) if writes else Workspace(root)
     return ClientReadTools(workspace, client, max_chars) if reads else FileTools(workspace, max_chars)
@@ -33,7 +28,7 @@ def client_file_tools(
 class EditorWorkspace(Workspace):
     """A workspace whose files are written (write_file, edit_file) into the editor's buffers."""
 
-    def __init__(self, root: Path, client: ClientFiles) -> None:
+    def __init__(self, root: Path, client: AcpSession) -> None:
         super().__init__(root)
         self._client = client
 
@@ -44,7 +39,7 @@ class EditorWorkspace(Workspace):
 class ClientReadTools(FileTools):
     """FileTools reading the editor's buffers: read_file, and the text an edit or its diff starts from."""
 
-    def __init__(self, workspace: Workspace, client: ClientFiles, max_chars: int) -> None:
+    def __init__(self, workspace: Workspace, client: AcpSession, max_chars: int) -> None:
         super().__init__(workspace, max_chars=max_chars)
         self._client = client
 

@@ -46,10 +46,8 @@ SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 log = logging.getLogger("nanohermes.acp")
 
 
-def error_reply(code: int, message: str, request_id: Any = None, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
+def error_reply(code: int, message: str, request_id: Any, details: str) -> dict[str, Any]:
+    error = {"code": code, "message": message, "data": {"details": details}}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
@@ -139,7 +137,7 @@ class LineTransport:
             value = decode(line)
         except JSON_ERRORS as err:
             log.warning("malformed JSON from the client: %s", json_problem(err))
-            await self._write(error_reply(-32700, "Parse error", data={"details": json_problem(err)}))
+            await self._write(error_reply(-32700, "Parse error", None, json_problem(err)))
             return None
         problem = _invalid(value)
         is_reply = isinstance(value, dict) and "method" not in value and "id" in value
@@ -147,14 +145,14 @@ class LineTransport:
             log.warning("a reply from the client dropped: %s", problem)
         elif problem is not None:
             request_id = value.get("id") if isinstance(value, dict) and _valid_id(value.get("id")) else None
-            await self._write(error_reply(-32600, "Invalid request", request_id, {"details": problem}))
+            await self._write(error_reply(-32600, "Invalid request", request_id, problem))
         elif is_reply:
             return _with_error_object(value)
         elif "id" not in value and value["method"] not in NOTIFICATIONS:
             log.info("notification %.100r ignored: not one nanohermes handles", value["method"])
         elif _oversized_array(value.get("params")):
             if "id" in value:
-                too_long = {"details": f"an array of over {MAX_ARRAY_ITEMS:,} items"}
+                too_long = f"an array of over {MAX_ARRAY_ITEMS:,} items"
                 await self._write(error_reply(-32602, "Invalid params", value["id"], too_long))
         else:
             if "id" in value:  # a request, not a notification
@@ -172,8 +170,8 @@ class LineTransport:
                 await self._reader.readexactly(err.consumed)
             except asyncio.IncompleteReadError:
                 break
-        too_long = {"details": f"message over {LINE_LIMIT // (1024 * 1024)} MB"}
-        await self._write(error_reply(-32600, "Invalid request", data=too_long))
+        too_long = f"message over {LINE_LIMIT // (1024 * 1024)} MB"
+        await self._write(error_reply(-32600, "Invalid request", None, too_long))
 
     async def close(self) -> None:
         """Write out what the pipe has not taken yet, for up to FLUSH_SECONDS."""

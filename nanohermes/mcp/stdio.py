@@ -206,11 +206,8 @@ async def _close_all(*streams: Any) -> None:
 
 def _close_subprocess_transport(process: Process) -> None:
     """Close asyncio's transport of the process (it warns at exit while a child holds a pipe open)."""
-    transport = getattr(getattr(process, "_process", None), "_transport", None)
-    close = getattr(transport, "close", None)
-    if callable(close):
-        with contextlib.suppress(PermissionError):
-            close()
+    with contextlib.suppress(AttributeError, PermissionError):  # not on asyncio: no such transport
+        process._process._transport.close()  # type: ignore[attr-defined]
 
 
 def repaired(line: str, err: ValidationError) -> SessionMessage | Exception:
