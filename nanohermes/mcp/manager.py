@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.config.mcp_config import McpServerConfig, expand_variables
-from nanohermes.core.cancel import CancelToken, result_of
 from nanohermes.core.errors import ToolError
 from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.status import ServerEntry, ServerStatus, State, ToolInfo
@@ -179,10 +178,6 @@ class McpManager:
         future.add_done_callback(self._pending.discard)
         return future
 
-    def call(self, server: str, tool: str, arguments: dict[str, Any], cancel: CancelToken) -> str:
-        # cancelling the future cancels the call's task on the loop: the SDK sends notifications/cancelled
-        return result_of(self.submit(server, tool, arguments), cancel)
-
     # -- on the loop thread ---------------------------------------------------------------------
 
     async def _start_all(self, servers: list[ServerEntry]) -> None:
@@ -216,8 +211,7 @@ class McpManager:
         left_out = unusable(listed)
         listed = [spec for spec in listed if spec.name not in left_out]
         problem = self._tell_left_out(server, left_out)
-        caller, starter = functools.partial(self.call, name), functools.partial(self.submit, name)
-        tools = build_tools(name, server.config, listed, caller, starter)
+        tools = build_tools(name, server.config, listed, functools.partial(self.submit, name))
         infos = tuple(
             ToolInfo(tool.name, spec.name, spec.description[:MAX_DESCRIPTION_CHARS], spec.read_only)
             for tool, spec in zip(tools, listed, strict=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nanohermes.config.mcp_config import McpServerConfig, tool_name, with_hash
-from nanohermes.core.cancel import CancelToken
+from nanohermes.core.cancel import CancelToken, result_of
 from nanohermes.tools.base import Tool
 
 MAX_DESCRIPTION_CHARS = 2000
@@ -33,20 +33,19 @@ class ListedTool:
     read_only: bool
 
 
-Caller = Callable[[str, dict[str, Any], CancelToken], str]
-"""(remote tool name, arguments, cancel token) → result text (`McpManager.call`)."""
 Starter = Callable[[str, dict[str, Any]], Future[str]]
-"""(remote tool name, arguments) → the call's future (`McpManager.submit`)."""
+"""(remote tool name, arguments) → the call's future (`McpManager.submit`): cancelling it cancels the
+call (the SDK sends notifications/cancelled)."""
 
 
-def _call_remote(caller: Caller, remote: str, /, **arguments: Any) -> str:
+def _call_remote(starter: Starter, remote: str, /, **arguments: Any) -> str:
     """A tool's `func`: the model's arguments go to the server as they are."""
     cancel = arguments.pop(CANCEL_ARG, None)
-    return caller(remote, arguments, cancel if isinstance(cancel, CancelToken) else CancelToken())
+    return result_of(starter(remote, arguments), cancel if isinstance(cancel, CancelToken) else None)
 
 
 def build_tools(
-    server: str, config: McpServerConfig, listed: Iterable[ListedTool], caller: Caller, starter: Starter
+    server: str, config: McpServerConfig, listed: Iterable[ListedTool], starter: Starter
 ) -> list[Tool]:
     tools: list[Tool] = []
     taken: set[str] = set()
@@ -65,7 +64,7 @@ def build_tools(
                 name=name,
                 description=description,
                 parameters=parameters,
-                func=functools.partial(_call_remote, caller, spec.name),
+                func=functools.partial(_call_remote, starter, spec.name),
                 start=functools.partial(starter, spec.name),
                 mutating=not spec.read_only,
                 summary_arg=required[0] if required else next(iter(props), None),

@@ -208,7 +208,7 @@ def test_tool_names_are_sanitized_cut_and_unique() -> None:
             self.name, self.description, self.input_schema, self.read_only = name, "", {}, True
 
     tools = build_tools(
-        "s", McpServerConfig(command="x"), [Spec("a" * 70 + "1"), Spec("a" * 70 + "2")], lambda *a: "", never
+        "s", McpServerConfig(command="x"), [Spec("a" * 70 + "1"), Spec("a" * 70 + "2")], never
     )
     names = [tool.name for tool in tools]
     assert len(set(names)) == 2
@@ -227,7 +227,7 @@ def test_schema_normalized_and_open_arguments_passed_on() -> None:
         name, description, read_only = "t", "d", False
         input_schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
 
-    [tool] = build_tools("s", McpServerConfig(command="x", trusted=True), [Spec()], lambda *a: "", never)
+    [tool] = build_tools("s", McpServerConfig(command="x", trusted=True), [Spec()], never)
     assert tool.parse_arguments('{"n": "3", "extra": true}') == {"n": 3, "extra": True}
     assert tool.mutating
     assert tool.preapproved

@@ -73,7 +73,7 @@ def test_a_call_to_a_tool_with_a_boolean_property_schema_is_checked_not_crashed(
     def never(*_args: object) -> Future[str]:
         raise AssertionError("not called")
 
-    [tool] = build_tools("s", McpServerConfig(command="x"), [Spec()], lambda *a: "", never)
+    [tool] = build_tools("s", McpServerConfig(command="x"), [Spec()], never)
     assert tool.parse_arguments('{"x": [1, "two"], "n": "3"}') == {"x": [1, "two"], "n": 3}
 
 
