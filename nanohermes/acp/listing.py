@@ -12,8 +12,9 @@ from nanohermes.sessions.store import read_header
 LIST_PAGE = 50
 
 
-def session_infos(sessions_dir: Path, cwd: str | None, start: int) -> tuple[list[schema.SessionInfo], bool]:
-    """Up to LIST_PAGE sessions after the first `start` (of `cwd` when given), and whether more are left."""
+def session_list(sessions_dir: Path, cwd: str | None, start: int) -> schema.ListSessionsResponse:
+    """Up to LIST_PAGE sessions after the first `start` (of `cwd` when given), and the cursor of the
+    next page when more are left."""
     from nanohermes.sessions.paths import recent_session_files
 
     infos: list[schema.SessionInfo] = []
@@ -26,8 +27,8 @@ def session_infos(sessions_dir: Path, cwd: str | None, start: int) -> tuple[list
         if matched <= start:
             continue
         if len(infos) == LIST_PAGE:
-            return infos, True
+            return schema.ListSessionsResponse(sessions=infos, next_cursor=str(start + LIST_PAGE))
         updated = datetime.fromtimestamp(mtime).astimezone().isoformat(timespec="seconds")
         workspace, title = str(header.get("workspace") or ""), str(header.get("title") or "") or None
         infos.append(schema.SessionInfo(session_id=path.stem, cwd=workspace, title=title, updated_at=updated))
-    return infos, False
+    return schema.ListSessionsResponse(sessions=infos)

@@ -24,7 +24,7 @@ from acp.helpers import update_available_commands
 
 from nanohermes import __version__
 from nanohermes.acp import commands, convert
-from nanohermes.acp.listing import LIST_PAGE, session_infos
+from nanohermes.acp.listing import session_list
 from nanohermes.acp.session import AcpSession, Opened
 from nanohermes.agent.custom_commands import load_commands
 from nanohermes.core.errors import ConfigError, NanoHermesError, SessionInUse
@@ -149,15 +149,9 @@ class NanohermesAcpAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> schema.ListSessionsResponse:
-        start = 0
-        if cursor:
-            if not CURSOR.fullmatch(cursor):
-                raise RequestError.invalid_params({"details": f"bad cursor {shown(cursor)}"})
-            start = int(cursor)
-        infos, more = await asyncio.to_thread(session_infos, self.settings.sessions_dir, cwd, start)
-        return schema.ListSessionsResponse(
-            sessions=infos, next_cursor=str(start + LIST_PAGE) if more else None
-        )
+        if cursor and not CURSOR.fullmatch(cursor):
+            raise RequestError.invalid_params({"details": f"bad cursor {shown(cursor)}"})
+        return await asyncio.to_thread(session_list, self.settings.sessions_dir, cwd, int(cursor or 0))
 
     async def set_session_mode(
         self, mode_id: str, session_id: str, **kwargs: Any
