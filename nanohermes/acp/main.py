@@ -42,11 +42,7 @@ class _OneLineFormatter(logging.Formatter):
 
 
 def serve(
-    settings: Settings,
-    factory: AgentFactory,
-    stores: Callable[[Path], MemoryStore | None],
-    *,
-    verbose: bool,
+    settings: Settings, factory: AgentFactory, stores: Callable[[Path], MemoryStore | None], *, verbose: bool
 ) -> int:
     """Serve on stdin/stdout until stdin closes. `stores`: a workspace's memory store (one object per
     project)."""
