@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -156,8 +157,7 @@ def build_memory_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="nanohermes memory", description="Inspect and edit long-term memory.")
     _add_memory_options(parser)
     # what MemoryArgs reads; each action sets the few it takes (its positional: `argument`)
-    parser.set_defaults(argument="", explain=False, all_projects=False, kind="", project=False)
-    parser.set_defaults(team=False, history=False, stale=None, target="")
+    parser.set_defaults(**{f.name: f.default for f in fields(MemoryArgs) if f.name != "action"})
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     listing = actions.add_parser("list", help="list the global memories and this project's")
     listing.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
@@ -305,19 +305,9 @@ def _parse_memory(argv: list[str]) -> CliOptions:
             "--team] | export | import FILE",
             "nanohermes memory",
         )
-    argument = ns.argument if isinstance(ns.argument, str) else " ".join(ns.argument)  # nargs="+": words
-    memory = MemoryArgs(
-        ns.action,
-        argument,
-        ns.explain,
-        all_projects=ns.all_projects,
-        kind=ns.kind,
-        project=ns.project,
-        team=ns.team,
-        history=ns.history,
-        stale=ns.stale,
-        target=ns.target,
-    )
+    if not isinstance(ns.argument, str):  # nargs="+": words
+        ns.argument = " ".join(ns.argument)
+    memory = MemoryArgs(**{f.name: getattr(ns, f.name) for f in fields(MemoryArgs)})
     # `is not None`: an empty --memory-dir ("$UNSET") is refused by the settings, not read as the default
     overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir is not None else {}
     return CliOptions(
@@ -350,9 +340,8 @@ def _parse_acp(argv: list[str]) -> CliOptions:
 
 def _parse_mcp(argv: list[str]) -> CliOptions:
     parser = _Parser(prog="nanohermes mcp", description="Inspect the configured MCP servers.")
-    parser.add_argument("--config", metavar="FILE", help="config TOML file")
+    _add_common_options(parser.add_argument)
     parser.add_argument("--mcp-config", metavar="FILE", action="append", help="MCP servers as JSON")
-    parser.add_argument("--verbose", action="store_true", help="show details")
     parser.add_argument(
         "action", nargs="?", choices=["list"], help="list: start the servers, show their state and tools"
     )

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from filelock import FileLock, Timeout
 
 from nanohermes.checkpoints.active import ActiveTurns
 from nanohermes.checkpoints.files import CopyStore
@@ -33,9 +34,6 @@ from nanohermes.checkpoints.journal import (
 from nanohermes.checkpoints.shadow import GitTimeout, ShadowRepo
 from nanohermes.core.fileio import resolved
 from nanohermes.core.protocols import TurnChanges
-
-if TYPE_CHECKING:
-    from filelock import BaseFileLock
 
 FILE_LIMIT = 20_000
 """Above this many files a workspace is not snapshotted with git: per-file copies instead."""
@@ -105,7 +103,7 @@ class Checkpoints:
         self._turn: _Turn | None = None
         self._notes: list[str] = []
         self._pruned = False
-        self._file_lock: BaseFileLock | None = None
+        self._file_lock = FileLock(str(self.dir / "lock"), timeout=LOCK_TIMEOUT)
         self._private = [resolved(path) for path in (*private, checkpoints_root(state_dir))]
         self._active = ActiveTurns(self.dir / "active", path_key(self.session))
 
@@ -115,15 +113,10 @@ class Checkpoints:
     def lock(self) -> Iterator[None]:
         """The cross-process lock on this workspace's checkpoints (re-entrant within a thread);
         one that cannot be taken is a CheckpointError naming the cause."""
-        from filelock import FileLock, Timeout
-
         path = self.dir / "lock"
         try:
-            if self._file_lock is None:
-                self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-                self._file_lock = FileLock(str(path), timeout=LOCK_TIMEOUT)
-            lock = self._file_lock
-            lock.acquire()
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._file_lock.acquire()
         except Timeout:  # before OSError: filelock's Timeout is a TimeoutError
             raise CheckpointError(
                 f"the checkpoints of this workspace are locked by another nanohermes ({path})",
@@ -134,7 +127,7 @@ class Checkpoints:
         try:
             yield
         finally:
-            lock.release()
+            self._file_lock.release()
 
     def repo(self) -> ShadowRepo:
         if self._repo is None:
