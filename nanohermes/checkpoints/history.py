@@ -206,13 +206,11 @@ def render_diff(path: str, old: bytes, new: bytes) -> list[str]:
 
 
 def _binary(data: bytes) -> bool:
-    if b"\0" in data[:8192]:
-        return True
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
         return True
-    return False
+    return b"\0" in data[:8192]
 
 
 def _depth(path: str) -> int:

@@ -288,7 +288,7 @@ class Checkpoints:
                 return None
             first = repo.commit(turn.tree, f"before turn {number}")
             last = repo.commit(after, f"after turn {number}: {turn.prompt}", first)
-            repo.keep(f"refs/nanohermes/{path_key(self.session)}/{number}", last)
+            repo.run("update-ref", f"refs/nanohermes/{path_key(self.session)}/{number}", last)
             record = TurnRecord(number, when, turn.prompt, "git", changes, first, last)
         else:
             record = TurnRecord(number, when, turn.prompt, "copies", self._copied(turn, ""))

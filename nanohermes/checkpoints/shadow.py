@@ -175,9 +175,6 @@ class ShadowRepo:
             args += ["-p", parent]
         return self.run(*args).decode().strip()
 
-    def keep(self, ref: str, commit: str) -> None:
-        self.run("update-ref", ref, commit)
-
     def drop_refs(self, prefix: str) -> None:
         listed = self.run("for-each-ref", "--format=%(refname)", prefix).decode().split()
         if listed:
