@@ -146,13 +146,6 @@ def _add_memory_options(parser: argparse.ArgumentParser, default: object = None)
     parser.add_argument("--verbose", action="store_true", default=verbose, help="show details")
 
 
-def _share_options(actions: argparse._SubParsersAction[_Parser], add: Callable[..., None]) -> None:
-    """Every action (those added later included) takes the global options after its name too:
-    `memory list --memory-dir X` as well as `memory --memory-dir X list`."""
-    for sub in actions.choices.values():
-        add(sub, default=argparse.SUPPRESS)  # SUPPRESS: an option given before the action survives
-
-
 def build_memory_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="nanohermes memory", description="Inspect and edit long-term memory.")
     _add_memory_options(parser)
@@ -183,32 +176,10 @@ def build_memory_parser() -> argparse.ArgumentParser:
     forget.add_argument("argument", metavar="id", help="the id shown by 'memory list'")
     actions.add_parser("stats", help="counts per kind, file size and path")
     actions.add_parser("path", help="print the path of memory.json")
-    _share_options(actions, _add_memory_options)
-    return parser
-
-
-def build_undo_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="nanohermes undo",
-        description="Revert the file changes of an agent turn (the last one, or back to turn N).",
-    )
-    add = parser.add_argument
-    add("--session", metavar="NAME|PATH", help="the session (default: the latest one in this workspace)")
-    add("--list", dest="list_only", action="store_true", help="list the recorded turns and their files")
-    add("--to", metavar="N", type=int, help="revert every turn from N on (back to before turn N)")
-    add("--force", action="store_true", help="overwrite files that were edited after the turn")
-    _add_common_options(add)
-    return parser
-
-
-def build_acp_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="nanohermes acp",
-        description="Serve the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim).",
-    )
-    add = parser.add_argument
-    _add_run_options(add, "initial mode of new sessions: read-only | ask | auto (default: ask)")
-    _add_common_options(add, "log details to stderr")
+    # every action takes the global options after its name too: `memory list --memory-dir X` as well
+    # as `memory --memory-dir X list` (SUPPRESS: an option given before the action survives)
+    for sub in actions.choices.values():
+        _add_memory_options(sub, default=argparse.SUPPRESS)
     return parser
 
 
@@ -319,7 +290,17 @@ def _parse_memory(argv: list[str]) -> CliOptions:
 
 
 def _parse_undo(argv: list[str]) -> CliOptions:
-    ns = _parse(build_undo_parser(), argv)
+    parser = _Parser(
+        prog="nanohermes undo",
+        description="Revert the file changes of an agent turn (the last one, or back to turn N).",
+    )
+    add = parser.add_argument
+    add("--session", metavar="NAME|PATH", help="the session (default: the latest one in this workspace)")
+    add("--list", dest="list_only", action="store_true", help="list the recorded turns and their files")
+    add("--to", metavar="N", type=int, help="revert every turn from N on (back to before turn N)")
+    add("--force", action="store_true", help="overwrite files that were edited after the turn")
+    _add_common_options(add)
+    ns = _parse(parser, argv)
     if ns.to is not None and ns.to < 1:
         raise UsageError("--to needs a turn number, 1 or more (undo --list shows them)", "nanohermes undo")
     if ns.list_only and (ns.to is not None or ns.force):
@@ -329,7 +310,15 @@ def _parse_undo(argv: list[str]) -> CliOptions:
 
 
 def _parse_acp(argv: list[str]) -> CliOptions:
-    ns = _parse(build_acp_parser(), argv)
+    parser = _Parser(
+        prog="nanohermes acp",
+        description="Serve the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim).",
+    )
+    _add_run_options(
+        parser.add_argument, "initial mode of new sessions: read-only | ask | auto (default: ask)"
+    )
+    _add_common_options(parser.add_argument, "log details to stderr")
+    ns = _parse(parser, argv)
     return CliOptions(
         config=_config_file(ns, "nanohermes acp"),
         verbose=ns.verbose,
