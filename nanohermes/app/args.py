@@ -94,17 +94,12 @@ def _run_overrides(ns: argparse.Namespace, command: str) -> dict[str, object]:
     if ns.model is not None and not ns.model.strip():  # `--model "$UNSET"`: not "no model configured"
         raise UsageError("--model needs a model name, not an empty one", command)
     if ns.permission is not None and ns.permission not in PERMISSION_MODES:
-        modes = "read-only, ask, auto"
+        modes = ", ".join(PERMISSION_MODES)
         raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: {modes}", command)
-    overrides: dict[str, object] = {
-        "model": ns.model,
-        "base_url": ns.base_url,
-        "permission": ns.permission,
-        "memory_dir": ns.memory_dir,
-    }
+    overrides = {name: getattr(ns, name) for name in ("model", "base_url", "permission", "memory_dir")}
     if ns.no_memory:
         overrides["memory"] = False
-    return {k: v for k, v in overrides.items() if v is not None}
+    return {name: value for name, value in overrides.items() if value is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -97,15 +97,15 @@ def open_session(options: CliOptions, settings: Settings) -> OpenedSession:
 
     sessions_dir = settings.sessions_dir
     path: Path | None = None
-    notices: list[str] = []
+    notices: tuple[str, ...] = ()
     if options.session is not None:
         path = resolve_session_path(sessions_dir, options.session)
     elif options.continue_last:
         path = latest_session(sessions_dir, Path.cwd())
         if path is None:
-            notices.append(f"no earlier session in this workspace ({Path.cwd()}); starting a new one")
+            notices = (f"no earlier session in this workspace ({Path.cwd()}); starting a new one",)
     session, data, lock = open_locked(path or new_session_path(sessions_dir))
-    return OpenedSession(session, data, lock, tuple(notices))
+    return OpenedSession(session, data, lock, notices)
 
 
 def open_locked(path: Path) -> tuple[SessionFile, SessionData | None, SessionLock]:

@@ -72,10 +72,7 @@ class ShadowRepo:
     def run(
         self, *args: str, stdin: bytes | None = None, ok_codes: tuple[int, ...] = (0,), timeout: float = 0
     ) -> bytes:
-        command = [self.git]
-        for item in CONFIG:
-            command += ["-c", item]
-        command += args
+        command = [self.git, *(part for item in CONFIG for part in ("-c", item)), *args]
         try:
             done = subprocess.run(
                 command,
