@@ -146,11 +146,11 @@ class Checkpoints:
         self._warming = threading.Thread(target=self.warm_up, name="nh-checkpoints", daemon=True)
         self._warming.start()
 
-    def settle(self, timeout: float = WARM_UP_WAIT) -> None:
+    def settle(self) -> None:
         """Wait (bounded) for a background warm-up still running: called before the process leaves,
         so that no git command outlives it and trips the next run on a lock of the shadow index."""
         if self._warming is not None:
-            self._warming.join(timeout)
+            self._warming.join(WARM_UP_WAIT)
 
     def warm_up(self) -> None:
         """Decide git or copies, and build the shadow index of a workspace seen for the first time, so
