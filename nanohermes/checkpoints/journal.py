@@ -13,6 +13,7 @@ null means the file did not exist. Written atomically, mode 0600.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,7 +121,7 @@ class Journal:
         """The journal at `path`, or an empty one when there is none. Raises CheckpointError."""
         try:
             # json, not pydantic's parser: that refuses the lone surrogates of a name that is not UTF-8
-            journal = _FORMAT.validate_python(json.loads(path.read_text(encoding="utf-8")))
+            journal = _format().validate_python(json.loads(path.read_text(encoding="utf-8")))
         except FileNotFoundError:
             return cls(session, workspace, path=path)
         except OSError as err:
@@ -143,7 +144,7 @@ class Journal:
     def stage(self) -> StagedWrite:
         """The journal as it is now, written beside its file but not yet in place (see StagedWrite).
         Raises CheckpointError (a full disk: nothing written)."""
-        data = {"version": JOURNAL_VERSION, **_FORMAT.dump_python(self, mode="json", exclude={"path"})}
+        data = {"version": JOURNAL_VERSION, **_format().dump_python(self, mode="json", exclude={"path"})}
         try:
             ensure_private_dir(self.path.parent)
             # ASCII escapes: a file name that is not valid UTF-8 (a lone surrogate here) survives
@@ -155,7 +156,10 @@ class Journal:
         return CheckpointError(f"cannot write checkpoint journal {self.path}: {err.strerror or err}")
 
 
-_FORMAT = TypeAdapter(Journal)
+@functools.cache
+def _format() -> TypeAdapter[Journal]:
+    """Built on first use (a few ms): a turn that changes nothing never reads or writes a journal."""
+    return TypeAdapter(Journal)
 
 
 def _malformed(path: Path, err: ValidationError) -> CorruptJournal:
