@@ -233,9 +233,9 @@ def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Che
     CheckpointError."""
     session = session.expanduser().absolute()
     name = f"{path_key(session)}.json"
-    local = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name if here else None
-    found = local if local is not None and local.is_file() else None
-    found = found or _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
+    found = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name if here else None
+    if found is None or not found.is_file():
+        found = _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
     if found is None:
         raise NoCheckpoints(
             f"no checkpoints for session {session}", "nanohermes undo --list shows this workspace's"
