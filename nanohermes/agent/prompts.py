@@ -52,7 +52,7 @@ def base_system_prompt(
     parts = [extra.strip() or BASE_PROMPT, MEMORY_GUIDE if memory else NO_MEMORY_GUIDE]
     parts.append(
         f"Workspace: {workspace}\n"
-        f"Platform: {platform_name or _platform()}\n"
+        f"Platform: {platform_name or f'{platform.system()} {platform.release()}'.strip()}\n"
         f"Date: {(today or date.today()).isoformat()}"
     )
     if skills:
@@ -109,7 +109,3 @@ def _replaced(text: str) -> str:
 
 def _ignored(why: str) -> str:
     return f"{AGENTS_FILE} ignored: {why}"
-
-
-def _platform() -> str:
-    return f"{platform.system() or 'unknown'} {platform.release()}".strip()

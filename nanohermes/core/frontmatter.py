@@ -104,12 +104,6 @@ def markdown_files(pattern: str, directory: Path) -> list[Path]:
         return []
 
 
-def definition_dirs(kind: str, workspace: Path, state_dir: Path) -> tuple[tuple[Path, Path | None], ...]:
-    """Where the project's and the user's `kind` ("commands", "skills") live, the project's first,
-    each with the folder its files' real paths must stay in (None: the user's own, links allowed)."""
-    return (workspace / ".nanohermes" / kind, workspace), (state_dir / kind, None)
-
-
 def load_definitions(
     kind: str,
     pattern: str,
@@ -126,7 +120,8 @@ def load_definitions(
     found: dict[str, T] = {}
     notes: list[str] = []
     unlisted = 0
-    for directory, inside in definition_dirs(kind, workspace, state_dir):
+    # a project's file must stay inside the workspace; the user's own may link anywhere
+    for directory, inside in ((workspace / ".nanohermes" / kind, workspace), (state_dir / kind, None)):
         for path in markdown_files(pattern, directory):
             parts = path.relative_to(directory).parts
             name = parts[0] if len(parts) > 1 else path.stem

@@ -28,7 +28,6 @@ class ChatModel(Protocol):
         cancel: CancelToken | None = None,
     ) -> Iterator[StreamItem | ChatResult]:
         """Yield deltas as they arrive, then exactly one ChatResult last. Raises LLMError / Cancelled."""
-        ...
 
     def complete(
         self,
@@ -39,7 +38,6 @@ class ChatModel(Protocol):
         cancel: CancelToken | None = None,
     ) -> ChatResult:
         """One non-streaming request (distillation, summaries). Raises LLMError / Cancelled."""
-        ...
 
 
 class Decision(enum.Enum):
@@ -73,19 +71,16 @@ class ToolExecutor(Protocol):
 
     def schemas(self) -> list[dict[str, Any]]:
         """The `tools` array offered to the model (OpenAI function format)."""
-        ...
 
     def names(self) -> set[str]: ...
 
     def set_permission(self, mode: str) -> None:
         """`ask`, `auto` or `read-only` from now on (/permission)."""
-        ...
 
     def run_calls(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
         """Ask approvals one by one, run the calls concurrently, and yield ToolStarted for each
         dispatched call and ToolFinished for every call in call order (refused, invalid and
         interrupted calls included), so the caller can append one tool message per call."""
-        ...
 
 
 @dataclass(frozen=True)

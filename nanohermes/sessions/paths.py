@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from nanohermes.core.errors import ConfigError, reason
-from nanohermes.core.fileio import ensure_private_dir
+from nanohermes.core.fileio import ensure_private_dir, resolved
 from nanohermes.core.types import as_count
 from nanohermes.sessions.lock import lock_path
 from nanohermes.sessions.store import read_header
@@ -105,12 +105,7 @@ def latest_session(sessions_dir: Path, workspace: Path | None = None) -> Path | 
 
 
 def same_place(recorded: object, workspace: Path) -> bool:
-    if not isinstance(recorded, str) or not recorded:
-        return False
-    try:
-        return Path(recorded).resolve() == workspace.resolve()
-    except (OSError, RuntimeError):
-        return False
+    return isinstance(recorded, str) and bool(recorded) and resolved(Path(recorded)) == resolved(workspace)
 
 
 def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
