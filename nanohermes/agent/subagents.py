@@ -36,11 +36,10 @@ from nanohermes.core.errors import INTERRUPTED, ContextOverflow, LLMError, ToolE
 from nanohermes.core.events import ToolFinished
 from nanohermes.core.fileio import read_small_text
 from nanohermes.core.frontmatter import front_matter, markdown_files, skipped, unquote
-from nanohermes.core.protocols import ChatModel, ToolExecutor
 from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shorten, shown_images
-from nanohermes.llm import extract_text_tool_calls
+from nanohermes.llm import ChatClient, extract_text_tool_calls
 from nanohermes.memory import set_block
-from nanohermes.tools.base import Tool, tool_from_function
+from nanohermes.tools import Tool, ToolRunner, tool_from_function
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
@@ -133,8 +132,8 @@ class SubAgentRunner:
 
     def __init__(
         self,
-        model: ChatModel,
-        tools: ToolExecutor,
+        model: ChatClient,
+        tools: ToolRunner,
         *,
         workspace: Path,
         model_name: Callable[[], str],
