@@ -20,15 +20,14 @@ from typing import TypeVar
 
 from nanohermes.core.errors import reason
 from nanohermes.core.fileio import read_small_text, resolved
+from nanohermes.core.markers import INVISIBLE
 from nanohermes.core.types import shorten
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A command's or a skill's name: what a slash command or a tool argument can carry as it is."""
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\U000e0000-\U000e007f]"
-)
-"""Control characters and invisible Unicode (zero-width, bidi overrides, tag characters): text the
-user cannot see in an editor but the model reads."""
+_UNSAFE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{INVISIBLE}\U000e0000-\U000e007f]")
+"""Control characters, invisible Unicode and tag characters: text the user cannot see in an editor
+but the model reads."""
 _BLOCK_SCALAR = re.compile(r"[|>][-+]?")
 T = TypeVar("T")
 
