@@ -1,22 +1,6 @@
-"""Sub-agents (SPEC §4.6): definitions, and the `task` tool that runs one in its own message loop.
-
-A definition is a Markdown file with a small front matter (`~/.nanohermes/agents/NAME.md`, examples
-in `config/agents/`); the body is the sub-agent's role prompt:
-
-    ---
-    name: reviewer
-    description: Reviews changes for bugs and style problems; reports findings, changes nothing.
-    tools: read_file, list_files, grep, memory_search
-    ---
-    You are a meticulous code reviewer. …
-
-`tools` may also be `[a, b]` or a YAML block list, `[]` is no tools; without it the sub-agent gets
-every tool the parent has but `task`. A key that is unknown, repeated, or an empty `tools:` is an
-error, never "every tool" (Claude Code's `model` and `color` are accepted and ignored).
-
-The sub-agent shares the parent's tool executor (same permissions, approvals, workspace) and memory
-store; its system prompt gets the memory block retrieved for its task text; it never distills.
-"""
+"""Sub-agents (SPEC §4.6; the file format is in the README's "Sub-agents"): definitions, and the
+`task` tool that runs one in its own message loop. A sub-agent shares the parent's tool executor and
+memory store, its system prompt gets the memory block retrieved for its task text, it never distills."""
 
 from __future__ import annotations
 

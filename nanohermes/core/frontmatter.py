@@ -1,15 +1,7 @@
-"""Markdown files with a small front matter: sub-agent definitions, custom slash commands, skills.
-
-    ---
-    name: reviewer
-    description: Reviews changes.
-    ---
-    The body …
-
-Only what these files use of YAML: `key: value` lines, a key with no value followed by `- item`
-lines (joined with ", "), and indented lines that go on with the last key's value (a long
-description, `description: >-`, a `metadata:` map); no YAML library.
-"""
+"""Markdown files with a small front matter (`key: value` lines between two `---` lines, then the
+body): sub-agent definitions, custom slash commands, skills. Only what these files use of YAML:
+`key: value` lines, a key with no value followed by `- item` lines (joined with ", "), and indented
+lines that go on with the last key's value (`description: >-`, a `metadata:` map); no YAML library."""
 
 from __future__ import annotations
 
