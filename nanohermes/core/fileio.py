@@ -70,32 +70,16 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-_IOV_MAX = 1024  # POSIX guarantees at least 16; Linux and the BSDs allow 1024 buffers per writev
-
-
 def write_all(fd: int, data: bytes | Sequence[bytes]) -> None:
-    """Write `data` whole; a sequence of pieces is written gathered (writev), never joined in memory."""
-    if not isinstance(data, bytes | bytearray | memoryview):
-        if hasattr(os, "writev"):
-            _write_pieces(fd, data)
-            return
-        data = b"".join(data)
-    view = memoryview(data)
+    """Write `data` (bytes, or pieces joined first) whole."""
+    view = memoryview(data if isinstance(data, bytes | bytearray | memoryview) else b"".join(data))
     while view:
         written = os.write(fd, view)
         view = view[written:]
 
 
-def _write_pieces(fd: int, pieces: Sequence[bytes]) -> None:
-    for start in range(0, len(pieces), _IOV_MAX):
-        batch = pieces[start : start + _IOV_MAX]
-        written = os.writev(fd, batch)
-        if written < sum(map(len, batch)):  # a short write: the rest of this batch, plainly
-            write_all(fd, b"".join(batch)[written:])
-
-
 def atomic_write(path: Path, data: bytes | Sequence[bytes], *, temp_prefix: str = "") -> None:
-    """Replace `path` with `data` (bytes, or pieces written gathered) atomically (file mode 0600).
+    """Replace `path` with `data` (bytes, or pieces) atomically (file mode 0600).
     On failure the old file is untouched, the temp file is removed and the OSError propagates."""
     _put_in_place(_write_temp(path, data, temp_prefix), path)
 
