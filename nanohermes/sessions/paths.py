@@ -127,8 +127,3 @@ def describe_session(path: Path) -> SessionInfo:
         return SessionInfo(path, "", 0, "(unreadable session file)")
     title = str(header.get("title") or "") or "(empty)"
     return SessionInfo(path, str(header.get("updated") or ""), as_count(header.get("message_count")), title)
-
-
-def list_sessions(sessions_dir: Path, limit: int = 10) -> list[SessionInfo]:
-    """Recent sessions, newest first."""
-    return [describe_session(path) for path, _ in recent_session_files(sessions_dir)[:limit]]

@@ -15,8 +15,8 @@ from nanohermes.core.types import Usage
 from nanohermes.sessions.paths import (
     describe_session,
     latest_session,
-    list_sessions,
     new_session_path,
+    recent_session_files,
     resolve_session_path,
 )
 from nanohermes.sessions.store import SESSION_VERSION, SessionData, SessionFile, read_header
@@ -200,7 +200,7 @@ def test_paths_names_timestamps_and_listing(tmp_path: Path) -> None:
     (sessions / "broken.json").write_text("{", encoding="utf-8")
     os.utime(sessions / "broken.json", (0, 0))
     assert latest_session(sessions) == newer
-    infos = list_sessions(sessions)
+    infos = [describe_session(path) for path, _ in recent_session_files(sessions)]
     assert [i.path.name for i in infos] == ["named.json", first.name, "broken.json"]
     assert infos[1].title == "fix the parser"
     assert infos[2].title == "(unreadable session file)"
@@ -211,7 +211,9 @@ def test_a_deeply_nested_file_does_not_break_listing_or_continue(tmp_path: Path)
     sessions.mkdir()
     hostile = sessions / "deep.json"  # `[[[[…` in the header: the JSON decoder runs out of recursion
     hostile.write_text('{"version": 2, "title": ' + "[" * 8_000 + "]" * 8_000 + ', "messages": []}')
-    assert [info.title for info in list_sessions(sessions)] == ["(unreadable session file)"]
+    assert [describe_session(path).title for path, _ in recent_session_files(sessions)] == [
+        "(unreadable session file)"
+    ]
     assert latest_session(sessions, tmp_path) is None
 
 
