@@ -41,8 +41,6 @@ def base_system_prompt(
     *,
     memory: bool,
     extra: str = "",
-    today: date | None = None,
-    platform_name: str | None = None,
     agents_md: str | None = None,
     skills: str = "",
 ) -> str:
@@ -50,11 +48,8 @@ def base_system_prompt(
     `agents_md`: the AGENTS.md text already read (`load_agents_md`); None reads it here. `skills`:
     the section listing the skills (`skills_prompt`)."""
     parts = [extra.strip() or BASE_PROMPT, MEMORY_GUIDE if memory else NO_MEMORY_GUIDE]
-    parts.append(
-        f"Workspace: {workspace}\n"
-        f"Platform: {platform_name or f'{platform.system()} {platform.release()}'.strip()}\n"
-        f"Date: {(today or date.today()).isoformat()}"
-    )
+    today = date.today().isoformat()
+    parts.append(f"Workspace: {workspace}\nPlatform: {platform.system()} {platform.release()}\nDate: {today}")
     if skills:
         parts.append(skills)
     agents = load_agents_md(workspace)[0] if agents_md is None else agents_md

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import threading
 from datetime import date
 from pathlib import Path
@@ -34,10 +35,10 @@ REPO_AGENTS = Path(__file__).resolve().parents[2] / "config" / "agents"
 
 def test_system_prompt_has_workspace_platform_date_agents_md_and_block_last(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").write_text("Use tabs.\nRun make check before committing.", encoding="utf-8")
-    prompt = base_system_prompt(tmp_path, memory=True, today=date(2026, 3, 4), platform_name="Linux 6.1")
+    prompt = base_system_prompt(tmp_path, memory=True)
     assert f"Workspace: {tmp_path}" in prompt
-    assert "Platform: Linux 6.1" in prompt
-    assert "Date: 2026-03-04" in prompt
+    assert f"Platform: {platform.system()} {platform.release()}" in prompt
+    assert f"Date: {date.today().isoformat()}" in prompt
     assert "memory_save" in prompt
     assert prompt.rstrip().endswith("Run make check before committing.")
     block = f"{BLOCK_START}\n- [Preference] tabs\n=== End long-term memory ==="
