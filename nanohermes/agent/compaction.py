@@ -86,8 +86,6 @@ def compact(
     `Cancelled` from `summarize` propagates (nothing changed); any other NanoHermesError falls back
     to dropping the middle with a note.
     """
-    if len(messages) < 2:
-        return None
     cut = split_point(messages, keep)
     head, middle, tail = messages[:1], messages[1:cut], messages[cut:]
     if all(is_compaction_message(m) for m in middle):  # also when the middle is empty
