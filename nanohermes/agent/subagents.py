@@ -42,7 +42,6 @@ class AgentDefinition:
     prompt: str
     tools: tuple[str, ...] | None = None
     """Allowed tool names; None = all of the parent's tools except `task`."""
-    source: str = "built-in"
 
 
 BUILTIN_AGENTS = (
@@ -65,7 +64,7 @@ BUILTIN_AGENTS = (
 )
 
 
-def parse_definition(text: str, source: str, fallback_name: str) -> AgentDefinition:
+def parse_definition(text: str, fallback_name: str) -> AgentDefinition:
     """Parse one definition file. Raises ValueError with a one-line reason."""
     text = text.lstrip("\ufeff").strip()  # a BOM (Windows editors) is no text
     meta, body = front_matter(text, FRONT_MATTER_KEYS)
@@ -78,7 +77,7 @@ def parse_definition(text: str, source: str, fallback_name: str) -> AgentDefinit
         raise ValueError("the prompt (the text after the front matter) is empty")
     tools = _tool_names(meta["tools"]) if "tools" in meta else None
     description = unquote(meta.get("description", "")) or body.splitlines()[0][:100]
-    return AgentDefinition(name, description, body, tools, source)
+    return AgentDefinition(name, description, body, tools)
 
 
 def _tool_names(value: str) -> tuple[str, ...]:
@@ -99,7 +98,7 @@ def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefini
         for path in markdown_files("*.md", directory):
             try:
                 text = read_small_text(path, DEFINITION_MAX_BYTES)
-                definition = parse_definition(text, str(path), path.stem)
+                definition = parse_definition(text, path.stem)
                 if definition.name in taken:
                     raise ValueError(f"name '{definition.name}' is already taken by {taken[definition.name]}")
             except (OSError, ValueError) as err:

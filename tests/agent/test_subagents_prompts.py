@@ -72,16 +72,16 @@ def test_definitions_parse_load_and_override(tmp_path: Path) -> None:
     assert "broken.md" in problems[0]
     assert "never closed" in problems[0]
     with pytest.raises(ValueError, match="empty"):
-        parse_definition("---\nname: a\n---\n", "x", "a")
+        parse_definition("---\nname: a\n---\n", "a")
     with pytest.raises(ValueError, match="letters"):
-        parse_definition("---\nname: a b\n---\nhi", "x", "a")
+        parse_definition("---\nname: a b\n---\nhi", "a")
 
 
 def test_repository_example_agents_are_valid() -> None:
     files = sorted(REPO_AGENTS.glob("*.md"))
     assert files
     for path in files:
-        definition = parse_definition(path.read_text(encoding="utf-8"), str(path), path.stem)
+        definition = parse_definition(path.read_text(encoding="utf-8"), path.stem)
         assert definition.description
         assert definition.tools
 
@@ -210,7 +210,7 @@ def test_definitions_never_get_more_tools_than_they_list(tmp_path: Path) -> None
         ("tools: []", ()),
         ("model: sonnet\ncolor: blue\ntools: grep", ("grep",)),  # Claude Code's keys: ignored
     ]:
-        assert parse_definition(f"---\nname: a\n{front}\n---\nhi", "x", "a").tools == tools, front
+        assert parse_definition(f"---\nname: a\n{front}\n---\nhi", "a").tools == tools, front
     for front, reason in [
         ("tools: read_file\ntools:", "'tools' is given twice"),  # the empty one won: every tool
         ("tools:", "'tools' is empty"),
@@ -220,7 +220,7 @@ def test_definitions_never_get_more_tools_than_they_list(tmp_path: Path) -> None
         ("x" * 5_000, "without 'key: value'"),
     ]:
         with pytest.raises(ValueError, match=reason) as caught:
-            parse_definition(f"---\n{front}\n---\nhi", "x", "a")
+            parse_definition(f"---\n{front}\n---\nhi", "a")
         assert len(str(caught.value)) < 200
 
 
