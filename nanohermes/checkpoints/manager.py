@@ -70,7 +70,7 @@ class _Turn:
 
 
 class Checkpoints:
-    """Implements `protocols.TurnRecorder` and `protocols.ChangeGuard` for one session."""
+    """The agent's turn recorder and the tool runner's `protocols.ChangeGuard`, for one session."""
 
     def __init__(
         self,
