@@ -66,7 +66,7 @@ def real_sleep(seconds: float, cancel: CancelToken | None) -> bool:
 
 
 class ChatClient:
-    """Implements `nanohermes.core.protocols.ChatModel`."""
+    """The agent's model client: streamed and plain chat completions, with retries."""
 
     def __init__(
         self,
