@@ -11,11 +11,8 @@ stderr read up to OUTPUT_CAP.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -28,9 +25,8 @@ from nanohermes.core.errors import Cancelled, NanoHermesError, reason
 from nanohermes.core.events import Event, Note
 from nanohermes.core.types import ToolCall, ToolResult, shorten
 from nanohermes.tools.outcomes import cap_output, make_result
-from nanohermes.tools.reaper import kill_tagged, new_tag, tagged_env
 from nanohermes.tools.sandbox import Sandbox
-from nanohermes.tools.shell import PIPE_GRACE, POLL, CappedBuffer, join_readers, kill_group, start_readers
+from nanohermes.tools.shell import CappedBuffer, run_command
 
 OUTPUT_CAP = 64 * 1024
 """Bytes of a hook's stderr kept (its head and tail)."""
@@ -107,40 +103,14 @@ class HookRunner:
 
     def _execute(self, hook: Hook, data: bytes, cancel: CancelToken) -> tuple[int | None, str]:
         """(exit code, None when it ran past its timeout; its stderr). Raises Cancelled on Ctrl-C."""
-        cancel.raise_if_cancelled()
-        argv = self.sandbox.argv(hook.command)  # None: run it plainly
-        tag = new_tag()
+        err = CappedBuffer(OUTPUT_CAP)
         with tempfile.TemporaryFile() as stdin:  # not a pipe: a hook that never reads it cannot block us
             stdin.write(data)
             stdin.seek(0)
-            process = subprocess.Popen(
-                argv or hook.command,
-                shell=argv is None,
-                cwd=self.workspace,
-                stdin=stdin,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                env=self.sandbox.environment(tagged_env(tag)),
-                start_new_session=True,
+            code, timed_out, _ = run_command(
+                hook.command, self.sandbox, self.workspace, hook.timeout, cancel, err, stdin=stdin
             )
-        err = CappedBuffer(OUTPUT_CAP)
-        stop = threading.Event()
-        readers = start_readers(process, tag, ((process.stderr, err),), stop)
-        deadline = time.monotonic() + hook.timeout
-        try:
-            while process.poll() is None and not cancel.cancelled and time.monotonic() < deadline:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(POLL)
-        finally:  # also on KeyboardInterrupt (a session_start hook in -p)
-            code = process.poll()
-            if code is None:
-                kill_group(process)
-                kill_tagged(tag)
-            join_readers(readers, PIPE_GRACE, cancel)  # background processes may hold its stderr a while
-            stop.set()
-            join_readers(readers, 2 * POLL)
-        cancel.raise_if_cancelled()
-        return code, err.text()
+        return None if timed_out else code, err.text()
 
 
 def _described(event: str, hook: Hook, code: int | None, stderr: str, seconds: float) -> str:

@@ -27,11 +27,6 @@ def new_tag() -> str:
     return uuid.uuid4().hex
 
 
-def tagged_env(tag: str) -> dict[str, str]:
-    """Our environment plus the tag: the one to start a command with."""
-    return {**os.environ, TAG_VAR: tag}
-
-
 def can_track() -> bool:
     """Whether tagged processes can be found here (a readable /proc)."""
     return (PROC / str(os.getpid()) / "environ").is_file()
