@@ -7,7 +7,6 @@ during the walk cannot lead outside the workspace; FIFOs, sockets and devices ar
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
 from collections.abc import Iterator
@@ -117,10 +116,7 @@ class SearchTools:
     def _files(self, start: Path, glob: str | None, deep: list[str], ctx: CallContext) -> Iterator[str]:
         """The workspace-relative paths of the files under `start` that git would not ignore and
         that match `glob` (without `/` it matches file names, with `/` relative paths)."""
-        try:
-            wanted = Glob(glob.lstrip("/"), anchored="/" in glob) if glob else None
-        except re.error:
-            raise ToolError(f"invalid glob {glob!r}") from None
+        wanted = Glob(glob.lstrip("/"), anchored="/" in glob) if glob else None
         rules: list[Rule] = []
         if start.is_relative_to(self.workspace.root):  # the .gitignore files above `start` count too
             parts = start.relative_to(self.workspace.root).parts
