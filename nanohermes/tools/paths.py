@@ -266,31 +266,24 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"  # so `\\x80`-`\\xff` are bytes
 
 
-_UNESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+_UNESCAPE = re.compile(r'\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|([ntr"\\]))')
 _NAMED_UNESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 
 
 def unquoted_path(shown: str) -> str | None:
     """The name `shown_path` showed as `shown`, or None when `shown` is not such a quoted name."""
-    if len(shown) < 2 or shown[0] != '"' or shown[-1] != '"':
+    body = shown[1:-1]
+    if len(shown) < 2 or shown[0] != '"' or shown[-1] != '"' or re.search(r'["\\]', _UNESCAPE.sub("", body)):
         return None
-    out: list[str] = []
-    at = 1
-    for match in _UNESCAPE.finditer(shown, 1, len(shown) - 1):
-        out.append(shown[at : match.start()])
-        byte, code, named = match.groups()
-        if byte is not None:
-            value = int(byte, 16)
-            out.append(chr(value) if value < 0x80 else chr(0xDC00 + value))  # a byte, as os.fsdecode
-        elif code is not None:
-            out.append(chr(int(code, 16)))
-        elif named in _NAMED_UNESCAPES:
-            out.append(_NAMED_UNESCAPES[named])
-        else:
-            return None
-        at = match.end()
-    rest = shown[at:-1]
-    return None if '"' in rest else "".join(out) + rest
+    return _UNESCAPE.sub(_unescaped, body)
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    byte, code, named = match.groups()
+    if byte is not None:
+        value = int(byte, 16)
+        return chr(value) if value < 0x80 else chr(0xDC00 + value)  # a byte, as os.fsdecode has it
+    return chr(int(code, 16)) if code is not None else _NAMED_UNESCAPES[named]
 
 
 def existing_mode(resolved: Path) -> int | None:
