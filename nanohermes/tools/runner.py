@@ -174,18 +174,17 @@ class ToolRunner:
         notes: list[Note] = []
         prepared = self._prepare_all(calls, cancel, notes)
         yield from notes
-        futures: list[Future[ToolResult]] = []
-        started: list[float] = []
-        ran: list[bool] = []
+        runs: list[tuple[Future[ToolResult], bool, float]] = []  # (its result, whether it ran, since)
         chains: dict[Path, Future[ToolResult]] = {}
         # its threads are started by the first submit: a batch of remote calls starts none
         pool = ThreadPoolExecutor(min(MAX_WORKERS, len(calls)), thread_name_prefix="nanohermes-tool")
         try:
             for call, ready in zip(calls, prepared, strict=True):
-                started.append(time.monotonic())
-                ran.append(False)
+                began = time.monotonic()
                 if isinstance(ready, ToolResult) or cancel.cancelled:
-                    futures.append(done(ready if isinstance(ready, ToolResult) else _interrupted(call)))
+                    runs.append(
+                        (done(ready if isinstance(ready, ToolResult) else _interrupted(call)), False, began)
+                    )
                     continue
                 tool = ready.tool
                 after = chains.get(ready.resolved) if ready.resolved else None
@@ -196,15 +195,13 @@ class ToolRunner:
                     future = pool.submit(self._execute, ready, cancel, after)
                 if ready.resolved is not None:
                     chains[ready.resolved] = future
-                futures.append(future)
-                ran[-1] = True
+                runs.append((future, True, began))
                 yield ToolStarted(call, ready.summary)
-            for (call, result), it_ran, start in zip(
-                _collect(calls, futures, cancel), ran, started, strict=True
-            ):
-                if it_ran and self.hooks is not None:
+            results = _collect(calls, [future for future, _, _ in runs], cancel)
+            for (call, result), (_, ran, began) in zip(results, runs, strict=True):
+                if ran and self.hooks is not None:
                     result = yield from self.hooks.after_tool(result, call, cancel, self.max_chars)
-                yield ToolFinished(result, finish_summary(result), time.monotonic() - start)
+                yield ToolFinished(result, finish_summary(result), time.monotonic() - began)
         finally:
             pool.shutdown(wait=not cancel.cancelled, cancel_futures=True)
 
