@@ -6,6 +6,8 @@ during the walk cannot lead outside the workspace; FIFOs, sockets and devices ar
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import re
 import stat
@@ -34,8 +36,7 @@ GREP_MAX_PATTERN_UNITS = 100_000
 """A pattern whose counted repeats unroll past this many pieces is refused (memory)."""
 GITIGNORE_MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 100
-"""Directories nested deeper than this are listed but not entered: a chain of hundreds of nested
-directories would otherwise exhaust the stack and fail the walk."""
+"""Deeper directories are not entered: a chain of hundreds would exhaust the stack."""
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -62,15 +63,11 @@ class SearchTools:
             raise ToolError(f"{path}: no such directory")
         if not stat.S_ISDIR(mode):
             raise ToolError(f"{path} is not a directory (use read_file for files)")
-        shown: list[str] = []
-        total = 0
         deep: list[str] = []
-        for rel in self._files(start, glob, deep, ctx):
-            total += 1
-            if len(shown) < LIST_MAX_ENTRIES:
-                shown.append(shown_path(rel))
-        if total > len(shown):
-            shown.append(f"[… {total - len(shown)} more files; narrow it with path or glob]")
+        files = self._files(start, glob, deep, ctx)
+        shown = [shown_path(rel) for rel in itertools.islice(files, LIST_MAX_ENTRIES)]
+        if more := sum(1 for _ in files):
+            shown.append(f"[… {more} more files; narrow it with path or glob]")
         if not shown:
             shown.append(f"no files{' matching ' + repr(glob) if glob else ''} under {path}")
         return "\n".join(shown + _too_deep_note(deep))
@@ -113,8 +110,6 @@ class SearchTools:
         )
         return "\n".join([found, *_too_deep_note(deep), *big_note])
 
-    # -- walking ----------------------------------------------------------------------------------
-
     def _files(self, start: Path, glob: str | None, deep: list[str], ctx: CallContext) -> Iterator[str]:
         """The workspace-relative paths of the files under `start` that git would not ignore and
         that match `glob` (without `/` it matches file names, with `/` relative paths)."""
@@ -126,17 +121,11 @@ class SearchTools:
                 above = self.workspace.root.joinpath(*parts[:index])
                 rules += _read_rules(above, "/".join(parts[:index]))
         base = self.workspace.relative(start) if start != self.workspace.root else ""
-        walked = self._walk_from(start, base, rules, deep, ctx)
-        return (rel for rel in walked if wanted is None or wanted.matches(rel))
-
-    def _walk_from(
-        self, start: Path, base: str, rules: list[Rule], deep: list[str], ctx: CallContext
-    ) -> Iterator[str]:
-        if SAFE_WALK:
-            with self.workspace.dir_fd(start) as fd:
-                yield from _walk(fd, base, rules, deep, ctx, 1)
-        else:
-            yield from _walk(start, base, rules, deep, ctx, 1)
+        opened = self.workspace.dir_fd(start) if SAFE_WALK else contextlib.nullcontext(start)
+        with opened as where:
+            for rel in _walk(where, base, rules, deep, ctx, 1):
+                if wanted is None or wanted.matches(rel):
+                    yield rel
 
     def _search_file(
         self, file: Path, compiled: regex.Pattern[str], pattern: str, big: list[str], ctx: CallContext
@@ -240,7 +229,6 @@ def _read_rules(where: Where, base: str) -> list[Rule]:
 
 
 def _note(names: list[str], what: str, advice: str = "") -> list[str]:
-    """A line naming what was skipped, if anything was."""
     if not names:
         return []
     more = f" and {len(names) - 1} more" if len(names) > 1 else ""
