@@ -27,8 +27,6 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 SAFE_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
-TEMP_STEM_BYTES = 128
-"""Bytes of the target's name kept in its temp file's name (the rest of which takes under 60)."""
 
 
 class OutsideWorkspace(ToolError):
@@ -189,7 +187,8 @@ def _lstat_mode(name: str, parent: int | None) -> int | None:
 def _write_new(resolved: Path, data: bytes, parent: int | None) -> None:
     """Write `data` to a temp file beside `resolved` and rename it over (in the directory `parent`,
     or by whole paths). An existing file keeps its permissions."""
-    temp = _temp_name(resolved.name, data)
+    stem = os.fsencode(resolved.name)[:128].decode("utf-8", "ignore") or "file"  # within NAME_MAX
+    temp = f".{stem}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
     if parent is None:
         temp, target = str(resolved.parent / temp), str(resolved)
     else:
@@ -307,13 +306,6 @@ def _not_regular(resolved: Path, mode: int) -> ToolError:
         return ToolError(f"{resolved} is a directory")
     kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
     return ToolError(f"{resolved} is not a regular file ({kind}); not opened")
-
-
-def _temp_name(name: str, data: bytes) -> str:
-    """The temp file beside `name`: its name cut so that the temp's stays within NAME_MAX (255 bytes)
-    even when `name` itself is close to it."""
-    stem = os.fsencode(name)[:TEMP_STEM_BYTES].decode("utf-8", "ignore") or "file"
-    return f".{stem}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
 
 
 _REASONS = {
