@@ -19,8 +19,7 @@ from pathlib import Path
 
 TAG_VAR = "NANOHERMES_SHELL_CALL"
 PROC = Path("/proc")
-MAX_ROUNDS = 20
-"""Rescans while new tagged processes keep appearing (a fork loop); each round stops what it finds."""
+MAX_ROUNDS = 20  # rescans while a fork loop makes new ones; each round stops what it finds
 
 
 def new_tag() -> str:
@@ -28,7 +27,7 @@ def new_tag() -> str:
 
 
 def can_track() -> bool:
-    """Whether tagged processes can be found here (a readable /proc)."""
+    """Whether tagged processes can be found here."""
     return (PROC / str(os.getpid()) / "environ").is_file()
 
 
