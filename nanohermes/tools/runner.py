@@ -33,7 +33,6 @@ from nanohermes.tools.search import SearchTools
 from nanohermes.tools.shell import ShellTool, shown_seconds
 
 if TYPE_CHECKING:
-    from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
     from nanohermes.tools.hooks import HookRunner
 
@@ -71,6 +70,7 @@ class ToolRunner:
         checkpoints: ChangeGuard | None = None,
         files: FileTools | None = None,
     ) -> None:
+        """`files`: file tools reading and writing elsewhere than the disk (ACP: the editor)."""
         self.workspace = Workspace(workspace)
         self.max_chars = tool_output_chars
         self.checkpoints = checkpoints
@@ -108,31 +108,6 @@ class ToolRunner:
 
             for tool in MemoryTools(store).tools():
                 self.register(tool)
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        workspace: Path,
-        approver: Approver | None,
-        store: MemoryStore | None,
-        *,
-        sandbox: Sandbox | None = None,
-        checkpoints: ChangeGuard | None = None,
-        files: FileTools | None = None,
-    ) -> ToolRunner:
-        """`files`: file tools reading and writing elsewhere than the disk (ACP: the editor)."""
-        return cls(
-            workspace,
-            permission=settings.permission,
-            approver=approver,
-            store=store,
-            tool_output_chars=settings.tool_output_chars,
-            shell_timeout=settings.shell_timeout,
-            sandbox=sandbox,
-            checkpoints=checkpoints,
-            files=files,
-        )
 
     # -- what is offered ------------------------------------------------------------------------
 
