@@ -28,13 +28,17 @@ from nanohermes.tools.base import CallContext
 from nanohermes.tools.reaper import TAG_VAR, kill_tagged, new_tag
 from nanohermes.tools.sandbox import Sandbox
 
-KILL_GRACE = 0.5
-"""Seconds between SIGTERM and SIGKILL of the process group."""
+KILL_GRACE = 0.5  # seconds between SIGTERM and SIGKILL of the process group
 PIPE_GRACE = 2.0
 """After the shell exits, how long background processes may keep its output pipes open."""
 CHUNK = 64 * 1024
-POLL = 0.1
-"""How often a reader checks whether it was told to stop reading."""
+POLL = 0.1  # how often a reader checks whether it was told to stop
+HELD_NOTES = {
+    "stopped": "(background processes kept the output open and were stopped; "
+    "redirect their output to keep them running)",
+    "escaped": "(background processes kept the output open; one that left the process group and "
+    "cleared its environment could not be stopped and may still run; output shown so far)",
+}
 STREAM_OVERHEAD = 48
 """Characters of the report kept for each stream's label and its "[… N bytes omitted …]" note."""
 
@@ -63,7 +67,6 @@ class CappedBuffer:
 
     @property
     def shown(self) -> int:
-        """Bytes `text()` shows when not given a smaller limit."""
         return min(self.total, 2 * self.half)
 
     def text(self, limit: int | None = None) -> str:
@@ -171,20 +174,14 @@ class ShellTool:
         else:
             head = f"exit code: {code}"
         lines = [" ".join(part for part in (head, note) if part)]
-        if held == "stopped":
-            lines.append(
-                "(background processes kept the output open and were stopped; "
-                "redirect their output to keep them running)"
-            )
-        elif held:
-            lines.append(
-                "(background processes kept the output open; one that left the process group and "
-                "cleared its environment could not be stopped and may still run; output shown so far)"
-            )
+        if held:
+            lines.append(HELD_NOTES[held])
         blocked = self.sandbox.blocked_note(err.text() + (out.text() if code else ""))
         used = sum(len(line) + 1 for line in (*lines, blocked) if line)
-        room = self.max_chars - used - 2 * STREAM_OVERHEAD
-        shares = _share(max(0, room), out.shown, err.shown)
+        room = max(0, self.max_chars - used - 2 * STREAM_OVERHEAD)
+        # the smaller stream gets what it needs, up to half; the other one the rest
+        small = min(out.shown, err.shown, room // 2)
+        shares = (small, room - small) if out.shown <= err.shown else (room - small, small)
         for label, buffer, share in (("stdout", out, shares[0]), ("stderr", err, shares[1])):
             text = buffer.text(share).rstrip("\n")
             lines.append(f"{label}:\n{text}" if text else f"{label}: (empty)")
@@ -318,13 +315,6 @@ def start_readers(
                 stream.close()
         raise ToolError(f"could not read the command's output ({error}); it was stopped") from None
     return readers
-
-
-def _share(room: int, first: int, second: int) -> tuple[int, int]:
-    """Split `room` between two streams of `first` and `second` bytes: the smaller one gets what it
-    needs, up to half; the other one the rest."""
-    small = min(first, second, room // 2)
-    return (small, room - small) if first <= second else (room - small, small)
 
 
 def signal_group(process: subprocess.Popen[bytes], signum: int) -> bool:
