@@ -224,14 +224,20 @@ _BAD = object()
 
 def _coerce_type(value: Any, kind: Any) -> Any:
     if kind in ("integer", "number"):
-        number = _as_number(value)
-        if isinstance(number, int):  # whole, finite, and maybe past float's range (10**400): kept whole
-            return number
-        if number is None or not math.isfinite(number):  # NaN and infinity are never meant
+        if isinstance(value, str):
+            try:
+                value = float(value) if any(c in value for c in ".eE") else int(value)
+            except ValueError:
+                return _BAD
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return _BAD
+        if isinstance(value, int):  # whole, and maybe past float's range (10**400): kept whole
+            return value
+        if not math.isfinite(value):  # NaN and infinity are never meant
             return _BAD
         if kind == "number":
-            return number
-        return int(number) if number.is_integer() else _BAD
+            return value
+        return int(value) if value.is_integer() else _BAD
     if kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     if kind == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -240,14 +246,3 @@ def _coerce_type(value: Any, kind: Any) -> Any:
     if isinstance(kind, str) and kind in expected and not isinstance(value, expected[kind]):
         return _BAD
     return value
-
-
-def _as_number(value: Any) -> int | float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        try:
-            return float(value) if any(c in value for c in ".eE") else int(value)
-        except ValueError:
-            return None
-    return None
