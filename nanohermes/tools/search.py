@@ -12,7 +12,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -37,6 +37,7 @@ GREP_MAX_PATTERN_UNITS = 100_000
 GITIGNORE_MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 100
 """Deeper directories are not entered: a chain of hundreds would exhaust the stack."""
+TOO_DEEP = f"not entered, more than {MAX_DEPTH} directories deep"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -70,7 +71,7 @@ class SearchTools:
             shown.append(f"[… {more} more files; narrow it with path or glob]")
         if not shown:
             shown.append(f"no files{' matching ' + repr(glob) if glob else ''} under {path}")
-        return "\n".join(shown + _too_deep_note(deep))
+        return "\n".join(shown + _note(deep, TOO_DEEP))
 
     def grep(self, pattern: str, path: str = ".", glob: str | None = None, *, ctx: CallContext) -> str:
         """Search file contents for a regular expression (Python syntax); prints path:line: text.
@@ -83,12 +84,11 @@ class SearchTools:
         compiled = compile_pattern(pattern)
         resolved = self.workspace.resolve(path, ctx.granted)
         deep: list[str] = []
-        files: Iterator[Path]
+        files: Iterable[Path] = [resolved]
         if stat.S_ISDIR(existing_mode(resolved) or 0):
             files = (self.workspace.root / rel for rel in self._files(resolved, glob, deep, ctx))
         else:
             os.close(self.workspace.open_file(resolved, os.O_RDONLY))  # a FIFO or device: ERROR
-            files = iter([resolved])
         hits: list[str] = []
         more = 0
         big: list[str] = []
@@ -97,10 +97,9 @@ class SearchTools:
             for line_no, line in self._search_file(file, compiled, pattern, big, ctx):
                 if len(hits) >= GREP_MAX_MATCHES:
                     more += 1
-                elif len(line) > GREP_MAX_LINE_CHARS:
-                    hits.append(f"{self.workspace.shown(file)}:{line_no}: {line[:GREP_MAX_LINE_CHARS]} […]")
-                else:
-                    hits.append(f"{self.workspace.shown(file)}:{line_no}: {line}")
+                    continue
+                cut = " […]" if len(line) > GREP_MAX_LINE_CHARS else ""
+                hits.append(f"{self.workspace.shown(file)}:{line_no}: {line[:GREP_MAX_LINE_CHARS]}{cut}")
         if more:
             hits.append(f"[… {more} more matches not shown; narrow the pattern, path or glob]")
         found = "\n".join(hits) or f"no matches for {pattern!r}"
@@ -108,7 +107,7 @@ class SearchTools:
         big_note = _note(
             big, f"not searched, larger than {limit} MB", "; run_shell with grep can search them"
         )
-        return "\n".join([found, *_too_deep_note(deep), *big_note])
+        return "\n".join([found, *_note(deep, TOO_DEEP), *big_note])
 
     def _files(self, start: Path, glob: str | None, deep: list[str], ctx: CallContext) -> Iterator[str]:
         """The workspace-relative paths of the files under `start` that git would not ignore and
@@ -233,10 +232,6 @@ def _note(names: list[str], what: str, advice: str = "") -> list[str]:
         return []
     more = f" and {len(names) - 1} more" if len(names) > 1 else ""
     return [f"[{what}: {shorten(names[0], 120)}{more}{advice}]"]
-
-
-def _too_deep_note(deep: list[str]) -> list[str]:
-    return _note(deep, f"not entered, more than {MAX_DEPTH} directories deep")
 
 
 def _lines_within(handle: BinaryIO, limit: int) -> Iterator[bytes]:
