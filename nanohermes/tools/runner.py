@@ -248,7 +248,7 @@ class ToolRunner:
             if asks and tool.approval_kind not in self._always:
                 self._approve(call, tool, args, resolved, previews, risk)
         except _Refused as refused:
-            return make_result(call, refused.text, ok=False)
+            return make_result(call, str(refused), ok=False)
         except Cancelled:
             return _interrupted(call)
         except NanoHermesError as err:
@@ -339,12 +339,8 @@ class ToolRunner:
         return shorten(str(value), 200)
 
 
-class _Refused(NanoHermesError):
-    """A call refused before dispatch; `text` is the whole result."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
+class _Refused(Exception):
+    """A call refused before dispatch; its text is the whole result."""
 
 
 def _interrupted(call: ToolCall) -> ToolResult:
