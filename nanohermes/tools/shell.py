@@ -1,4 +1,4 @@
-"""run_shell: one command in its own process group, with a timeout, killable, output capped as read.
+"""run_shell (and hooks): a command in its own process group, with a timeout, killable, output capped.
 
 On timeout or cancellation the whole group gets SIGTERM, then SIGKILL (and `reaper` kills what left
 the group). Each stream is read by its own thread into a `CappedBuffer` keeping only a head and a
