@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -352,15 +352,11 @@ def _collect(
 ) -> Iterator[tuple[ToolCall, ToolResult]]:
     """Every call's result in call order, each as soon as it and those before it are done; on
     cancellation at once, unfinished calls interrupted."""
-    wake = threading.Event()
-    unregister = cancel.on_cancel(wake.set)
-    for future in futures:
-        future.add_done_callback(lambda _: wake.set())
+    stopped: Future[Any] = Future()  # done when the batch is cancelled
+    unregister = cancel.on_cancel(lambda: stopped.set_result(None))
     try:
         for call, future in zip(calls, futures, strict=True):
-            while not (future.done() or cancel.cancelled):
-                wake.wait(1.0)
-                wake.clear()  # before the check above: a wake-up set meanwhile is never lost
+            wait([future, stopped], return_when=FIRST_COMPLETED)
             if future.done() and not future.cancelled():
                 yield call, future.result()
             else:
