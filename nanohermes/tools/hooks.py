@@ -74,7 +74,7 @@ class HookRunner:
                 code, stderr = self._execute(hook, data, cancel)
             except Cancelled:
                 break
-            except (NanoHermesError, OSError, ValueError) as err:  # refused by the sandbox, no shell, a NUL
+            except (NanoHermesError, OSError) as err:  # refused by the sandbox, no shell, a NUL, no temp file
                 notes.append(
                     Note(f"hook {event} {shorten(hook.command, 60)!r} not run: {reason(err)}", "warning")
                 )
