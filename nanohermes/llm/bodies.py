@@ -131,11 +131,6 @@ def _drain(lines: Iterator[str]) -> None:
             pass
 
 
-def is_json(response: httpx.Response) -> bool:
-    kind = response.headers.get("content-type", "").lower()
-    return "json" in kind and "event-stream" not in kind
-
-
 def describe(err: BaseException) -> str:
     """An exception in one line (its type's name when it says nothing)."""
     return shorten(str(err), ONE_LINE) or type(err).__name__

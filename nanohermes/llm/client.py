@@ -30,7 +30,7 @@ from nanohermes.core.errors import (
 )
 from nanohermes.core.events import Retrying, StreamItem
 from nanohermes.core.types import ChatResult, Message
-from nanohermes.llm.bodies import BodyReader, describe, is_json
+from nanohermes.llm.bodies import BodyReader, describe
 from nanohermes.llm.failures import (
     RETRY_AFTER_MAX,
     Target,
@@ -44,8 +44,7 @@ from nanohermes.llm.failures import (
 )
 from nanohermes.llm.interrupt import send_cancellable
 from nanohermes.llm.proxy import new_http_client, proxy_for
-from nanohermes.llm.response import StreamAssembler, assemble, parse_completion, replay_deltas
-from nanohermes.llm.sse import iter_lines
+from nanohermes.llm.response import StreamAssembler, parse_completion, replay_deltas
 from nanohermes.llm.wire import body_bytes, build_body, rejected_optional_field
 
 if TYPE_CHECKING:
@@ -139,72 +138,9 @@ class ChatClient:
         cancel: CancelToken | None = None,
     ) -> Iterator[StreamItem | ChatResult]:
         try:
-            yield from self._stream(messages, tools, model, cancel)
+            yield from self._stream(messages, tools, self._target(model), cancel)
         except LLMError as err:  # whatever the endpoint sent back, the key never leaves in an error
             raise self._hidden(err) from err.__cause__
-
-    def _stream(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        model: str | None,
-        cancel: CancelToken | None,
-    ) -> Iterator[StreamItem | ChatResult]:
-        target = self._target(model)
-        body = self._body(target, messages, tools, stream=True)
-        response = yield from self._open(body, target, cancel)
-        if "html" in response.headers.get("content-type", "").lower():
-            response.close()
-            raise BadResponse(
-                f"{self.url} answered with a web page, not a chat completion",
-                "check --base-url: it should be the API root, often ending in /v1",
-            )
-        if is_json(response):  # the server ignored `stream: true`
-            result = parse_completion(self._bodies.whole(response, cancel), target)
-            problem = _empty(result)
-        else:
-            assembler = StreamAssembler(target)
-            ended = yield from self._bodies.stream(response, assembler, cancel)
-            result = assembler.result()
-            if not ended:
-                problem = "the stream ended early"
-            elif not assembler.saw_choice:
-                problem = "the stream carried no answer"
-            else:
-                problem = _empty(result)
-        if not problem:
-            if is_json(response):
-                yield from replay_deltas(result)
-            yield result
-            return
-        if result.finish_reason in ("length", "content_filter") and not result.tool_calls:
-            raise _empty_answer(result)  # the output cap or a filter: asking again cannot help
-        # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
-        yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
-        fallback = self._fallback(messages, tools, target, cancel)
-        if fallback.is_empty():
-            raise _empty_answer(fallback)
-        yield from replay_deltas(fallback)
-        yield fallback
-
-    def _fallback(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        target: Target,
-        cancel: CancelToken | None,
-    ) -> ChatResult:
-        try:
-            return self._complete(messages, tools, target, cancel)
-        except (Cancelled, IncompleteStream, ContextOverflow, ServerStopped):
-            raise
-        except LLMError as err:
-            raise IncompleteStream(
-                f"the stream from {self.url} ended before the answer was complete, "
-                f"and the retry without streaming failed: {err.one_line()}",
-                "try again; if it repeats, check the server's logs",
-                err.status,
-            ) from err
 
     def complete(
         self,
@@ -219,6 +155,92 @@ class ChatClient:
         except LLMError as err:
             raise self._hidden(err) from err.__cause__
 
+    def _stream(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        target: Target,
+        cancel: CancelToken | None,
+    ) -> Iterator[StreamItem | ChatResult]:
+        result, ended = yield from self._exchange(messages, tools, target, cancel, stream=True)
+        problem = _empty(result) if ended else "the stream ended early"
+        if not problem:
+            yield result
+            return
+        if result.finish_reason in ("length", "content_filter") and not result.tool_calls:
+            raise _empty_answer(result)  # the output cap or a filter: asking again cannot help
+        # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
+        yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
+        try:
+            fallback = self._complete(messages, tools, target, cancel)
+        except (Cancelled, IncompleteStream, ContextOverflow, ServerStopped):
+            raise
+        except LLMError as err:
+            raise IncompleteStream(
+                f"the stream from {self.url} ended before the answer was complete, "
+                f"and the retry without streaming failed: {err.one_line()}",
+                "try again; if it repeats, check the server's logs",
+                err.status,
+            ) from err
+        if fallback.is_empty():
+            raise _empty_answer(fallback)
+        yield from replay_deltas(fallback)
+        yield fallback
+
+    def _complete(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        target: Target,
+        cancel: CancelToken | None,
+    ) -> ChatResult:
+        exchange = self._exchange(messages, tools, target, cancel, stream=False)
+        while True:  # its events (retries, deltas of a server that streamed anyway) have no reader
+            try:
+                next(exchange)
+            except StopIteration as done:
+                result: ChatResult = done.value[0]
+                ended: bool = done.value[1]
+                break
+        if not ended:  # a half call must not run
+            raise IncompleteStream(f"the answer from {self.url} ended before it was complete", "try again")
+        return result
+
+    def _exchange(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        target: Target,
+        cancel: CancelToken | None,
+        *,
+        stream: bool,
+    ) -> Generator[StreamItem, None, tuple[ChatResult, bool]]:
+        """One request, its answer read as JSON or as a stream (whichever the server chose): the
+        result, and whether it ended properly ([DONE] or a finish reason)."""
+        body = build_body(
+            target.model,
+            messages,
+            tools,
+            stream=stream,
+            send_reasoning=self.send_reasoning,
+            max_tokens=self.max_tokens,
+        )
+        response = yield from self._open(body, target, cancel)
+        kind = response.headers.get("content-type", "").lower()
+        if "html" in kind:
+            response.close()
+            raise BadResponse(
+                f"{self.url} answered with a web page, not a chat completion",
+                "check --base-url: it should be the API root, often ending in /v1",
+            )
+        if "event-stream" in kind or (stream and "json" not in kind):
+            assembler = StreamAssembler(target)
+            ended = yield from self._bodies.stream(response, assembler, cancel)
+            return assembler.result(), ended
+        result = parse_completion(self._bodies.whole(response, cancel), target)
+        yield from replay_deltas(result)
+        return result, True
+
     def _hidden(self, err: LLMError) -> LLMError:
         """`err` with the API key and the base URL's password hidden."""
         return without_key(without_key(err, self._api_key or ""), self._url_password)
@@ -228,38 +250,6 @@ class ChatClient:
         if not name:
             raise ConfigError("no model is set", "pass --model NAME or set NANOHERMES_MODEL")
         return Target(model=name, url=self.url, has_key=bool(self._api_key), key=self._api_key or "")
-
-    def _complete(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        target: Target,
-        cancel: CancelToken | None,
-    ) -> ChatResult:
-        body = self._body(target, messages, tools, stream=False)
-        opening = self._open(body, target, cancel)
-        while True:  # the Retrying events of a non-streaming request have nobody to show them to
-            try:
-                next(opening)
-            except StopIteration as done:
-                response: httpx.Response = done.value
-                break
-        text = self._bodies.whole(response, cancel)
-        if "event-stream" in response.headers.get("content-type", "").lower():  # streamed anyway
-            return assemble(iter_lines([text]), target)
-        return parse_completion(text, target)
-
-    def _body(
-        self, target: Target, messages: list[Message], tools: list[dict[str, Any]] | None, *, stream: bool
-    ) -> dict[str, Any]:
-        return build_body(
-            target.model,
-            messages,
-            tools,
-            stream=stream,
-            send_reasoning=self.send_reasoning,
-            max_tokens=self.max_tokens,
-        )
 
     def _request(self, body: dict[str, Any]) -> httpx.Request:
         headers = {

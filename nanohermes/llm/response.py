@@ -13,15 +13,15 @@ What a message or delta says, whatever shape the server gives it:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from nanohermes.core.errors import JSON_ERRORS, BadResponse, IncompleteStream
+from nanohermes.core.errors import JSON_ERRORS, BadResponse
 from nanohermes.core.events import ReasoningDelta, StreamItem, TextDelta
 from nanohermes.core.types import ChatResult, Usage, shorten
 from nanohermes.llm.accumulate import ToolCallAccumulator
 from nanohermes.llm.failures import Target, payload_error
-from nanohermes.llm.sse import Chunk, Marker, iter_chunks
+from nanohermes.llm.sse import Chunk
 from nanohermes.llm.wire import REASONING_KEYS
 
 _THINKING_TYPES = frozenset({"thinking", "reasoning"})
@@ -108,8 +108,6 @@ class StreamAssembler:
         self._reasoning: list[str] = []
         self._refusal: list[str] = []
         self._calls = ToolCallAccumulator()
-        self.saw_choice = False
-        """Whether any chunk carried a choice (a stream of only `[DONE]` or usage did not)."""
         self.finish_reason: str | None = None
         self.usage = Usage()
 
@@ -124,7 +122,6 @@ class StreamAssembler:
         choice = first_choice(chunk)
         if choice is None:
             return []
-        self.saw_choice = True
         delta, whole = choice.get("delta"), False
         if not isinstance(delta, dict):  # a whole message (a JSON answer, or some servers' last chunk)
             message = choice.get("message")
@@ -178,19 +175,6 @@ def _whole_call(call: dict[str, Any], position: int) -> dict[str, Any]:
     if isinstance(function, str):
         function = {"name": function}
     return {**call, "index": position, "function": function}
-
-
-def assemble(lines: Iterable[str], target: Target) -> ChatResult:
-    """A whole event stream read at once (a server that streamed although asked not to). One that ends
-    without [DONE] or a finish reason is cut short: IncompleteStream, so that no half call runs."""
-    assembler = StreamAssembler(target)
-    for chunk in iter_chunks(lines):
-        if chunk is Marker.DONE:
-            return assembler.result()
-        assembler.feed(chunk)
-    if assembler.finish_reason is None:
-        raise IncompleteStream(f"the answer from {target.url} ended before it was complete", "try again")
-    return assembler.result()
 
 
 def parse_completion(body: str, target: Target) -> ChatResult:
