@@ -1,22 +1,27 @@
-"""Reading a chat response's body: an error's text, a whole JSON answer, or an SSE stream.
+"""Cancellable HTTP: sending a request, and reading a chat response's body (an error's text, a whole
+JSON answer, or an SSE stream).
 
-Each read is bounded by the client's total deadline and ends at once when the turn is cancelled (the
-response is aborted from the cancelling thread); a connection cut mid-way becomes IncompleteStream.
+Ctrl-C (the CancelToken, set from another thread) ends any of them at once: the send runs on a daemon
+thread (a server may process a long prompt for minutes before its first byte), and a read is woken by
+shutting the socket down (closing the descriptor alone does not, on Linux). Each read is bounded by
+the client's total deadline; a connection cut mid-way becomes IncompleteStream.
 """
 
 from __future__ import annotations
 
 import contextlib
+import socket
+import threading
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, InvalidStateError
 
 import httpx
 
-from nanohermes.core.cancel import CancelToken
+from nanohermes.core.cancel import CancelToken, result_of
 from nanohermes.core.errors import Cancelled, IncompleteStream, NanoHermesError
 from nanohermes.core.events import StreamItem
 from nanohermes.core.types import shorten
 from nanohermes.llm.failures import ONE_LINE
-from nanohermes.llm.interrupt import abort_response
 from nanohermes.llm.response import StreamAssembler
 from nanohermes.llm.sse import Marker, iter_chunks, iter_lines
 
@@ -28,6 +33,41 @@ ANSWER_LIMIT = 128 * 1024 * 1024
 _CUT = (httpx.HTTPError, httpx.StreamError, OSError, ValueError)
 
 
+def send_cancellable(http: httpx.Client, request: httpx.Request, cancel: CancelToken) -> httpx.Response:
+    """`http.send(request, stream=True)`; raises Cancelled as soon as `cancel` fires."""
+    outcome: Future[httpx.Response] = Future()
+    threading.Thread(target=_send, args=(http, request, outcome), name="nanohermes-send", daemon=True).start()
+    response = result_of(outcome, cancel)
+    if cancel.cancelled:  # it came, but too late
+        response.close()
+        raise Cancelled()
+    return response
+
+
+def _send(http: httpx.Client, request: httpx.Request, outcome: Future[httpx.Response]) -> None:
+    try:
+        response = http.send(request, stream=True)
+    except BaseException as err:  # handed to the waiting thread, which re-raises it
+        with contextlib.suppress(InvalidStateError):  # nobody waits for it any more
+            outcome.set_exception(err)
+        return
+    try:
+        outcome.set_result(response)
+    except InvalidStateError:  # abandoned (cancelled): no connection leaks
+        response.close()
+
+
+def abort_response(response: httpx.Response) -> None:
+    """Called from the cancelling thread; the reading thread then closes the response itself."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):  # already closed by the server or the reader
+            sock.shutdown(socket.SHUT_RDWR)
+        return
+    response.close()  # not a socket (a mock transport): closing is all there is
+
+
 class BodyReader:
     """Reads the bodies of one endpoint's responses (`url` names it in errors)."""
 
@@ -36,7 +76,7 @@ class BodyReader:
         self.total_timeout = total_timeout
         self._clock = clock
 
-    def error_text(self, response: httpx.Response, cancel: CancelToken | None) -> str:
+    def error_text(self, response: httpx.Response, cancel: CancelToken) -> str:
         """What of an error's body arrives before the deadline, up to ERROR_BODY_LIMIT ("" if none)."""
         text = ""
         try:
@@ -49,7 +89,7 @@ class BodyReader:
             return ""
         return text
 
-    def whole(self, response: httpx.Response, cancel: CancelToken | None) -> str:
+    def whole(self, response: httpx.Response, cancel: CancelToken) -> str:
         """The whole body (a JSON answer to a streamed request, or to a plain one)."""
         try:
             with self._guarded(response, cancel) as deadline:
@@ -58,12 +98,11 @@ class BodyReader:
             raise IncompleteStream(
                 f"the answer from {self.url} was cut off: {describe(err)}", "try again"
             ) from None
-        if cancel is not None:
-            cancel.raise_if_cancelled()
+        cancel.raise_if_cancelled()
         return text.removeprefix("\ufeff")
 
     def stream(
-        self, response: httpx.Response, assembler: StreamAssembler, cancel: CancelToken | None
+        self, response: httpx.Response, assembler: StreamAssembler, cancel: CancelToken
     ) -> Generator[StreamItem, None, bool]:
         """Yield the stream's deltas; return whether it ended properly ([DONE] or EOF after finish)."""
         try:
@@ -76,28 +115,24 @@ class BodyReader:
                     yield from assembler.feed(chunk)
         except _CUT:
             pass  # a cut connection after the finish reason loses nothing but the usage chunk
-        if cancel is not None:
-            cancel.raise_if_cancelled()
+        cancel.raise_if_cancelled()
         return assembler.finish_reason is not None
 
     @contextlib.contextmanager
-    def _guarded(self, response: httpx.Response, cancel: CancelToken | None) -> Iterator[float]:
+    def _guarded(self, response: httpx.Response, cancel: CancelToken) -> Iterator[float]:
         """A read of `response`'s body, given its deadline: cancelling aborts it (a read cut that
         way raises Cancelled), and the response is closed however the read ends."""
-        deadline = self._clock() + self.total_timeout
-        unregister = cancel.on_cancel(lambda: abort_response(response)) if cancel is not None else None
+        unregister = cancel.on_cancel(lambda: abort_response(response))
         try:
-            yield deadline
+            yield self._clock() + self.total_timeout
         except _CUT:
-            if cancel is not None and cancel.cancelled:
-                raise Cancelled() from None
+            cancel.raise_if_cancelled()
             raise
         finally:
-            if unregister is not None:
-                unregister()
+            unregister()
             response.close()
 
-    def _text(self, response: httpx.Response, deadline: float, cancel: CancelToken | None) -> Iterator[str]:
+    def _text(self, response: httpx.Response, deadline: float, cancel: CancelToken) -> Iterator[str]:
         """The body's text as it arrives (decoded by httpx), within the deadline and ANSWER_LIMIT."""
         size = 0
         for piece in response.iter_text():
@@ -116,10 +151,9 @@ class BodyReader:
                 )
             yield piece
 
-    def _past(self, deadline: float, cancel: CancelToken | None) -> bool:
+    def _past(self, deadline: float, cancel: CancelToken) -> bool:
         """Whether `deadline` has passed; raises Cancelled when the turn was cancelled."""
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled()
+        cancel.raise_if_cancelled()
         return self._clock() > deadline
 
 

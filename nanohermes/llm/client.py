@@ -30,7 +30,7 @@ from nanohermes.core.errors import (
 )
 from nanohermes.core.events import Retrying, StreamItem
 from nanohermes.core.types import ChatResult, Message
-from nanohermes.llm.bodies import BodyReader, describe
+from nanohermes.llm.bodies import BodyReader, describe, send_cancellable
 from nanohermes.llm.failures import (
     RETRY_AFTER_MAX,
     Target,
@@ -42,7 +42,6 @@ from nanohermes.llm.failures import (
     strip_userinfo,
     without_key,
 )
-from nanohermes.llm.interrupt import send_cancellable
 from nanohermes.llm.proxy import new_http_client, proxy_for
 from nanohermes.llm.response import StreamAssembler, parse_completion, replay_deltas
 from nanohermes.llm.wire import body_bytes, build_body, rejected_optional_field
@@ -50,18 +49,15 @@ from nanohermes.llm.wire import body_bytes, build_body, rejected_optional_field
 if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
 
-SleepFn = Callable[[float, CancelToken | None], bool]
+SleepFn = Callable[[float, CancelToken], bool]
 """Wait `seconds`; return True when `cancel` fired meanwhile (the wait must then end at once)."""
 
 CONNECT_TIMEOUT = 10.0
 MIN_TOTAL_DEADLINE = 600.0
 
 
-def real_sleep(seconds: float, cancel: CancelToken | None) -> bool:
-    if cancel is not None:
-        return cancel.wait(seconds)
-    time.sleep(seconds)
-    return False
+def real_sleep(seconds: float, cancel: CancelToken) -> bool:
+    return cancel.wait(seconds)
 
 
 class ChatClient:
@@ -138,7 +134,7 @@ class ChatClient:
         cancel: CancelToken | None = None,
     ) -> Iterator[StreamItem | ChatResult]:
         try:
-            yield from self._stream(messages, tools, self._target(model), cancel)
+            yield from self._stream(messages, tools, self._target(model), cancel or CancelToken())
         except LLMError as err:  # whatever the endpoint sent back, the key never leaves in an error
             raise self._hidden(err) from err.__cause__
 
@@ -151,7 +147,7 @@ class ChatClient:
         cancel: CancelToken | None = None,
     ) -> ChatResult:
         try:
-            return self._complete(messages, tools, self._target(model), cancel)
+            return self._complete(messages, tools, self._target(model), cancel or CancelToken())
         except LLMError as err:
             raise self._hidden(err) from err.__cause__
 
@@ -160,7 +156,7 @@ class ChatClient:
         messages: list[Message],
         tools: list[dict[str, Any]] | None,
         target: Target,
-        cancel: CancelToken | None,
+        cancel: CancelToken,
     ) -> Iterator[StreamItem | ChatResult]:
         result, ended = yield from self._exchange(messages, tools, target, cancel, stream=True)
         problem = _empty(result) if ended else "the stream ended early"
@@ -192,7 +188,7 @@ class ChatClient:
         messages: list[Message],
         tools: list[dict[str, Any]] | None,
         target: Target,
-        cancel: CancelToken | None,
+        cancel: CancelToken,
     ) -> ChatResult:
         exchange = self._exchange(messages, tools, target, cancel, stream=False)
         while True:  # its events (retries, deltas of a server that streamed anyway) have no reader
@@ -211,7 +207,7 @@ class ChatClient:
         messages: list[Message],
         tools: list[dict[str, Any]] | None,
         target: Target,
-        cancel: CancelToken | None,
+        cancel: CancelToken,
         *,
         stream: bool,
     ) -> Generator[StreamItem, None, tuple[ChatResult, bool]]:
@@ -265,21 +261,15 @@ class ChatClient:
         )
 
     def _open(
-        self, body: dict[str, Any], target: Target, cancel: CancelToken | None
+        self, body: dict[str, Any], target: Target, cancel: CancelToken
     ) -> Generator[Retrying, None, httpx.Response]:
         """Send until a 2xx answer, retrying per SPEC §8 (yielding Retrying before each wait)."""
         retries = 0
         while True:
-            if cancel is not None:
-                cancel.raise_if_cancelled()
+            cancel.raise_if_cancelled()
             delay: float | None = None
-            request = self._request(body)
-            try:
-                if cancel is None:
-                    response = self._http.send(request, stream=True)
-                else:  # on a thread: cancelling need not wait for the first byte (a local model's
-                    # prompt processing can take minutes)
-                    response = send_cancellable(self._http, request, cancel, self.total_timeout)
+            try:  # cancelling need not wait for the first byte (a local model's prompt may take minutes)
+                response = send_cancellable(self._http, self._request(body), cancel)
             except _RETRYABLE_TRANSPORT as err:
                 self._raise_if_stopped()
                 failure: LLMError = self._unreachable(err, retries)
