@@ -217,53 +217,6 @@ def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> Conte
     return None
 
 
-_STATUS_ERRORS: dict[str, tuple[type[LLMError], str, str]] = {
-    "401": (AuthError, "{problem} (401){said}", KEY_HINT),
-    "403": (
-        AuthError,
-        "access to {model} was refused (403){said}",
-        f"{KEY_HINT}; make sure the key may use this model",
-    ),
-    "credit": (
-        PaymentRequired,
-        "the account is out of credit ({status}){said}",
-        "add credit or check billing at the provider",
-    ),
-    "404": (
-        ModelNotFound,
-        "model not found: {model} at {url} (404){said}",
-        "check --model, and that --base-url ends in the API root (often /v1)",
-    ),
-    "429": (
-        RateLimited,
-        "rate limited by the endpoint (429){after}{said}",
-        "wait a minute, or check your plan's limits",
-    ),
-    "server": (
-        ServerError,
-        "the endpoint failed with HTTP {status}{after}{said}",
-        "try again later or check the server",
-    ),
-    "redirect": (
-        BadResponse,
-        "the endpoint redirected the request (HTTP {status}){said}",
-        "use the final URL (often https://…/v1) as --base-url",
-    ),
-    "refused": (BadResponse, "the endpoint refused the request (HTTP {status}){said}", ""),
-}
-"""The error for a non-2xx status, by `_status_kind`: its class, message and hint."""
-
-
-def _status_kind(status: int, info: ErrorInfo, retry_after: bool) -> str:
-    if status == 402 or (status == 429 and _is_quota_exhausted(info, retry_after)):
-        return "credit"
-    if str(status) in _STATUS_ERRORS:
-        return str(status)
-    if status >= 500 or status in RETRY_STATUSES:
-        return "server"
-    return "redirect" if 300 <= status < 400 else "refused"
-
-
 def status_error(
     status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
 ) -> LLMError:
@@ -284,17 +237,29 @@ def status_error(
     overflow = overflow_error(info, status, target)
     if overflow is not None:
         return overflow
-    cls, message, hint = _STATUS_ERRORS[_status_kind(status, info, retry_after)]
-    problem = "the endpoint rejected the API key" if target.has_key else "the endpoint needs an API key"
-    text = message.format(
-        problem=problem,
-        model=target.model,
-        url=target.url,
-        status=status,
-        after=after_retries(retries),
-        said=said,
-    )
-    return cls(text, hint, status)
+    if status == 402 or (status == 429 and _is_quota_exhausted(info, retry_after)):
+        hint = "add credit or check billing at the provider"
+        return PaymentRequired(f"the account is out of credit ({status}){said}", hint, status)
+    if status == 401:
+        problem = "rejected the API key" if target.has_key else "needs an API key"
+        return AuthError(f"the endpoint {problem} (401){said}", KEY_HINT, status)
+    if status == 403:
+        hint = f"{KEY_HINT}; make sure the key may use this model"
+        return AuthError(f"access to {target.model} was refused (403){said}", hint, status)
+    if status == 404:
+        hint = "check --model, and that --base-url ends in the API root (often /v1)"
+        return ModelNotFound(f"model not found: {target.model} at {target.url} (404){said}", hint, status)
+    after = after_retries(retries)
+    if status == 429:
+        hint = "wait a minute, or check your plan's limits"
+        return RateLimited(f"rate limited by the endpoint (429){after}{said}", hint, status)
+    if status >= 500 or status in RETRY_STATUSES:
+        hint = "try again later or check the server"
+        return ServerError(f"the endpoint failed with HTTP {status}{after}{said}", hint, status)
+    if 300 <= status < 400:
+        hint = "use the final URL (often https://…/v1) as --base-url"
+        return BadResponse(f"the endpoint redirected the request (HTTP {status}){said}", hint, status)
+    return BadResponse(f"the endpoint refused the request (HTTP {status}){said}", "", status)
 
 
 def _is_web_page(body: str) -> bool:
