@@ -30,7 +30,6 @@ from nanohermes.core.errors import (
 )
 from nanohermes.core.events import Retrying, StreamItem
 from nanohermes.core.types import ChatResult, Message
-from nanohermes.llm.bodies import BodyReader, describe, send_cancellable
 from nanohermes.llm.failures import (
     RETRY_AFTER_MAX,
     Target,
@@ -42,8 +41,8 @@ from nanohermes.llm.failures import (
     strip_userinfo,
     without_key,
 )
-from nanohermes.llm.proxy import new_http_client, proxy_for
 from nanohermes.llm.response import StreamAssembler, parse_completion, replay_deltas
+from nanohermes.llm.transport import BodyReader, describe, new_http_client, proxy_for, send_cancellable
 from nanohermes.llm.wire import body_bytes, build_body, rejected_optional_field
 
 if TYPE_CHECKING:

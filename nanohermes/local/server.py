@@ -148,7 +148,18 @@ def serve(
     A failed start raises EndpointUnreachable naming the log (which is kept); after a clean run the
     log is removed unless `keep_log`."""
     log_path = _log_path(log_dir)
-    server = _start(factory, log_path, timeout)
+    for attempt in range(1, START_ATTEMPTS + 1):
+        port = free_port()
+        server = ServerProcess(factory(port), port, log_path)
+        try:
+            server.wait_ready(timeout)
+            break
+        except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
+            server.stop()
+            if not (
+                isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS and server.port_was_taken()
+            ):
+                raise
     try:
         with _exit_signals_raise():
             yield LocalEndpoint(server.base_url, model, log_path, server.pid, server.exit_code)
@@ -157,21 +168,6 @@ def serve(
         server.stop()
         if not keep_log and not crashed:
             log_path.unlink(missing_ok=True)
-
-
-def _start(factory: CommandFactory, log_path: Path, timeout: float) -> ServerProcess:
-    for attempt in range(1, START_ATTEMPTS + 1):
-        port = free_port()
-        server = ServerProcess(factory(port), port, log_path)
-        try:
-            server.wait_ready(timeout)
-        except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
-            server.stop()
-            if isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS and server.port_was_taken():
-                continue
-            raise
-        return server
-    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 class ServerProcess:

@@ -1,27 +1,30 @@
-"""Cancellable HTTP: sending a request, and reading a chat response's body (an error's text, a whole
-JSON answer, or an SSE stream).
+"""The HTTP side of the client: the httpx client and the environment's proxy, a cancellable send, and
+reading a response's body (an error's text, a whole JSON answer, or an SSE stream).
 
-Ctrl-C (the CancelToken, set from another thread) ends any of them at once: the send runs on a daemon
-thread (a server may process a long prompt for minutes before its first byte), and a read is woken by
-shutting the socket down (closing the descriptor alone does not, on Linux). Each read is bounded by
-the client's total deadline; a connection cut mid-way becomes IncompleteStream.
+A proxy httpx cannot use is a one-line settings error. Ctrl-C (the CancelToken, set from another
+thread) ends a send or a read at once: the send runs on a daemon thread (a server may process a long
+prompt for minutes before its first byte), and a read is woken by shutting the socket down (closing
+the descriptor alone does not, on Linux). Each read is bounded by the client's total deadline; a
+connection cut mid-way becomes IncompleteStream.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
+import urllib.parse
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, InvalidStateError
 
 import httpx
 
 from nanohermes.core.cancel import CancelToken, result_of
-from nanohermes.core.errors import Cancelled, IncompleteStream, NanoHermesError
+from nanohermes.core.errors import Cancelled, ConfigError, IncompleteStream, NanoHermesError
 from nanohermes.core.events import StreamItem
 from nanohermes.core.types import shorten
-from nanohermes.llm.failures import ONE_LINE
+from nanohermes.llm.failures import ONE_LINE, strip_userinfo
 from nanohermes.llm.response import StreamAssembler
 from nanohermes.llm.sse import Marker, iter_chunks, iter_lines
 
@@ -31,6 +34,51 @@ ANSWER_LIMIT = 128 * 1024 * 1024
 """At most this many characters of an answer are read (a 128k-token answer streamed token by token is
 ~40 MB): a server that streams without end must not fill the memory before the total deadline."""
 _CUT = (httpx.HTTPError, httpx.StreamError, OSError, ValueError)
+_UNUSABLE = (ValueError, ImportError, httpx.InvalidURL)
+_PROXY_VARIABLES = {
+    "https": ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"),
+    "http": ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"),
+}
+
+
+def new_http_client(base_url: str) -> httpx.Client:
+    """A client for `base_url`. A plain-http endpoint (a local server) never speaks TLS — redirects are
+    not followed — so the CA bundle is not loaded for it: that costs tens of milliseconds per start."""
+    try:
+        return httpx.Client(verify=not base_url.lower().startswith("http://"))
+    except _UNUSABLE as err:
+        names = dict.fromkeys(name for names in _PROXY_VARIABLES.values() for name in names)
+        broken = next((name for name in names if os.environ.get(name) and not _usable(os.environ[name])), "")
+        value = strip_userinfo(os.environ[broken])[0] if broken else ""
+        where = broken or "the proxy settings"
+        socks = " (a SOCKS proxy needs `pip install 'httpx[socks]'`)" if "socks" in value.lower() else ""
+        raise ConfigError(
+            f"cannot use the proxy in {where}{f' ({value})' if value else ''}: {shorten(str(err), 200)}",
+            f"fix or unset {where}{socks}",
+        ) from None
+
+
+def _usable(proxy: str) -> bool:
+    """Whether httpx can make a client with `proxy` (nothing is connected)."""
+    try:
+        httpx.Client(proxy=proxy, trust_env=False).close()
+    except _UNUSABLE:
+        return False
+    return True
+
+
+def proxy_for(url: str) -> str:
+    """`NAME (proxy URL)` of the environment proxy that a request to `url` goes through, or ""."""
+    parts = urllib.parse.urlsplit(url)
+    variables = _PROXY_VARIABLES.get(parts.scheme.lower(), ())
+    name = next((name for name in variables if os.environ.get(name)), None)
+    if name is None:
+        return ""
+    from urllib.request import proxy_bypass  # only here: an unreachable endpoint
+
+    if proxy_bypass(parts.hostname or ""):  # NO_PROXY (or the system setting), as urllib reads it
+        return ""
+    return f"{name} ({strip_userinfo(os.environ[name])[0]})"
 
 
 def send_cancellable(http: httpx.Client, request: httpx.Request, cancel: CancelToken) -> httpx.Response:
