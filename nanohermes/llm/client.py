@@ -41,7 +41,7 @@ from nanohermes.llm.failures import (
     strip_userinfo,
     without_key,
 )
-from nanohermes.llm.response import StreamAssembler, parse_completion, replay_deltas
+from nanohermes.llm.response import StreamAssembler, parse_completion
 from nanohermes.llm.transport import BodyReader, describe, new_http_client, proxy_for, send_cancellable
 from nanohermes.llm.wire import body_bytes, build_body, rejected_optional_field
 
@@ -167,7 +167,7 @@ class ChatClient:
         # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
         yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
         try:
-            fallback = self._complete(messages, tools, target, cancel)
+            fallback, _ = yield from self._exchange(messages, tools, target, cancel, stream=False)
         except (Cancelled, IncompleteStream, ContextOverflow, ServerStopped):
             raise
         except LLMError as err:
@@ -179,7 +179,6 @@ class ChatClient:
             ) from err
         if fallback.is_empty():
             raise _empty_answer(fallback)
-        yield from replay_deltas(fallback)
         yield fallback
 
     def _complete(
@@ -195,11 +194,7 @@ class ChatClient:
                 next(exchange)
             except StopIteration as done:
                 result: ChatResult = done.value[0]
-                ended: bool = done.value[1]
-                break
-        if not ended:  # a half call must not run
-            raise IncompleteStream(f"the answer from {self.url} ended before it was complete", "try again")
-        return result
+                return result
 
     def _exchange(
         self,
@@ -211,7 +206,8 @@ class ChatClient:
         stream: bool,
     ) -> Generator[StreamItem, None, tuple[ChatResult, bool]]:
         """One request, its answer read as JSON or as a stream (whichever the server chose): the
-        result, and whether it ended properly ([DONE] or a finish reason)."""
+        result, and whether it ended properly ([DONE] or a finish reason). The answer to a request
+        not streamed must end properly: a half call must not run."""
         body = build_body(
             target.model,
             messages,
@@ -228,13 +224,14 @@ class ChatClient:
                 f"{self.url} answered with a web page, not a chat completion",
                 "check --base-url: it should be the API root, often ending in /v1",
             )
-        if "event-stream" in kind or (stream and "json" not in kind):
-            assembler = StreamAssembler(target)
-            ended = yield from self._bodies.stream(response, assembler, cancel)
-            return assembler.result(), ended
-        result = parse_completion(self._bodies.whole(response, cancel), target)
-        yield from replay_deltas(result)
-        return result, True
+        assembler = StreamAssembler(target)
+        if "event-stream" not in kind and ("json" in kind or not stream):
+            yield from parse_completion(self._bodies.whole(response, cancel), assembler)
+            return assembler.result(), True
+        ended = yield from self._bodies.stream(response, assembler, cancel)
+        if not (ended or stream):
+            raise IncompleteStream(f"the answer from {self.url} ended before it was complete", "try again")
+        return assembler.result(), ended
 
     def _hidden(self, err: LLMError) -> LLMError:
         """`err` with the API key and the base URL's password hidden."""

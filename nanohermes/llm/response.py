@@ -13,7 +13,6 @@ What a message or delta says, whatever shape the server gives it:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from nanohermes.core.errors import JSON_ERRORS, BadResponse
@@ -103,7 +102,7 @@ class StreamAssembler:
     """Stream chunks (or a whole answer) → deltas to show, and the final ChatResult."""
 
     def __init__(self, target: Target) -> None:
-        self._target = target
+        self.target = target
         self._content: list[str] = []
         self._reasoning: list[str] = []
         self._refusal: list[str] = []
@@ -114,7 +113,7 @@ class StreamAssembler:
     def feed(self, chunk: Chunk) -> list[StreamItem]:
         """Raises an LLMError for an `error` chunk (even inside HTTP 200)."""
         if chunk.get("error"):
-            raise payload_error(chunk["error"], self._target, in_stream=True)
+            raise payload_error(chunk["error"], self.target, in_stream=True)
         if "usage" in chunk or "x_groq" in chunk or "choices" in chunk:
             usage = find_usage(chunk)
             if usage is not None:
@@ -131,7 +130,7 @@ class StreamAssembler:
         if isinstance(finish, str) and finish:
             if finish == "error":
                 raise payload_error(
-                    choice.get("error") or "finish_reason: error", self._target, in_stream=True
+                    choice.get("error") or "finish_reason: error", self.target, in_stream=True
                 )
             self.finish_reason = finish
         return items
@@ -177,8 +176,8 @@ def _whole_call(call: dict[str, Any], position: int) -> dict[str, Any]:
     return {**call, "index": position, "function": function}
 
 
-def parse_completion(body: str, target: Target) -> ChatResult:
-    """A non-streaming answer."""
+def parse_completion(body: str, assembler: StreamAssembler) -> list[StreamItem]:
+    """A non-streaming answer, fed to `assembler`: the deltas it would have streamed."""
     try:
         data = json.loads(body)
     except JSON_ERRORS:
@@ -189,21 +188,9 @@ def parse_completion(body: str, target: Target) -> ChatResult:
     if not isinstance(data, dict):
         raise BadResponse("the endpoint's answer is not a chat completion (not a JSON object)")
     if data.get("error"):
-        raise payload_error(data["error"], target, in_stream=False)
+        raise payload_error(data["error"], assembler.target, in_stream=False)
     if first_choice(data) is None:
         raise BadResponse(
             "the endpoint's answer has no choices", "check --base-url points at a chat-completions endpoint"
         )
-    assembler = StreamAssembler(target)
-    assembler.feed(data)
-    return assembler.result()
-
-
-def replay_deltas(result: ChatResult) -> Iterator[StreamItem]:
-    """The deltas a non-streamed result would have streamed."""
-    if result.reasoning:
-        yield ReasoningDelta(result.reasoning)
-    if result.content:
-        yield TextDelta(result.content)
-    if result.refusal:
-        yield TextDelta(result.refusal)
+    return assembler.feed(data)
