@@ -158,13 +158,13 @@ class ChatClient:
         cancel: CancelToken,
     ) -> Iterator[StreamItem | ChatResult]:
         result, ended = yield from self._exchange(messages, tools, target, cancel, stream=True)
-        problem = _empty(result) if ended else "the stream ended early"
-        if not problem:
+        if ended and not result.is_empty():
             yield result
             return
-        if result.finish_reason in ("length", "content_filter") and not result.tool_calls:
+        if result.finish_reason in ("length", "content_filter"):
             raise _empty_answer(result)  # the output cap or a filter: asking again cannot help
         # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
+        problem = "the answer was empty" if ended else "the stream ended early"
         yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
         try:
             fallback, _ = yield from self._exchange(messages, tools, target, cancel, stream=False)
@@ -319,10 +319,6 @@ class ChatClient:
         )
         message = f"cannot reach {self.url}{via}{after_retries(retries)}: {describe(err)}"
         return EndpointUnreachable(message, hint)
-
-
-def _empty(result: ChatResult) -> str:
-    return str(_empty_answer(result)) if result.is_empty() else ""
 
 
 def _empty_answer(result: ChatResult) -> EmptyAnswer:
