@@ -152,7 +152,7 @@ def read_error(data: Any) -> ErrorInfo:
         if isinstance(node, str):
             messages.append(node)
             continue
-        for key in ("code", "type", "status", "error_type", "param"):
+        for key in ("code", "type", "status", "status_code", "error_type", "param"):
             value = node.get(key)
             if isinstance(value, str | int) and not isinstance(value, bool):
                 codes.add(str(value).lower())
@@ -273,7 +273,8 @@ def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
         error = json.loads(hide_key(json.dumps(error, ensure_ascii=False), target.key))
     info = read_error(error)
     detail = shorten(info.message or json.dumps(error, ensure_ascii=False), ONE_LINE)
-    code = _numeric_code(error)
+    statuses = sorted(int(code) for code in info.codes if code.isdecimal() and 100 <= int(code) < 600)
+    code = statuses[0] if statuses else None
     overflow = overflow_error(info, code, target)
     if overflow is not None:
         return overflow
@@ -286,18 +287,6 @@ def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
         "try again; if it repeats, check the server",
         code,
     )
-
-
-def _numeric_code(error: Any) -> int | None:
-    if not isinstance(error, dict):
-        return None
-    for key in ("code", "status", "status_code"):
-        value = error.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
-            return value
-        if isinstance(value, str) and value.isdigit() and 100 <= int(value) < 600:
-            return int(value)
-    return None
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
