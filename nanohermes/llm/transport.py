@@ -125,16 +125,13 @@ class BodyReader:
         self._clock = clock
 
     def error_text(self, response: httpx.Response, cancel: CancelToken) -> str:
-        """What of an error's body arrives before the deadline, up to ERROR_BODY_LIMIT ("" if none)."""
+        """What of an error's body arrives before the deadline or a cut, up to ERROR_BODY_LIMIT."""
         text = ""
-        try:
-            with self._guarded(response, cancel) as deadline:
-                for piece in response.iter_text():
-                    text += piece
-                    if len(text) >= ERROR_BODY_LIMIT or self._past(deadline, cancel):
-                        break
-        except _CUT:
-            return ""
+        with contextlib.suppress(*_CUT, IncompleteStream), self._guarded(response, cancel) as deadline:
+            for piece in self._text(response, deadline, cancel):
+                text += piece
+                if len(text) >= ERROR_BODY_LIMIT:
+                    break
         return text
 
     def whole(self, response: httpx.Response, cancel: CancelToken) -> str:
