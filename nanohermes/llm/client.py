@@ -132,8 +132,31 @@ class ChatClient:
         model: str | None = None,
         cancel: CancelToken | None = None,
     ) -> Iterator[StreamItem | ChatResult]:
+        target, cancel = self._target(model), cancel or CancelToken()
         try:
-            yield from self._stream(messages, tools, self._target(model), cancel or CancelToken())
+            result, ended = yield from self._exchange(messages, tools, target, cancel, stream=True)
+            if ended and not result.is_empty():
+                yield result
+                return
+            if result.finish_reason in ("length", "content_filter"):
+                raise _empty_answer(result)  # the output cap or a filter: asking again cannot help
+            # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
+            problem = "the answer was empty" if ended else "the stream ended early"
+            yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
+            try:
+                fallback, _ = yield from self._exchange(messages, tools, target, cancel, stream=False)
+            except (Cancelled, IncompleteStream, ContextOverflow, ServerStopped):
+                raise
+            except LLMError as err:
+                raise IncompleteStream(
+                    f"the stream from {self.url} ended before the answer was complete, "
+                    f"and the retry without streaming failed: {err.one_line()}",
+                    "try again; if it repeats, check the server's logs",
+                    err.status,
+                ) from err
+            if fallback.is_empty():
+                raise _empty_answer(fallback)
+            yield fallback
         except LLMError as err:  # whatever the endpoint sent back, the key never leaves in an error
             raise self._hidden(err) from err.__cause__
 
@@ -145,56 +168,15 @@ class ChatClient:
         model: str | None = None,
         cancel: CancelToken | None = None,
     ) -> ChatResult:
+        exchange = self._exchange(messages, tools, self._target(model), cancel or CancelToken(), stream=False)
         try:
-            return self._complete(messages, tools, self._target(model), cancel or CancelToken())
+            while True:  # its events (retries, deltas of a server that streamed anyway) have no reader
+                next(exchange)
+        except StopIteration as done:
+            result: ChatResult = done.value[0]
+            return result
         except LLMError as err:
             raise self._hidden(err) from err.__cause__
-
-    def _stream(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        target: Target,
-        cancel: CancelToken,
-    ) -> Iterator[StreamItem | ChatResult]:
-        result, ended = yield from self._exchange(messages, tools, target, cancel, stream=True)
-        if ended and not result.is_empty():
-            yield result
-            return
-        if result.finish_reason in ("length", "content_filter"):
-            raise _empty_answer(result)  # the output cap or a filter: asking again cannot help
-        # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
-        problem = "the answer was empty" if ended else "the stream ended early"
-        yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
-        try:
-            fallback, _ = yield from self._exchange(messages, tools, target, cancel, stream=False)
-        except (Cancelled, IncompleteStream, ContextOverflow, ServerStopped):
-            raise
-        except LLMError as err:
-            raise IncompleteStream(
-                f"the stream from {self.url} ended before the answer was complete, "
-                f"and the retry without streaming failed: {err.one_line()}",
-                "try again; if it repeats, check the server's logs",
-                err.status,
-            ) from err
-        if fallback.is_empty():
-            raise _empty_answer(fallback)
-        yield fallback
-
-    def _complete(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        target: Target,
-        cancel: CancelToken,
-    ) -> ChatResult:
-        exchange = self._exchange(messages, tools, target, cancel, stream=False)
-        while True:  # its events (retries, deltas of a server that streamed anyway) have no reader
-            try:
-                next(exchange)
-            except StopIteration as done:
-                result: ChatResult = done.value[0]
-                return result
 
     def _exchange(
         self,
