@@ -82,16 +82,11 @@ def _texts(value: Any) -> str:
     return ""
 
 
-def find_usage(data: dict[str, Any]) -> Usage | None:
-    """Usage from top-level `usage`, `choices[0].usage` (some local servers) or `x_groq.usage`."""
-    candidates: list[Any] = [data.get("usage")]
-    choices = data.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        candidates.append(choices[0].get("usage"))
+def find_usage(data: dict[str, Any], choice: dict[str, Any] | None) -> Usage | None:
+    """Usage from top-level `usage`, the choice's (some local servers) or `x_groq.usage`."""
     groq = data.get("x_groq")
-    if isinstance(groq, dict):
-        candidates.append(groq.get("usage"))
-    for candidate in candidates:
+    groq_usage = groq.get("usage") if isinstance(groq, dict) else None
+    for candidate in (data.get("usage"), (choice or {}).get("usage"), groq_usage):
         usage = Usage.from_dict(candidate)
         if usage.total_tokens:
             return usage
@@ -114,11 +109,8 @@ class StreamAssembler:
         """Raises an LLMError for an `error` chunk (even inside HTTP 200)."""
         if chunk.get("error"):
             raise payload_error(chunk["error"], self.target, in_stream=True)
-        if "usage" in chunk or "x_groq" in chunk or "choices" in chunk:
-            usage = find_usage(chunk)
-            if usage is not None:
-                self.usage = usage
         choice = first_choice(chunk)
+        self.usage = find_usage(chunk, choice) or self.usage
         if choice is None:
             return []
         delta, whole = choice.get("delta"), False
