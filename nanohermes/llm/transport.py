@@ -127,8 +127,8 @@ class BodyReader:
     def error_text(self, response: httpx.Response, cancel: CancelToken) -> str:
         """What of an error's body arrives before the deadline or a cut, up to ERROR_BODY_LIMIT."""
         text = ""
-        with contextlib.suppress(*_CUT, IncompleteStream), self._guarded(response, cancel) as deadline:
-            for piece in self._text(response, deadline, cancel):
+        with contextlib.suppress(*_CUT, IncompleteStream), self._reading(response, cancel) as pieces:
+            for piece in pieces:
                 text += piece
                 if len(text) >= ERROR_BODY_LIMIT:
                     break
@@ -137,8 +137,8 @@ class BodyReader:
     def whole(self, response: httpx.Response, cancel: CancelToken) -> str:
         """The whole body (a JSON answer to a streamed request, or to a plain one)."""
         try:
-            with self._guarded(response, cancel) as deadline:
-                text = "".join(self._text(response, deadline, cancel))
+            with self._reading(response, cancel) as pieces:
+                text = "".join(pieces)
         except _CUT as err:
             raise IncompleteStream(
                 f"the answer from {self.url} was cut off: {describe(err)}", "try again"
@@ -151,8 +151,8 @@ class BodyReader:
     ) -> Generator[StreamItem, None, bool]:
         """Yield the stream's deltas; return whether it ended properly ([DONE] or EOF after finish)."""
         try:
-            with self._guarded(response, cancel) as deadline:
-                lines = iter_lines(self._text(response, deadline, cancel))
+            with self._reading(response, cancel) as pieces:
+                lines = iter_lines(pieces)
                 for chunk in iter_chunks(lines):
                     if chunk is Marker.DONE:
                         _drain(lines)
@@ -164,12 +164,12 @@ class BodyReader:
         return assembler.finish_reason is not None
 
     @contextlib.contextmanager
-    def _guarded(self, response: httpx.Response, cancel: CancelToken) -> Iterator[float]:
-        """A read of `response`'s body, given its deadline: cancelling aborts it (a read cut that
-        way raises Cancelled), and the response is closed however the read ends."""
+    def _reading(self, response: httpx.Response, cancel: CancelToken) -> Iterator[Iterator[str]]:
+        """A read of `response`'s body: cancelling aborts it (a read cut that way raises Cancelled),
+        and the response is closed however the read ends."""
         unregister = cancel.on_cancel(lambda: abort_response(response))
         try:
-            yield self._clock() + self.total_timeout
+            yield self._text(response, cancel)
         except _CUT:
             cancel.raise_if_cancelled()
             raise
@@ -177,11 +177,13 @@ class BodyReader:
             unregister()
             response.close()
 
-    def _text(self, response: httpx.Response, deadline: float, cancel: CancelToken) -> Iterator[str]:
-        """The body's text as it arrives (decoded by httpx), within the deadline and ANSWER_LIMIT."""
+    def _text(self, response: httpx.Response, cancel: CancelToken) -> Iterator[str]:
+        """The body's text as it arrives (decoded by httpx), within the total deadline and ANSWER_LIMIT."""
+        deadline = self._clock() + self.total_timeout
         size = 0
         for piece in response.iter_text():
-            if self._past(deadline, cancel):
+            cancel.raise_if_cancelled()
+            if self._clock() > deadline:
                 raise IncompleteStream(
                     f"the answer from {self.url} took longer than the {self.total_timeout:g} s "
                     "total deadline",
@@ -195,11 +197,6 @@ class BodyReader:
                     "check the server: no chat answer is that large",
                 )
             yield piece
-
-    def _past(self, deadline: float, cancel: CancelToken) -> bool:
-        """Whether `deadline` has passed; raises Cancelled when the turn was cancelled."""
-        cancel.raise_if_cancelled()
-        return self._clock() > deadline
 
 
 def _drain(lines: Iterator[str]) -> None:
