@@ -190,14 +190,7 @@ class ChatClient:
         """One request, its answer read as JSON or as a stream (whichever the server chose): the
         result, and whether it ended properly ([DONE] or a finish reason). The answer to a request
         not streamed must end properly: a half call must not run."""
-        body = build_body(
-            target.model,
-            messages,
-            tools,
-            stream=stream,
-            send_reasoning=self.send_reasoning,
-            max_tokens=self.max_tokens,
-        )
+        body = build_body(target.model, messages, tools, stream, self.send_reasoning, self.max_tokens)
         response = yield from self._open(body, target, cancel)
         kind = response.headers.get("content-type", "").lower()
         if "html" in kind:

@@ -86,10 +86,9 @@ def build_body(
     model: str,
     messages: list[Message],
     tools: list[dict[str, Any]] | None,
-    *,
     stream: bool,
     send_reasoning: bool,
-    max_tokens: int | None = None,
+    max_tokens: int | None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
