@@ -12,15 +12,14 @@ What a message or delta says, whatever shape the server gives it:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from nanohermes.core.errors import JSON_ERRORS, BadResponse
+from nanohermes.core.errors import BadResponse
 from nanohermes.core.events import ReasoningDelta, StreamItem, TextDelta
-from nanohermes.core.types import ChatResult, Usage, shorten
+from nanohermes.core.types import ChatResult, Usage
 from nanohermes.llm.accumulate import ToolCallAccumulator
 from nanohermes.llm.failures import Target, payload_error
-from nanohermes.llm.sse import Chunk
+from nanohermes.llm.sse import Chunk, json_object
 from nanohermes.llm.wire import REASONING_KEYS
 
 _THINKING_TYPES = frozenset({"thinking", "reasoning"})
@@ -170,15 +169,7 @@ def _whole_call(call: dict[str, Any], position: int) -> dict[str, Any]:
 
 def parse_completion(body: str, assembler: StreamAssembler) -> list[StreamItem]:
     """A non-streaming answer, fed to `assembler`: the deltas it would have streamed."""
-    try:
-        data = json.loads(body)
-    except JSON_ERRORS:
-        raise BadResponse(
-            f"the endpoint's answer is not JSON: {shorten(body, 120)!r}",
-            "check --base-url points at an OpenAI-compatible /v1 endpoint",
-        ) from None
-    if not isinstance(data, dict):
-        raise BadResponse("the endpoint's answer is not a chat completion (not a JSON object)")
+    data = json_object(body, "the endpoint's answer")
     if data.get("error"):
         raise payload_error(data["error"], assembler.target, in_stream=False)
     if first_choice(data) is None:

@@ -109,15 +109,18 @@ def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal[Marker.DONE]]:
 
 def _decode(payload: str) -> Chunk | Literal[Marker.DONE]:
     text = payload.strip()
-    if text == "[DONE]":
-        return DONE
+    return DONE if text == "[DONE]" else json_object(text, "a stream event from the endpoint")
+
+
+def json_object(text: str, what: str) -> Chunk:
+    """`text` as a JSON object, else BadResponse naming `what` (the answer, a stream event)."""
+    hint = "check --base-url points at an OpenAI-compatible /v1 endpoint"
     try:
         value = json.loads(text)
     except JSON_ERRORS:
-        raise BadResponse(
-            f"the endpoint sent a stream event that is not JSON: {shorten(text, 120)}",
-            "check --base-url points at an OpenAI-compatible /v1 endpoint",
-        ) from None
+        raise BadResponse(f"{what} is not JSON: {shorten(text, 120)!r}", hint) from None
     if not isinstance(value, dict):
-        raise BadResponse(f"the endpoint sent a stream event that is not a JSON object: {shorten(text, 120)}")
+        raise BadResponse(
+            f"{what} is not a chat completion (not a JSON object): {shorten(text, 120)!r}", hint
+        )
     return value
