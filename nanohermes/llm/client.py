@@ -216,7 +216,7 @@ class ChatClient:
         name = model or self.model
         if not name:
             raise ConfigError("no model is set", "pass --model NAME or set NANOHERMES_MODEL")
-        return Target(model=name, url=self.url, has_key=bool(self._api_key), key=self._api_key or "")
+        return Target(model=name, url=self.url, key=self._api_key or "")
 
     def _request(self, body: dict[str, Any]) -> httpx.Request:
         headers = {

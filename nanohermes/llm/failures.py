@@ -94,10 +94,9 @@ class Target:
 
     model: str
     url: str
-    has_key: bool
     key: str = field(default="", repr=False, compare=False)
-    """The API key, only to hide it: an endpoint may echo it back in an error («Incorrect API key
-    provided: sk-…»), and error lines reach the terminal, `--json` and the session file."""
+    """The API key ("" if none), also to hide it: an endpoint may echo it back in an error («Incorrect
+    API key provided: sk-…»), and error lines reach the terminal, `--json` and the session file."""
 
 
 def hide_key(text: str, key: str) -> str:
@@ -240,7 +239,7 @@ def status_error(
         hint = "add credit or check billing at the provider"
         return PaymentRequired(f"the account is out of credit ({status}){said}", hint, status)
     if status == 401:
-        problem = "rejected the API key" if target.has_key else "needs an API key"
+        problem = "rejected the API key" if target.key else "needs an API key"
         return AuthError(f"the endpoint {problem} (401){said}", KEY_HINT, status)
     if status == 403:
         hint = f"{KEY_HINT}; make sure the key may use this model"
