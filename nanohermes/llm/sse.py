@@ -9,7 +9,6 @@ is not followed by a blank line.
 
 from __future__ import annotations
 
-import enum
 import io
 import itertools
 import json
@@ -19,13 +18,8 @@ from typing import Any, Final, Literal
 from nanohermes.core.errors import JSON_ERRORS, BadResponse
 from nanohermes.core.types import shorten
 
-
-class Marker(enum.Enum):
-    DONE = "[DONE]"
-    """The `[DONE]` line that ends an OpenAI stream."""
-
-
-DONE: Final = Marker.DONE
+DONE: Final = "[DONE]"
+"""What ends an OpenAI stream; `iter_chunks` passes it on in place of a chunk."""
 Chunk = dict[str, Any]
 
 MAX_LINE_CHARS = 16 * 1024 * 1024
@@ -92,7 +86,7 @@ def as_error(data: list[str]) -> str:
     return json.dumps({"error": value or "the server reported an error without details"})
 
 
-def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal[Marker.DONE]]:
+def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal["[DONE]"]]:
     """Each event's JSON object, or DONE. Raises BadResponse for non-JSON data."""
     for data in iter_sse_data(lines):
         joined = "\n".join(data)
@@ -107,9 +101,9 @@ def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal[Marker.DONE]]:
         yield from chunks
 
 
-def _decode(payload: str) -> Chunk | Literal[Marker.DONE]:
+def _decode(payload: str) -> Chunk | Literal["[DONE]"]:
     text = payload.strip()
-    return DONE if text == "[DONE]" else json_object(text, "a stream event from the endpoint")
+    return DONE if text == DONE else json_object(text, "a stream event from the endpoint")
 
 
 def json_object(text: str, what: str) -> Chunk:

@@ -26,7 +26,7 @@ from nanohermes.core.events import StreamItem
 from nanohermes.core.types import shorten
 from nanohermes.llm.failures import ONE_LINE, strip_userinfo
 from nanohermes.llm.response import StreamAssembler
-from nanohermes.llm.sse import Marker, iter_chunks, iter_lines
+from nanohermes.llm.sse import DONE, iter_chunks, iter_lines
 
 ERROR_BODY_LIMIT = 64 * 1024
 """At most this much of an error response is read: enough for any provider's error JSON."""
@@ -154,7 +154,7 @@ class BodyReader:
             with self._reading(response, cancel) as pieces:
                 lines = iter_lines(pieces)
                 for chunk in iter_chunks(lines):
-                    if chunk is Marker.DONE:
+                    if chunk == DONE:
                         _drain(lines)
                         return True
                     yield from assembler.feed(chunk)
