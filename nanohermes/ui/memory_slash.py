@@ -10,8 +10,7 @@ from rich.text import Text
 
 from nanohermes.config.options import MemoryArgs
 from nanohermes.core.errors import StoreError
-from nanohermes.ui.memory_cmd import ACTIONS, MAX_LINE_CHARS
-from nanohermes.ui.memory_transfer import BadArgument
+from nanohermes.ui.memory_cmd import ACTIONS, MAX_LINE_CHARS, BadArgument
 from nanohermes.ui.safe_text import one_line, terminal_safe
 
 if TYPE_CHECKING:

@@ -70,6 +70,58 @@ class _Outcome:
     memories: list[dict[str, Any]] = field(default_factory=list)
     plan: list[dict[str, str]] = field(default_factory=list)
 
+    def add(self, event: Event) -> dict[str, Any] | None:
+        """Record `event`; return its stream-json line (None: it has none; the result comes last)."""
+        if isinstance(event, TextDelta) and event.text:
+            return {"type": "text", "text": event.text}
+        if isinstance(event, ToolStarted):
+            call = event.call
+            self.tool_calls.append(
+                {"id": call.id, "name": call.name, "arguments": _arguments(call.arguments)}
+            )
+            return {"type": "tool_start", **self.tool_calls[-1], "summary": event.summary}
+        if isinstance(event, ToolFinished):
+            result = event.result
+            started = (e for e in self.tool_calls if e["id"] == result.call_id and "ok" not in e)
+            if entry := next(started, None):
+                entry.update(ok=result.ok, summary=event.summary)
+            else:  # refused or invalid before dispatch: no ToolStarted
+                self.tool_calls.append(
+                    {"id": result.call_id, "name": result.name, "ok": False, "summary": event.summary}
+                )
+            cut = len(result.content) > STREAM_OUTPUT_CHARS
+            output = result.content[:STREAM_OUTPUT_CHARS] + ("…" if cut else "")
+            line = {"id": result.call_id, "name": result.name, "ok": result.ok, "summary": event.summary}
+            return {"type": "tool_end", **line, "output": output}
+        if isinstance(event, MemoryRecalled):  # SPEC §3.10: which memories the turn was given
+            self.memories = [
+                {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4), "scope": m.scope}
+                for m in event.memories
+            ]
+            return {"type": "memory", "memories": self.memories}
+        if isinstance(event, PlanUpdated):
+            self.plan = [{"step": step.step, "status": step.status} for step in event.steps]
+            return {"type": "plan", "plan": self.plan}
+        if isinstance(event, Note) and event.level == "error":
+            self.errors.append(event.text)
+        elif isinstance(event, TurnFinished):
+            self.end = event
+        return None
+
+    def result(self, session: Path) -> dict[str, Any]:
+        """What `--json` prints, and the last line of stream-json."""
+        return {
+            "answer": self.end.answer,
+            "session": str(session),
+            "usage": self.end.usage.to_dict(),
+            "tool_calls": self.tool_calls,
+            "files_changed": list(self.end.changed_files),
+            "memories": self.memories,
+            "plan": self.plan,
+            "completed": self.end.completed,
+            "error": _error_line(self) or None,
+        }
+
 
 def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
     """Run one turn for `-p`. Returns the exit code."""
@@ -104,13 +156,20 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
         _progress(event, options.verbose)
     as_json = options.json_output or options.stream_json
     answer = _AnswerPrinter(sys.stdout, stream=not as_json and is_terminal(sys.stdout))
+    ascii_only = not speaks_utf8(sys.stdout)
     with signals_handled(_cancel_on_signal(cancel)):
         for event in agent.run(prompt, cancel):
-            _record(event, outcome)
+            line = outcome.add(event)
             if not as_json:
                 answer.handle(event)
-            elif (payload := _json_payload(event, runtime, outcome, stream=options.stream_json)) is not None:
-                answer.emit(json.dumps(payload, ensure_ascii=not speaks_utf8(sys.stdout)) + "\n")
+            elif isinstance(event, TurnFinished):
+                payload = outcome.result(agent.session_path)
+                stream = {"type": "result", **payload, "exit": _code(outcome)}
+                answer.emit(
+                    json.dumps(stream if options.stream_json else payload, ensure_ascii=ascii_only) + "\n"
+                )
+            elif line is not None and options.stream_json:
+                answer.emit(json.dumps(line, ensure_ascii=ascii_only) + "\n")
             _progress(event, options.verbose)
     _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
@@ -240,33 +299,6 @@ def _wait_for_distillation(agent: Agent, budget: float) -> None:
         say("memory distillation skipped")
 
 
-def _record(event: Event, outcome: _Outcome) -> None:
-    if isinstance(event, ToolStarted):
-        call = event.call
-        outcome.tool_calls.append({"id": call.id, "name": call.name, "arguments": _arguments(call.arguments)})
-    elif isinstance(event, ToolFinished):
-        for entry in outcome.tool_calls:
-            if entry["id"] == event.result.call_id and "ok" not in entry:
-                entry.update(ok=event.result.ok, summary=event.summary)
-                break
-        else:  # refused or invalid before dispatch: no ToolStarted
-            result = event.result
-            outcome.tool_calls.append(
-                {"id": result.call_id, "name": result.name, "ok": False, "summary": event.summary}
-            )
-    elif isinstance(event, MemoryRecalled):  # SPEC §3.10: which memories the turn was given
-        outcome.memories = [
-            {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4), "scope": m.scope}
-            for m in event.memories
-        ]
-    elif isinstance(event, PlanUpdated):
-        outcome.plan = [{"step": step.step, "status": step.status} for step in event.steps]
-    elif isinstance(event, Note) and event.level == "error":
-        outcome.errors.append(event.text)
-    elif isinstance(event, TurnFinished):
-        outcome.end = event
-
-
 def _progress(event: Event, verbose: bool) -> None:
     line = _progress_line(event, verbose)
     if line:
@@ -289,50 +321,6 @@ def _progress_line(event: Event, verbose: bool) -> str:
     if isinstance(event, Retrying) and verbose:
         return f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
     return ""
-
-
-def _json_payload(
-    event: Event, runtime: RuntimeLike, outcome: _Outcome, *, stream: bool
-) -> dict[str, Any] | None:
-    """What `--json` (the result only) or stream-json (a line per event, the result last) prints for
-    `event`, already recorded in `outcome`; None: nothing."""
-    if isinstance(event, TurnFinished):
-        payload = {
-            "answer": outcome.end.answer,
-            "session": str(runtime.agent.session_path),
-            "usage": outcome.end.usage.to_dict(),
-            "tool_calls": outcome.tool_calls,
-            "files_changed": list(outcome.end.changed_files),
-            "memories": outcome.memories,
-            "plan": outcome.plan,
-            "completed": outcome.end.completed,
-            "error": _error_line(outcome) or None,
-        }
-        return {"type": "result", **payload, "exit": _code(outcome)} if stream else payload
-    if not stream:
-        return None
-    if isinstance(event, TextDelta) and event.text:
-        return {"type": "text", "text": event.text}
-    if isinstance(event, ToolStarted):
-        return {"type": "tool_start", **outcome.tool_calls[-1], "summary": event.summary}
-    if isinstance(event, ToolFinished):
-        result = event.result
-        output = result.content[:STREAM_OUTPUT_CHARS] + (
-            "…" if len(result.content) > STREAM_OUTPUT_CHARS else ""
-        )
-        return {
-            "type": "tool_end",
-            "id": result.call_id,
-            "name": result.name,
-            "ok": result.ok,
-            "summary": event.summary,
-            "output": output,
-        }
-    if isinstance(event, PlanUpdated):
-        return {"type": "plan", "plan": outcome.plan}
-    if isinstance(event, MemoryRecalled):
-        return {"type": "memory", "memories": outcome.memories}
-    return None
 
 
 def _code(outcome: _Outcome) -> int:

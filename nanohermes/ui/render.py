@@ -32,7 +32,7 @@ from nanohermes.core.events import (
 from nanohermes.core.toolcalls import key_argument
 from nanohermes.core.types import ToolResult, shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine
-from nanohermes.ui.plain_text import print_plain
+from nanohermes.ui.safe_console import print_plain
 from nanohermes.ui.safe_text import one_line, terminal_safe
 
 if TYPE_CHECKING:

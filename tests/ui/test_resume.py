@@ -1,9 +1,9 @@
-"""What a resumed REPL shows of the conversation (nanohermes.ui.resume)."""
+"""What a resumed REPL shows of the conversation (nanohermes.ui.repl)."""
 
 from __future__ import annotations
 
 from nanohermes.core.types import Message
-from nanohermes.ui.resume import exchange_lines
+from nanohermes.ui.repl import exchange_lines
 
 
 def test_escape_sequences_from_the_session_file_are_shown_not_sent() -> None:

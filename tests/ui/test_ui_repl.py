@@ -16,9 +16,8 @@ from ui_fakes import FakeRuntime, fake_runtime, plain_console
 
 from nanohermes.core.errors import SessionError
 from nanohermes.core.events import Note
-from nanohermes.ui.loader import RuntimeLoader
 from nanohermes.ui.repl import Repl
-from nanohermes.ui.seams import ResumePreview, RuntimeLike
+from nanohermes.ui.seams import ResumePreview, RuntimeLike, RuntimeLoader
 
 
 @pytest.fixture
