@@ -15,7 +15,15 @@ from rich.table import Table
 
 from nanohermes.config.options import MemoryArgs
 from nanohermes.config.settings import Settings
-from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MemoryRejected, StoreError, ToolError
+from nanohermes.core.errors import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    ConfigError,
+    MemoryRejected,
+    StoreError,
+    ToolError,
+)
 from nanohermes.core.types import plural
 from nanohermes.memory import K1, B, Entry, Kind, MemoryStore, resolve_id, workspace_store
 from nanohermes.memory.transfer import export_markdown, import_memories, parse_import
@@ -28,11 +36,7 @@ MAX_LINE_CHARS = 240
 MAX_IMPORT_BYTES = 16 << 20
 
 Action = Callable[[Console, MemoryStore, MemoryArgs, str], None]
-"""One action: prints to the console; raises BadArgument (a user mistake) or StoreError."""
-
-
-class BadArgument(Exception):
-    """A user mistake on the command line: one line, exit 2."""
+"""One action: prints to the console; raises ConfigError (a user mistake) or StoreError."""
 
 
 def escape(text: str) -> str:
@@ -57,8 +61,8 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
         return _error(f"unknown memory action {args.action!r}; use one of {names}", EXIT_USAGE)
     try:
         action(out, store, args, settings.language)
-    except BadArgument as err:
-        return _error(str(err), EXIT_USAGE)
+    except ConfigError as err:
+        return _error(err.one_line(), EXIT_USAGE)
     except StoreError as err:
         return _error(err.one_line(), EXIT_FAILURE)
     return EXIT_OK
@@ -106,7 +110,7 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
     entries += [e for e in store.team.load() if args.history or not e.superseded_by] if store.team else []
     if args.stale is not None:
         if args.stale < 0:
-            raise BadArgument(f"--stale needs a number of days, not {args.stale}")
+            raise ConfigError(f"--stale needs a number of days, not {args.stale}")
         entries = [e for e in entries if max(e.used_ts, e.ts) < time.time() - args.stale * DAY]
     if not entries:
         more = f"; {hidden} in other projects (--all shows them)" if hidden else ""
@@ -132,7 +136,7 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
 def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     query = args.argument.strip()
     if not query:
-        raise BadArgument("memory search needs a query, e.g. nanohermes memory search deploy")
+        raise ConfigError("memory search needs a query, e.g. nanohermes memory search deploy")
     if args.all_projects or args.history:
         store = store.for_project(None if args.all_projects else store.project, history=args.history)
     hits = store.search(query, top_k=SEARCH_LIMIT)
@@ -177,13 +181,13 @@ def _forget(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
     """By id, or by a unique id prefix of 4+ characters; any project's: the user names it on purpose."""
     wanted = args.argument
     if not wanted.strip():
-        raise BadArgument("memory forget needs an id (memory list shows them)")
+        raise ConfigError("memory forget needs an id (memory list shows them)")
     try:
         entry = store.get(resolve_id(store, wanted, "memory list --all shows the ids", everywhere=True))
     except ToolError as err:
-        raise BadArgument(str(err)) from None
+        raise ConfigError(str(err)) from None
     if entry is None or not store.forget(entry.id):  # removed by another process in between
-        raise BadArgument(f"no memory with id {echoed(wanted.strip())} (memory list shows the ids)")
+        raise ConfigError(f"no memory with id {echoed(wanted.strip())} (memory list shows the ids)")
     out.print(f"Forgot {escape(entry.id)} [{escape(entry.kind.label(lang))}] {escape(entry.text)}")
     out.print(f"{plural(len(store), 'memory')} left.", style="dim")
 
@@ -232,11 +236,11 @@ def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     it merged into."""
     kind = Kind.parse(args.kind)
     if kind is None:
-        raise BadArgument(
+        raise ConfigError(
             f"unknown memory kind {echoed(args.kind)}; use preference, correction, lesson or fact"
         )
     if args.team and store.team is None:
-        raise BadArgument(
+        raise ConfigError(
             "--team needs a git repository (the team memory is <top level>/.nanohermes/memory.json)"
         )
     target = store.team if args.team and store.team is not None else store
@@ -245,7 +249,7 @@ def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
             kind, args.argument, source="user", scope="project" if args.project else "global"
         )
     except MemoryRejected as err:
-        raise BadArgument(err.one_line()) from None
+        raise ConfigError(err.one_line()) from None
     entry = target.get(target.last_id or "")
     where = escape(scope_label(entry, store.project)) if entry is not None else "?"
     ident = escape(entry.id) if entry is not None else "?"
@@ -265,10 +269,10 @@ def _replace(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> N
     try:
         old = target.get(resolve_id(target, args.target, "memory list --all shows the ids", everywhere=True))
         if old is None:  # forgotten by another process in between
-            raise BadArgument(f"no memory with id {echoed(args.target.strip())} (memory list shows the ids)")
+            raise ConfigError(f"no memory with id {echoed(args.target.strip())} (memory list shows the ids)")
         target.remember(old.kind, args.argument, source="user", replaces=old.id)
     except (ToolError, MemoryRejected) as err:
-        raise BadArgument(err.one_line() if isinstance(err, MemoryRejected) else str(err)) from None
+        raise ConfigError(err.one_line() if isinstance(err, MemoryRejected) else str(err)) from None
     new = escape(target.last_id or "?")
     out.print(f"Replaced {escape(old.id)} by {new}; the old one is kept (memory list --history).")
 
@@ -287,9 +291,9 @@ def import_file(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -
     try:
         items = parse_import(_read_import(args.argument))
     except MemoryRejected as err:  # nothing is imported from a file that does not parse
-        raise BadArgument(f"{name}: {err.one_line()}; nothing imported") from None
+        raise ConfigError(f"{name}: {err.one_line()}; nothing imported") from None
     if len(items) > store.max_entries:  # the cap would evict every memory there is, and most of these
-        raise BadArgument(
+        raise ConfigError(
             f"{name} holds {len(items):,} memories, more than memory_max_entries ({store.max_entries:,}); "
             "nothing imported (raise the setting or split the file)"
         )
@@ -309,31 +313,31 @@ def import_file(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -
 
 def _read_import(name: str) -> str:
     if not name.strip():
-        raise BadArgument("memory import needs a file (a memory export, Markdown or JSON)")
+        raise ConfigError("memory import needs a file (a memory export, Markdown or JSON)")
     if name == "-":
         return _bounded_text(sys.stdin.buffer, "standard input")
     path = Path(name).expanduser()
     shown = terminal_safe(name)
     try:
         if not path.exists():
-            raise BadArgument(f"{shown}: no such file")
+            raise ConfigError(f"{shown}: no such file")
         if not path.is_file():  # never open a FIFO or a device: it could block or never end
-            raise BadArgument(f"{shown} is not a file (give a memory export, Markdown or JSON)")
+            raise ConfigError(f"{shown} is not a file (give a memory export, Markdown or JSON)")
         with path.open("rb") as stream:  # bounded: the file may grow after a size check
             return _bounded_text(stream, shown)
     except OSError as err:
-        raise BadArgument(f"cannot read {shown}: {err.strerror or err}") from None
+        raise ConfigError(f"cannot read {shown}: {err.strerror or err}") from None
 
 
 def _bounded_text(stream: BinaryIO, shown: str) -> str:
     """At most MAX_IMPORT_BYTES of `stream`, as UTF-8: a pipe from /dev/zero never fills memory."""
     data = stream.read(MAX_IMPORT_BYTES + 1)
     if len(data) > MAX_IMPORT_BYTES:
-        raise BadArgument(f"{shown} is larger than {MAX_IMPORT_BYTES >> 20} MiB; not a memory export")
+        raise ConfigError(f"{shown} is larger than {MAX_IMPORT_BYTES >> 20} MiB; not a memory export")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise BadArgument(f"{shown} is not UTF-8 text (give a memory export, Markdown or JSON)") from None
+        raise ConfigError(f"{shown} is not UTF-8 text (give a memory export, Markdown or JSON)") from None
 
 
 ACTIONS: dict[str, Action] = {

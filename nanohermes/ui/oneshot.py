@@ -23,6 +23,7 @@ from nanohermes.core.errors import (
     EXIT_OK,
     EXIT_USAGE,
     INTERRUPTED,
+    ConfigError,
     NanoHermesError,
 )
 from nanohermes.core.events import (
@@ -56,14 +57,11 @@ STREAM_OUTPUT_CHARS = 2000
 """How much of a tool's result a stream-json `tool_end` line carries (the model gets all of it)."""
 
 
-class PromptError(ValueError):
-    """`-p -` could not read a prompt from stdin: one line saying why."""
-
-
 @dataclass
 class _Outcome:
     """What the turn produced, gathered from its events."""
 
+    session: Path
     end: TurnFinished = field(default_factory=lambda: TurnFinished(False, "error"))
     errors: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -106,21 +104,39 @@ class _Outcome:
             self.errors.append(event.text)
         elif isinstance(event, TurnFinished):
             self.end = event
+            return {"type": "result", **self.result(), "exit": self.code}
         return None
 
-    def result(self, session: Path) -> dict[str, Any]:
-        """What `--json` prints, and the last line of stream-json."""
+    def result(self) -> dict[str, Any]:
+        """What `--json` prints; stream-json's last line adds its type and the exit code."""
         return {
             "answer": self.end.answer,
-            "session": str(session),
+            "session": str(self.session),
             "usage": self.end.usage.to_dict(),
             "tool_calls": self.tool_calls,
             "files_changed": list(self.end.changed_files),
             "memories": self.memories,
             "plan": self.plan,
             "completed": self.end.completed,
-            "error": _error_line(self) or None,
+            "error": self.error or None,
         }
+
+    @property
+    def code(self) -> int:
+        if self.end.completed:
+            return EXIT_OK
+        return EXIT_INTERRUPTED if self.end.reason == "interrupted" else EXIT_FAILURE
+
+    @property
+    def error(self) -> str:
+        reason = self.end.reason
+        if self.end.completed:
+            return ""
+        if reason == "interrupted":
+            return INTERRUPTED
+        if reason == "max_iterations":
+            return "the turn stopped at max_iterations before the model finished (raise max_iterations)"
+        return self.errors[0] if self.errors else f"the turn did not complete ({reason})"
 
 
 def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
@@ -135,8 +151,8 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
         say("reading the prompt from the terminal; end it with Ctrl-D")
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
-    except PromptError as err:
-        return _fail(str(err), EXIT_USAGE)
+    except ConfigError as err:
+        return _fail(err.one_line(), EXIT_USAGE)
     if not prompt.strip():
         return _fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
     if prompt.lstrip().startswith("/"):
@@ -150,26 +166,20 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
 
 def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, prompt: str) -> int:
     agent = runtime.agent
-    outcome = _Outcome()
+    outcome = _Outcome(agent.session_path)
     cancel = CancelToken()
     for event in agent.drain_background_events():  # notices from start-up (memory file, agents)
         _progress(event, options.verbose)
     as_json = options.json_output or options.stream_json
     answer = _AnswerPrinter(sys.stdout, stream=not as_json and is_terminal(sys.stdout))
-    ascii_only = not speaks_utf8(sys.stdout)
     with signals_handled(_cancel_on_signal(cancel)):
         for event in agent.run(prompt, cancel):
             line = outcome.add(event)
             if not as_json:
                 answer.handle(event)
-            elif isinstance(event, TurnFinished):
-                payload = outcome.result(agent.session_path)
-                stream = {"type": "result", **payload, "exit": _code(outcome)}
-                answer.emit(
-                    json.dumps(stream if options.stream_json else payload, ensure_ascii=ascii_only) + "\n"
-                )
-            elif line is not None and options.stream_json:
-                answer.emit(json.dumps(line, ensure_ascii=ascii_only) + "\n")
+            elif line is not None and (options.stream_json or isinstance(event, TurnFinished)):
+                line = line if options.stream_json else outcome.result()  # --json: the result alone
+                answer.emit(json.dumps(line, ensure_ascii=not speaks_utf8(sys.stdout)) + "\n")
             _progress(event, options.verbose)
     _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
@@ -179,14 +189,16 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
         unsaved = f"could not save the session: {err.one_line()}"
     for event in agent.drain_background_events():
         _progress(event, options.verbose)
-    code = _exit_code(outcome)
-    if answer.closed and code == EXIT_OK:  # the turn is saved, but the answer reached no one
+    code = outcome.code
+    if code != EXIT_OK:
+        _fail(outcome.error, code)
+    elif answer.closed:  # the turn is saved, but the answer reached no one
         where = f"; the answer is in {agent.session_path}" if not unsaved else ""
         what = "standard output was closed before the answer was written"
         if answer.problem:
             what = f"cannot write the answer to standard output: {answer.problem}"
         return _fail(what + where, EXIT_FAILURE)
-    if unsaved and code == EXIT_OK:  # the answer is printed, but the turn is lost: not a success
+    elif unsaved:  # the answer is printed, but the turn is lost: not a success
         return _fail(unsaved, EXIT_FAILURE)
     if unsaved:
         _progress(Note(unsaved, "warning"), options.verbose)
@@ -196,14 +208,14 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
 def read_prompt(value: str, stdin: TextIO | None) -> str:
     """`-p -` reads the whole prompt from standard input. Bytes that are not UTF-8 (binary data, a
     Latin-1 file, an argument in another encoding) become U+FFFD: as lone surrogates they could not be
-    sent as JSON, nor saved. Raises PromptError when stdin is closed or holds more than a prompt."""
+    sent as JSON, nor saved. Raises ConfigError when stdin is closed or holds more than a prompt."""
     if value != "-":
         return valid_text(value)
     if stdin is None:
-        raise PromptError("-p - reads the prompt from stdin, but stdin is closed")
+        raise ConfigError("-p - reads the prompt from stdin, but stdin is closed")
     data = stdin.buffer.read(PROMPT_MAX_BYTES + 1)
     if len(data) > PROMPT_MAX_BYTES:
-        raise PromptError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
+        raise ConfigError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
     return data.decode("utf-8", "replace")
 
 
@@ -321,28 +333,6 @@ def _progress_line(event: Event, verbose: bool) -> str:
     if isinstance(event, Retrying) and verbose:
         return f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
     return ""
-
-
-def _code(outcome: _Outcome) -> int:
-    if outcome.end.completed:
-        return EXIT_OK
-    return EXIT_INTERRUPTED if outcome.end.reason == "interrupted" else EXIT_FAILURE
-
-
-def _exit_code(outcome: _Outcome) -> int:
-    code = _code(outcome)
-    return code if code == EXIT_OK else _fail(_error_line(outcome), code)
-
-
-def _error_line(outcome: _Outcome) -> str:
-    reason = outcome.end.reason
-    if outcome.end.completed:
-        return ""
-    if reason == "interrupted":
-        return INTERRUPTED
-    if reason == "max_iterations":
-        return "the turn stopped at max_iterations before the model finished (raise max_iterations)"
-    return outcome.errors[0] if outcome.errors else f"the turn did not complete ({reason})"
 
 
 def _fail(message: str, code: int) -> int:
