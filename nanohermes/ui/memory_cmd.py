@@ -200,8 +200,11 @@ def _stats(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> Non
     table.add_row("file", escape(str(stats.path)) + ("" if stats.exists else " (not created yet)"))
     table.add_row("size", f"{stats.size_bytes:,} bytes")
     table.add_row("memories", f"{stats.total} of at most {stats.max_entries}")
-    table.add_row("  scopes", escape(_scope_counts(store)))
     entries, recent = store.load(), time.time() - 30 * DAY
+    mine = sum(entry.project is not None and entry.project == store.project for entry in entries)
+    shared = sum(entry.project is None for entry in entries)
+    others = len(entries) - mine - shared
+    table.add_row("  scopes", escape(f"global {shared}, this project {mine}, other projects {others}"))
     table.add_row("  replaced", f"{sum(bool(e.superseded_by) for e in entries)} (kept as history)")
     never, lately = sum(not e.used_ts for e in entries), sum(e.used_ts >= recent for e in entries)
     table.add_row(
@@ -216,14 +219,6 @@ def _stats(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> Non
     table.add_row("oldest", _when(stats.oldest_ts or 0))
     table.add_row("newest", _when(stats.newest_ts or 0))
     out.print(table)
-
-
-def _scope_counts(store: MemoryStore) -> str:
-    """How many memories are global, this project's and other projects'."""
-    entries = store.load()
-    mine = sum(entry.project is not None and entry.project == store.project for entry in entries)
-    shared = sum(entry.project is None for entry in entries)
-    return f"global {shared}, this project {mine}, other projects {len(entries) - mine - shared}"
 
 
 def _path(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:

@@ -89,20 +89,15 @@ def _tables_fit(console: Console, markdown: Markdown) -> bool:
 
 
 def _table_rows(markdown: Markdown) -> Iterator[list[list[str]]]:
-    """Each table's rows of cell source text (the header row first), from the parsed tokens."""
-    rows: list[list[str]] = []
-    in_cell = False
-    for token in markdown.parsed:
-        if token.type == "tr_open":
-            rows.append([])
-        elif token.type in ("th_open", "td_open"):
-            in_cell = True
-        elif in_cell and token.type in ("inline", "th_close", "td_close"):
-            rows[-1].append(token.content if token.type == "inline" else "")
-            in_cell = False
-        elif token.type == "table_close":
-            yield rows
-            rows = []
+    """Each table's rows of cell source text (the header row first)."""
+    from markdown_it.tree import SyntaxTreeNode
+
+    if not any(token.type == "table_open" for token in markdown.parsed):
+        return  # most blocks hold no table: no tree to build
+    for table in SyntaxTreeNode(markdown.parsed).walk():
+        if table.type == "table":
+            rows = (row.children for row in table.walk() if row.type == "tr")
+            yield [[cell.children[0].content if cell.children else "" for cell in cells] for cells in rows]
 
 
 def _answer(console: Console, safe: str) -> RenderableType:
