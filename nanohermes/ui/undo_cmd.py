@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from rich.text import Text
-
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
 from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.core.types import plural
@@ -125,6 +123,8 @@ def show_diff(ctx: CommandContext, arg: str) -> None:
 
 
 def print_diffs(ctx: CommandContext, diffs: list[FileDiff]) -> None:
+    from rich.text import Text  # here: `nanohermes undo` prints plain text and never loads rich
+
     for diff in diffs:
         path = terminal_safe(diff.path)
         header = Text.assemble((f"{diff.status:<9}", STATUS_STYLES.get(diff.status, "")), (path, "bold"))
