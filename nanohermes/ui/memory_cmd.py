@@ -27,7 +27,7 @@ from nanohermes.core.errors import (
 from nanohermes.core.types import plural
 from nanohermes.memory import K1, B, Entry, Kind, MemoryStore, resolve_id, workspace_store
 from nanohermes.memory.transfer import export_markdown, import_memories, parse_import
-from nanohermes.ui.safe_text import echoed, say, terminal_safe
+from nanohermes.ui.safe_text import echoed, fail, say, terminal_safe
 
 SEARCH_LIMIT = 10
 DAY = 86_400
@@ -58,19 +58,14 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
     action = ACTIONS.get(args.action)
     if action is None:
         names = ", ".join(ACTIONS)
-        return _error(f"unknown memory action {args.action!r}; use one of {names}", EXIT_USAGE)
+        return fail(f"unknown memory action {args.action!r}; use one of {names}", EXIT_USAGE, MAX_LINE_CHARS)
     try:
         action(out, store, args, settings.language)
     except ConfigError as err:
-        return _error(err.one_line(), EXIT_USAGE)
+        return fail(err.one_line(), EXIT_USAGE, MAX_LINE_CHARS)
     except StoreError as err:
-        return _error(err.one_line(), EXIT_FAILURE)
+        return fail(err.one_line(), EXIT_FAILURE, MAX_LINE_CHARS)
     return EXIT_OK
-
-
-def _error(message: str, code: int) -> int:
-    say(f"error: {message}", MAX_LINE_CHARS)
-    return code
 
 
 def _when(ts: int) -> str:

@@ -39,7 +39,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.types import valid_text
-from nanohermes.ui.safe_text import is_terminal, say, speaks_utf8, terminal_safe
+from nanohermes.ui.safe_text import fail, is_terminal, say, speaks_utf8, terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -146,15 +146,15 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
         return EXIT_USAGE
     no_key = None if options.local else missing_key_message(settings)
     if no_key:
-        return _fail(no_key, EXIT_USAGE)
+        return fail(no_key, EXIT_USAGE)
     if options.prompt == "-" and is_terminal(sys.stdin):  # else it seems to hang, saying nothing
         say("reading the prompt from the terminal; end it with Ctrl-D")
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
     except ConfigError as err:
-        return _fail(err.one_line(), EXIT_USAGE)
+        return fail(err.one_line(), EXIT_USAGE)
     if not prompt.strip():
-        return _fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
+        return fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
     if prompt.lstrip().startswith("/"):
         prompt = _custom_command(prompt, settings)
     runtime = build_runtime(options, settings, None)
@@ -191,15 +191,15 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
         _progress(event, options.verbose)
     code = outcome.code
     if code != EXIT_OK:
-        _fail(outcome.error, code)
+        fail(outcome.error, code)
     elif answer.closed:  # the turn is saved, but the answer reached no one
         where = f"; the answer is in {agent.session_path}" if not unsaved else ""
         what = "standard output was closed before the answer was written"
         if answer.problem:
             what = f"cannot write the answer to standard output: {answer.problem}"
-        return _fail(what + where, EXIT_FAILURE)
+        return fail(what + where, EXIT_FAILURE)
     elif unsaved:  # the answer is printed, but the turn is lost: not a success
-        return _fail(unsaved, EXIT_FAILURE)
+        return fail(unsaved, EXIT_FAILURE)
     if unsaved:
         _progress(Note(unsaved, "warning"), options.verbose)
     return code
@@ -333,11 +333,6 @@ def _progress_line(event: Event, verbose: bool) -> str:
     if isinstance(event, Retrying) and verbose:
         return f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
     return ""
-
-
-def _fail(message: str, code: int) -> int:
-    say(f"error: {message}")
-    return code
 
 
 def _arguments(text: str) -> Any:

@@ -68,3 +68,9 @@ def one_line(text: str, limit: int = 0) -> str:
 def say(text: str, limit: int = 0) -> None:
     """One line on stderr, apart from what a command prints on stdout."""
     print(f"nanohermes: {one_line(text, limit)}", file=sys.stderr, flush=True)
+
+
+def fail(message: str, code: int, limit: int = 0) -> int:
+    """`error: message` on stderr; returns the exit code `code`."""
+    say(f"error: {message}", limit)
+    return code

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, NanoHermesError
 from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.core.types import plural
-from nanohermes.ui.safe_text import say, terminal_safe
+from nanohermes.ui.safe_text import fail, terminal_safe
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints, FileDiff, History, TurnRecord
@@ -44,8 +44,7 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
                     _say(f"  {line}", sys.stderr)
         lines = history.undo(plan, force=args.force)
     except NanoHermesError as err:
-        say(f"error: {err.one_line()}")
-        return EXIT_FAILURE
+        return fail(err.one_line(), EXIT_FAILURE)
     numbers = ", ".join(str(turn.number) for turn in reversed(plan.turns))
     _say(f"undid turn {numbers} of {checkpoints.session.stem}:")
     for line in lines:
