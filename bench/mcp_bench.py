@@ -7,7 +7,7 @@
    Goal: the same within noise (servers start in the background, after the prompt is drawn). Also
    prints Ctrl-D → exit with three servers (they are closed and their process groups killed).
 2. Per call: the same `echo` tool called (a) straight through the SDK's `Client` on an asyncio loop
-   (the transport and the server's own time: the baseline), (b) through `McpManager.call` from
+   (the transport and the server's own time: the baseline), (b) through `McpManager.submit` from
    another thread, (c) as the model's tool call through `ToolRunner.run_calls` (argument checks,
    dispatch, result capping), in rounds that alternate (a) with (b)+(c) so that all see the same
    load. Goal: (c) − (a) ≤ 2 ms. Prints medians; asserts nothing about time. `--calls-only`: skip 1.
@@ -115,7 +115,7 @@ async def interleaved(calls: int, managed_block: Callable[[int], None]) -> list[
 
 def bench_calls(calls: int) -> None:
     from nanohermes.config.mcp_config import McpServerConfig
-    from nanohermes.core.cancel import CancelToken
+    from nanohermes.core.cancel import CancelToken, result_of
     from nanohermes.core.types import ToolCall
     from nanohermes.mcp.manager import McpManager
     from nanohermes.tools.runner import ToolRunner
@@ -124,18 +124,24 @@ def bench_calls(calls: int) -> None:
     through_runner: list[float] = []
     with tempfile.TemporaryDirectory(prefix="nh-mcp-calls-") as tmp:
         server = McpServerConfig(command=sys.executable, args=(str(DEMO),))
-        with McpManager({"demo": server}, cwd=Path(tmp)) as manager:
+        manager = McpManager({"demo": server}, cwd=Path(tmp))
+        manager.start()
+        try:
             runner = ToolRunner(Path(tmp), permission="auto", approver=None, store=None)
             runner.add_source(manager.tools)
             runner.names()  # waits for the server
             token = CancelToken()
+
+            def call_echo(text: str) -> None:
+                result_of(manager.submit("demo", "echo", {"text": text}), token)
+
             for _ in range(20):
-                manager.call("demo", "echo", {"text": "warm"}, token)
+                call_echo("warm")
 
             def managed_block(count: int) -> None:
                 for n in range(count):
                     start = time.perf_counter()
-                    manager.call("demo", "echo", {"text": "hello"}, token)
+                    call_echo("hello")
                     managed.append((time.perf_counter() - start) * 1000)
                     call = ToolCall(id=f"call_{n}", name="mcp__demo__echo", arguments='{"text": "hello"}')
                     start = time.perf_counter()
@@ -143,10 +149,12 @@ def bench_calls(calls: int) -> None:
                     through_runner.append((time.perf_counter() - start) * 1000)
 
             sdk = asyncio.run(interleaved(calls, managed_block))
+        finally:
+            manager.close()
     base = statistics.median(sdk)
     print(f"\nper call ({len(sdk)} calls each, {ROUNDS} interleaved rounds, the demo server's `echo`, stdio)")
     print(f"  (a) SDK Client.call_tool on its own loop    median {base:6.2f} ms   (the baseline)")
-    cases = (("(b) McpManager.call from a thread", managed), ("(c) ToolRunner.run_calls", through_runner))
+    cases = (("(b) McpManager.submit from a thread", managed), ("(c) ToolRunner.run_calls", through_runner))
     for label, times in cases:
         median = statistics.median(times)
         print(f"  {label:<42} median {median:6.2f} ms   added {median - base:+6.2f} ms")
