@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 class Agent(Steps):
     """One conversation: messages, memory injection, tools, compaction, session file, distillation."""
 
+    _tools: ToolRunner
+
     def __init__(
         self,
         model: ChatClient,
@@ -54,7 +56,6 @@ class Agent(Steps):
     ) -> None:
         """`attach_images`: the images a user message names (`@shot.png`) as data URLs, and a
         note for each one not sent."""
-        self._runner = tools
         self._store, self._session, self._checkpoints = store, session, checkpoints
         self._attach_images = attach_images
         self._system = system_prompt
@@ -126,7 +127,7 @@ class Agent(Steps):
         self._data.model = name.strip() or self.model
 
     def set_permission(self, mode: str) -> None:
-        self._runner.set_permission(mode)
+        self._tools.set_permission(mode)
 
     def post_note(self, note: Note) -> None:
         """Queue a note for the UI (background distillation, store notices)."""
