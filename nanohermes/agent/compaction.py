@@ -15,14 +15,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, NanoHermesError
-from nanohermes.core.types import Message, Usage, message_chars, message_text
-
-if TYPE_CHECKING:
-    from nanohermes.llm import ChatClient
+from nanohermes.core.types import Message, message_chars, message_text
 
 Summarize = Callable[[list[Message]], str]
 """Given the middle messages, return a summary text. Raises NanoHermesError when it cannot."""
@@ -63,10 +58,10 @@ def total_chars(messages: Iterable[Message]) -> int:
     return sum(map(message_chars, messages))
 
 
-def split_point(messages: list[Message], keep: int) -> int:
-    """Index of the first kept message: at most `keep` from the end, never at a tool result, ≥ 1."""
-    cut = max(1, len(messages) - keep)
-    while cut > 1 and messages[cut].get("role") == "tool":
+def split_point(messages: list[Message], keep: int, head: int = 1) -> int:
+    """Index of the first kept message: at most `keep` from the end, never at a tool result, ≥ `head`."""
+    cut = max(head, len(messages) - keep)
+    while cut > head and messages[cut].get("role") == "tool":
         cut -= 1
     return cut
 
@@ -77,23 +72,25 @@ def compact(
     keep: int,
     summarize: Summarize,
     threshold: int | None = None,
+    head: int = 1,
 ) -> Compaction | None:
-    """Compact `messages`; None when there is nothing between the system message and the kept tail
-    but an earlier compaction's summary (summarising it again gains nothing, at a model call a step).
+    """Compact `messages`, the first `head` kept verbatim; None when there is nothing between them
+    and the kept tail but an earlier compaction's summary (summarising it again gains nothing, at a
+    model call a step).
 
     With `threshold` (automatic compaction) the summary is skipped when shortening old tool outputs
     already brings the total under it. Without it (/compact) the middle is always summarised.
     `Cancelled` from `summarize` propagates (nothing changed); any other NanoHermesError falls back
     to dropping the middle with a note.
     """
-    cut = split_point(messages, keep)
-    head, middle, tail = messages[:1], messages[1:cut], messages[cut:]
+    cut = split_point(messages, keep, head)
+    kept, middle, tail = messages[:head], messages[head:cut], messages[cut:]
     if all(is_compaction_message(m) for m in middle):  # also when the middle is empty
         return None
     before = total_chars(messages)
     shortened, originals = shorten_tool_outputs(middle)
     if threshold is not None and originals:
-        new = head + shortened + tail
+        new = kept + shortened + tail
         after = total_chars(new)
         if after <= threshold:
             return Compaction(new, originals, before, after, summarized=False)
@@ -114,7 +111,7 @@ def compact(
         text = f"{SUMMARY_PREFIX}\n{summary[:limit]} […]"
     else:
         note, text = "", f"{SUMMARY_PREFIX}\n{summary}"
-    new = [*head, {"role": "user", "content": text}, *tail]
+    new = [*kept, {"role": "user", "content": text}, *tail]
     return Compaction(new, list(middle), before, total_chars(new), summarized=not failed, note=note)
 
 
@@ -156,20 +153,6 @@ def summary_request(messages: list[Message]) -> list[Message]:
     """The request that asks the model for a summary of `messages`."""
     body = "Summarise this earlier part of the conversation:\n\n" + transcript(messages)
     return [{"role": "system", "content": SUMMARY_SYSTEM_PROMPT}, {"role": "user", "content": body}]
-
-
-def summarizer(
-    model: ChatClient, name: str, cancel: CancelToken, add_usage: Callable[[Usage], None]
-) -> Summarize:
-    """A `Summarize` that asks `model` (named `name`), its tokens counted by `add_usage`."""
-
-    def summarize(middle: list[Message]) -> str:
-        request = summary_request(middle)
-        result = model.complete(request, None, model=name, cancel=cancel)
-        add_usage(result.counted_usage(request))
-        return result.content
-
-    return summarize
 
 
 def _line(message: Message) -> str:

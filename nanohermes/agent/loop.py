@@ -1,14 +1,9 @@
 """The agent loop (SPEC §4.1). Headless: it yields events; the UI renders them.
 
-    run(user_content)
-      inject memory block → append user message → step() until a TurnOver is raised:
-        step: compact if needed → stream the model → append the assistant message →
-              no tool calls? raise TurnOver(completed) : run the calls, append results in order
-      every early exit (answer, max_iterations, Ctrl-C, model error) ends in ONE except-chain
-      → save the session → distill in the background if completed → TurnFinished
-
-Whatever happens, the history stays valid for the next request: every tool call gets a result
-("interrupted by user" when it got none) and an interrupted reply is kept, marked.
+run(user_content)
+  inject memory block → append user message → step (`Steps`) until a TurnOver is raised
+  every early exit (answer, max_iterations, Ctrl-C, model error) ends in ONE except-chain
+  → save the session → distill in the background if completed → TurnFinished
 """
 
 from __future__ import annotations
@@ -18,49 +13,15 @@ from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes.agent.compaction import compact, summarizer, total_chars
 from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.distiller import Distiller
-from nanohermes.agent.plan import plan_updates
-from nanohermes.agent.turns import (
-    Turn,
-    TurnOver,
-    checkpoint_notes,
-    drop_cut_calls,
-    messages_of_turn,
-    reply_over,
-)
+from nanohermes.agent.turns import Steps, Turn, checkpoint_notes, messages_of_turn
 from nanohermes.core.cancel import CancelToken
-from nanohermes.core.errors import (
-    INTERRUPTED,
-    Cancelled,
-    ContextOverflow,
-    IncompleteStream,
-    LLMError,
-    StoreError,
-)
-from nanohermes.core.events import (
-    Compacted,
-    Event,
-    MemoryRecalled,
-    Note,
-    RecalledMemory,
-    TextDelta,
-    ToolFinished,
-    TurnFinished,
-)
+from nanohermes.core.errors import StoreError
+from nanohermes.core.events import Event, MemoryRecalled, Note, RecalledMemory, TurnFinished
 from nanohermes.core.protocols import TurnChanges
-from nanohermes.core.types import (
-    ChatResult,
-    Message,
-    ToolCall,
-    ToolResult,
-    Usage,
-    shorten,
-    shown_images,
-    with_images,
-)
-from nanohermes.llm import ChatClient, extract_text_tool_calls
+from nanohermes.core.types import Usage, shorten, with_images
+from nanohermes.llm import ChatClient
 from nanohermes.memory import recall_for_turn, set_block
 from nanohermes.sessions.autosave import SessionSaver
 from nanohermes.sessions.store import SessionData, SessionFile
@@ -72,14 +33,10 @@ if TYPE_CHECKING:
     from nanohermes.tools.hooks import HookRunner
 
 
-UNREADABLE_CALL = "the model wrote a <tool_call> that could not be read"
-NOTHING_TO_COMPACT_HINT = (
-    "the recent messages alone do not fit: /reset or a new session, or lower compact_keep_messages"
-)
-
-
-class Agent:
+class Agent(Steps):
     """One conversation: messages, memory injection, tools, compaction, session file, distillation."""
+
+    _tools: ToolRunner
 
     def __init__(
         self,
@@ -99,7 +56,6 @@ class Agent:
     ) -> None:
         """`attach_images`: the images a user message names (`@shot.png`) as data URLs, and a
         note for each one not sent."""
-        self._model, self._tools, self._config = model, tools, config
         self._store, self._session, self._checkpoints = store, session, checkpoints
         self._attach_images = attach_images
         self._system = system_prompt
@@ -110,6 +66,14 @@ class Agent:
         self._data.model = config.model
         history = [m for m in self._data.messages if m.get("role") != "system"]
         self._data.messages = [{"role": "system", "content": system_prompt}, *history]
+        super().__init__(
+            model,
+            tools,
+            config,
+            self._data.messages,
+            add_usage=self.add_turn_usage,
+            archive=self._data.archive,
+        )
         self._block = ""
         self.recalled: tuple[RecalledMemory, ...] = ()
         """The memories in the current block, with scores and matched terms (`/memory last`)."""
@@ -127,10 +91,6 @@ class Agent:
         )
 
     # -- state -----------------------------------------------------------------------------------
-
-    @property
-    def messages(self) -> list[Message]:
-        return self._data.messages
 
     @property
     def archived_count(self) -> int:
@@ -198,7 +158,7 @@ class Agent:
         yield from self._inject_memory(user_content)
         self.messages.append(turn.user_message)
         try:
-            over = yield from self._loop(turn, cancel)
+            over = yield from self.run_steps(turn, cancel)
         except GeneratorExit:  # the caller stopped listening: keep the history valid and saved
             self._interrupt(turn)
             self._end_checkpoint()
@@ -235,92 +195,6 @@ class Agent:
     def _end_checkpoint(self) -> TurnChanges:
         return self._checkpoints.end_turn() if self._checkpoints is not None else TurnChanges()
 
-    def _loop(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, TurnOver]:
-        try:
-            for _ in range(self._config.max_iterations):
-                yield from self._step(turn, cancel)
-            limit = self._config.max_iterations
-            raise TurnOver(False, "max_iterations", Note(f"stopped after {limit} model calls", "warning"))
-        except TurnOver as over:
-            return over
-        except Cancelled:
-            self._interrupt(turn)
-            return TurnOver(False, "interrupted", Note(INTERRUPTED, "warning"))
-        except LLMError as err:
-            turn.partial = None
-            return TurnOver(False, "error", Note(err.one_line(), "error"))
-
-    def _step(self, turn: Turn, cancel: CancelToken) -> Iterator[Event]:
-        if total_chars(self.messages) > self._config.compact_threshold_chars:
-            yield from self._compact(cancel, threshold=self._config.compact_threshold_chars)
-        result = yield from self._call_model(turn, cancel)
-        if not result.tool_calls and result.content:
-            result.content, result.tool_calls = extract_text_tool_calls(result.content, self._tools.names())
-            if not result.tool_calls and "<tool_call>" in result.content:
-                yield Note(f"{UNREADABLE_CALL} (not valid JSON, or no such tool); nothing was run", "warning")
-        dropped = drop_cut_calls(result)
-        self.messages.append(result.to_message())
-        turn.partial = None
-        if dropped:
-            yield Note(dropped, "warning")
-        if not result.tool_calls:
-            raise reply_over(result)
-        turn.had_tools = True
-        yield from self._run_tools(result.tool_calls, cancel)
-        cancel.raise_if_cancelled()
-
-    def _call_model(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
-        try:
-            return (yield from self._stream(turn, cancel))
-        except ContextOverflow as err:
-            compacted = yield from self._compact(cancel, threshold=None)
-            if not compacted:  # "run /compact" would not help either
-                err.hint = NOTHING_TO_COMPACT_HINT
-                raise
-            return (yield from self._stream(turn, cancel))
-
-    def _stream(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
-        turn.partial = []
-        result: ChatResult | None = None
-        tools = self._tools.schemas() or None
-        for item in self._model.stream(self.messages, tools, model=self.model, cancel=cancel):
-            if isinstance(item, ChatResult):
-                result = item
-                continue
-            if isinstance(item, TextDelta):
-                turn.partial.append(item.text)
-            yield item
-        if result is None:
-            raise IncompleteStream("the model stream ended without a result", "try again")
-        self.add_turn_usage(result.counted_usage(self.messages, tools))
-        return result
-
-    def _run_tools(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
-        """Results are appended in call order; calls without a result get `interrupted by user`."""
-        results: list[ToolResult] = []
-        try:
-            for event in self._tools.run_calls(calls, cancel):
-                if isinstance(event, ToolFinished):
-                    results.append(event.result)
-                yield event
-                if isinstance(event, ToolFinished):
-                    yield from plan_updates(calls[len(results) - 1], event.result)
-        finally:
-            for index, call in enumerate(calls):
-                got = results[index] if index < len(results) else None
-                result = got or ToolResult(call.id, call.name, INTERRUPTED, ok=False)
-                self.messages.append({**result.to_message(), "tool_call_id": call.id})
-            self.messages.extend(shown_images(results))
-
-    def _interrupt(self, turn: Turn) -> None:
-        """Keep a partially streamed reply, marked, when the turn was cut during the stream."""
-        if turn.partial is None:
-            return
-        text = "".join(turn.partial).rstrip()
-        turn.partial = None
-        marker = f"[{INTERRUPTED}]"
-        self.messages.append({"role": "assistant", "content": f"{text}\n\n{marker}" if text else marker})
-
     # -- memory ----------------------------------------------------------------------------------
 
     def _inject_memory(self, query: str) -> Iterator[Event]:
@@ -356,19 +230,6 @@ class Agent:
             yield Note("nothing to compact yet")
             return
         self._saver.in_background()
-
-    def _compact(self, cancel: CancelToken, *, threshold: int | None) -> Generator[Event, None, bool]:
-        summarize = summarizer(self._model, self.model, cancel, self._add_usage)
-        keep = self._config.compact_keep_messages
-        outcome = compact(self.messages, keep=keep, summarize=summarize, threshold=threshold)
-        if outcome is None:
-            return False
-        self.messages[:] = outcome.messages
-        self._data.archive.extend(outcome.removed)
-        if outcome.note:
-            yield Note(outcome.note, "warning")
-        yield Compacted(outcome.before_chars, outcome.after_chars, outcome.summarized)
-        return True
 
     def reset(self) -> None:
         """/reset: clear the conversation (kept in the archive), keep the system prompt."""

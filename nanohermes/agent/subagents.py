@@ -5,23 +5,22 @@ memory store, its system prompt gets the memory block retrieved for its task tex
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.agent.compaction import compact, summarizer, total_chars
 from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.plan import PLAN_TOOL
 from nanohermes.agent.prompts import base_system_prompt
-from nanohermes.agent.turns import drop_cut_calls, reply_over
+from nanohermes.agent.turns import Steps, Turn, TurnOver
 from nanohermes.core.cancel import CancelToken
-from nanohermes.core.errors import INTERRUPTED, ContextOverflow, LLMError, ToolError
-from nanohermes.core.events import ToolFinished
+from nanohermes.core.errors import Cancelled, ToolError
+from nanohermes.core.events import Event, Note, ToolFinished
 from nanohermes.core.fileio import read_small_text
 from nanohermes.core.frontmatter import front_matter, markdown_files, skipped, unquote
-from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shorten, shown_images
-from nanohermes.llm import ChatClient, extract_text_tool_calls
+from nanohermes.core.types import Message, ToolCall, ToolResult, Usage, shorten
+from nanohermes.llm import ChatClient
 from nanohermes.memory import set_block
 from nanohermes.tools import Tool, ToolRunner, tool_from_function
 
@@ -110,7 +109,8 @@ def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefini
 
 
 class SubAgentRunner:
-    """Runs one sub-agent task to its final answer (no streaming, no distillation). `add_usage`
+    """Runs one sub-agent task to its final answer through the agent's own steps: no streaming, the
+    task kept verbatim through compaction, the allowed tools only, errors as ToolError. `add_usage`
     counts the tokens of its calls in the session's totals (/tokens)."""
 
     def __init__(
@@ -133,88 +133,70 @@ class SubAgentRunner:
         return names if definition.tools is None else names & set(definition.tools)
 
     def run(self, definition: AgentDefinition, task: str, cancel: CancelToken) -> str:
-        allowed = self.allowed(definition)
-        schemas = [s for s in self._tools.schemas() if s.get("function", {}).get("name") in allowed]
         system = base_system_prompt(self._workspace, memory=self._store is not None, extra=definition.prompt)
         if self._store is not None:
             system = set_block(system, self._store.retrieve_block(task, lang=self._config.language))
-        messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": task}]
-        threshold = self._config.compact_threshold_chars
-        for _ in range(self._config.max_iterations):
-            cancel.raise_if_cancelled()
-            if total_chars(messages) > threshold:
-                self._compacted(messages, cancel, threshold=threshold)
-            result = self._complete(definition, messages, schemas or None, cancel)
-            if not result.tool_calls and result.content:
-                result.content, result.tool_calls = extract_text_tool_calls(result.content, allowed)
-            cut = drop_cut_calls(result)  # as the main loop: a call cut mid-arguments never runs
-            if cut and not result.tool_calls:
-                raise ToolError(f"sub-agent '{definition.name}': {cut}")
-            messages.append(result.to_message())
-            if not result.tool_calls:
-                return _final_answer(definition, result)
-            results = self._run_calls(definition, result.tool_calls, allowed, cancel)
-            messages.extend([*(r.to_message() for r in results), *shown_images(results)])
-        raise ToolError(
-            f"sub-agent '{definition.name}' stopped after {self._config.max_iterations} model calls "
-            "without a final answer"
+        task_message: Message = {"role": "user", "content": task}
+        steps = Steps(
+            self._model,
+            _AllowedTools(self._tools, self.allowed(definition), definition.name),
+            dataclasses.replace(self._config, model=self._model_name()),
+            [{"role": "system", "content": system}, task_message],
+            add_usage=self._add_usage,
+            stream=False,
+            pinned=2,
         )
-
-    def _complete(
-        self, definition: AgentDefinition, messages: list[Message], tools: Any, cancel: CancelToken
-    ) -> ChatResult:
-        """One model call; a context overflow compacts the context and tries once more."""
-        try:
+        loop = steps.run_steps(Turn(task_message), cancel)
+        notes: list[str] = []
+        while True:
             try:
-                result = self._model.complete(messages, tools, model=self._model_name(), cancel=cancel)
-            except ContextOverflow:
-                if not self._compacted(messages, cancel, threshold=None):
-                    raise
-                result = self._model.complete(messages, tools, model=self._model_name(), cancel=cancel)
-            self._add_usage(result.counted_usage(messages, tools))
-            return result
-        except LLMError as err:
-            raise ToolError(f"sub-agent '{definition.name}' failed: {err.one_line()}") from None
+                event = next(loop)
+            except StopIteration as stop:
+                return _final_answer(definition, stop.value, notes)
+            if isinstance(event, Note):
+                notes.append(event.text)
 
-    def _compacted(self, messages: list[Message], cancel: CancelToken, *, threshold: int | None) -> bool:
-        """Compact the context as the main loop compacts its own; the task message stays verbatim.
-        False: nothing to compact."""
-        summarize = summarizer(self._model, self._model_name(), cancel, self._add_usage)
-        system, task, rest = messages[0], messages[1], messages[2:]
-        keep = self._config.compact_keep_messages
-        outcome = compact([system, *rest], keep=keep, summarize=summarize, threshold=threshold)
-        if outcome is None:
-            return False
-        messages[:] = [outcome.messages[0], task, *outcome.messages[1:]]
-        return True
 
-    def _run_calls(
-        self, definition: AgentDefinition, calls: list[ToolCall], allowed: set[str], cancel: CancelToken
-    ) -> list[ToolResult]:
-        permitted = [c for c in calls if c.name in allowed]
-        events = self._tools.run_calls(permitted, cancel)
-        finished = iter([e.result for e in events if isinstance(e, ToolFinished)])
-        results: list[ToolResult] = []
+@dataclass
+class _AllowedTools:
+    """The parent's tools a sub-agent may call; a call to another one gets an error result."""
+
+    tools: ToolRunner
+    allowed: set[str]
+    agent: str
+
+    def names(self) -> set[str]:
+        return self.allowed
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [s for s in self.tools.schemas() if s.get("function", {}).get("name") in self.allowed]
+
+    def run_calls(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
+        events = self.tools.run_calls([c for c in calls if c.name in self.allowed], cancel)
         for call in calls:
-            if call.name not in allowed:
-                name = shorten(call.name, 80)
-                text = f"ERROR: tool '{name}' is not available to sub-agent '{definition.name}'"
-                results.append(ToolResult(call.id, call.name, text, ok=False))
-            else:
-                results.append(next(finished, None) or ToolResult(call.id, call.name, INTERRUPTED, ok=False))
-        return results
+            if call.name not in self.allowed:
+                text = f"ERROR: tool '{shorten(call.name, 80)}' is not available to sub-agent '{self.agent}'"
+                yield ToolFinished(ToolResult(call.id, call.name, text, ok=False))
+                continue
+            for event in events:  # up to this call's result: results come in call order
+                yield event
+                if isinstance(event, ToolFinished):
+                    break
+        yield from events
 
 
-def _final_answer(definition: AgentDefinition, result: ChatResult) -> str:
+def _final_answer(definition: AgentDefinition, over: TurnOver, notes: list[str]) -> str:
     """The sub-agent's answer. One cut by the token cap, stopped by the provider or refused is
     kept, and says so: the main agent must not take a half report for a whole one."""
-    over = reply_over(result)
+    if over.reason == "interrupted":
+        raise Cancelled
     answer = over.answer.strip()
     if over.completed:
         return answer or f"(sub-agent '{definition.name}' gave no answer)"
-    why = over.note.text if over.note else over.reason
+    why = "; ".join([*notes, over.note.text if over.note else over.reason])
     if not answer:
-        raise ToolError(f"sub-agent '{definition.name}': {why}")
+        failed = " failed" if over.reason == "error" else ""
+        raise ToolError(f"sub-agent '{definition.name}'{failed}: {why}")
     return f"{answer}\n\n[sub-agent '{definition.name}': {why}]"
 
 

@@ -1,16 +1,37 @@
-"""What one turn of the agent loop carries, and how a reply ends it (kept beside `nanohermes.agent.loop` so
-the loop itself stays on one screen)."""
+"""The steps of a turn, shared by the agent and its sub-agents, what a turn carries, and how a reply
+ends it.
+
+    step: compact if needed → call the model (on a context overflow: compact, call once more) →
+          read tool calls written as text → drop cut calls → append the assistant message →
+          no tool calls? raise TurnOver : run the calls, append every call's result in order
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from nanohermes.core.errors import CAPACITY_NOTE, FILTER_NOTE, JSON_ERRORS, LENGTH_NOTE
-from nanohermes.core.events import Event, Note
+from nanohermes.agent.compaction import compact, summary_request, total_chars
+from nanohermes.agent.config import AgentConfig
+from nanohermes.agent.plan import plan_updates
+from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import (
+    CAPACITY_NOTE,
+    FILTER_NOTE,
+    INTERRUPTED,
+    JSON_ERRORS,
+    LENGTH_NOTE,
+    Cancelled,
+    ContextOverflow,
+    IncompleteStream,
+    LLMError,
+)
+from nanohermes.core.events import Compacted, Event, Note, TextDelta, ToolFinished
 from nanohermes.core.protocols import TurnChanges
-from nanohermes.core.types import ChatResult, Message, Usage, plural
+from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, plural, shown_images
+from nanohermes.llm import ChatClient, extract_text_tool_calls
 
 CUT_SHORT = frozenset({"length", "insufficient_system_resource"})
 """Finish reasons of a reply stopped mid-way: a tool call in it may be cut mid-arguments. DeepSeek
@@ -18,6 +39,10 @@ documents `insufficient_system_resource`: «the request is interrupted due to in
 the inference system»."""
 MAX_CALLS_PER_REPLY = 64
 """Tool calls run from one reply; the rest are dropped (`drop_cut_calls`)."""
+UNREADABLE_CALL = "the model wrote a <tool_call> that could not be read"
+NOTHING_TO_COMPACT_HINT = (
+    "the recent messages alone do not fit: /reset or a new session, or lower compact_keep_messages"
+)
 
 
 class TurnOver(Exception):
@@ -109,3 +134,152 @@ def messages_of_turn(messages: list[Message], user_message: Message) -> list[Mes
     if start is not None:
         return list(messages[start:])
     return [user_message, *messages[2:]]
+
+
+class ToolSet(Protocol):
+    """What the steps use of a `ToolRunner` (a sub-agent gets a restricted view of its parent's)."""
+
+    def names(self) -> set[str]: ...
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    def run_calls(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]: ...
+
+
+class Steps:
+    """One conversation's model calls, compactions and tool calls (SPEC §4.1-4.3). Whatever happens,
+    the history stays valid for the next request: every tool call gets a result ("interrupted by
+    user" when it got none) and an interrupted reply is kept, marked."""
+
+    def __init__(
+        self,
+        model: ChatClient,
+        tools: ToolSet,
+        config: AgentConfig,
+        messages: list[Message],
+        *,
+        add_usage: Callable[[Usage], None],
+        archive: list[Message] | None = None,
+        stream: bool = True,
+        pinned: int = 1,
+    ) -> None:
+        """`add_usage` counts every model call's tokens; `archive` gets what compaction takes out of
+        the live context; `pinned` leading messages are never compacted (the system prompt, and a
+        sub-agent's task)."""
+        self._model, self._tools, self._config = model, tools, config
+        self.messages = messages
+        self._count_usage = add_usage
+        self._archive = [] if archive is None else archive
+        self._streaming, self._pinned = stream, pinned
+
+    @property
+    def model(self) -> str:
+        return self._config.model
+
+    def run_steps(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, TurnOver]:
+        try:
+            for _ in range(self._config.max_iterations):
+                yield from self._step(turn, cancel)
+            limit = self._config.max_iterations
+            raise TurnOver(False, "max_iterations", Note(f"stopped after {limit} model calls", "warning"))
+        except TurnOver as over:
+            return over
+        except Cancelled:
+            self._interrupt(turn)
+            return TurnOver(False, "interrupted", Note(INTERRUPTED, "warning"))
+        except LLMError as err:
+            turn.partial = None
+            return TurnOver(False, "error", Note(err.one_line(), "error"))
+
+    def _step(self, turn: Turn, cancel: CancelToken) -> Iterator[Event]:
+        if total_chars(self.messages) > self._config.compact_threshold_chars:
+            yield from self._compact(cancel, threshold=self._config.compact_threshold_chars)
+        result = yield from self._call_model(turn, cancel)
+        if not result.tool_calls and result.content:
+            result.content, result.tool_calls = extract_text_tool_calls(result.content, self._tools.names())
+            if not result.tool_calls and "<tool_call>" in result.content:
+                yield Note(f"{UNREADABLE_CALL} (not valid JSON, or no such tool); nothing was run", "warning")
+        dropped = drop_cut_calls(result)
+        self.messages.append(result.to_message())
+        turn.partial = None
+        if dropped:
+            yield Note(dropped, "warning")
+        if not result.tool_calls:
+            raise reply_over(result)
+        turn.had_tools = True
+        yield from self._run_tools(result.tool_calls, cancel)
+        cancel.raise_if_cancelled()
+
+    def _call_model(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
+        try:
+            return (yield from self._request(turn, cancel))
+        except ContextOverflow as err:
+            compacted = yield from self._compact(cancel, threshold=None)
+            if not compacted:  # "run /compact" would not help either
+                err.hint = NOTHING_TO_COMPACT_HINT
+                raise
+            return (yield from self._request(turn, cancel))
+
+    def _request(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
+        turn.partial = []
+        tools = self._tools.schemas() or None
+        if not self._streaming:
+            result = self._model.complete(self.messages, tools, model=self.model, cancel=cancel)
+            self._count_usage(result.counted_usage(self.messages, tools))
+            return result
+        streamed: ChatResult | None = None
+        for item in self._model.stream(self.messages, tools, model=self.model, cancel=cancel):
+            if isinstance(item, ChatResult):
+                streamed = item
+                continue
+            if isinstance(item, TextDelta):
+                turn.partial.append(item.text)
+            yield item
+        if streamed is None:
+            raise IncompleteStream("the model stream ended without a result", "try again")
+        self._count_usage(streamed.counted_usage(self.messages, tools))
+        return streamed
+
+    def _run_tools(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
+        """Results are appended in call order; calls without a result get `interrupted by user`."""
+        results: list[ToolResult] = []
+        try:
+            for event in self._tools.run_calls(calls, cancel):
+                if isinstance(event, ToolFinished):
+                    results.append(event.result)
+                yield event
+                if isinstance(event, ToolFinished):
+                    yield from plan_updates(calls[len(results) - 1], event.result)
+        finally:
+            for index, call in enumerate(calls):
+                got = results[index] if index < len(results) else None
+                result = got or ToolResult(call.id, call.name, INTERRUPTED, ok=False)
+                self.messages.append({**result.to_message(), "tool_call_id": call.id})
+            self.messages.extend(shown_images(results))
+
+    def _interrupt(self, turn: Turn) -> None:
+        """Keep a partially streamed reply, marked, when the turn was cut during the stream."""
+        if turn.partial is None:
+            return
+        text = "".join(turn.partial).rstrip()
+        turn.partial = None
+        marker = f"[{INTERRUPTED}]"
+        self.messages.append({"role": "assistant", "content": f"{text}\n\n{marker}" if text else marker})
+
+    def _compact(self, cancel: CancelToken, *, threshold: int | None) -> Generator[Event, None, bool]:
+        def summarize(middle: list[Message]) -> str:
+            request = summary_request(middle)
+            result = self._model.complete(request, None, model=self.model, cancel=cancel)
+            self._count_usage(result.counted_usage(request))
+            return result.content
+
+        keep, head = self._config.compact_keep_messages, self._pinned
+        outcome = compact(self.messages, keep=keep, summarize=summarize, threshold=threshold, head=head)
+        if outcome is None:
+            return False
+        self.messages[:] = outcome.messages
+        self._archive.extend(outcome.removed)
+        if outcome.note:
+            yield Note(outcome.note, "warning")
+        yield Compacted(outcome.before_chars, outcome.after_chars, outcome.summarized)
+        return True

@@ -23,7 +23,7 @@ from nanohermes.agent.subagents import (
     parse_definition,
 )
 from nanohermes.core.cancel import CancelToken
-from nanohermes.core.errors import ModelNotFound, ToolError
+from nanohermes.core.errors import Cancelled, ModelNotFound, ToolError
 from nanohermes.core.events import ToolFinished
 from nanohermes.core.types import ChatResult, ToolCall
 from nanohermes.memory import BLOCK_START, MemoryStore, set_block
@@ -173,6 +173,19 @@ def test_a_sub_agent_call_cut_by_the_token_cap_is_not_run(tmp_path: Path) -> Non
     with pytest.raises(ToolError, match="1 tool call\\(s\\) cut by the output-token cap were not run"):
         tool.func(agent="general", task="write it", cancel=CancelToken())
     assert not (tmp_path / "ws" / "half.txt").exists()
+    assert len(model.complete_requests) == 1
+
+
+def test_an_interrupted_sub_agent_is_an_interrupted_task(tmp_path: Path) -> None:
+    runner = _runner(tmp_path, None)
+    model = ScriptedModel()
+    model.completions = [calls(("list_files", {})), text("never asked")]
+    sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", config=CONFIG)
+    tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
+    cancel = CancelToken()
+    cancel.cancel()
+    with pytest.raises(Cancelled):
+        tool.func(agent="general", task="look", cancel=cancel)
     assert len(model.complete_requests) == 1
 
 
