@@ -74,30 +74,17 @@ _ESCAPE_SEQUENCE = re.compile(
     "|(?:\x1b[\\]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"
     "|\x1b[ -/]*[0-~]"
 )
-_CONTROL_NAMES = {
-    0x00: "null",
-    0x07: "bell",
-    0x08: "backspace",
-    0x7F: "delete",
-    0x9B: "control sequence introducer",
-}
+_CONTROL_NAMES = {0x00: "null", 0x07: "bell", 0x08: "backspace", 0x7F: "delete"}
+_CONTROL_NAMES[0x9B] = "control sequence introducer"
 _CONTROL_NAMES[0x1B] = "escape, which starts terminal escape sequences"
-_INJECTION = (
-    re.compile(
-        r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?"
-        r"(?:previous|prior|above|earlier|preceding|system|original)\s+"
-        r"(?:instructions?|prompts?|rules|messages?|directions)",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        r"\b(?:do\s+not|don't|dont|never)\s+(?:tell|inform|notify|alert|show)\s+(?:this\s+to\s+)?the\s+user",
-        re.IGNORECASE,
-    ),
-    re.compile(r"\bwithout\s+(?:telling|informing|notifying)\s+the\s+user", re.IGNORECASE),
-    re.compile(
-        r"(?:忽略|无视|忘记|忘掉)(?:掉)?(?:之前|以上|先前|前面|上述|上面|所有)(?:的)?(?:所有)?(?:指令|指示|提示|规则|要求)"
-    ),
-    re.compile(r"(?:不要|别|不许|切勿)(?:告诉|通知|提醒|让)用户"),
+_INJECTION = re.compile(
+    r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?"
+    r"(?:previous|prior|above|earlier|preceding|system|original)\s+"
+    r"(?:instructions?|prompts?|rules|messages?|directions)"
+    r"|\b(?:do\s+not|don't|dont|never)\s+(?:tell|inform|notify|alert|show)\s+(?:this\s+to\s+)?the\s+user"
+    r"|\bwithout\s+(?:telling|informing|notifying)\s+the\s+user"
+    r"|(?:忽略|无视|忘记|忘掉)(?:掉)?(?:之前|以上|先前|前面|上述|上面|所有)(?:的)?(?:所有)?(?:指令|指示|提示|规则|要求)"
+    r"|(?:不要|别|不许|切勿)(?:告诉|通知|提醒|让)用户"
 )
 
 
@@ -155,27 +142,18 @@ def controls_shown(text: str) -> str:
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with every secret it holds replaced by [REDACTED]: each of `secrets` (the configured
-    API key, whatever its shape), then the shapes of SPEC §6."""
-    text = redact_known(text, secrets)
+    API key, whatever its shape, also where it was written JSON-escaped), then the shapes of SPEC §6.
+    A configured key shorter than MIN_SECRET_CHARS is no secret."""
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET_CHARS:
+            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+            text = text.replace(secret, REDACTED).replace(escaped, REDACTED)
     text = _PEM.sub(REDACTED, text)
     text = _TOKENS.sub(REDACTED, text)
     text = _AWS_SECRET.sub(_redact_aws, text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}", text)
     return _ASSIGNMENT.sub(_redact_assignment, text)
-
-
-def redact_known(text: str, secrets: Iterable[str], replacement: str = REDACTED) -> str:
-    """`text` with each of `secrets` (at least MIN_SECRET_CHARS long) replaced, also where it was
-    written JSON-escaped."""
-    for secret in secrets:
-        if not secret or len(secret) < MIN_SECRET_CHARS:
-            continue
-        text = text.replace(secret, replacement)
-        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
-        if escaped != secret:
-            text = text.replace(escaped, replacement)
-    return text
 
 
 def _redact_aws(match: re.Match[str]) -> str:
@@ -190,13 +168,10 @@ def _redact_assignment(match: re.Match[str]) -> str:
     name, separator, quote, value = match.groups()
     if value.startswith("[REDACTED"):
         return match.group(0)
-    if ":" in separator and not quote and not _looks_secret(value):
+    secret = len(value) >= 8 and any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)
+    if ":" in separator and not quote and not secret:
         return match.group(0)  # prose such as "token: never share it"
     return f"{name}{separator}{quote}{REDACTED}"
-
-
-def _looks_secret(value: str) -> bool:
-    return len(value) >= 8 and any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)
 
 
 _WHITESPACE_RUN = re.compile(r"\s{2,}")
@@ -227,12 +202,10 @@ def refusal_reason(text: str) -> str | None:
         char = invisible.group(0)
         name = unicodedata.name(char, "format character").lower()
         return f"text holds the invisible Unicode character U+{ord(char):04X} ({name}); refused"
-    probe = _as_read(text)
-    for pattern in _INJECTION:
-        found = pattern.search(probe)
-        if found is not None:
-            phrase = " ".join(found.group(0).split())
-            return f"text looks like a prompt injection ({phrase!r}); refused"
+    found = _INJECTION.search(_as_read(text))
+    if found is not None:
+        phrase = " ".join(found.group(0).split())
+        return f"text looks like a prompt injection ({phrase!r}); refused"
     return None
 
 

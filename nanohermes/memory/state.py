@@ -90,12 +90,12 @@ def _rank(entry: Entry, order: int) -> Rank:
 
 
 class State:
-    """`entries` in file order, `orders` parallel to them; `kept` the items this version cannot use
-    (JSON texts, written back after the entries), `top` the unknown top-level fields. `sees` says
-    which entries the store's searches and duplicates see first; `doc` gives an entry's terms;
-    `adopt` takes each entry read as it is, changed, or refuses it with a reason (in `skipped`; the
-    item is kept). `team`: the team memory's entries, searched with these (orders below 0);
-    `problem`: why the file must not be written ("" when it may)."""
+    """`entries`: {order: entry} in file order; `kept` the items this version cannot use (JSON
+    texts, written back after the entries), `top` the unknown top-level fields. `sees` says which
+    entries the store's searches and duplicates see first; `doc` gives an entry's terms; `adopt`
+    takes each entry read as it is, changed, or refuses it with a reason (in `skipped`; the item is
+    kept). `team`: the team memory's entries, searched with these (orders below 0); `problem`: why
+    the file must not be written ("" when it may)."""
 
     def __init__(
         self,
@@ -112,7 +112,7 @@ class State:
         self.skipped: list[str] = []
         self.version = FORMAT_VERSION if parsed is None else parsed.version
         self.top = [] if parsed is None else parsed.top
-        self.entries: list[Entry] = []
+        self.entries: dict[int, Entry] = {}
         self.kept: list[str] = []
         self.order_of: dict[str, int] = {}
         for item in [] if parsed is None else parsed.items:
@@ -124,31 +124,26 @@ class State:
                 self.kept.append(json_text(item))
             else:
                 self.order_of[adopted.id] = len(self.entries)
-                self.entries.append(adopted)
-        self.orders = list(range(len(self.entries)))
-        self._lines: list[bytes] | None = None
+                self.entries[len(self.entries)] = adopted
+        self._next = len(self.entries)
+        self._lines: dict[int, bytes] | None = None
         self._keys: Keys | None = None
         self._index: Index | None = None
         self._heap: list[Rank] = []
 
-    def at(self, order: int) -> int | None:
-        """The position of the entry with this order number, or None."""
-        i = bisect.bisect_left(self.orders, order)
-        return i if i < len(self.orders) and self.orders[i] == order else None
-
-    def position(self, entry_id: str) -> int | None:
+    def get(self, entry_id: str) -> Entry | None:
         order = self.order_of.get(entry_id)
-        return None if order is None else self.at(order)
+        return None if order is None else self.entries[order]
 
     def dump(self) -> list[bytes]:
         if self._lines is None:
-            self._lines = [json_text(entry.to_dict()).encode() for entry in self.entries]
-        return dump(self._lines, self.kept, self.top)
+            self._lines = {order: _line(entry) for order, entry in self.entries.items()}
+        return dump(list(self._lines.values()), self.kept, self.top)
 
     def keys(self) -> Keys:
         if self._keys is None:
             self._keys = Keys()
-            for order, entry in zip(self.orders, self.entries, strict=True):
+            for order, entry in self.entries.items():
                 if not entry.superseded_by:
                     self._keys.add(order, normalize(entry.text))
         return self._keys
@@ -156,10 +151,7 @@ class State:
     def index(self) -> Index:
         if self._index is None:
             self._index = Index()
-            pairs = [
-                *zip(self.orders, self.entries, strict=True),
-                *enumerate(self.team, start=-len(self.team)),
-            ]
+            pairs = [*self.entries.items(), *enumerate(self.team, start=-len(self.team))]
             for order, entry in pairs:
                 if self.sees(entry):
                     self._index.add(order, entry, self.doc(entry))
@@ -168,11 +160,11 @@ class State:
     def add_uses(self, used: dict[str, tuple[int, int]]) -> None:
         """Count the uses noted since the last write: id → (uses, when last)."""
         for entry_id, (uses, when) in used.items():
-            found = self.position(entry_id)
-            if found is not None:
-                old = self.entries[found]
+            order = self.order_of.get(entry_id)
+            if order is not None:
+                old = self.entries[order]
                 self.put(
-                    dataclasses.replace(old, used_ts=max(old.used_ts, when), uses=old.uses + uses), found
+                    dataclasses.replace(old, used_ts=max(old.used_ts, when), uses=old.uses + uses), order
                 )
 
     def set_team(self, entries: list[Entry], identity: Identity | None) -> None:
@@ -180,27 +172,25 @@ class State:
         self.team, self.team_identity, self._index = entries, identity, None
 
     def duplicate(self, text: str, skip: int | None = None) -> int | None:
-        """The position of the entry `text` duplicates: the first one the store sees, else the
-        first of another project; None when there is none. Never `skip` (the entry being replaced)."""
-        key, keys = normalize(text), self.keys()
-        found = [i for i in map(self.at, sorted(keys.candidates(key))) if i not in (None, skip)]
+        """The order of the entry `text` duplicates: the first one the store sees, else the first of
+        another project; None when there is none. Never `skip` (the entry being replaced)."""
+        key = normalize(text)
         found = [
-            i for i in found if is_duplicate(text, self.entries[i].text, key, normalize(self.entries[i].text))
+            order
+            for order in sorted(self.keys().candidates(key))
+            if order != skip
+            and is_duplicate(text, self.entries[order].text, key, normalize(self.entries[order].text))
         ]
-        return next((i for i in found if self.sees(self.entries[i])), found[0] if found else None)
+        return next((o for o in found if self.sees(self.entries[o])), found[0] if found else None)
 
-    def put(self, entry: Entry, found: int | None = None) -> int:
-        """Append `entry`, or put it (the same id, refreshed) at position `found`; its order."""
-        if found is None:
-            found, order = len(self.entries), self.orders[-1] + 1 if self.orders else 0
-            self.entries.append(entry)
-            self.orders.append(order)
+    def put(self, entry: Entry, order: int | None = None) -> int:
+        """Append `entry`, or put it (the same id, refreshed) in place of `order`; its order."""
+        if order is None:
+            order, self._next = self._next, self._next + 1
             self.order_of[entry.id] = order
-            if self._lines is not None:
-                self._lines.append(b"")
-        order, self.entries[found] = self.orders[found], entry
+        self.entries[order] = entry
         if self._lines is not None:
-            self._lines[found] = json_text(entry.to_dict()).encode()
+            self._lines[order] = _line(entry)
         key = None if entry.superseded_by else normalize(entry.text)  # a replaced entry is no duplicate
         if self._keys is not None and self._keys.key_of.get(order) != key:
             if key is None:
@@ -215,11 +205,10 @@ class State:
             heapq.heappush(self._heap, _rank(entry, order))
         return order
 
-    def remove(self, found: int) -> None:
-        order = self.orders.pop(found)
-        del self.order_of[self.entries.pop(found).id]
+    def remove(self, order: int) -> None:
+        del self.order_of[self.entries.pop(order).id]
         if self._lines is not None:
-            del self._lines[found]
+            del self._lines[order]
         if self._keys is not None and order in self._keys.key_of:
             self._keys.remove(order)
         if self._index is not None and order in self._index.docs:
@@ -231,9 +220,13 @@ class State:
         refreshed since are skipped."""
         while len(self.entries) > limit:
             if not self._heap or len(self._heap) > 2 * len(self.entries) + 64:
-                self._heap = list(map(_rank, self.entries, self.orders))
+                self._heap = [_rank(entry, order) for order, entry in self.entries.items()]
                 heapq.heapify(self._heap)
             rank = heapq.heappop(self._heap)
-            found = self.at(rank[-1])
-            if found is not None and _rank(self.entries[found], rank[-1]) == rank:
-                self.remove(found)
+            entry = self.entries.get(rank[-1])
+            if entry is not None and _rank(entry, rank[-1]) == rank:
+                self.remove(rank[-1])
+
+
+def _line(entry: Entry) -> bytes:
+    return json_text(entry.to_dict()).encode()

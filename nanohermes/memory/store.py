@@ -110,13 +110,11 @@ class MemoryStore:
     def load(self) -> list[Entry]:
         """Every entry, in file order (oldest first unless refreshed)."""
         with self._mutex:
-            return list(self._current().entries)
+            return list(self._current().entries.values())
 
     def get(self, entry_id: str) -> Entry | None:
         with self._mutex:
-            state = self._current()
-            found = state.position(entry_id)
-            return None if found is None else state.entries[found]
+            return self._current().get(entry_id)
 
     def visible(self) -> list[Entry]:
         """The entries this store sees (global + its project's; all without a project; live only
@@ -226,7 +224,7 @@ class MemoryStore:
             with self.team._mutex:
                 team = self.team._current()
                 if state.team_identity != team.identity:
-                    state.set_team(list(team.entries), team.identity)
+                    state.set_team(list(team.entries.values()), team.identity)
         return state
 
     def _current(self) -> State:
@@ -342,11 +340,11 @@ class MemoryStore:
         if not isinstance(entry_id, str) or not self.path.exists():
             return False
         with self._locked():
-            found = self._current().position(entry_id.strip())
-            if found is None:
+            order = self._current().order_of.get(entry_id.strip())
+            if order is None:
                 return False
             with self._writing() as state:
-                state.remove(found)
+                state.remove(order)
         return True
 
     @contextlib.contextmanager
@@ -376,8 +374,8 @@ class MemoryStore:
     def _put(self, state: State, new: Entry, replaces: str = "") -> bool | MemoryRejected:
         """Add `new` to `state`, or merge it into the entry it duplicates (its id is `last_id`);
         mark the entry it replaces; evict beyond the cap. Whether it was added."""
-        at = state.position(replaces)
-        old = state.entries[at] if at is not None else None
+        at = state.order_of.get(replaces)
+        old = state.get(replaces)
         if replaces and (old is None or not sees(self.project, old)):
             return MemoryRejected(f"no memory with id {replaces!r} to replace; nothing changed")
         if old is not None and old.superseded_by:
