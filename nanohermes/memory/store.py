@@ -1,10 +1,8 @@
 """MemoryStore: long-term memory (SPEC §3): search, remember, forget over memory.json.
 
-Reads are served from the entries held in memory (state.py) while the file's (device, inode,
-mtime_ns, ctime_ns, size) is unchanged; a file changed by anyone else is read again whole (the
-analysed terms of unchanged entries are reused) and its index built again on the next search. This
-store's own writes change what it holds in place: the entries, their JSON lines, the index, the keys.
-"""
+Reads are served from the state held in memory (state.py) while the file's version is unchanged; a
+file changed by anyone else is read again whole (the analysed terms of unchanged entries are reused).
+This store's own writes change its state in place."""
 
 from __future__ import annotations
 
@@ -19,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nanohermes.core.errors import MemoryRejected, StoreError
-from nanohermes.memory.block import recall_for_turn, render_block
+from nanohermes.memory.block import render_block
 from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES
 from nanohermes.memory.entry import Entry, derive_id
 from nanohermes.memory.index import Doc, Explanation, make_doc
@@ -122,8 +120,7 @@ class MemoryStore:
         return [entry for entry in self.load() if self._sees(entry)]
 
     def __len__(self) -> int:
-        with self._mutex:
-            return len(self._current().entries)
+        return len(self.load())
 
     def matching_ids(self, wanted: str, *, everywhere: bool = False) -> list[str]:
         """`[wanted]` when it is an id; else the ids starting with it when it has at least
@@ -173,10 +170,6 @@ class MemoryStore:
         entries = [entry for _, entry in self.search(query)]
         self.note_used(entry.id for entry in entries if not entry.team)
         return render_block(entries, lang)
-
-    def block_for_turn(self, query: str, previous_block: str, lang: str = "en") -> str:
-        """The block to inject this turn. A short message without hits ("continue") keeps the old one."""
-        return recall_for_turn(self, query, previous_block, lang).block
 
     def stats(self) -> MemoryStats:
         entries = self.load()
@@ -230,23 +223,15 @@ class MemoryStore:
     def _current(self) -> State:
         """The entries of the file as it is now (call with the mutex held)."""
         try:
-            version = self._file.version()
-        except OSError as err:
-            return self._quarantine(f"cannot stat it: {err.strerror or err}")
-        state = self._state
-        if state is not None and state.identity == version:
-            return state
-        return self._reload() if version is not None else self._fresh()
-
-    def _reload(self, quarantine: bool = True) -> State:
-        try:
-            found = self._file.read()
-            parsed = None if found is None else parse(found[1])
+            if self._state is not None and self._state.identity == self._file.version():
+                return self._state
+            return self._read()
         except (OSError, FormatError) as err:
-            if not quarantine:
-                raise
             return self._quarantine(err.strerror if isinstance(err, OSError) and err.strerror else str(err))
-        return self._fresh(parsed, None if found is None else found[0])
+
+    def _read(self) -> State:
+        found = self._file.read()
+        return self._fresh() if found is None else self._fresh(parse(found[1]), found[0])
 
     def _fresh(self, parsed: Parsed | None = None, version: Identity | None = None) -> State:
         """This store's state of the file read as `parsed`, version `version` (None: no file)."""
@@ -265,7 +250,7 @@ class MemoryStore:
         """Move an unreadable memory.json aside (never overwrite it), tell the user once, start empty."""
         with self._locked():
             with contextlib.suppress(OSError, FormatError):  # repaired or replaced meanwhile?
-                return self._reload(quarantine=False)
+                return self._read()
             try:
                 broken = self._file.move_aside()
             except OSError as err:

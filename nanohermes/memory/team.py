@@ -85,7 +85,7 @@ class TeamStore(MemoryStore):
     def _quarantine(self, reason: str) -> State:
         raise FormatError(reason)  # never moved aside: it is the repository's file
 
-    def _reload(self, quarantine: bool = True) -> State:
+    def _read(self) -> State:
         found = self._file.read(MAX_BYTES)
         if found is None:
             return self._fresh()
