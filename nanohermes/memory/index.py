@@ -1,14 +1,7 @@
-"""The BM25F index of a store (SPEC §3.5), kept in step with its entries by order number.
-
-Each entry is a small document: fields text, keys and the kind's labels (weight 1 each) and context
-(weight CONTEXT_WEIGHT); a field's weight multiplies its term frequencies and its length. The index
-holds per term its postings {order: weighted tf}; adding or removing an entry touches only its
-terms. Orders number the entries in file order (state.py), so they break ties of equal score and
-ts. Plain dicts are fast enough: a query's first run at 5,000 memories takes under a millisecond.
-
-Score: `idf = ln(1 + (N − n + 0.5)/(n + 0.5))`, summed over distinct query terms:
-`idf · f·(K1+1) / (f + K1·(1 − B + B·len/max(avgdl, 1)))`, f and len the weighted sums.
-"""
+"""The BM25F index of a store (SPEC §3.5): per term its postings {order: field-weighted tf}, kept in
+step with the entries (adding or removing one touches only its terms). Orders number the entries in
+file order (state.py), so they break ties of equal score and ts. Plain dicts are fast enough: a
+query's first run at 5,000 memories takes under a millisecond."""
 
 from __future__ import annotations
 
@@ -28,8 +21,8 @@ _LABEL_TERMS = {kind: analyze(f"{kind.label('en')} {kind.label('zh')} {kind.valu
 
 @dataclass(frozen=True, slots=True)
 class Doc:
-    """An entry's terms: each term's weighted frequency over the fields, the length of the weight-1
-    fields and of the context."""
+    """An entry's terms: each term's weighted frequency over the fields (text, keys and the kind's
+    labels weigh 1, context CONTEXT_WEIGHT), the length of the weight-1 fields and of the context."""
 
     tf: dict[str, float]
     main_len: int
@@ -40,13 +33,8 @@ class Doc:
         return self.main_len + CONTEXT_WEIGHT * self.context_len
 
 
-def main_terms(kind: Kind, text: str, keys: tuple[str, ...]) -> list[str]:
-    """The terms of the weight-1 fields: text, keys, the kind's labels (en + zh) and name."""
-    return [*analyze(text), *(term for key in keys for term in analyze(key)), *_LABEL_TERMS[kind]]
-
-
 def make_doc(kind: Kind, text: str, keys: tuple[str, ...], context: str) -> Doc:
-    main = main_terms(kind, text, keys)
+    main = [*analyze(text), *(term for key in keys for term in analyze(key)), *_LABEL_TERMS[kind]]
     tf: dict[str, float] = dict(Counter(main))
     extra = analyze(context) if context else []
     for term, count in Counter(extra).items():
@@ -56,9 +44,8 @@ def make_doc(kind: Kind, text: str, keys: tuple[str, ...], context: str) -> Doc:
 
 @dataclass(frozen=True)
 class TermScore:
-    """One query term's part in one entry's score. `term` is the analysed (stemmed) term, `words`
-    the query's words it came from; `tf` the field-weighted frequency (context counts
-    CONTEXT_WEIGHT per occurrence)."""
+    """One query term's part in one entry's score: `term` analysed (stemmed), `words` the query's
+    words it came from, `tf` field-weighted."""
 
     term: str
     tf: float
@@ -162,7 +149,7 @@ class Index:
                 len(self.postings[term]),
                 self.idf(term),
                 self.contributions(term)[order],
-                tuple(words.get(term, ())),
+                tuple(dict.fromkeys(words.get(term, ()))),
             )
             for term in terms
             if doc.tf.get(term)

@@ -9,9 +9,7 @@ import unicodedata
 from collections.abc import Iterable
 
 REDACTED = "[REDACTED]"
-MAX_CHECKED_CHARS = 4000
-"""Characters of a memory text from the model that are checked and redacted (`checked_part`): ten
-times what is stored, so redaction can shrink the head and still leave a full memory."""
+MAX_CHECKED_CHARS = 4000  # ten times what is stored: redaction can shrink the head and leave a full memory
 
 # Token families whose whole match is a secret.
 _TOKENS = re.compile(
@@ -56,8 +54,7 @@ _B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 _AWS_SECRET = re.compile(
     rf"(?i)(?:\baws|secret)[^\n]{{0,60}}?({_B64_40})|({_B64_40})[^\n]{{0,60}}?(?:\baws|secret)"
 )
-MIN_SECRET_CHARS = 8
-"""A configured key shorter than this (`none`, `dummy` for a local server) is no secret: left alone."""
+MIN_SECRET_CHARS = 8  # a shorter configured key (`none`, `dummy` for a local server) is no secret
 # `scheme://user:password@`, found from its `://` (a scheme matched from every `\b` of a long
 # `a.b.c.…` ran to its end again: quadratic).
 _URL_CREDENTIALS = re.compile(r"([a-z0-9+.-]://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
@@ -118,23 +115,22 @@ def _in_emoji(text: str, at: int) -> bool:
 
 
 def invisible_removed(text: str) -> str:
-    """`text` without the invisible characters `refusal_reason` would refuse (emoji sequences kept)."""
+    """`text` without the invisible characters `refusal_reason` refuses."""
     if _INVISIBLE.search(text) is None:
         return text
     return "".join(ch for at, ch in enumerate(text) if not _INVISIBLE.match(ch) or _in_emoji(text, at))
 
 
 def controls_removed(text: str) -> str:
-    """`text` without terminal escape sequences and the other control characters `refusal_reason`
-    would refuse (tab, newline, carriage return and the like are kept)."""
+    """`text` without terminal escape sequences and the control characters `refusal_reason` refuses."""
     if _CONTROL.search(text) is None:
         return text
     return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
 
 
 def controls_shown(text: str) -> str:
-    """`text` with each control character written as a visible escape (`\\x1b`): a memory that an
-    older version stored with an escape sequence reaches the prompt as text, not as a sequence."""
+    """`text` with each control character written as a visible escape (`\\x1b`): one an older version
+    stored reaches the prompt as text, not as a sequence."""
     if _CONTROL.search(text) is None:
         return text
     return _CONTROL.sub(lambda found: repr(found.group(0))[1:-1], text)
@@ -178,11 +174,9 @@ _WHITESPACE_RUN = re.compile(r"\s{2,}")
 
 
 def _as_read(text: str) -> str:
-    """`text` as a reader (the model) reads it, for the phrase checks: compatibility forms folded
-    (fullwidth `ｉｇｎｏｒｅ` is `ignore`) and format characters no one sees (a soft hyphen in
-    `ig\u00adnore`) dropped, so such a spelling does not slip a refused phrase through. A run of
-    whitespace reads as one space (one line break if it holds one): the patterns' adjacent `\\s*`
-    took cubic time over a long run (`iex` and 2,000 spaces: a minute and a half, the GIL held)."""
+    """`text` as the model reads it, for the phrase checks: compatibility forms folded (fullwidth
+    `ｉｇｎｏｒｅ`) and format characters dropped (a soft hyphen in `ig\u00adnore`). A whitespace
+    run reads as one space or line break: the patterns' adjacent `\\s*` took cubic time over one."""
     if not text.isascii():
         folded = unicodedata.normalize("NFKC", text)
         text = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
@@ -190,8 +184,7 @@ def _as_read(text: str) -> str:
 
 
 def refusal_reason(text: str) -> str | None:
-    """Why `text` must not be stored (a control character: a terminal escape sequence would be
-    replayed wherever the memory is shown; invisible Unicode; an injection phrase), or None."""
+    """Why `text` must not be stored (a control character, invisible Unicode, an injection phrase)."""
     control = _CONTROL.search(text)
     if control is not None:
         code = ord(control.group(0))
@@ -271,8 +264,7 @@ _RISKY: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 
 def risky_instruction(text: str) -> str | None:
-    """Why `text` is an instruction no file may plant as a memory (runs code fetched from the network,
-    disables a security check, sends data away), or None."""
+    """Why `text` is an instruction no file may plant as a memory, or None."""
     probe = _as_read(text)
     for what, pattern in _RISKY:
         found = pattern.search(probe)
@@ -284,10 +276,9 @@ def risky_instruction(text: str) -> str | None:
 
 
 def checked_part(text: str, limit: int = MAX_CHECKED_CHARS) -> str:
-    """The head of a memory text the model sent, at most `limit` characters, cut at whitespace when
-    there is some in its second half (a secret cut in two could lose the shape that gets it redacted).
-    Only MAX_TEXT characters are stored: checking and redacting megabytes of it (a runaway or hostile
-    reply) held the GIL for seconds, freezing the screen and Ctrl-C."""
+    """The head of a memory text the model sent, at most `limit` characters, cut at whitespace in its
+    second half if any (a secret cut in two could escape redaction): checking megabytes of a runaway
+    reply held the GIL for seconds."""
     if len(text) <= limit:
         return text
     head = text[:limit]

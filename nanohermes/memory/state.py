@@ -107,6 +107,7 @@ class State:
     ) -> None:
         self.sees, self.doc, self.identity = sees, doc, identity
         self.team: list[Entry] = []
+        self.team_order: dict[str, int] = {}
         self.team_identity: Identity | None = None
         self.problem = ""
         self.skipped: list[str] = []
@@ -170,6 +171,7 @@ class State:
     def set_team(self, entries: list[Entry], identity: Identity | None) -> None:
         """Search `entries` (the team memory's, of file version `identity`) with these."""
         self.team, self.team_identity, self._index = entries, identity, None
+        self.team_order = {entry.id: order for order, entry in enumerate(entries, -len(entries))}
 
     def duplicate(self, text: str, skip: int | None = None) -> int | None:
         """The order of the entry `text` duplicates: the first one the store sees, else the first of

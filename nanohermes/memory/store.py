@@ -50,10 +50,9 @@ class MemoryStats:
 class MemoryStore:
     """Long-term memory in `<dir>/memory.json`. Safe to share between threads and processes.
 
-    `max_entries` is the cap (setting `memory_max_entries`): beyond it the least protected, oldest
-    entries are evicted (SPEC §3.4). `team`: the repository's team memory (team.py), searched with
-    this store's entries, and given the distilled project memories when `team_distill`. `history`:
-    search and `visible` include replaced entries."""
+    `team`: the repository's team memory (team.py), searched with this store's entries, and given
+    the distilled project memories when `team_distill`. `history`: search and `visible` include
+    replaced entries."""
 
     def __init__(
         self,
@@ -68,8 +67,7 @@ class MemoryStore:
         history: bool = False,
     ) -> None:
         """`secrets`: texts never written to the file whatever their shape (the configured API key).
-        `project`: the project key (SPEC §3.9); search, injection and duplicates then see the global
-        entries and this project's only. None: every entry."""
+        `project`: the project key (SPEC §3.9); None sees every entry."""
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise StoreError(f"memory_max_entries must be a positive integer, not {max_entries!r}")
         self.dir = Path(dir).expanduser()
@@ -87,8 +85,7 @@ class MemoryStore:
         self._docs = functools.lru_cache(2 * max_entries + 1024)(make_doc)  # kept across reloads
 
     def for_project(self, project: str | None, *, history: bool = False) -> MemoryStore:
-        """A store of the same file and settings that sees `project`'s entries and the global ones
-        (every entry for None)."""
+        """A store of the same file and settings that sees `project`'s entries and the global ones."""
         return MemoryStore(
             self.dir,
             max_entries=self.max_entries,
@@ -115,8 +112,7 @@ class MemoryStore:
             return self._current().get(entry_id)
 
     def visible(self) -> list[Entry]:
-        """The entries this store sees (global + its project's; all without a project; live only
-        unless `history`), in file order."""
+        """The entries this store sees (global + its project's; live only unless `history`)."""
         return [entry for entry in self.load() if self._sees(entry)]
 
     def __len__(self) -> int:
@@ -124,8 +120,7 @@ class MemoryStore:
 
     def matching_ids(self, wanted: str, *, everywhere: bool = False) -> list[str]:
         """`[wanted]` when it is an id; else the ids starting with it when it has at least
-        MIN_ID_PREFIX characters (so `forget 3f9a` works), in file order; else []. Only the entries
-        this store sees unless `everywhere`."""
+        MIN_ID_PREFIX characters (so `forget 3f9a` works). Only those this store sees unless `everywhere`."""
         wanted = wanted.strip()
         shown = [e for e in self.load() if everywhere or sees(self.project, e)]
         if any(entry.id == wanted for entry in shown):
@@ -150,16 +145,10 @@ class MemoryStore:
         entry_id = entry if isinstance(entry, str) else entry.id
         words: dict[str, list[str]] = {}
         for term, word in analyze_words(query, query=True):
-            found = words.setdefault(term, [])
-            if word not in found:
-                found.append(word)
+            words.setdefault(term, []).append(word)
         with self._mutex:
             state = self._searched()
-            order = state.order_of.get(entry_id)
-            if order is None:  # a team memory's
-                order = next(
-                    (i for i, e in enumerate(state.team, -len(state.team)) if e.id == entry_id), None
-                )
+            order = state.order_of.get(entry_id, state.team_order.get(entry_id))
             index = state.index()
             if order not in index.docs:
                 raise StoreError(f"no memory with id {entry_id!r}")
@@ -193,16 +182,15 @@ class MemoryStore:
         )
 
     def note_used(self, ids: Iterable[str]) -> None:
-        """Count a use of each memory (it was injected now). Written with the next write of the
-        file, or by `flush`: a turn never waits for a write of its own."""
+        """Count a use of each memory, written with the next write or by `flush`: a turn never waits
+        for a write of its own."""
         now = int(time.time())
         with self._mutex:
             for entry_id in ids:
                 self._used[entry_id] = (self._used.get(entry_id, (0, 0))[0] + 1, now)
 
     def flush(self) -> None:
-        """Write the uses noted since the last write (at the end of a session). Best effort: a
-        file that cannot be written keeps its old counts."""
+        """Write the uses noted since the last write (at the end of a session); best effort."""
         with self._mutex:
             if self._used:
                 with contextlib.suppress(StoreError), self._writing():
@@ -287,15 +275,10 @@ class MemoryStore:
         scope: str | None = None,
         replaces: str = "",
     ) -> bool:
-        """Store one memory (SPEC §3.4). True if added, False if it duplicated an existing entry.
-        `scope` (§3.9): "global", "project" (this store's project; global in a store opened without
-        one) or None: facts and lessons belong to the project, the other kinds are global. Duplicates
-        are looked for among the entries this store sees first, then in other projects: a project
-        memory re-learnt in another project becomes global. `context` (the conversation around it)
-        is redacted, cut to MAX_CONTEXT and indexed with a low weight, never shown. Raises
-        MemoryRejected (unknown kind, empty text, invisible Unicode, a control character, injection
-        phrase, `replaces` naming no live entry this store sees) or StoreError (the file cannot be
-        locked or written; the old file is unchanged). The entry `replaces` stays as history."""
+        """Store one memory (SPEC §3.4): True if added, False if merged into its duplicate. `scope`
+        (§3.9): "global", "project" or None (the kind's default). Raises MemoryRejected (an empty or
+        unsafe text, an unknown kind or scope, `replaces` naming no live entry this store sees) or
+        StoreError (the file cannot be locked or written). The entry `replaces` stays as history."""
         memory = NewMemory(kind, text, tuple(keys), context, scope, replaces)
         [outcome] = self.remember_many([memory], source)
         if isinstance(outcome, MemoryRejected):
@@ -305,10 +288,9 @@ class MemoryStore:
     def remember_many(
         self, memories: Iterable[NewMemory], source: str = "user"
     ) -> list[bool | MemoryRejected]:
-        """Store several memories as `remember` stores each (duplicates merge, also among them; the cap
-        evicts), with one write of the file: an import of 5,000 costs one write, not 5,000. Per
-        memory: True (added), False (merged) or the MemoryRejected that refused it. Raises
-        StoreError when the file cannot be locked or written: then none of them is stored."""
+        """Store several memories as `remember` does, with one write of the file (an import of 5,000
+        costs one write). Per memory: True, False or the MemoryRejected that refused it. StoreError:
+        none of them is stored."""
         memories = list(memories)
         checked = [self._checked(memory, source) for memory in memories]
         if all(isinstance(item, MemoryRejected) for item in checked):
@@ -334,9 +316,8 @@ class MemoryStore:
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[State]:
-        """The current state, under both locks, to change in place, with the uses noted since the
-        last write; written when the block ends. On an exception nothing is written, and the file is
-        read again on next use."""
+        """The current state under both locks, with the uses noted since the last write, to change in
+        place; written when the block ends. On an exception nothing is written."""
         with self._locked():
             state = self._current()
             if state.problem:
@@ -357,8 +338,8 @@ class MemoryStore:
             return err
 
     def _put(self, state: State, new: Entry, replaces: str = "") -> bool | MemoryRejected:
-        """Add `new` to `state`, or merge it into the entry it duplicates (its id is `last_id`);
-        mark the entry it replaces; evict beyond the cap. Whether it was added."""
+        """Add `new` to `state` or merge it into its duplicate (its id is `last_id`), mark the entry it
+        replaces, evict beyond the cap. Whether it was added."""
         at = state.order_of.get(replaces)
         old = state.get(replaces)
         if replaces and (old is None or not sees(self.project, old)):

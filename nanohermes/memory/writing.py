@@ -40,10 +40,9 @@ class NewMemory:
 
 
 def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: str | None) -> Entry:
-    """`memory` as an entry without an id, in a store opened for `project`: its text trimmed,
-    checked, redacted (`secrets` too), on one line and cut to MAX_TEXT. A distilled text (source
-    `auto`) that runs fetched code, disables security or sends data away is refused (SPEC §3.7).
-    Raises MemoryRejected."""
+    """`memory` as an entry without an id, in a store opened for `project`: its text checked,
+    redacted, on one line and cut to MAX_TEXT; a risky distilled text refused (SPEC §3.7). Raises
+    MemoryRejected."""
     kind, text = Kind.parse(memory.kind), memory.text
     if kind is None:
         raise MemoryRejected(unknown_kind_message(memory.kind))
@@ -65,23 +64,21 @@ def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: s
     return Entry("", kind, text, source, int(time.time()), keys, context, where)
 
 
-def prepare_keys(keys: Iterable[str], secrets: Iterable[str] = ()) -> tuple[str, ...]:
-    """Search keys: redacted, without unsafe ones (control characters, invisible Unicode, injection
-    phrases: a key is never shown, so it is dropped rather than refused), de-duplicated, at most
-    MAX_KEYS."""
-    secrets = tuple(secrets)
-    safe = [redact(key, secrets) for key in keys if isinstance(key, str) and refusal_reason(key) is None]
-    return clean_keys(safe)
+def prepare_keys(keys: Iterable[str], secrets: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Search keys redacted, de-duplicated, without unsafe ones (a key is never shown, so it is
+    dropped rather than refused)."""
+    return clean_keys(
+        [redact(key, secrets) for key in keys if isinstance(key, str) and not refusal_reason(key)]
+    )
 
 
-def prepare_context(context: object, secrets: Iterable[str] = ()) -> str:
-    """The conversation around a memory: redacted, on one line, without terminal escape sequences,
-    control or invisible characters, at most MAX_CONTEXT characters. Never shown, so it is cleaned
-    rather than refused."""
+def prepare_context(context: object, secrets: tuple[str, ...] = ()) -> str:
+    """The conversation around a memory: redacted, cleaned of what a text is refused for (it is never
+    shown), on one line, at most MAX_CONTEXT characters."""
     if not isinstance(context, str):
         return ""
     cleaned = invisible_removed(controls_removed(valid_text(context)))
-    one_line = " ".join(redact(cleaned, tuple(secrets)).split())
+    one_line = " ".join(redact(cleaned, secrets).split())
     return cut_text(one_line, MAX_CONTEXT).rstrip("…") if one_line else ""
 
 
@@ -94,7 +91,7 @@ def parse_scope(value: object) -> str | None:
 
 def target_project(scope: str | None, kind: Kind, project: str | None) -> str | None:
     """The `project` field a new memory gets in a store opened for `project` (None: global).
-    Without a scope, facts and lessons belong to the project, preferences and corrections are global."""
+    Without a scope, facts and lessons belong to the project."""
     if scope is None:
         chosen = PROJECT if kind in (Kind.FACT, Kind.LESSON) else GLOBAL
     else:
@@ -105,16 +102,14 @@ def target_project(scope: str | None, kind: Kind, project: str | None) -> str | 
 
 
 def sees(project: str | None, entry: Entry) -> bool:
-    """Whether a store opened for `project` sees `entry`: global entries and the project's own
-    (a store opened without a project sees every entry)."""
+    """Whether a store opened for `project` (None: every entry) sees `entry`."""
     return project is None or entry.project is None or entry.project == project
 
 
 def merge(old: Entry, new: Entry, store_project: str | None, secrets: tuple[str, ...]) -> Entry:
-    """`old` refreshed by its duplicate `new`: ts and source refreshed, the longer text, the more
-    protected kind, both texts' keys, the newer context (the older one when the new memory has
-    none). The wider scope wins, and a project memory re-learnt in another project becomes global
-    (it was not project-specific after all). The old entry's id and unknown fields stay."""
+    """`old` refreshed by its duplicate `new` (SPEC §3.4): the longer text, the more protected kind,
+    both keys, the newer context. The wider scope wins, and a project memory re-learnt in another
+    project becomes global."""
     project = old.project
     if new.project is None or (store_project is not None and old.project != store_project):
         project = None
