@@ -70,10 +70,8 @@ def json_text(value: object) -> str:
 
 
 def derive_id(kind: Kind, text: str, taken: Container[str]) -> str:
-    """A short stable id from kind and text (8 hex digits), made unique against `taken`.
-
-    Deterministic, so every process reading the same legacy file (no ids) derives the same ids.
-    """
+    """A short stable id from kind and text (8 hex digits), made unique against `taken`: every
+    process reading the same legacy file (no ids) derives the same ids."""
     seed = f"{kind.value}\n{text}"
     for attempt in range(1000):
         material = seed if attempt == 0 else f"{seed}\n{attempt}"
@@ -111,21 +109,19 @@ def entry_from(item: object, taken: Container[str]) -> Entry | None:
     if kind is None or not isinstance(text, str) or not text.strip():
         return None
     text = valid_text(text.strip())
-    entry_id = item.get("id")
-    entry_id = valid_text(entry_id) if isinstance(entry_id, str) else ""
+    entry_id, source, superseded, context, project = (
+        valid_text(value) if isinstance(value := item.get(name), str) else ""
+        for name in ("id", "source", "superseded_by", "context", "project")
+    )
     if not entry_id.strip() or entry_id in taken:
         entry_id = derive_id(kind, text, taken)
-    source, context, project = item.get("source"), item.get("context"), item.get("project")
-    source = valid_text(source) if isinstance(source, str) else ""
-    superseded = item.get("superseded_by")
-    superseded = valid_text(superseded) if isinstance(superseded, str) else ""
-    context = " ".join(valid_text(context).split())[:MAX_CONTEXT] if isinstance(context, str) else ""
-    project = valid_text(project.strip()) if isinstance(project, str) and project.strip() else None
+    context = " ".join(context.split())[:MAX_CONTEXT]
     unknown = {name: value for name, value in item.items() if name not in KNOWN_FIELDS}
     extra = json_text(unknown) if unknown else ""
     ts, keys = _as_ts(item.get("ts")), clean_keys(item.get("keys"))
     used = _as_ts(item.get("superseded_ts")), _as_ts(item.get("used_ts")), _as_ts(item.get("uses"))
-    return Entry(entry_id, kind, text, source, ts, keys, context, project, extra, superseded, *used)
+    scope = project.strip() or None
+    return Entry(entry_id, kind, text, source, ts, keys, context, scope, extra, superseded, *used)
 
 
 def _as_ts(value: object) -> int:

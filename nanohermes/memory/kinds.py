@@ -26,14 +26,13 @@ class Kind(StrEnum):
 
     @property
     def eviction_rank(self) -> int:
-        """0 is evicted last (preference), 3 first (fact)."""
-        return _RANKS[self]
+        """0 is evicted last (preference), 3 first (fact): the order of the kinds."""
+        return list(Kind).index(self)
 
 
 KIND_NAMES: tuple[str, ...] = tuple(kind.value for kind in Kind)
 _LABELS = {Kind.PREFERENCE: ("Preference", "偏好"), Kind.CORRECTION: ("Correction", "纠正")}
 _LABELS |= {Kind.LESSON: ("Lesson", "经验"), Kind.FACT: ("Fact", "事实")}
-_RANKS = {Kind.PREFERENCE: 0, Kind.CORRECTION: 1, Kind.LESSON: 2, Kind.FACT: 3}
 _ALIASES = {kind.value: kind for kind in Kind} | {"pref": Kind.PREFERENCE, "feedback": Kind.CORRECTION}
 _ALIASES |= {"lesson-learned": Kind.LESSON, "lesson_learned": Kind.LESSON, "experience": Kind.LESSON}
 _ALIASES |= {"project": Kind.FACT}
