@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nanohermes.core.errors import MemoryRejected, StoreError
-from nanohermes.memory.block import render_block
+from nanohermes.memory.block import recall_for_turn
 from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES
 from nanohermes.memory.entry import Entry, derive_id
 from nanohermes.memory.index import Doc, Explanation, make_doc
@@ -156,9 +156,7 @@ class MemoryStore:
 
     def retrieve_block(self, query: str, lang: str = "en") -> str:
         """The memory block for `query` ("" when nothing matches); its memories count as used."""
-        entries = [entry for _, entry in self.search(query)]
-        self.note_used(entry.id for entry in entries if not entry.team)
-        return render_block(entries, lang)
+        return recall_for_turn(self, query, "", lang).block
 
     def stats(self) -> MemoryStats:
         entries = self.load()
