@@ -1,8 +1,5 @@
-"""Long-term memory without a vector database (SPEC §3): one JSON file, BM25, CJK bigrams.
-
-Stdlib only, plus `filelock` (the cross-process lock) and PyStemmer (the English stemmer); no HTTP,
-no UI. Every name of SPEC §3.0 is importable from here.
-"""
+"""Long-term memory without a vector database (SPEC §3): one JSON file, BM25F, CJK bigrams; no HTTP,
+no UI. Every name of SPEC §3.0 is importable from here."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The memory block at the end of the system message (SPEC §3.6), and what memory did for a turn
-(§3.10): the memories in the block with their scores and the query terms they matched, so the REPL
-can say «memory: 3 recalled · /memory last» and `-p --json` can list them."""
+(§3.10): the memories in the block with their scores and the query terms they matched."""
 
 from __future__ import annotations
 
@@ -26,11 +25,9 @@ _HEADER = {
 
 
 def block_lines(entries: Sequence[Entry], lang: str = "en") -> list[str]:
-    """The block's entry lines: the first entries (best first) whose lines fit the character budget.
-    A text is shown on one line, a control character in it (stored by an older version) as an
-    escape like `\\x1b`, and without the block's own markers: a memory holding BLOCK_END (planted by
-    a file the distiller read, or a hand edit) would end the block early, its rest read as system
-    instructions and left in the system message by `set_block` for good."""
+    """The block's lines of the first entries that fit the budget, each on one line, a control
+    character shown as an escape, and without the block's markers: a memory holding BLOCK_END would
+    end the block early, its rest read as system instructions."""
     lines: list[str] = []
     used = 0
     for entry in entries:
@@ -73,8 +70,7 @@ class Searchable(Protocol):
 
 @dataclass(frozen=True)
 class Recall:
-    """`block`: the block for this turn; `memories`: the entries in it with scores, best first;
-    `kept`: the previous block stays (a short message without hits, e.g. «continue»)."""
+    """This turn's `block`, the `memories` in it, and whether the previous block was `kept`."""
 
     block: str
     memories: tuple[RecalledMemory, ...] = ()

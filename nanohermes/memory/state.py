@@ -1,16 +1,14 @@
 """One version of memory.json as a store holds it, with what it derives from the entries.
 
-Every entry has an order number: increasing in file order, never reused, so it survives removals;
-the index, the duplicate keys and the eviction heap name entries by it, and it breaks ties of equal
-score and ts. Derived data is made when first needed (lines and keys by the first write, the index
-by the first search, the heap by the first eviction), then follows each change in place.
+Every entry has an order number, increasing in file order and never reused: the index, the duplicate
+keys and the eviction heap name entries by it. Derived data is made when first needed, then follows
+each change in place.
 
-Duplicates (SPEC §3.4): equal normalized keys, or one inside the other with the shorter weighing at
-least DUPLICATE_MIN_WEIGHT, unless exactly one negates (`text.is_duplicate`). `Keys` finds the
-candidates without a Python loop over every key, so `remember` stays cheap at 5,000 memories and an
-import of 5,000 about linear: equal keys by a dict; weighty stored keys inside the new key by their
-first HEAD characters, looked up at each position of the new key; stored keys holding the new key by
-one `str.find` over the keys joined by NUL, plus those added since (joined again every REJOIN)."""
+`Keys` finds duplicate candidates (SPEC §3.4) without a Python loop over every key, so `remember`
+stays cheap at 5,000 memories and an import of 5,000 about linear: equal keys by a dict; weighty
+stored keys inside the new key by their first HEAD characters, looked up at each position of the new
+key; stored keys holding the new key by one `str.find` over the keys joined by NUL, plus those added
+since (joined again every REJOIN)."""
 
 from __future__ import annotations
 
@@ -34,7 +32,7 @@ was saved, so a memory just learnt is not the first to go), earliest in the file
 
 
 class Keys:
-    """Every entry's duplicate key by order number, filed to find the candidates (see above)."""
+    """Every entry's duplicate key by order number, filed to find the candidates."""
 
     def __init__(self) -> None:
         self.key_of: dict[int, str] = {}
@@ -65,8 +63,7 @@ class Keys:
         self._heads.get(key[:HEAD], set()).discard(order)
 
     def candidates(self, key: str) -> set[int]:
-        """The orders of the entries whose key equals `key`, contains it or lies inside it, the
-        shorter weighing enough (and perhaps a few more: `is_duplicate` decides)."""
+        """The orders of the entries whose key may equal, contain or lie inside `key`."""
         found = set(self._equal.get(key, ()))
         if "\0" in key:  # the joined keys cannot tell where such a key is
             found.update(order for order, theirs in self.key_of.items() if key in theirs)
@@ -90,12 +87,10 @@ def _rank(entry: Entry, order: int) -> Rank:
 
 
 class State:
-    """`entries`: {order: entry} in file order; `kept` the items this version cannot use (JSON
-    texts, written back after the entries), `top` the unknown top-level fields. `sees` says which
-    entries the store's searches and duplicates see first; `doc` gives an entry's terms; `adopt`
-    takes each entry read as it is, changed, or refuses it with a reason (in `skipped`; the item is
-    kept). `team`: the team memory's entries, searched with these (orders below 0); `problem`: why
-    the file must not be written ("" when it may)."""
+    """`entries`: {order: entry} in file order; `kept` the items this version cannot use (written
+    back), `top` the unknown top-level fields. `adopt` takes each entry read, changed, or refuses it
+    with a reason (in `skipped`). `team`: the team memory's entries, searched with these (orders
+    below 0); `problem`: why the file must not be written."""
 
     def __init__(
         self,
@@ -217,9 +212,8 @@ class State:
             self._index.remove(order)
 
     def evict(self, limit: int) -> None:
-        """Remove entries in eviction order until at most `limit` remain. The heap of their ranks
-        is built for the first eviction and then follows each change; ranks of entries removed or
-        refreshed since are skipped."""
+        """Remove entries in eviction order until at most `limit` remain; ranks in the heap of entries
+        removed or refreshed since are skipped."""
         while len(self.entries) > limit:
             if not self._heap or len(self._heap) > 2 * len(self.entries) + 64:
                 self._heap = [_rank(entry, order) for order, entry in self.entries.items()]

@@ -1,11 +1,6 @@
-"""`memory export` and `memory import` (SPEC §3.10): Markdown a person can read and edit, or JSON.
-
-The Markdown groups memories by scope (`## Global`, `## Project KEY`) and kind (`### Preference`);
-each memory is one `- text` line, optionally followed by indented `- keys: [...]` and
-`- context: ...` lines. Importing reads that back (or a JSON list of `{"kind", "text", "keys"?,
-"context"?, "project"?}`, or a whole memory.json) and saves every memory through `remember`, so
-duplicates merge, secrets are redacted and importing twice adds nothing.
-"""
+"""`memory export` and `memory import` (SPEC §3.10): Markdown grouped by scope (`## Global`, `##
+Project KEY`) and kind (`### Preference`), one `- text` line a memory with indented `- keys:` and `-
+context:` lines. Import reads that (or a JSON list, or a memory.json) back through `remember`."""
 
 from __future__ import annotations
 
@@ -68,9 +63,8 @@ def export_markdown(entries: Sequence[Entry], source: str = "") -> str:
 
 
 def _one_line(value: str) -> str:
-    """`value` on one line: a line break in a memory.json written by hand or by an older version
-    would otherwise start a heading or a memory of its own on import (`remember` makes the text's
-    breaks spaces anyway, so its round trip is unchanged)."""
+    """`value` on one line: a line break (a hand-edited memory.json) would start a heading or a memory
+    of its own on import."""
     return " ".join(value.splitlines())
 
 
@@ -164,14 +158,12 @@ class ImportResult:
     added: int = 0
     merged: int = 0
     refused: list[str] = field(default_factory=list)
-    """One line per memory `remember` refused (e.g. invisible characters), with its reason."""
+    """One line per memory `remember` refused, with its reason."""
 
 
 def import_memories(store: MemoryStore, items: Sequence[Importable], source: str = "user") -> ImportResult:
-    """Save `items` as `remember` would (duplicates merge, secrets are redacted), each in its scope:
-    a project's memories through a store opened for that project, with one write of the file per
-    scope. StoreError (disk, lock) stops it; the scopes written before stay, and importing again
-    adds nothing twice."""
+    """Save `items` through `remember`, each in its scope, with one write of the file per scope.
+    StoreError stops it; the scopes written before stay (importing again adds nothing twice)."""
     result = ImportResult()
     for project in sorted({item.project for item in items}, key=lambda key: (key is not None, key or "")):
         scope = GLOBAL if project is None else PROJECT
