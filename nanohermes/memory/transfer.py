@@ -1,9 +1,10 @@
-"""`memory export` and `memory import` (SPEC §3.10): Markdown grouped by scope (`## Global`, `##
-Project KEY`) and kind (`### Preference`), one `- text` line a memory with indented `- keys:` and `-
-context:` lines. Import reads that (or a JSON list, or a memory.json) back through `remember`."""
+"""`memory export` and `memory import` (SPEC §3.10): Markdown grouped by scope and kind, one
+`- text` line a memory with indented `- keys:` and `- context:` lines; import reads it (or a JSON
+list, or a memory.json) back through `remember`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -23,14 +24,10 @@ _DETAIL = re.compile(r"^\s+[-*]\s+(keys|context):\s*(.*)$", re.IGNORECASE)
 _ITEM = re.compile(r"^[-*]\s+(.*)$")
 
 
-@dataclass
-class Importable:
-    """One memory read from an export: its kind, text, search keys, context and project (None: global)."""
+@dataclass(frozen=True)
+class Importable(NewMemory):
+    """One memory read from an export, with its project (None: global)."""
 
-    kind: Kind
-    text: str
-    keys: tuple[str, ...] = ()
-    context: str = ""
     project: str | None = None
 
 
@@ -98,9 +95,8 @@ def _parse_json(text: str) -> list[Importable]:
         context, project = item.get("context"), item.get("project")
         keys = clean_keys(item.get("keys"), cut=False)  # `remember` redacts, then cuts
         project = project.strip() if isinstance(project, str) and project.strip() else None
-        found.append(
-            Importable(kind, body.strip(), keys, context if isinstance(context, str) else "", project)
-        )
+        context = context if isinstance(context, str) else ""
+        found.append(Importable(kind, body.strip(), keys, context, project=project))
     return found
 
 
@@ -114,13 +110,14 @@ def _parse_markdown(lines: Sequence[str]) -> list[Importable]:
         elif line.startswith("### "):
             kind = _kind_heading(line, number)
         elif (detail := _DETAIL.match(line)) is not None and drafts and kind is not None:
-            _add_detail(drafts[-1], detail.group(1).lower(), detail.group(2), number)
+            drafts[-1] = _with_detail(drafts[-1], detail.group(1).lower(), detail.group(2), number)
         elif (item := _ITEM.match(line)) is not None:
             if kind is None:
                 raise MemoryRejected(f"line {number}: a memory before any '### Kind' heading")
             drafts.append(Importable(kind, item.group(1).strip(), project=project))
         elif line.startswith((" ", "\t")) and line.strip() and drafts and kind is not None:
-            drafts[-1].text = f"{drafts[-1].text} {line.strip()}"  # a wrapped line continues the text
+            wrapped = f"{drafts[-1].text} {line.strip()}"  # a wrapped line continues the text
+            drafts[-1] = dataclasses.replace(drafts[-1], text=wrapped)
     return [draft for draft in drafts if draft.text]
 
 
@@ -142,15 +139,14 @@ def _kind_heading(line: str, number: int) -> Kind:
     return kind
 
 
-def _add_detail(draft: Importable, field: str, value: str, number: int) -> None:
+def _with_detail(draft: Importable, field: str, value: str, number: int) -> Importable:
     if field == "context":
-        draft.context = value.strip()
-        return
+        return dataclasses.replace(draft, context=value.strip())
     try:
         keys = json.loads(value) if value.strip().startswith("[") else value.split(",")
     except JSON_ERRORS:
         raise MemoryRejected(f"line {number}: keys must be a JSON list or comma-separated words") from None
-    draft.keys = clean_keys(keys, cut=False)  # `remember` redacts, then cuts
+    return dataclasses.replace(draft, keys=clean_keys(keys, cut=False))  # `remember` redacts, then cuts
 
 
 @dataclass
@@ -161,15 +157,15 @@ class ImportResult:
     """One line per memory `remember` refused, with its reason."""
 
 
-def import_memories(store: MemoryStore, items: Sequence[Importable], source: str = "user") -> ImportResult:
+def import_memories(store: MemoryStore, items: Sequence[Importable]) -> ImportResult:
     """Save `items` through `remember`, each in its scope, with one write of the file per scope.
     StoreError stops it; the scopes written before stay (importing again adds nothing twice)."""
     result = ImportResult()
     for project in sorted({item.project for item in items}, key=lambda key: (key is not None, key or "")):
         scope = GLOBAL if project is None else PROJECT
         chosen = [item for item in items if item.project == project]
-        memories = [NewMemory(item.kind, item.text, item.keys, item.context, scope) for item in chosen]
-        outcomes = store.for_project(project).remember_many(memories, source)
+        memories = [dataclasses.replace(item, scope=scope) for item in chosen]
+        outcomes = store.for_project(project).remember_many(memories, "user")
         for item, outcome in zip(chosen, outcomes, strict=True):
             if isinstance(outcome, MemoryRejected):
                 result.refused.append(f"{item.text[:60]!r}: {outcome.one_line()}")
