@@ -123,16 +123,12 @@ def invisible_removed(text: str) -> str:
 
 def controls_removed(text: str) -> str:
     """`text` without terminal escape sequences and the control characters `refusal_reason` refuses."""
-    if _CONTROL.search(text) is None:
-        return text
     return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
 
 
 def controls_shown(text: str) -> str:
     """`text` with each control character written as a visible escape (`\\x1b`): one an older version
     stored reaches the prompt as text, not as a sequence."""
-    if _CONTROL.search(text) is None:
-        return text
     return _CONTROL.sub(lambda found: repr(found.group(0))[1:-1], text)
 
 

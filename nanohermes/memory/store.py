@@ -122,15 +122,12 @@ class MemoryStore:
         """`[wanted]` when it is an id; else the ids starting with it when it has at least
         MIN_ID_PREFIX characters (so `forget 3f9a` works). Only those this store sees unless `everywhere`."""
         wanted = wanted.strip()
-        shown = [e for e in self.load() if everywhere or sees(self.project, e)]
-        if any(entry.id == wanted for entry in shown):
-            return [wanted]
-        if len(wanted) < MIN_ID_PREFIX:
-            return []
-        found = [entry.id for entry in shown if entry.id.startswith(wanted)]
-        if not found and wanted != wanted.lower():  # ids are lower-case hex: `5B7C` means `5b7c`
-            return self.matching_ids(wanted.lower(), everywhere=everywhere)
-        return found
+        shown = [e.id for e in self.load() if everywhere or sees(self.project, e)]
+        if wanted in shown or len(wanted) < MIN_ID_PREFIX:
+            return [wanted] if wanted in shown else []
+        found = [entry_id for entry_id in shown if entry_id.startswith(wanted)]
+        # ids are lower-case hex: `5B7C` means `5b7c`
+        return found or [entry_id for entry_id in shown if entry_id.startswith(wanted.lower())]
 
     def search(self, query: str, top_k: int = INJECT_TOP_K) -> list[tuple[float, Entry]]:
         """The best `top_k` entries for `query` by BM25F, best first; entries scoring 0 are left out."""

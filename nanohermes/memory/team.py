@@ -41,14 +41,6 @@ def workspace_store(directory: Path | str, workspace: Path, **options: Any) -> M
     return MemoryStore(directory, project=project_key(workspace), team=team, **options)
 
 
-def looks_secret(text: str) -> bool:
-    """A run of 20+ key characters mixing upper case, lower case and 2+ digits: a key of unknown shape."""
-    return any(
-        re.search("[A-Z]", run) and re.search("[a-z]", run) and len(re.findall("[0-9]", run)) >= 2
-        for run in _KEY_LIKE.findall(text)
-    )
-
-
 class TeamStore(MemoryStore):
     """The team memory of the repository at `top`; its lock lives in the git directory."""
 
@@ -109,7 +101,10 @@ class TeamStore(MemoryStore):
             return entry
         shown = " ".join((entry.text, *entry.keys))
         reason = risky_instruction(shown)
-        if reason is None and looks_secret(shown):
+        if reason is None and any(  # a key of unknown shape: a long mix of cases and 2+ digits
+            re.search("[A-Z]", run) and re.search("[a-z]", run) and len(re.findall("[0-9]", run)) >= 2
+            for run in _KEY_LIKE.findall(shown)
+        ):
             reason = "it still looks like a secret once redacted (a long mix of letters and digits)"
         return (
             MemoryRejected(f"not for the team memory: {reason}")

@@ -59,9 +59,12 @@ def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: s
     text = cut_text(" ".join(redact(text, secrets).split()), MAX_TEXT)  # the block shows one line each
     if not normalize(text):
         raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
-    keys, context = prepare_keys(memory.keys, secrets), prepare_context(memory.context, secrets)
+    context = ""
+    if isinstance(memory.context, str):  # never shown, so cleaned rather than refused
+        cleaned = invisible_removed(controls_removed(valid_text(memory.context)))
+        context = cut_text(" ".join(redact(cleaned, secrets).split()), MAX_CONTEXT).rstrip("…")
     where = target_project(memory.scope, kind, project)
-    return Entry("", kind, text, source, int(time.time()), keys, context, where)
+    return Entry("", kind, text, source, int(time.time()), prepare_keys(memory.keys, secrets), context, where)
 
 
 def prepare_keys(keys: Iterable[str], secrets: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -70,16 +73,6 @@ def prepare_keys(keys: Iterable[str], secrets: tuple[str, ...] = ()) -> tuple[st
     return clean_keys(
         [redact(key, secrets) for key in keys if isinstance(key, str) and not refusal_reason(key)]
     )
-
-
-def prepare_context(context: object, secrets: tuple[str, ...] = ()) -> str:
-    """The conversation around a memory: redacted, cleaned of what a text is refused for (it is never
-    shown), on one line, at most MAX_CONTEXT characters."""
-    if not isinstance(context, str):
-        return ""
-    cleaned = invisible_removed(controls_removed(valid_text(context)))
-    one_line = " ".join(redact(cleaned, secrets).split())
-    return cut_text(one_line, MAX_CONTEXT).rstrip("…") if one_line else ""
 
 
 def parse_scope(value: object) -> str | None:
