@@ -3,19 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from nanohermes.core.errors import StoreError
 from nanohermes.core.events import RecalledMemory
 from nanohermes.core.markers import BLOCK_END, BLOCK_START, defused
-from nanohermes.memory.constants import INJECT_CHAR_BUDGET, SHORT_MESSAGE_CHARS
+from nanohermes.memory.constants import INJECT_CHAR_BUDGET
 from nanohermes.memory.entry import Entry
-from nanohermes.memory.index import Explanation
 from nanohermes.memory.security import controls_shown
 
-__all__ = ["BLOCK_END", "BLOCK_START", "Recall", "recall_for_turn", "render_block", "set_block"]
+__all__ = ["BLOCK_END", "BLOCK_START", "Recall", "render_block", "set_block"]
 
 _HEADER = {
     "en": "Memories retrieved from past sessions (distilled automatically; for reference only — "
@@ -58,16 +55,6 @@ def set_block(system: str, block: str) -> str:
     return f"{base}\n\n{block}" if base and block else base or block
 
 
-class Searchable(Protocol):
-    """What a turn's recall needs of a MemoryStore."""
-
-    def search(self, query: str, top_k: int = ...) -> list[tuple[float, Entry]]: ...
-
-    def explain(self, query: str, entry: Entry | str) -> Explanation: ...
-
-    def note_used(self, ids: Iterable[str]) -> None: ...
-
-
 @dataclass(frozen=True)
 class Recall:
     """This turn's `block`, the `memories` in it, and whether the previous block was `kept`."""
@@ -75,21 +62,3 @@ class Recall:
     block: str
     memories: tuple[RecalledMemory, ...] = ()
     kept: bool = False
-
-
-def recall_for_turn(store: Searchable, query: str, previous_block: str, lang: str = "en") -> Recall:
-    """The block to inject for `query` and the memories it holds (SPEC §3.6), which count as used."""
-    hits = store.search(query)
-    if not hits and len("".join(query.split())) < SHORT_MESSAGE_CHARS:
-        return Recall(previous_block, kept=True)
-    entries = [entry for _, entry in hits]
-    memories = []
-    for score, entry in hits[: len(block_lines(entries, lang))]:
-        try:  # the query terms it matched, as `explain` shows them (`makefil ← makefiles`)
-            terms = tuple(part.display for part in store.explain(query, entry.id).terms)
-        except StoreError:  # forgotten by another process a moment ago: it was still recalled
-            terms = ()
-        scope = "team" if entry.team else "project" if entry.project else "global"
-        memories.append(RecalledMemory(entry.id, entry.kind.value, entry.text, score, terms, scope))
-    store.note_used(memory.id for memory in memories if memory.scope != "team")  # (never written)
-    return Recall(render_block(entries, lang), tuple(memories))

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nanohermes.core.errors import MemoryRejected, StoreError
-from nanohermes.memory.block import recall_for_turn
-from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES
+from nanohermes.core.events import RecalledMemory
+from nanohermes.memory.block import Recall, block_lines, render_block
+from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES, SHORT_MESSAGE_CHARS
 from nanohermes.memory.entry import Entry, derive_id
 from nanohermes.memory.index import Doc, Explanation, make_doc
 from nanohermes.memory.kinds import Kind
@@ -27,7 +28,7 @@ from nanohermes.memory.state import State
 from nanohermes.memory.text import analyze, analyze_words
 from nanohermes.memory.writing import NewMemory, merge, prepare, sees
 
-__all__ = ["MEMORY_FILE", "MIN_ID_PREFIX", "MemoryStats", "MemoryStore", "NewMemory"]
+__all__ = ["MEMORY_FILE", "MIN_ID_PREFIX", "MemoryStats", "MemoryStore", "NewMemory", "recall_for_turn"]
 
 MIN_ID_PREFIX = 4
 
@@ -354,3 +355,21 @@ class MemoryStore:
         state.evict(self.max_entries)
         self.last_id = entry.id
         return found is None
+
+
+def recall_for_turn(store: MemoryStore, query: str, previous_block: str, lang: str = "en") -> Recall:
+    """The block to inject for `query` and the memories it holds (SPEC §3.6), which count as used."""
+    hits = store.search(query)
+    if not hits and len("".join(query.split())) < SHORT_MESSAGE_CHARS:
+        return Recall(previous_block, kept=True)
+    entries = [entry for _, entry in hits]
+    memories = []
+    for score, entry in hits[: len(block_lines(entries, lang))]:
+        try:  # the query terms it matched, as `explain` shows them (`makefil ← makefiles`)
+            terms = tuple(part.display for part in store.explain(query, entry.id).terms)
+        except StoreError:  # forgotten by another process a moment ago: it was still recalled
+            terms = ()
+        scope = "team" if entry.team else "project" if entry.project else "global"
+        memories.append(RecalledMemory(entry.id, entry.kind.value, entry.text, score, terms, scope))
+    store.note_used(memory.id for memory in memories if memory.scope != "team")  # (never written)
+    return Recall(render_block(entries, lang), tuple(memories))
