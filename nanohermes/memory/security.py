@@ -86,32 +86,24 @@ _INJECTION = re.compile(
 
 
 _ZWJ = "\u200d"
-_BLACK_FLAG = "\U0001f3f4"
-_CANCEL_TAG = "\U000e007f"
 _EMOJI_MODIFIERS = frozenset("\ufe0e\ufe0f\u20e3") | {chr(c) for c in range(0x1F3FB, 0x1F400)}
+_FLAG = re.compile("\U0001f3f4[\U000e0020-\U000e007e]*\U000e007f")  # 🏴 + tags + cancel tag
 
 
 def _in_emoji(text: str, at: int) -> bool:
     """Whether the invisible character at `at` is part of an emoji sequence: a zero-width joiner
     between two pictographs (🧘‍♀️, 👨‍👩‍👧; a variation selector or skin tone may follow the first), or
-    a tag character of a subdivision flag (🏴 + tags + cancel tag)."""
-    char = text[at]
-    if char == _ZWJ:
+    a tag character of a subdivision flag."""
+    if text[at] == _ZWJ:
         before = at - 1
         while before >= 0 and text[before] in _EMOJI_MODIFIERS:
             before -= 1
-        after = text[at + 1] if at + 1 < len(text) else ""
+        after = text[at + 1 : at + 2]
         pictographs = before >= 0 and unicodedata.category(text[before]) == "So"
-        return pictographs and bool(after) and unicodedata.category(after) == "So"
-    if "\U000e0020" <= char <= _CANCEL_TAG:
-        start = at
-        while start > 0 and "\U000e0020" <= text[start - 1] <= "\U000e007e":
-            start -= 1
-        end = at
-        while end < len(text) and "\U000e0020" <= text[end] <= "\U000e007e":
-            end += 1
-        return start > 0 and text[start - 1] == _BLACK_FLAG and end < len(text) and text[end] == _CANCEL_TAG
-    return False
+        return pictographs and after != "" and unicodedata.category(after) == "So"
+    flag = text.rfind("\U0001f3f4", 0, at)
+    found = _FLAG.match(text, flag) if flag >= 0 else None
+    return found is not None and found.end() > at
 
 
 def invisible_removed(text: str) -> str:
@@ -191,11 +183,8 @@ def refusal_reason(text: str) -> str | None:
         char = invisible.group(0)
         name = unicodedata.name(char, "format character").lower()
         return f"text holds the invisible Unicode character U+{ord(char):04X} ({name}); refused"
-    found = _INJECTION.search(_as_read(text))
-    if found is not None:
-        phrase = " ".join(found.group(0).split())
-        return f"text looks like a prompt injection ({phrase!r}); refused"
-    return None
+    found = _phrase(_as_read(text), (("looks like a prompt injection", _INJECTION),))
+    return None if found is None else f"text {found}; refused"
 
 
 # SPEC §3.7: memories are the user's, not a file's. A distilled text carrying one of these instructions
@@ -261,13 +250,17 @@ _RISKY: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 def risky_instruction(text: str) -> str | None:
     """Why `text` is an instruction no file may plant as a memory, or None."""
-    probe = _as_read(text)
-    for what, pattern in _RISKY:
+    found = _phrase(_as_read(text), _RISKY)
+    return None if found is None else f"text {found}"
+
+
+def _phrase(probe: str, rules: Iterable[tuple[str, re.Pattern[str]]]) -> str | None:
+    """`what (phrase)` of the first rule whose pattern `probe` holds: its named group, else the match."""
+    for what, pattern in rules:
         found = pattern.search(probe)
         if found is not None:
             named = [part for part in found.groupdict().values() if part]
-            phrase = " ".join((named[0] if named else found.group(0)).split())[:80]
-            return f"text {what} ({phrase!r})"
+            return f"{what} ({' '.join((named[0] if named else found.group(0)).split())[:80]!r})"
     return None
 
 
