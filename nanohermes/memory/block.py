@@ -1,5 +1,4 @@
-"""The memory block at the end of the system message (SPEC §3.6), and what memory did for a turn
-(§3.10): the memories in the block with their scores and the query terms they matched."""
+"""The memory block at the end of the system message (SPEC §3.6), and what memory did for a turn."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Distillation helpers (SPEC §3.7): the gate, the excerpt, the prompt, the tolerant parser. The
-model call lives in the agent layer, so this stays free of HTTP."""
+"""Distillation helpers (SPEC §3.7): the gate, the excerpt, the prompt, the tolerant parser (no HTTP)."""
 
 from __future__ import annotations
 
@@ -79,16 +78,12 @@ def _excerpt_line(message: Message) -> str | None:
 
 
 def excerpt_from(messages: Sequence[Message], max_chars: int = EXCERPT_CHARS) -> str:
-    """The conversation as `[role] body` lines; when too long, the head and the tail halves of the
-    budget joined by a line saying how many messages were left out."""
+    """The conversation as `[role] body` lines; when too long, its head and tail (SPEC §3.7)."""
     lines = [line for line in map(_excerpt_line, messages) if line is not None]
     if sum(len(line) + 1 for line in lines) <= max_chars:
         return "".join(line + "\n" for line in lines)
-    head_budget = max_chars // 2
-    tail_budget = max_chars - head_budget
-    head = _fill(lines, head_budget)
-    tail = _fill(reversed(lines[len(head) :]), tail_budget)
-    tail.reverse()
+    head = _fill(lines, max_chars // 2)
+    tail = _fill(reversed(lines[len(head) :]), max_chars - max_chars // 2)[::-1]
     skipped = len(lines) - len(head) - len(tail)
     gap = [f"[… {skipped} message{'s' if skipped != 1 else ''} left out …]"] if skipped else []
     return "".join(line + "\n" for line in head + gap + tail)

@@ -29,20 +29,16 @@ class Entry:
     ts: int = 0
     keys: tuple[str, ...] = field(default=())
     context: str = ""
-    """The conversation around the memory (the user's words when it was distilled): indexed with a
-    low weight, never shown in the block or sent to the model."""
+    """The conversation around the memory: indexed with a low weight, never shown."""
     project: str | None = None
     """The project this memory belongs to (its key, SPEC §3.9); None: global."""
     extra: str = ""
-    """Fields this version does not know, as the JSON text of an object ("" when none): written back
-    unchanged so a file from a newer program loses nothing (SPEC §3.2)."""
+    """Fields this version does not know, as JSON text, written back unchanged (SPEC §3.2)."""
     superseded_by: str = ""
-    """The id of the memory that replaced this one ("" while it is live): kept as history, never
-    injected nor searched by default, evicted first."""
+    """The id of the memory that replaced this one ("" while live): history, evicted first."""
     superseded_ts: int = 0
     used_ts: int = 0
-    """When the memory was last injected (0: never) and how often: eviction takes the entries of a
-    kind unused the longest (never used: since saved) first."""
+    """When the memory was last injected (0: never) and how often."""
     uses: int = 0
     team: bool = False
     """Read from the repository's team memory (team.py); not stored."""
@@ -100,8 +96,7 @@ def clean_keys(raw: object, *, cut: bool = True) -> tuple[str, ...]:
 
 
 def entry_from(item: object, taken: Container[str]) -> Entry | None:
-    """The entry of one stored item, or None when this version cannot use it (not an object, a
-    kind it does not know, an empty text). A missing, empty or taken id is derived (`derive_id`)."""
+    """The entry of one stored item, or None when this version cannot use it; a missing id is derived."""
     if not isinstance(item, dict):
         return None
     kind = Kind.parse(item.get("kind"))

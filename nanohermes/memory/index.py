@@ -44,8 +44,7 @@ def make_doc(kind: Kind, text: str, keys: tuple[str, ...], context: str) -> Doc:
 
 @dataclass(frozen=True)
 class TermScore:
-    """One query term's part in one entry's score: `term` analysed (stemmed), `words` the query's
-    words it came from, `tf` field-weighted."""
+    """One query term's part in one entry's score, with the query's `words` it came from."""
 
     term: str
     tf: float
@@ -127,8 +126,7 @@ class Index:
         return found
 
     def search(self, terms: Sequence[str], k: int) -> list[tuple[float, Entry]]:
-        """The k best (score, entry) for distinct `terms`: score descending, then newer ts, then
-        earlier in the file. Entries scoring 0 are left out."""
+        """The k best (score, entry) for distinct `terms`: by score, newer ts, then file order."""
         scores: dict[int, float] = {}
         for term in terms:
             for order, value in self.contributions(term).items():

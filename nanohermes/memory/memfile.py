@@ -74,8 +74,7 @@ def identity(st: os.stat_result) -> Identity:
 
 
 class MemoryFile:
-    """One memory.json and its lock. `shared`: a file to commit (the team memory): mode 0644, its
-    directory made as any other."""
+    """One memory.json and its lock. `shared`: a file to commit (the team memory), mode 0644."""
 
     def __init__(self, directory: Path, lock: Path | None = None, shared: bool = False) -> None:
         self.dir, self.shared = directory, shared
@@ -124,14 +123,12 @@ class MemoryFile:
             st = self._regular(os.fstat(fd))  # (replaced by a special file since the stat?)
             if limit is not None and st.st_size > limit:
                 raise FormatError(f"is {st.st_size:,} bytes, over the limit of {limit:,}")
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
+            data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
         except OSError as err:
             raise self._failed(err) from None
         finally:
             os.close(fd)
-        return identity(st), b"".join(chunks)
+        return identity(st), data
 
     def move_aside(self) -> Path:
         """Rename the unreadable file to a free `memory.json.broken-<ts>[-n]` (call under the lock)."""
@@ -164,8 +161,7 @@ class MemoryFile:
             raise StoreError(f"cannot lock {self.lock.lock_file}: {err.strerror or err}") from None
 
     def write(self, pieces: list[bytes], version: int) -> Identity:
-        """Replace memory.json, read as format `version`, with `pieces` (under the lock); the new
-        version. On failure the old file stays and StoreError says why."""
+        """Replace memory.json, read as format `version`, with `pieces` (under the lock); its version."""
         if version > FORMAT_VERSION:
             raise StoreError(
                 f"{self.path} was written by a newer nanohermes (format version {version})",

@@ -15,8 +15,7 @@ from nanohermes.core.fileio import read_regular
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_KEY_CHARS = 200
-"""A longer key (a hostile remote URL can be a megabyte) is cut and ends with a digest of the whole:
-it is stored in every project memory of memory.json and shown in listings."""
+"""A longer key (a hostile remote URL) is cut and ends with a digest of the whole."""
 # The userinfo runs to the LAST `@` before the path: a password may hold an unencoded `@`.
 _SCP_LIKE = re.compile(r"^(?:[^/\s]*@)?([^:/\s@]+):(?!//)(.+)$")  # git@host:owner/repo.git
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^/?#]*@)?([^/:?#@]+)(?::\d+)?(/[^?#]*)?", re.IGNORECASE)
@@ -100,8 +99,7 @@ def origin_url(top: Path) -> str | None:
 
 
 def normalise_remote(url: str, top: Path) -> str | None:
-    """`host/path` in lower case, without credentials, port, scheme or `.git`; a local remote is its
-    absolute path. None when the URL says nothing usable."""
+    """`host/path` in lower case, without credentials, port, scheme or `.git`; a local remote's path."""
     url = url.strip()
     found = _URL.match(url)
     if found is not None and not url.lower().startswith("file:"):

@@ -1,5 +1,4 @@
-"""SPEC §6 on write: redact secrets; refuse invisible Unicode, control characters and prompt-injection
-phrases."""
+"""SPEC §6 on write: redact secrets; refuse invisible Unicode, control characters, injection phrases."""
 
 from __future__ import annotations
 

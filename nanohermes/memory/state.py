@@ -169,8 +169,7 @@ class State:
         self.team_order = {entry.id: order for order, entry in enumerate(entries, -len(entries))}
 
     def duplicate(self, text: str, skip: int | None = None) -> int | None:
-        """The order of the entry `text` duplicates: the first one the store sees, else the first of
-        another project; None when there is none. Never `skip` (the entry being replaced)."""
+        """The order of the entry `text` duplicates, those the store sees first; never `skip`."""
         key = normalize(text)
         found = [
             order
@@ -212,8 +211,7 @@ class State:
             self._index.remove(order)
 
     def evict(self, limit: int) -> None:
-        """Remove entries in eviction order until at most `limit` remain; ranks in the heap of entries
-        removed or refreshed since are skipped."""
+        """Remove entries in eviction order until at most `limit` remain (stale ranks skipped)."""
         while len(self.entries) > limit:
             if not self._heap or len(self._heap) > 2 * len(self.entries) + 64:
                 self._heap = [_rank(entry, order) for order, entry in self.entries.items()]

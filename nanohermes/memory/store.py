@@ -67,8 +67,7 @@ class MemoryStore:
         team_distill: bool = False,
         history: bool = False,
     ) -> None:
-        """`secrets`: texts never written to the file whatever their shape (the configured API key).
-        `project`: the project key (SPEC §3.9); None sees every entry."""
+        """`secrets`: texts never written whatever their shape; `project`: None sees every entry."""
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise StoreError(f"memory_max_entries must be a positive integer, not {max_entries!r}")
         self.dir = Path(dir).expanduser()
@@ -120,8 +119,7 @@ class MemoryStore:
         return len(self.load())
 
     def matching_ids(self, wanted: str, *, everywhere: bool = False) -> list[str]:
-        """`[wanted]` when it is an id; else the ids starting with it when it has at least
-        MIN_ID_PREFIX characters (so `forget 3f9a` works). Only those this store sees unless `everywhere`."""
+        """`[wanted]` when it is an id, else the ids it is a prefix of (`forget 3f9a`), if long enough."""
         wanted = wanted.strip()
         shown = [e.id for e in self.load() if everywhere or sees(self.project, e)]
         if wanted in shown or len(wanted) < MIN_ID_PREFIX:
@@ -178,8 +176,7 @@ class MemoryStore:
         )
 
     def note_used(self, ids: Iterable[str]) -> None:
-        """Count a use of each memory, written with the next write or by `flush`: a turn never waits
-        for a write of its own."""
+        """Count a use of each memory, written with the next write or by `flush`, never on its own."""
         now = int(time.time())
         with self._mutex:
             for entry_id in ids:
@@ -312,8 +309,7 @@ class MemoryStore:
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[State]:
-        """The current state under both locks, with the uses noted since the last write, to change in
-        place; written when the block ends. On an exception nothing is written."""
+        """The state under both locks, with the uses noted, to change; written unless an exception."""
         with self._locked():
             state = self._current()
             if state.problem:
@@ -334,8 +330,7 @@ class MemoryStore:
             return err
 
     def _put(self, state: State, new: Entry, replaces: str = "") -> bool | MemoryRejected:
-        """Add `new` to `state` or merge it into its duplicate (its id is `last_id`), mark the entry it
-        replaces, evict beyond the cap. Whether it was added."""
+        """Add `new` or merge it into its duplicate (`last_id`), mark what it replaces, evict; added?"""
         at = state.order_of.get(replaces)
         old = state.get(replaces)
         if replaces and (old is None or not sees(self.project, old)):

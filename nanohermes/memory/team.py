@@ -31,8 +31,7 @@ _KEY_LIKE = re.compile(r"[A-Za-z0-9+=_-]{20,}")
 
 
 def workspace_store(directory: Path | str, workspace: Path, **options: Any) -> MemoryStore:
-    """The store in `directory` for `workspace` (SPEC §3.9), with the repository's team memory when
-    the workspace is in git. `options`: MemoryStore's."""
+    """The store in `directory` for `workspace` (SPEC §3.9), with its repository's team memory."""
     top = git_top_level(Path(os.path.abspath(workspace)))
     if top is not None and os.path.realpath(top / TEAM_DIR) == os.path.realpath(Path(directory).expanduser()):
         top = None  # a home directory in git: its .nanohermes is the user's own memory

@@ -108,8 +108,7 @@ STOP_EN = frozenset(
     mightn mustn needn shan shouldn wasn weren won wouldn would could ought cannot let
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
-"""English function words: the NLTK list and the Snowball list's modals; `don` is what the tokenizer
-leaves of `don't`."""
+"""English function words: NLTK's and Snowball's modals (`don` is what is left of `don't`)."""
 
 _IRREGULAR = {
     form: base

@@ -13,8 +13,7 @@ MAX_SEARCH_K = 20
 def save_memory(
     store: MemoryStore, kind: str, text: str, scope: str | None = None, replaces: str | None = None
 ) -> str:
-    """memory_save: store one preference, correction, lesson or fact (source `tool`), global or for
-    this project (SPEC §3.9; None: the kind's default), perhaps replacing the memory `replaces`."""
+    """memory_save: store one memory (source `tool`), perhaps replacing the memory `replaces`."""
     if isinstance(text, str):
         text = checked_part(text)  # what is stored comes from its head; _save_risk checked the same
     old = resolve_id(store, replaces, "memory_search shows ids") if replaces else ""

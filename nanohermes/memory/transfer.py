@@ -60,14 +60,12 @@ def export_markdown(entries: Sequence[Entry], source: str = "") -> str:
 
 
 def _one_line(value: str) -> str:
-    """`value` on one line: a line break (a hand-edited memory.json) would start a heading or a memory
-    of its own on import."""
+    """`value` on one line: a line break would start a heading or a memory of its own on import."""
     return " ".join(value.splitlines())
 
 
 def parse_import(text: str) -> list[Importable]:
-    """The memories in an export (Markdown, a JSON list, or a memory.json). MemoryRejected, naming
-    the line, when the file is neither; nothing is imported then."""
+    """The memories in an export; MemoryRejected, naming the line, when it is not one."""
     stripped = text.lstrip("\ufeff").strip()
     if stripped.startswith(("[", "{")):
         return _parse_json(stripped)

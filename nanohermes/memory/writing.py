@@ -1,5 +1,4 @@
-"""What `remember` does to a memory before it is stored (SPEC §3.4 step 1, §3.9, §6): the text
-checked, redacted and cut; keys and context cleaned; the scope chosen; a duplicate merged."""
+"""What `remember` does to a memory before it is stored (SPEC §3.4 step 1, §3.9, §6)."""
 
 from __future__ import annotations
 
@@ -68,8 +67,7 @@ def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: s
 
 
 def prepare_keys(keys: Iterable[str], secrets: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """Search keys redacted, de-duplicated, without unsafe ones (a key is never shown, so it is
-    dropped rather than refused)."""
+    """Search keys redacted, without unsafe ones (never shown, so dropped rather than refused)."""
     return clean_keys(
         [redact(key, secrets) for key in keys if isinstance(key, str) and not refusal_reason(key)]
     )
@@ -83,8 +81,7 @@ def parse_scope(value: object) -> str | None:
 
 
 def target_project(scope: str | None, kind: Kind, project: str | None) -> str | None:
-    """The `project` field a new memory gets in a store opened for `project` (None: global).
-    Without a scope, facts and lessons belong to the project."""
+    """A new memory's `project` (None: global); without a scope, facts and lessons are the project's."""
     if scope is None:
         chosen = PROJECT if kind in (Kind.FACT, Kind.LESSON) else GLOBAL
     else:
