@@ -16,8 +16,6 @@ class Kind(StrEnum):
     @classmethod
     def parse(cls, value: object) -> Kind | None:
         """The kind named by `value` (a kind or an alias, any case), or None."""
-        if isinstance(value, Kind):
-            return value
         return _ALIASES.get(value.strip().lower()) if isinstance(value, str) else None
 
     def label(self, lang: str = "en") -> str:

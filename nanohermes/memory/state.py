@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import heapq
+import itertools
 from collections.abc import Callable
 
 from nanohermes.memory.constants import DUPLICATE_MIN_WEIGHT
@@ -52,9 +53,8 @@ class Keys:
             self._sizes.add(min(len(key), HEAD))
         self._recent.append(order)
         if len(self._recent) > REJOIN:
-            self._orders, self._starts, self._recent = list(self.key_of), [0], []
-            for theirs in self.key_of.values():
-                self._starts.append(self._starts[-1] + len(theirs) + 1)
+            self._orders, self._recent = list(self.key_of), []
+            self._starts = [0, *itertools.accumulate(len(theirs) + 1 for theirs in self.key_of.values())]
             self._joined = "\0".join(self.key_of.values())
 
     def remove(self, order: int) -> None:

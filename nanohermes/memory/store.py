@@ -100,8 +100,6 @@ class MemoryStore:
     def _sees(self, entry: Entry) -> bool:
         return sees(self.project, entry) and (self.history or not entry.superseded_by)
 
-    # ----------------------------------------------------------------- reading
-
     def load(self) -> list[Entry]:
         """Every entry, in file order (oldest first unless refreshed)."""
         with self._mutex:
@@ -189,8 +187,6 @@ class MemoryStore:
                 with contextlib.suppress(StoreError), self._writing():
                     pass
 
-    # ----------------------------------------------------------------- the file
-
     def _searched(self) -> State:
         """The current state, with the team memory's current entries to search (mutex held)."""
         state = self._current()
@@ -255,8 +251,6 @@ class MemoryStore:
                 yield
             finally:
                 self._file.lock.release()
-
-    # ----------------------------------------------------------------- writing
 
     def remember(
         self,
