@@ -6,15 +6,15 @@ import hashlib
 import json
 import math
 from collections.abc import Container
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_KEY_CHARS, MAX_KEYS
 from nanohermes.memory.kinds import Kind
 
+# Written only when set, in this order, after id, kind, text, source and ts.
 OPTIONAL_FIELDS = ("keys", "context", "project", "superseded_by", "superseded_ts", "used_ts", "uses")
-"""Written only when set, in this order, after id, kind, text, source and ts."""
 KNOWN_FIELDS = frozenset({"id", "kind", "text", "source", "ts", *OPTIONAL_FIELDS})
 
 
@@ -27,21 +27,15 @@ class Entry:
     text: str
     source: str = ""
     ts: int = 0
-    keys: tuple[str, ...] = field(default=())
-    context: str = ""
-    """The conversation around the memory: indexed with a low weight, never shown."""
-    project: str | None = None
-    """The project this memory belongs to (its key, SPEC §3.9); None: global."""
-    extra: str = ""
-    """Fields this version does not know, as JSON text, written back unchanged (SPEC §3.2)."""
-    superseded_by: str = ""
-    """The id of the memory that replaced this one ("" while live): history, evicted first."""
+    keys: tuple[str, ...] = ()
+    context: str = ""  # the conversation around it: indexed with a low weight, never shown
+    project: str | None = None  # its project's key (SPEC §3.9); None: global
+    extra: str = ""  # the fields this version does not know, as JSON text, written back unchanged
+    superseded_by: str = ""  # the id of the memory that replaced it ("" while live)
     superseded_ts: int = 0
-    used_ts: int = 0
-    """When the memory was last injected (0: never) and how often."""
+    used_ts: int = 0  # when it was last injected (0: never)
     uses: int = 0
-    team: bool = False
-    """Read from the repository's team memory (team.py); not stored."""
+    team: bool = False  # read from the repository's team memory (team.py); not stored
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "kind": self.kind.value, "text": self.text}

@@ -105,16 +105,12 @@ def _in_emoji(text: str, at: int) -> bool:
     return found is not None and found.end() > at
 
 
-def invisible_removed(text: str) -> str:
-    """`text` without the invisible characters `refusal_reason` refuses."""
+def unsafe_removed(text: str) -> str:
+    """`text` without terminal escape sequences and what else `refusal_reason` refuses but phrases."""
+    text = _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
     if _INVISIBLE.search(text) is None:
         return text
     return "".join(ch for at, ch in enumerate(text) if not _INVISIBLE.match(ch) or _in_emoji(text, at))
-
-
-def controls_removed(text: str) -> str:
-    """`text` without terminal escape sequences and the control characters `refusal_reason` refuses."""
-    return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
 
 
 def controls_shown(text: str) -> str:

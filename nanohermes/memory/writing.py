@@ -12,13 +12,7 @@ from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
 from nanohermes.memory.entry import Entry, clean_keys
 from nanohermes.memory.kinds import Kind, unknown_kind_message
-from nanohermes.memory.security import (
-    controls_removed,
-    invisible_removed,
-    redact,
-    refusal_reason,
-    risky_instruction,
-)
+from nanohermes.memory.security import redact, refusal_reason, risky_instruction, unsafe_removed
 from nanohermes.memory.text import cut_text, normalize
 
 GLOBAL = "global"
@@ -34,8 +28,7 @@ class NewMemory:
     keys: tuple[str, ...] = ()
     context: str = ""
     scope: str | None = None
-    replaces: str = ""
-    """The id of the memory this one replaces ("" for none)."""
+    replaces: str = ""  # the id of the memory this one replaces
 
 
 def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: str | None) -> Entry:
@@ -60,7 +53,7 @@ def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: s
         raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
     context = ""
     if isinstance(memory.context, str):  # never shown, so cleaned rather than refused
-        cleaned = invisible_removed(controls_removed(valid_text(memory.context)))
+        cleaned = unsafe_removed(valid_text(memory.context))
         context = cut_text(" ".join(redact(cleaned, secrets).split()), MAX_CONTEXT).rstrip("…")
     where = target_project(memory.scope, kind, project)
     return Entry("", kind, text, source, int(time.time()), prepare_keys(memory.keys, secrets), context, where)
