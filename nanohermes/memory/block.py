@@ -37,10 +37,8 @@ def block_lines(entries: Sequence[Entry], lang: str = "en") -> list[str]:
 
 def render_block(entries: Sequence[Entry], lang: str = "en") -> str:
     """The block for `entries` (best first): "" for none; lines stop before the character budget."""
-    lines = block_lines(entries, lang)
-    if not lines:
-        return ""
-    return "\n".join([BLOCK_START, _HEADER.get(lang, _HEADER["en"]), "", *lines, "", BLOCK_END])
+    lines, header = block_lines(entries, lang), _HEADER.get(lang, _HEADER["en"])
+    return "\n".join([BLOCK_START, header, "", *lines, "", BLOCK_END]) if lines else ""
 
 
 def set_block(system: str, block: str) -> str:

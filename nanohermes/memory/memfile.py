@@ -5,7 +5,6 @@ special file (FIFO, device, directory) is a StoreError."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -168,11 +167,8 @@ class MemoryFile:
                 "upgrade nanohermes to change it",
             )
         try:
-            with os.scandir(self.dir) as found:  # a killed writer's temp files
-                left = [f.path for f in found if f.name.startswith(TEMP_PREFIX) and f.name.endswith(".tmp")]
-            for leftover in left:  # (no live writer owns one while we hold the lock)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(leftover)
+            for leftover in self.dir.glob(f"{TEMP_PREFIX}*.tmp"):  # a killed writer's: we hold the lock
+                leftover.unlink(missing_ok=True)
             atomic_write(write_target(self.path), pieces, temp_prefix=TEMP_PREFIX)
             if self.shared:
                 os.chmod(self.path, 0o644)

@@ -1,14 +1,10 @@
-"""One version of memory.json as a store holds it, with what it derives from the entries.
+"""One version of memory.json as a store holds it, with what it derives from the entries (made when
+first needed, then changed in place). Every entry has an order number, increasing in file order and
+never reused, by which the index, the duplicate keys and the eviction heap name it.
 
-Every entry has an order number, increasing in file order and never reused: the index, the duplicate
-keys and the eviction heap name entries by it. Derived data is made when first needed, then follows
-each change in place.
-
-`Keys` finds duplicate candidates (SPEC §3.4) without a Python loop over every key, so `remember`
-stays cheap at 5,000 memories and an import of 5,000 about linear: equal keys by a dict; weighty
-stored keys inside the new key by their first HEAD characters, looked up at each position of the new
-key; stored keys holding the new key by one `str.find` over the keys joined by NUL, plus those added
-since (joined again every REJOIN)."""
+`Keys` finds duplicate candidates (SPEC §3.4) without a Python loop over every key, so an import of
+5,000 stays about linear: equal keys by a dict; weighty stored keys inside the new key by their first
+HEAD characters; stored keys holding it by one `str.find` over the keys joined by NUL."""
 
 from __future__ import annotations
 
@@ -27,9 +23,8 @@ from nanohermes.memory.text import is_duplicate, normalize, weight
 HEAD = 8
 REJOIN = 256
 Rank = tuple[bool, int, int, int]
-"""(live, −eviction rank, last use, order): the smallest is evicted first (SPEC §3.4): replaced
-entries, then of the least protected kind the one unused the longest (a never-used one since it
-was saved, so a memory just learnt is not the first to go), earliest in the file on a tie."""
+"""(live, −eviction rank, last use, order): the smallest is evicted first. A never-used entry counts
+from when it was saved, so a memory just learnt is not the first to go."""
 
 
 class Keys:

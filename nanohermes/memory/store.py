@@ -1,8 +1,5 @@
-"""MemoryStore: long-term memory (SPEC §3): search, remember, forget over memory.json.
-
-Reads are served from the state held in memory (state.py) while the file's version is unchanged; a
-file changed by anyone else is read again whole (the analysed terms of unchanged entries are reused).
-This store's own writes change its state in place."""
+"""MemoryStore (SPEC §3): search, remember, forget over memory.json. Reads use the state held in
+memory while the file is unchanged; a file changed by anyone else is read again whole."""
 
 from __future__ import annotations
 
@@ -75,8 +72,7 @@ class MemoryStore:
         self.max_entries = max_entries
         self.secrets = tuple(secret for secret in secrets if secret)
         self.project, self.team, self.team_distill, self.history = project, team, team_distill, history
-        self.last_id: str | None = None
-        """The id of the entry the last `remember` of this store added or merged into."""
+        self.last_id: str | None = None  # the entry the last `remember` added or merged into
         self._on_notice = on_notice
         self._file = MemoryFile(self.dir)
         self._mutex = threading.RLock()  # guards everything below
