@@ -1,7 +1,6 @@
-"""memory.json on disk (SPEC §3.2): read without a lock (writers replace it atomically), written
-under a cross-process lock (filelock) through `atomic_write`. One entry a line, so the file stays
-readable and diffs small. A symlink is followed (a write replaces its target); a symlink loop or a
-special file (FIFO, device, directory) is a StoreError."""
+"""memory.json on disk (SPEC §3.2): read without a lock (writers replace it atomically), written under
+a cross-process lock, one entry a line so diffs stay small. A symlink is followed; a symlink loop or a
+special file is a StoreError."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The key of the project a workspace belongs to (SPEC §3.9): its `origin` remote normalised so every
-clone agrees (`git@github.com:Me/Tool.git` is `github.com/me/tool`, credentials dropped), else the
-absolute path of the git top level or workspace. Only `.git/config` is read, never git run, so a
-hostile repository cannot run code through this."""
+clone agrees, else the path of the git top level or workspace. Only `.git/config` is read: a hostile
+repository cannot run code through this."""
 
 from __future__ import annotations
 

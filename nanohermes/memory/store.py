@@ -46,11 +46,9 @@ class MemoryStats:
 
 
 class MemoryStore:
-    """Long-term memory in `<dir>/memory.json`. Safe to share between threads and processes.
-
-    `team`: the repository's team memory (team.py), searched with this store's entries, and given
-    the distilled project memories when `team_distill`. `history`: search and `visible` include
-    replaced entries."""
+    """Long-term memory in `<dir>/memory.json`, safe to share between threads and processes. `team`:
+    the repository's team memory (given the distilled project memories when `team_distill`);
+    `history`: search and `visible` include replaced entries."""
 
     def __init__(
         self,

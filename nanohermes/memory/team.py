@@ -1,7 +1,6 @@
-"""Team memory (issue 34): `<git top level>/.nanohermes/memory.json`, committed with the code and
-searched with the user's memories of the project. The file comes from a repository that may be
-hostile, so each entry read passes the checks of a write (a bad one is skipped with one note); a file
-too large, holding conflict markers or reached through a symlink is refused and never written."""
+"""Team memory (issue 34): `<git top level>/.nanohermes/memory.json`, committed with the code. The
+repository may be hostile, so each entry read passes the checks of a write; a file too large, with
+conflict markers or reached through a symlink is refused and never written."""
 
 from __future__ import annotations
 
