@@ -48,9 +48,8 @@ class Entry:
 
 
 def json_text(value: object) -> str:
-    """The JSON text of a stored value, always encodable as UTF-8: other characters as they are, but
-    a value holding a lone surrogate (legal as a JSON `\\ud800` escape, not in UTF-8) written with
-    escapes, so a file another program wrote that way is written back unchanged instead of never."""
+    """The JSON text of a stored value, always encodable as UTF-8: a lone surrogate (a legal JSON
+    escape, not UTF-8) stays escaped, so such a file is written back unchanged instead of never."""
     text = json.dumps(value, ensure_ascii=False)
     try:
         text.encode()
@@ -72,9 +71,8 @@ def derive_id(kind: Kind, text: str, taken: Container[str]) -> str:
 
 
 def clean_keys(raw: object, *, cut: bool = True) -> tuple[str, ...]:
-    """At most MAX_KEYS distinct non-empty strings of at most MAX_KEY_CHARS characters. `cut=False`
-    keeps them whole, for keys `remember` has yet to redact: cut first, a secret could lose the
-    length that makes it recognisable and be stored in part."""
+    """At most MAX_KEYS distinct non-empty strings of at most MAX_KEY_CHARS characters; `cut=False`
+    for keys `remember` has yet to redact (cut first, a secret could escape redaction)."""
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list | tuple):

@@ -19,8 +19,7 @@ _LABEL_TERMS = {kind: analyze(f"{kind.label('en')} {kind.label('zh')} {kind.valu
 
 @dataclass(frozen=True, slots=True)
 class Doc:
-    """An entry's terms: each term's weighted frequency over the fields (text, keys and the kind's
-    labels weigh 1, context CONTEXT_WEIGHT), the length of the weight-1 fields and of the context."""
+    """An entry's terms, each term's frequency weighted by field (context: CONTEXT_WEIGHT, others 1)."""
 
     tf: dict[str, float]
     main_len: int

@@ -33,11 +33,9 @@ _PEM = re.compile(
     re.DOTALL,
 )
 _BEARER = re.compile(r"\b(Bearer|Basic|Token)(\s+)([A-Za-z0-9._~+/=-]{12,})", re.IGNORECASE)
-# `password=…`, `api_key: "…"`: keep the name, redact the value. A value that points elsewhere
-# (`$VAR`, `${VAR}`, `%VAR%`, `<placeholder>`, `os.environ[...]`) is not a secret and stays.
-# The name starts at a word boundary or after `_`/`-` (`DB_PASSWORD`, `my-api-key`), found without
-# a `(?:[a-z0-9]+[_-])*` prefix: from every boundary of a long `a-b-c-…` that prefix ran to its end
-# again, and an 80 KB kebab-case paste took half a minute to redact.
+# `password=…`, `api_key: "…"`: keep the name, redact the value unless it points elsewhere (`$VAR`).
+# The name starts at a boundary or after `_`/`-` (`DB_PASSWORD`), with no `(?:[a-z0-9]+[_-])*` prefix:
+# that ran to the end of a long `a-b-c-…` from each of its boundaries (an 80 KB paste: half a minute).
 _ASSIGNMENT = re.compile(
     r"""(?ix)
     (?:\b|(?<=[_-]))((?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey
@@ -59,12 +57,10 @@ MIN_SECRET_CHARS = 8  # a shorter configured key (`none`, `dummy` for a local se
 _URL_CREDENTIALS = re.compile(r"([a-z0-9+.-]://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
 
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
-# C0 and C1 control characters, DEL included. Tab, newline, vertical tab, form feed and carriage return
-# are not among them: writing folds them into one space like any other whitespace.
+# C0 and C1 control characters and DEL; not tab, newline, vertical tab, form feed or carriage return.
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
-# A whole terminal escape sequence, so that cleaning leaves no `[31m` behind: CSI (colours, cursor,
-# erase), OSC/DCS/SOS/PM/APC strings up to their terminator (titles, clipboard, hyperlinks), and the
-# other ESC sequences (character sets, reset).
+# A whole terminal escape sequence (CSI, OSC/DCS/SOS/PM/APC strings, other ESC sequences), so that
+# cleaning leaves no `[31m` behind.
 _ESCAPE_SEQUENCE = re.compile(
     "(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]"
     "|(?:\x1b[\\]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"
@@ -90,9 +86,8 @@ _FLAG = re.compile("\U0001f3f4[\U000e0020-\U000e007e]*\U000e007f")  # 🏴 + tag
 
 
 def _in_emoji(text: str, at: int) -> bool:
-    """Whether the invisible character at `at` is part of an emoji sequence: a zero-width joiner
-    between two pictographs (🧘‍♀️, 👨‍👩‍👧; a variation selector or skin tone may follow the first), or
-    a tag character of a subdivision flag."""
+    """Whether the invisible character at `at` is part of an emoji sequence: a zero-width joiner between
+    two pictographs (👨‍👩‍👧, 🧘‍♀️ with a modifier), or a tag character of a subdivision flag."""
     if text[at] == _ZWJ:
         before = at - 1
         while before >= 0 and text[before] in _EMOJI_MODIFIERS:
@@ -120,9 +115,8 @@ def controls_shown(text: str) -> str:
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every secret it holds replaced by [REDACTED]: each of `secrets` (the configured
-    API key, whatever its shape, also where it was written JSON-escaped), then the shapes of SPEC §6.
-    A configured key shorter than MIN_SECRET_CHARS is no secret."""
+    """`text` with every secret replaced by [REDACTED]: each of `secrets` (the configured API key, also
+    JSON-escaped), then the shapes of SPEC §6."""
     for secret in secrets:
         if len(secret) >= MIN_SECRET_CHARS:
             escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
@@ -157,9 +151,8 @@ _WHITESPACE_RUN = re.compile(r"\s{2,}")
 
 
 def _as_read(text: str) -> str:
-    """`text` as the model reads it, for the phrase checks: compatibility forms folded (fullwidth
-    `ｉｇｎｏｒｅ`) and format characters dropped (a soft hyphen in `ig\u00adnore`). A whitespace
-    run reads as one space or line break: the patterns' adjacent `\\s*` took cubic time over one."""
+    """`text` as the model reads it: fullwidth forms folded, format characters (a soft hyphen) dropped,
+    a whitespace run one space or line break (the patterns' adjacent `\\s*` took cubic time over one)."""
     if not text.isascii():
         folded = unicodedata.normalize("NFKC", text)
         text = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
@@ -196,10 +189,8 @@ _OBJECTS = (
 _DESTINATION = (
     r"(?:https?://|ftp://|\b[\w.+-]+@[\w-]+\.[\w.]+|\b(?:\d{1,3}\.){3}\d{1,3}\b|webhook|pastebin|ngrok)"
 )
-# Where a `curl … | sh` is looked for: the start of the text or of a pipeline segment. Tried from every
-# fetch word, `[^\n|;&]*` ran to the segment's end once per word (`curl curl …`: quadratic); from the
-# segment's first fetch word only, each segment is read once, and a later word could not match where
-# the first one did not.
+# `curl … | sh` is looked for from a pipeline segment's first fetch word only: tried from every fetch
+# word, `[^\n|;&]*` ran to the segment's end once per word (`curl curl …`: quadratic).
 _SEGMENT_START = r"(?:\A|(?<=[\n|;&]))"
 _RISKY: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -260,9 +251,8 @@ def _phrase(probe: str, rules: Iterable[tuple[str, re.Pattern[str]]]) -> str | N
 
 
 def checked_part(text: str, limit: int = MAX_CHECKED_CHARS) -> str:
-    """The head of a memory text the model sent, at most `limit` characters, cut at whitespace in its
-    second half if any (a secret cut in two could escape redaction): checking megabytes of a runaway
-    reply held the GIL for seconds."""
+    """The head of a memory text the model sent (checking megabytes held the GIL for seconds), cut at
+    whitespace in its second half if any: a secret cut in two could escape redaction."""
     if len(text) <= limit:
         return text
     head = text[:limit]

@@ -101,12 +101,12 @@ class State:
         self.team_identity: Identity | None = None
         self.problem = ""
         self.skipped: list[str] = []
-        self.version = FORMAT_VERSION if parsed is None else parsed.version
-        self.top = [] if parsed is None else parsed.top
+        parsed = parsed or Parsed([], FORMAT_VERSION, [])
+        self.version, self.top = parsed.version, parsed.top
         self.entries: dict[int, Entry] = {}
         self.kept: list[str] = []
         self.order_of: dict[str, int] = {}
-        for item in [] if parsed is None else parsed.items:
+        for item in parsed.items:
             entry = entry_from(item, self.order_of)
             adopted = adopt(entry) if entry is not None else None
             if isinstance(adopted, str):

@@ -256,10 +256,8 @@ class MemoryStore:
         scope: str | None = None,
         replaces: str = "",
     ) -> bool:
-        """Store one memory (SPEC §3.4): True if added, False if merged into its duplicate. `scope`
-        (§3.9): "global", "project" or None (the kind's default). Raises MemoryRejected (an empty or
-        unsafe text, an unknown kind or scope, `replaces` naming no live entry this store sees) or
-        StoreError (the file cannot be locked or written). The entry `replaces` stays as history."""
+        """Store one memory (SPEC §3.4): True if added, False if merged into its duplicate; `scope`:
+        "global", "project" or None (the kind's default). Raises MemoryRejected or StoreError."""
         memory = NewMemory(kind, text, tuple(keys), context, scope, replaces)
         [outcome] = self.remember_many([memory], source)
         if isinstance(outcome, MemoryRejected):
@@ -269,9 +267,8 @@ class MemoryStore:
     def remember_many(
         self, memories: Iterable[NewMemory], source: str = "user"
     ) -> list[bool | MemoryRejected]:
-        """Store several memories as `remember` does, with one write of the file (an import of 5,000
-        costs one write). Per memory: True, False or the MemoryRejected that refused it. StoreError:
-        none of them is stored."""
+        """Store several memories as `remember` does, with one write of the file; per memory True, False
+        or the MemoryRejected that refused it. StoreError: none of them is stored."""
         memories = list(memories)
         checked = [self._checked(memory, source) for memory in memories]
         if all(isinstance(item, MemoryRejected) for item in checked):

@@ -85,7 +85,7 @@ class TeamStore(MemoryStore):
         return state
 
     def _adopt(self, entry: Entry) -> Entry | str:
-        """An entry read, checked as a write checks it: it may come from a hostile repository."""
+        """An entry read, checked as a write checks it."""
         shown = " ".join((entry.text, *entry.keys))
         reason = refusal_reason(shown) or risky_instruction(shown)
         if len(entry.text) > MAX_TEXT:

@@ -9,8 +9,7 @@ from collections.abc import Callable
 
 from nanohermes.memory.constants import DUPLICATE_MIN_WEIGHT, MAX_TEXT
 
-# Han (with extensions and compatibility ideographs), the iteration marks 々〆〇, Hiragana, Katakana
-# (halfwidth too) and Hangul. CJK punctuation (U+3000–U+303F apart from those marks) is not included.
+# Han, the iteration marks 々〆〇, Hiragana, Katakana and Hangul; not CJK punctuation.
 _CJK_RANGES = (
     "\u1100-\u11ff\u3005-\u3007\u3041-\u30fa\u30fc-\u30ff\u3131-\u318e\u31f0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff"
@@ -78,8 +77,7 @@ def is_duplicate(
 
 
 def cut_text(text: str, limit: int = MAX_TEXT) -> str:
-    """At most `limit` characters: cut at the last sentence, else clause, else word boundary in the
-    second half; ASCII words are never split unless one alone is longer than the limit."""
+    """At most `limit` characters: cut at the last sentence, clause or word boundary in the second half."""
     if len(text) <= limit:
         return text
     head = text[: limit + 1]

@@ -61,8 +61,7 @@ def forget_memory(store: MemoryStore, memory_id: str) -> str:
 
 
 def resolve_id(store: MemoryStore, wanted: str, hint: str, *, everywhere: bool = False) -> str:
-    """The id `wanted` names: itself, or the one id it is a prefix of; else ToolError ending with
-    `hint`. `everywhere`: the user names ids of other projects on purpose (the model never does)."""
+    """The id `wanted` names (itself, or the one id it begins), else ToolError ending with `hint`."""
     matches = store.matching_ids(wanted, everywhere=everywhere)
     if len(matches) == 1:
         return matches[0]

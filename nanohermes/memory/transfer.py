@@ -151,8 +151,7 @@ def _with_detail(draft: Importable, field: str, value: str, number: int) -> Impo
 class ImportResult:
     added: int = 0
     merged: int = 0
-    refused: list[str] = field(default_factory=list)
-    """One line per memory `remember` refused, with its reason."""
+    refused: list[str] = field(default_factory=list)  # one line per memory refused, with its reason
 
 
 def import_memories(store: MemoryStore, items: Sequence[Importable]) -> ImportResult:

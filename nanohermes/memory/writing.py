@@ -32,9 +32,8 @@ class NewMemory:
 
 
 def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: str | None) -> Entry:
-    """`memory` as an entry without an id, in a store opened for `project`: its text checked,
-    redacted, on one line and cut to MAX_TEXT; a risky distilled text refused (SPEC §3.7). Raises
-    MemoryRejected."""
+    """`memory` as an entry without an id, in a store opened for `project`: checked, redacted, on one
+    line and cut; a risky distilled text refused (SPEC §3.7). Raises MemoryRejected."""
     kind, text = Kind.parse(memory.kind), memory.text
     if kind is None:
         raise MemoryRejected(unknown_kind_message(memory.kind))
