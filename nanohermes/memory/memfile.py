@@ -4,6 +4,7 @@ special file is a StoreError."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -138,8 +139,9 @@ class MemoryFile:
         os.replace(self.path, broken)
         return broken
 
-    def acquire(self) -> None:
-        """Take the cross-process lock in the memory directory (made 0700 if missing), or StoreError."""
+    def acquire(self) -> contextlib.AbstractContextManager[object]:
+        """Take the cross-process lock in the memory directory (made 0700 if missing), or StoreError;
+        a context that releases it."""
         try:
             if self.shared:
                 self.dir.mkdir(exist_ok=True)
@@ -148,7 +150,7 @@ class MemoryFile:
         except OSError as err:
             raise StoreError(f"cannot create {self.dir}: {err.strerror or err}") from None
         try:
-            self.lock.acquire(timeout=LOCK_TIMEOUT_S, poll_interval=0.01)
+            return self.lock.acquire(timeout=LOCK_TIMEOUT_S, poll_interval=0.01)
         except Timeout:
             raise StoreError(
                 f"memory is locked by another process for more than {LOCK_TIMEOUT_S:.0f} s "

@@ -239,12 +239,8 @@ class MemoryStore:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """This store's in-process lock, then the cross-process lock of the file."""
-        with self._mutex:
-            self._file.acquire()
-            try:
-                yield
-            finally:
-                self._file.lock.release()
+        with self._mutex, self._file.acquire():
+            yield
 
     def remember(
         self,
