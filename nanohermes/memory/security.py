@@ -139,11 +139,9 @@ def _redact_aws(match: re.Match[str]) -> str:
 
 def _redact_assignment(match: re.Match[str]) -> str:
     name, separator, quote, value = match.groups()
-    if value.startswith("[REDACTED"):
-        return match.group(0)
     secret = len(value) >= 8 and any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)
-    if ":" in separator and not quote and not secret:
-        return match.group(0)  # prose such as "token: never share it"
+    if value.startswith("[REDACTED") or (":" in separator and not quote and not secret):
+        return match.group(0)  # redacted already, or prose such as "token: never share it"
     return f"{name}{separator}{quote}{REDACTED}"
 
 

@@ -37,13 +37,10 @@ def tokenize(text: str) -> list[str]:
         return [word.lower() for word in _ASCII_WORDS.findall(text)]
     tokens: list[str] = []
     for cjk, word in _RUNS.findall(text):
-        if word:
-            if len(word) >= 2:
-                tokens.append(word.lower())
-        elif len(cjk) == 1:
-            tokens.append(cjk)
-        else:
-            tokens.extend(_PAIRS.findall(cjk))
+        if len(word) >= 2:
+            tokens.append(word.lower())
+        elif cjk:
+            tokens.extend(_PAIRS.findall(cjk) or [cjk])
     return tokens
 
 
