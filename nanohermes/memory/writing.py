@@ -74,12 +74,10 @@ def parse_scope(value: object) -> str | None:
 
 def target_project(scope: str | None, kind: Kind, project: str | None) -> str | None:
     """A new memory's `project` (None: global); without a scope, facts and lessons are the project's."""
-    if scope is None:
-        chosen = PROJECT if kind in (Kind.FACT, Kind.LESSON) else GLOBAL
-    else:
-        chosen = parse_scope(scope) or ""
-        if not chosen:
-            raise MemoryRejected(f"unknown scope {scope!r}; use global or project")
+    default = PROJECT if kind in (Kind.FACT, Kind.LESSON) else GLOBAL
+    chosen = default if scope is None else parse_scope(scope)
+    if chosen is None:
+        raise MemoryRejected(f"unknown scope {scope!r}; use global or project")
     return project if chosen == PROJECT else None
 
 
