@@ -9,7 +9,7 @@ Figures (medians over N runs, all measured in this same run so the machine's loa
                                    prints the answer (issue 33's baseline)
 - the same script, lean            httpx imported without its command-line client (click, rich and
                                    pygments load with httpx whenever click is installed — the MCP SDK
-                                   brings it — and nanohermes skips them: nanohermes/app/lean_imports.py)
+                                   brings it — and nanohermes skips them: nanohermes/app/wiring.py)
 - `nanohermes -p hi`              the same request through nanohermes (fresh session, memory on)
 Both talk to the fake endpoint of tests/fake_server.py on loopback. Goal: `-p` ≤ 1.3 × the bare
 script. Run it with bytecode caches allowed (`env -u PYTHONDONTWRITEBYTECODE`), as users run it.

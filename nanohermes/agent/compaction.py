@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, NanoHermesError
-from nanohermes.core.protocols import ChatModel
 from nanohermes.core.types import Message, Usage, message_chars, message_text
+
+if TYPE_CHECKING:
+    from nanohermes.llm import ChatClient
 
 Summarize = Callable[[list[Message]], str]
 """Given the middle messages, return a summary text. Raises NanoHermesError when it cannot."""
@@ -83,8 +86,6 @@ def compact(
     `Cancelled` from `summarize` propagates (nothing changed); any other NanoHermesError falls back
     to dropping the middle with a note.
     """
-    if len(messages) < 2:
-        return None
     cut = split_point(messages, keep)
     head, middle, tail = messages[:1], messages[1:cut], messages[cut:]
     if all(is_compaction_message(m) for m in middle):  # also when the middle is empty
@@ -158,7 +159,7 @@ def summary_request(messages: list[Message]) -> list[Message]:
 
 
 def summarizer(
-    model: ChatModel, name: str, cancel: CancelToken, add_usage: Callable[[Usage], None]
+    model: ChatClient, name: str, cancel: CancelToken, add_usage: Callable[[Usage], None]
 ) -> Summarize:
     """A `Summarize` that asks `model` (named `name`), its tokens counted by `add_usage`."""
 

@@ -1,11 +1,6 @@
-"""Custom slash commands: `/NAME args` sends the body of `NAME.md` as the user's message.
-
-Read from `<workspace>/.nanohermes/commands/` and `~/.nanohermes/commands/` (the project's wins a
-name); the REPL, `-p "/NAME args"` and the ACP server use them. In the body `$ARGUMENTS` is the whole
-argument string and `$1`, `$2`… its shell-split words (missing: empty); a body without any of them
-gets the arguments appended, so none are lost. Front matter (optional): `description`, and
-`argument-hint` (what an editor shows in its input box); Claude Code's other keys are ignored.
-"""
+"""Custom slash commands (README "Custom commands and skills"): `/NAME args` sends the body of
+`NAME.md` as the user's message, `$ARGUMENTS` and `$1`, `$2`… filled in (a body without any gets the
+arguments appended). The REPL, `-p "/NAME args"` and the ACP server use them."""
 
 from __future__ import annotations
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import StoreError
 from nanohermes.core.events import Note
-from nanohermes.core.protocols import ChatModel
 from nanohermes.core.types import Message, Usage, message_text
 from nanohermes.memory import distill_messages, parse_distill, save_distilled, worth_distilling
 
 if TYPE_CHECKING:
+    from nanohermes.llm import ChatClient
     from nanohermes.memory import MemoryStore
 
 
@@ -28,7 +28,7 @@ class Distiller:
 
     def __init__(
         self,
-        model: ChatModel,
+        model: ChatClient,
         store: MemoryStore | None,
         *,
         model_name: Callable[[], str],

@@ -49,7 +49,7 @@ from nanohermes.core.events import (
     ToolFinished,
     TurnFinished,
 )
-from nanohermes.core.protocols import ChatModel, ToolExecutor, TurnChanges, TurnRecorder
+from nanohermes.core.protocols import TurnChanges
 from nanohermes.core.types import (
     ChatResult,
     Message,
@@ -60,13 +60,15 @@ from nanohermes.core.types import (
     shown_images,
     with_images,
 )
-from nanohermes.llm import extract_text_tool_calls
+from nanohermes.llm import ChatClient, extract_text_tool_calls
 from nanohermes.memory import recall_for_turn, set_block
 from nanohermes.sessions.autosave import SessionSaver
 from nanohermes.sessions.store import SessionData, SessionFile
 
 if TYPE_CHECKING:
+    from nanohermes.checkpoints import Checkpoints
     from nanohermes.memory import MemoryStore
+    from nanohermes.tools import ToolRunner
     from nanohermes.tools.hooks import HookRunner
 
 
@@ -81,8 +83,8 @@ class Agent:
 
     def __init__(
         self,
-        model: ChatModel,
-        tools: ToolExecutor,
+        model: ChatClient,
+        tools: ToolRunner,
         config: AgentConfig,
         system_prompt: str,
         *,
@@ -91,7 +93,7 @@ class Agent:
         resumed: SessionData | None = None,
         workspace: str = "",
         secrets: tuple[str, ...] = (),
-        checkpoints: TurnRecorder | None = None,
+        checkpoints: Checkpoints | None = None,
         hooks: HookRunner | None = None,
         attach_images: Callable[[str], tuple[list[str], list[str]]] | None = None,
     ) -> None:

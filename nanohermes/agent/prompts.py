@@ -41,8 +41,6 @@ def base_system_prompt(
     *,
     memory: bool,
     extra: str = "",
-    today: date | None = None,
-    platform_name: str | None = None,
     agents_md: str | None = None,
     skills: str = "",
 ) -> str:
@@ -50,11 +48,8 @@ def base_system_prompt(
     `agents_md`: the AGENTS.md text already read (`load_agents_md`); None reads it here. `skills`:
     the section listing the skills (`skills_prompt`)."""
     parts = [extra.strip() or BASE_PROMPT, MEMORY_GUIDE if memory else NO_MEMORY_GUIDE]
-    parts.append(
-        f"Workspace: {workspace}\n"
-        f"Platform: {platform_name or _platform()}\n"
-        f"Date: {(today or date.today()).isoformat()}"
-    )
+    today = date.today().isoformat()
+    parts.append(f"Workspace: {workspace}\nPlatform: {platform.system()} {platform.release()}\nDate: {today}")
     if skills:
         parts.append(skills)
     agents = load_agents_md(workspace)[0] if agents_md is None else agents_md
@@ -68,25 +63,17 @@ def load_agents_md(workspace: Path) -> tuple[str, str]:
     file whose real path is inside the workspace; else "" and a note saying why it was ignored (no
     note when there is no AGENTS.md). Never follows a link out, never blocks on a FIFO or a device."""
     path = workspace / AGENTS_FILE
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return "", ""
-    except OSError as err:
-        return "", _ignored(reason(err))
     try:
-        root = workspace.resolve(strict=True)
         real = path.resolve(strict=True)
-    except FileNotFoundError:  # AGENTS.md is there (lstat), so it is a link to nothing
-        return "", _ignored("it is a link to a file that does not exist")
-    except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop on older Pythons
-        return "", _ignored(f"it cannot be resolved ({reason(err)})")
-    if not real.is_relative_to(root):
-        return "", _ignored(f"it links to {real}, outside the workspace")
-    try:
+        if not real.is_relative_to(workspace.resolve(strict=True)):
+            return "", _ignored(f"it links to {real}, outside the workspace")
         # UTF-8: at most 4 bytes a character
         data, size = read_regular(real, 4 * AGENTS_MAX_CHARS + 4, follow=False)
-    except OSError as err:
+    except FileNotFoundError:  # AGENTS.md is there (lexists), so it is a link to nothing
+        return "", _ignored("it is a link to a file that does not exist")
+    except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop on older Pythons
         return "", _ignored(reason(err))
     # surrogateescape: one character per undecodable byte, so the bytes kept are counted exactly
     text = data.decode("utf-8", errors="surrogateescape")
@@ -109,7 +96,3 @@ def _replaced(text: str) -> str:
 
 def _ignored(why: str) -> str:
     return f"{AGENTS_FILE} ignored: {why}"
-
-
-def _platform() -> str:
-    return f"{platform.system() or 'unknown'} {platform.release()}".strip()

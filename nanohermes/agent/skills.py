@@ -1,10 +1,6 @@
-"""Skills in the agentskills.io format: a folder holding `SKILL.md` (front matter `name`, matching
-the folder, and `description`; then the instructions) and any files it refers to.
-
-Read from `<workspace>/.nanohermes/skills/*/` and `~/.nanohermes/skills/*/` (the project's wins a
-name). The system prompt lists each skill's name and description; the `skill` tool returns the
-instructions when the model needs them, with the folder's other files named.
-"""
+"""Skills in the agentskills.io format (README "Custom commands and skills"): a folder holding
+`SKILL.md` (front matter `name`, its folder's, and `description`; then the instructions) and any
+files it refers to. The system prompt lists each skill; the `skill` tool returns its instructions."""
 
 from __future__ import annotations
 

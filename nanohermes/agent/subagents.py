@@ -1,22 +1,6 @@
-"""Sub-agents (SPEC §4.6): definitions, and the `task` tool that runs one in its own message loop.
-
-A definition is a Markdown file with a small front matter (`~/.nanohermes/agents/NAME.md`, examples
-in `config/agents/`); the body is the sub-agent's role prompt:
-
-    ---
-    name: reviewer
-    description: Reviews changes for bugs and style problems; reports findings, changes nothing.
-    tools: read_file, list_files, grep, memory_search
-    ---
-    You are a meticulous code reviewer. …
-
-`tools` may also be `[a, b]` or a YAML block list, `[]` is no tools; without it the sub-agent gets
-every tool the parent has but `task`. A key that is unknown, repeated, or an empty `tools:` is an
-error, never "every tool" (Claude Code's `model` and `color` are accepted and ignored).
-
-The sub-agent shares the parent's tool executor (same permissions, approvals, workspace) and memory
-store; its system prompt gets the memory block retrieved for its task text; it never distills.
-"""
+"""Sub-agents (SPEC §4.6; the file format is in the README's "Sub-agents"): definitions, and the
+`task` tool that runs one in its own message loop. A sub-agent shares the parent's tool executor and
+memory store, its system prompt gets the memory block retrieved for its task text, it never distills."""
 
 from __future__ import annotations
 
@@ -36,11 +20,10 @@ from nanohermes.core.errors import INTERRUPTED, ContextOverflow, LLMError, ToolE
 from nanohermes.core.events import ToolFinished
 from nanohermes.core.fileio import read_small_text
 from nanohermes.core.frontmatter import front_matter, markdown_files, skipped, unquote
-from nanohermes.core.protocols import ChatModel, ToolExecutor
 from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shorten, shown_images
-from nanohermes.llm import extract_text_tool_calls
+from nanohermes.llm import ChatClient, extract_text_tool_calls
 from nanohermes.memory import set_block
-from nanohermes.tools.base import Tool, tool_from_function
+from nanohermes.tools import Tool, ToolRunner, tool_from_function
 
 if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
@@ -59,7 +42,6 @@ class AgentDefinition:
     prompt: str
     tools: tuple[str, ...] | None = None
     """Allowed tool names; None = all of the parent's tools except `task`."""
-    source: str = "built-in"
 
 
 BUILTIN_AGENTS = (
@@ -82,7 +64,7 @@ BUILTIN_AGENTS = (
 )
 
 
-def parse_definition(text: str, source: str, fallback_name: str) -> AgentDefinition:
+def parse_definition(text: str, fallback_name: str) -> AgentDefinition:
     """Parse one definition file. Raises ValueError with a one-line reason."""
     text = text.lstrip("\ufeff").strip()  # a BOM (Windows editors) is no text
     meta, body = front_matter(text, FRONT_MATTER_KEYS)
@@ -95,7 +77,7 @@ def parse_definition(text: str, source: str, fallback_name: str) -> AgentDefinit
         raise ValueError("the prompt (the text after the front matter) is empty")
     tools = _tool_names(meta["tools"]) if "tools" in meta else None
     description = unquote(meta.get("description", "")) or body.splitlines()[0][:100]
-    return AgentDefinition(name, description, body, tools, source)
+    return AgentDefinition(name, description, body, tools)
 
 
 def _tool_names(value: str) -> tuple[str, ...]:
@@ -116,7 +98,7 @@ def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefini
         for path in markdown_files("*.md", directory):
             try:
                 text = read_small_text(path, DEFINITION_MAX_BYTES)
-                definition = parse_definition(text, str(path), path.stem)
+                definition = parse_definition(text, path.stem)
                 if definition.name in taken:
                     raise ValueError(f"name '{definition.name}' is already taken by {taken[definition.name]}")
             except (OSError, ValueError) as err:
@@ -133,8 +115,8 @@ class SubAgentRunner:
 
     def __init__(
         self,
-        model: ChatModel,
-        tools: ToolExecutor,
+        model: ChatClient,
+        tools: ToolRunner,
         *,
         workspace: Path,
         model_name: Callable[[], str],

@@ -1,5 +1,5 @@
 """One agent composed from shared parts (tools, sandbox, checkpoints, sub-agents, MCP servers), for
-the REPL, `-p` (wiring.py) and every `nanohermes acp` session (acp_wiring.py).
+the REPL, `-p` and every `nanohermes acp` session (all in wiring.py).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -93,17 +94,12 @@ def _run_overrides(ns: argparse.Namespace, command: str) -> dict[str, object]:
     if ns.model is not None and not ns.model.strip():  # `--model "$UNSET"`: not "no model configured"
         raise UsageError("--model needs a model name, not an empty one", command)
     if ns.permission is not None and ns.permission not in PERMISSION_MODES:
-        modes = "read-only, ask, auto"
+        modes = ", ".join(PERMISSION_MODES)
         raise UsageError(f"unknown permission mode '{ns.permission}'; use one of: {modes}", command)
-    overrides: dict[str, object] = {
-        "model": ns.model,
-        "base_url": ns.base_url,
-        "permission": ns.permission,
-        "memory_dir": ns.memory_dir,
-    }
+    overrides = {name: getattr(ns, name) for name in ("model", "base_url", "permission", "memory_dir")}
     if ns.no_memory:
         overrides["memory"] = False
-    return {k: v for k, v in overrides.items() if v is not None}
+    return {name: value for name, value in overrides.items() if value is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,19 +141,11 @@ def _add_memory_options(parser: argparse.ArgumentParser, default: object = None)
     parser.add_argument("--verbose", action="store_true", default=verbose, help="show details")
 
 
-def _share_options(actions: argparse._SubParsersAction[_Parser], add: Callable[..., None]) -> None:
-    """Every action (those added later included) takes the global options after its name too:
-    `memory list --memory-dir X` as well as `memory --memory-dir X list`."""
-    for sub in actions.choices.values():
-        add(sub, default=argparse.SUPPRESS)  # SUPPRESS: an option given before the action survives
-
-
 def build_memory_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="nanohermes memory", description="Inspect and edit long-term memory.")
     _add_memory_options(parser)
     # what MemoryArgs reads; each action sets the few it takes (its positional: `argument`)
-    parser.set_defaults(argument="", explain=False, all_projects=False, kind="", project=False)
-    parser.set_defaults(team=False, history=False, stale=None, target="")
+    parser.set_defaults(**{f.name: f.default for f in fields(MemoryArgs) if f.name != "action"})
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     listing = actions.add_parser("list", help="list the global memories and this project's")
     listing.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
@@ -183,32 +171,10 @@ def build_memory_parser() -> argparse.ArgumentParser:
     forget.add_argument("argument", metavar="id", help="the id shown by 'memory list'")
     actions.add_parser("stats", help="counts per kind, file size and path")
     actions.add_parser("path", help="print the path of memory.json")
-    _share_options(actions, _add_memory_options)
-    return parser
-
-
-def build_undo_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="nanohermes undo",
-        description="Revert the file changes of an agent turn (the last one, or back to turn N).",
-    )
-    add = parser.add_argument
-    add("--session", metavar="NAME|PATH", help="the session (default: the latest one in this workspace)")
-    add("--list", dest="list_only", action="store_true", help="list the recorded turns and their files")
-    add("--to", metavar="N", type=int, help="revert every turn from N on (back to before turn N)")
-    add("--force", action="store_true", help="overwrite files that were edited after the turn")
-    _add_common_options(add)
-    return parser
-
-
-def build_acp_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="nanohermes acp",
-        description="Serve the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim).",
-    )
-    add = parser.add_argument
-    _add_run_options(add, "initial mode of new sessions: read-only | ask | auto (default: ask)")
-    _add_common_options(add, "log details to stderr")
+    # every action takes the global options after its name too: `memory list --memory-dir X` as well
+    # as `memory --memory-dir X list` (SUPPRESS: an option given before the action survives)
+    for sub in actions.choices.values():
+        _add_memory_options(sub, default=argparse.SUPPRESS)
     return parser
 
 
@@ -305,19 +271,9 @@ def _parse_memory(argv: list[str]) -> CliOptions:
             "--team] | export | import FILE",
             "nanohermes memory",
         )
-    argument = ns.argument if isinstance(ns.argument, str) else " ".join(ns.argument)  # nargs="+": words
-    memory = MemoryArgs(
-        ns.action,
-        argument,
-        ns.explain,
-        all_projects=ns.all_projects,
-        kind=ns.kind,
-        project=ns.project,
-        team=ns.team,
-        history=ns.history,
-        stale=ns.stale,
-        target=ns.target,
-    )
+    if not isinstance(ns.argument, str):  # nargs="+": words
+        ns.argument = " ".join(ns.argument)
+    memory = MemoryArgs(**{f.name: getattr(ns, f.name) for f in fields(MemoryArgs)})
     # `is not None`: an empty --memory-dir ("$UNSET") is refused by the settings, not read as the default
     overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir is not None else {}
     return CliOptions(
@@ -329,7 +285,17 @@ def _parse_memory(argv: list[str]) -> CliOptions:
 
 
 def _parse_undo(argv: list[str]) -> CliOptions:
-    ns = _parse(build_undo_parser(), argv)
+    parser = _Parser(
+        prog="nanohermes undo",
+        description="Revert the file changes of an agent turn (the last one, or back to turn N).",
+    )
+    add = parser.add_argument
+    add("--session", metavar="NAME|PATH", help="the session (default: the latest one in this workspace)")
+    add("--list", dest="list_only", action="store_true", help="list the recorded turns and their files")
+    add("--to", metavar="N", type=int, help="revert every turn from N on (back to before turn N)")
+    add("--force", action="store_true", help="overwrite files that were edited after the turn")
+    _add_common_options(add)
+    ns = _parse(parser, argv)
     if ns.to is not None and ns.to < 1:
         raise UsageError("--to needs a turn number, 1 or more (undo --list shows them)", "nanohermes undo")
     if ns.list_only and (ns.to is not None or ns.force):
@@ -339,7 +305,15 @@ def _parse_undo(argv: list[str]) -> CliOptions:
 
 
 def _parse_acp(argv: list[str]) -> CliOptions:
-    ns = _parse(build_acp_parser(), argv)
+    parser = _Parser(
+        prog="nanohermes acp",
+        description="Serve the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim).",
+    )
+    _add_run_options(
+        parser.add_argument, "initial mode of new sessions: read-only | ask | auto (default: ask)"
+    )
+    _add_common_options(parser.add_argument, "log details to stderr")
+    ns = _parse(parser, argv)
     return CliOptions(
         config=_config_file(ns, "nanohermes acp"),
         verbose=ns.verbose,
@@ -350,9 +324,8 @@ def _parse_acp(argv: list[str]) -> CliOptions:
 
 def _parse_mcp(argv: list[str]) -> CliOptions:
     parser = _Parser(prog="nanohermes mcp", description="Inspect the configured MCP servers.")
-    parser.add_argument("--config", metavar="FILE", help="config TOML file")
+    _add_common_options(parser.add_argument)
     parser.add_argument("--mcp-config", metavar="FILE", action="append", help="MCP servers as JSON")
-    parser.add_argument("--verbose", action="store_true", help="show details")
     parser.add_argument(
         "action", nargs="?", choices=["list"], help="list: start the servers, show their state and tools"
     )

@@ -25,7 +25,7 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:
-        return _print_version()
+        return _flush_stdout(f"nanohermes {__version__}\n")
     verbose = "--verbose" in args
     _escape_unencodable()
     from nanohermes.app.args import UsageError, parse_args
@@ -52,13 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def _print_version() -> int:
-    return _flush_stdout(f"nanohermes {__version__}\n")
-
-
 def _flush_stdout(text: str = "") -> int:
-    """Write `text` and flush stdout (the version, --help): a closed pipe ends quietly, a full disk
-    is one line; argparse drops the error of its own writes, and --help > /dev/full exited 0."""
+    """Write `text` and flush stdout (the version, --help): argparse drops the error of its own
+    writes, and --help > /dev/full exited 0."""
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -120,7 +116,6 @@ def _unwritable(out: TextIO, err: OSError) -> NanoHermesError:
 
 
 def _guarded(command: Callable[[], int]) -> int:
-    """Run a sub-command with its stdout guarded (see _GuardedStdout)."""
     real = sys.stdout
     sys.stdout = _GuardedStdout(real)  # duck-typed: write, flush, the rest
     try:
@@ -205,7 +200,7 @@ def _dispatch(options: CliOptions) -> int:
         undo = options.undo
         return _guarded(lambda: run_undo_command(undo, settings))
     if options.acp:
-        from nanohermes.app.acp_wiring import run_acp
+        from nanohermes.app.wiring import run_acp
 
         return run_acp(options, settings)
     from nanohermes.app.wiring import run_chat

@@ -1,6 +1,6 @@
-"""Composition root for chat: builds the model client, memory store, tools, sub-agents and agent, then
-runs the REPL or one-shot mode. The UI gets `build_runtime` as a callable (it never imports this
-module), so tests can hand it fakes.
+"""Composition root: the REPL and one-shot mode (`run_chat`) and `nanohermes acp` (`run_acp`), each
+agent built by `agent_wiring.build_agent`. The UI gets `build_runtime` as a callable (it never imports
+this module), so tests can hand it fakes.
 """
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Callable
+import threading
+import types
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,13 +20,17 @@ from nanohermes.core.errors import ConfigError
 from nanohermes.core.events import Note
 
 if TYPE_CHECKING:
+    from nanohermes.acp.session import Opened
+    from nanohermes.config.mcp_config import McpServerConfig
     from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import Settings
     from nanohermes.core.protocols import Approver
+    from nanohermes.llm import ChatClient
     from nanohermes.local.server import LocalEndpoint
     from nanohermes.memory import MemoryStore
     from nanohermes.sessions.lock import SessionLock
     from nanohermes.sessions.store import SessionData, SessionFile
+    from nanohermes.tools.files import FileTools
     from nanohermes.ui.seams import ResumePreview, RuntimeBuilder
 
 LOCAL_COMPACT_THRESHOLD = 16_000
@@ -32,6 +38,22 @@ LOCAL_COMPACT_THRESHOLD = 16_000
 LOCAL_MAX_OUTPUT_TOKENS = 1024
 """A cap for the bundled model unless the user set one: SmolLM2-135M sometimes repeats itself until its
 8k context is full, which takes minutes on a laptop CPU."""
+
+
+def import_httpx() -> None:
+    """Import httpx (once) without `httpx._main`, its command-line client: httpx imports it whenever
+    click is installed (it is, for the MCP SDK's uvicorn), loading click, rich and pygments, about a
+    fifth of what `-p` imports. A placeholder stands in while httpx loads, so httpx falls back to its
+    own stub `main()`; it is removed at once, so a later `import httpx._main` gets the real module."""
+    if "httpx" in sys.modules or "httpx._main" in sys.modules:
+        return
+    placeholder = types.ModuleType("httpx._main", "nanohermes: httpx's CLI is not loaded")
+    sys.modules["httpx._main"] = placeholder
+    try:
+        import httpx  # noqa: F401  (the import is the point)
+    finally:
+        if sys.modules.get("httpx._main") is placeholder:
+            del sys.modules["httpx._main"]
 
 
 class _NoticeRelay:
@@ -75,15 +97,15 @@ def open_session(options: CliOptions, settings: Settings) -> OpenedSession:
 
     sessions_dir = settings.sessions_dir
     path: Path | None = None
-    notices: list[str] = []
+    notices: tuple[str, ...] = ()
     if options.session is not None:
         path = resolve_session_path(sessions_dir, options.session)
     elif options.continue_last:
         path = latest_session(sessions_dir, Path.cwd())
         if path is None:
-            notices.append(f"no earlier session in this workspace ({Path.cwd()}); starting a new one")
+            notices = (f"no earlier session in this workspace ({Path.cwd()}); starting a new one",)
     session, data, lock = open_locked(path or new_session_path(sessions_dir))
-    return OpenedSession(session, data, lock, tuple(notices))
+    return OpenedSession(session, data, lock, notices)
 
 
 def open_locked(path: Path) -> tuple[SessionFile, SessionData | None, SessionLock]:
@@ -110,8 +132,6 @@ def build_runtime(
     """Build client, store, tools, sub-agents and the agent, on the session `opened` (else opened
     here), with `settings` as `run_chat` made them. One-shot mode (`-p`) never asks: `approver` is
     ignored there."""
-    from nanohermes.app.lean_imports import import_httpx
-
     import_httpx()  # before the model client: without httpx's command-line client
     from nanohermes.llm import ChatClient
 
@@ -229,3 +249,82 @@ def _require_terminal(options: CliOptions, settings: Settings) -> None:
             "standard input is not a terminal, and the REPL needs one",
             "to send piped text as one prompt: echo 'fix the tests' | nanohermes -p -",
         )
+
+
+def run_acp(options: CliOptions, settings: Settings) -> int:
+    """`nanohermes acp`: serve the editor on stdio; the sessions still open are closed at the end."""
+    import_httpx()  # before the model client: without httpx's command-line client
+    from nanohermes.acp.main import serve
+    from nanohermes.llm import ChatClient
+
+    client = ChatClient.from_settings(settings)
+    sessions = _Sessions(options, settings, client)
+    try:
+        return serve(settings, sessions.open, sessions.store_for, verbose=options.verbose)
+    finally:
+        sessions.close_all()
+        client.close()
+
+
+class _Sessions:
+    """The server's open sessions and its memory stores, shared by the server's threads."""
+
+    def __init__(self, options: CliOptions, settings: Settings, client: ChatClient) -> None:
+        self.options = options
+        self.settings = settings
+        self.client = client
+        self.stores: dict[Path, MemoryStore | None] = {}
+        self.guard = threading.Lock()
+        self.opened: set[Callable[[], None]] = set()  # the close of every open session: run at exit
+
+    def store_for(self, workspace: Path) -> MemoryStore | None:
+        with self.guard:
+            if workspace not in self.stores:
+                notice = lambda message: print(f"nanohermes acp: {message}", file=sys.stderr)  # noqa: E731
+                self.stores[workspace] = open_store(self.settings, notice, workspace)
+            return self.stores[workspace]
+
+    def open(
+        self,
+        session_path: Path,
+        workspace: Path,
+        approver: Approver,
+        files: Callable[[Path, int], FileTools] | None,
+        mcp_servers: Mapping[str, McpServerConfig],
+    ) -> Opened:
+        """A session's agent, holding the session's lock until its close is called."""
+        from nanohermes.acp.session import Opened
+
+        settings, options = self.settings, self.options
+        session, resumed, lock = open_locked(session_path)
+        try:
+            store = self.store_for(workspace)
+            parts = AgentParts(self.client, store, approver, options.verbose, options.secret_files, files)
+            servers = {**settings.mcp_servers, **mcp_servers}  # the client's win a name clash
+            runtime = build_agent(
+                settings,
+                parts,
+                workspace=workspace,
+                session=session,
+                resumed=resumed,
+                lock=lock,
+                mcp_servers=servers,
+            )
+        except BaseException:
+            lock.release()
+            raise
+
+        def close() -> None:
+            with self.guard:
+                self.opened.discard(close)
+            runtime.close()
+
+        with self.guard:
+            self.opened.add(close)
+        return Opened(runtime.agent, close)
+
+    def close_all(self) -> None:
+        with self.guard:
+            still_open = list(self.opened)
+        for close in still_open:
+            close()

@@ -1,8 +1,7 @@
-"""Checkpoints and undo (SPEC §11): see `manager` (taking them) and `history` (diff, undo)."""
+"""Checkpoints and undo (SPEC §11): see `manager` (taking them) and `history` (finding them, diff, undo)."""
 
-from nanohermes.checkpoints.history import FileDiff, History
+from nanohermes.checkpoints.history import FileDiff, History, NoCheckpoints, for_session, latest_in
 from nanohermes.checkpoints.journal import CheckpointError, TurnRecord
-from nanohermes.checkpoints.locate import NoCheckpoints, for_session, latest_in
 from nanohermes.checkpoints.manager import Checkpoints
 
 __all__ = [

@@ -10,12 +10,10 @@ to its end; a session that finds another's held creates that one's `<session-key
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from filelock import BaseFileLock, FileLock, Timeout
 
 from nanohermes.checkpoints.journal import CheckpointError
-
-if TYPE_CHECKING:
-    from filelock import BaseFileLock
 
 
 class ActiveTurns:
@@ -26,8 +24,6 @@ class ActiveTurns:
 
     def join(self) -> bool:
         """Mark this session's turn as running; True when another session's turn is running too."""
-        from filelock import FileLock, Timeout
-
         try:
             self.directory.mkdir(exist_ok=True, mode=0o700)
             self._flag(self.key).unlink(missing_ok=True)  # left by an earlier turn that did not end

@@ -43,15 +43,26 @@ def read_current(path: Path) -> tuple[int, bytes] | None:
         raise CheckpointError(f"cannot read {path}: {err.strerror}") from None
 
 
-def git_state(path: Path) -> FileState | None:
-    """The state git would record for `path` now."""
+def state_of(path: Path, store: str, keep_in: Path | None = None) -> FileState | None:
+    """The state `store` records for `path` now (None when absent): for "git" its mode as git has it
+    and its blob id; for "copies" the exact permission bits and the sha256 of its bytes, a copy of
+    them kept in `keep_in` (named by that sha256) when given."""
     current = read_current(path)
     if current is None:
         return None
     st_mode, data = current
-    if stat.S_ISLNK(st_mode):
-        return FileState(LINK_MODE, git_blob_id(data))
-    return FileState(EXEC_MODE if st_mode & stat.S_IXUSR else FILE_MODE, git_blob_id(data))
+    if store == "git":
+        mode = LINK_MODE if stat.S_ISLNK(st_mode) else EXEC_MODE if st_mode & stat.S_IXUSR else FILE_MODE
+        return FileState(mode, git_blob_id(data))
+    digest = hashlib.sha256(data).hexdigest()
+    target = None if keep_in is None else keep_in / digest[:2] / digest
+    if target is not None and not target.exists():
+        try:
+            ensure_private_dir(target.parent)
+            atomic_write(target, data)
+        except OSError as err:
+            raise CheckpointError(f"cannot keep a copy of {path}: {err.strerror}") from None
+    return FileState(LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode), digest)
 
 
 def same_as(path: Path, root: Path, state: FileState | None, store: str) -> bool:
@@ -60,28 +71,9 @@ def same_as(path: Path, root: Path, state: FileState | None, store: str) -> bool
     if linked_parent(path, root) is not None:
         return False
     try:
-        now = git_state(path) if store == "git" else copy_state(path, None)
+        return state_of(path, store) == state
     except CheckpointError:
         return False
-    return now == state
-
-
-def copy_state(path: Path, store: Path | None) -> FileState | None:
-    """The state the copies record for `path` now (None when absent): the exact permission bits and
-    the sha256 of its bytes. With `store`, a copy is kept there, named by that sha256."""
-    current = read_current(path)
-    if current is None:
-        return None
-    st_mode, data = current
-    digest = hashlib.sha256(data).hexdigest()
-    target = None if store is None else store / digest[:2] / digest
-    if target is not None and not target.exists():
-        try:
-            ensure_private_dir(target.parent)
-            atomic_write(target, data)
-        except OSError as err:
-            raise CheckpointError(f"cannot keep a copy of {path}: {err.strerror}") from None
-    return FileState(LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode), digest)
 
 
 class CopyStore:
@@ -92,7 +84,7 @@ class CopyStore:
 
     def capture(self, path: Path) -> FileState | None:
         """Keep a copy of `path` as it is now; its state (None when absent)."""
-        return copy_state(path, self.directory)
+        return state_of(path, "copies", self.directory)
 
     def read(self, digest: str) -> bytes:
         try:
@@ -177,10 +169,6 @@ def _exec_bits(current: int, mode: int) -> int:
 
 
 def linked_parent(path: Path, root: Path) -> Path | None:
-    """The first directory between `root` and `path` that is a symlink now, or None."""
-    return next((parent for parent in _parents_inside(path, root) if parent.is_symlink()), None)
-
-
-def _parents_inside(path: Path, root: Path) -> list[Path]:
-    """The directories from below `root` down to `path`'s parent, outermost first."""
-    return [parent for parent in reversed(path.parents) if parent != root and parent.is_relative_to(root)]
+    """The first directory between `root` and `path` that is a symlink now (outermost first), or None."""
+    inside = (parent for parent in reversed(path.parents) if parent != root and parent.is_relative_to(root))
+    return next((parent for parent in inside if parent.is_symlink()), None)

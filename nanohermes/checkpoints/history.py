@@ -1,4 +1,5 @@
-"""Reading and reverting recorded turns: the diffs /diff shows, and undo (one turn, or back to turn N).
+"""Reading and reverting recorded turns: the diffs /diff shows, and undo (one turn, or back to turn N);
+finding a session's checkpoints from outside the REPL (`nanohermes undo`).
 
 Undo puts back every file the turns touched as it was before the earliest of them, after checking each
 is still as the last of them left it: a file edited since is a conflict, and nothing is touched unless
@@ -8,11 +9,14 @@ forced.
 from __future__ import annotations
 
 import difflib
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from nanohermes.checkpoints.files import put_back, remove, same_as
 from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord, shown, status
-from nanohermes.checkpoints.manager import Checkpoints
+from nanohermes.checkpoints.manager import Checkpoints, checkpoints_root, path_key
 from nanohermes.core.fileio import StagedWrite
 
 MAX_DIFF_LINES = 4000
@@ -202,13 +206,11 @@ def render_diff(path: str, old: bytes, new: bytes) -> list[str]:
 
 
 def _binary(data: bytes) -> bool:
-    if b"\0" in data[:8192]:
-        return True
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
         return True
-    return False
+    return b"\0" in data[:8192]
 
 
 def _depth(path: str) -> int:
@@ -219,3 +221,55 @@ def _check_path(path: str) -> None:
     parts = path.split("/")
     if path.startswith("/") or ".." in parts or "" in parts or ".git" in parts:
         raise CheckpointError(f"checkpoint journal holds a bad path {path!r}; not restoring anything")
+
+
+class NoCheckpoints(CheckpointError):
+    """No turn of the session (or of the workspace) recorded any checkpoint."""
+
+
+def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Checkpoints:
+    """The checkpoints of `session` in the workspace `here` when it changed files there, else in the
+    workspace where it last did (a session resumed elsewhere has one journal per workspace). Raises
+    CheckpointError."""
+    session = session.expanduser().absolute()
+    name = f"{path_key(session)}.json"
+    found = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name if here else None
+    if found is None or not found.is_file():
+        found = _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
+    if found is None:
+        raise NoCheckpoints(
+            f"no checkpoints for session {session}", "nanohermes undo --list shows this workspace's"
+        )
+    return _open(state_dir, found)
+
+
+def latest_in(state_dir: Path, workspace: Path) -> Checkpoints:
+    """The checkpoints of the session most recently recorded in `workspace`. Raises CheckpointError."""
+    found = _newest((checkpoints_root(state_dir) / path_key(workspace.resolve()) / "journals").glob("*.json"))
+    if found is None:
+        raise NoCheckpoints(
+            f"no checkpoints in this workspace ({workspace})",
+            "they are recorded when an agent turn changes files; --session picks another session",
+        )
+    return _open(state_dir, found)
+
+
+def _newest(paths: Iterable[Path]) -> Path | None:
+    """The most recently written of the journal files `paths` (one pruned meanwhile is passed over)."""
+    dated: list[tuple[int, Path]] = []
+    for path in paths:
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            dated.append((info.st_mtime_ns, path))
+    return max(dated)[1] if dated else None
+
+
+def _open(state_dir: Path, journal_path: Path) -> Checkpoints:
+    journal = Journal.load(journal_path)
+    workspace = Path(journal.workspace)
+    if not workspace.is_dir():
+        raise CheckpointError(f"the session's workspace {workspace} no longer exists")
+    return Checkpoints(workspace, state_dir, Path(journal.session))

@@ -13,10 +13,13 @@ null means the file did not exist. Written atomically, mode 0600.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
+
+from pydantic import TypeAdapter, ValidationError
 
 from nanohermes.core.errors import NanoHermesError
 from nanohermes.core.fileio import StagedWrite, ensure_private_dir
@@ -33,8 +36,9 @@ class CorruptJournal(CheckpointError):
     be read (permissions), it will never be readable again."""
 
 
-@dataclass(frozen=True)
-class FileState:
+class FileState(NamedTuple):
+    """Saved as `[mode, ref]`."""
+
     mode: int
     ref: str
 
@@ -80,46 +84,18 @@ class TurnRecord:
     told: bool = True
     """False after an undo until the model has been told about it."""
 
-    def to_dict(self) -> dict[str, Any]:
-        kept = ("number", "when", "prompt", "store", "before", "after", "undone", "told")
-        files = [
-            {"path": f.path, "before": _state_out(f.before), "after": _state_out(f.after)}
-            | ({"store": f.store} if f.store else {})
-            for f in self.files
-        ]
-        return {name: getattr(self, name) for name in kept} | {"files": files}
-
     def store_of(self, change: FileChange) -> str:
         """Where the states of `change` are kept: "git" or "copies"."""
         return change.store or self.store
 
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> TurnRecord:
-        files = [
-            FileChange(
-                str(f["path"]), _state_in(f.get("before")), _state_in(f.get("after")), str(f.get("store", ""))
-            )
-            for f in raw.get("files", [])
-        ]
-        return cls(
-            number=int(raw["number"]),
-            when=str(raw.get("when", "")),
-            prompt=str(raw.get("prompt", "")),
-            store=str(raw.get("store", "git")),
-            files=files,
-            before=str(raw.get("before", "")),
-            after=str(raw.get("after", "")),
-            undone=bool(raw.get("undone", False)),
-            told=bool(raw.get("told", True)),
-        )
-
 
 @dataclass
 class Journal:
-    path: Path
     session: str
     workspace: str
     turns: list[TurnRecord] = field(default_factory=list)
+    path: Path = field(default=Path(), repr=False)
+    """Where it is kept (not saved in it)."""
 
     @property
     def live(self) -> list[TurnRecord]:
@@ -144,18 +120,18 @@ class Journal:
     def load(cls, path: Path, session: str = "", workspace: str = "") -> Journal:
         """The journal at `path`, or an empty one when there is none. Raises CheckpointError."""
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            # json, not pydantic's parser: that refuses the lone surrogates of a name that is not UTF-8
+            journal = _format().validate_python(json.loads(path.read_text(encoding="utf-8")))
         except FileNotFoundError:
-            return cls(path, session, workspace)
+            return cls(session, workspace, path=path)
         except OSError as err:
             raise CheckpointError(f"checkpoint journal {path} is unreadable ({err})") from None
-        except ValueError as err:
+        except ValidationError as err:  # before ValueError: it is one
+            raise _malformed(path, err) from None
+        except ValueError as err:  # not JSON, not UTF-8
             raise CorruptJournal(f"checkpoint journal {path} is unreadable ({err})") from None
-        try:
-            turns = [TurnRecord.from_dict(turn) for turn in raw.get("turns", [])]
-            return cls(path, str(raw["session"]), str(raw["workspace"]), turns)
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise CorruptJournal(f"checkpoint journal {path} is malformed ({err!r})") from None
+        journal.path = path
+        return journal
 
     def save(self) -> None:
         """Write the journal atomically. Raises CheckpointError."""
@@ -168,12 +144,7 @@ class Journal:
     def stage(self) -> StagedWrite:
         """The journal as it is now, written beside its file but not yet in place (see StagedWrite).
         Raises CheckpointError (a full disk: nothing written)."""
-        data = {
-            "version": JOURNAL_VERSION,
-            "session": self.session,
-            "workspace": self.workspace,
-            "turns": [turn.to_dict() for turn in self.turns],
-        }
+        data = {"version": JOURNAL_VERSION, **_format().dump_python(self, mode="json", exclude={"path"})}
         try:
             ensure_private_dir(self.path.parent)
             # ASCII escapes: a file name that is not valid UTF-8 (a lone surrogate here) survives
@@ -185,15 +156,16 @@ class Journal:
         return CheckpointError(f"cannot write checkpoint journal {self.path}: {err.strerror or err}")
 
 
-def _state_out(state: FileState | None) -> list[Any] | None:
-    return None if state is None else [state.mode, state.ref]
+@functools.cache
+def _format() -> TypeAdapter[Journal]:
+    """Built on first use (a few ms): a turn that changes nothing never reads or writes a journal."""
+    return TypeAdapter(Journal)
 
 
-def _state_in(raw: Any) -> FileState | None:
-    if raw is None:
-        return None
-    mode, ref = raw
-    return FileState(int(mode), str(ref))
+def _malformed(path: Path, err: ValidationError) -> CorruptJournal:
+    first = err.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return CorruptJournal(f"checkpoint journal {path} is malformed ({where}{where and ': '}{first['msg']})")
 
 
 def shown(path: str) -> str:

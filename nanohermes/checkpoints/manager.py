@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from filelock import FileLock, Timeout
 
 from nanohermes.checkpoints.active import ActiveTurns
 from nanohermes.checkpoints.files import CopyStore
@@ -33,9 +34,6 @@ from nanohermes.checkpoints.journal import (
 from nanohermes.checkpoints.shadow import GitTimeout, ShadowRepo
 from nanohermes.core.fileio import resolved
 from nanohermes.core.protocols import TurnChanges
-
-if TYPE_CHECKING:
-    from filelock import BaseFileLock
 
 FILE_LIMIT = 20_000
 """Above this many files a workspace is not snapshotted with git: per-file copies instead."""
@@ -72,7 +70,7 @@ class _Turn:
 
 
 class Checkpoints:
-    """Implements `protocols.TurnRecorder` and `protocols.ChangeGuard` for one session."""
+    """The agent's turn recorder and the tool runner's `protocols.ChangeGuard`, for one session."""
 
     def __init__(
         self,
@@ -105,7 +103,7 @@ class Checkpoints:
         self._turn: _Turn | None = None
         self._notes: list[str] = []
         self._pruned = False
-        self._file_lock: BaseFileLock | None = None
+        self._file_lock = FileLock(str(self.dir / "lock"), timeout=LOCK_TIMEOUT)
         self._private = [resolved(path) for path in (*private, checkpoints_root(state_dir))]
         self._active = ActiveTurns(self.dir / "active", path_key(self.session))
 
@@ -115,15 +113,10 @@ class Checkpoints:
     def lock(self) -> Iterator[None]:
         """The cross-process lock on this workspace's checkpoints (re-entrant within a thread);
         one that cannot be taken is a CheckpointError naming the cause."""
-        from filelock import FileLock, Timeout
-
         path = self.dir / "lock"
         try:
-            if self._file_lock is None:
-                self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-                self._file_lock = FileLock(str(path), timeout=LOCK_TIMEOUT)
-            lock = self._file_lock
-            lock.acquire()
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._file_lock.acquire()
         except Timeout:  # before OSError: filelock's Timeout is a TimeoutError
             raise CheckpointError(
                 f"the checkpoints of this workspace are locked by another nanohermes ({path})",
@@ -134,7 +127,7 @@ class Checkpoints:
         try:
             yield
         finally:
-            lock.release()
+            self._file_lock.release()
 
     def repo(self) -> ShadowRepo:
         if self._repo is None:
@@ -153,11 +146,11 @@ class Checkpoints:
         self._warming = threading.Thread(target=self.warm_up, name="nh-checkpoints", daemon=True)
         self._warming.start()
 
-    def settle(self, timeout: float = WARM_UP_WAIT) -> None:
+    def settle(self) -> None:
         """Wait (bounded) for a background warm-up still running: called before the process leaves,
         so that no git command outlives it and trips the next run on a lock of the shadow index."""
         if self._warming is not None:
-            self._warming.join(timeout)
+            self._warming.join(WARM_UP_WAIT)
 
     def warm_up(self) -> None:
         """Decide git or copies, and build the shadow index of a workspace seen for the first time, so
@@ -295,7 +288,7 @@ class Checkpoints:
                 return None
             first = repo.commit(turn.tree, f"before turn {number}")
             last = repo.commit(after, f"after turn {number}: {turn.prompt}", first)
-            repo.keep(f"refs/nanohermes/{path_key(self.session)}/{number}", last)
+            repo.run("update-ref", f"refs/nanohermes/{path_key(self.session)}/{number}", last)
             record = TurnRecord(number, when, turn.prompt, "git", changes, first, last)
         else:
             record = TurnRecord(number, when, turn.prompt, "copies", self._copied(turn, ""))

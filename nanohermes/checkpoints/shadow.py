@@ -72,10 +72,7 @@ class ShadowRepo:
     def run(
         self, *args: str, stdin: bytes | None = None, ok_codes: tuple[int, ...] = (0,), timeout: float = 0
     ) -> bytes:
-        command = [self.git]
-        for item in CONFIG:
-            command += ["-c", item]
-        command += args
+        command = [self.git, *(part for item in CONFIG for part in ("-c", item)), *args]
         try:
             done = subprocess.run(
                 command,
@@ -174,9 +171,6 @@ class ShadowRepo:
         if parent:
             args += ["-p", parent]
         return self.run(*args).decode().strip()
-
-    def keep(self, ref: str, commit: str) -> None:
-        self.run("update-ref", ref, commit)
 
     def drop_refs(self, prefix: str) -> None:
         listed = self.run("for-each-ref", "--format=%(refname)", prefix).decode().split()

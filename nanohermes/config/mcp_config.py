@@ -223,20 +223,14 @@ def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfi
 def json_line(text: str, key: str, *, after: str | None = None) -> str:
     """`, line N` of the first `"key":` in a JSON text (after the line holding `"after":`), or ""."""
     lines = text.splitlines()
-    start = 0
-    if after is not None:
-        found = _find_line(lines, after, 0)
-        start = found if found is not None else 0
+    start = (_find_line(lines, after, 0) or 0) if after is not None else 0
     number = _find_line(lines, key, start)
     return f", line {number + 1}" if number is not None else ""
 
 
 def _find_line(lines: list[str], key: str, start: int) -> int | None:
     pattern = re.compile(rf'"{re.escape(json.dumps(key)[1:-1])}"\s*:')
-    for number in range(start, len(lines)):
-        if pattern.search(lines[number]):
-            return number
-    return None
+    return next((number for number in range(start, len(lines)) if pattern.search(lines[number])), None)
 
 
 # -- error text shared by the TOML and JSON forms ----------------------------------------------------

@@ -25,8 +25,7 @@ class CancelToken:
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._callbacks: dict[int, Callable[[], object]] = {}
-        self._next_key = 0
+        self._callbacks: dict[object, Callable[[], object]] = {}
 
     @property
     def cancelled(self) -> bool:
@@ -46,14 +45,13 @@ class CancelToken:
         """Run `callback` when cancelled (at once if already). Returns a function that unregisters it."""
         with self._lock:
             if not self._event.is_set():
-                key = self._next_key
-                self._next_key += 1
+                key = object()
                 self._callbacks[key] = callback
                 return lambda: self._unregister(key)
         callback()
         return lambda: None
 
-    def _unregister(self, key: int) -> None:
+    def _unregister(self, key: object) -> None:
         with self._lock:
             self._callbacks.pop(key, None)
 

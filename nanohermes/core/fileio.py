@@ -15,7 +15,6 @@ import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, overload
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
@@ -71,75 +70,18 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-_IOV_MAX = 1024  # POSIX guarantees at least 16; Linux and the BSDs allow 1024 buffers per writev
-
-
 def write_all(fd: int, data: bytes | Sequence[bytes]) -> None:
-    """Write `data` whole; a sequence of pieces is written gathered (writev), never joined in memory."""
-    if not isinstance(data, bytes | bytearray | memoryview):
-        if hasattr(os, "writev"):
-            _write_pieces(fd, data)
-            return
-        data = b"".join(data)
-    view = memoryview(data)
+    """Write `data` (bytes, or pieces joined first) whole."""
+    view = memoryview(data if isinstance(data, bytes | bytearray | memoryview) else b"".join(data))
     while view:
         written = os.write(fd, view)
         view = view[written:]
 
 
-def _write_pieces(fd: int, pieces: Sequence[bytes]) -> None:
-    for start in range(0, len(pieces), _IOV_MAX):
-        batch = pieces[start : start + _IOV_MAX]
-        written = os.writev(fd, batch)
-        if written < sum(map(len, batch)):  # a short write: the rest of this batch, plainly
-            write_all(fd, b"".join(batch)[written:])
-
-
-@overload
-def atomic_write(
-    path: Path,
-    data: bytes | Sequence[bytes],
-    *,
-    temp_prefix: str | None = None,
-    keep_open: Literal[False] = False,
-    durable: bool = True,
-) -> None: ...
-
-
-@overload
-def atomic_write(
-    path: Path,
-    data: bytes | Sequence[bytes],
-    *,
-    temp_prefix: str | None = None,
-    keep_open: Literal[True],
-    durable: bool = True,
-) -> int: ...
-
-
-def atomic_write(
-    path: Path,
-    data: bytes | Sequence[bytes],
-    *,
-    temp_prefix: str | None = None,
-    keep_open: bool = False,
-    durable: bool = True,
-) -> int | None:
-    """Replace `path` with `data` (bytes, or pieces written gathered) atomically (file mode 0600).
-    On failure the old file is untouched, the temp file is removed and the OSError propagates.
-    Returns the new file's descriptor when `keep_open` (the caller closes it), else None.
-    `durable=False` skips both fsyncs: for a cache, where a file lost in a crash is only rebuilt."""
-    prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
-    fd, temp = _write_temp(path, data, prefix, durable)
-    try:
-        _put_in_place(temp, path, durable)
-    except BaseException:
-        os.close(fd)
-        raise
-    if keep_open:
-        return fd
-    os.close(fd)
-    return None
+def atomic_write(path: Path, data: bytes | Sequence[bytes], *, temp_prefix: str = "") -> None:
+    """Replace `path` with `data` (bytes, or pieces) atomically (file mode 0600).
+    On failure the old file is untouched, the temp file is removed and the OSError propagates."""
+    _put_in_place(_write_temp(path, data, temp_prefix), path)
 
 
 class StagedWrite:
@@ -150,14 +92,13 @@ class StagedWrite:
     def __init__(self, path: Path, data: bytes) -> None:
         """Raises OSError, leaving nothing behind."""
         self.path = path
-        fd, self._temp = _write_temp(path, data, f".{path.name}.", durable=True)
-        os.close(fd)
+        self._temp = _write_temp(path, data)
 
     def commit(self) -> None:
         """Put the new content in place. Raises OSError (the old file untouched, the temp removed)."""
         temp, self._temp = self._temp, ""
         if temp:
-            _put_in_place(temp, self.path, durable=True)
+            _put_in_place(temp, self.path)
 
     def discard(self) -> None:
         temp, self._temp = self._temp, ""
@@ -165,32 +106,31 @@ class StagedWrite:
             _unlink_quietly(temp)
 
 
-def _write_temp(path: Path, data: bytes | Sequence[bytes], prefix: str, durable: bool) -> tuple[int, str]:
-    """A new temp file (0600) beside `path` holding `data`: its open descriptor and name. On failure
-    nothing is left behind and the OSError propagates."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+def _write_temp(path: Path, data: bytes | Sequence[bytes], prefix: str = "") -> str:
+    """The name of a new temp file (0600) beside `path` holding `data`, fsynced. On failure nothing
+    is left behind and the OSError propagates."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix or f".{path.name}.", suffix=".tmp")
     try:
         if os.name == "posix":
             os.fchmod(fd, 0o600)
         write_all(fd, data)
-        if durable:
-            os.fsync(fd)
+        os.fsync(fd)
     except BaseException:
-        os.close(fd)
         _unlink_quietly(temp)
         raise
-    return fd, temp
+    finally:
+        os.close(fd)
+    return temp
 
 
-def _put_in_place(temp: str, path: Path, durable: bool) -> None:
+def _put_in_place(temp: str, path: Path) -> None:
     """Rename `temp` over `path` (on failure `temp` is removed), then make the rename durable."""
     try:
         os.replace(temp, path)
     except BaseException:
         _unlink_quietly(temp)
         raise
-    if durable:
-        fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _unlink_quietly(temp: str) -> None:

@@ -1,15 +1,7 @@
-"""Markdown files with a small front matter: sub-agent definitions, custom slash commands, skills.
-
-    ---
-    name: reviewer
-    description: Reviews changes.
-    ---
-    The body …
-
-Only what these files use of YAML: `key: value` lines, a key with no value followed by `- item`
-lines (joined with ", "), and indented lines that go on with the last key's value (a long
-description, `description: >-`, a `metadata:` map); no YAML library.
-"""
+"""Markdown files with a small front matter (`key: value` lines between two `---` lines, then the
+body): sub-agent definitions, custom slash commands, skills. Only what these files use of YAML:
+`key: value` lines, a key with no value followed by `- item` lines (joined with ", "), and indented
+lines that go on with the last key's value (`description: >-`, a `metadata:` map); no YAML library."""
 
 from __future__ import annotations
 
@@ -20,15 +12,14 @@ from typing import TypeVar
 
 from nanohermes.core.errors import reason
 from nanohermes.core.fileio import read_small_text, resolved
+from nanohermes.core.markers import INVISIBLE
 from nanohermes.core.types import shorten
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A command's or a skill's name: what a slash command or a tool argument can carry as it is."""
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\U000e0000-\U000e007f]"
-)
-"""Control characters and invisible Unicode (zero-width, bidi overrides, tag characters): text the
-user cannot see in an editor but the model reads."""
+_UNSAFE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{INVISIBLE}\U000e0000-\U000e007f]")
+"""Control characters, invisible Unicode and tag characters: text the user cannot see in an editor
+but the model reads."""
 _BLOCK_SCALAR = re.compile(r"[|>][-+]?")
 T = TypeVar("T")
 
@@ -104,12 +95,6 @@ def markdown_files(pattern: str, directory: Path) -> list[Path]:
         return []
 
 
-def definition_dirs(kind: str, workspace: Path, state_dir: Path) -> tuple[tuple[Path, Path | None], ...]:
-    """Where the project's and the user's `kind` ("commands", "skills") live, the project's first,
-    each with the folder its files' real paths must stay in (None: the user's own, links allowed)."""
-    return (workspace / ".nanohermes" / kind, workspace), (state_dir / kind, None)
-
-
 def load_definitions(
     kind: str,
     pattern: str,
@@ -126,7 +111,8 @@ def load_definitions(
     found: dict[str, T] = {}
     notes: list[str] = []
     unlisted = 0
-    for directory, inside in definition_dirs(kind, workspace, state_dir):
+    # a project's file must stay inside the workspace; the user's own may link anywhere
+    for directory, inside in ((workspace / ".nanohermes" / kind, workspace), (state_dir / kind, None)):
         for path in markdown_files(pattern, directory):
             parts = path.relative_to(directory).parts
             name = parts[0] if len(parts) > 1 else path.stem

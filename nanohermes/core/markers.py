@@ -1,10 +1,15 @@
-"""The memory block's markers in the system prompt (SPEC §3.6), stdlib only: memory/block.py writes
-them, prompts.py keeps them out of the text it assembles."""
+"""Marks in text that mean something else than what they show, stdlib only: the memory block's
+markers in the system prompt (SPEC §3.6; memory/block.py writes them, prompts.py keeps them out of
+the text it assembles), and the invisible characters that hide text from a reader."""
 
 from __future__ import annotations
 
 BLOCK_START = "=== Long-term memory (retrieved from past sessions) ==="
 BLOCK_END = "=== End long-term memory ==="
+INVISIBLE = "\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff"
+"""Invisible Unicode, as ranges for a regex character class: zero-width characters, bidi marks and
+overrides, word joiners and isolates, the zero-width no-break space (BOM). Text holding them reads
+differently to a person than to the model or the OS."""
 _DEFUSED = {marker: marker.replace("===", "==") for marker in (BLOCK_START, BLOCK_END)}
 
 

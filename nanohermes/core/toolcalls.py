@@ -30,9 +30,7 @@ def key_argument(call: ToolCall, width: int = 60) -> str:
         arguments = json.loads(call.arguments or "{}")
     except JSON_ERRORS:
         return shorten(call.arguments, width)
-    if not isinstance(arguments, dict):
-        return ""
-    return _key_of(arguments, width)
+    return _key_of(arguments, width) if isinstance(arguments, dict) else ""
 
 
 def _key_of(arguments: dict[str, Any], width: int) -> str:

@@ -59,16 +59,6 @@ class ToolCall:
             "function": {"name": self.name, "arguments": self.arguments or "{}"},
         }
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        function = data.get("function") or {}
-        if not isinstance(function, dict):  # a model that sent `"function": "read_file"`
-            function = {"name": function} if isinstance(function, str) else {}
-        arguments = function.get("arguments")
-        if not isinstance(arguments, str):
-            arguments = "{}" if arguments is None else json.dumps(arguments, ensure_ascii=False)
-        return cls(id=str(data.get("id") or ""), name=str(function.get("name") or ""), arguments=arguments)
-
 
 @dataclass(frozen=True)
 class ToolResult:

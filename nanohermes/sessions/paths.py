@@ -7,26 +7,13 @@ import contextlib
 import os
 import re
 import stat
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from nanohermes.core.errors import ConfigError, reason
-from nanohermes.core.fileio import ensure_private_dir
-from nanohermes.core.types import as_count
+from nanohermes.core.fileio import ensure_private_dir, resolved
 from nanohermes.sessions.lock import lock_path
 from nanohermes.sessions.store import read_header
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """One line of `/sessions`: a recent session to resume."""
-
-    path: Path
-    updated: str
-    messages: int
-    title: str
-
 
 SESSION_NAME = re.compile(r"[A-Za-z0-9._-]+")
 """What `--session NAME` may be: letters, digits, '-', '_', '.' (and not '.' or '..')."""
@@ -105,12 +92,7 @@ def latest_session(sessions_dir: Path, workspace: Path | None = None) -> Path | 
 
 
 def same_place(recorded: object, workspace: Path) -> bool:
-    if not isinstance(recorded, str) or not recorded:
-        return False
-    try:
-        return Path(recorded).resolve() == workspace.resolve()
-    except (OSError, RuntimeError):
-        return False
+    return isinstance(recorded, str) and bool(recorded) and resolved(Path(recorded)) == resolved(workspace)
 
 
 def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
@@ -125,15 +107,7 @@ def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
     return sorted(stamped, key=lambda item: item[1], reverse=True)
 
 
-def describe_session(path: Path) -> SessionInfo:
-    """What `/sessions` shows of one file; an unreadable file gets a title saying so."""
+def session_title(path: Path) -> str:
+    """What `/sessions` shows of a file: its title, or that it is empty or unreadable."""
     header = read_header(path)
-    if header is None:
-        return SessionInfo(path, "", 0, "(unreadable session file)")
-    title = str(header.get("title") or "") or "(empty)"
-    return SessionInfo(path, str(header.get("updated") or ""), as_count(header.get("message_count")), title)
-
-
-def list_sessions(sessions_dir: Path, limit: int = 10) -> list[SessionInfo]:
-    """Recent sessions, newest first."""
-    return [describe_session(path) for path, _ in recent_session_files(sessions_dir)[:limit]]
+    return "(unreadable session file)" if header is None else str(header.get("title") or "") or "(empty)"

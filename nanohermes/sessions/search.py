@@ -54,9 +54,7 @@ def _workspace_exchanges(sessions_dir: Path, workspace: Path) -> tuple[list[Hit]
             continue  # another workspace's: not read past its header
         file = SessionFile(path)
         try:
-            data = file.load()
-            if not same_place(data.workspace, workspace):
-                continue
+            data = file.load()  # of this workspace: read_header is None only where this fails
             older = file.load_archive() if data.archived else data.archive
         except SessionError as err:
             notes.append(f"skipped: {err}")

@@ -1,4 +1,4 @@
-"""ToolRunner: the agent's `ToolExecutor` — which tools are offered, approvals, dispatch, results.
+"""ToolRunner: the agent's tool executor — which tools are offered, approvals, dispatch, results.
 
 The calls of one assistant message are checked (known tool, valid arguments, path inside the
 workspace) and, in `ask` mode, approved one by one in call order; then they run together in a thread
@@ -56,7 +56,7 @@ class _Prepared:
 
 
 class ToolRunner:
-    """Implements `nanohermes.core.protocols.ToolExecutor` for one workspace."""
+    """The agent's tool executor for one workspace."""
 
     def __init__(
         self,

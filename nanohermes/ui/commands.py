@@ -15,7 +15,7 @@ from nanohermes.config.setting_values import optional_name
 from nanohermes.config.settings import PERMISSION_MODES
 from nanohermes.core.errors import NanoHermesError
 from nanohermes.core.types import plural, shorten
-from nanohermes.sessions.paths import describe_session, recent_session_files
+from nanohermes.sessions.paths import recent_session_files, session_title
 from nanohermes.ui.checkpoint_cmd import list_checkpoints, show_diff, undo
 from nanohermes.ui.command_context import CommandContext, Handler
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
@@ -122,7 +122,7 @@ def cmd_sessions(ctx: CommandContext, arg: str) -> None:
     now = time.time()
     for path, modified in files[:SESSIONS_SHOWN]:
         mark = "*" if path == current else " "
-        title = describe_session(path).title
+        title = session_title(path)
         ctx.say(
             f"{mark} {path.stem:<20} {_age(now - modified):>7} ago  {title[:36]:<36}  "
             f"{resume_hint(path, sessions_dir)}"

@@ -1,4 +1,4 @@
-"""A scripted ChatModel (same protocol as `nanohermes.llm.ChatClient`) and history checks."""
+"""A scripted model (the methods the agent calls on `nanohermes.llm.ChatClient`) and history checks."""
 
 from __future__ import annotations
 

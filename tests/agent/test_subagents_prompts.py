@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import threading
 from datetime import date
 from pathlib import Path
@@ -34,10 +35,10 @@ REPO_AGENTS = Path(__file__).resolve().parents[2] / "config" / "agents"
 
 def test_system_prompt_has_workspace_platform_date_agents_md_and_block_last(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").write_text("Use tabs.\nRun make check before committing.", encoding="utf-8")
-    prompt = base_system_prompt(tmp_path, memory=True, today=date(2026, 3, 4), platform_name="Linux 6.1")
+    prompt = base_system_prompt(tmp_path, memory=True)
     assert f"Workspace: {tmp_path}" in prompt
-    assert "Platform: Linux 6.1" in prompt
-    assert "Date: 2026-03-04" in prompt
+    assert f"Platform: {platform.system()} {platform.release()}" in prompt
+    assert f"Date: {date.today().isoformat()}" in prompt
     assert "memory_save" in prompt
     assert prompt.rstrip().endswith("Run make check before committing.")
     block = f"{BLOCK_START}\n- [Preference] tabs\n=== End long-term memory ==="
@@ -71,16 +72,16 @@ def test_definitions_parse_load_and_override(tmp_path: Path) -> None:
     assert "broken.md" in problems[0]
     assert "never closed" in problems[0]
     with pytest.raises(ValueError, match="empty"):
-        parse_definition("---\nname: a\n---\n", "x", "a")
+        parse_definition("---\nname: a\n---\n", "a")
     with pytest.raises(ValueError, match="letters"):
-        parse_definition("---\nname: a b\n---\nhi", "x", "a")
+        parse_definition("---\nname: a b\n---\nhi", "a")
 
 
 def test_repository_example_agents_are_valid() -> None:
     files = sorted(REPO_AGENTS.glob("*.md"))
     assert files
     for path in files:
-        definition = parse_definition(path.read_text(encoding="utf-8"), str(path), path.stem)
+        definition = parse_definition(path.read_text(encoding="utf-8"), path.stem)
         assert definition.description
         assert definition.tools
 
@@ -209,7 +210,7 @@ def test_definitions_never_get_more_tools_than_they_list(tmp_path: Path) -> None
         ("tools: []", ()),
         ("model: sonnet\ncolor: blue\ntools: grep", ("grep",)),  # Claude Code's keys: ignored
     ]:
-        assert parse_definition(f"---\nname: a\n{front}\n---\nhi", "x", "a").tools == tools, front
+        assert parse_definition(f"---\nname: a\n{front}\n---\nhi", "a").tools == tools, front
     for front, reason in [
         ("tools: read_file\ntools:", "'tools' is given twice"),  # the empty one won: every tool
         ("tools:", "'tools' is empty"),
@@ -219,7 +220,7 @@ def test_definitions_never_get_more_tools_than_they_list(tmp_path: Path) -> None
         ("x" * 5_000, "without 'key: value'"),
     ]:
         with pytest.raises(ValueError, match=reason) as caught:
-            parse_definition(f"---\n{front}\n---\nhi", "x", "a")
+            parse_definition(f"---\n{front}\n---\nhi", "a")
         assert len(str(caught.value)) < 200
 
 

@@ -20,16 +20,6 @@ def test_atomic_write_replaces_the_file_privately(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
 
 
-def test_keep_open_returns_the_new_files_descriptor(tmp_path: Path) -> None:
-    target = tmp_path / "f.json"
-    fd = atomic_write(target, b"data", keep_open=True)
-    assert fd is not None
-    try:
-        assert os.fstat(fd).st_ino == target.stat().st_ino
-    finally:
-        os.close(fd)
-
-
 def test_a_failed_rename_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
     target = tmp_path / "taken"
     target.mkdir()  # os.replace of a file over a directory fails
@@ -50,17 +40,16 @@ def test_ensure_private_dir_creates_missing_parents_0700_and_leaves_existing_one
     assert existing.stat().st_mode & 0o777 == 0o755
 
 
-@pytest.mark.parametrize(("durable", "syncs"), [(True, 2), (False, 0)])
-def test_atomic_write_fsyncs_only_when_durable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool, syncs: int
+def test_atomic_write_fsyncs_the_file_and_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[int] = []
     monkeypatch.setattr(fileio.os, "fsync", calls.append)
     target = tmp_path / "cache"
     target.write_bytes(b"old")
-    atomic_write(target, b"new", durable=durable)
+    atomic_write(target, b"new")
     assert target.read_bytes() == b"new"
-    assert len(calls) == syncs  # the file, then its directory
+    assert len(calls) == 2  # the file, then its directory
     assert [p.name for p in tmp_path.iterdir()] == ["cache"]
 
 

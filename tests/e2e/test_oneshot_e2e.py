@@ -291,7 +291,7 @@ def test_one_shot_loads_no_terminal_library_and_no_httpx_cli(fake_server: FakeSe
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
     # the placeholder is gone once httpx is loaded: the real CLI module still imports on demand
     check = (
-        "from nanohermes.app.lean_imports import import_httpx\n"
+        "from nanohermes.app.wiring import import_httpx\n"
         "import_httpx()\n"
         "import httpx, httpx._main\n"
         "print(httpx._main.main is not httpx.main)\n"

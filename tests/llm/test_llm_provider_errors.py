@@ -124,7 +124,7 @@ def test_an_exhausted_quota_is_out_of_credit_and_not_retried(
     ],
 )
 def test_token_limit_words_alone_are_not_an_overflow(message: str) -> None:
-    err = payload_error({"message": message, "code": 400}, Target("m", "http://x/v1", False), in_stream=True)
+    err = payload_error({"message": message, "code": 400}, Target("m", "http://x/v1"), in_stream=True)
     assert not isinstance(err, ContextOverflow)
 
 
@@ -141,7 +141,7 @@ def test_overflow_inside_a_200_stream_uses_the_same_rules(fake_server: FakeServe
 
 def test_a_key_echoed_where_the_line_is_cut_leaves_no_prefix_of_it() -> None:
     key = "sk-proj-EchoedBackKey0123456789abcdef"
-    target = Target("m", "http://x/v1", True, key)
+    target = Target("m", "http://x/v1", key)
     body = json.dumps({"error": {"message": "x" * 285 + f" Incorrect API key provided: {key}"}})
     for err in (
         status_error(401, body, target),
@@ -150,5 +150,5 @@ def test_a_key_echoed_where_the_line_is_cut_leaves_no_prefix_of_it() -> None:
     ):
         assert "sk-proj-Ech" not in err.one_line()
     assert "[redacted]" in status_error(500, f"upstream says {key}", target).one_line()
-    short = Target("m", "http://x/v1", True, "none")  # a local server's placeholder is no secret
+    short = Target("m", "http://x/v1", "none")  # a local server's placeholder is no secret
     assert "key none is wrong" in status_error(401, "key none is wrong", short).one_line()

@@ -14,7 +14,7 @@ from llm_helpers import run_stream
 
 from nanohermes.core.errors import BadResponse, ConfigError, EndpointUnreachable, IncompleteStream, LLMError
 from nanohermes.core.types import ChatResult
-from nanohermes.llm import bodies
+from nanohermes.llm import transport
 from nanohermes.llm.client import ChatClient
 
 Reply = Callable[[socket.socket], None]
@@ -122,7 +122,7 @@ def test_a_line_over_16_mib_is_refused_not_buffered(raw_server: Callable[[Reply]
 def test_an_endless_fast_stream_stops_at_the_size_limit(
     raw_server: Callable[[Reply], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bodies, "ANSWER_LIMIT", 1024 * 1024)
+    monkeypatch.setattr(transport, "ANSWER_LIMIT", 1024 * 1024)
     block = event(text("x" * 1000)) * 100
 
     def endless(conn: socket.socket) -> None:

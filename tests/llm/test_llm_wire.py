@@ -155,7 +155,7 @@ def test_utf8_body_is_not_ascii_escaped() -> None:
 def test_no_tls_set_up_for_a_plain_http_endpoint() -> None:
     import ssl
 
-    from nanohermes.llm.proxy import new_http_client as _new_http_client
+    from nanohermes.llm.transport import new_http_client as _new_http_client
 
     plain, secure = _new_http_client("http://127.0.0.1:8080/v1"), _new_http_client("https://api.example/v1")
     try:

@@ -13,11 +13,11 @@ import pytest
 from nanohermes.core.errors import ConfigError, SessionError
 from nanohermes.core.types import Usage
 from nanohermes.sessions.paths import (
-    describe_session,
     latest_session,
-    list_sessions,
     new_session_path,
+    recent_session_files,
     resolve_session_path,
+    session_title,
 )
 from nanohermes.sessions.store import SESSION_VERSION, SessionData, SessionFile, read_header
 
@@ -116,9 +116,8 @@ def test_listing_reads_only_the_header(tmp_path: Path) -> None:
     header = read_header(path)
     assert header is not None
     assert (header["title"], header["message_count"]) == ("héllo world", 3)
-    info = describe_session(path)
-    assert (info.title, info.messages) == ("héllo world", 3)
-    assert describe_session(SAMPLE_V1).title.startswith("[Summary"), "version 1 files are read whole"
+    assert session_title(path) == "héllo world"
+    assert session_title(SAMPLE_V1).startswith("[Summary"), "version 1 files are read whole"
 
 
 def test_round_trip_is_private_atomic_and_redacts_the_key(tmp_path: Path) -> None:
@@ -200,10 +199,9 @@ def test_paths_names_timestamps_and_listing(tmp_path: Path) -> None:
     (sessions / "broken.json").write_text("{", encoding="utf-8")
     os.utime(sessions / "broken.json", (0, 0))
     assert latest_session(sessions) == newer
-    infos = list_sessions(sessions)
-    assert [i.path.name for i in infos] == ["named.json", first.name, "broken.json"]
-    assert infos[1].title == "fix the parser"
-    assert infos[2].title == "(unreadable session file)"
+    listed = [(path.name, session_title(path)) for path, _ in recent_session_files(sessions)]
+    assert listed[1:] == [(first.name, "fix the parser"), ("broken.json", "(unreadable session file)")]
+    assert listed[0][0] == "named.json"
 
 
 def test_a_deeply_nested_file_does_not_break_listing_or_continue(tmp_path: Path) -> None:
@@ -211,7 +209,9 @@ def test_a_deeply_nested_file_does_not_break_listing_or_continue(tmp_path: Path)
     sessions.mkdir()
     hostile = sessions / "deep.json"  # `[[[[…` in the header: the JSON decoder runs out of recursion
     hostile.write_text('{"version": 2, "title": ' + "[" * 8_000 + "]" * 8_000 + ', "messages": []}')
-    assert [info.title for info in list_sessions(sessions)] == ["(unreadable session file)"]
+    assert [session_title(path) for path, _ in recent_session_files(sessions)] == [
+        "(unreadable session file)"
+    ]
     assert latest_session(sessions, tmp_path) is None
 
 
