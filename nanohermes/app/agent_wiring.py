@@ -106,11 +106,13 @@ def build_agent(
     checkpoints = _checkpoints(settings, workspace, session.path)
     sandbox = _sandbox(settings, workspace, parts.secret_files)
     files = parts.files(workspace, settings.tool_output_chars) if parts.files else None
-    runner = ToolRunner.from_settings(
-        settings,
+    runner = ToolRunner(
         workspace,
-        parts.approver,
-        parts.store,
+        permission=settings.permission,
+        approver=parts.approver,
+        store=parts.store,
+        tool_output_chars=settings.tool_output_chars,
+        shell_timeout=settings.shell_timeout,
         sandbox=sandbox,
         checkpoints=checkpoints,
         files=files,

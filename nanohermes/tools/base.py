@@ -37,11 +37,10 @@ class CallContext:
 class Tool:
     """One tool offered to the model.
 
-    `mutating` tools (writes, edits, shell) need approval in `ask` mode and are not offered in
-    `read-only` mode. `path_arg` names the argument holding a workspace path (confined before
-    dispatch; calls on one path run in call order). `approval_kind` groups tools for "always for this
-    session" answers. `preapproved` mutating tools run without asking (a trusted MCP server's).
-    `extra_arguments`: arguments outside `properties` are passed on (an MCP schema allowing them).
+    `mutating` tools are not offered in `read-only` mode and need approval in `ask` mode unless
+    `preapproved` (a trusted MCP server's). `path_arg` names the argument holding a workspace path
+    (confined before dispatch; calls on one path run in call order). `approval_kind` groups tools for
+    "always for this session" answers. `extra_arguments`: arguments outside `properties` are passed on.
     """
 
     name: str
@@ -181,33 +180,28 @@ def json_schema_for(annotation: Any) -> dict[str, Any]:
     raise TypeError(f"no JSON schema for annotation {annotation!r}")
 
 
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$")
+_SECTION = re.compile(r"^(\w+):[ \t]*$", re.MULTILINE)
 _ARG_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     """Split a Google-style docstring into (description, {argument: description})."""
-    description: list[str] = []
+    description, *sections = _SECTION.split(doc)
     args: dict[str, str] = {}
-    section = current = ""
-    arg_indent = -1
-    for line in doc.splitlines():
-        stripped = line.strip()
-        indent = len(line) - len(line.lstrip())
-        heading = _SECTION.match(stripped)
-        if heading and indent == 0:
-            section, current, arg_indent = heading.group(1), "", -1
-        elif not section:
-            description.append(line)
-        elif section in ("Args", "Arguments", "Parameters") and stripped:
-            match = _ARG_LINE.match(stripped)
-            if match and (arg_indent < 0 or indent <= arg_indent):
-                arg_indent = indent
+    for title, body in zip(sections[::2], sections[1::2], strict=True):
+        lines = [line for line in body.splitlines() if line.strip()]
+        if title not in ("Args", "Arguments", "Parameters") or not lines:
+            continue
+        indent = min(len(line) - len(line.lstrip()) for line in lines)
+        current = ""
+        for line in lines:
+            match = _ARG_LINE.match(line.strip())
+            if match and len(line) - len(line.lstrip()) == indent:
                 current = match.group(1)
                 args[current] = match.group(2).strip()
             elif current:
-                args[current] = f"{args[current]} {stripped}"
-    return "\n".join(description).strip(), args
+                args[current] += " " + line.strip()
+    return description.strip(), args
 
 
 def _coerce(tool: str, name: str, value: Any, schema: dict[str, Any]) -> Any:
@@ -230,14 +224,20 @@ _BAD = object()
 
 def _coerce_type(value: Any, kind: Any) -> Any:
     if kind in ("integer", "number"):
-        number = _as_number(value)
-        if isinstance(number, int):  # whole, finite, and maybe past float's range (10**400): kept whole
-            return number
-        if number is None or not math.isfinite(number):  # NaN and infinity are never meant
+        if isinstance(value, str):
+            try:
+                value = float(value) if any(c in value for c in ".eE") else int(value)
+            except ValueError:
+                return _BAD
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return _BAD
+        if isinstance(value, int):  # whole, and maybe past float's range (10**400): kept whole
+            return value
+        if not math.isfinite(value):  # NaN and infinity are never meant
             return _BAD
         if kind == "number":
-            return number
-        return int(number) if number.is_integer() else _BAD
+            return value
+        return int(value) if value.is_integer() else _BAD
     if kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     if kind == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -246,14 +246,3 @@ def _coerce_type(value: Any, kind: Any) -> Any:
     if isinstance(kind, str) and kind in expected and not isinstance(value, expected[kind]):
         return _BAD
     return value
-
-
-def _as_number(value: Any) -> int | float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        try:
-            return float(value) if any(c in value for c in ".eE") else int(value)
-        except ValueError:
-            return None
-    return None

@@ -1,5 +1,4 @@
-"""The tools that look beyond the workspace's text files: `web_fetch`, `view_image` and
-`session_search`, built from the settings (the wiring registers them in the ToolRunner)."""
+"""The tools beyond the workspace's text files: `web_fetch`, `view_image`, `session_search`."""
 
 from __future__ import annotations
 

@@ -13,16 +13,13 @@ from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.paths import Workspace, existing_mode
 
-READ_DEFAULT_LIMIT = 2000
-"""Lines shown by read_file when no limit is given."""
-READ_MAX_LINE_CHARS = 2000
-"""Longer lines are cut in read_file output."""
+READ_DEFAULT_LIMIT = 2000  # lines
+READ_MAX_LINE_CHARS = 2000  # a longer line is cut
 READ_COUNT_MAX_BYTES = 64 * 1024 * 1024
-"""read_file stops counting lines past the window in files bigger than this."""
+"""In a bigger file read_file stops counting lines past the window."""
 EDIT_MAX_BYTES = 8 * 1024 * 1024
-"""edit_file refuses files bigger than this."""
 CLOSEST_MAX_CHARS = 1000
-"""edit_file's closest-match hint compares this much of `old` and of each window of the file."""
+"""edit_file's closest-match hint compares this much of `old` and of each window of the file..."""
 CLOSEST_WORK = 20_000_000
 """...and stops once the compared lengths' products add up to this (a fraction of a second)."""
 SNIFF_BYTES = 8192
@@ -80,27 +77,24 @@ def unified_diff(before: str | None, after: str, label: str) -> str:
     text = "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
-    shown = [_cut_line(line) for line in text.splitlines()[: DIFF_MAX_LINES + 1]]
+    shown = [
+        line
+        if len(line) <= DIFF_LINE_CHARS
+        else f"{line[:DIFF_LINE_CHARS]}… [{len(line) - DIFF_LINE_CHARS:,} more characters]"
+        for line in text.splitlines()[: DIFF_MAX_LINES + 1]
+    ]
     if len(shown) > DIFF_MAX_LINES:
         more = text.count("\n") - DIFF_MAX_LINES
         return "\n".join(shown[:DIFF_MAX_LINES]) + f"\n[… {more} more diff lines …]"
     return "\n".join(shown).rstrip("\n") or "(no change)"
 
 
-def _cut_line(line: str) -> str:
-    if len(line) <= DIFF_LINE_CHARS:
-        return line
-    return f"{line[:DIFF_LINE_CHARS]}… [{len(line) - DIFF_LINE_CHARS:,} more characters]"
-
-
 class FileTools:
-    """The file tools of one workspace. Methods are turned into tools by the runner."""
+    """The file tools of one workspace (the runner makes its methods tools)."""
 
     def __init__(self, workspace: Workspace, max_chars: int = 20_000) -> None:
         self.workspace = workspace
         self.max_chars = max_chars
-
-    # -- read -------------------------------------------------------------------------------------
 
     def read_file(
         self, path: str, offset: int = 1, limit: int = READ_DEFAULT_LIMIT, *, ctx: CallContext
@@ -127,35 +121,27 @@ class FileTools:
     def _numbered(self, handle: BinaryIO, path: str, offset: int, limit: int, cancel: CancelToken) -> str:
         huge = os.fstat(handle.fileno()).st_size > READ_COUNT_MAX_BYTES
         out: list[str] = []
-        used = 0
-        number = 0
+        used = number = 0
         last_shown = offset - 1
         exact = True
-        counting = True
         budget = max(200, self.max_chars - 200)
-        while True:
-            line = _read_line(handle, cancel)
-            if line is None:
-                break
+        while (line := _read_line(handle, cancel)) is not None:
             number += 1
             if number % 1024 == 0:  # every line would cost a third of the reading
                 cancel.raise_if_cancelled()
-            if number < offset:
-                continue
-            if number >= offset + limit or used > budget:
-                if huge:
-                    counting = False
-                    break
+            past = number >= offset + limit or used > budget
+            if past and huge:  # not counted to its end
+                return self._footer(out, path, offset, last_shown, None, exact)
+            if number < offset or past:
                 continue
             text, valid = decode(line.rstrip(b"\r\n"))
             exact = exact and valid
             if len(text) > READ_MAX_LINE_CHARS:
                 text = text[:READ_MAX_LINE_CHARS] + f" [… line cut at {READ_MAX_LINE_CHARS} characters]"
-            entry = f"{number:6}\t{text}"
-            out.append(entry)
-            used += len(entry) + 1
+            out.append(f"{number:6}\t{text}")
+            used += len(out[-1]) + 1
             last_shown = number
-        return self._footer(out, path, offset, last_shown, number if counting else None, exact)
+        return self._footer(out, path, offset, last_shown, number, exact)
 
     @staticmethod
     def _footer(out: list[str], path: str, offset: int, last: int, total: int | None, exact: bool) -> str:
@@ -170,8 +156,6 @@ class FileTools:
             of = f"of {total}" if total is not None else "of a very large file"
             notes.append(f"[showing lines {offset}-{last} {of}; read on with offset={last + 1}]")
         return "\n".join(out + notes)
-
-    # -- write ------------------------------------------------------------------------------------
 
     def write_file(self, path: str, content: str, *, ctx: CallContext) -> str:
         """Create or overwrite a file in the workspace with the given content.
@@ -194,8 +178,6 @@ class FileTools:
         """Diff shown for approval. `current` is the file's content as earlier calls will leave it."""
         before = current if current is not None else self._current_text(resolved)
         return unified_diff(before, content, self.workspace.shown(resolved))
-
-    # -- edit -------------------------------------------------------------------------------------
 
     def edit_file(self, path: str, old: str, new: str, replace_all: bool = False, *, ctx: CallContext) -> str:
         """Replace an exact piece of text in a file. `old` must occur exactly once unless replace_all.

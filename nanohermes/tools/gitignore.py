@@ -5,6 +5,7 @@ lines, `!` negation, trailing `/` (directories only), anchoring by a leading or 
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ class Glob:
                 if not tokens or tokens[-1] is not None:
                     tokens.append(None)
             elif part:
-                tokens.append(re.compile(_segment_regex(part), re.DOTALL))
+                tokens.append(re.compile(_segment_regex(part)))
         if len(tokens) > 1 and tokens[-1] is None:  # a trailing `/**` matches inside, not the dir
             tokens[-1:] = [_ANY_SEGMENT, None]
         self.tokens = tokens
@@ -60,50 +61,12 @@ _ANY_SEGMENT = re.compile(".*", re.DOTALL)
 
 
 def _segment_regex(part: str) -> str:
-    """One segment's glob as a regex. Each `*` but the last becomes an atomic lazy `(?>.*?chunk)`:
-    inside one segment, taking the earliest occurrence of the fixed-width chunk after a star is
-    always right, so nothing is ever retried (as `fnmatch.translate` does)."""
-    chunks: list[str] = [""]
-    i = 0
-    while i < len(part):
-        char = part[i]
-        if char == "*":
-            while part.startswith("*", i + 1):
-                i += 1
-            chunks.append("")
-        elif char == "?":
-            chunks[-1] += "."
-        elif char == "[" and _bracket_end(part, i) > 0:
-            end = _bracket_end(part, i)
-            chunks[-1] += _bracket_class(part[i + 1 : end])
-            i = end
-        elif char == "\\" and i + 1 < len(part):
-            i += 1
-            chunks[-1] += re.escape(part[i])
-        else:
-            chunks[-1] += re.escape(char)
-        i += 1
-    if len(chunks) == 1:
-        return chunks[0]
-    middle = "".join(f"(?>.*?{chunk})" for chunk in chunks[1:-1])
-    return f"{chunks[0]}{middle}.*{chunks[-1]}"
-
-
-def _bracket_end(pattern: str, start: int) -> int:
-    """Index of the `]` closing the class opened at `start`, or -1 (then `[` is literal)."""
-    j = start + 1
-    if pattern[j : j + 1] in ("!", "^"):
-        j += 1
-    if pattern[j : j + 1] == "]":
-        j += 1
-    return pattern.find("]", j)
-
-
-def _bracket_class(body: str) -> str:
-    negate = body[:1] in ("!", "^")
-    body = body[1:] if negate else body
-    escaped = "".join("\\" + char if char in "\\[]&~|^" else char for char in body)
-    return f"[{'^' if negate else ''}{escaped}]"
+    """One segment's glob as a regex. `fnmatch.translate` makes each `*` but the last an atomic lazy
+    group, so nothing is ever retried. Before it, git's `\\x` escape becomes a class where `x` is
+    special to fnmatch, and a `[^...]` class fnmatch's `[!...]`."""
+    part = re.sub(r"(?<!\\)\[\^", "[!", part)
+    part = re.sub(r"\\(.)", lambda match: f"[{match[1]}]" if match[1] in "*?[\\" else match[1], part)
+    return fnmatch.translate(part)
 
 
 @dataclass(frozen=True)
@@ -138,11 +101,7 @@ def parse_gitignore(text: str, base: str = "") -> list[Rule]:
         line = line.rstrip("/")
         if not line:
             continue
-        try:
-            glob = Glob(line.lstrip("/"), anchored="/" in line)
-        except re.error:
-            continue  # git ignores patterns it cannot parse; so do we
-        rules.append(Rule(base, glob, negate, dir_only))
+        rules.append(Rule(base, Glob(line.lstrip("/"), anchored="/" in line), negate, dir_only))
     return rules
 
 

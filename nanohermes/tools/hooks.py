@@ -11,11 +11,8 @@ stderr read up to OUTPUT_CAP.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -28,14 +25,11 @@ from nanohermes.core.errors import Cancelled, NanoHermesError, reason
 from nanohermes.core.events import Event, Note
 from nanohermes.core.types import ToolCall, ToolResult, shorten
 from nanohermes.tools.outcomes import cap_output, make_result
-from nanohermes.tools.reaper import kill_tagged, new_tag, tagged_env
 from nanohermes.tools.sandbox import Sandbox
-from nanohermes.tools.shell import PIPE_GRACE, POLL, CappedBuffer, join_readers, kill_group, start_readers
+from nanohermes.tools.shell import CappedBuffer, run_command
 
-OUTPUT_CAP = 64 * 1024
-"""Bytes of a hook's stderr kept (its head and tail)."""
-BLOCK = 2
-"""The exit code by which a hook blocks what it was asked about."""
+OUTPUT_CAP = 64 * 1024  # bytes of a hook's stderr kept (its head and tail)
+BLOCK = 2  # the exit code by which a hook blocks what it was asked about
 DECIDING = ("pre_tool", "post_tool", "user_prompt")
 """The events whose hooks may answer with exit 2; at the others it is a failure like any other."""
 
@@ -80,7 +74,7 @@ class HookRunner:
                 code, stderr = self._execute(hook, data, cancel)
             except Cancelled:
                 break
-            except (NanoHermesError, OSError, ValueError) as err:  # refused by the sandbox, no shell, a NUL
+            except (NanoHermesError, OSError) as err:  # refused by the sandbox, no shell, a NUL, no temp file
                 notes.append(
                     Note(f"hook {event} {shorten(hook.command, 60)!r} not run: {reason(err)}", "warning")
                 )
@@ -107,40 +101,14 @@ class HookRunner:
 
     def _execute(self, hook: Hook, data: bytes, cancel: CancelToken) -> tuple[int | None, str]:
         """(exit code, None when it ran past its timeout; its stderr). Raises Cancelled on Ctrl-C."""
-        cancel.raise_if_cancelled()
-        argv = self.sandbox.argv(hook.command)  # None: run it plainly
-        tag = new_tag()
+        err = CappedBuffer(OUTPUT_CAP)
         with tempfile.TemporaryFile() as stdin:  # not a pipe: a hook that never reads it cannot block us
             stdin.write(data)
             stdin.seek(0)
-            process = subprocess.Popen(
-                argv or hook.command,
-                shell=argv is None,
-                cwd=self.workspace,
-                stdin=stdin,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                env=self.sandbox.environment(tagged_env(tag)),
-                start_new_session=True,
+            code, timed_out, _ = run_command(
+                hook.command, self.sandbox, self.workspace, hook.timeout, cancel, err, stdin=stdin
             )
-        err = CappedBuffer(OUTPUT_CAP)
-        stop = threading.Event()
-        readers = start_readers(process, tag, ((process.stderr, err),), stop)
-        deadline = time.monotonic() + hook.timeout
-        try:
-            while process.poll() is None and not cancel.cancelled and time.monotonic() < deadline:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(POLL)
-        finally:  # also on KeyboardInterrupt (a session_start hook in -p)
-            code = process.poll()
-            if code is None:
-                kill_group(process)
-                kill_tagged(tag)
-            join_readers(readers, PIPE_GRACE, cancel)  # background processes may hold its stderr a while
-            stop.set()
-            join_readers(readers, 2 * POLL)
-        cancel.raise_if_cancelled()
-        return code, err.text()
+        return None if timed_out else code, err.text()
 
 
 def _described(event: str, hook: Hook, code: int | None, stderr: str, seconds: float) -> str:

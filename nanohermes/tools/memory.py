@@ -1,19 +1,13 @@
-"""memory_save, memory_search, memory_forget: the model's hands on the long-term memory (SPEC §3.8).
-
-Thin wrappers over `nanohermes.memory.save_memory / search_memory / forget_memory`, which hold the
-logic and raise ToolError for bad input. The import happens at call time, so this module (and the
-tool layer) loads even where the memory package is reduced or replaced; the runner offers these tools
-only when a store is given (memory on).
-"""
+"""memory_save, memory_search, memory_forget (SPEC §3.8): wrappers over `nanohermes.memory`'s
+functions. The runner imports this module only when memory is on."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from nanohermes.memory import MemoryStore, forget_memory, save_memory, search_memory
+from nanohermes.memory.security import checked_part, risky_instruction
 from nanohermes.tools.base import Tool, tool_from_function
-
-if TYPE_CHECKING:
-    from nanohermes.memory import MemoryStore
 
 
 class MemoryTools:
@@ -37,8 +31,6 @@ class MemoryTools:
             scope: global (every project) or project (this repository only); default by kind
             replaces: the id of a memory this one corrects or updates (kept only as history)
         """
-        from nanohermes.memory import save_memory
-
         return save_memory(self.store, kind, text, scope, replaces)
 
     def memory_search(self, query: str, k: int = 4) -> str:
@@ -48,8 +40,6 @@ class MemoryTools:
             query: words to look for
             k: how many memories to return at most
         """
-        from nanohermes.memory import search_memory
-
         return search_memory(self.store, query, k)
 
     def memory_forget(self, id: str) -> str:
@@ -58,8 +48,6 @@ class MemoryTools:
         Args:
             id: the memory's id
         """
-        from nanohermes.memory import forget_memory
-
         return forget_memory(self.store, id)
 
     def tools(self) -> list[Tool]:
@@ -73,7 +61,5 @@ class MemoryTools:
 def _save_risk(args: dict[str, Any]) -> str | None:
     """A memory_save whose text runs fetched code, disables security or sends data away (SPEC §3.7)
     needs the user's approval, like a write."""
-    from nanohermes.memory.security import checked_part, risky_instruction
-
     text = args.get("text")
     return risky_instruction(checked_part(text)) if isinstance(text, str) else None

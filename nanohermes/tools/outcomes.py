@@ -1,7 +1,5 @@
-"""What one tool call leaves: its result (capped), its failure as an `ERROR: …` text, its summary.
-
-Nothing here raises for a tool's failure: the model gets every failure as a result.
-"""
+"""What one tool call leaves: its result (capped), its failure as an `ERROR: …` text (never raised:
+the model gets every failure as a result), its summary."""
 
 from __future__ import annotations
 
@@ -30,7 +28,7 @@ def make_result(call: ToolCall, content: str, ok: bool = True, images: tuple[str
 
 
 def done(result: ToolResult) -> concurrent.futures.Future[ToolResult]:
-    """A future that already holds `result` (a call refused or interrupted before dispatch)."""
+    """A future already holding `result` (a call refused or interrupted before dispatch)."""
     future: concurrent.futures.Future[ToolResult] = concurrent.futures.Future()
     future.set_result(result)
     return future
@@ -46,7 +44,6 @@ def invoke(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, bool, tuple[str, ..
 
 
 def failure(tool: Tool, err: BaseException) -> str:
-    """The result content of a call that raised `err`."""
     if isinstance(err, Cancelled | concurrent.futures.CancelledError):
         return INTERRUPTED
     if isinstance(err, NanoHermesError):
@@ -84,8 +81,7 @@ def start_remote(
     return outer
 
 
-REPORTING_TOOLS = frozenset({"write_file", "edit_file"})
-"""Tools whose result is a one-line report ("Created a.txt (1 line, 6 chars)"), shown as the outcome."""
+REPORTING_TOOLS = frozenset({"write_file", "edit_file"})  # their one-line report is the outcome
 
 
 def finish_summary(result: ToolResult) -> str:

@@ -27,8 +27,6 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 SAFE_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
-TEMP_STEM_BYTES = 128
-"""Bytes of the target's name kept in its temp file's name (the rest of which takes under 60)."""
 
 
 class OutsideWorkspace(ToolError):
@@ -189,7 +187,8 @@ def _lstat_mode(name: str, parent: int | None) -> int | None:
 def _write_new(resolved: Path, data: bytes, parent: int | None) -> None:
     """Write `data` to a temp file beside `resolved` and rename it over (in the directory `parent`,
     or by whole paths). An existing file keeps its permissions."""
-    temp = _temp_name(resolved.name, data)
+    stem = os.fsencode(resolved.name)[:128].decode("utf-8", "ignore") or "file"  # within NAME_MAX
+    temp = f".{stem}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
     if parent is None:
         temp, target = str(resolved.parent / temp), str(resolved)
     else:
@@ -266,31 +265,24 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"  # so `\\x80`-`\\xff` are bytes
 
 
-_UNESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+_UNESCAPE = re.compile(r'\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|([ntr"\\]))')
 _NAMED_UNESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 
 
 def unquoted_path(shown: str) -> str | None:
     """The name `shown_path` showed as `shown`, or None when `shown` is not such a quoted name."""
-    if len(shown) < 2 or shown[0] != '"' or shown[-1] != '"':
+    body = shown[1:-1]
+    if len(shown) < 2 or shown[0] != '"' or shown[-1] != '"' or re.search(r'["\\]', _UNESCAPE.sub("", body)):
         return None
-    out: list[str] = []
-    at = 1
-    for match in _UNESCAPE.finditer(shown, 1, len(shown) - 1):
-        out.append(shown[at : match.start()])
-        byte, code, named = match.groups()
-        if byte is not None:
-            value = int(byte, 16)
-            out.append(chr(value) if value < 0x80 else chr(0xDC00 + value))  # a byte, as os.fsdecode
-        elif code is not None:
-            out.append(chr(int(code, 16)))
-        elif named in _NAMED_UNESCAPES:
-            out.append(_NAMED_UNESCAPES[named])
-        else:
-            return None
-        at = match.end()
-    rest = shown[at:-1]
-    return None if '"' in rest else "".join(out) + rest
+    return _UNESCAPE.sub(_unescaped, body)
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    byte, code, named = match.groups()
+    if byte is not None:
+        value = int(byte, 16)
+        return chr(value) if value < 0x80 else chr(0xDC00 + value)  # a byte, as os.fsdecode has it
+    return chr(int(code, 16)) if code is not None else _NAMED_UNESCAPES[named]
 
 
 def existing_mode(resolved: Path) -> int | None:
@@ -314,13 +306,6 @@ def _not_regular(resolved: Path, mode: int) -> ToolError:
         return ToolError(f"{resolved} is a directory")
     kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
     return ToolError(f"{resolved} is not a regular file ({kind}); not opened")
-
-
-def _temp_name(name: str, data: bytes) -> str:
-    """The temp file beside `name`: its name cut so that the temp's stays within NAME_MAX (255 bytes)
-    even when `name` itself is close to it."""
-    stem = os.fsencode(name)[:TEMP_STEM_BYTES].decode("utf-8", "ignore") or "file"
-    return f".{stem}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
 
 
 _REASONS = {

@@ -19,21 +19,15 @@ from pathlib import Path
 
 TAG_VAR = "NANOHERMES_SHELL_CALL"
 PROC = Path("/proc")
-MAX_ROUNDS = 20
-"""Rescans while new tagged processes keep appearing (a fork loop); each round stops what it finds."""
+MAX_ROUNDS = 20  # rescans while a fork loop makes new ones; each round stops what it finds
 
 
 def new_tag() -> str:
     return uuid.uuid4().hex
 
 
-def tagged_env(tag: str) -> dict[str, str]:
-    """Our environment plus the tag: the one to start a command with."""
-    return {**os.environ, TAG_VAR: tag}
-
-
 def can_track() -> bool:
-    """Whether tagged processes can be found here (a readable /proc)."""
+    """Whether tagged processes can be found here."""
     return (PROC / str(os.getpid()) / "environ").is_file()
 
 

@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,6 @@ from nanohermes.tools.search import SearchTools
 from nanohermes.tools.shell import ShellTool, shown_seconds
 
 if TYPE_CHECKING:
-    from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
     from nanohermes.tools.hooks import HookRunner
 
@@ -71,6 +70,7 @@ class ToolRunner:
         checkpoints: ChangeGuard | None = None,
         files: FileTools | None = None,
     ) -> None:
+        """`files`: file tools reading and writing elsewhere than the disk (ACP: the editor)."""
         self.workspace = Workspace(workspace)
         self.max_chars = tool_output_chars
         self.checkpoints = checkpoints
@@ -108,31 +108,6 @@ class ToolRunner:
 
             for tool in MemoryTools(store).tools():
                 self.register(tool)
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        workspace: Path,
-        approver: Approver | None,
-        store: MemoryStore | None,
-        *,
-        sandbox: Sandbox | None = None,
-        checkpoints: ChangeGuard | None = None,
-        files: FileTools | None = None,
-    ) -> ToolRunner:
-        """`files`: file tools reading and writing elsewhere than the disk (ACP: the editor)."""
-        return cls(
-            workspace,
-            permission=settings.permission,
-            approver=approver,
-            store=store,
-            tool_output_chars=settings.tool_output_chars,
-            shell_timeout=settings.shell_timeout,
-            sandbox=sandbox,
-            checkpoints=checkpoints,
-            files=files,
-        )
 
     # -- what is offered ------------------------------------------------------------------------
 
@@ -174,18 +149,17 @@ class ToolRunner:
         notes: list[Note] = []
         prepared = self._prepare_all(calls, cancel, notes)
         yield from notes
-        futures: list[Future[ToolResult]] = []
-        started: list[float] = []
-        ran: list[bool] = []
+        runs: list[tuple[Future[ToolResult], bool, float]] = []  # (its result, whether it ran, since)
         chains: dict[Path, Future[ToolResult]] = {}
         # its threads are started by the first submit: a batch of remote calls starts none
         pool = ThreadPoolExecutor(min(MAX_WORKERS, len(calls)), thread_name_prefix="nanohermes-tool")
         try:
             for call, ready in zip(calls, prepared, strict=True):
-                started.append(time.monotonic())
-                ran.append(False)
+                began = time.monotonic()
                 if isinstance(ready, ToolResult) or cancel.cancelled:
-                    futures.append(done(ready if isinstance(ready, ToolResult) else _interrupted(call)))
+                    runs.append(
+                        (done(ready if isinstance(ready, ToolResult) else _interrupted(call)), False, began)
+                    )
                     continue
                 tool = ready.tool
                 after = chains.get(ready.resolved) if ready.resolved else None
@@ -196,15 +170,13 @@ class ToolRunner:
                     future = pool.submit(self._execute, ready, cancel, after)
                 if ready.resolved is not None:
                     chains[ready.resolved] = future
-                futures.append(future)
-                ran[-1] = True
+                runs.append((future, True, began))
                 yield ToolStarted(call, ready.summary)
-            for (call, result), it_ran, start in zip(
-                _collect(calls, futures, cancel), ran, started, strict=True
-            ):
-                if it_ran and self.hooks is not None:
+            results = _collect(calls, [future for future, _, _ in runs], cancel)
+            for (call, result), (_, ran, began) in zip(results, runs, strict=True):
+                if ran and self.hooks is not None:
                     result = yield from self.hooks.after_tool(result, call, cancel, self.max_chars)
-                yield ToolFinished(result, finish_summary(result), time.monotonic() - start)
+                yield ToolFinished(result, finish_summary(result), time.monotonic() - began)
         finally:
             pool.shutdown(wait=not cancel.cancelled, cancel_futures=True)
 
@@ -276,7 +248,7 @@ class ToolRunner:
             if asks and tool.approval_kind not in self._always:
                 self._approve(call, tool, args, resolved, previews, risk)
         except _Refused as refused:
-            return make_result(call, refused.text, ok=False)
+            return make_result(call, str(refused), ok=False)
         except Cancelled:
             return _interrupted(call)
         except NanoHermesError as err:
@@ -367,12 +339,8 @@ class ToolRunner:
         return shorten(str(value), 200)
 
 
-class _Refused(NanoHermesError):
-    """A call refused before dispatch; `text` is the whole result."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
+class _Refused(Exception):
+    """A call refused before dispatch; its text is the whole result."""
 
 
 def _interrupted(call: ToolCall) -> ToolResult:
@@ -384,15 +352,11 @@ def _collect(
 ) -> Iterator[tuple[ToolCall, ToolResult]]:
     """Every call's result in call order, each as soon as it and those before it are done; on
     cancellation at once, unfinished calls interrupted."""
-    wake = threading.Event()
-    unregister = cancel.on_cancel(wake.set)
-    for future in futures:
-        future.add_done_callback(lambda _: wake.set())
+    stopped: Future[Any] = Future()  # done when the batch is cancelled
+    unregister = cancel.on_cancel(lambda: stopped.set_result(None))
     try:
         for call, future in zip(calls, futures, strict=True):
-            while not (future.done() or cancel.cancelled):
-                wake.wait(1.0)
-                wake.clear()  # before the check above: a wake-up set meanwhile is never lost
+            wait([future, stopped], return_when=FIRST_COMPLETED)
             if future.done() and not future.cancelled():
                 yield call, future.result()
             else:

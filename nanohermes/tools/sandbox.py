@@ -11,6 +11,7 @@ with nanohermes. Whether bubblewrap can run here is probed once, off the prompt'
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -147,7 +148,10 @@ class Sandbox:
 
     def _wrap(self, command: str) -> list[str]:
         args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        args += self._runtime_args()
+        if RUNTIME_DIR.is_dir():  # bubblewrap cannot create it on a read-only root
+            args += ["--tmpfs", str(RUNTIME_DIR)]
+            for kept in (*PROGRAM_RUNTIME, *(NETWORK_RUNTIME if self.network else ())):
+                args += ["--ro-bind-try", kept, kept]
         root = str(self.workspace)
         args += ["--bind", root, root]
         git_dir = _git_dir_inside(self.workspace)
@@ -166,15 +170,6 @@ class Sandbox:
         # read-write or unmount what hides the keys. Elsewhere the command has none already.
         args += ["--cap-drop", "ALL", "--unshare-pid", "--die-with-parent", "--chdir", root]
         args += ["--", "/bin/sh", "-c", command]
-        return args
-
-    def _runtime_args(self) -> list[str]:
-        """Cover RUNTIME_DIR (when the host has one: bubblewrap cannot create it on a read-only root)."""
-        if not RUNTIME_DIR.is_dir():
-            return []
-        args = ["--tmpfs", str(RUNTIME_DIR)]
-        for kept in (*PROGRAM_RUNTIME, *(NETWORK_RUNTIME if self.network else ())):
-            args += ["--ro-bind-try", kept, kept]
         return args
 
     def blocked_note(self, output: str) -> str:
@@ -228,22 +223,15 @@ def _missing(name: str) -> str:
 
 
 def _hideable(paths: Iterable[Path], workspace: Path) -> tuple[Path, ...]:
-    """The paths to cover, outermost only, leaving out any that holds the workspace itself."""
-    kept: list[Path] = []
-    for path in sorted(_resolved(paths)):
-        if workspace.is_relative_to(path) or any(path.is_relative_to(outer) for outer in kept):
-            continue
-        kept.append(path)
-    return tuple(kept)
-
-
-def _resolved(paths: Iterable[Path]) -> set[Path]:
-    """`paths` after `~` and links. One that cannot be resolved (a link loop) names nothing that
-    could be read, and covering it would make bubblewrap fail: it is left out."""
+    """The paths to cover, after `~` and links, outermost only, leaving out any that holds the
+    workspace. One that cannot be resolved (a link loop) names nothing that could be read, and
+    covering it would make bubblewrap fail: it is left out."""
     resolved: set[Path] = set()
     for path in paths:
-        try:
+        with contextlib.suppress(OSError, RuntimeError):  # RuntimeError: a link loop before 3.13, ~nosuchuser
             resolved.add(path.expanduser().resolve())
-        except (OSError, RuntimeError):  # RuntimeError: a link loop before Python 3.13, ~nosuchuser
-            continue
-    return resolved
+    kept: list[Path] = []
+    for path in sorted(resolved):
+        if not workspace.is_relative_to(path) and not any(path.is_relative_to(outer) for outer in kept):
+            kept.append(path)
+    return tuple(kept)

@@ -6,11 +6,13 @@ during the walk cannot lead outside the workspace; FIFOs, sockets and devices ar
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import re
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -19,7 +21,6 @@ from nanohermes.core.types import shorten
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import SNIFF_BYTES, looks_binary
 from nanohermes.tools.gitignore import Glob, Rule, is_ignored, parse_gitignore
-from nanohermes.tools.grep_pattern import compile_pattern
 from nanohermes.tools.paths import SAFE_WALK, Workspace, existing_mode, is_special, shown_path
 
 if TYPE_CHECKING:
@@ -31,10 +32,12 @@ GREP_MAX_LINE_CHARS = 300
 GREP_MAX_FILE_BYTES = 16 * 1024 * 1024
 GREP_FILE_SECONDS = 3.0
 """Time limit for searching one file: a pattern that backtracks catastrophically is stopped."""
+GREP_MAX_PATTERN_UNITS = 100_000
+"""A pattern whose counted repeats unroll past this many pieces is refused (memory)."""
 GITIGNORE_MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 100
-"""Directories nested deeper than this are listed but not entered: a chain of hundreds of nested
-directories would otherwise exhaust the stack and fail the walk."""
+"""Deeper directories are not entered: a chain of hundreds would exhaust the stack."""
+TOO_DEEP = f"not entered, more than {MAX_DEPTH} directories deep"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -61,18 +64,14 @@ class SearchTools:
             raise ToolError(f"{path}: no such directory")
         if not stat.S_ISDIR(mode):
             raise ToolError(f"{path} is not a directory (use read_file for files)")
-        shown: list[str] = []
-        total = 0
         deep: list[str] = []
-        for rel in self._files(start, glob, deep, ctx):
-            total += 1
-            if len(shown) < LIST_MAX_ENTRIES:
-                shown.append(shown_path(rel))
-        if total > len(shown):
-            shown.append(f"[… {total - len(shown)} more files; narrow it with path or glob]")
+        files = self._files(start, glob, deep, ctx)
+        shown = [shown_path(rel) for rel in itertools.islice(files, LIST_MAX_ENTRIES)]
+        if more := sum(1 for _ in files):
+            shown.append(f"[… {more} more files; narrow it with path or glob]")
         if not shown:
             shown.append(f"no files{' matching ' + repr(glob) if glob else ''} under {path}")
-        return "\n".join(shown + _too_deep_note(deep))
+        return "\n".join(shown + _note(deep, TOO_DEEP))
 
     def grep(self, pattern: str, path: str = ".", glob: str | None = None, *, ctx: CallContext) -> str:
         """Search file contents for a regular expression (Python syntax); prints path:line: text.
@@ -85,12 +84,11 @@ class SearchTools:
         compiled = compile_pattern(pattern)
         resolved = self.workspace.resolve(path, ctx.granted)
         deep: list[str] = []
-        files: Iterator[Path]
+        files: Iterable[Path] = [resolved]
         if stat.S_ISDIR(existing_mode(resolved) or 0):
             files = (self.workspace.root / rel for rel in self._files(resolved, glob, deep, ctx))
         else:
             os.close(self.workspace.open_file(resolved, os.O_RDONLY))  # a FIFO or device: ERROR
-            files = iter([resolved])
         hits: list[str] = []
         more = 0
         big: list[str] = []
@@ -99,10 +97,9 @@ class SearchTools:
             for line_no, line in self._search_file(file, compiled, pattern, big, ctx):
                 if len(hits) >= GREP_MAX_MATCHES:
                     more += 1
-                elif len(line) > GREP_MAX_LINE_CHARS:
-                    hits.append(f"{self.workspace.shown(file)}:{line_no}: {line[:GREP_MAX_LINE_CHARS]} […]")
-                else:
-                    hits.append(f"{self.workspace.shown(file)}:{line_no}: {line}")
+                    continue
+                cut = " […]" if len(line) > GREP_MAX_LINE_CHARS else ""
+                hits.append(f"{self.workspace.shown(file)}:{line_no}: {line[:GREP_MAX_LINE_CHARS]}{cut}")
         if more:
             hits.append(f"[… {more} more matches not shown; narrow the pattern, path or glob]")
         found = "\n".join(hits) or f"no matches for {pattern!r}"
@@ -110,17 +107,12 @@ class SearchTools:
         big_note = _note(
             big, f"not searched, larger than {limit} MB", "; run_shell with grep can search them"
         )
-        return "\n".join([found, *_too_deep_note(deep), *big_note])
-
-    # -- walking ----------------------------------------------------------------------------------
+        return "\n".join([found, *_note(deep, TOO_DEEP), *big_note])
 
     def _files(self, start: Path, glob: str | None, deep: list[str], ctx: CallContext) -> Iterator[str]:
         """The workspace-relative paths of the files under `start` that git would not ignore and
         that match `glob` (without `/` it matches file names, with `/` relative paths)."""
-        try:
-            wanted = Glob(glob.lstrip("/"), anchored="/" in glob) if glob else None
-        except re.error:
-            raise ToolError(f"invalid glob {glob!r}") from None
+        wanted = Glob(glob.lstrip("/"), anchored="/" in glob) if glob else None
         rules: list[Rule] = []
         if start.is_relative_to(self.workspace.root):  # the .gitignore files above `start` count too
             parts = start.relative_to(self.workspace.root).parts
@@ -128,17 +120,11 @@ class SearchTools:
                 above = self.workspace.root.joinpath(*parts[:index])
                 rules += _read_rules(above, "/".join(parts[:index]))
         base = self.workspace.relative(start) if start != self.workspace.root else ""
-        walked = self._walk_from(start, base, rules, deep, ctx)
-        return (rel for rel in walked if wanted is None or wanted.matches(rel))
-
-    def _walk_from(
-        self, start: Path, base: str, rules: list[Rule], deep: list[str], ctx: CallContext
-    ) -> Iterator[str]:
-        if SAFE_WALK:
-            with self.workspace.dir_fd(start) as fd:
-                yield from _walk(fd, base, rules, deep, ctx, 1)
-        else:
-            yield from _walk(start, base, rules, deep, ctx, 1)
+        opened = self.workspace.dir_fd(start) if SAFE_WALK else contextlib.nullcontext(start)
+        with opened as where:
+            for rel in _walk(where, base, rules, deep, ctx, 1):
+                if wanted is None or wanted.matches(rel):
+                    yield rel
 
     def _search_file(
         self, file: Path, compiled: regex.Pattern[str], pattern: str, big: list[str], ctx: CallContext
@@ -242,15 +228,10 @@ def _read_rules(where: Where, base: str) -> list[Rule]:
 
 
 def _note(names: list[str], what: str, advice: str = "") -> list[str]:
-    """A line naming what was skipped, if anything was."""
     if not names:
         return []
     more = f" and {len(names) - 1} more" if len(names) > 1 else ""
     return [f"[{what}: {shorten(names[0], 120)}{more}{advice}]"]
-
-
-def _too_deep_note(deep: list[str]) -> list[str]:
-    return _note(deep, f"not entered, more than {MAX_DEPTH} directories deep")
 
 
 def _lines_within(handle: BinaryIO, limit: int) -> Iterator[bytes]:
@@ -260,3 +241,65 @@ def _lines_within(handle: BinaryIO, limit: int) -> Iterator[bytes]:
     while left > 0 and (line := handle.readline(left)):
         left -= len(line)
         yield line
+
+
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """`pattern` compiled by the `regex` engine (Python `re` syntax), whose searches take a timeout
+    and release the GIL, so a catastrophic pattern can be stopped and never freezes Ctrl-C."""
+    import regex  # imported on the first grep only
+
+    if repeat_units(pattern) > GREP_MAX_PATTERN_UNITS:
+        raise ToolError(
+            f"regular expression {shorten(pattern, 80)!r} repeats too much "
+            f"(nested counts multiply past {GREP_MAX_PATTERN_UNITS:,}); not run",
+            hint="use smaller {n} counts",
+        )
+    try:
+        return regex.compile(pattern, regex.VERSION0)
+    except regex.error as err:
+        raise ToolError(f"invalid regular expression {pattern!r}: {err}") from None
+    except (RecursionError, OverflowError, ValueError):
+        raise ToolError(f"regular expression {pattern!r} is too complex") from None
+
+
+_COUNT = re.compile(r"\{(\d{0,9})(?:,(\d{0,9}))?\}")
+
+
+def repeat_units(pattern: str) -> int:
+    """About how many pieces `pattern` compiles to. The engine unrolls counted repeats, so nested
+    ones multiply: `(?:(?:a{1000}){1000}){1000}`, 27 characters, would take tens of GB to compile."""
+    totals = [0]  # one running size per open group
+    last = 0  # the size of the piece a `{n}` after it repeats
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        count = _COUNT.match(pattern, i) if char == "{" else None
+        if char == "(":
+            totals.append(0)
+            i += 1
+            continue
+        if char == ")" and len(totals) > 1:
+            last = max(1, totals.pop())
+            end = i + 1
+        elif count and (count.group(1) or count.group(2)):
+            times = max(int(count.group(1) or 0), int(count.group(2) or 0))
+            totals[-1] += last * (times - 1)
+            last *= times
+            i = count.end()
+            continue
+        else:
+            last = 1
+            end = _class_end(pattern, i) + 1 if char == "[" else i + (2 if char == "\\" else 1)
+        totals[-1] += last
+        i = end
+    return sum(totals)
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """Index of the `]` closing the class opened at `start` (the pattern's end when there is none)."""
+    i = start + 1
+    i += pattern[i : i + 1] == "^"
+    i += pattern[i : i + 1] == "]"
+    while i < len(pattern) and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return min(i, len(pattern) - 1)

@@ -1,4 +1,4 @@
-"""run_shell: one command in its own process group, with a timeout, killable, output capped as read.
+"""run_shell (and hooks): a command in its own process group, with a timeout, killable, output capped.
 
 On timeout or cancellation the whole group gets SIGTERM, then SIGKILL (and `reaper` kills what left
 the group). Each stream is read by its own thread into a `CappedBuffer` keeping only a head and a
@@ -25,16 +25,20 @@ from typing import IO
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.tools.base import CallContext
-from nanohermes.tools.reaper import kill_tagged, new_tag, tagged_env
+from nanohermes.tools.reaper import TAG_VAR, kill_tagged, new_tag
 from nanohermes.tools.sandbox import Sandbox
 
-KILL_GRACE = 0.5
-"""Seconds between SIGTERM and SIGKILL of the process group."""
+KILL_GRACE = 0.5  # seconds between SIGTERM and SIGKILL of the process group
 PIPE_GRACE = 2.0
 """After the shell exits, how long background processes may keep its output pipes open."""
 CHUNK = 64 * 1024
-POLL = 0.1
-"""How often a reader checks whether it was told to stop reading."""
+POLL = 0.1  # how often a reader checks whether it was told to stop
+HELD_NOTES = {
+    "stopped": "(background processes kept the output open and were stopped; "
+    "redirect their output to keep them running)",
+    "escaped": "(background processes kept the output open; one that left the process group and "
+    "cleared its environment could not be stopped and may still run; output shown so far)",
+}
 STREAM_OVERHEAD = 48
 """Characters of the report kept for each stream's label and its "[… N bytes omitted …]" note."""
 
@@ -63,7 +67,6 @@ class CappedBuffer:
 
     @property
     def shown(self) -> int:
-        """Bytes `text()` shows when not given a smaller limit."""
         return min(self.total, 2 * self.half)
 
     def text(self, limit: int | None = None) -> str:
@@ -130,38 +133,9 @@ class ShellTool:
         if not command.strip():
             raise ToolError("command is empty")
         limit, note = self._timeout(timeout)
-        ctx.cancel.raise_if_cancelled()
-        tag = new_tag()
-        process = self._start(command, tag)
         out, err = CappedBuffer(self.max_chars), CappedBuffer(self.max_chars)
-        done_reading = threading.Event()
-        readers = start_readers(process, tag, ((process.stdout, out), (process.stderr, err)), done_reading)
-
-        def stop() -> None:  # runs in the cancelling thread: signal only, never wait
-            signal_group(process, signal.SIGTERM)
-
-        unregister = ctx.cancel.on_cancel(stop)
-        timed_out = lingering = escaped = False
-        try:
-            timed_out = self._wait(process, limit, ctx)
-            if timed_out or ctx.cancel.cancelled:  # at once: also what left the group (setsid)
-                kill_tagged(tag)
-            lingering = join_readers(readers, PIPE_GRACE, ctx.cancel)
-            if lingering and not ctx.cancel.cancelled:  # background processes still hold the pipes
-                kill_group(process)
-                kill_tagged(tag)
-                escaped = join_readers(readers, PIPE_GRACE, ctx.cancel)  # held by one that left group and tag
-        finally:
-            unregister()
-            done_reading.set()  # what still holds the pipes is not read any more (see _pump)
-            if process.poll() is None or ctx.cancel.cancelled:
-                kill_group(process)
-                kill_tagged(tag)
-            join_readers(readers, 2 * POLL)
-        if ctx.cancel.cancelled:
-            raise Cancelled()
-        held = "escaped" if escaped else "stopped" if lingering else ""
-        return self._report(process.returncode, out, err, timed_out, limit, note, held)
+        code, timed_out, held = run_command(command, self.sandbox, self.cwd, limit, ctx.cancel, err, out)
+        return self._report(code, out, err, timed_out, limit, note, held)
 
     def _timeout(self, requested: float | None) -> tuple[float, str]:
         """The limit for one call: the setting, or less when the model asks for less. NaN, infinite,
@@ -182,49 +156,6 @@ class ShellTool:
             )
         return float(requested), ""
 
-    def _start(self, command: str, tag: str) -> subprocess.Popen[bytes]:
-        windows = sys.platform == "win32"
-        argv = self.sandbox.argv(command)  # None: run it plainly
-        try:
-            return subprocess.Popen(
-                argv or command,
-                shell=argv is None,
-                cwd=self.cwd,
-                stdin=subprocess.DEVNULL,
-                env=self.sandbox.environment(tagged_env(tag)),  # the tag: see tools/reaper.py
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=not windows,
-                creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if windows else 0,
-            )
-        except OSError as err:
-            if err.errno == errno.E2BIG:  # Linux takes at most 128 KiB in one argument
-                raise ToolError(
-                    f"command too long to run ({len(command)} characters): write it to a script file "
-                    "and run that"
-                ) from None
-            where = f": {err.filename}" if err.filename else ""  # a workspace a command removed
-            raise ToolError(f"could not start the shell: {err.strerror or err}{where}") from None
-        except ValueError as err:  # a NUL byte or a lone surrogate: no argv can hold it
-            raise ToolError(f"command cannot be run: {err}") from None
-
-    @staticmethod
-    def _wait(process: subprocess.Popen[bytes], limit: float, ctx: CallContext) -> bool:
-        """Wait for the shell; True when it ran past `limit` (its group is then killed)."""
-        deadline = time.monotonic() + limit
-        while not ctx.cancel.cancelled:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                kill_group(process)
-                return True
-            try:
-                process.wait(timeout=min(remaining, 0.25))
-                return False
-            except subprocess.TimeoutExpired:
-                continue
-        kill_group(process)
-        return False
-
     def _report(
         self,
         code: int | None,
@@ -243,24 +174,104 @@ class ShellTool:
         else:
             head = f"exit code: {code}"
         lines = [" ".join(part for part in (head, note) if part)]
-        if held == "stopped":
-            lines.append(
-                "(background processes kept the output open and were stopped; "
-                "redirect their output to keep them running)"
-            )
-        elif held:
-            lines.append(
-                "(background processes kept the output open; one that left the process group and "
-                "cleared its environment could not be stopped and may still run; output shown so far)"
-            )
+        if held:
+            lines.append(HELD_NOTES[held])
         blocked = self.sandbox.blocked_note(err.text() + (out.text() if code else ""))
         used = sum(len(line) + 1 for line in (*lines, blocked) if line)
-        room = self.max_chars - used - 2 * STREAM_OVERHEAD
-        shares = _share(max(0, room), out.shown, err.shown)
+        room = max(0, self.max_chars - used - 2 * STREAM_OVERHEAD)
+        # the smaller stream gets what it needs, up to half; the other one the rest
+        small = min(out.shown, err.shown, room // 2)
+        shares = (small, room - small) if out.shown <= err.shown else (room - small, small)
         for label, buffer, share in (("stdout", out, shares[0]), ("stderr", err, shares[1])):
             text = buffer.text(share).rstrip("\n")
             lines.append(f"{label}:\n{text}" if text else f"{label}: (empty)")
         return "\n".join([*lines, blocked] if blocked else lines)
+
+
+def run_command(
+    command: str,
+    sandbox: Sandbox,
+    cwd: Path,
+    limit: float,
+    cancel: CancelToken,
+    err: CappedBuffer,
+    out: CappedBuffer | None = None,
+    stdin: int | IO[bytes] = subprocess.DEVNULL,
+) -> tuple[int | None, bool, str]:
+    """Run `command` in its own process group, reading stderr (and stdout, else discarded) into the
+    buffers: (exit code, whether it ran past `limit`, "stopped" or "escaped" when background processes
+    kept its output open). Raises Cancelled, or ToolError when it cannot start."""
+    cancel.raise_if_cancelled()
+    tag = new_tag()
+    process = _start(command, sandbox, cwd, tag, stdin, capture_out=out is not None)
+    done_reading = threading.Event()
+    pipes = ((process.stdout, out),) if out is not None else ()
+    readers = start_readers(process, tag, (*pipes, (process.stderr, err)), done_reading)
+    # runs in the cancelling thread: signal only, never wait
+    unregister = cancel.on_cancel(lambda: signal_group(process, signal.SIGTERM))
+    timed_out = lingering = escaped = False
+    try:
+        timed_out = _wait(process, limit, cancel)
+        if timed_out or cancel.cancelled:  # at once: also what left the group (setsid)
+            kill_tagged(tag)
+        lingering = join_readers(readers, PIPE_GRACE, cancel)
+        if lingering and not cancel.cancelled:  # background processes still hold the pipes
+            kill_group(process)
+            kill_tagged(tag)
+            escaped = join_readers(readers, PIPE_GRACE, cancel)  # held by one that left group and tag
+    finally:  # also on KeyboardInterrupt (a session_start hook in -p)
+        unregister()
+        done_reading.set()  # what still holds the pipes is not read any more (see _pump)
+        if process.poll() is None or cancel.cancelled:
+            kill_group(process)
+            kill_tagged(tag)
+        join_readers(readers, 2 * POLL)
+    if cancel.cancelled:
+        raise Cancelled()
+    return process.returncode, timed_out, "escaped" if escaped else "stopped" if lingering else ""
+
+
+def _start(
+    command: str, sandbox: Sandbox, cwd: Path, tag: str, stdin: int | IO[bytes], *, capture_out: bool
+) -> subprocess.Popen[bytes]:
+    windows = sys.platform == "win32"
+    argv = sandbox.argv(command)  # None: run it plainly
+    try:
+        return subprocess.Popen(
+            argv or command,
+            shell=argv is None,
+            cwd=cwd,
+            stdin=stdin,
+            env=sandbox.environment({**os.environ, TAG_VAR: tag}),  # the tag: see tools/reaper.py
+            stdout=subprocess.PIPE if capture_out else subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=not windows,
+            creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if windows else 0,
+        )
+    except OSError as err:
+        if err.errno == errno.E2BIG:  # Linux takes at most 128 KiB in one argument
+            raise ToolError(
+                f"command too long to run ({len(command)} characters): write it to a script file and run that"
+            ) from None
+        where = f": {err.filename}" if err.filename else ""  # a workspace a command removed
+        raise ToolError(f"could not start the shell: {err.strerror or err}{where}") from None
+    except ValueError as err:  # a NUL byte or a lone surrogate: no argv can hold it
+        raise ToolError(f"command cannot be run: {err}") from None
+
+
+def _wait(process: subprocess.Popen[bytes], limit: float, cancel: CancelToken) -> bool:
+    """Wait for the shell; True when it ran past `limit` (its group is then killed)."""
+    deadline = time.monotonic() + limit
+    while not cancel.cancelled:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            kill_group(process)
+            return True
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=min(remaining, 0.25))
+            return False
+    kill_group(process)
+    return False
 
 
 def shown_seconds(value: float) -> str:
@@ -304,13 +315,6 @@ def start_readers(
                 stream.close()
         raise ToolError(f"could not read the command's output ({error}); it was stopped") from None
     return readers
-
-
-def _share(room: int, first: int, second: int) -> tuple[int, int]:
-    """Split `room` between two streams of `first` and `second` bytes: the smaller one gets what it
-    needs, up to half; the other one the rest."""
-    small = min(first, second, room // 2)
-    return (small, room - small) if first <= second else (room - small, small)
 
 
 def signal_group(process: subprocess.Popen[bytes], signum: int) -> bool:

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from tool_helpers import FakeApprover, args, auto_runner, call, results, run, started
 
-from nanohermes.config.settings import load_settings
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ConfigError
 from nanohermes.core.events import ToolFinished, ToolStarted
@@ -370,16 +369,6 @@ def test_an_edit_that_cannot_apply_is_an_error_without_asking(workspace: Path) -
     )
     assert got[0].content.startswith("ERROR: old text not found in e.txt.")
     assert approver.requests == []
-
-
-def test_from_settings_takes_mode_caps_and_timeout(workspace: Path) -> None:
-    settings = load_settings(
-        {"permission": "read-only", "tool_output_chars": 300, "shell_timeout": 7}, environ={}
-    )
-    runner = ToolRunner.from_settings(settings, workspace, None, None)
-    assert runner.permission == "read-only"
-    assert runner.max_chars == 300
-    assert runner._shell.default_timeout == 7
 
 
 def test_approvals_from_parallel_batches_are_asked_one_at_a_time(workspace: Path) -> None:
