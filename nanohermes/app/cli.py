@@ -224,7 +224,6 @@ def _report(err: Exception, verbose: bool) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    from nanohermes.ui.safe_text import say  # a flag's value may hold escape sequences
+    from nanohermes.ui.safe_text import fail  # a flag's value may hold escape sequences
 
-    say(f"error: {message}")
-    return code
+    return fail(message, code)

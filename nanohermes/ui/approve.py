@@ -57,10 +57,10 @@ class PendingApproval:
         self._interrupted = True
         self.resolve(Decision.NO)
 
-    def wait(self, cancel: CancelToken, poll: float = 0.2) -> Decision:
+    def wait(self, cancel: CancelToken) -> Decision:
         """Block until answered; raises `Cancelled` when interrupted or the turn was cancelled (the
         runner then gives this call, and the calls after it, the interrupted result)."""
-        while not self._done.wait(poll):
+        while not self._done.wait(0.2):
             if cancel.cancelled:
                 self.resolve(Decision.NO)
         if self._interrupted or cancel.cancelled:

@@ -16,10 +16,10 @@ from nanohermes.config.settings import PERMISSION_MODES
 from nanohermes.core.errors import NanoHermesError
 from nanohermes.core.types import plural, shorten
 from nanohermes.sessions.paths import recent_session_files, session_title
-from nanohermes.ui.checkpoint_cmd import list_checkpoints, show_diff, undo
 from nanohermes.ui.command_context import CommandContext, Handler
 from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
 from nanohermes.ui.safe_text import ECHO_CHARS, echoed, terminal_safe
+from nanohermes.ui.undo_cmd import list_checkpoints, show_diff, undo
 
 if TYPE_CHECKING:
     from nanohermes.ui.seams import RuntimeLike

@@ -1,10 +1,13 @@
-"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10); the REPL's `/memory` runs the same actions."""
+"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10), export and import included; the REPL's `/memory`
+runs the same actions."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from rich.console import Console
 from rich.markup import escape as escape_markup
@@ -12,19 +15,28 @@ from rich.table import Table
 
 from nanohermes.config.options import MemoryArgs
 from nanohermes.config.settings import Settings
-from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MemoryRejected, StoreError, ToolError
+from nanohermes.core.errors import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    ConfigError,
+    MemoryRejected,
+    StoreError,
+    ToolError,
+)
 from nanohermes.core.types import plural
 from nanohermes.memory import K1, B, Entry, Kind, MemoryStore, resolve_id, workspace_store
-from nanohermes.ui.memory_transfer import BadArgument, export_memories, import_file
-from nanohermes.ui.safe_text import echoed, say, terminal_safe
+from nanohermes.memory.transfer import export_markdown, import_memories, parse_import
+from nanohermes.ui.safe_text import echoed, fail, say, terminal_safe
 
 SEARCH_LIMIT = 10
 DAY = 86_400
 MAX_LINE_CHARS = 240
 """A note or error stays about one line on the screen."""
+MAX_IMPORT_BYTES = 16 << 20
 
 Action = Callable[[Console, MemoryStore, MemoryArgs, str], None]
-"""One action: prints to the console; raises BadArgument (a user mistake) or StoreError."""
+"""One action: prints to the console; raises ConfigError (a user mistake) or StoreError."""
 
 
 def escape(text: str) -> str:
@@ -46,19 +58,14 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
     action = ACTIONS.get(args.action)
     if action is None:
         names = ", ".join(ACTIONS)
-        return _error(f"unknown memory action {args.action!r}; use one of {names}", EXIT_USAGE)
+        return fail(f"unknown memory action {args.action!r}; use one of {names}", EXIT_USAGE, MAX_LINE_CHARS)
     try:
         action(out, store, args, settings.language)
-    except BadArgument as err:
-        return _error(str(err), EXIT_USAGE)
+    except ConfigError as err:
+        return fail(err.one_line(), EXIT_USAGE, MAX_LINE_CHARS)
     except StoreError as err:
-        return _error(err.one_line(), EXIT_FAILURE)
+        return fail(err.one_line(), EXIT_FAILURE, MAX_LINE_CHARS)
     return EXIT_OK
-
-
-def _error(message: str, code: int) -> int:
-    say(f"error: {message}", MAX_LINE_CHARS)
-    return code
 
 
 def _when(ts: int) -> str:
@@ -98,7 +105,7 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
     entries += [e for e in store.team.load() if args.history or not e.superseded_by] if store.team else []
     if args.stale is not None:
         if args.stale < 0:
-            raise BadArgument(f"--stale needs a number of days, not {args.stale}")
+            raise ConfigError(f"--stale needs a number of days, not {args.stale}")
         entries = [e for e in entries if max(e.used_ts, e.ts) < time.time() - args.stale * DAY]
     if not entries:
         more = f"; {hidden} in other projects (--all shows them)" if hidden else ""
@@ -124,7 +131,7 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
 def _search(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     query = args.argument.strip()
     if not query:
-        raise BadArgument("memory search needs a query, e.g. nanohermes memory search deploy")
+        raise ConfigError("memory search needs a query, e.g. nanohermes memory search deploy")
     if args.all_projects or args.history:
         store = store.for_project(None if args.all_projects else store.project, history=args.history)
     hits = store.search(query, top_k=SEARCH_LIMIT)
@@ -169,13 +176,13 @@ def _forget(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> No
     """By id, or by a unique id prefix of 4+ characters; any project's: the user names it on purpose."""
     wanted = args.argument
     if not wanted.strip():
-        raise BadArgument("memory forget needs an id (memory list shows them)")
+        raise ConfigError("memory forget needs an id (memory list shows them)")
     try:
         entry = store.get(resolve_id(store, wanted, "memory list --all shows the ids", everywhere=True))
     except ToolError as err:
-        raise BadArgument(str(err)) from None
+        raise ConfigError(str(err)) from None
     if entry is None or not store.forget(entry.id):  # removed by another process in between
-        raise BadArgument(f"no memory with id {echoed(wanted.strip())} (memory list shows the ids)")
+        raise ConfigError(f"no memory with id {echoed(wanted.strip())} (memory list shows the ids)")
     out.print(f"Forgot {escape(entry.id)} [{escape(entry.kind.label(lang))}] {escape(entry.text)}")
     out.print(f"{plural(len(store), 'memory')} left.", style="dim")
 
@@ -188,8 +195,11 @@ def _stats(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> Non
     table.add_row("file", escape(str(stats.path)) + ("" if stats.exists else " (not created yet)"))
     table.add_row("size", f"{stats.size_bytes:,} bytes")
     table.add_row("memories", f"{stats.total} of at most {stats.max_entries}")
-    table.add_row("  scopes", escape(_scope_counts(store)))
     entries, recent = store.load(), time.time() - 30 * DAY
+    mine = sum(entry.project is not None and entry.project == store.project for entry in entries)
+    shared = sum(entry.project is None for entry in entries)
+    others = len(entries) - mine - shared
+    table.add_row("  scopes", escape(f"global {shared}, this project {mine}, other projects {others}"))
     table.add_row("  replaced", f"{sum(bool(e.superseded_by) for e in entries)} (kept as history)")
     never, lately = sum(not e.used_ts for e in entries), sum(e.used_ts >= recent for e in entries)
     table.add_row(
@@ -206,14 +216,6 @@ def _stats(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> Non
     out.print(table)
 
 
-def _scope_counts(store: MemoryStore) -> str:
-    """How many memories are global, this project's and other projects'."""
-    entries = store.load()
-    mine = sum(entry.project is not None and entry.project == store.project for entry in entries)
-    shared = sum(entry.project is None for entry in entries)
-    return f"global {shared}, this project {mine}, other projects {len(entries) - mine - shared}"
-
-
 def _path(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     print(store.path)  # plain, for scripts: $(nanohermes memory path)
 
@@ -224,11 +226,11 @@ def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     it merged into."""
     kind = Kind.parse(args.kind)
     if kind is None:
-        raise BadArgument(
+        raise ConfigError(
             f"unknown memory kind {echoed(args.kind)}; use preference, correction, lesson or fact"
         )
     if args.team and store.team is None:
-        raise BadArgument(
+        raise ConfigError(
             "--team needs a git repository (the team memory is <top level>/.nanohermes/memory.json)"
         )
     target = store.team if args.team and store.team is not None else store
@@ -237,7 +239,7 @@ def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
             kind, args.argument, source="user", scope="project" if args.project else "global"
         )
     except MemoryRejected as err:
-        raise BadArgument(err.one_line()) from None
+        raise ConfigError(err.one_line()) from None
     entry = target.get(target.last_id or "")
     where = escape(scope_label(entry, store.project)) if entry is not None else "?"
     ident = escape(entry.id) if entry is not None else "?"
@@ -257,12 +259,75 @@ def _replace(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> N
     try:
         old = target.get(resolve_id(target, args.target, "memory list --all shows the ids", everywhere=True))
         if old is None:  # forgotten by another process in between
-            raise BadArgument(f"no memory with id {echoed(args.target.strip())} (memory list shows the ids)")
+            raise ConfigError(f"no memory with id {echoed(args.target.strip())} (memory list shows the ids)")
         target.remember(old.kind, args.argument, source="user", replaces=old.id)
     except (ToolError, MemoryRejected) as err:
-        raise BadArgument(err.one_line() if isinstance(err, MemoryRejected) else str(err)) from None
+        raise ConfigError(err.one_line() if isinstance(err, MemoryRejected) else str(err)) from None
     new = escape(target.last_id or "?")
     out.print(f"Replaced {escape(old.id)} by {new}; the old one is kept (memory list --history).")
+
+
+def export_memories(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+    """`memory export`: every memory of every project, as Markdown on stdout. A file gets the texts as
+    stored; a terminal sees an escape sequence an older memory.json may hold as text, not obeyed."""
+    text = export_markdown(store.load(), str(store.path))
+    sys.stdout.write(terminal_safe(text) if sys.stdout.isatty() else text)
+    sys.stdout.flush()
+
+
+def import_file(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+    """`memory import FILE`: a Markdown export or a JSON list, each memory through `remember`."""
+    name = terminal_safe(args.argument)  # a file name may hold escape sequences
+    try:
+        items = parse_import(_read_import(args.argument))
+    except MemoryRejected as err:  # nothing is imported from a file that does not parse
+        raise ConfigError(f"{name}: {err.one_line()}; nothing imported") from None
+    if len(items) > store.max_entries:  # the cap would evict every memory there is, and most of these
+        raise ConfigError(
+            f"{name} holds {len(items):,} memories, more than memory_max_entries ({store.max_entries:,}); "
+            "nothing imported (raise the setting or split the file)"
+        )
+    before = len(store.load())
+    result = import_memories(store, items)
+    for line in result.refused:
+        say(f"note: not imported: {line}")
+    evicted = before + result.added - len(store.load())
+    out.print(
+        f"Imported {plural(result.added, 'new memory', 'new memories')} from {escape_markup(name)}; "
+        f"{result.merged} {'was' if result.merged == 1 else 'were'} already known (merged)"
+        + (f"; {len(result.refused)} refused" if result.refused else "")
+        + (f"; {plural(evicted, 'memory')} evicted at the cap (memory_max_entries)" if evicted > 0 else "")
+        + "."
+    )
+
+
+def _read_import(name: str) -> str:
+    if not name.strip():
+        raise ConfigError("memory import needs a file (a memory export, Markdown or JSON)")
+    if name == "-":
+        return _bounded_text(sys.stdin.buffer, "standard input")
+    path = Path(name).expanduser()
+    shown = terminal_safe(name)
+    try:
+        if not path.exists():
+            raise ConfigError(f"{shown}: no such file")
+        if not path.is_file():  # never open a FIFO or a device: it could block or never end
+            raise ConfigError(f"{shown} is not a file (give a memory export, Markdown or JSON)")
+        with path.open("rb") as stream:  # bounded: the file may grow after a size check
+            return _bounded_text(stream, shown)
+    except OSError as err:
+        raise ConfigError(f"cannot read {shown}: {err.strerror or err}") from None
+
+
+def _bounded_text(stream: BinaryIO, shown: str) -> str:
+    """At most MAX_IMPORT_BYTES of `stream`, as UTF-8: a pipe from /dev/zero never fills memory."""
+    data = stream.read(MAX_IMPORT_BYTES + 1)
+    if len(data) > MAX_IMPORT_BYTES:
+        raise ConfigError(f"{shown} is larger than {MAX_IMPORT_BYTES >> 20} MiB; not a memory export")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{shown} is not UTF-8 text (give a memory export, Markdown or JSON)") from None
 
 
 ACTIONS: dict[str, Action] = {

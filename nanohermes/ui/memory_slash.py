@@ -9,9 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from nanohermes.config.options import MemoryArgs
-from nanohermes.core.errors import StoreError
+from nanohermes.core.errors import ConfigError, StoreError
 from nanohermes.ui.memory_cmd import ACTIONS, MAX_LINE_CHARS
-from nanohermes.ui.memory_transfer import BadArgument
 from nanohermes.ui.safe_text import one_line, terminal_safe
 
 if TYPE_CHECKING:
@@ -38,9 +37,7 @@ def run_memory(ctx: CommandContext, arg: str) -> None:
         return
     try:
         ACTIONS[args.action](ctx.console, store, args, ctx.runtime.settings.language)
-    except BadArgument as err:
-        ctx.fail(one_line(str(err), MAX_LINE_CHARS))
-    except StoreError as err:  # a broken or special memory.json: one line, the REPL goes on
+    except (ConfigError, StoreError) as err:  # a broken or special memory.json: one line, the REPL goes on
         ctx.fail(one_line(err.one_line(), MAX_LINE_CHARS))
 
 

@@ -23,6 +23,7 @@ from nanohermes.core.errors import (
     EXIT_OK,
     EXIT_USAGE,
     INTERRUPTED,
+    ConfigError,
     NanoHermesError,
 )
 from nanohermes.core.events import (
@@ -38,7 +39,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.types import valid_text
-from nanohermes.ui.safe_text import is_terminal, say, speaks_utf8, terminal_safe
+from nanohermes.ui.safe_text import fail, is_terminal, say, speaks_utf8, terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -56,19 +57,86 @@ STREAM_OUTPUT_CHARS = 2000
 """How much of a tool's result a stream-json `tool_end` line carries (the model gets all of it)."""
 
 
-class PromptError(ValueError):
-    """`-p -` could not read a prompt from stdin: one line saying why."""
-
-
 @dataclass
 class _Outcome:
     """What the turn produced, gathered from its events."""
 
+    session: Path
     end: TurnFinished = field(default_factory=lambda: TurnFinished(False, "error"))
     errors: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     memories: list[dict[str, Any]] = field(default_factory=list)
     plan: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, event: Event) -> dict[str, Any] | None:
+        """Record `event`; return its stream-json line (None: it has none; the result comes last)."""
+        if isinstance(event, TextDelta) and event.text:
+            return {"type": "text", "text": event.text}
+        if isinstance(event, ToolStarted):
+            call = event.call
+            self.tool_calls.append(
+                {"id": call.id, "name": call.name, "arguments": _arguments(call.arguments)}
+            )
+            return {"type": "tool_start", **self.tool_calls[-1], "summary": event.summary}
+        if isinstance(event, ToolFinished):
+            result = event.result
+            started = (e for e in self.tool_calls if e["id"] == result.call_id and "ok" not in e)
+            if entry := next(started, None):
+                entry.update(ok=result.ok, summary=event.summary)
+            else:  # refused or invalid before dispatch: no ToolStarted
+                self.tool_calls.append(
+                    {"id": result.call_id, "name": result.name, "ok": False, "summary": event.summary}
+                )
+            cut = len(result.content) > STREAM_OUTPUT_CHARS
+            output = result.content[:STREAM_OUTPUT_CHARS] + ("…" if cut else "")
+            line = {"id": result.call_id, "name": result.name, "ok": result.ok, "summary": event.summary}
+            return {"type": "tool_end", **line, "output": output}
+        if isinstance(event, MemoryRecalled):  # SPEC §3.10: which memories the turn was given
+            self.memories = [
+                {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4), "scope": m.scope}
+                for m in event.memories
+            ]
+            return {"type": "memory", "memories": self.memories}
+        if isinstance(event, PlanUpdated):
+            self.plan = [{"step": step.step, "status": step.status} for step in event.steps]
+            return {"type": "plan", "plan": self.plan}
+        if isinstance(event, Note) and event.level == "error":
+            self.errors.append(event.text)
+        elif isinstance(event, TurnFinished):
+            self.end = event
+            return {"type": "result", **self.result(), "exit": self.code}
+        return None
+
+    def result(self) -> dict[str, Any]:
+        """What `--json` prints; stream-json's last line adds its type and the exit code."""
+        return {
+            "answer": self.end.answer,
+            "session": str(self.session),
+            "usage": self.end.usage.to_dict(),
+            "tool_calls": self.tool_calls,
+            "files_changed": list(self.end.changed_files),
+            "memories": self.memories,
+            "plan": self.plan,
+            "completed": self.end.completed,
+            "error": self.error or None,
+        }
+
+    @property
+    def code(self) -> int:
+        if self.end.completed:
+            return EXIT_OK
+        return EXIT_INTERRUPTED if self.end.reason == "interrupted" else EXIT_FAILURE
+
+    @property
+    def error(self) -> str:
+        reason = self.end.reason
+        if self.end.completed:
+            return ""
+        if reason == "interrupted":
+            return INTERRUPTED
+        if reason == "max_iterations":
+            return "the turn stopped at max_iterations before the model finished (raise max_iterations)"
+        return self.errors[0] if self.errors else f"the turn did not complete ({reason})"
 
 
 def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
@@ -78,15 +146,15 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
         return EXIT_USAGE
     no_key = None if options.local else missing_key_message(settings)
     if no_key:
-        return _fail(no_key, EXIT_USAGE)
+        return fail(no_key, EXIT_USAGE)
     if options.prompt == "-" and is_terminal(sys.stdin):  # else it seems to hang, saying nothing
         say("reading the prompt from the terminal; end it with Ctrl-D")
     try:
         prompt = read_prompt(options.prompt or "", sys.stdin)
-    except PromptError as err:
-        return _fail(str(err), EXIT_USAGE)
+    except ConfigError as err:
+        return fail(err.one_line(), EXIT_USAGE)
     if not prompt.strip():
-        return _fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
+        return fail("the prompt is empty (give -p TEXT, or -p - with text on stdin)", EXIT_USAGE)
     if prompt.lstrip().startswith("/"):
         prompt = _custom_command(prompt, settings)
     runtime = build_runtime(options, settings, None)
@@ -98,7 +166,7 @@ def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeB
 
 def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, prompt: str) -> int:
     agent = runtime.agent
-    outcome = _Outcome()
+    outcome = _Outcome(agent.session_path)
     cancel = CancelToken()
     for event in agent.drain_background_events():  # notices from start-up (memory file, agents)
         _progress(event, options.verbose)
@@ -106,11 +174,12 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
     answer = _AnswerPrinter(sys.stdout, stream=not as_json and is_terminal(sys.stdout))
     with signals_handled(_cancel_on_signal(cancel)):
         for event in agent.run(prompt, cancel):
-            _record(event, outcome)
+            line = outcome.add(event)
             if not as_json:
                 answer.handle(event)
-            elif (payload := _json_payload(event, runtime, outcome, stream=options.stream_json)) is not None:
-                answer.emit(json.dumps(payload, ensure_ascii=not speaks_utf8(sys.stdout)) + "\n")
+            elif line is not None and (options.stream_json or isinstance(event, TurnFinished)):
+                line = line if options.stream_json else outcome.result()  # --json: the result alone
+                answer.emit(json.dumps(line, ensure_ascii=not speaks_utf8(sys.stdout)) + "\n")
             _progress(event, options.verbose)
     _wait_for_distillation(agent, settings.request_timeout + DISTILL_GRACE)
     unsaved = ""
@@ -120,15 +189,17 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
         unsaved = f"could not save the session: {err.one_line()}"
     for event in agent.drain_background_events():
         _progress(event, options.verbose)
-    code = _exit_code(outcome)
-    if answer.closed and code == EXIT_OK:  # the turn is saved, but the answer reached no one
+    code = outcome.code
+    if code != EXIT_OK:
+        fail(outcome.error, code)
+    elif answer.closed:  # the turn is saved, but the answer reached no one
         where = f"; the answer is in {agent.session_path}" if not unsaved else ""
         what = "standard output was closed before the answer was written"
         if answer.problem:
             what = f"cannot write the answer to standard output: {answer.problem}"
-        return _fail(what + where, EXIT_FAILURE)
-    if unsaved and code == EXIT_OK:  # the answer is printed, but the turn is lost: not a success
-        return _fail(unsaved, EXIT_FAILURE)
+        return fail(what + where, EXIT_FAILURE)
+    elif unsaved:  # the answer is printed, but the turn is lost: not a success
+        return fail(unsaved, EXIT_FAILURE)
     if unsaved:
         _progress(Note(unsaved, "warning"), options.verbose)
     return code
@@ -137,14 +208,14 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
 def read_prompt(value: str, stdin: TextIO | None) -> str:
     """`-p -` reads the whole prompt from standard input. Bytes that are not UTF-8 (binary data, a
     Latin-1 file, an argument in another encoding) become U+FFFD: as lone surrogates they could not be
-    sent as JSON, nor saved. Raises PromptError when stdin is closed or holds more than a prompt."""
+    sent as JSON, nor saved. Raises ConfigError when stdin is closed or holds more than a prompt."""
     if value != "-":
         return valid_text(value)
     if stdin is None:
-        raise PromptError("-p - reads the prompt from stdin, but stdin is closed")
+        raise ConfigError("-p - reads the prompt from stdin, but stdin is closed")
     data = stdin.buffer.read(PROMPT_MAX_BYTES + 1)
     if len(data) > PROMPT_MAX_BYTES:
-        raise PromptError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
+        raise ConfigError(f"the prompt on stdin is larger than {PROMPT_MAX_BYTES // 2**20} MB")
     return data.decode("utf-8", "replace")
 
 
@@ -240,33 +311,6 @@ def _wait_for_distillation(agent: Agent, budget: float) -> None:
         say("memory distillation skipped")
 
 
-def _record(event: Event, outcome: _Outcome) -> None:
-    if isinstance(event, ToolStarted):
-        call = event.call
-        outcome.tool_calls.append({"id": call.id, "name": call.name, "arguments": _arguments(call.arguments)})
-    elif isinstance(event, ToolFinished):
-        for entry in outcome.tool_calls:
-            if entry["id"] == event.result.call_id and "ok" not in entry:
-                entry.update(ok=event.result.ok, summary=event.summary)
-                break
-        else:  # refused or invalid before dispatch: no ToolStarted
-            result = event.result
-            outcome.tool_calls.append(
-                {"id": result.call_id, "name": result.name, "ok": False, "summary": event.summary}
-            )
-    elif isinstance(event, MemoryRecalled):  # SPEC §3.10: which memories the turn was given
-        outcome.memories = [
-            {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4), "scope": m.scope}
-            for m in event.memories
-        ]
-    elif isinstance(event, PlanUpdated):
-        outcome.plan = [{"step": step.step, "status": step.status} for step in event.steps]
-    elif isinstance(event, Note) and event.level == "error":
-        outcome.errors.append(event.text)
-    elif isinstance(event, TurnFinished):
-        outcome.end = event
-
-
 def _progress(event: Event, verbose: bool) -> None:
     line = _progress_line(event, verbose)
     if line:
@@ -289,77 +333,6 @@ def _progress_line(event: Event, verbose: bool) -> str:
     if isinstance(event, Retrying) and verbose:
         return f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
     return ""
-
-
-def _json_payload(
-    event: Event, runtime: RuntimeLike, outcome: _Outcome, *, stream: bool
-) -> dict[str, Any] | None:
-    """What `--json` (the result only) or stream-json (a line per event, the result last) prints for
-    `event`, already recorded in `outcome`; None: nothing."""
-    if isinstance(event, TurnFinished):
-        payload = {
-            "answer": outcome.end.answer,
-            "session": str(runtime.agent.session_path),
-            "usage": outcome.end.usage.to_dict(),
-            "tool_calls": outcome.tool_calls,
-            "files_changed": list(outcome.end.changed_files),
-            "memories": outcome.memories,
-            "plan": outcome.plan,
-            "completed": outcome.end.completed,
-            "error": _error_line(outcome) or None,
-        }
-        return {"type": "result", **payload, "exit": _code(outcome)} if stream else payload
-    if not stream:
-        return None
-    if isinstance(event, TextDelta) and event.text:
-        return {"type": "text", "text": event.text}
-    if isinstance(event, ToolStarted):
-        return {"type": "tool_start", **outcome.tool_calls[-1], "summary": event.summary}
-    if isinstance(event, ToolFinished):
-        result = event.result
-        output = result.content[:STREAM_OUTPUT_CHARS] + (
-            "…" if len(result.content) > STREAM_OUTPUT_CHARS else ""
-        )
-        return {
-            "type": "tool_end",
-            "id": result.call_id,
-            "name": result.name,
-            "ok": result.ok,
-            "summary": event.summary,
-            "output": output,
-        }
-    if isinstance(event, PlanUpdated):
-        return {"type": "plan", "plan": outcome.plan}
-    if isinstance(event, MemoryRecalled):
-        return {"type": "memory", "memories": outcome.memories}
-    return None
-
-
-def _code(outcome: _Outcome) -> int:
-    if outcome.end.completed:
-        return EXIT_OK
-    return EXIT_INTERRUPTED if outcome.end.reason == "interrupted" else EXIT_FAILURE
-
-
-def _exit_code(outcome: _Outcome) -> int:
-    code = _code(outcome)
-    return code if code == EXIT_OK else _fail(_error_line(outcome), code)
-
-
-def _error_line(outcome: _Outcome) -> str:
-    reason = outcome.end.reason
-    if outcome.end.completed:
-        return ""
-    if reason == "interrupted":
-        return INTERRUPTED
-    if reason == "max_iterations":
-        return "the turn stopped at max_iterations before the model finished (raise max_iterations)"
-    return outcome.errors[0] if outcome.errors else f"the turn did not complete ({reason})"
-
-
-def _fail(message: str, code: int) -> int:
-    say(f"error: {message}")
-    return code
 
 
 def _arguments(text: str) -> Any:

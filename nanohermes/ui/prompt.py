@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -82,19 +83,13 @@ class ReplCompleter(Completer):
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             return
-        shown = 0
-        for entry in entries:
-            hidden = entry.name.startswith(".") and not prefix.startswith(".")
-            if hidden or not entry.name.startswith(prefix):
-                continue
-            suffix = "/" if entry.is_dir() else ""
+        dotted = prefix.startswith(".")  # hidden entries only when asked for
+        matches = (e for e in entries if e.name.startswith(prefix) and (dotted or e.name[:1] != "."))
+        for entry in itertools.islice(matches, MAX_PATH_COMPLETIONS):
+            name = entry.name + ("/" if entry.is_dir() else "")
             # shown safe: a file name may hold escape sequences or a bidi override (`a\u202eb`
             # would show reordered); inserted as it is, so the path still names the file
-            shown_name = terminal_safe(entry.name + suffix)
-            yield Completion(entry.name + suffix, start_position=-len(prefix), display=shown_name)
-            shown += 1
-            if shown >= MAX_PATH_COMPLETIONS:
-                return
+            yield Completion(name, start_position=-len(prefix), display=terminal_safe(name))
 
 
 def key_bindings(window: ExitWindow) -> KeyBindings:

@@ -32,7 +32,7 @@ from nanohermes.core.events import (
 from nanohermes.core.toolcalls import key_argument
 from nanohermes.core.types import ToolResult, shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine
-from nanohermes.ui.plain_text import print_plain
+from nanohermes.ui.safe_console import print_plain
 from nanohermes.ui.safe_text import one_line, terminal_safe
 
 if TYPE_CHECKING:
@@ -69,12 +69,6 @@ def human_size(content: str) -> str:
     return f"{lines} line{'s' if lines != 1 else ''}, {amount}"
 
 
-def _too_deep(markdown: Markdown) -> bool:
-    """markdown-it stops parsing at its nesting limit (lists ~9 levels deep) and drops the rest of
-    the block without a word; such a block is shown as plain text instead, all of it."""
-    return any(token.level >= MARKDOWN_MAX_NESTING - 1 for token in markdown.parsed)
-
-
 def _tables_fit(console: Console, markdown: Markdown) -> bool:
     """rich squeezes a table wider than the console into columns of "…", its cell text shown nowhere:
     measure each table's narrowest rendering (rich's own measurement, as its Markdown builds it)."""
@@ -95,20 +89,15 @@ def _tables_fit(console: Console, markdown: Markdown) -> bool:
 
 
 def _table_rows(markdown: Markdown) -> Iterator[list[list[str]]]:
-    """Each table's rows of cell source text (the header row first), from the parsed tokens."""
-    rows: list[list[str]] = []
-    in_cell = False
-    for token in markdown.parsed:
-        if token.type == "tr_open":
-            rows.append([])
-        elif token.type in ("th_open", "td_open"):
-            in_cell = True
-        elif in_cell and token.type in ("inline", "th_close", "td_close"):
-            rows[-1].append(token.content if token.type == "inline" else "")
-            in_cell = False
-        elif token.type == "table_close":
-            yield rows
-            rows = []
+    """Each table's rows of cell source text (the header row first)."""
+    from markdown_it.tree import SyntaxTreeNode
+
+    if not any(token.type == "table_open" for token in markdown.parsed):
+        return  # most blocks hold no table: no tree to build
+    for table in SyntaxTreeNode(markdown.parsed).walk():
+        if table.type == "table":
+            rows = (row.children for row in table.walk() if row.type == "tr")
+            yield [[cell.children[0].content if cell.children else "" for cell in cells] for cells in rows]
 
 
 def _answer(console: Console, safe: str) -> RenderableType:
@@ -119,7 +108,10 @@ def _answer(console: Console, safe: str) -> RenderableType:
     # (where `[https://bank.example](https://evil.example)` would open the second on a click)
     markdown = Markdown("", code_theme=CODE_THEME, hyperlinks=False)
     markdown.markup, markdown.parsed = safe, _parser().parse(safe)
-    if _too_deep(markdown) or not _tables_fit(console, markdown):
+    # markdown-it stops parsing at its nesting limit (lists ~9 levels deep) and drops the rest of the
+    # block without a word
+    too_deep = any(token.level >= MARKDOWN_MAX_NESTING - 1 for token in markdown.parsed)
+    if too_deep or not _tables_fit(console, markdown):
         return Text(safe)
     _links_shown_once(markdown)
     return markdown
@@ -207,9 +199,12 @@ class Renderer:
         if isinstance(event, TextDelta):
             self._on_text(event.text)
         elif isinstance(event, ReasoningDelta):
-            self._on_reasoning(event.text)
+            for line in self._reasoning.feed(event.text):
+                print_plain(self.console, terminal_safe(line), style="dim italic")
         elif isinstance(event, ToolStarted):
-            self._on_tool_started(event)
+            self._flush()
+            self._waiting = False
+            self._running[event.call.id] = (event.call.name, event.summary or key_argument(event.call))
         elif isinstance(event, ToolFinished):
             self._on_tool_finished(event)
         elif isinstance(event, Note):
@@ -217,7 +212,9 @@ class Renderer:
         elif isinstance(event, Retrying):
             self.note(f"retrying in {event.delay:.1f}s (attempt {event.attempt}): {event.reason}")
         elif isinstance(event, Compacted):
-            self._on_compacted(event)
+            how = "summarized" if event.summarized else "trimmed"
+            chars = f"{event.before_chars:,} → {event.after_chars:,} characters"
+            self.note(f"context compacted ({how}): {chars}, {event.saved}")
         elif isinstance(event, MemoryRecalled):
             n = len(event.memories)
             self.note(f"memory: {n} recalled · /memory last")  # dim, before the answer (SPEC §3.10)
@@ -249,15 +246,6 @@ class Renderer:
         for block in self._text.feed(text):
             self._print_markdown(block)
 
-    def _on_reasoning(self, text: str) -> None:
-        for line in self._reasoning.feed(text):
-            print_plain(self.console, terminal_safe(line), style="dim italic")
-
-    def _on_tool_started(self, event: ToolStarted) -> None:
-        self._flush()
-        self._waiting = False
-        self._running[event.call.id] = (event.call.name, event.summary or key_argument(event.call))
-
     def _on_tool_finished(self, event: ToolFinished) -> None:
         """`name argument · outcome and size · time`, e.g. `✓ read_file src/a.py · 12 lines, 340 chars`."""
         self._flush()
@@ -283,13 +271,6 @@ class Renderer:
         for step in event.steps:
             mark, style = PLAN_MARKS[step.status]
             self.console.print(Text(f"  {mark} {terminal_safe(step.step)}", style=style), overflow="fold")
-
-    def _on_compacted(self, event: Compacted) -> None:
-        how = "summarized" if event.summarized else "trimmed"
-        self.note(
-            f"context compacted ({how}): {event.before_chars:,} → {event.after_chars:,} characters, "
-            f"{event.saved}"
-        )
 
     def _on_finished(self, event: TurnFinished) -> None:
         self._flush()

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from nanohermes import __version__
 from nanohermes.core.errors import EXIT_USAGE, NanoHermesError
-from nanohermes.core.types import plural
+from nanohermes.core.types import Message, message_text, plural, shorten
+from nanohermes.ui.safe_text import terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
 
 if TYPE_CHECKING:
@@ -30,8 +31,10 @@ if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
     from nanohermes.core.events import Event
     from nanohermes.ui.approve import TerminalApprover
-    from nanohermes.ui.loader import RuntimeLoader
-    from nanohermes.ui.seams import ResumePreview, RuntimeBuilder, RuntimeLike
+    from nanohermes.ui.seams import ResumePreview, RuntimeBuilder, RuntimeLike, RuntimeLoader
+
+EXCHANGES_SHOWN = 3
+"""A resumed session shows its last few exchanges under the banner, one dimmed line each."""
 
 
 def run_repl(
@@ -46,8 +49,8 @@ def run_repl(
         print(missing_model_message(settings), file=sys.stderr)
         return EXIT_USAGE
     from nanohermes.ui.approve import TerminalApprover
-    from nanohermes.ui.loader import RuntimeLoader
     from nanohermes.ui.safe_console import safe_console
+    from nanohermes.ui.seams import RuntimeLoader
 
     no_key = None if options.local else missing_key_message(settings)
     notes = [no_key] if no_key else []
@@ -193,8 +196,6 @@ class Repl:
     def _banner(self) -> None:
         from rich.text import Text
 
-        from nanohermes.ui.resume import exchange_lines
-
         line = f"nanohermes {__version__} · {self.settings.model} · /help for commands · Ctrl-D to exit"
         self.console.print(Text(line, style="dim"))
         preview = self.loader.preview
@@ -279,3 +280,34 @@ class Repl:
         sandbox = runtime.sandbox if runtime is not None else None
         shell = sandbox_label(sandbox.active, sandbox.network, sandbox.mode) if sandbox is not None else ""
         return toolbar_text(model, self.ctx.permission, self._session_name(), self._fill, hint, shell)
+
+
+def exchange_lines(messages: Sequence[Message], width: int) -> list[str]:
+    """`you: …` / `→ …` lines, each shortened to `width` characters, for the last user messages, each
+    with the last assistant text that followed it (a reply that only called tools names them). The
+    texts come from the session file (model replies, pasted text): escape sequences in them are shown,
+    never sent to the terminal."""
+    exchanges: list[tuple[str, str]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            exchanges.append((message_text(message), ""))
+        elif role == "assistant" and exchanges:
+            answer = message_text(message).strip() or _tools_called(message)
+            if answer:
+                exchanges[-1] = (exchanges[-1][0], answer)
+    lines: list[str] = []
+    for question, answer in exchanges[-EXCHANGES_SHOWN:]:
+        lines.append(shorten(terminal_safe(f"you: {question}"), width))
+        if answer:
+            lines.append(shorten(terminal_safe(f"  → {answer}"), width))
+    return lines
+
+
+def _tools_called(message: Message) -> str:
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return ""
+    names = [c.get("function", {}).get("name", "") for c in calls if isinstance(c, dict)]
+    named = [n for n in names if isinstance(n, str) and n]
+    return f"(called {', '.join(named)})" if named else ""

@@ -32,12 +32,12 @@ ECHO_CHARS = 60
 would otherwise turn a one-line error into a screenful."""
 
 
-def echoed(argument: str, limit: int = ECHO_CHARS) -> str:
+def echoed(argument: str) -> str:
     """`argument` quoted for an error line: control, bidi and surrogate characters escaped (by
-    `repr`), and cut to `limit` characters with its full length noted."""
-    if len(argument) <= limit:
+    `repr`), and cut to ECHO_CHARS characters with its full length noted."""
+    if len(argument) <= ECHO_CHARS:
         return repr(argument)
-    return f"{argument[:limit]!r}… ({len(argument):,} characters)"
+    return f"{argument[:ECHO_CHARS]!r}… ({len(argument):,} characters)"
 
 
 def is_terminal(stream: TextIO | None) -> bool:
@@ -68,3 +68,9 @@ def one_line(text: str, limit: int = 0) -> str:
 def say(text: str, limit: int = 0) -> None:
     """One line on stderr, apart from what a command prints on stdout."""
     print(f"nanohermes: {one_line(text, limit)}", file=sys.stderr, flush=True)
+
+
+def fail(message: str, code: int, limit: int = 0) -> int:
+    """`error: message` on stderr; returns the exit code `code`."""
+    say(f"error: {message}", limit)
+    return code

@@ -1,9 +1,13 @@
 """What the UI gets from the composition root (`app.wiring`), which sits above it and is never imported
-here: the runtime's shape, the builder callable and a resumed session's preview."""
+here: the runtime's shape, the builder callable and a resumed session's preview; and the loader that
+builds the runtime in the background while the REPL's prompt is up (importing and wiring the core
+costs more than drawing the prompt, and a session needs none of it until the first Enter)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -55,3 +59,42 @@ class ResumePreview:
 
 
 RuntimeBuilder = Callable[["CliOptions", "Settings", Approver | None], RuntimeLike]
+
+
+class RuntimeLoader:
+    """Builds the runtime once, on a thread of its own; `get()` waits for it (and re-raises its error)."""
+
+    def __init__(self, build: Callable[[], RuntimeLike], preview: ResumePreview | None = None) -> None:
+        """`preview`: the session being resumed, already read (its summary is shown before the
+        runtime is built); None for a new session."""
+        self.preview = preview
+        self.on_done: Callable[[BaseException | None], None] | None = None
+        """Called on the builder thread with the error (or None) when the build ends."""
+        self._build = build
+        self._built: Future[RuntimeLike] = Future()
+        self._thread = threading.Thread(target=self._run, name="nh-build", daemon=True)
+
+    @property
+    def ready(self) -> bool:
+        return self._built.done() and self._built.exception() is None
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._built.exception() if self._built.done() else None
+
+    def start(self) -> None:
+        """Start building (once; only the REPL's thread calls it)."""
+        if self._thread.ident is None:
+            self._thread.start()
+
+    def get(self) -> RuntimeLike:
+        self.start()
+        return self._built.result()
+
+    def _run(self) -> None:
+        try:
+            self._built.set_result(self._build())
+        except Exception as err:  # handed to the main thread by get() and on_done
+            self._built.set_exception(err)
+        if self.on_done is not None:
+            self.on_done(self.error)

@@ -16,8 +16,7 @@ from ui_fakes import plain_console
 from nanohermes.config.options import MemoryArgs
 from nanohermes.config.settings import Settings, load_settings
 from nanohermes.memory import MemoryStore
-from nanohermes.ui.memory_cmd import run_memory_command
-from nanohermes.ui.memory_transfer import MAX_IMPORT_BYTES
+from nanohermes.ui.memory_cmd import MAX_IMPORT_BYTES, run_memory_command
 
 PASTED = "x" * 100_000
 

@@ -6,6 +6,7 @@ import io
 
 import pytest
 
+from nanohermes.core.errors import ConfigError
 from nanohermes.ui.oneshot import read_prompt
 
 
@@ -15,7 +16,7 @@ def stdin_of(data: bytes) -> io.TextIOWrapper:
 
 def test_a_stdin_bigger_than_any_prompt_is_refused() -> None:
     """`nanohermes -p - < /dev/zero` read until memory ran out: `internal error: MemoryError`."""
-    with pytest.raises(ValueError, match="larger than 16 MB"):
+    with pytest.raises(ConfigError, match="larger than 16 MB"):
         read_prompt("-", stdin_of(b"\0" * (17 * 1024 * 1024)))
 
 

@@ -20,8 +20,8 @@ from ui_fakes import plain_console
 from nanohermes.core.events import ReasoningDelta, TextDelta, TurnFinished
 from nanohermes.ui import markdown_stream, render
 from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
-from nanohermes.ui.plain_text import PIECE_CHARS, plain_pieces
 from nanohermes.ui.render import Renderer
+from nanohermes.ui.safe_console import PIECE_CHARS, plain_pieces
 
 MB = 1_000_000
 

@@ -1,5 +1,6 @@
 """The Repl loop on a prompt_toolkit pipe with a fake runtime: background start-up, turns, commands,
-exit paths, and a start-up failure that must end the prompt with the error."""
+exit paths, a start-up failure that must end the prompt with the error, and what a resumed REPL
+shows of the conversation."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from ui_fakes import FakeRuntime, fake_runtime, plain_console
 
 from nanohermes.core.errors import SessionError
 from nanohermes.core.events import Note
-from nanohermes.ui.loader import RuntimeLoader
-from nanohermes.ui.repl import Repl
-from nanohermes.ui.seams import ResumePreview, RuntimeLike
+from nanohermes.core.types import Message
+from nanohermes.ui.repl import Repl, exchange_lines
+from nanohermes.ui.seams import ResumePreview, RuntimeLike, RuntimeLoader
 
 
 @pytest.fixture
@@ -140,3 +141,22 @@ def test_a_resumed_session_shows_its_summary_and_prompt_before_the_runtime_is_bu
     assert names == ["20260101-120000"]  # the toolbar names the session while it builds
     assert threads == ["nh-build"]
     assert runtime.agent.saved == 1
+
+
+def test_escape_sequences_from_the_session_file_are_shown_not_sent() -> None:
+    messages: list[Message] = [
+        {"role": "user", "content": "hi \x1b]0;retitled\x07 there"},
+        {"role": "assistant", "content": "done \x1b[2J\x9b31m"},
+    ]
+    lines = exchange_lines(messages, 200)
+    assert lines == ["you: hi \\x1b]0;retitled\\x07 there", "→ done \\x1b[2J\\x9b31m"]
+    assert not any(ch in line for line in lines for ch in "\x1b\x07\x9b")
+
+
+def test_a_reply_that_only_called_tools_names_them() -> None:
+    call = {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    messages: list[Message] = [
+        {"role": "user", "content": "look"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    assert exchange_lines(messages, 80) == ["you: look", "→ (called read_file)"]
