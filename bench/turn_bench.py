@@ -30,7 +30,7 @@ from nanohermes.agent.loop import Agent, AgentConfig
 from nanohermes.agent.prompts import base_system_prompt
 from nanohermes.core.events import StreamItem
 from nanohermes.core.types import ChatResult, Message, Usage
-from nanohermes.memory import MemoryStore
+from nanohermes.memory import MemoryStore, recall_for_turn
 from nanohermes.sessions.store import SessionData, SessionFile
 from nanohermes.tools.runner import ToolRunner
 
@@ -205,8 +205,8 @@ def main() -> None:
         print("parts, memory on:")
         print(
             line(
-                "retrieval + block (block_for_turn)",
-                time_part(lambda: store.block_for_turn(f"{QUERIES[0]} {next(fresh)}", ""), 200),
+                "retrieval + block (recall_for_turn)",
+                time_part(lambda: recall_for_turn(store, f"{QUERIES[0]} {next(fresh)}", "").block, 200),
             )
         )
         print(

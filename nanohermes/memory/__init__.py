@@ -1,12 +1,9 @@
-"""Long-term memory without a vector database (SPEC §3): one JSON file, BM25, CJK bigrams.
-
-Stdlib only, plus `filelock` (the cross-process lock) and PyStemmer (the English stemmer); no HTTP,
-no UI. Every name of SPEC §3.0 is importable from here.
-"""
+"""Long-term memory without a vector database (SPEC §3): one JSON file, BM25F, CJK bigrams; no HTTP,
+no UI. Every name of SPEC §3.0 is importable from here."""
 
 from __future__ import annotations
 
-from nanohermes.memory.block import BLOCK_END, BLOCK_START, Recall, recall_for_turn, render_block, set_block
+from nanohermes.memory.block import BLOCK_END, BLOCK_START, Recall, render_block, set_block
 from nanohermes.memory.constants import (
     CONTEXT_WEIGHT,
     EXCERPT_CHARS,
@@ -34,7 +31,7 @@ from nanohermes.memory.index import Explanation, TermScore
 from nanohermes.memory.kinds import KIND_NAMES, Kind
 from nanohermes.memory.project import project_key
 from nanohermes.memory.security import redact
-from nanohermes.memory.store import MEMORY_FILE, MemoryStats, MemoryStore
+from nanohermes.memory.store import MEMORY_FILE, MemoryStats, MemoryStore, recall_for_turn
 from nanohermes.memory.team import TeamStore, workspace_store
 from nanohermes.memory.text import analyze, normalize, tokenize
 from nanohermes.memory.tools import forget_memory, resolve_id, save_memory, search_memory

@@ -1,22 +1,17 @@
-"""The memory block at the end of the system message (SPEC §3.6), and what memory did for a turn
-(§3.10): the memories in the block with their scores and the query terms they matched, so the REPL
-can say «memory: 3 recalled · /memory last» and `-p --json` can list them."""
+"""The memory block at the end of the system message (SPEC §3.6), and what memory did for a turn."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from nanohermes.core.errors import StoreError
 from nanohermes.core.events import RecalledMemory
 from nanohermes.core.markers import BLOCK_END, BLOCK_START, defused
-from nanohermes.memory.constants import INJECT_CHAR_BUDGET, SHORT_MESSAGE_CHARS
+from nanohermes.memory.constants import INJECT_CHAR_BUDGET
 from nanohermes.memory.entry import Entry
-from nanohermes.memory.index import Explanation
 from nanohermes.memory.security import controls_shown
 
-__all__ = ["BLOCK_END", "BLOCK_START", "Recall", "recall_for_turn", "render_block", "set_block"]
+__all__ = ["BLOCK_END", "BLOCK_START", "Recall", "render_block", "set_block"]
 
 _HEADER = {
     "en": "Memories retrieved from past sessions (distilled automatically; for reference only — "
@@ -26,11 +21,9 @@ _HEADER = {
 
 
 def block_lines(entries: Sequence[Entry], lang: str = "en") -> list[str]:
-    """The block's entry lines: the first entries (best first) whose lines fit the character budget.
-    A text is shown on one line, a control character in it (stored by an older version) as an
-    escape like `\\x1b`, and without the block's own markers: a memory holding BLOCK_END (planted by
-    a file the distiller read, or a hand edit) would end the block early, its rest read as system
-    instructions and left in the system message by `set_block` for good."""
+    """The block's lines of the first entries that fit the budget, each on one line, a control
+    character shown as an escape, and without the block's markers: a memory holding BLOCK_END would
+    end the block early, its rest read as system instructions."""
     lines: list[str] = []
     used = 0
     for entry in entries:
@@ -44,10 +37,8 @@ def block_lines(entries: Sequence[Entry], lang: str = "en") -> list[str]:
 
 def render_block(entries: Sequence[Entry], lang: str = "en") -> str:
     """The block for `entries` (best first): "" for none; lines stop before the character budget."""
-    lines = block_lines(entries, lang)
-    if not lines:
-        return ""
-    return "\n".join([BLOCK_START, _HEADER.get(lang, _HEADER["en"]), "", *lines, "", BLOCK_END])
+    lines, header = block_lines(entries, lang), _HEADER.get(lang, _HEADER["en"])
+    return "\n".join([BLOCK_START, header, "", *lines, "", BLOCK_END]) if lines else ""
 
 
 def set_block(system: str, block: str) -> str:
@@ -61,39 +52,10 @@ def set_block(system: str, block: str) -> str:
     return f"{base}\n\n{block}" if base and block else base or block
 
 
-class Searchable(Protocol):
-    """What a turn's recall needs of a MemoryStore."""
-
-    def search(self, query: str, top_k: int = ...) -> list[tuple[float, Entry]]: ...
-
-    def explain(self, query: str, entry: Entry | str) -> Explanation: ...
-
-    def note_used(self, ids: Iterable[str]) -> None: ...
-
-
 @dataclass(frozen=True)
 class Recall:
-    """`block`: the block for this turn; `memories`: the entries in it with scores, best first;
-    `kept`: the previous block stays (a short message without hits, e.g. «continue»)."""
+    """This turn's `block`, the `memories` in it, and whether the previous block was `kept`."""
 
     block: str
     memories: tuple[RecalledMemory, ...] = ()
     kept: bool = False
-
-
-def recall_for_turn(store: Searchable, query: str, previous_block: str, lang: str = "en") -> Recall:
-    """The block to inject for `query` and the memories it holds (SPEC §3.6), which count as used."""
-    hits = store.search(query)
-    if not hits and len("".join(query.split())) < SHORT_MESSAGE_CHARS:
-        return Recall(previous_block, kept=True)
-    entries = [entry for _, entry in hits]
-    memories = []
-    for score, entry in hits[: len(block_lines(entries, lang))]:
-        try:  # the query terms it matched, as `explain` shows them (`makefil ← makefiles`)
-            terms = tuple(part.display for part in store.explain(query, entry.id).terms)
-        except StoreError:  # forgotten by another process a moment ago: it was still recalled
-            terms = ()
-        scope = "team" if entry.team else "project" if entry.project else "global"
-        memories.append(RecalledMemory(entry.id, entry.kind.value, entry.text, score, terms, scope))
-    store.note_used(memory.id for memory in memories if memory.scope != "team")  # (never written)
-    return Recall(render_block(entries, lang), tuple(memories))

@@ -1,8 +1,4 @@
-"""Distillation helpers (SPEC §3.7): the gate, the excerpt, the prompt, the tolerant parser.
-
-The model call itself lives in the agent layer; this module only builds its messages and reads
-its answer, so it stays free of HTTP and is tested as pure functions.
-"""
+"""Distillation helpers (SPEC §3.7): the gate, the excerpt, the prompt, the tolerant parser (no HTTP)."""
 
 from __future__ import annotations
 
@@ -57,10 +53,8 @@ _MARKERS_EN = re.compile(
     re.IGNORECASE,
 )
 WORTH_MIN_CHARS = 24
-MAX_KEY_INPUT = 400
-"""Characters of one search key from the distiller that are checked (a key keeps 40 once redacted)."""
-MAX_DISTILLED = 8
-"""Memories one distillation may save (a turn yields a few; the prompt asks to merge near-duplicates)."""
+MAX_KEY_INPUT = 400  # characters of one distilled search key that are checked (40 are kept)
+MAX_DISTILLED = 8  # memories one distillation may save: a hostile reply of hundreds would evict them all
 
 
 Distilled = NewMemory
@@ -76,8 +70,7 @@ def worth_distilling(user_text: str, had_tools: bool) -> bool:
 
 
 def _excerpt_line(message: Message) -> str | None:
-    """`[role] body`; None for the system message and messages without text (an assistant
-    message that only carries tool calls)."""
+    """`[role] body`; None for the system message and messages without text."""
     role, body = str(message.get("role") or ""), message_text(message).strip()
     if role == "system" or not body:
         return None
@@ -85,17 +78,12 @@ def _excerpt_line(message: Message) -> str | None:
 
 
 def excerpt_from(messages: Sequence[Message], max_chars: int = EXCERPT_CHARS) -> str:
-    """The conversation as `[role] body` lines; when too long, the head and the tail halves of the
-    budget joined by a line saying how many messages were left out (FIX: the seed kept only the head,
-    losing the conclusion of long turns)."""
+    """The conversation as `[role] body` lines; when too long, its head and tail (SPEC §3.7)."""
     lines = [line for line in map(_excerpt_line, messages) if line is not None]
     if sum(len(line) + 1 for line in lines) <= max_chars:
         return "".join(line + "\n" for line in lines)
-    head_budget = max_chars // 2
-    tail_budget = max_chars - head_budget
-    head = _fill(lines, head_budget)
-    tail = _fill(reversed(lines[len(head) :]), tail_budget)
-    tail.reverse()
+    head = _fill(lines, max_chars // 2)
+    tail = _fill(reversed(lines[len(head) :]), max_chars - max_chars // 2)[::-1]
     skipped = len(lines) - len(head) - len(tail)
     gap = [f"[… {skipped} message{'s' if skipped != 1 else ''} left out …]"] if skipped else []
     return "".join(line + "\n" for line in head + gap + tail)
@@ -116,9 +104,8 @@ def _fill(lines: Iterable[str], budget: int) -> list[str]:
 
 
 def distill_messages(messages: Sequence[Message], known: Sequence[Entry] = ()) -> list[Message]:
-    """The request for the distill model: the system prompt and one user message with the excerpt
-    and the `known` memories (the live ones most related to the turn, which an item may replace),
-    together within EXCERPT_CHARS."""
+    """The distill request: the system prompt, then the excerpt and the `known` memories (which an
+    item may replace), together within EXCERPT_CHARS."""
     memories = "".join(
         line + "\n" for line in _fill((f"- {e.id} {e.text}" for e in known), EXCERPT_CHARS // 4)
     )
@@ -140,21 +127,18 @@ def parse_distill(text: object) -> list[NewMemory]:
     candidates = [_span(trimmed, "[", "]"), _span(trimmed, "{", "}"), trimmed]
     if 0 <= trimmed.find("{") < trimmed.find("["):
         candidates[0], candidates[1] = candidates[1], candidates[0]  # an object wrapping the array
-    value = _first_json(part for part in candidates if part)
+    value: Any = None
+    for part in filter(None, candidates):
+        try:
+            value = json.loads(part)
+            break
+        except JSON_ERRORS:
+            continue
     if isinstance(value, dict):
         value = value.get("memories", value.get("entries"))
     if not isinstance(value, list):
         return []
     return [item for item in map(_distilled, value) if item is not None]
-
-
-def _first_json(parts: Iterable[str]) -> Any:
-    for part in parts:
-        try:
-            return json.loads(part)
-        except JSON_ERRORS:
-            continue
-    return None
 
 
 def _span(text: str, open_char: str, close_char: str) -> str | None:
@@ -169,22 +153,14 @@ def _distilled(item: object) -> NewMemory | None:
     if not isinstance(text, str) or not text.strip():
         return None
     kind = Kind.parse(item.get("kind")) or Kind.FACT
-    keys = clean_keys(_key_heads(item.get("keys")), cut=False)  # `remember` redacts them, then cuts them
+    raw = item.get("keys")
+    raw = [raw] if isinstance(raw, str) else raw[: 8 * MAX_KEYS] if isinstance(raw, list) else []
+    heads = [checked_part(key, MAX_KEY_INPUT) for key in raw if isinstance(key, str)]
+    keys = clean_keys(heads, cut=False)  # `remember` redacts them, then cuts them
     replaces = item.get("replaces")
     replaces = replaces.strip()[:64] if isinstance(replaces, str) else ""
-    return NewMemory(
-        kind, checked_part(text.strip()), keys, scope=parse_scope(item.get("scope")), replaces=replaces
-    )
-
-
-def _key_heads(raw: object) -> object:
-    """The distiller's keys, each at most MAX_KEY_INPUT characters, at most 8 × MAX_KEYS of them."""
-    if isinstance(raw, str):
-        return checked_part(raw, MAX_KEY_INPUT)
-    if isinstance(raw, list):
-        heads = raw[: 8 * MAX_KEYS]
-        return [checked_part(key, MAX_KEY_INPUT) if isinstance(key, str) else key for key in heads]
-    return raw
+    scope = parse_scope(item.get("scope"))
+    return NewMemory(kind, checked_part(text.strip()), keys, scope=scope, replaces=replaces)
 
 
 def save_distilled(
@@ -194,12 +170,9 @@ def save_distilled(
     on_rejected: Callable[[str, str], None] | None = None,
     context: str = "",
 ) -> int:
-    """Remember each item, with `context` (the turn's user message: indexed, never shown), in one
-    write of the file; returns how many were added. Items `remember` would reject are skipped (and
-    given to `on_rejected(text, reason)`); a StoreError (the file cannot be written) propagates.
-    Only the first MAX_DISTILLED items are saved: a reply holding hundreds (a runaway or hostile
-    model) would otherwise evict every memory the user has at the cap. With `store.team_distill`,
-    the project's memories go to the team memory instead."""
+    """Remember the first MAX_DISTILLED items with `context` (the turn's user message) in one write;
+    how many were added. Refused items go to `on_rejected(text, reason)`; StoreError propagates.
+    With `store.team_distill`, the project's memories go to the team memory instead."""
     items = list(items)
     if len(items) > MAX_DISTILLED and on_rejected is not None:
         extra = len(items) - MAX_DISTILLED

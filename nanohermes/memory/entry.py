@@ -6,15 +6,15 @@ import hashlib
 import json
 import math
 from collections.abc import Container
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_KEY_CHARS, MAX_KEYS
 from nanohermes.memory.kinds import Kind
 
+# Written only when set, in this order, after id, kind, text, source and ts.
 OPTIONAL_FIELDS = ("keys", "context", "project", "superseded_by", "superseded_ts", "used_ts", "uses")
-"""Written only when set, in this order, after id, kind, text, source and ts."""
 KNOWN_FIELDS = frozenset({"id", "kind", "text", "source", "ts", *OPTIONAL_FIELDS})
 
 
@@ -27,25 +27,15 @@ class Entry:
     text: str
     source: str = ""
     ts: int = 0
-    keys: tuple[str, ...] = field(default=())
-    context: str = ""
-    """The conversation around the memory (the user's words when it was distilled): indexed with a
-    low weight, never shown in the block or sent to the model."""
-    project: str | None = None
-    """The project this memory belongs to (its key, SPEC §3.9); None: global."""
-    extra: str = ""
-    """Fields this version does not know, as the JSON text of an object ("" when none): written back
-    unchanged so a file from a newer program loses nothing (SPEC §3.2)."""
-    superseded_by: str = ""
-    """The id of the memory that replaced this one ("" while it is live): kept as history, never
-    injected nor searched by default, evicted first."""
+    keys: tuple[str, ...] = ()
+    context: str = ""  # the conversation around it: indexed with a low weight, never shown
+    project: str | None = None  # its project's key (SPEC §3.9); None: global
+    extra: str = ""  # the fields this version does not know, as JSON text, written back unchanged
+    superseded_by: str = ""  # the id of the memory that replaced it ("" while live)
     superseded_ts: int = 0
-    used_ts: int = 0
-    """When the memory was last injected (0: never) and how often: eviction takes the entries of a
-    kind unused the longest (never used: since saved) first."""
+    used_ts: int = 0  # when it was last injected (0: never)
     uses: int = 0
-    team: bool = False
-    """Read from the repository's team memory (team.py); not stored."""
+    team: bool = False  # read from the repository's team memory (team.py); not stored
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "kind": self.kind.value, "text": self.text}
@@ -58,9 +48,8 @@ class Entry:
 
 
 def json_text(value: object) -> str:
-    """The JSON text of a stored value, always encodable as UTF-8: other characters as they are, but
-    a value holding a lone surrogate (legal as a JSON `\\ud800` escape, not in UTF-8) written with
-    escapes, so a file another program wrote that way is written back unchanged instead of never."""
+    """The JSON text of a stored value, always encodable as UTF-8: a lone surrogate (a legal JSON
+    escape, not UTF-8) stays escaped, so such a file is written back unchanged instead of never."""
     text = json.dumps(value, ensure_ascii=False)
     try:
         text.encode()
@@ -70,10 +59,8 @@ def json_text(value: object) -> str:
 
 
 def derive_id(kind: Kind, text: str, taken: Container[str]) -> str:
-    """A short stable id from kind and text (8 hex digits), made unique against `taken`.
-
-    Deterministic, so every process reading the same legacy file (no ids) derives the same ids.
-    """
+    """A short stable id from kind and text (8 hex digits), made unique against `taken`: every
+    process reading the same legacy file (no ids) derives the same ids."""
     seed = f"{kind.value}\n{text}"
     for attempt in range(1000):
         material = seed if attempt == 0 else f"{seed}\n{attempt}"
@@ -84,9 +71,8 @@ def derive_id(kind: Kind, text: str, taken: Container[str]) -> str:
 
 
 def clean_keys(raw: object, *, cut: bool = True) -> tuple[str, ...]:
-    """At most MAX_KEYS distinct non-empty strings of at most MAX_KEY_CHARS characters. `cut=False`
-    keeps them whole, for keys `remember` has yet to redact: cut first, a secret could lose the
-    length that makes it recognisable and be stored in part."""
+    """At most MAX_KEYS distinct non-empty strings of at most MAX_KEY_CHARS characters; `cut=False`
+    for keys `remember` has yet to redact (cut first, a secret could escape redaction)."""
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list | tuple):
@@ -102,8 +88,7 @@ def clean_keys(raw: object, *, cut: bool = True) -> tuple[str, ...]:
 
 
 def entry_from(item: object, taken: Container[str]) -> Entry | None:
-    """The entry of one stored item, or None when this version cannot use it (not an object, a
-    kind it does not know, an empty text). A missing, empty or taken id is derived (`derive_id`)."""
+    """The entry of one stored item, or None when this version cannot use it; a missing id is derived."""
     if not isinstance(item, dict):
         return None
     kind = Kind.parse(item.get("kind"))
@@ -111,21 +96,19 @@ def entry_from(item: object, taken: Container[str]) -> Entry | None:
     if kind is None or not isinstance(text, str) or not text.strip():
         return None
     text = valid_text(text.strip())
-    entry_id = item.get("id")
-    entry_id = valid_text(entry_id) if isinstance(entry_id, str) else ""
+    entry_id, source, superseded, context, project = (
+        valid_text(value) if isinstance(value := item.get(name), str) else ""
+        for name in ("id", "source", "superseded_by", "context", "project")
+    )
     if not entry_id.strip() or entry_id in taken:
         entry_id = derive_id(kind, text, taken)
-    source, context, project = item.get("source"), item.get("context"), item.get("project")
-    source = valid_text(source) if isinstance(source, str) else ""
-    superseded = item.get("superseded_by")
-    superseded = valid_text(superseded) if isinstance(superseded, str) else ""
-    context = " ".join(valid_text(context).split())[:MAX_CONTEXT] if isinstance(context, str) else ""
-    project = valid_text(project.strip()) if isinstance(project, str) and project.strip() else None
+    context = " ".join(context.split())[:MAX_CONTEXT]
     unknown = {name: value for name, value in item.items() if name not in KNOWN_FIELDS}
     extra = json_text(unknown) if unknown else ""
     ts, keys = _as_ts(item.get("ts")), clean_keys(item.get("keys"))
     used = _as_ts(item.get("superseded_ts")), _as_ts(item.get("used_ts")), _as_ts(item.get("uses"))
-    return Entry(entry_id, kind, text, source, ts, keys, context, project, extra, superseded, *used)
+    scope = project.strip() or None
+    return Entry(entry_id, kind, text, source, ts, keys, context, scope, extra, superseded, *used)
 
 
 def _as_ts(value: object) -> int:

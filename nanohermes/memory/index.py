@@ -1,14 +1,5 @@
-"""The BM25F index of a store (SPEC §3.5), kept in step with its entries by order number.
-
-Each entry is a small document: fields text, keys and the kind's labels (weight 1 each) and context
-(weight CONTEXT_WEIGHT); a field's weight multiplies its term frequencies and its length. The index
-holds per term its postings {order: weighted tf}; adding or removing an entry touches only its
-terms. Orders number the entries in file order (state.py), so they break ties of equal score and
-ts. Plain dicts are fast enough: a query's first run at 5,000 memories takes under a millisecond.
-
-Score: `idf = ln(1 + (N − n + 0.5)/(n + 0.5))`, summed over distinct query terms:
-`idf · f·(K1+1) / (f + K1·(1 − B + B·len/max(avgdl, 1)))`, f and len the weighted sums.
-"""
+"""The BM25F index of a store (SPEC §3.5): per term its postings {order: field-weighted tf}; adding or
+removing an entry touches only its terms. Plain dicts are fast enough (under 1 ms at 5,000)."""
 
 from __future__ import annotations
 
@@ -28,8 +19,7 @@ _LABEL_TERMS = {kind: analyze(f"{kind.label('en')} {kind.label('zh')} {kind.valu
 
 @dataclass(frozen=True, slots=True)
 class Doc:
-    """An entry's terms: each term's weighted frequency over the fields, the length of the weight-1
-    fields and of the context."""
+    """An entry's terms, each term's frequency weighted by field (context: CONTEXT_WEIGHT, others 1)."""
 
     tf: dict[str, float]
     main_len: int
@@ -40,13 +30,8 @@ class Doc:
         return self.main_len + CONTEXT_WEIGHT * self.context_len
 
 
-def main_terms(kind: Kind, text: str, keys: tuple[str, ...]) -> list[str]:
-    """The terms of the weight-1 fields: text, keys, the kind's labels (en + zh) and name."""
-    return [*analyze(text), *(term for key in keys for term in analyze(key)), *_LABEL_TERMS[kind]]
-
-
 def make_doc(kind: Kind, text: str, keys: tuple[str, ...], context: str) -> Doc:
-    main = main_terms(kind, text, keys)
+    main = [*analyze(text), *(term for key in keys for term in analyze(key)), *_LABEL_TERMS[kind]]
     tf: dict[str, float] = dict(Counter(main))
     extra = analyze(context) if context else []
     for term, count in Counter(extra).items():
@@ -56,9 +41,7 @@ def make_doc(kind: Kind, text: str, keys: tuple[str, ...], context: str) -> Doc:
 
 @dataclass(frozen=True)
 class TermScore:
-    """One query term's part in one entry's score. `term` is the analysed (stemmed) term, `words`
-    the query's words it came from; `tf` the field-weighted frequency (context counts
-    CONTEXT_WEIGHT per occurrence)."""
+    """One query term's part in one entry's score, with the query's `words` it came from."""
 
     term: str
     tf: float
@@ -140,8 +123,7 @@ class Index:
         return found
 
     def search(self, terms: Sequence[str], k: int) -> list[tuple[float, Entry]]:
-        """The k best (score, entry) for distinct `terms`: score descending, then newer ts, then
-        earlier in the file. Entries scoring 0 are left out."""
+        """The k best (score, entry) for distinct `terms`: by score, newer ts, then file order."""
         scores: dict[int, float] = {}
         for term in terms:
             for order, value in self.contributions(term).items():
@@ -162,7 +144,7 @@ class Index:
                 len(self.postings[term]),
                 self.idf(term),
                 self.contributions(term)[order],
-                tuple(words.get(term, ())),
+                tuple(dict.fromkeys(words.get(term, ()))),
             )
             for term in terms
             if doc.tf.get(term)

@@ -16,8 +16,6 @@ class Kind(StrEnum):
     @classmethod
     def parse(cls, value: object) -> Kind | None:
         """The kind named by `value` (a kind or an alias, any case), or None."""
-        if isinstance(value, Kind):
-            return value
         return _ALIASES.get(value.strip().lower()) if isinstance(value, str) else None
 
     def label(self, lang: str = "en") -> str:
@@ -26,14 +24,13 @@ class Kind(StrEnum):
 
     @property
     def eviction_rank(self) -> int:
-        """0 is evicted last (preference), 3 first (fact)."""
-        return _RANKS[self]
+        """0 is evicted last (preference), 3 first (fact): the order of the kinds."""
+        return list(Kind).index(self)
 
 
 KIND_NAMES: tuple[str, ...] = tuple(kind.value for kind in Kind)
 _LABELS = {Kind.PREFERENCE: ("Preference", "偏好"), Kind.CORRECTION: ("Correction", "纠正")}
 _LABELS |= {Kind.LESSON: ("Lesson", "经验"), Kind.FACT: ("Fact", "事实")}
-_RANKS = {Kind.PREFERENCE: 0, Kind.CORRECTION: 1, Kind.LESSON: 2, Kind.FACT: 3}
 _ALIASES = {kind.value: kind for kind in Kind} | {"pref": Kind.PREFERENCE, "feedback": Kind.CORRECTION}
 _ALIASES |= {"lesson-learned": Kind.LESSON, "lesson_learned": Kind.LESSON, "experience": Kind.LESSON}
 _ALIASES |= {"project": Kind.FACT}

@@ -1,10 +1,6 @@
-"""memory.json on disk (SPEC §3.2): read without a lock (writers replace it atomically), written
-under a cross-process lock on `memory.json.lock` (filelock) through `atomic_write` (temp file 0600
-in the same directory, fsync, `os.replace`, fsync the directory); a killed writer's temp files are
-removed under the lock. One entry a line, so the file stays readable and diffs small; the entries
-this version cannot use follow, then unknown top-level fields. A symlink is followed (a write
-replaces its target); a symlink loop or a special file (FIFO, device, directory) is a StoreError.
-"""
+"""memory.json on disk (SPEC §3.2): read without a lock (writers replace it atomically), written under
+a cross-process lock, one entry a line so diffs stay small. A symlink is followed; a symlink loop or a
+special file is a StoreError."""
 
 from __future__ import annotations
 
@@ -26,11 +22,10 @@ from nanohermes.memory.entry import json_text
 MEMORY_FILE = "memory.json"
 FORMAT_VERSION = 1
 LOCK_TIMEOUT_S = 30.0
-TEMP_PREFIX = ".memory.json."
-"""How `atomic_write` names a temp file of memory.json here (it adds a random part and `.tmp`)."""
+TEMP_PREFIX = ".memory.json."  # `atomic_write` adds a random part and `.tmp`
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in never blocks the open
+# The process is short of something, the file is not bad: no reason to move it aside.
 _TRANSIENT = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS, errno.EAGAIN, errno.EINTR})
-"""Errors that say the process is short of something, not that the file is bad: no reason to move it aside."""
 _SPECIAL = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
 _SPECIAL |= {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 _HEAD = b'{\n  "version": %d,\n  "entries": ' % FORMAT_VERSION
@@ -45,8 +40,7 @@ class FormatError(ValueError):
 
 @dataclass
 class Parsed:
-    """memory.json's entry items (in file order), format version and unknown top-level fields, as
-    (name, JSON text) pairs."""
+    """memory.json's entry items, format version and unknown top-level fields as (name, JSON text)."""
 
     items: list[object]
     version: int
@@ -79,8 +73,7 @@ def identity(st: os.stat_result) -> Identity:
 
 
 class MemoryFile:
-    """One memory.json: its version, its bytes, its lock, its atomic replacement. `shared`: a file
-    to commit (the team memory): mode 0644, its directory made as any other, its lock at `lock`."""
+    """One memory.json and its lock. `shared`: a file to commit (the team memory), mode 0644."""
 
     def __init__(self, directory: Path, lock: Path | None = None, shared: bool = False) -> None:
         self.dir, self.shared = directory, shared
@@ -88,8 +81,7 @@ class MemoryFile:
         self.lock = FileLock(lock or self.dir / f"{MEMORY_FILE}.lock", mode=0o600, thread_local=False)
 
     def _regular(self, st: os.stat_result) -> os.stat_result:
-        """`st`, when it is a regular file's: special files are never read (a FIFO blocks for ever,
-        a device never ends)."""
+        """`st`, when it is a regular file's: a FIFO would block for ever, a device never end."""
         if stat.S_ISREG(st.st_mode):
             return st
         raise StoreError(
@@ -99,8 +91,7 @@ class MemoryFile:
         )
 
     def _failed(self, err: OSError) -> OSError:
-        """`err`, to raise (the file is unreadable), unless it is a symlink loop or says this process
-        is short of descriptors or memory (moving a sound file aside would empty the memory)."""
+        """`err`, to raise (the file is unreadable), unless it is a symlink loop or transient."""
         if err.errno in _TRANSIENT:
             raise StoreError(
                 f"cannot read {self.path} now: {err.strerror or err}", "it is left as it is; try again"
@@ -110,8 +101,8 @@ class MemoryFile:
         return err
 
     def version(self) -> Identity | None:
-        """The file's version, through any symlink; None when it does not exist (a dangling link
-        included: the first write creates its target). OSError when the file is unreadable."""
+        """The file's version; None when it does not exist (a dangling link included: the first
+        write creates its target). OSError when the file is unreadable."""
         try:
             return identity(self._regular(os.stat(self.path)))
         except FileNotFoundError:
@@ -120,8 +111,7 @@ class MemoryFile:
             raise self._failed(err) from None
 
     def read(self, limit: int | None = None) -> tuple[Identity, bytes] | None:
-        """The file's version and bytes; None when it is missing. OSError when it is unreadable,
-        FormatError when it is over `limit` bytes."""
+        """The file's version and bytes; None when it is missing. FormatError when over `limit` bytes."""
         try:
             fd = os.open(self.path, _READ_FLAGS)
         except FileNotFoundError:
@@ -132,14 +122,12 @@ class MemoryFile:
             st = self._regular(os.fstat(fd))  # (replaced by a special file since the stat?)
             if limit is not None and st.st_size > limit:
                 raise FormatError(f"is {st.st_size:,} bytes, over the limit of {limit:,}")
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
+            data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
         except OSError as err:
             raise self._failed(err) from None
         finally:
             os.close(fd)
-        return identity(st), b"".join(chunks)
+        return identity(st), data
 
     def move_aside(self) -> Path:
         """Rename the unreadable file to a free `memory.json.broken-<ts>[-n]` (call under the lock)."""
@@ -151,9 +139,9 @@ class MemoryFile:
         os.replace(self.path, broken)
         return broken
 
-    def acquire(self) -> None:
-        """Take the cross-process lock (waiting at most LOCK_TIMEOUT_S), in the memory directory
-        (made 0700 if it is missing); StoreError if it cannot."""
+    def acquire(self) -> contextlib.AbstractContextManager[object]:
+        """Take the cross-process lock in the memory directory (made 0700 if missing), or StoreError;
+        a context that releases it."""
         try:
             if self.shared:
                 self.dir.mkdir(exist_ok=True)
@@ -162,7 +150,7 @@ class MemoryFile:
         except OSError as err:
             raise StoreError(f"cannot create {self.dir}: {err.strerror or err}") from None
         try:
-            self.lock.acquire(timeout=LOCK_TIMEOUT_S, poll_interval=0.01)
+            return self.lock.acquire(timeout=LOCK_TIMEOUT_S, poll_interval=0.01)
         except Timeout:
             raise StoreError(
                 f"memory is locked by another process for more than {LOCK_TIMEOUT_S:.0f} s "
@@ -173,19 +161,15 @@ class MemoryFile:
             raise StoreError(f"cannot lock {self.lock.lock_file}: {err.strerror or err}") from None
 
     def write(self, pieces: list[bytes], version: int) -> Identity:
-        """Replace memory.json, read as format `version`, atomically with `pieces` (call under the
-        lock); the new version. On failure the old file stays and StoreError says why."""
+        """Replace memory.json, read as format `version`, with `pieces` (under the lock); its version."""
         if version > FORMAT_VERSION:
             raise StoreError(
                 f"{self.path} was written by a newer nanohermes (format version {version})",
                 "upgrade nanohermes to change it",
             )
         try:
-            with os.scandir(self.dir) as found:  # a killed writer's temp files
-                left = [f.path for f in found if f.name.startswith(TEMP_PREFIX) and f.name.endswith(".tmp")]
-            for leftover in left:  # (no live writer owns one while we hold the lock)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(leftover)
+            for leftover in self.dir.glob(f"{TEMP_PREFIX}*.tmp"):  # a killed writer's: we hold the lock
+                leftover.unlink(missing_ok=True)
             atomic_write(write_target(self.path), pieces, temp_prefix=TEMP_PREFIX)
             if self.shared:
                 os.chmod(self.path, 0o644)

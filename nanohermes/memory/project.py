@@ -1,13 +1,6 @@
-"""The key of the project a workspace belongs to (SPEC §3.9), read from `.git` without running git.
-
-- In a git repository with an `origin` remote: the remote URL, normalised so every clone agrees
-  (`git@github.com:Me/Tool.git`, `https://github.com/me/tool` and `ssh://git@github.com/me/tool.git`
-  all give `github.com/me/tool`; user names and passwords are dropped, never stored).
-- Else the absolute path of the repository's top level; outside git, the workspace's absolute path.
-
-Only `.git/config` is read (a worktree's or submodule's `.git` file is followed to the common git
-directory); nothing is executed, so a hostile repository cannot run code through this.
-"""
+"""The key of the project a workspace belongs to (SPEC §3.9): its `origin` remote normalised so every
+clone agrees, else the path of the git top level or workspace. Only `.git/config` is read: a hostile
+repository cannot run code through this."""
 
 from __future__ import annotations
 
@@ -21,8 +14,7 @@ from nanohermes.core.fileio import read_regular
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_KEY_CHARS = 200
-"""A longer key (a hostile remote URL can be a megabyte) is cut and ends with a digest of the whole:
-it is stored in every project memory of memory.json and shown in listings."""
+"""A longer key (a hostile remote URL) is cut and ends with a digest of the whole."""
 # The userinfo runs to the LAST `@` before the path: a password may hold an unencoded `@`.
 _SCP_LIKE = re.compile(r"^(?:[^/\s]*@)?([^:/\s@]+):(?!//)(.+)$")  # git@host:owner/repo.git
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^/?#]*@)?([^/:?#@]+)(?::\d+)?(/[^?#]*)?", re.IGNORECASE)
@@ -33,15 +25,14 @@ _EDGE_SPACE = re.compile(r"^\s+|\s+$")
 
 
 def project_key(workspace: Path | str) -> str:
-    """The project key of `workspace` (never empty), in the form memory.json gives back unchanged."""
-    return stored_form(_raw_key(workspace))
-
-
-def stored_form(key: str) -> str:
-    """`key` with each character that a reload of memory.json would change (or a terminal would
-    act on) written as a visible escape, and cut to MAX_KEY_CHARS: otherwise a project's memories
-    vanish after a restart, or `/repo ` sees those of `/repo`."""
-    key = _UNSTABLE.sub(_escaped, key)
+    """The project key of `workspace` (never empty), each character that a reload of memory.json
+    would change (or a terminal act on) escaped, cut to MAX_KEY_CHARS: otherwise a project's
+    memories vanish after a restart."""
+    root = Path(os.path.abspath(workspace))
+    top = git_top_level(root)
+    remote = origin_url(top) if top is not None else None
+    key = normalise_remote(remote, top) if remote and top else None
+    key = _UNSTABLE.sub(_escaped, key or str(top or root))
     key = _EDGE_SPACE.sub(lambda found: "".join(_escaped(char) for char in found.group()), key)
     if len(key) <= MAX_KEY_CHARS:
         return key
@@ -54,19 +45,6 @@ def _escaped(found: re.Match[str] | str) -> str:
     if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, decoded with surrogateescape
         return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def _raw_key(workspace: Path | str) -> str:
-    root = Path(os.path.abspath(workspace))
-    top = git_top_level(root)
-    if top is None:
-        return str(root)
-    remote = origin_url(top)
-    if remote:
-        normalised = normalise_remote(remote, top)
-        if normalised:
-            return normalised
-    return str(top)
 
 
 def git_top_level(start: Path) -> Path | None:
@@ -95,9 +73,8 @@ def git_dir(top: Path) -> Path | None:
 
 
 def _read_small(path: Path) -> str | None:
-    """A small regular file's text, else None (see `read_regular`: never blocks, never reads /proc).
-    Bytes that are not UTF-8 are kept apart (surrogateescape), so two such remotes never become one
-    key."""
+    """A small regular file's text (bytes that are not UTF-8 kept apart, so two such remotes never
+    become one key), else None."""
     try:
         data, size = read_regular(path, MAX_CONFIG_BYTES)
     except (OSError, ValueError):  # ValueError: a NUL in a `gitdir:` path
@@ -121,8 +98,7 @@ def origin_url(top: Path) -> str | None:
 
 
 def normalise_remote(url: str, top: Path) -> str | None:
-    """`host/path` in lower case, without credentials, port, scheme or `.git`; a local remote is its
-    absolute path. None when the URL says nothing usable."""
+    """`host/path` in lower case, without credentials, port, scheme or `.git`; a local remote's path."""
     url = url.strip()
     found = _URL.match(url)
     if found is not None and not url.lower().startswith("file:"):

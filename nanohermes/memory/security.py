@@ -1,5 +1,4 @@
-"""SPEC §6 on write: redact secrets; refuse invisible Unicode, control characters and prompt-injection
-phrases."""
+"""SPEC §6 on write: redact secrets; refuse invisible Unicode, control characters, injection phrases."""
 
 from __future__ import annotations
 
@@ -9,9 +8,7 @@ import unicodedata
 from collections.abc import Iterable
 
 REDACTED = "[REDACTED]"
-MAX_CHECKED_CHARS = 4000
-"""Characters of a memory text from the model that are checked and redacted (`checked_part`): ten
-times what is stored, so redaction can shrink the head and still leave a full memory."""
+MAX_CHECKED_CHARS = 4000  # ten times what is stored: redaction can shrink the head and leave a full memory
 
 # Token families whose whole match is a secret.
 _TOKENS = re.compile(
@@ -36,11 +33,9 @@ _PEM = re.compile(
     re.DOTALL,
 )
 _BEARER = re.compile(r"\b(Bearer|Basic|Token)(\s+)([A-Za-z0-9._~+/=-]{12,})", re.IGNORECASE)
-# `password=…`, `api_key: "…"`: keep the name, redact the value. A value that points elsewhere
-# (`$VAR`, `${VAR}`, `%VAR%`, `<placeholder>`, `os.environ[...]`) is not a secret and stays.
-# The name starts at a word boundary or after `_`/`-` (`DB_PASSWORD`, `my-api-key`), found without
-# a `(?:[a-z0-9]+[_-])*` prefix: from every boundary of a long `a-b-c-…` that prefix ran to its end
-# again, and an 80 KB kebab-case paste took half a minute to redact.
+# `password=…`, `api_key: "…"`: keep the name, redact the value unless it points elsewhere (`$VAR`).
+# The name starts at a boundary or after `_`/`-` (`DB_PASSWORD`), with no `(?:[a-z0-9]+[_-])*` prefix:
+# that ran to the end of a long `a-b-c-…` from each of its boundaries (an 80 KB paste: half a minute).
 _ASSIGNMENT = re.compile(
     r"""(?ix)
     (?:\b|(?<=[_-]))((?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey
@@ -56,126 +51,82 @@ _B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 _AWS_SECRET = re.compile(
     rf"(?i)(?:\baws|secret)[^\n]{{0,60}}?({_B64_40})|({_B64_40})[^\n]{{0,60}}?(?:\baws|secret)"
 )
-MIN_SECRET_CHARS = 8
-"""A configured key shorter than this (`none`, `dummy` for a local server) is no secret: left alone."""
+MIN_SECRET_CHARS = 8  # a shorter configured key (`none`, `dummy` for a local server) is no secret
 # `scheme://user:password@`, found from its `://` (a scheme matched from every `\b` of a long
 # `a.b.c.…` ran to its end again: quadratic).
 _URL_CREDENTIALS = re.compile(r"([a-z0-9+.-]://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
 
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\U000e0000-\U000e007f]")
-# C0 and C1 control characters, DEL included. Tab, newline, vertical tab, form feed and carriage return
-# are not among them: writing folds them into one space like any other whitespace.
+# C0 and C1 control characters and DEL; not tab, newline, vertical tab, form feed or carriage return.
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
-# A whole terminal escape sequence, so that cleaning leaves no `[31m` behind: CSI (colours, cursor,
-# erase), OSC/DCS/SOS/PM/APC strings up to their terminator (titles, clipboard, hyperlinks), and the
-# other ESC sequences (character sets, reset).
+# A whole terminal escape sequence (CSI, OSC/DCS/SOS/PM/APC strings, other ESC sequences), so that
+# cleaning leaves no `[31m` behind.
 _ESCAPE_SEQUENCE = re.compile(
     "(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]"
     "|(?:\x1b[\\]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"
     "|\x1b[ -/]*[0-~]"
 )
-_CONTROL_NAMES = {
-    0x00: "null",
-    0x07: "bell",
-    0x08: "backspace",
-    0x7F: "delete",
-    0x9B: "control sequence introducer",
-}
+_CONTROL_NAMES = {0x00: "null", 0x07: "bell", 0x08: "backspace", 0x7F: "delete"}
+_CONTROL_NAMES[0x9B] = "control sequence introducer"
 _CONTROL_NAMES[0x1B] = "escape, which starts terminal escape sequences"
-_INJECTION = (
-    re.compile(
-        r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?"
-        r"(?:previous|prior|above|earlier|preceding|system|original)\s+"
-        r"(?:instructions?|prompts?|rules|messages?|directions)",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        r"\b(?:do\s+not|don't|dont|never)\s+(?:tell|inform|notify|alert|show)\s+(?:this\s+to\s+)?the\s+user",
-        re.IGNORECASE,
-    ),
-    re.compile(r"\bwithout\s+(?:telling|informing|notifying)\s+the\s+user", re.IGNORECASE),
-    re.compile(
-        r"(?:忽略|无视|忘记|忘掉)(?:掉)?(?:之前|以上|先前|前面|上述|上面|所有)(?:的)?(?:所有)?(?:指令|指示|提示|规则|要求)"
-    ),
-    re.compile(r"(?:不要|别|不许|切勿)(?:告诉|通知|提醒|让)用户"),
+_INJECTION = re.compile(
+    r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?"
+    r"(?:previous|prior|above|earlier|preceding|system|original)\s+"
+    r"(?:instructions?|prompts?|rules|messages?|directions)"
+    r"|\b(?:do\s+not|don't|dont|never)\s+(?:tell|inform|notify|alert|show)\s+(?:this\s+to\s+)?the\s+user"
+    r"|\bwithout\s+(?:telling|informing|notifying)\s+the\s+user"
+    r"|(?:忽略|无视|忘记|忘掉)(?:掉)?(?:之前|以上|先前|前面|上述|上面|所有)(?:的)?(?:所有)?(?:指令|指示|提示|规则|要求)"
+    r"|(?:不要|别|不许|切勿)(?:告诉|通知|提醒|让)用户"
 )
 
 
 _ZWJ = "\u200d"
-_BLACK_FLAG = "\U0001f3f4"
-_CANCEL_TAG = "\U000e007f"
 _EMOJI_MODIFIERS = frozenset("\ufe0e\ufe0f\u20e3") | {chr(c) for c in range(0x1F3FB, 0x1F400)}
+_FLAG = re.compile("\U0001f3f4[\U000e0020-\U000e007e]*\U000e007f")  # 🏴 + tags + cancel tag
 
 
 def _in_emoji(text: str, at: int) -> bool:
-    """Whether the invisible character at `at` is part of an emoji sequence: a zero-width joiner
-    between two pictographs (🧘‍♀️, 👨‍👩‍👧; a variation selector or skin tone may follow the first), or
-    a tag character of a subdivision flag (🏴 + tags + cancel tag)."""
-    char = text[at]
-    if char == _ZWJ:
+    """Whether the invisible character at `at` is part of an emoji sequence: a zero-width joiner between
+    two pictographs (👨‍👩‍👧, 🧘‍♀️ with a modifier), or a tag character of a subdivision flag."""
+    if text[at] == _ZWJ:
         before = at - 1
         while before >= 0 and text[before] in _EMOJI_MODIFIERS:
             before -= 1
-        after = text[at + 1] if at + 1 < len(text) else ""
+        after = text[at + 1 : at + 2]
         pictographs = before >= 0 and unicodedata.category(text[before]) == "So"
-        return pictographs and bool(after) and unicodedata.category(after) == "So"
-    if "\U000e0020" <= char <= _CANCEL_TAG:
-        start = at
-        while start > 0 and "\U000e0020" <= text[start - 1] <= "\U000e007e":
-            start -= 1
-        end = at
-        while end < len(text) and "\U000e0020" <= text[end] <= "\U000e007e":
-            end += 1
-        return start > 0 and text[start - 1] == _BLACK_FLAG and end < len(text) and text[end] == _CANCEL_TAG
-    return False
+        return pictographs and after != "" and unicodedata.category(after) == "So"
+    flag = text.rfind("\U0001f3f4", 0, at)
+    found = _FLAG.match(text, flag) if flag >= 0 else None
+    return found is not None and found.end() > at
 
 
-def invisible_removed(text: str) -> str:
-    """`text` without the invisible characters `refusal_reason` would refuse (emoji sequences kept)."""
+def unsafe_removed(text: str) -> str:
+    """`text` without terminal escape sequences and what else `refusal_reason` refuses but phrases."""
+    text = _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
     if _INVISIBLE.search(text) is None:
         return text
     return "".join(ch for at, ch in enumerate(text) if not _INVISIBLE.match(ch) or _in_emoji(text, at))
 
 
-def controls_removed(text: str) -> str:
-    """`text` without terminal escape sequences and the other control characters `refusal_reason`
-    would refuse (tab, newline, carriage return and the like are kept)."""
-    if _CONTROL.search(text) is None:
-        return text
-    return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
-
-
 def controls_shown(text: str) -> str:
-    """`text` with each control character written as a visible escape (`\\x1b`): a memory that an
-    older version stored with an escape sequence reaches the prompt as text, not as a sequence."""
-    if _CONTROL.search(text) is None:
-        return text
+    """`text` with each control character written as a visible escape (`\\x1b`): one an older version
+    stored reaches the prompt as text, not as a sequence."""
     return _CONTROL.sub(lambda found: repr(found.group(0))[1:-1], text)
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every secret it holds replaced by [REDACTED]: each of `secrets` (the configured
-    API key, whatever its shape), then the shapes of SPEC §6."""
-    text = redact_known(text, secrets)
+    """`text` with every secret replaced by [REDACTED]: each of `secrets` (the configured API key, also
+    JSON-escaped), then the shapes of SPEC §6."""
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET_CHARS:
+            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+            text = text.replace(secret, REDACTED).replace(escaped, REDACTED)
     text = _PEM.sub(REDACTED, text)
     text = _TOKENS.sub(REDACTED, text)
     text = _AWS_SECRET.sub(_redact_aws, text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}", text)
     return _ASSIGNMENT.sub(_redact_assignment, text)
-
-
-def redact_known(text: str, secrets: Iterable[str], replacement: str = REDACTED) -> str:
-    """`text` with each of `secrets` (at least MIN_SECRET_CHARS long) replaced, also where it was
-    written JSON-escaped."""
-    for secret in secrets:
-        if not secret or len(secret) < MIN_SECRET_CHARS:
-            continue
-        text = text.replace(secret, replacement)
-        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
-        if escaped != secret:
-            text = text.replace(escaped, replacement)
-    return text
 
 
 def _redact_aws(match: re.Match[str]) -> str:
@@ -188,26 +139,18 @@ def _redact_aws(match: re.Match[str]) -> str:
 
 def _redact_assignment(match: re.Match[str]) -> str:
     name, separator, quote, value = match.groups()
-    if value.startswith("[REDACTED"):
-        return match.group(0)
-    if ":" in separator and not quote and not _looks_secret(value):
-        return match.group(0)  # prose such as "token: never share it"
+    secret = len(value) >= 8 and any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)
+    if value.startswith("[REDACTED") or (":" in separator and not quote and not secret):
+        return match.group(0)  # redacted already, or prose such as "token: never share it"
     return f"{name}{separator}{quote}{REDACTED}"
-
-
-def _looks_secret(value: str) -> bool:
-    return len(value) >= 8 and any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)
 
 
 _WHITESPACE_RUN = re.compile(r"\s{2,}")
 
 
 def _as_read(text: str) -> str:
-    """`text` as a reader (the model) reads it, for the phrase checks: compatibility forms folded
-    (fullwidth `ｉｇｎｏｒｅ` is `ignore`) and format characters no one sees (a soft hyphen in
-    `ig\u00adnore`) dropped, so such a spelling does not slip a refused phrase through. A run of
-    whitespace reads as one space (one line break if it holds one): the patterns' adjacent `\\s*`
-    took cubic time over a long run (`iex` and 2,000 spaces: a minute and a half, the GIL held)."""
+    """`text` as the model reads it: fullwidth forms folded, format characters (a soft hyphen) dropped,
+    a whitespace run one space or line break (the patterns' adjacent `\\s*` took cubic time over one)."""
     if not text.isascii():
         folded = unicodedata.normalize("NFKC", text)
         text = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
@@ -215,8 +158,7 @@ def _as_read(text: str) -> str:
 
 
 def refusal_reason(text: str) -> str | None:
-    """Why `text` must not be stored (a control character: a terminal escape sequence would be
-    replayed wherever the memory is shown; invisible Unicode; an injection phrase), or None."""
+    """Why `text` must not be stored (a control character, invisible Unicode, an injection phrase)."""
     control = _CONTROL.search(text)
     if control is not None:
         code = ord(control.group(0))
@@ -227,13 +169,8 @@ def refusal_reason(text: str) -> str | None:
         char = invisible.group(0)
         name = unicodedata.name(char, "format character").lower()
         return f"text holds the invisible Unicode character U+{ord(char):04X} ({name}); refused"
-    probe = _as_read(text)
-    for pattern in _INJECTION:
-        found = pattern.search(probe)
-        if found is not None:
-            phrase = " ".join(found.group(0).split())
-            return f"text looks like a prompt injection ({phrase!r}); refused"
-    return None
+    found = _phrase(_as_read(text), (("looks like a prompt injection", _INJECTION),))
+    return None if found is None else f"text {found}; refused"
 
 
 # SPEC §3.7: memories are the user's, not a file's. A distilled text carrying one of these instructions
@@ -250,10 +187,8 @@ _OBJECTS = (
 _DESTINATION = (
     r"(?:https?://|ftp://|\b[\w.+-]+@[\w-]+\.[\w.]+|\b(?:\d{1,3}\.){3}\d{1,3}\b|webhook|pastebin|ngrok)"
 )
-# Where a `curl … | sh` is looked for: the start of the text or of a pipeline segment. Tried from every
-# fetch word, `[^\n|;&]*` ran to the segment's end once per word (`curl curl …`: quadratic); from the
-# segment's first fetch word only, each segment is read once, and a later word could not match where
-# the first one did not.
+# `curl … | sh` is looked for from a pipeline segment's first fetch word only: tried from every fetch
+# word, `[^\n|;&]*` ran to the segment's end once per word (`curl curl …`: quadratic).
 _SEGMENT_START = r"(?:\A|(?<=[\n|;&]))"
 _RISKY: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -298,23 +233,24 @@ _RISKY: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 
 def risky_instruction(text: str) -> str | None:
-    """Why `text` is an instruction no file may plant as a memory (runs code fetched from the network,
-    disables a security check, sends data away), or None."""
-    probe = _as_read(text)
-    for what, pattern in _RISKY:
+    """Why `text` is an instruction no file may plant as a memory, or None."""
+    found = _phrase(_as_read(text), _RISKY)
+    return None if found is None else f"text {found}"
+
+
+def _phrase(probe: str, rules: Iterable[tuple[str, re.Pattern[str]]]) -> str | None:
+    """`what (phrase)` of the first rule whose pattern `probe` holds: its named group, else the match."""
+    for what, pattern in rules:
         found = pattern.search(probe)
         if found is not None:
             named = [part for part in found.groupdict().values() if part]
-            phrase = " ".join((named[0] if named else found.group(0)).split())[:80]
-            return f"text {what} ({phrase!r})"
+            return f"{what} ({' '.join((named[0] if named else found.group(0)).split())[:80]!r})"
     return None
 
 
 def checked_part(text: str, limit: int = MAX_CHECKED_CHARS) -> str:
-    """The head of a memory text the model sent, at most `limit` characters, cut at whitespace when
-    there is some in its second half (a secret cut in two could lose the shape that gets it redacted).
-    Only MAX_TEXT characters are stored: checking and redacting megabytes of it (a runaway or hostile
-    reply) held the GIL for seconds, freezing the screen and Ctrl-C."""
+    """The head of a memory text the model sent (checking megabytes held the GIL for seconds), cut at
+    whitespace in its second half if any: a secret cut in two could escape redaction."""
     if len(text) <= limit:
         return text
     head = text[:limit]

@@ -1,22 +1,17 @@
-"""One version of memory.json as a store holds it, with what it derives from the entries.
+"""One version of memory.json as a store holds it, with what it derives from the entries (made when
+first needed, then changed in place). Every entry has an order number, increasing in file order and
+never reused, by which the index, the duplicate keys and the eviction heap name it.
 
-Every entry has an order number: increasing in file order, never reused, so it survives removals;
-the index, the duplicate keys and the eviction heap name entries by it, and it breaks ties of equal
-score and ts. Derived data is made when first needed (lines and keys by the first write, the index
-by the first search, the heap by the first eviction), then follows each change in place.
-
-Duplicates (SPEC §3.4): equal normalized keys, or one inside the other with the shorter weighing at
-least DUPLICATE_MIN_WEIGHT, unless exactly one negates (`text.is_duplicate`). `Keys` finds the
-candidates without a Python loop over every key, so `remember` stays cheap at 5,000 memories and an
-import of 5,000 about linear: equal keys by a dict; weighty stored keys inside the new key by their
-first HEAD characters, looked up at each position of the new key; stored keys holding the new key by
-one `str.find` over the keys joined by NUL, plus those added since (joined again every REJOIN)."""
+`Keys` finds duplicate candidates (SPEC §3.4) without a Python loop over every key, so an import of
+5,000 stays about linear: equal keys by a dict; weighty stored keys inside the new key by their first
+HEAD characters; stored keys holding it by one `str.find` over the keys joined by NUL."""
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
 import heapq
+import itertools
 from collections.abc import Callable
 
 from nanohermes.memory.constants import DUPLICATE_MIN_WEIGHT
@@ -28,13 +23,12 @@ from nanohermes.memory.text import is_duplicate, normalize, weight
 HEAD = 8
 REJOIN = 256
 Rank = tuple[bool, int, int, int]
-"""(live, −eviction rank, last use, order): the smallest is evicted first (SPEC §3.4): replaced
-entries, then of the least protected kind the one unused the longest (a never-used one since it
-was saved, so a memory just learnt is not the first to go), earliest in the file on a tie."""
+"""(live, −eviction rank, last use, order): the smallest is evicted first. A never-used entry counts
+from when it was saved, so a memory just learnt is not the first to go."""
 
 
 class Keys:
-    """Every entry's duplicate key by order number, filed to find the candidates (see above)."""
+    """Every entry's duplicate key by order number, filed to find the candidates."""
 
     def __init__(self) -> None:
         self.key_of: dict[int, str] = {}
@@ -54,9 +48,8 @@ class Keys:
             self._sizes.add(min(len(key), HEAD))
         self._recent.append(order)
         if len(self._recent) > REJOIN:
-            self._orders, self._starts, self._recent = list(self.key_of), [0], []
-            for theirs in self.key_of.values():
-                self._starts.append(self._starts[-1] + len(theirs) + 1)
+            self._orders, self._recent = list(self.key_of), []
+            self._starts = [0, *itertools.accumulate(len(theirs) + 1 for theirs in self.key_of.values())]
             self._joined = "\0".join(self.key_of.values())
 
     def remove(self, order: int) -> None:
@@ -65,8 +58,7 @@ class Keys:
         self._heads.get(key[:HEAD], set()).discard(order)
 
     def candidates(self, key: str) -> set[int]:
-        """The orders of the entries whose key equals `key`, contains it or lies inside it, the
-        shorter weighing enough (and perhaps a few more: `is_duplicate` decides)."""
+        """The orders of the entries whose key may equal, contain or lie inside `key`."""
         found = set(self._equal.get(key, ()))
         if "\0" in key:  # the joined keys cannot tell where such a key is
             found.update(order for order, theirs in self.key_of.items() if key in theirs)
@@ -90,12 +82,10 @@ def _rank(entry: Entry, order: int) -> Rank:
 
 
 class State:
-    """`entries` in file order, `orders` parallel to them; `kept` the items this version cannot use
-    (JSON texts, written back after the entries), `top` the unknown top-level fields. `sees` says
-    which entries the store's searches and duplicates see first; `doc` gives an entry's terms;
-    `adopt` takes each entry read as it is, changed, or refuses it with a reason (in `skipped`; the
-    item is kept). `team`: the team memory's entries, searched with these (orders below 0);
-    `problem`: why the file must not be written ("" when it may)."""
+    """`entries`: {order: entry} in file order; `kept` the items this version cannot use (written
+    back), `top` the unknown top-level fields. `adopt` takes each entry read, changed, or refuses it
+    with a reason (in `skipped`). `team`: the team memory's entries, searched with these (orders
+    below 0); `problem`: why the file must not be written."""
 
     def __init__(
         self,
@@ -107,15 +97,16 @@ class State:
     ) -> None:
         self.sees, self.doc, self.identity = sees, doc, identity
         self.team: list[Entry] = []
+        self.team_order: dict[str, int] = {}
         self.team_identity: Identity | None = None
         self.problem = ""
         self.skipped: list[str] = []
-        self.version = FORMAT_VERSION if parsed is None else parsed.version
-        self.top = [] if parsed is None else parsed.top
-        self.entries: list[Entry] = []
+        parsed = parsed or Parsed([], FORMAT_VERSION, [])
+        self.version, self.top = parsed.version, parsed.top
+        self.entries: dict[int, Entry] = {}
         self.kept: list[str] = []
         self.order_of: dict[str, int] = {}
-        for item in [] if parsed is None else parsed.items:
+        for item in parsed.items:
             entry = entry_from(item, self.order_of)
             adopted = adopt(entry) if entry is not None else None
             if isinstance(adopted, str):
@@ -124,31 +115,26 @@ class State:
                 self.kept.append(json_text(item))
             else:
                 self.order_of[adopted.id] = len(self.entries)
-                self.entries.append(adopted)
-        self.orders = list(range(len(self.entries)))
-        self._lines: list[bytes] | None = None
+                self.entries[len(self.entries)] = adopted
+        self._next = len(self.entries)
+        self._lines: dict[int, bytes] | None = None
         self._keys: Keys | None = None
         self._index: Index | None = None
         self._heap: list[Rank] = []
 
-    def at(self, order: int) -> int | None:
-        """The position of the entry with this order number, or None."""
-        i = bisect.bisect_left(self.orders, order)
-        return i if i < len(self.orders) and self.orders[i] == order else None
-
-    def position(self, entry_id: str) -> int | None:
+    def get(self, entry_id: str) -> Entry | None:
         order = self.order_of.get(entry_id)
-        return None if order is None else self.at(order)
+        return None if order is None else self.entries[order]
 
     def dump(self) -> list[bytes]:
         if self._lines is None:
-            self._lines = [json_text(entry.to_dict()).encode() for entry in self.entries]
-        return dump(self._lines, self.kept, self.top)
+            self._lines = {order: _line(entry) for order, entry in self.entries.items()}
+        return dump(list(self._lines.values()), self.kept, self.top)
 
     def keys(self) -> Keys:
         if self._keys is None:
             self._keys = Keys()
-            for order, entry in zip(self.orders, self.entries, strict=True):
+            for order, entry in self.entries.items():
                 if not entry.superseded_by:
                     self._keys.add(order, normalize(entry.text))
         return self._keys
@@ -156,10 +142,7 @@ class State:
     def index(self) -> Index:
         if self._index is None:
             self._index = Index()
-            pairs = [
-                *zip(self.orders, self.entries, strict=True),
-                *enumerate(self.team, start=-len(self.team)),
-            ]
+            pairs = [*self.entries.items(), *enumerate(self.team, start=-len(self.team))]
             for order, entry in pairs:
                 if self.sees(entry):
                     self._index.add(order, entry, self.doc(entry))
@@ -168,39 +151,37 @@ class State:
     def add_uses(self, used: dict[str, tuple[int, int]]) -> None:
         """Count the uses noted since the last write: id → (uses, when last)."""
         for entry_id, (uses, when) in used.items():
-            found = self.position(entry_id)
-            if found is not None:
-                old = self.entries[found]
+            order = self.order_of.get(entry_id)
+            if order is not None:
+                old = self.entries[order]
                 self.put(
-                    dataclasses.replace(old, used_ts=max(old.used_ts, when), uses=old.uses + uses), found
+                    dataclasses.replace(old, used_ts=max(old.used_ts, when), uses=old.uses + uses), order
                 )
 
     def set_team(self, entries: list[Entry], identity: Identity | None) -> None:
         """Search `entries` (the team memory's, of file version `identity`) with these."""
         self.team, self.team_identity, self._index = entries, identity, None
+        self.team_order = {entry.id: order for order, entry in enumerate(entries, -len(entries))}
 
     def duplicate(self, text: str, skip: int | None = None) -> int | None:
-        """The position of the entry `text` duplicates: the first one the store sees, else the
-        first of another project; None when there is none. Never `skip` (the entry being replaced)."""
-        key, keys = normalize(text), self.keys()
-        found = [i for i in map(self.at, sorted(keys.candidates(key))) if i not in (None, skip)]
+        """The order of the entry `text` duplicates, those the store sees first; never `skip`."""
+        key = normalize(text)
         found = [
-            i for i in found if is_duplicate(text, self.entries[i].text, key, normalize(self.entries[i].text))
+            order
+            for order in sorted(self.keys().candidates(key))
+            if order != skip
+            and is_duplicate(text, self.entries[order].text, key, normalize(self.entries[order].text))
         ]
-        return next((i for i in found if self.sees(self.entries[i])), found[0] if found else None)
+        return next((o for o in found if self.sees(self.entries[o])), found[0] if found else None)
 
-    def put(self, entry: Entry, found: int | None = None) -> int:
-        """Append `entry`, or put it (the same id, refreshed) at position `found`; its order."""
-        if found is None:
-            found, order = len(self.entries), self.orders[-1] + 1 if self.orders else 0
-            self.entries.append(entry)
-            self.orders.append(order)
+    def put(self, entry: Entry, order: int | None = None) -> int:
+        """Append `entry`, or put it (the same id, refreshed) in place of `order`; its order."""
+        if order is None:
+            order, self._next = self._next, self._next + 1
             self.order_of[entry.id] = order
-            if self._lines is not None:
-                self._lines.append(b"")
-        order, self.entries[found] = self.orders[found], entry
+        self.entries[order] = entry
         if self._lines is not None:
-            self._lines[found] = json_text(entry.to_dict()).encode()
+            self._lines[order] = _line(entry)
         key = None if entry.superseded_by else normalize(entry.text)  # a replaced entry is no duplicate
         if self._keys is not None and self._keys.key_of.get(order) != key:
             if key is None:
@@ -215,25 +196,26 @@ class State:
             heapq.heappush(self._heap, _rank(entry, order))
         return order
 
-    def remove(self, found: int) -> None:
-        order = self.orders.pop(found)
-        del self.order_of[self.entries.pop(found).id]
+    def remove(self, order: int) -> None:
+        del self.order_of[self.entries.pop(order).id]
         if self._lines is not None:
-            del self._lines[found]
+            del self._lines[order]
         if self._keys is not None and order in self._keys.key_of:
             self._keys.remove(order)
         if self._index is not None and order in self._index.docs:
             self._index.remove(order)
 
     def evict(self, limit: int) -> None:
-        """Remove entries in eviction order until at most `limit` remain. The heap of their ranks
-        is built for the first eviction and then follows each change; ranks of entries removed or
-        refreshed since are skipped."""
+        """Remove entries in eviction order until at most `limit` remain (stale ranks skipped)."""
         while len(self.entries) > limit:
             if not self._heap or len(self._heap) > 2 * len(self.entries) + 64:
-                self._heap = list(map(_rank, self.entries, self.orders))
+                self._heap = [_rank(entry, order) for order, entry in self.entries.items()]
                 heapq.heapify(self._heap)
             rank = heapq.heappop(self._heap)
-            found = self.at(rank[-1])
-            if found is not None and _rank(self.entries[found], rank[-1]) == rank:
-                self.remove(found)
+            entry = self.entries.get(rank[-1])
+            if entry is not None and _rank(entry, rank[-1]) == rank:
+                self.remove(rank[-1])
+
+
+def _line(entry: Entry) -> bytes:
+    return json_text(entry.to_dict()).encode()

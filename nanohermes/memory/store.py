@@ -1,10 +1,5 @@
-"""MemoryStore: long-term memory (SPEC §3): search, remember, forget over memory.json.
-
-Reads are served from the entries held in memory (state.py) while the file's (device, inode,
-mtime_ns, ctime_ns, size) is unchanged; a file changed by anyone else is read again whole (the
-analysed terms of unchanged entries are reused) and its index built again on the next search. This
-store's own writes change what it holds in place: the entries, their JSON lines, the index, the keys.
-"""
+"""MemoryStore (SPEC §3): search, remember, forget over memory.json. Reads use the state held in
+memory while the file is unchanged; a file changed by anyone else is read again whole."""
 
 from __future__ import annotations
 
@@ -19,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nanohermes.core.errors import MemoryRejected, StoreError
-from nanohermes.memory.block import recall_for_turn, render_block
-from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES
+from nanohermes.core.events import RecalledMemory
+from nanohermes.memory.block import Recall, block_lines, render_block
+from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES, SHORT_MESSAGE_CHARS
 from nanohermes.memory.entry import Entry, derive_id
 from nanohermes.memory.index import Doc, Explanation, make_doc
 from nanohermes.memory.kinds import Kind
@@ -29,7 +25,7 @@ from nanohermes.memory.state import State
 from nanohermes.memory.text import analyze, analyze_words
 from nanohermes.memory.writing import NewMemory, merge, prepare, sees
 
-__all__ = ["MEMORY_FILE", "MIN_ID_PREFIX", "MemoryStats", "MemoryStore", "NewMemory"]
+__all__ = ["MEMORY_FILE", "MIN_ID_PREFIX", "MemoryStats", "MemoryStore", "NewMemory", "recall_for_turn"]
 
 MIN_ID_PREFIX = 4
 
@@ -50,12 +46,9 @@ class MemoryStats:
 
 
 class MemoryStore:
-    """Long-term memory in `<dir>/memory.json`. Safe to share between threads and processes.
-
-    `max_entries` is the cap (setting `memory_max_entries`): beyond it the least protected, oldest
-    entries are evicted (SPEC §3.4). `team`: the repository's team memory (team.py), searched with
-    this store's entries, and given the distilled project memories when `team_distill`. `history`:
-    search and `visible` include replaced entries."""
+    """Long-term memory in `<dir>/memory.json`, safe to share between threads and processes. `team`:
+    the repository's team memory (given the distilled project memories when `team_distill`);
+    `history`: search and `visible` include replaced entries."""
 
     def __init__(
         self,
@@ -69,9 +62,7 @@ class MemoryStore:
         team_distill: bool = False,
         history: bool = False,
     ) -> None:
-        """`secrets`: texts never written to the file whatever their shape (the configured API key).
-        `project`: the project key (SPEC §3.9); search, injection and duplicates then see the global
-        entries and this project's only. None: every entry."""
+        """`secrets`: texts never written whatever their shape; `project`: None sees every entry."""
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise StoreError(f"memory_max_entries must be a positive integer, not {max_entries!r}")
         self.dir = Path(dir).expanduser()
@@ -79,8 +70,7 @@ class MemoryStore:
         self.max_entries = max_entries
         self.secrets = tuple(secret for secret in secrets if secret)
         self.project, self.team, self.team_distill, self.history = project, team, team_distill, history
-        self.last_id: str | None = None
-        """The id of the entry the last `remember` of this store added or merged into."""
+        self.last_id: str | None = None  # the entry the last `remember` added or merged into
         self._on_notice = on_notice
         self._file = MemoryFile(self.dir)
         self._mutex = threading.RLock()  # guards everything below
@@ -89,8 +79,7 @@ class MemoryStore:
         self._docs = functools.lru_cache(2 * max_entries + 1024)(make_doc)  # kept across reloads
 
     def for_project(self, project: str | None, *, history: bool = False) -> MemoryStore:
-        """A store of the same file and settings that sees `project`'s entries and the global ones
-        (every entry for None)."""
+        """A store of the same file and settings that sees `project`'s entries and the global ones."""
         return MemoryStore(
             self.dir,
             max_entries=self.max_entries,
@@ -105,42 +94,31 @@ class MemoryStore:
     def _sees(self, entry: Entry) -> bool:
         return sees(self.project, entry) and (self.history or not entry.superseded_by)
 
-    # ----------------------------------------------------------------- reading
-
     def load(self) -> list[Entry]:
         """Every entry, in file order (oldest first unless refreshed)."""
         with self._mutex:
-            return list(self._current().entries)
+            return list(self._current().entries.values())
 
     def get(self, entry_id: str) -> Entry | None:
         with self._mutex:
-            state = self._current()
-            found = state.position(entry_id)
-            return None if found is None else state.entries[found]
+            return self._current().get(entry_id)
 
     def visible(self) -> list[Entry]:
-        """The entries this store sees (global + its project's; all without a project; live only
-        unless `history`), in file order."""
+        """The entries this store sees (global + its project's; live only unless `history`)."""
         return [entry for entry in self.load() if self._sees(entry)]
 
     def __len__(self) -> int:
-        with self._mutex:
-            return len(self._current().entries)
+        return len(self.load())
 
     def matching_ids(self, wanted: str, *, everywhere: bool = False) -> list[str]:
-        """`[wanted]` when it is an id; else the ids starting with it when it has at least
-        MIN_ID_PREFIX characters (so `forget 3f9a` works), in file order; else []. Only the entries
-        this store sees unless `everywhere`."""
+        """`[wanted]` when it is an id, else the ids it is a prefix of (`forget 3f9a`), if long enough."""
         wanted = wanted.strip()
-        shown = [e for e in self.load() if everywhere or sees(self.project, e)]
-        if any(entry.id == wanted for entry in shown):
-            return [wanted]
-        if len(wanted) < MIN_ID_PREFIX:
-            return []
-        found = [entry.id for entry in shown if entry.id.startswith(wanted)]
-        if not found and wanted != wanted.lower():  # ids are lower-case hex: `5B7C` means `5b7c`
-            return self.matching_ids(wanted.lower(), everywhere=everywhere)
-        return found
+        shown = [e.id for e in self.load() if everywhere or sees(self.project, e)]
+        if wanted in shown or len(wanted) < MIN_ID_PREFIX:
+            return [wanted] if wanted in shown else []
+        found = [entry_id for entry_id in shown if entry_id.startswith(wanted)]
+        # ids are lower-case hex: `5B7C` means `5b7c`
+        return found or [entry_id for entry_id in shown if entry_id.startswith(wanted.lower())]
 
     def search(self, query: str, top_k: int = INJECT_TOP_K) -> list[tuple[float, Entry]]:
         """The best `top_k` entries for `query` by BM25F, best first; entries scoring 0 are left out."""
@@ -155,16 +133,10 @@ class MemoryStore:
         entry_id = entry if isinstance(entry, str) else entry.id
         words: dict[str, list[str]] = {}
         for term, word in analyze_words(query, query=True):
-            found = words.setdefault(term, [])
-            if word not in found:
-                found.append(word)
+            words.setdefault(term, []).append(word)
         with self._mutex:
             state = self._searched()
-            order = state.order_of.get(entry_id)
-            if order is None:  # a team memory's
-                order = next(
-                    (i for i, e in enumerate(state.team, -len(state.team)) if e.id == entry_id), None
-                )
+            order = state.order_of.get(entry_id, state.team_order.get(entry_id))
             index = state.index()
             if order not in index.docs:
                 raise StoreError(f"no memory with id {entry_id!r}")
@@ -172,13 +144,7 @@ class MemoryStore:
 
     def retrieve_block(self, query: str, lang: str = "en") -> str:
         """The memory block for `query` ("" when nothing matches); its memories count as used."""
-        entries = [entry for _, entry in self.search(query)]
-        self.note_used(entry.id for entry in entries if not entry.team)
-        return render_block(entries, lang)
-
-    def block_for_turn(self, query: str, previous_block: str, lang: str = "en") -> str:
-        """The block to inject this turn. A short message without hits ("continue") keeps the old one."""
-        return recall_for_turn(self, query, previous_block, lang).block
+        return recall_for_turn(self, query, "", lang).block
 
     def stats(self) -> MemoryStats:
         entries = self.load()
@@ -202,22 +168,18 @@ class MemoryStore:
         )
 
     def note_used(self, ids: Iterable[str]) -> None:
-        """Count a use of each memory (it was injected now). Written with the next write of the
-        file, or by `flush`: a turn never waits for a write of its own."""
+        """Count a use of each memory, written with the next write or by `flush`, never on its own."""
         now = int(time.time())
         with self._mutex:
             for entry_id in ids:
                 self._used[entry_id] = (self._used.get(entry_id, (0, 0))[0] + 1, now)
 
     def flush(self) -> None:
-        """Write the uses noted since the last write (at the end of a session). Best effort: a
-        file that cannot be written keeps its old counts."""
+        """Write the uses noted since the last write (at the end of a session); best effort."""
         with self._mutex:
             if self._used:
                 with contextlib.suppress(StoreError), self._writing():
                     pass
-
-    # ----------------------------------------------------------------- the file
 
     def _searched(self) -> State:
         """The current state, with the team memory's current entries to search (mutex held)."""
@@ -226,29 +188,21 @@ class MemoryStore:
             with self.team._mutex:
                 team = self.team._current()
                 if state.team_identity != team.identity:
-                    state.set_team(list(team.entries), team.identity)
+                    state.set_team(list(team.entries.values()), team.identity)
         return state
 
     def _current(self) -> State:
         """The entries of the file as it is now (call with the mutex held)."""
         try:
-            version = self._file.version()
-        except OSError as err:
-            return self._quarantine(f"cannot stat it: {err.strerror or err}")
-        state = self._state
-        if state is not None and state.identity == version:
-            return state
-        return self._reload() if version is not None else self._fresh()
-
-    def _reload(self, quarantine: bool = True) -> State:
-        try:
-            found = self._file.read()
-            parsed = None if found is None else parse(found[1])
+            if self._state is not None and self._state.identity == self._file.version():
+                return self._state
+            return self._read()
         except (OSError, FormatError) as err:
-            if not quarantine:
-                raise
             return self._quarantine(err.strerror if isinstance(err, OSError) and err.strerror else str(err))
-        return self._fresh(parsed, None if found is None else found[0])
+
+    def _read(self) -> State:
+        found = self._file.read()
+        return self._fresh() if found is None else self._fresh(parse(found[1]), found[0])
 
     def _fresh(self, parsed: Parsed | None = None, version: Identity | None = None) -> State:
         """This store's state of the file read as `parsed`, version `version` (None: no file)."""
@@ -267,7 +221,7 @@ class MemoryStore:
         """Move an unreadable memory.json aside (never overwrite it), tell the user once, start empty."""
         with self._locked():
             with contextlib.suppress(OSError, FormatError):  # repaired or replaced meanwhile?
-                return self._reload(quarantine=False)
+                return self._read()
             try:
                 broken = self._file.move_aside()
             except OSError as err:
@@ -285,14 +239,8 @@ class MemoryStore:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """This store's in-process lock, then the cross-process lock of the file."""
-        with self._mutex:
-            self._file.acquire()
-            try:
-                yield
-            finally:
-                self._file.lock.release()
-
-    # ----------------------------------------------------------------- writing
+        with self._mutex, self._file.acquire():
+            yield
 
     def remember(
         self,
@@ -304,15 +252,8 @@ class MemoryStore:
         scope: str | None = None,
         replaces: str = "",
     ) -> bool:
-        """Store one memory (SPEC §3.4). True if added, False if it duplicated an existing entry.
-        `scope` (§3.9): "global", "project" (this store's project; global in a store opened without
-        one) or None: facts and lessons belong to the project, the other kinds are global. Duplicates
-        are looked for among the entries this store sees first, then in other projects: a project
-        memory re-learnt in another project becomes global. `context` (the conversation around it)
-        is redacted, cut to MAX_CONTEXT and indexed with a low weight, never shown. Raises
-        MemoryRejected (unknown kind, empty text, invisible Unicode, a control character, injection
-        phrase, `replaces` naming no live entry this store sees) or StoreError (the file cannot be
-        locked or written; the old file is unchanged). The entry `replaces` stays as history."""
+        """Store one memory (SPEC §3.4): True if added, False if merged into its duplicate; `scope`:
+        "global", "project" or None (the kind's default). Raises MemoryRejected or StoreError."""
         memory = NewMemory(kind, text, tuple(keys), context, scope, replaces)
         [outcome] = self.remember_many([memory], source)
         if isinstance(outcome, MemoryRejected):
@@ -322,10 +263,8 @@ class MemoryStore:
     def remember_many(
         self, memories: Iterable[NewMemory], source: str = "user"
     ) -> list[bool | MemoryRejected]:
-        """Store several memories as `remember` stores each (duplicates merge, also among them; the cap
-        evicts), with one write of the file: an import of 5,000 costs one write, not 5,000. Per
-        memory: True (added), False (merged) or the MemoryRejected that refused it. Raises
-        StoreError when the file cannot be locked or written: then none of them is stored."""
+        """Store several memories as `remember` does, with one write of the file; per memory True, False
+        or the MemoryRejected that refused it. StoreError: none of them is stored."""
         memories = list(memories)
         checked = [self._checked(memory, source) for memory in memories]
         if all(isinstance(item, MemoryRejected) for item in checked):
@@ -342,18 +281,16 @@ class MemoryStore:
         if not isinstance(entry_id, str) or not self.path.exists():
             return False
         with self._locked():
-            found = self._current().position(entry_id.strip())
-            if found is None:
+            order = self._current().order_of.get(entry_id.strip())
+            if order is None:
                 return False
             with self._writing() as state:
-                state.remove(found)
+                state.remove(order)
         return True
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[State]:
-        """The current state, under both locks, to change in place, with the uses noted since the
-        last write; written when the block ends. On an exception nothing is written, and the file is
-        read again on next use."""
+        """The state under both locks, with the uses noted, to change; written unless an exception."""
         with self._locked():
             state = self._current()
             if state.problem:
@@ -374,10 +311,9 @@ class MemoryStore:
             return err
 
     def _put(self, state: State, new: Entry, replaces: str = "") -> bool | MemoryRejected:
-        """Add `new` to `state`, or merge it into the entry it duplicates (its id is `last_id`);
-        mark the entry it replaces; evict beyond the cap. Whether it was added."""
-        at = state.position(replaces)
-        old = state.entries[at] if at is not None else None
+        """Add `new` or merge it into its duplicate (`last_id`), mark what it replaces, evict; added?"""
+        at = state.order_of.get(replaces)
+        old = state.get(replaces)
         if replaces and (old is None or not sees(self.project, old)):
             return MemoryRejected(f"no memory with id {replaces!r} to replace; nothing changed")
         if old is not None and old.superseded_by:
@@ -395,3 +331,21 @@ class MemoryStore:
         state.evict(self.max_entries)
         self.last_id = entry.id
         return found is None
+
+
+def recall_for_turn(store: MemoryStore, query: str, previous_block: str, lang: str = "en") -> Recall:
+    """The block to inject for `query` and the memories it holds (SPEC §3.6), which count as used."""
+    hits = store.search(query)
+    if not hits and len("".join(query.split())) < SHORT_MESSAGE_CHARS:
+        return Recall(previous_block, kept=True)
+    entries = [entry for _, entry in hits]
+    memories = []
+    for score, entry in hits[: len(block_lines(entries, lang))]:
+        try:  # the query terms it matched, as `explain` shows them (`makefil ← makefiles`)
+            terms = tuple(part.display for part in store.explain(query, entry.id).terms)
+        except StoreError:  # forgotten by another process a moment ago: it was still recalled
+            terms = ()
+        scope = "team" if entry.team else "project" if entry.project else "global"
+        memories.append(RecalledMemory(entry.id, entry.kind.value, entry.text, score, terms, scope))
+    store.note_used(memory.id for memory in memories if memory.scope != "team")  # (never written)
+    return Recall(render_block(entries, lang), tuple(memories))

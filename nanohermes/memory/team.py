@@ -1,12 +1,6 @@
-"""Team memory (issue 34): `<git top level>/.nanohermes/memory.json`, committed and reviewed with the
-code, searched and injected with the user's memories of the project.
-
-The format and the store of memory.json, but the file comes from a repository that may be hostile,
-so it is data: each entry read passes the checks of a write (a bad one is skipped, with one note,
-and never injected); a file over MAX_BYTES or MAX_ENTRIES, holding merge conflict markers, or
-reached through a symlink is refused in one line and never written. A new team memory keeps no
-context and no project, and is refused when its text still looks like a secret once redacted.
-"""
+"""Team memory (issue 34): `<git top level>/.nanohermes/memory.json`, committed with the code. The
+repository may be hostile, so each entry read passes the checks of a write; a file too large, with
+conflict markers or reached through a symlink is refused and never written."""
 
 from __future__ import annotations
 
@@ -36,8 +30,7 @@ _KEY_LIKE = re.compile(r"[A-Za-z0-9+=_-]{20,}")
 
 
 def workspace_store(directory: Path | str, workspace: Path, **options: Any) -> MemoryStore:
-    """The store in `directory` for `workspace` (SPEC §3.9): the global memories and its project's,
-    with the repository's team memory when the workspace is in git. `options`: MemoryStore's."""
+    """The store in `directory` for `workspace` (SPEC §3.9), with its repository's team memory."""
     top = git_top_level(Path(os.path.abspath(workspace)))
     if top is not None and os.path.realpath(top / TEAM_DIR) == os.path.realpath(Path(directory).expanduser()):
         top = None  # a home directory in git: its .nanohermes is the user's own memory
@@ -46,18 +39,8 @@ def workspace_store(directory: Path | str, workspace: Path, **options: Any) -> M
     return MemoryStore(directory, project=project_key(workspace), team=team, **options)
 
 
-def looks_secret(text: str) -> bool:
-    """A run of 20+ key characters mixing upper case, lower case and 2+ digits: what a key or token
-    of an unknown shape looks like once the known shapes are redacted."""
-    return any(
-        re.search("[A-Z]", run) and re.search("[a-z]", run) and len(re.findall("[0-9]", run)) >= 2
-        for run in _KEY_LIKE.findall(text)
-    )
-
-
 class TeamStore(MemoryStore):
-    """The team memory of the repository at `top`; its lock lives in the git directory, so nothing
-    but memory.json is left to commit."""
+    """The team memory of the repository at `top`; its lock lives in the git directory."""
 
     def __init__(
         self, top: Path, *, on_notice: Callable[[str], None] | None = None, secrets: Iterable[str] = ()
@@ -85,7 +68,7 @@ class TeamStore(MemoryStore):
     def _quarantine(self, reason: str) -> State:
         raise FormatError(reason)  # never moved aside: it is the repository's file
 
-    def _reload(self, quarantine: bool = True) -> State:
+    def _read(self) -> State:
         found = self._file.read(MAX_BYTES)
         if found is None:
             return self._fresh()
@@ -102,7 +85,7 @@ class TeamStore(MemoryStore):
         return state
 
     def _adopt(self, entry: Entry) -> Entry | str:
-        """An entry read, checked as a write checks it: it may come from a hostile repository."""
+        """An entry read, checked as a write checks it."""
         shown = " ".join((entry.text, *entry.keys))
         reason = refusal_reason(shown) or risky_instruction(shown)
         if len(entry.text) > MAX_TEXT:
@@ -110,14 +93,16 @@ class TeamStore(MemoryStore):
         return reason or dataclasses.replace(entry, context="", project=None, team=True)
 
     def _checked(self, memory: NewMemory, source: str) -> Entry | MemoryRejected:
-        """As for memory.json, without context or project; refused when it holds an instruction no
-        file may plant, or still looks like a secret once redacted."""
+        """As for memory.json, without context or project; refused when risky or still secret-like."""
         entry = super()._checked(dataclasses.replace(memory, context="", scope=GLOBAL), source)
         if isinstance(entry, MemoryRejected):
             return entry
         shown = " ".join((entry.text, *entry.keys))
         reason = risky_instruction(shown)
-        if reason is None and looks_secret(shown):
+        if reason is None and any(  # a key of unknown shape: a long mix of cases and 2+ digits
+            re.search("[A-Z]", run) and re.search("[a-z]", run) and len(re.findall("[0-9]", run)) >= 2
+            for run in _KEY_LIKE.findall(shown)
+        ):
             reason = "it still looks like a secret once redacted (a long mix of letters and digits)"
         return (
             MemoryRejected(f"not for the team memory: {reason}")

@@ -1,18 +1,15 @@
 """Text rules of SPEC §3.4–§3.5: tokenizer, normalize, duplicate test, negation guard, cutting, and
-the analysis for retrieval: `tokenize`, then a Snowball English stemmer (PyStemmer, imported on first
-use; each word's stem cached), then, for queries, English and Chinese stop words (unless that would
-leave nothing). CJK tokens (bigrams and lone characters) are never stemmed."""
+the analysis for retrieval (tokens, Snowball English stems, stop words dropped from queries)."""
 
 from __future__ import annotations
 
 import functools
 import re
-from typing import Protocol
+from collections.abc import Callable
 
 from nanohermes.memory.constants import DUPLICATE_MIN_WEIGHT, MAX_TEXT
 
-# Han (with extensions and compatibility ideographs), the iteration marks 々〆〇, Hiragana, Katakana
-# (halfwidth too) and Hangul. CJK punctuation (U+3000–U+303F apart from those marks) is not included.
+# Han, the iteration marks 々〆〇, Hiragana, Katakana and Hangul; not CJK punctuation.
 _CJK_RANGES = (
     "\u1100-\u11ff\u3005-\u3007\u3041-\u30fa\u30fc-\u30ff\u3131-\u318e\u31f0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff"
@@ -40,13 +37,10 @@ def tokenize(text: str) -> list[str]:
         return [word.lower() for word in _ASCII_WORDS.findall(text)]
     tokens: list[str] = []
     for cjk, word in _RUNS.findall(text):
-        if word:
-            if len(word) >= 2:
-                tokens.append(word.lower())
-        elif len(cjk) == 1:
-            tokens.append(cjk)
-        else:
-            tokens.extend(_PAIRS.findall(cjk))
+        if len(word) >= 2:
+            tokens.append(word.lower())
+        elif cjk:
+            tokens.extend(_PAIRS.findall(cjk) or [cjk])
     return tokens
 
 
@@ -80,11 +74,7 @@ def is_duplicate(
 
 
 def cut_text(text: str, limit: int = MAX_TEXT) -> str:
-    """At most `limit` characters: cut at the last sentence, else clause, else word boundary.
-
-    A boundary in the first half of the text is ignored (it would lose too much); ASCII words are
-    never split unless one word alone is longer than the limit.
-    """
+    """At most `limit` characters: cut at the last sentence, clause or word boundary in the second half."""
     if len(text) <= limit:
         return text
     head = text[: limit + 1]
@@ -113,8 +103,7 @@ STOP_EN = frozenset(
     mightn mustn needn shan shouldn wasn weren won wouldn would could ought cannot let
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
-"""English function words: the NLTK list and the Snowball list's modals (would, could, ought,
-cannot, let). `don` etc. are what the tokenizer leaves of `don't`."""
+"""English function words: NLTK's and Snowball's modals (`don` is what is left of `don't`)."""
 
 _IRREGULAR = {
     form: base
@@ -140,9 +129,8 @@ _IRREGULAR = {
     )
     for form in forms.split(",")
 }
-"""Irregular English verb forms → their base (Snowball folds only regular inflection: `painted` =
-`painting`, but `drew` ≠ `draw`). Forms that are also common nouns or other words (`left`, `saw`,
-`found`, `rose`, `won` of won't) are left out."""
+"""Irregular English verb forms → their base (Snowball folds only regular inflection). Forms that are
+also common words (`left`, `saw`, `found`, `rose`, `won` of won't) are left out."""
 
 _STOP_ZH_CHARS = frozenset(
     "的了是在和与及或也都就还又把被给让对向从于以之而但则即吗呢吧啊呀嘛哦着过很太更最这那哪谁"
@@ -161,38 +149,31 @@ STOP_ZH = frozenset(
 """Chinese function characters and words (as the tokenizer's bigrams)."""
 
 
-class _Stemmer(Protocol):
-    def stemWord(self, word: str) -> str: ...  # noqa: N802 (PyStemmer's name)
-
-
 @functools.cache
-def _stemmer() -> _Stemmer:
+def _stem_word() -> Callable[[str], str]:
     import Stemmer  # PyStemmer: Snowball in C; imported on first use, off the path to the prompt
 
-    stemmer: _Stemmer = Stemmer.Stemmer("english")
-    return stemmer
+    stem_word: Callable[[str], str] = Stemmer.Stemmer("english").stemWord
+    return stem_word
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def stem(token: str) -> str:
-    """The Snowball English stem of a word token (`makefiles` → `makefil`, `drew` → `draw`); CJK
-    tokens unchanged."""
+    """The Snowball English stem of a word token (`makefiles` → `makefil`, `drew` → `draw`)."""
     if _CJK_CHAR.match(token[0]):
         return token
-    return _stemmer().stemWord(_IRREGULAR.get(token, token))
+    return _stem_word()(_IRREGULAR.get(token, token))
 
 
 def is_stop_word(token: str) -> bool:
-    """A function word: English (the NLTK list, and a form of one: `done` is `do`), Chinese, or a
-    CJK bigram of two function characters."""
+    """A function word (or a form of one: `done` is `do`), or a CJK bigram of two function characters."""
     if token in STOP_EN or token in STOP_ZH or _IRREGULAR.get(token) in STOP_EN:
         return True
     return len(token) == 2 and token[0] in _STOP_ZH_CHARS and token[1] in _STOP_ZH_CHARS
 
 
 def analyze(text: str, *, query: bool = False) -> list[str]:
-    """The terms the index and the query use: stemmed tokens; for a query, without stop words
-    unless every token is one (then all of them, so a query is never empty when it has tokens)."""
+    """Stemmed tokens; for a query, without stop words unless every token is one."""
     return [stem(token) for token in _kept(tokenize(text), query)]
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from nanohermes.core.errors import StoreError, ToolError
-from nanohermes.memory.kinds import Kind, unknown_kind_message
+from nanohermes.memory.kinds import Kind
 from nanohermes.memory.security import checked_part
 from nanohermes.memory.store import MIN_ID_PREFIX, MemoryStore
-from nanohermes.memory.writing import parse_scope
 
 MAX_SEARCH_K = 20
 
@@ -14,21 +13,15 @@ MAX_SEARCH_K = 20
 def save_memory(
     store: MemoryStore, kind: str, text: str, scope: str | None = None, replaces: str | None = None
 ) -> str:
-    """memory_save: store one preference, correction, lesson or fact (source `tool`), global or for
-    this project (SPEC §3.9; None: the kind's default), perhaps replacing the memory `replaces`."""
-    parsed = Kind.parse(kind)
-    if parsed is None:
-        raise ToolError(unknown_kind_message(kind))
-    if scope is not None and parse_scope(scope) is None:
-        raise ToolError(f"unknown scope {scope!r}; use global or project")
+    """memory_save: store one memory (source `tool`), perhaps replacing the memory `replaces`."""
     if isinstance(text, str):
         text = checked_part(text)  # what is stored comes from its head; _save_risk checked the same
     old = resolve_id(store, replaces, "memory_search shows ids") if replaces else ""
     try:
-        added = store.remember(parsed, text, source="tool", scope=scope, replaces=old)
-    except StoreError as err:  # MemoryRejected included: the reason is the message
+        added = store.remember(kind, text, source="tool", scope=scope, replaces=old)
+    except StoreError as err:  # MemoryRejected included (an unknown kind or scope): the reason is the message
         raise ToolError(err.one_line()) from None
-    said = f"Saved ({parsed.value})" if added else "Duplicate of an existing memory, nothing added"
+    said = f"Saved ({Kind.parse(kind)})" if added else "Duplicate of an existing memory, nothing added"
     said += f", replacing {old}" if old else ""
     return f"{said}; {len(store.visible())} memories in total"
 
@@ -68,9 +61,7 @@ def forget_memory(store: MemoryStore, memory_id: str) -> str:
 
 
 def resolve_id(store: MemoryStore, wanted: str, hint: str, *, everywhere: bool = False) -> str:
-    """The id `wanted` names: itself, or the one id it is a prefix of. ToolError (ending with `hint`)
-    when it names none or several. Among the entries the store sees, or all with `everywhere` (the
-    user names ids of other projects on purpose; the model never sees them)."""
+    """The id `wanted` names (itself, or the one id it begins), else ToolError ending with `hint`."""
     matches = store.matching_ids(wanted, everywhere=everywhere)
     if len(matches) == 1:
         return matches[0]

@@ -1,14 +1,10 @@
-"""`memory export` and `memory import` (SPEC §3.10): Markdown a person can read and edit, or JSON.
-
-The Markdown groups memories by scope (`## Global`, `## Project KEY`) and kind (`### Preference`);
-each memory is one `- text` line, optionally followed by indented `- keys: [...]` and
-`- context: ...` lines. Importing reads that back (or a JSON list of `{"kind", "text", "keys"?,
-"context"?, "project"?}`, or a whole memory.json) and saves every memory through `remember`, so
-duplicates merge, secrets are redacted and importing twice adds nothing.
-"""
+"""`memory export` and `memory import` (SPEC §3.10): Markdown grouped by scope and kind, one
+`- text` line a memory with indented `- keys:` and `- context:` lines; import reads it (or a JSON
+list, or a memory.json) back through `remember`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -28,14 +24,10 @@ _DETAIL = re.compile(r"^\s+[-*]\s+(keys|context):\s*(.*)$", re.IGNORECASE)
 _ITEM = re.compile(r"^[-*]\s+(.*)$")
 
 
-@dataclass
-class Importable:
-    """One memory read from an export: its kind, text, search keys, context and project (None: global)."""
+@dataclass(frozen=True)
+class Importable(NewMemory):
+    """One memory read from an export, with its project (None: global)."""
 
-    kind: Kind
-    text: str
-    keys: tuple[str, ...] = ()
-    context: str = ""
     project: str | None = None
 
 
@@ -68,15 +60,12 @@ def export_markdown(entries: Sequence[Entry], source: str = "") -> str:
 
 
 def _one_line(value: str) -> str:
-    """`value` on one line: a line break in a memory.json written by hand or by an older version
-    would otherwise start a heading or a memory of its own on import (`remember` makes the text's
-    breaks spaces anyway, so its round trip is unchanged)."""
+    """`value` on one line: a line break would start a heading or a memory of its own on import."""
     return " ".join(value.splitlines())
 
 
 def parse_import(text: str) -> list[Importable]:
-    """The memories in an export (Markdown, a JSON list, or a memory.json). MemoryRejected, naming
-    the line, when the file is neither; nothing is imported then."""
+    """The memories in an export; MemoryRejected, naming the line, when it is not one."""
     stripped = text.lstrip("\ufeff").strip()
     if stripped.startswith(("[", "{")):
         return _parse_json(stripped)
@@ -104,9 +93,8 @@ def _parse_json(text: str) -> list[Importable]:
         context, project = item.get("context"), item.get("project")
         keys = clean_keys(item.get("keys"), cut=False)  # `remember` redacts, then cuts
         project = project.strip() if isinstance(project, str) and project.strip() else None
-        found.append(
-            Importable(kind, body.strip(), keys, context if isinstance(context, str) else "", project)
-        )
+        context = context if isinstance(context, str) else ""
+        found.append(Importable(kind, body.strip(), keys, context, project=project))
     return found
 
 
@@ -120,13 +108,14 @@ def _parse_markdown(lines: Sequence[str]) -> list[Importable]:
         elif line.startswith("### "):
             kind = _kind_heading(line, number)
         elif (detail := _DETAIL.match(line)) is not None and drafts and kind is not None:
-            _add_detail(drafts[-1], detail.group(1).lower(), detail.group(2), number)
+            drafts[-1] = _with_detail(drafts[-1], detail.group(1).lower(), detail.group(2), number)
         elif (item := _ITEM.match(line)) is not None:
             if kind is None:
                 raise MemoryRejected(f"line {number}: a memory before any '### Kind' heading")
             drafts.append(Importable(kind, item.group(1).strip(), project=project))
         elif line.startswith((" ", "\t")) and line.strip() and drafts and kind is not None:
-            drafts[-1].text = f"{drafts[-1].text} {line.strip()}"  # a wrapped line continues the text
+            wrapped = f"{drafts[-1].text} {line.strip()}"  # a wrapped line continues the text
+            drafts[-1] = dataclasses.replace(drafts[-1], text=wrapped)
     return [draft for draft in drafts if draft.text]
 
 
@@ -148,36 +137,32 @@ def _kind_heading(line: str, number: int) -> Kind:
     return kind
 
 
-def _add_detail(draft: Importable, field: str, value: str, number: int) -> None:
+def _with_detail(draft: Importable, field: str, value: str, number: int) -> Importable:
     if field == "context":
-        draft.context = value.strip()
-        return
+        return dataclasses.replace(draft, context=value.strip())
     try:
         keys = json.loads(value) if value.strip().startswith("[") else value.split(",")
     except JSON_ERRORS:
         raise MemoryRejected(f"line {number}: keys must be a JSON list or comma-separated words") from None
-    draft.keys = clean_keys(keys, cut=False)  # `remember` redacts, then cuts
+    return dataclasses.replace(draft, keys=clean_keys(keys, cut=False))  # `remember` redacts, then cuts
 
 
 @dataclass
 class ImportResult:
     added: int = 0
     merged: int = 0
-    refused: list[str] = field(default_factory=list)
-    """One line per memory `remember` refused (e.g. invisible characters), with its reason."""
+    refused: list[str] = field(default_factory=list)  # one line per memory refused, with its reason
 
 
-def import_memories(store: MemoryStore, items: Sequence[Importable], source: str = "user") -> ImportResult:
-    """Save `items` as `remember` would (duplicates merge, secrets are redacted), each in its scope:
-    a project's memories through a store opened for that project, with one write of the file per
-    scope. StoreError (disk, lock) stops it; the scopes written before stay, and importing again
-    adds nothing twice."""
+def import_memories(store: MemoryStore, items: Sequence[Importable]) -> ImportResult:
+    """Save `items` through `remember`, each in its scope, with one write of the file per scope.
+    StoreError stops it; the scopes written before stay (importing again adds nothing twice)."""
     result = ImportResult()
     for project in sorted({item.project for item in items}, key=lambda key: (key is not None, key or "")):
         scope = GLOBAL if project is None else PROJECT
         chosen = [item for item in items if item.project == project]
-        memories = [NewMemory(item.kind, item.text, item.keys, item.context, scope) for item in chosen]
-        outcomes = store.for_project(project).remember_many(memories, source)
+        memories = [dataclasses.replace(item, scope=scope) for item in chosen]
+        outcomes = store.for_project(project).remember_many(memories, "user")
         for item, outcome in zip(chosen, outcomes, strict=True):
             if isinstance(outcome, MemoryRejected):
                 result.refused.append(f"{item.text[:60]!r}: {outcome.one_line()}")

@@ -1,5 +1,4 @@
-"""What `remember` does to a memory before it is stored (SPEC §3.4 step 1, §3.9, §6): the text
-checked, redacted and cut; keys and context cleaned; the scope chosen; a duplicate merged."""
+"""What `remember` does to a memory before it is stored (SPEC §3.4 step 1, §3.9, §6)."""
 
 from __future__ import annotations
 
@@ -13,13 +12,7 @@ from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
 from nanohermes.memory.entry import Entry, clean_keys
 from nanohermes.memory.kinds import Kind, unknown_kind_message
-from nanohermes.memory.security import (
-    controls_removed,
-    invisible_removed,
-    redact,
-    refusal_reason,
-    risky_instruction,
-)
+from nanohermes.memory.security import redact, refusal_reason, risky_instruction, unsafe_removed
 from nanohermes.memory.text import cut_text, normalize
 
 GLOBAL = "global"
@@ -35,15 +28,12 @@ class NewMemory:
     keys: tuple[str, ...] = ()
     context: str = ""
     scope: str | None = None
-    replaces: str = ""
-    """The id of the memory this one replaces ("" for none)."""
+    replaces: str = ""  # the id of the memory this one replaces
 
 
 def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: str | None) -> Entry:
-    """`memory` as an entry without an id, in a store opened for `project`: its text trimmed,
-    checked, redacted (`secrets` too), on one line and cut to MAX_TEXT. A distilled text (source
-    `auto`) that runs fetched code, disables security or sends data away is refused (SPEC §3.7).
-    Raises MemoryRejected."""
+    """`memory` as an entry without an id, in a store opened for `project`: checked, redacted, on one
+    line and cut; a risky distilled text refused (SPEC §3.7). Raises MemoryRejected."""
     kind, text = Kind.parse(memory.kind), memory.text
     if kind is None:
         raise MemoryRejected(unknown_kind_message(memory.kind))
@@ -60,29 +50,19 @@ def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: s
     text = cut_text(" ".join(redact(text, secrets).split()), MAX_TEXT)  # the block shows one line each
     if not normalize(text):
         raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
-    keys, context = prepare_keys(memory.keys, secrets), prepare_context(memory.context, secrets)
+    context = ""
+    if isinstance(memory.context, str):  # never shown, so cleaned rather than refused
+        cleaned = unsafe_removed(valid_text(memory.context))
+        context = cut_text(" ".join(redact(cleaned, secrets).split()), MAX_CONTEXT).rstrip("…")
     where = target_project(memory.scope, kind, project)
-    return Entry("", kind, text, source, int(time.time()), keys, context, where)
+    return Entry("", kind, text, source, int(time.time()), prepare_keys(memory.keys, secrets), context, where)
 
 
-def prepare_keys(keys: Iterable[str], secrets: Iterable[str] = ()) -> tuple[str, ...]:
-    """Search keys: redacted, without unsafe ones (control characters, invisible Unicode, injection
-    phrases: a key is never shown, so it is dropped rather than refused), de-duplicated, at most
-    MAX_KEYS."""
-    secrets = tuple(secrets)
-    safe = [redact(key, secrets) for key in keys if isinstance(key, str) and refusal_reason(key) is None]
-    return clean_keys(safe)
-
-
-def prepare_context(context: object, secrets: Iterable[str] = ()) -> str:
-    """The conversation around a memory: redacted, on one line, without terminal escape sequences,
-    control or invisible characters, at most MAX_CONTEXT characters. Never shown, so it is cleaned
-    rather than refused."""
-    if not isinstance(context, str):
-        return ""
-    cleaned = invisible_removed(controls_removed(valid_text(context)))
-    one_line = " ".join(redact(cleaned, tuple(secrets)).split())
-    return cut_text(one_line, MAX_CONTEXT).rstrip("…") if one_line else ""
+def prepare_keys(keys: Iterable[str], secrets: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Search keys redacted, without unsafe ones (never shown, so dropped rather than refused)."""
+    return clean_keys(
+        [redact(key, secrets) for key in keys if isinstance(key, str) and not refusal_reason(key)]
+    )
 
 
 def parse_scope(value: object) -> str | None:
@@ -93,28 +73,23 @@ def parse_scope(value: object) -> str | None:
 
 
 def target_project(scope: str | None, kind: Kind, project: str | None) -> str | None:
-    """The `project` field a new memory gets in a store opened for `project` (None: global).
-    Without a scope, facts and lessons belong to the project, preferences and corrections are global."""
-    if scope is None:
-        chosen = PROJECT if kind in (Kind.FACT, Kind.LESSON) else GLOBAL
-    else:
-        chosen = parse_scope(scope) or ""
-        if not chosen:
-            raise MemoryRejected(f"unknown scope {scope!r}; use global or project")
+    """A new memory's `project` (None: global); without a scope, facts and lessons are the project's."""
+    default = PROJECT if kind in (Kind.FACT, Kind.LESSON) else GLOBAL
+    chosen = default if scope is None else parse_scope(scope)
+    if chosen is None:
+        raise MemoryRejected(f"unknown scope {scope!r}; use global or project")
     return project if chosen == PROJECT else None
 
 
 def sees(project: str | None, entry: Entry) -> bool:
-    """Whether a store opened for `project` sees `entry`: global entries and the project's own
-    (a store opened without a project sees every entry)."""
+    """Whether a store opened for `project` (None: every entry) sees `entry`."""
     return project is None or entry.project is None or entry.project == project
 
 
 def merge(old: Entry, new: Entry, store_project: str | None, secrets: tuple[str, ...]) -> Entry:
-    """`old` refreshed by its duplicate `new`: ts and source refreshed, the longer text, the more
-    protected kind, both texts' keys, the newer context (the older one when the new memory has
-    none). The wider scope wins, and a project memory re-learnt in another project becomes global
-    (it was not project-specific after all). The old entry's id and unknown fields stay."""
+    """`old` refreshed by its duplicate `new` (SPEC §3.4): the longer text, the more protected kind,
+    both keys, the newer context. The wider scope wins, and a project memory re-learnt in another
+    project becomes global."""
     project = old.project
     if new.project is None or (store_project is not None and old.project != store_project):
         project = None

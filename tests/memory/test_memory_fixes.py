@@ -19,6 +19,7 @@ from nanohermes.memory import (
     MemoryStore,
     forget_memory,
     normalize,
+    recall_for_turn,
     render_block,
     save_memory,
 )
@@ -118,12 +119,12 @@ def test_remember_cuts_long_texts(tmp_path: Path) -> None:
 def test_short_message_keeps_previous_block(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path)
     store.remember("preference", "answer in Chinese with short code comments")
-    block = store.block_for_turn("please answer in Chinese", "")
+    block = recall_for_turn(store, "please answer in Chinese", "").block
     assert BLOCK_START in block
-    assert store.block_for_turn("继续", block) == block  # «continue» no longer forgets everything
-    assert store.block_for_turn("ok go on", block) == block
-    assert store.block_for_turn("now let us refactor the parser module", block) == ""
-    assert store.block_for_turn("Chinese", "") != ""  # short, but it has hits
+    assert recall_for_turn(store, "继续", block).block == block  # «continue» no longer forgets everything
+    assert recall_for_turn(store, "ok go on", block).block == block
+    assert recall_for_turn(store, "now let us refactor the parser module", block).block == ""
+    assert recall_for_turn(store, "Chinese", "").block != ""  # short, but it has hits
 
 
 def test_render_block_respects_budget_and_labels() -> None:
