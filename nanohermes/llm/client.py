@@ -1,8 +1,6 @@
 """ChatClient: any OpenAI-compatible `/chat/completions` endpoint over httpx, no SDK.
 
-Seams for tests: the `httpx.Client` (respx / MockTransport), `sleep(seconds, cancel) -> cancelled`
-for backoff waits, `clock()` for the total deadline, `wall_clock()` for HTTP-date `Retry-After`, and
-`random()` for jitter. Nothing here waits for real when those are injected.
+The httpx client, `sleep`, `clock`, `wall_clock` and `random` are injected by tests: nothing then waits.
 """
 
 from __future__ import annotations
@@ -35,11 +33,11 @@ from nanohermes.llm.failures import (
     Target,
     after_retries,
     backoff_delay,
+    hide_key,
     is_retryable,
     parse_retry_after,
     status_error,
     strip_userinfo,
-    without_key,
 )
 from nanohermes.llm.response import StreamAssembler, parse_completion
 from nanohermes.llm.transport import BodyReader, describe, new_http_client, proxy_for, send_cancellable
@@ -80,14 +78,14 @@ class ChatClient:
         random: Callable[[], float] = _random.random,
         stopped: Callable[[], str | None] | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._post_url = f"{self.base_url}/chat/completions"
+        base_url = base_url.rstrip("/")
+        self._post_url = f"{base_url}/chat/completions"
         self.url, self._url_password = strip_userinfo(self._post_url)
         """`url` names the endpoint in messages: a password in the base URL never shows there."""
         self.model = model
         self._api_key = api_key
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else new_http_client(self.base_url)
+        self._http = http_client if http_client is not None else new_http_client(base_url)
         self.max_retries = max_retries
         self._timeout = httpx.Timeout(request_timeout, connect=CONNECT_TIMEOUT, pool=CONNECT_TIMEOUT)
         self.total_timeout = total_timeout or max(MIN_TOTAL_DEADLINE, 5 * request_timeout)
@@ -145,7 +143,7 @@ class ChatClient:
             yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
             try:
                 fallback, _ = yield from self._exchange(messages, tools, target, cancel, stream=False)
-            except (Cancelled, IncompleteStream, ContextOverflow, ServerStopped):
+            except (IncompleteStream, ContextOverflow, ServerStopped):
                 raise
             except LLMError as err:
                 raise IncompleteStream(
@@ -210,7 +208,10 @@ class ChatClient:
 
     def _hidden(self, err: LLMError) -> LLMError:
         """`err` with the API key and the base URL's password hidden."""
-        return without_key(without_key(err, self._api_key or ""), self._url_password)
+        for secret in (self._api_key or "", self._url_password):
+            err.args = (hide_key(str(err), secret), *err.args[1:])
+            err.hint = hide_key(err.hint, secret)
+        return err
 
     def _target(self, model: str | None) -> Target:
         name = model or self.model

@@ -108,12 +108,6 @@ def hide_key(text: str, key: str) -> str:
     return text.replace(escaped, REDACTED) if escaped != key else text
 
 
-def without_key(err: LLMError, key: str) -> LLMError:
-    err.args = (hide_key(str(err), key), *err.args[1:])
-    err.hint = hide_key(err.hint, key)
-    return err
-
-
 def strip_userinfo(url: str) -> tuple[str, str]:
     """`url` without a `user:password@` part (messages show it), and the password (hidden from errors)."""
     scheme, sep, rest = url.partition("://")

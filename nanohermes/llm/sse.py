@@ -28,16 +28,12 @@ MAX_LINE_CHARS = 16 * 1024 * 1024
 
 def iter_lines(pieces: Iterable[str], max_chars: int = MAX_LINE_CHARS) -> Iterator[str]:
     """The lines of a stream's text pieces. Lines end only at CR LF, CR or LF (U+2028 and the like are
-    text JSON may carry); a leading BOM is dropped; a line over `max_chars` raises BadResponse."""
+    text JSON may carry); a line over `max_chars` raises BadResponse."""
     newlines = io.IncrementalNewlineDecoder(None, translate=True)  # a CR LF split over pieces is one
     parts: list[str] = []
     size = 0
-    started = False
     for piece in itertools.chain(pieces, [None]):
-        text = newlines.decode(piece or "", final=piece is None)
-        if text and not started:
-            text, started = text.removeprefix("\ufeff"), True
-        lines = text.split("\n")
+        lines = newlines.decode(piece or "", final=piece is None).split("\n")
         for index, part in enumerate(lines):
             size += len(part)
             if size > max_chars:

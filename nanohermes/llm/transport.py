@@ -144,7 +144,7 @@ class BodyReader:
                 f"the answer from {self.url} was cut off: {describe(err)}", "try again"
             ) from None
         cancel.raise_if_cancelled()
-        return text.removeprefix("\ufeff")
+        return text
 
     def stream(
         self, response: httpx.Response, assembler: StreamAssembler, cancel: CancelToken
@@ -178,7 +178,8 @@ class BodyReader:
             response.close()
 
     def _text(self, response: httpx.Response, cancel: CancelToken) -> Iterator[str]:
-        """The body's text as it arrives (decoded by httpx), within the total deadline and ANSWER_LIMIT."""
+        """The body's text as it arrives (decoded by httpx, a leading BOM dropped), within the total
+        deadline and ANSWER_LIMIT."""
         deadline = self._clock() + self.total_timeout
         size = 0
         for piece in response.iter_text():
@@ -189,6 +190,7 @@ class BodyReader:
                     "total deadline",
                     "raise request_timeout, or check the server is not stuck sending keep-alives",
                 )
+            piece = piece if size else piece.removeprefix("\ufeff")
             size += len(piece)
             if size > ANSWER_LIMIT:
                 mib = ANSWER_LIMIT // (1024 * 1024)
