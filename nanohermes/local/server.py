@@ -1,10 +1,8 @@
 """`--local`: run the bundled SmolLM2 model behind llama-cpp-python's OpenAI-compatible server.
 
-Stdlib only. The server is a child process on a free loopback port, in its own process group, its
-output in a bounded log (watch.LogPump). It is ready once its own socket answers on the port (on
-Linux; not another process's that took the port while the model loaded). It is stopped on every way
-out of nanohermes: the context manager (exit, exceptions, Ctrl-C), an atexit hook, SIGTERM/SIGHUP
-turned into SystemExit while it runs, and on Linux a parent-death signal (even `kill -9`).
+Stdlib only. The server is a child in its own process group on a free loopback port, stopped on every
+way out of nanohermes: the context manager, atexit, SIGTERM/SIGHUP, and on Linux (even after `kill -9`)
+a parent-death signal.
 """
 
 from __future__ import annotations
@@ -134,9 +132,7 @@ def serve(
     keep_log: bool = False,
 ) -> Iterator[LocalEndpoint]:
     """Run `factory(port)` as a server child until the block ends; retry on a port taken meanwhile.
-
-    A failed start raises EndpointUnreachable naming the log (which is kept); after a clean run the
-    log is removed unless `keep_log`."""
+    The log is kept after a failed start or a crash, and removed after a clean run unless `keep_log`."""
     log_path = _log_path(log_dir)
     for attempt in range(1, START_ATTEMPTS + 1):
         port = free_port()
@@ -309,22 +305,19 @@ def _parent_death_guard() -> Callable[[], None] | None:
 @contextlib.contextmanager
 def _exit_signals_raise() -> Iterator[None]:
     """While the server runs, SIGTERM/SIGHUP unwind the stack (so `finally` stops it) instead of
-    killing nanohermes outright. Only in the main thread; the previous handlers come back after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous: dict[signal.Signals, object] = {}
-
-    def _raise(signum: int, frame: FrameType | None) -> None:
-        del frame
-        raise SystemExit(128 + signum)
-
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        current = signal.getsignal(signum)
-        if current is signal.SIG_DFL:
-            previous[signum] = signal.signal(signum, _raise)
+    killing nanohermes outright: only in the main thread, and only where no handler is set."""
+    main = threading.current_thread() is threading.main_thread()
+    replaced = [
+        sig for sig in (signal.SIGTERM, signal.SIGHUP) if main and signal.getsignal(sig) is signal.SIG_DFL
+    ]
+    for signum in replaced:
+        signal.signal(signum, _raise_exit)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
+        for signum in replaced:
+            signal.signal(signum, signal.SIG_DFL)
+
+
+def _raise_exit(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
