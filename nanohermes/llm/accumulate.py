@@ -229,13 +229,8 @@ def _parse_calls(text: str, tool_names: set[str], *, need_arguments: bool) -> li
     except JSON_ERRORS:
         return None
     items = value if isinstance(value, list) else [value]
-    calls: list[ToolCall] = []
-    for item in items:
-        call = _parse_call(item, tool_names, need_arguments=need_arguments)
-        if call is None:
-            return None
-        calls.append(call)
-    return calls or None
+    calls = [_parse_call(item, tool_names, need_arguments=need_arguments) for item in items]
+    return [call for call in calls if call is not None] if calls and None not in calls else None
 
 
 def _parse_call(item: Any, tool_names: set[str], *, need_arguments: bool) -> ToolCall | None:

@@ -97,8 +97,7 @@ class ChatClient:
         self._wall_clock = wall_clock
         self._random = random
         self._stopped = stopped
-        """Says why the server is gone (the --local child exited), or None: asked when a connection
-        fails, so a dead server is named at once instead of retried as unreachable."""
+        """Why the --local server is gone, or None: a dead server is named at once, not retried."""
 
     @classmethod
     def from_settings(
@@ -185,9 +184,8 @@ class ChatClient:
         *,
         stream: bool,
     ) -> Generator[StreamItem, None, tuple[ChatResult, bool]]:
-        """One request, its answer read as JSON or as a stream (whichever the server chose): the
-        result, and whether it ended properly ([DONE] or a finish reason). The answer to a request
-        not streamed must end properly: a half call must not run."""
+        """One request, read as JSON or as a stream (whichever the server chose): the result, and whether
+        it ended properly. A request not streamed must end properly: a half call must not run."""
         body = build_body(target.model, messages, tools, stream, self.send_reasoning, self.max_tokens)
         response = yield from self._open(body, target, cancel)
         kind = response.headers.get("content-type", "").lower()
@@ -227,9 +225,8 @@ class ChatClient:
         }
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
-        content = body_bytes(body)
         return self._http.build_request(
-            "POST", self._post_url, content=content, headers=headers, timeout=self._timeout
+            "POST", self._post_url, content=body_bytes(body), headers=headers, timeout=self._timeout
         )
 
     def _open(

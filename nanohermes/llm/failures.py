@@ -261,8 +261,7 @@ def _is_web_page(body: str) -> bool:
 
 def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     """The error for an `{"error": …}` object sent inside an HTTP 200 answer."""
-    if len(target.key) >= MIN_KEY_CHARS:
-        error = json.loads(hide_key(json.dumps(error, ensure_ascii=False), target.key))
+    error = json.loads(hide_key(json.dumps(error, ensure_ascii=False), target.key))
     info = read_error(error)
     detail = shorten(info.message or json.dumps(error, ensure_ascii=False), ONE_LINE)
     statuses = sorted(int(code) for code in info.codes if code.isdecimal() and 100 <= int(code) < 600)

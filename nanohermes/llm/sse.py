@@ -1,10 +1,8 @@
 """Server-sent events: text lines in, JSON chunks out.
 
-Tolerant of what OpenAI-compatible servers really send: `:` comment lines (keep-alives), `data:` with
-or without a space, data split over several `data:` lines (joined with newlines), events not separated
-by blank lines (each line is then tried on its own), `id:`/`retry:` fields (ignored), error events
-(`event: error`, llama.cpp's `error:` line) turned into `{"error": …}` chunks, and a last event that
-is not followed by a blank line.
+Tolerant of what servers really send: events not separated by blank lines (each line is then tried on
+its own), error events (`event: error`, llama.cpp's `error:` line) as `{"error": …}` chunks, and a
+last event without its blank line.
 """
 
 from __future__ import annotations
@@ -103,7 +101,7 @@ def _decode(payload: str) -> Chunk | Literal["[DONE]"]:
 
 
 def json_object(text: str, what: str) -> Chunk:
-    """`text` as a JSON object, else BadResponse naming `what` (the answer, a stream event)."""
+    """`text` as a JSON object, else BadResponse naming `what`."""
     hint = "check --base-url points at an OpenAI-compatible /v1 endpoint"
     try:
         value = json.loads(text)

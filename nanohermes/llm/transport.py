@@ -1,11 +1,9 @@
 """The HTTP side of the client: the httpx client and the environment's proxy, a cancellable send, and
 reading a response's body (an error's text, a whole JSON answer, or an SSE stream).
 
-A proxy httpx cannot use is a one-line settings error. Ctrl-C (the CancelToken, set from another
-thread) ends a send or a read at once: the send runs on a daemon thread (a server may process a long
-prompt for minutes before its first byte), and a read is woken by shutting the socket down (closing
-the descriptor alone does not, on Linux). Each read is bounded by the client's total deadline; a
-connection cut mid-way becomes IncompleteStream.
+Ctrl-C ends a send or a read at once: the send runs on a daemon thread (a server may read a long prompt
+for minutes before its first byte), and a read is woken by shutting the socket down (closing the
+descriptor alone does not, on Linux).
 """
 
 from __future__ import annotations
