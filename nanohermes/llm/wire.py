@@ -36,8 +36,7 @@ def prepare_messages(messages: list[Message], *, send_reasoning: bool = False) -
             calls = [_clean_call(call) for call in clean.get("tool_calls") or [] if isinstance(call, dict)]
             if calls:
                 clean["tool_calls"] = calls
-                if not isinstance(clean.get("content"), str):
-                    clean["content"] = message_text(clean) if clean.get("content") else ""
+                clean["content"] = message_text(clean)
                 pending = [call["id"] for call in calls]
                 called = set(pending)
             else:
