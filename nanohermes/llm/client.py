@@ -305,12 +305,6 @@ def _empty_answer(result: ChatResult) -> EmptyAnswer:
 
 
 # Errors raised by `send()` before any response byte arrived, so retrying cannot duplicate an answer.
-# ReadError/WriteError included: a server may close a pooled keep-alive connection right after an
+# Read and write errors included: a server may close a pooled keep-alive connection right after an
 # empty streamed body (llama-cpp-python with tools), and the next request on it gets ECONNRESET.
-_RETRYABLE_TRANSPORT = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.RemoteProtocolError,
-    httpx.ReadError,
-    httpx.WriteError,
-)
+_RETRYABLE_TRANSPORT = (httpx.NetworkError, httpx.ConnectTimeout, httpx.RemoteProtocolError)
