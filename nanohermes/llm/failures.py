@@ -212,8 +212,7 @@ def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> Conte
 def status_error(
     status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
 ) -> LLMError:
-    """The error for a non-2xx answer; `retry_after`: the server asked to retry later (then quota words
-    mean a rate limit)."""
+    """The error for a non-2xx answer; `retry_after`: the server asked to retry later."""
     body = hide_key(body, target.key)
     info = read_error(body)
     detail = shorten(info.message or body.strip(), ONE_LINE)

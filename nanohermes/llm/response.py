@@ -30,10 +30,8 @@ def first_choice(data: dict[str, Any]) -> dict[str, Any] | None:
 
 def split_content(content: Any) -> tuple[str, str]:
     """(answer text, reasoning text) of a `content` field: a string, or a list of parts."""
-    if isinstance(content, str):
-        return content, ""
     if not isinstance(content, list):
-        return "", ""
+        return _texts(content), ""
     text: list[str] = []
     thinking: list[str] = []
     for part in content:

@@ -24,9 +24,9 @@ MAX_LINE_CHARS = 16 * 1024 * 1024
 """The longest stream line read (a whole tool call with a big file in one event fits easily)."""
 
 
-def iter_lines(pieces: Iterable[str], max_chars: int = MAX_LINE_CHARS) -> Iterator[str]:
+def iter_lines(pieces: Iterable[str]) -> Iterator[str]:
     """The lines of a stream's text pieces. Lines end only at CR LF, CR or LF (U+2028 and the like are
-    text JSON may carry); a line over `max_chars` raises BadResponse."""
+    text JSON may carry); a line over MAX_LINE_CHARS raises BadResponse."""
     newlines = io.IncrementalNewlineDecoder(None, translate=True)  # a CR LF split over pieces is one
     parts: list[str] = []
     size = 0
@@ -34,8 +34,8 @@ def iter_lines(pieces: Iterable[str], max_chars: int = MAX_LINE_CHARS) -> Iterat
         lines = newlines.decode(piece or "", final=piece is None).split("\n")
         for index, part in enumerate(lines):
             size += len(part)
-            if size > max_chars:
-                mib = max_chars // (1024 * 1024)
+            if size > MAX_LINE_CHARS:
+                mib = MAX_LINE_CHARS // (1024 * 1024)
                 raise BadResponse(
                     f"the endpoint sent a stream line of over {mib} MiB; reading stopped",
                     "check --base-url points at an OpenAI-compatible /v1 endpoint",

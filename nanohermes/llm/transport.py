@@ -176,8 +176,7 @@ class BodyReader:
             response.close()
 
     def _text(self, response: httpx.Response, cancel: CancelToken) -> Iterator[str]:
-        """The body's text as it arrives (decoded by httpx, a leading BOM dropped), within the total
-        deadline and ANSWER_LIMIT."""
+        """The body's text as it arrives (a leading BOM dropped), within the deadline and ANSWER_LIMIT."""
         deadline = self._clock() + self.total_timeout
         size = 0
         for piece in response.iter_text():

@@ -186,8 +186,7 @@ class ServerProcess:
         atexit.register(self.stop)
 
     def wait_ready(self, timeout: float) -> None:
-        """Return once GET /v1/models answers 200 from this server; raise with the log tail if it dies
-        or times out."""
+        """Return once this server answers GET /v1/models; raise with its log tail if it dies or hangs."""
         deadline = time.monotonic() + timeout
         delay = 0.05
         foreign = False

@@ -15,10 +15,9 @@ TAIL_BYTES = 8192
 
 
 class LogPump:
-    """Copies the server's output from a pipe to its log: the first LOG_HEAD_BYTES, then (once the
-    output ends) a line saying how much was left out and the last TAIL_BYTES. Those last bytes are
-    also kept in memory, for error messages. The pipe is always drained, so the server never blocks
-    on it, not even when the log cannot be written (a full disk)."""
+    """Copies the server's output to its log: the first LOG_HEAD_BYTES, then, once it ends, how much was
+    left out and the last TAIL_BYTES (also kept in memory, for error messages). The pipe is always
+    drained, so the server never blocks on it, not even when the log cannot be written (a full disk)."""
 
     def __init__(self, read_end: int, log_path: Path) -> None:
         self._fd = read_end
