@@ -54,8 +54,6 @@ KEPT_LOGS = 20
 """Server logs kept in ~/.nanohermes/logs (those of crashed runs and of --verbose ones), newest first."""
 _PR_SET_PDEATHSIG = 1
 
-CommandFactory = Callable[[int], list[str]]
-
 
 @dataclass(frozen=True)
 class LocalEndpoint:
@@ -114,17 +112,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@contextlib.contextmanager
-def local_endpoint(state_dir: Path, verbose: bool = False) -> Iterator[LocalEndpoint]:
-    """Start the bundled model server, yield its endpoint once it answers, stop it on the way out."""
+def local_endpoint(state_dir: Path, verbose: bool) -> contextlib.AbstractContextManager[LocalEndpoint]:
+    """The bundled model's server, served for the length of a `with` block."""
     factory = functools.partial(server_command, find_model_file(), verbose=verbose)
-    with serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose) as endpoint:
-        yield endpoint
+    return serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose)
 
 
 @contextlib.contextmanager
 def serve(
-    factory: CommandFactory,
+    factory: Callable[[int], list[str]],
     *,
     log_dir: Path,
     model: str,
