@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import StoreError
 from nanohermes.core.events import Note
-from nanohermes.core.types import Message, Usage, message_text
+from nanohermes.core.types import Message, Usage, message_text, plural
 from nanohermes.memory import distill_messages, parse_distill, save_distilled, worth_distilling
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class Distiller:
                 self._post(Note(f"distillation failed: {type(err).__name__}: {err}", "debug"))
             return
         if saved:
-            self._post(Note(f"{saved} {'memory' if saved == 1 else 'memories'} saved"))
+            self._post(Note(f"{plural(saved, 'memory')} saved"))
         elif self._verbose:
             self._post(Note("distillation found nothing durable to remember", "debug"))
 

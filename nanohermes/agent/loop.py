@@ -93,11 +93,6 @@ class Agent(Steps):
     # -- state -----------------------------------------------------------------------------------
 
     @property
-    def archived_count(self) -> int:
-        """Every message ever archived in this session, saved or not."""
-        return self._data.archived + len(self._data.archive)
-
-    @property
     def usage(self) -> Usage:
         with self._lock:
             return self._data.usage

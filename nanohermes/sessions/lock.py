@@ -88,10 +88,6 @@ class SessionLock:
             os.write(fd, f" {os.getpid()}\n".encode())  # byte 0 is the one Windows locks
         return cls(path, fd)
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is None:
