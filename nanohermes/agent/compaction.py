@@ -139,13 +139,13 @@ def shorten_tool_outputs(middle: list[Message]) -> tuple[list[Message], list[Mes
     return result, originals
 
 
-def transcript(messages: list[Message], max_chars: int = TRANSCRIPT_CHARS) -> str:
+def transcript(messages: list[Message]) -> str:
     """The messages as `[role] text` lines for the summariser; head and tail kept when too long."""
     lines = [_line(m) for m in messages]
     text = "\n".join(lines)
-    if len(text) <= max_chars:
+    if len(text) <= TRANSCRIPT_CHARS:
         return text
-    half = max_chars // 2
+    half = TRANSCRIPT_CHARS // 2
     return f"{text[:half]}\n[… {len(text) - 2 * half} characters left out …]\n{text[-half:]}"
 
 

@@ -10,13 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nanohermes.core.frontmatter import (
-    NAME,
-    front_matter,
-    load_definitions,
-    read_definition,
-    unquote,
-)
+from nanohermes.core.frontmatter import front_matter, load_definitions, read_definition, unquote
 from nanohermes.core.types import shorten
 
 COMMAND_MAX_BYTES = 64 * 1024
@@ -44,8 +38,6 @@ def load_commands(workspace: Path, state_dir: Path) -> tuple[dict[str, CustomCom
 
 def _parse(path: Path, inside: Path | None) -> CustomCommand:
     name = path.stem
-    if not NAME.fullmatch(name):
-        raise ValueError("a command's name may hold only letters, digits, '-' and '_' (at most 64)")
     if name.lower() in BUILTIN_COMMANDS:
         raise ValueError(f"/{name.lower()} is a built-in command")
     meta, body = front_matter(read_definition(path, COMMAND_MAX_BYTES, inside), COMMAND_KEYS)

@@ -10,13 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nanohermes.core.errors import ToolError
-from nanohermes.core.frontmatter import (
-    NAME,
-    front_matter,
-    load_definitions,
-    read_definition,
-    unquote,
-)
+from nanohermes.core.frontmatter import front_matter, load_definitions, read_definition, unquote
 from nanohermes.core.types import shorten
 from nanohermes.tools.base import Tool, tool_from_function
 
@@ -49,8 +43,6 @@ def _parse(path: Path, inside: Path | None) -> Skill:
     folder = path.parent
     if name != folder.name:
         raise ValueError(f"its name {shorten(name, 70)!r} is not its folder's {shorten(folder.name, 70)!r}")
-    if not NAME.fullmatch(name):
-        raise ValueError("a skill's name may hold only letters, digits, '-' and '_' (at most 64)")
     if not description or not body:
         raise ValueError("it needs a description in its front matter and instructions after it")
     shown = str(folder.relative_to(inside)) if inside is not None else str(folder)

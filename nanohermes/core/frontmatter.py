@@ -17,6 +17,7 @@ from nanohermes.core.types import shorten
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A command's or a skill's name: what a slash command or a tool argument can carry as it is."""
+BAD_NAME = "its name may hold only letters, digits, '-' and '_' (at most 64)"
 _UNSAFE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{INVISIBLE}\U000e0000-\U000e007f]")
 """Control characters, invisible Unicode and tag characters: text the user cannot see in an editor
 but the model reads."""
@@ -122,6 +123,8 @@ def load_definitions(
                 unlisted += 1
                 continue
             try:
+                if not NAME.fullmatch(name):
+                    raise ValueError(BAD_NAME)
                 found[name] = parse(path, inside)
             except (OSError, ValueError) as err:
                 notes.append(skipped(what, path, err))

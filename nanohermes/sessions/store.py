@@ -234,7 +234,7 @@ class SessionFile:
             if not stat.S_ISREG(info.st_mode):
                 raise OSError(errno.EINVAL, f"{self.archive_path.name} is not a regular file")
             if expected is None:  # a new session, or a version 1 file: no sidecar is vouched for yet
-                header = _read_header(self.path) or {}
+                header = read_header(self.path) or {}
                 expected = info.st_size if header.get("version") == SESSION_VERSION else 0
             size = info.st_size
             if size > expected:
@@ -290,26 +290,17 @@ class SessionFile:
         return list(value)
 
 
-def _read_header(path: Path) -> dict[str, Any] | None:
-    """The header of a version 2 file from its first few kilobytes; None when that is not one."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(HEADER_READ).decode("utf-8", "replace")
-    except OSError:
-        return None
-    cut = head.find(_MESSAGES_KEY)
-    try:
-        header = json.loads(head[:cut] + "}") if cut >= 0 else None
-    except JSON_ERRORS:
-        return None
-    return header if isinstance(header, dict) else None
-
-
 def read_header(path: Path) -> dict[str, Any] | None:
     """A session file's header: from its first few kilobytes, or for a version 1 file from the whole
     file (its `version`, `updated`, `workspace`, `title`, `message_count`); None when unreadable."""
-    header = _read_header(path)
-    if header is not None:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(HEADER_READ).decode("utf-8", "replace")
+        cut = head.find(_MESSAGES_KEY)
+        header = json.loads(head[:cut] + "}") if cut >= 0 else None
+    except (OSError, *JSON_ERRORS):
+        header = None
+    if isinstance(header, dict):
         return header
     try:
         data = SessionFile(path).load()
