@@ -1,6 +1,5 @@
 """Custom slash commands (README "Custom commands and skills"): `/NAME args` sends the body of
-`NAME.md` as the user's message, `$ARGUMENTS` and `$1`, `$2`… filled in (a body without any gets the
-arguments appended). The REPL, `-p "/NAME args"` and the ACP server use them."""
+`NAME.md`, `$ARGUMENTS` and `$1`, `$2`… filled in (a body without any gets the arguments appended)."""
 
 from __future__ import annotations
 
@@ -32,7 +31,6 @@ class CustomCommand:
 
 
 def load_commands(workspace: Path, state_dir: Path) -> tuple[dict[str, CustomCommand], list[str]]:
-    """(commands by name, one note per file skipped). `state_dir` is ~/.nanohermes."""
     return load_definitions("commands", "*.md", "custom command", workspace, state_dir, _parse)
 
 
@@ -48,7 +46,7 @@ def _parse(path: Path, inside: Path | None) -> CustomCommand:
 
 
 def expand_command(commands: Mapping[str, CustomCommand], text: str) -> str | None:
-    """The message `/NAME args` stands for, or None when `text` does not start with a custom command."""
+    """The message `/NAME args` stands for; None when `text` is no custom command."""
     first, arguments = (text.split(maxsplit=1) + ["", ""])[:2]
     command = commands.get(first[1:]) if first.startswith("/") else None
     if command is None:

@@ -54,8 +54,7 @@ class Agent(Steps):
         hooks: HookRunner | None = None,
         attach_images: Callable[[str], tuple[list[str], list[str]]] | None = None,
     ) -> None:
-        """`attach_images`: the images a user message names (`@shot.png`) as data URLs, and a
-        note for each one not sent."""
+        """`attach_images`: the images a message names (`@shot.png`) as data URLs, and notes."""
         self._store, self._session, self._checkpoints = store, session, checkpoints
         self._attach_images = attach_images
         self._system = system_prompt
@@ -75,8 +74,7 @@ class Agent(Steps):
             archive=self._data.archive,
         )
         self._block = ""
-        self.recalled: tuple[RecalledMemory, ...] = ()
-        """The memories in the current block, with scores and matched terms (`/memory last`)."""
+        self.recalled: tuple[RecalledMemory, ...] = ()  # the current block's memories (`/memory last`)
         self._lock = threading.Lock()
         self._turn: Turn | None = None  # the running turn, whose usage sub-agents add to
         self._background: list[Event] = []
@@ -98,13 +96,12 @@ class Agent(Steps):
             return self._data.usage
 
     def _add_usage(self, usage: Usage) -> None:
-        """Count tokens spent for this conversation in its totals (distillation: never in a turn)."""
+        """Tokens in the totals only (distillation, which may outlast its turn)."""
         with self._lock:
             self._data.usage += usage
 
     def add_turn_usage(self, usage: Usage) -> None:
-        """Tokens spent during the running turn (its model calls, a sub-agent's): in the totals and
-        in the turn's own count (`-p --json`)."""
+        """Tokens in the totals and in the running turn's count (`-p --json`)."""
         with self._lock:
             self._data.usage += usage
             if self._turn is not None:
@@ -125,7 +122,6 @@ class Agent(Steps):
         self._tools.set_permission(mode)
 
     def post_note(self, note: Note) -> None:
-        """Queue a note for the UI (background distillation, store notices)."""
         with self._lock:
             self._background.append(note)
 
@@ -137,7 +133,7 @@ class Agent(Steps):
     # -- a turn ----------------------------------------------------------------------------------
 
     def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
-        """One user turn (SPEC §4.1). Ends with exactly one TurnFinished."""
+        """One user turn (SPEC §4.1); ends with exactly one TurnFinished."""
         cancel = cancel or CancelToken()
         if (yield from self._prompt_blocked(user_content, cancel)):
             return
@@ -176,7 +172,7 @@ class Agent(Steps):
         yield TurnFinished(over.completed, over.reason, turn.usage, over.answer, changes.files)
 
     def _prompt_blocked(self, prompt: str, cancel: CancelToken) -> Generator[Event, None, bool]:
-        """Run the user_prompt hooks; True when one blocked the prompt (the turn is then over)."""
+        """True when a user_prompt hook blocked the prompt (the turn is then over)."""
         if self._hooks is None:
             return False
         outcome = self._hooks.run("user_prompt", cancel, prompt=prompt)
@@ -209,17 +205,14 @@ class Agent(Steps):
             self.messages[0] = {"role": "system", "content": set_block(self._system, recall.block)}
 
     def wait_for_distillation(self, timeout: float | None = None) -> bool:
-        """Wait for running distillations; True when none is left running."""
         return self._distiller.wait(timeout)
 
     def stop_distillation(self) -> None:
-        """Cancel running distillations (the user chose not to wait for them)."""
         self._distiller.cancel.cancel()
 
     # -- compaction, reset, persistence ----------------------------------------------------------
 
     def compact(self, cancel: CancelToken | None = None) -> Iterator[Event]:
-        """/compact: summarise everything but the recent messages now."""
         done = yield from self._compact(cancel or CancelToken(), threshold=None)
         if not done:
             yield Note("nothing to compact yet")
@@ -227,17 +220,16 @@ class Agent(Steps):
         self._saver.in_background()
 
     def reset(self) -> None:
-        """/reset: clear the conversation (kept in the archive), keep the system prompt."""
+        """/reset: the conversation goes to the archive; the system prompt stays."""
         self._data.archive.extend(self.messages[1:])
         self._block = ""
         self.recalled = ()
         self.messages[:] = [{"role": "system", "content": self._system}]
 
     def save(self) -> None:
-        """Write the session file now (unless nothing changed), after any pending background write.
-        Raises SessionError."""
+        """Write the session file now, after any pending write (none when nothing changed). Raises
+        SessionError."""
         self._saver.submit().result()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait for pending background writes of the session file; True when none is left."""
         return self._saver.flush(timeout)

@@ -28,12 +28,10 @@ class Skill:
     description: str
     body: str
     folder: Path
-    shown: str
-    """The folder as the model names it: relative to the workspace when inside it."""
+    shown: str  # the folder as the model names it: relative to the workspace when inside it
 
 
 def load_skills(workspace: Path, state_dir: Path) -> tuple[dict[str, Skill], list[str]]:
-    """(skills by name, at most SKILLS_LISTED; one note per skill skipped). `state_dir`: ~/.nanohermes."""
     return load_definitions("skills", f"*/{SKILL_FILE}", "skill", workspace, state_dir, _parse, SKILLS_LISTED)
 
 
@@ -50,7 +48,6 @@ def _parse(path: Path, inside: Path | None) -> Skill:
 
 
 def skills_prompt(skills: Mapping[str, Skill]) -> str:
-    """The system prompt's short section naming the skills ("" when there are none)."""
     if not skills:
         return ""
     lines = "\n".join(f"- {skill.name}: {skill.description}" for skill in skills.values())
@@ -58,8 +55,6 @@ def skills_prompt(skills: Mapping[str, Skill]) -> str:
 
 
 def make_skill_tool(skills: Mapping[str, Skill]) -> Tool:
-    """The `skill` tool: a skill's instructions, and the names of its folder's other files."""
-
     def skill(name: str) -> str:
         """Read a skill's instructions.
 
@@ -78,7 +73,7 @@ def make_skill_tool(skills: Mapping[str, Skill]) -> Tool:
 
 
 def _other_files(folder: Path) -> list[str]:
-    """The skill folder's files besides SKILL.md (not hidden ones), at most FILES_LISTED."""
+    """Not hidden ones; at most FILES_LISTED."""
     names: list[str] = []
     for top, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
