@@ -49,21 +49,6 @@ def resolved(path: Path) -> Path:
         return path.absolute()
 
 
-def fsync_dir(directory: Path) -> None:
-    """Make a rename durable, where the platform and file system can."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):  # EINVAL where the file system cannot; the data is synced
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_all(fd: int, data: bytes | Sequence[bytes]) -> None:
     view = memoryview(data if isinstance(data, bytes | bytearray | memoryview) else b"".join(data))
     while view:
@@ -117,7 +102,17 @@ def _put_in_place(temp: str, path: Path) -> None:
     except BaseException:
         _unlink_quietly(temp)
         raise
-    fsync_dir(path.parent)
+    if os.name != "posix":
+        return
+    try:  # the directory's fsync makes the rename durable, where the platform can
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):  # EINVAL where the file system cannot; the data is synced
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _unlink_quietly(temp: str) -> None:
