@@ -1,9 +1,6 @@
-"""Context compaction (SPEC §4.3). Pure: takes the messages and a `summarize` callable.
-
-Between the pinned head and the last `keep` messages (never cut between a tool call and its result),
-old tool outputs are shortened first; if that is not enough, the middle becomes ONE summary message
-(or a note when summarising fails). What leaves the live context is returned for the archive.
-"""
+"""Context compaction (SPEC §4.3), pure. Between the pinned head and the last `keep` messages (never
+cut between a tool call and its result), old tool outputs are shortened first; if that is not enough,
+the middle becomes ONE summary message. What leaves the live context is returned for the archive."""
 
 from __future__ import annotations
 

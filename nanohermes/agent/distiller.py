@@ -48,7 +48,6 @@ class Distiller:
         thread.start()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """True when none is left running."""
         with self._lock:
             threads = list(self._threads)
         for thread in threads:

@@ -1,10 +1,5 @@
-"""The agent loop (SPEC §4.1). Headless: it yields events; the UI renders them.
-
-run(user_content)
-  inject memory block → append user message → step (`Steps`) until a TurnOver is raised
-  every early exit (answer, max_iterations, Ctrl-C, model error) ends in ONE except-chain
-  → save the session → distill in the background if completed → TurnFinished
-"""
+"""The agent loop (SPEC §4.1), headless: it yields events; the UI renders them. A turn: inject the
+memory block, run the steps until a TurnOver, save the session, distill if completed, TurnFinished."""
 
 from __future__ import annotations
 
@@ -92,8 +87,7 @@ class Agent(Steps):
 
     @property
     def usage(self) -> Usage:
-        with self._lock:
-            return self._data.usage
+        return self._data.usage  # frozen: replaced whole, never changed in place
 
     def _add_usage(self, usage: Usage) -> None:
         """Tokens in the totals only (distillation, which may outlast its turn)."""
@@ -227,8 +221,7 @@ class Agent(Steps):
         self.messages[:] = [{"role": "system", "content": self._system}]
 
     def save(self) -> None:
-        """Write the session file now, after any pending write (none when nothing changed). Raises
-        SessionError."""
+        """Write now, after any pending write (none when nothing changed). Raises SessionError."""
         self._saver.submit().result()
 
     def flush(self, timeout: float | None = None) -> bool:

@@ -1,6 +1,5 @@
-"""Skills in the agentskills.io format (README "Custom commands and skills"): a folder holding
-`SKILL.md` (front matter `name`, its folder's, and `description`; then the instructions) and any
-files it refers to. The system prompt lists each skill; the `skill` tool returns its instructions."""
+"""Skills in the agentskills.io format (README "Custom commands and skills"): the system prompt lists
+each skill; the `skill` tool returns its instructions."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The steps of a turn, shared by the agent and its sub-agents, and how a reply ends it.
-
-step: compact if needed → call the model (on a context overflow: compact, call once more) →
-      read tool calls written as text → drop cut calls → append the assistant message →
-      no tool calls? raise TurnOver : run the calls, append every call's result in order
-"""
+"""The steps of a turn, shared by the agent and its sub-agents: compact if needed → call the model
+(on a context overflow: compact, call once more) → read tool calls written as text → drop cut calls →
+append the reply → no tool calls? raise TurnOver : run the calls, append their results in order."""
 
 from __future__ import annotations
 

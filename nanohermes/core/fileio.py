@@ -1,7 +1,5 @@
 """Private, crash-safe files. Stdlib only. A write goes to a fsynced temp file (0600) beside the target,
-is renamed over it and the directory fsynced: readers see the old file or the new one, never half of
-one. A file a user or a repository names is read by `read_regular`, which never blocks.
-"""
+is renamed over it and the directory fsynced: readers see the old file or the new one, never half."""
 
 from __future__ import annotations
 

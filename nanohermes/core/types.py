@@ -195,7 +195,6 @@ def shorten(text: str, width: int) -> str:
 
 
 def message_chars(message: Message) -> int:
-    """Characters of a message that reach the model: its text, reasoning and tool calls."""
     size = len(message_text(message)) + len(str(message.get("reasoning_content") or ""))
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, dict) else None

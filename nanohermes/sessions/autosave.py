@@ -42,11 +42,9 @@ class SessionSaver:
         return self._writer.submit(self._write, snapshot)
 
     def in_background(self) -> None:
-        """Submit; a failure becomes an error note."""
         self.submit().add_done_callback(self._report)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """True when no write is left pending."""
         try:  # one thread, first in first out: a no-op runs after every earlier write
             self._writer.submit(lambda: None).result(timeout)
         except concurrent.futures.TimeoutError:

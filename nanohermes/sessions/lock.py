@@ -1,6 +1,5 @@
-"""One writer per session (SPEC §4.4): an OS lock on `<session file>.lock`, taken without waiting (a
-second nanohermes gets `SessionInUse` naming the holder's pid). The OS drops it when the holder dies:
-no stale lock. A release removes the file while still holding it, so a new holder checks that the file
+"""One writer per session (SPEC §4.4): an OS lock on `<session file>.lock`, dropped by the OS when the
+holder dies. A release removes the file while still holding it, so a new holder checks that the file
 it locked is still the one at the path (else it tries again): two processes never both hold a session.
 """
 

@@ -88,7 +88,6 @@ def same_place(recorded: object, workspace: Path) -> bool:
 
 
 def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
-    """Newest first, one stat per file."""
     stamped: list[tuple[Path, float]] = []
     with contextlib.suppress(OSError):
         for path in sessions_dir.glob("*.json"):

@@ -1,7 +1,5 @@
-"""Search of a workspace's earlier conversations (`session_search`, `/sessions search Q`): its session
-files, archives included, cut into exchanges (a user message and its answer), ranked by BM25 with the
-memory analyzer. Other workspaces' files are not read past their header.
-"""
+"""Search of a workspace's earlier conversations (`session_search`, `/sessions search Q`): exchanges (a
+user message and its answer) ranked by BM25; other workspaces' files are not read past their header."""
 
 from __future__ import annotations
 
@@ -30,15 +28,12 @@ class Hit:
     score: float
 
 
-def search_sessions(
-    sessions_dir: Path, workspace: Path, query: str, limit: int = HITS_SHOWN
-) -> tuple[list[Hit], list[str]]:
-    """The best exchanges, best first, and a note for each file skipped."""
+def search_sessions(sessions_dir: Path, workspace: Path, query: str) -> tuple[list[Hit], list[str]]:
     found, notes = _workspace_exchanges(sessions_dir, workspace)
     documents = [analyze(f"{hit.question}\n{hit.answer}") for hit in found]
     scores = _bm25(documents, set(analyze(query, query=True)))
     ranked = sorted(zip(scores, found, strict=True), key=lambda pair: pair[0], reverse=True)
-    return [replace(hit, score=score) for score, hit in ranked[:limit] if score > 0], notes
+    return [replace(hit, score=score) for score, hit in ranked[:HITS_SHOWN] if score > 0], notes
 
 
 def _workspace_exchanges(sessions_dir: Path, workspace: Path) -> tuple[list[Hit], list[str]]:

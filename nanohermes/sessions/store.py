@@ -1,9 +1,6 @@
-"""Session files (SPEC §4.4; the format is in sessions/README.md): `NAME.json` (header, then the live
-`messages`) and the append-only `NAME.archive.jsonl`. A save appends to the archive (fsynced) before
-it replaces the main file atomically; the main file's `archive_bytes` says how much of the archive it
-vouches for, so the next save cuts off what a crash in between left. A file that cannot be read or
-parsed is never overwritten.
-"""
+"""Session files (SPEC §4.4; the format is in sessions/README.md). A save appends to the archive
+sidecar (fsynced) before it replaces the main file atomically; the main file's `archive_bytes` says how
+much of the archive it vouches for, so the next save cuts off what a crash in between left."""
 
 from __future__ import annotations
 
@@ -183,7 +180,6 @@ class SessionFile:
         return messages + data.archive
 
     def save(self, data: SessionData, *, secrets: tuple[str, ...] = ()) -> None:
-        """Raises SessionError."""
         self.write(self.render(data, secrets=secrets))
 
     @staticmethod
