@@ -3,6 +3,7 @@ memory block, run the steps until a TurnOver, save the session, distill if compl
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
@@ -79,7 +80,7 @@ class Agent(Steps):
             store,
             model_name=lambda: config.distill_model or self.model,
             post_note=self.post_note,
-            add_usage=self._add_usage,
+            add_usage=functools.partial(self.add_turn_usage, in_turn=False),
             verbose=config.verbose,
         )
 
@@ -89,16 +90,12 @@ class Agent(Steps):
     def usage(self) -> Usage:
         return self._data.usage  # frozen: replaced whole, never changed in place
 
-    def _add_usage(self, usage: Usage) -> None:
-        """Tokens in the totals only (distillation, which may outlast its turn)."""
+    def add_turn_usage(self, usage: Usage, *, in_turn: bool = True) -> None:
+        """Tokens in the totals and in the running turn's count (`-p --json`); a distillation's are
+        not in a turn's (it may run into the next one)."""
         with self._lock:
             self._data.usage += usage
-
-    def add_turn_usage(self, usage: Usage) -> None:
-        """Tokens in the totals and in the running turn's count (`-p --json`)."""
-        with self._lock:
-            self._data.usage += usage
-            if self._turn is not None:
+            if in_turn and self._turn is not None:
                 self._turn.usage += usage
 
     @property
