@@ -34,8 +34,7 @@ def ensure_private_dir(directory: Path) -> None:
 
 
 def write_target(path: Path) -> Path:
-    """Through a symlink to its target (the link stays a link: a file kept in a dotfiles repository
-    keeps working); a dangling link's target is created by the first write."""
+    """Through a symlink to its target, the link staying a link (a dotfiles repository's file)."""
     return Path(os.path.realpath(path)) if os.path.islink(path) else path
 
 

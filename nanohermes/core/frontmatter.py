@@ -100,9 +100,8 @@ def load_definitions(
     parse: Callable[[Path, Path | None], T],
     most: int | None = None,
 ) -> tuple[dict[str, T], list[str]]:
-    """Each definition of `kind` by NAME (`NAME.md` or `NAME/SKILL.md`), the project's first (it wins
-    a name) then the user's, at most `most`; and a note per file skipped. `parse` raises OSError or
-    ValueError."""
+    """Each definition of `kind` by NAME, the project's first (it wins a name) then the user's, at most
+    `most`, and a note per file skipped. `parse` raises OSError or ValueError."""
     found: dict[str, T] = {}
     notes: list[str] = []
     unlisted = 0
