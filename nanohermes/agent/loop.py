@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.distiller import Distiller
-from nanohermes.agent.turns import Steps, Turn, checkpoint_notes, messages_of_turn
+from nanohermes.agent.turns import Steps, Turn
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import StoreError
 from nanohermes.core.events import Event, MemoryRecalled, Note, RecalledMemory, TurnFinished
 from nanohermes.core.protocols import TurnChanges
-from nanohermes.core.types import Usage, shorten, with_images
+from nanohermes.core.types import Message, Usage, plural, shorten, with_images
 from nanohermes.llm import ChatClient
 from nanohermes.memory import recall_for_turn, set_block
 from nanohermes.sessions.autosave import SessionSaver
@@ -223,3 +223,21 @@ class Agent(Steps):
 
     def flush(self, timeout: float | None = None) -> bool:
         return self._saver.flush(timeout)
+
+
+def checkpoint_notes(changes: TurnChanges) -> Iterator[Event]:
+    for line in changes.notes:
+        yield Note(line, "warning")
+    if changes.files:
+        count = len(changes.files)
+        shown = ", ".join(changes.files[:5]) + (f" and {count - 5} more" if count > 5 else "")
+        yield Note(f"checkpoint {changes.turn}: {plural(count, 'file')} changed ({shown})")
+
+
+def messages_of_turn(messages: list[Message], user_message: Message) -> list[Message]:
+    """A turn's messages from its user message on; when a compaction took that message out, it goes
+    back in front of what follows the summary: the distiller must read what the user said first."""
+    start = next((i for i, m in enumerate(messages) if m is user_message), None)
+    if start is not None:
+        return list(messages[start:])
+    return [user_message, *messages[2:]]

@@ -25,8 +25,7 @@ from nanohermes.core.errors import (
     LLMError,
 )
 from nanohermes.core.events import Compacted, Event, Note, TextDelta, ToolFinished
-from nanohermes.core.protocols import TurnChanges
-from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, plural, shown_images
+from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shown_images
 from nanohermes.llm import ChatClient, extract_text_tool_calls
 
 CUT_SHORT = frozenset({"length", "insufficient_system_resource"})
@@ -105,24 +104,6 @@ class Turn:
     had_tools: bool = False
     usage: Usage = field(default_factory=Usage)
     partial: list[str] | None = None  # text streamed by the current model call; None: not streaming
-
-
-def checkpoint_notes(changes: TurnChanges) -> Iterator[Event]:
-    for line in changes.notes:
-        yield Note(line, "warning")
-    if changes.files:
-        count = len(changes.files)
-        shown = ", ".join(changes.files[:5]) + (f" and {count - 5} more" if count > 5 else "")
-        yield Note(f"checkpoint {changes.turn}: {plural(count, 'file')} changed ({shown})")
-
-
-def messages_of_turn(messages: list[Message], user_message: Message) -> list[Message]:
-    """A turn's messages from its user message on; when a compaction took that message out, it goes
-    back in front of what follows the summary: the distiller must read what the user said first."""
-    start = next((i for i, m in enumerate(messages) if m is user_message), None)
-    if start is not None:
-        return list(messages[start:])
-    return [user_message, *messages[2:]]
 
 
 class ToolSet(Protocol):
