@@ -102,12 +102,8 @@ class Agent(Steps):
     def session_path(self) -> Path:
         return self._session.path
 
-    @property
-    def model(self) -> str:
-        return self._data.model or self._config.model
-
     def set_model(self, name: str) -> None:
-        self._data.model = name.strip() or self.model
+        self.model = self._data.model = name.strip() or self.model
 
     def set_permission(self, mode: str) -> None:
         self._tools.set_permission(mode)

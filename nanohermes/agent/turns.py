@@ -135,14 +135,11 @@ class Steps:
         """`archive` gets what compaction takes out; `pinned` leading messages are never compacted
         (the system prompt, and a sub-agent's task)."""
         self._model, self._tools, self._config = model, tools, config
+        self.model = config.model
         self.messages = messages
         self._count_usage = add_usage
         self._archive = [] if archive is None else archive
         self._streaming, self._pinned = stream, pinned
-
-    @property
-    def model(self) -> str:
-        return self._config.model
 
     def run_steps(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, TurnOver]:
         try:
