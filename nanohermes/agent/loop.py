@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Generator, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.agent.config import AgentConfig
@@ -51,7 +50,8 @@ class Agent(Steps):
         attach_images: Callable[[str], tuple[list[str], list[str]]] | None = None,
     ) -> None:
         """`attach_images`: the images a message names (`@shot.png`) as data URLs, and notes."""
-        self._store, self._session, self._checkpoints = store, session, checkpoints
+        self._store, self._checkpoints = store, checkpoints
+        self.session_path = session.path
         self._attach_images = attach_images
         self._system = system_prompt
         self._hooks = hooks  # user_prompt and stop (the tools run pre_tool and post_tool)
@@ -97,10 +97,6 @@ class Agent(Steps):
             self._data.usage += usage
             if in_turn and self._turn is not None:
                 self._turn.usage += usage
-
-    @property
-    def session_path(self) -> Path:
-        return self._session.path
 
     def set_model(self, name: str) -> None:
         self.model = self._data.model = name.strip() or self.model
