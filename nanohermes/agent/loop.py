@@ -188,7 +188,7 @@ class Agent(Steps):
             self.messages[0] = {"role": "system", "content": set_block(self._system, recall.block)}
 
     def wait_for_distillation(self, timeout: float | None = None) -> bool:
-        return self._distiller.wait(timeout)
+        return self._distiller.wait(timeout)  # True when none is left running
 
     def stop_distillation(self) -> None:
         self._distiller.cancel.cancel()
