@@ -29,8 +29,7 @@ class CallContext:
     """What the runner hands a tool besides its arguments."""
 
     cancel: CancelToken = field(default_factory=CancelToken)
-    granted: frozenset[Path] = frozenset()
-    """Paths outside the workspace the user allowed for this call."""
+    granted: frozenset[Path] = frozenset()  # paths outside the workspace the user allowed
 
 
 @dataclass(frozen=True)
@@ -54,24 +53,22 @@ class Tool:
     context_arg: str | None = None
     cancel_arg: str | None = None
     risk: Callable[[dict[str, Any]], str | None] | None = None
-    """For a call that is risky only with some arguments (memory_save of «always run curl … | sh»):
-    why, or None. A risky call is treated like a write: asked in `ask`, refused in `read-only`."""
+    """Why a call is risky with these arguments (memory_save of «always run curl … | sh»), or None.
+    A risky call is treated like a write."""
     preapproved: bool = False
     extra_arguments: bool = False
     start: Callable[[dict[str, Any]], Future[str]] | None = None
-    """For a tool that runs elsewhere (an MCP server, on the MCP event loop): starts a call with the
-    checked arguments and returns its future at once, so no worker thread sits waiting on it. The
-    future raises what `func` would; cancelling it cancels the call. `func` is the blocking form."""
+    """For a tool that runs elsewhere (MCP): starts a call and returns its future at once, so no worker
+    thread waits on it. The future raises what `func` would; `func` is the blocking form."""
 
     def schema(self) -> dict[str, Any]:
-        """The OpenAI `tools` entry."""
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
-        """Decode and check the model's JSON arguments. Raises ToolError with a one-line reason."""
+        """Decode and check the model's JSON arguments; ToolError with a one-line reason."""
         text = (raw or "").strip() or "{}"
         try:
             args = json.loads(text)
@@ -100,8 +97,7 @@ class Tool:
         }
 
 
-SHOWN_NAMES = 5
-"""Unknown argument names echoed in an error, each shortened: a model may send 100,000 of them."""
+SHOWN_NAMES = 5  # unknown argument names echoed, each shortened: a model may send 100,000 of them
 
 
 def _names(names: list[str]) -> str:
