@@ -109,7 +109,6 @@ def tool_from_function(
     func: Callable[..., str | Shown],
     *,
     mutating: bool = False,
-    name: str | None = None,
     path_arg: str | None = None,
     summary_arg: str | None = None,
     approval_kind: str | None = None,
@@ -139,17 +138,16 @@ def tool_from_function(
         elif param.default is not None:
             prop["default"] = param.default
         properties[param.name] = prop
-    parameters: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
-    tool_name = name or func.__name__
+    name = func.__name__
     return Tool(
-        name=tool_name,
-        description=description or tool_name.replace("_", " "),
-        parameters=parameters,
+        name=name,
+        description=description or name.replace("_", " "),
+        parameters={"type": "object", "properties": properties, "required": required},
         func=func,
         mutating=mutating,
         path_arg=path_arg,
         summary_arg=summary_arg or (required[0] if required else next(iter(properties), None)),
-        approval_kind=approval_kind or tool_name,
+        approval_kind=approval_kind or name,
         context_arg=context_arg,
         cancel_arg=cancel_arg,
         risk=risk,

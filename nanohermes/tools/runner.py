@@ -99,9 +99,9 @@ class ToolRunner:
             )
         }
         if store is not None:
-            from nanohermes.tools.memory import MemoryTools
+            from nanohermes.tools.memory import memory_tools
 
-            for tool in MemoryTools(store).tools():
+            for tool in memory_tools(store):
                 self.register(tool)
 
     # -- what is offered ------------------------------------------------------------------------
