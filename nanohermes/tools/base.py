@@ -174,27 +174,14 @@ def json_schema_for(annotation: Any) -> dict[str, Any]:
     raise TypeError(f"no JSON schema for annotation {annotation!r}")
 
 
-_SECTION = re.compile(r"^(\w+):[ \t]*$", re.MULTILINE)
-_ARG_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_ARG = re.compile(r"^    (\w+)(?: \([^)]*\))?: ", re.MULTILINE)  # `    name (type): ` in an Args: section
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into (description, {argument: description})."""
-    description, *sections = _SECTION.split(doc)
-    args: dict[str, str] = {}
-    for title, body in zip(sections[::2], sections[1::2], strict=True):
-        lines = [line for line in body.splitlines() if line.strip()]
-        if title not in ("Args", "Arguments", "Parameters") or not lines:
-            continue
-        indent = min(len(line) - len(line.lstrip()) for line in lines)
-        current = ""
-        for line in lines:
-            match = _ARG_LINE.match(line.strip())
-            if match and len(line) - len(line.lstrip()) == indent:
-                current = match.group(1)
-                args[current] = match.group(2).strip()
-            elif current:
-                args[current] += " " + line.strip()
+    """Split a Google-style docstring (as `inspect.getdoc` dedents it) into description and Args."""
+    description, _, rest = doc.partition("\nArgs:\n")
+    parts = _ARG.split(rest.split("\n\n", 1)[0])[1:]  # the section ends at a blank line
+    args = {name: " ".join(text.split()) for name, text in zip(parts[::2], parts[1::2], strict=True)}
     return description.strip(), args
 
 
@@ -202,9 +189,9 @@ def _coerce(tool: str, name: str, value: Any, schema: dict[str, Any]) -> Any:
     """Accept what small models commonly send ("10" for 10, "true" for true); refuse the rest."""
     if value is None:
         return None
-    coerced = _coerce_type(value, schema.get("type"))
+    kind = str(schema.get("type"))
+    coerced = _coerce_type(value, kind)
     if coerced is _BAD:
-        kind = str(schema.get("type"))
         kind = "finite number" if kind == "number" else kind
         article = "an" if kind[:1] in "aeiou" else "a"
         raise ToolError(f"{tool}: argument {name} must be {article} {kind}, got {json.dumps(value)[:60]}")
@@ -216,7 +203,7 @@ def _coerce(tool: str, name: str, value: Any, schema: dict[str, Any]) -> Any:
 _BAD = object()
 
 
-def _coerce_type(value: Any, kind: Any) -> Any:
+def _coerce_type(value: Any, kind: str) -> Any:
     if kind in ("integer", "number"):
         if isinstance(value, str):
             try:
@@ -227,16 +214,14 @@ def _coerce_type(value: Any, kind: Any) -> Any:
             return _BAD
         if isinstance(value, int):  # whole, and maybe past float's range (10**400): kept whole
             return value
-        if not math.isfinite(value):  # NaN and infinity are never meant
+        if not math.isfinite(value) or (kind == "integer" and not value.is_integer()):  # NaN, inf
             return _BAD
-        if kind == "number":
-            return value
-        return int(value) if value.is_integer() else _BAD
+        return int(value) if kind == "integer" else value
     if kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     if kind == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
     expected = {"string": str, "boolean": bool, "array": list, "object": dict}
-    if isinstance(kind, str) and kind in expected and not isinstance(value, expected[kind]):
+    if kind in expected and not isinstance(value, expected[kind]):
         return _BAD
     return value

@@ -80,8 +80,6 @@ class Workspace:
     def shown(self, resolved: Path) -> str:
         return shown_path(self.relative(resolved))
 
-    # -- opening --------------------------------------------------------------------------------
-
     def open_file(self, resolved: Path, flags: int) -> int:
         """A raw fd of the existing regular file `resolved`, refusing any symlink met on the way."""
         flags |= _NOFOLLOW | _CLOEXEC | _BINARY | _NONBLOCK  # a FIFO swapped in cannot block the open

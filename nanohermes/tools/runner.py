@@ -104,8 +104,6 @@ class ToolRunner:
             for tool in memory_tools(store):
                 self.register(tool)
 
-    # -- what is offered ------------------------------------------------------------------------
-
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
 
@@ -133,8 +131,6 @@ class ToolRunner:
 
     def names(self) -> set[str]:
         return {tool.name for tool in self._all_tools().values() if self._offered(tool)}
-
-    # -- one batch ------------------------------------------------------------------------------
 
     def run_calls(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
         if not calls:
@@ -213,11 +209,10 @@ class ToolRunner:
         content, ok, images = invoke(tool, kwargs)
         return make_result(call, cap_output(content, self.max_chars), ok, images)
 
-    # -- checks and approvals (in the calling thread, one call at a time) -----------------------
-
     def _prepare(
         self, call: ToolCall, previews: dict[Path, str], cancel: CancelToken, notes: list[Note]
     ) -> _Prepared | ToolResult:
+        """Check one call and ask its approval (in the calling thread, one call at a time)."""
         tool = self._all_tools().get(call.name)
         if tool is None:
             available = ", ".join(sorted(self.names()))

@@ -167,18 +167,25 @@ def test_timeout_override_is_bounded(workspace: Path) -> None:
         shell.run_shell("   ", ctx=CallContext())
 
 
-def test_cancellation_kills_the_group_at_once(workspace: Path) -> None:
-    cancel = CancelToken()
-    pidfile = workspace / "child.pid"
+def cancel_when_written(pidfile: Path, cancel: CancelToken) -> tuple[threading.Thread, list[float]]:
+    """Cancel once `pidfile` holds a pid (not after a fixed delay: the shell may start slowly); the
+    thread doing it, and the list that gets the time it did."""
     cancelled_at: list[float] = []
 
-    def cancel_once_started() -> None:  # not after a fixed delay: the shell may start slowly
+    def cancel_once_started() -> None:
         wait_for(lambda: pidfile.exists() and pidfile.read_text().strip())
         cancelled_at.append(time.monotonic())
         cancel.cancel()
 
     canceller = threading.Thread(target=cancel_once_started, daemon=True)
     canceller.start()
+    return canceller, cancelled_at
+
+
+def test_cancellation_kills_the_group_at_once(workspace: Path) -> None:
+    cancel = CancelToken()
+    pidfile = workspace / "child.pid"
+    canceller, cancelled_at = cancel_when_written(pidfile, cancel)
     with pytest.raises(Cancelled):
         ShellTool(workspace).run_shell(
             f"sleep {SLEEP} & echo $! > {pidfile}; sleep {SLEEP}", ctx=CallContext(cancel=cancel)
