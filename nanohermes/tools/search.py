@@ -13,7 +13,7 @@ import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 from nanohermes.core.errors import ToolError
 from nanohermes.core.types import shorten
@@ -135,25 +135,24 @@ class SearchTools:
             if os.fstat(fd).st_size > GREP_MAX_FILE_BYTES:
                 big.append(self.workspace.shown(real))  # said in the result: not "no matches"
                 return
-            if looks_binary(handle.read(SNIFF_BYTES)):
-                return
-            handle.seek(0)
-            deadline = time.monotonic() + GREP_FILE_SECONDS
-            for number, raw in enumerate(_lines_within(handle, GREP_MAX_FILE_BYTES), start=1):
-                if number % 1024 == 0:
-                    ctx.cancel.raise_if_cancelled()
-                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                try:
-                    left = max(0.0, deadline - time.monotonic())
-                    found = compiled.search(line, timeout=left, concurrent=True)
-                except TimeoutError:
-                    raise ToolError(
-                        f"pattern {pattern!r} took more than {GREP_FILE_SECONDS:g} s on "
-                        f"{self.workspace.shown(real)} (line {number}) and was stopped",
-                        hint="simplify it: nested repetition such as (a|aa)+ backtracks exponentially",
-                    ) from None
-                if found:
-                    yield number, line
+            data = handle.read(GREP_MAX_FILE_BYTES)  # no more, should it have grown since
+        if looks_binary(data[:SNIFF_BYTES]):
+            return
+        deadline = time.monotonic() + GREP_FILE_SECONDS
+        for number, raw in enumerate(data.removesuffix(b"\n").split(b"\n") if data else [], start=1):
+            if number % 1024 == 0:
+                ctx.cancel.raise_if_cancelled()
+            line = raw.decode("utf-8", errors="replace").rstrip("\r")
+            try:
+                found = compiled.search(line, timeout=max(0.0, deadline - time.monotonic()), concurrent=True)
+            except TimeoutError:
+                raise ToolError(
+                    f"pattern {pattern!r} took more than {GREP_FILE_SECONDS:g} s on "
+                    f"{self.workspace.shown(real)} (line {number}) and was stopped",
+                    hint="simplify it: nested repetition such as (a|aa)+ backtracks exponentially",
+                ) from None
+            if found:
+                yield number, line
 
 
 def _walk(
@@ -225,15 +224,6 @@ def _note(names: list[str], what: str, advice: str = "") -> list[str]:
         return []
     more = f" and {len(names) - 1} more" if len(names) > 1 else ""
     return [f"[{what}: {shorten(names[0], 120)}{more}{advice}]"]
-
-
-def _lines_within(handle: BinaryIO, limit: int) -> Iterator[bytes]:
-    """The lines of `handle` up to `limit` bytes in all: a file that grew after its size was checked
-    is never read whole into memory."""
-    left = limit
-    while left > 0 and (line := handle.readline(left)):
-        left -= len(line)
-        yield line
 
 
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
