@@ -99,9 +99,9 @@ class ToolRunner:
             )
         }
         if store is not None:
-            from nanohermes.tools.memory import memory_tools
+            from nanohermes.tools.memory import MemoryTools
 
-            for tool in memory_tools(store):
+            for tool in MemoryTools(store).tools():
                 self.register(tool)
 
     def register(self, tool: Tool) -> None:

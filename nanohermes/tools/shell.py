@@ -129,7 +129,14 @@ class ShellTool:
         limit, note = self._timeout(timeout)
         out, err = CappedBuffer(self.max_chars), CappedBuffer(self.max_chars)
         code, timed_out, held = run_command(command, self.sandbox, self.cwd, limit, ctx.cancel, err, out)
-        return self._report(code, out, err, timed_out, limit, note, held)
+        if timed_out:
+            head = f"timed out after {limit:g} s: the command and its process group were killed"
+        elif code is not None and code < 0:
+            head = f"killed by signal {-code}"
+        else:
+            head = f"exit code: {code}"
+        lines = [" ".join(part for part in (head, note) if part)] + ([HELD_NOTES[held]] if held else [])
+        return self._report(lines, out, err, failed=bool(code))
 
     def _timeout(self, requested: float | None) -> tuple[float, str]:
         """The setting, or less when the model asks for less: never more, never unbounded."""
@@ -149,26 +156,9 @@ class ShellTool:
             )
         return float(requested), ""
 
-    def _report(
-        self,
-        code: int | None,
-        out: CappedBuffer,
-        err: CappedBuffer,
-        timed_out: bool,
-        limit: float,
-        note: str,
-        held: str,
-    ) -> str:
-        if timed_out:
-            head = f"timed out after {limit:g} s: the command and its process group were killed"
-        elif code is not None and code < 0:
-            head = f"killed by signal {-code}"
-        else:
-            head = f"exit code: {code}"
-        lines = [" ".join(part for part in (head, note) if part)]
-        if held:
-            lines.append(HELD_NOTES[held])
-        blocked = self.sandbox.blocked_note(err.text() + (out.text() if code else ""))
+    def _report(self, lines: list[str], out: CappedBuffer, err: CappedBuffer, *, failed: bool) -> str:
+        """`lines` and both streams, fitting the cap as a whole."""
+        blocked = self.sandbox.blocked_note(err.text() + (out.text() if failed else ""))
         used = sum(len(line) + 1 for line in (*lines, blocked) if line)
         room = max(0, self.max_chars - used - 2 * STREAM_OVERHEAD)
         # the smaller stream gets what it needs, up to half; the other one the rest
