@@ -17,18 +17,13 @@ IMAGE_MAX_BYTES = 5 * 1024 * 1024
 SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 NO_VISION = "the model is not set up to see images (model_vision = false)"
 _TRAILING = ".,;:!?)]}'\""
+_MAGIC = {b"\x89PNG\r\n\x1a\n": "png", b"\xff\xd8\xff": "jpeg", b"GIF87a": "gif", b"GIF89a": "gif"}
 
 
 def image_kind(head: bytes) -> str | None:
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "jpeg"
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return "gif"
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "webp"
-    return None
+    return next((kind for magic, kind in _MAGIC.items() if head.startswith(magic)), None)
 
 
 def load_image(workspace: Workspace, path: str, granted: frozenset[Path] = frozenset()) -> str:
