@@ -188,7 +188,7 @@ class FileTools:
         return f"Edited {self.workspace.shown(resolved)}: replaced {where}"
 
     def preview_edit(
-        self, resolved: Path, path: str, old: str, new: str, replace_all: bool, current: str | None
+        self, resolved: Path, current: str | None, path: str, old: str, new: str, replace_all: bool = False
     ) -> tuple[str, str]:
         """(diff, new text) for approval; raises ToolError when the edit would fail."""
         text = current if current is not None else self._editable_text(resolved, path)

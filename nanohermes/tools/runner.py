@@ -301,14 +301,7 @@ class ToolRunner:
             diff = files.preview_write(resolved, content, previews.get(resolved))
             return f"{verb} {self.workspace.relative(resolved)}", diff, content
         if tool.func == files.edit_file and resolved is not None:
-            diff, after = files.preview_edit(
-                resolved,
-                str(args["path"]),
-                args["old"],
-                args["new"],
-                bool(args.get("replace_all")),
-                previews.get(resolved),
-            )
+            diff, after = files.preview_edit(resolved, previews.get(resolved), **args)
             return f"Edit {self.workspace.relative(resolved)}", diff, after
         if tool.func == self._shell.run_shell:
             timeout = args.get("timeout")
