@@ -26,8 +26,7 @@ from nanohermes.tools.shell import CappedBuffer, run_command
 
 OUTPUT_CAP = 64 * 1024  # bytes of a hook's stderr kept (its head and tail)
 BLOCK = 2  # the exit code by which a hook blocks what it was asked about
-DECIDING = ("pre_tool", "post_tool", "user_prompt")
-"""The events whose hooks may answer with exit 2; at the others it is a failure like any other."""
+DECIDING = ("pre_tool", "post_tool", "user_prompt")  # elsewhere exit 2 is a failure like any other
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,8 @@ SECRET_VARIABLES = ("NANOHERMES_API_KEY", "OPENAI_API_KEY")  # never visible to 
 RUNTIME_DIR = Path("/run")
 """Daemons' sockets (session bus, ssh agent, docker): a socket on a read-only mount still takes
 connections, and through the bus or docker anything could be done outside: so commands get an empty one."""
-NETWORK_RUNTIME = ("/run/systemd/resolve",)
-"""Kept from RUNTIME_DIR when the network is on: `/etc/resolv.conf` may point there (systemd-resolved)."""
-PROGRAM_RUNTIME = ("/run/current-system", "/run/wrappers")
-"""Kept from RUNTIME_DIR always (read-only): on NixOS PATH leads there, to every program of the system."""
+NETWORK_RUNTIME = ("/run/systemd/resolve",)  # kept with the network: /etc/resolv.conf may point there
+PROGRAM_RUNTIME = ("/run/current-system", "/run/wrappers")  # kept always: NixOS's PATH leads there
 BLOCKED_MARKERS = (  # what a command prints when the sandbox stopped it
     "read-only file system",
     "network is unreachable",

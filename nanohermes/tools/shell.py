@@ -27,8 +27,7 @@ from nanohermes.tools.reaper import TAG_VAR, kill_tagged, new_tag
 from nanohermes.tools.sandbox import Sandbox
 
 KILL_GRACE = 0.5  # seconds between SIGTERM and SIGKILL of the process group
-PIPE_GRACE = 2.0
-"""After the shell exits, how long background processes may keep its output pipes open."""
+PIPE_GRACE = 2.0  # after the shell exits, how long background processes may hold its output pipes
 CHUNK = 64 * 1024
 POLL = 0.1  # how often a reader checks whether it was told to stop
 HELD_NOTES = {
@@ -37,8 +36,7 @@ HELD_NOTES = {
     "escaped": "(background processes kept the output open; one that left the process group and "
     "cleared its environment could not be stopped and may still run; output shown so far)",
 }
-STREAM_OVERHEAD = 48
-"""Characters of the report kept for each stream's label and its "[… N bytes omitted …]" note."""
+STREAM_OVERHEAD = 48  # characters kept for each stream's label and its "[… N bytes omitted …]" note
 
 
 class CappedBuffer:
