@@ -91,58 +91,16 @@ def build_agent(
     """One agent (tools confined to `workspace`, its own session file, held by `lock`, and
     checkpoints) from shared parts. `mcp_servers` (default: the settings' `mcp_servers`) start in the
     background, their tools joining as each is ready; whoever built it closes the runtime."""
-    from nanohermes.agent.config import AgentConfig
-    from nanohermes.agent.loop import Agent
     from nanohermes.agent.plan import make_plan_tool
-    from nanohermes.agent.prompts import base_system_prompt, load_agents_md
-    from nanohermes.agent.skills import load_skills, make_skill_tool, skills_prompt
     from nanohermes.core.cancel import CancelToken
     from nanohermes.mcp import start_servers
-    from nanohermes.tools.extra import extra_tools
     from nanohermes.tools.hooks import HookRunner
-    from nanohermes.tools.images import attached_images
-    from nanohermes.tools.runner import ToolRunner
 
     checkpoints = _checkpoints(settings, workspace, session.path)
     sandbox = _sandbox(settings, workspace, parts.secret_files)
-    files = parts.files(workspace, settings.tool_output_chars) if parts.files else None
-    runner = ToolRunner(
-        workspace,
-        permission=settings.permission,
-        approver=parts.approver,
-        store=parts.store,
-        tool_output_chars=settings.tool_output_chars,
-        shell_timeout=settings.shell_timeout,
-        sandbox=sandbox,
-        checkpoints=checkpoints,
-        files=files,
-    )
+    runner = _runner(settings, parts, workspace, sandbox, checkpoints)
     hooks = runner.hooks = HookRunner(settings.hooks, sandbox, workspace, session.path, parts.verbose)
-    for tool in extra_tools(settings, workspace):
-        runner.register(tool)
-    secret = settings.api_key_value()
-    agents_md, agents_note = load_agents_md(workspace)
-    skills, skill_problems = load_skills(workspace, settings.state_dir)
-    skill_list = skills_prompt(skills)
-    agent = Agent(
-        parts.client,
-        runner,
-        AgentConfig.from_settings(settings, verbose=parts.verbose, save_each_turn=parts.save_each_turn),
-        base_system_prompt(workspace, memory=parts.store is not None, agents_md=agents_md, skills=skill_list),
-        session=session,
-        store=parts.store,
-        resumed=resumed,
-        workspace=str(workspace),
-        secrets=(secret,) if secret else (),
-        checkpoints=checkpoints,
-        hooks=hooks,
-        attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
-    )
-    for problem in [agents_note, *skill_problems]:
-        if problem:
-            agent.post_note(Note(problem, "warning"))
-    if skills:
-        runner.register(make_skill_tool(skills))
+    agent = _agent(settings, parts, runner, workspace, session, resumed, checkpoints)
     if sandbox.startup_warning:
         # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
         agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "info"))
@@ -160,6 +118,72 @@ def build_agent(
     if mcp is not None:
         runner.add_source(mcp.tools)
     return Runtime(settings, agent, parts.store, checkpoints, sandbox, mcp, lock)
+
+
+def _runner(
+    settings: Settings, parts: AgentParts, workspace: Path, sandbox: Sandbox, checkpoints: Checkpoints | None
+) -> ToolRunner:
+    from nanohermes.tools.extra import extra_tools
+    from nanohermes.tools.runner import ToolRunner
+
+    runner = ToolRunner(
+        workspace,
+        permission=settings.permission,
+        approver=parts.approver,
+        store=parts.store,
+        tool_output_chars=settings.tool_output_chars,
+        shell_timeout=settings.shell_timeout,
+        sandbox=sandbox,
+        checkpoints=checkpoints,
+        files=parts.files(workspace, settings.tool_output_chars) if parts.files else None,
+    )
+    for tool in extra_tools(settings, workspace):
+        runner.register(tool)
+    return runner
+
+
+def _agent(
+    settings: Settings,
+    parts: AgentParts,
+    runner: ToolRunner,
+    workspace: Path,
+    session: SessionFile,
+    resumed: SessionData | None,
+    checkpoints: Checkpoints | None,
+) -> Agent:
+    """The agent, its system prompt holding AGENTS.md and the skills (whose problems are notes)."""
+    from nanohermes.agent.config import AgentConfig
+    from nanohermes.agent.loop import Agent
+    from nanohermes.agent.prompts import base_system_prompt, load_agents_md
+    from nanohermes.agent.skills import load_skills, make_skill_tool, skills_prompt
+    from nanohermes.tools.images import attached_images
+
+    secret = settings.api_key_value()
+    agents_md, agents_note = load_agents_md(workspace)
+    skills, skill_problems = load_skills(workspace, settings.state_dir)
+    prompt = base_system_prompt(
+        workspace, memory=parts.store is not None, agents_md=agents_md, skills=skills_prompt(skills)
+    )
+    agent = Agent(
+        parts.client,
+        runner,
+        AgentConfig.from_settings(settings, verbose=parts.verbose, save_each_turn=parts.save_each_turn),
+        prompt,
+        session=session,
+        store=parts.store,
+        resumed=resumed,
+        workspace=str(workspace),
+        secrets=(secret,) if secret else (),
+        checkpoints=checkpoints,
+        hooks=runner.hooks,
+        attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
+    )
+    for problem in [agents_note, *skill_problems]:
+        if problem:
+            agent.post_note(Note(problem, "warning"))
+    if skills:
+        runner.register(make_skill_tool(skills))
+    return agent
 
 
 def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:

@@ -86,16 +86,14 @@ class _GuardedStdout:
         self._inner = inner
 
     def write(self, text: str) -> int:
-        try:
-            return self._inner.write(text)
-        except BrokenPipeError:
-            raise
-        except OSError as err:
-            raise _unwritable(self._inner, err) from None
+        return int(self._checked(self._inner.write, text))
 
     def flush(self) -> None:
+        self._checked(self._inner.flush)
+
+    def _checked(self, action: Callable[..., Any], *args: str) -> Any:
         try:
-            self._inner.flush()
+            return action(*args)
         except BrokenPipeError:
             raise
         except OSError as err:

@@ -27,8 +27,8 @@ _PART = re.compile(r""""([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+)""")
 
 
 def read_text(path: Path, what: str, flag: str, *, required: bool = True) -> str:
-    """The text of the `what` at `path` ("" when it is missing and not `required`: no settings).
-    A link to a missing file is an error either way: the settings meant are not read."""
+    """The text of the `what` at `path` ("" when it is missing and not `required`; a link to a missing
+    file is an error either way)."""
     try:
         return read_small_text(path, CONFIG_MAX_BYTES).removeprefix("\ufeff")  # Notepad's BOM
     except FileNotFoundError:
@@ -100,8 +100,7 @@ class ConfigFile:
         return f"fix or remove it in {self.path}; valid settings: {', '.join(self.names)}"
 
     def line_of(self, *keys: str) -> str:
-        """`, line N` of the setting `keys` (a name; or `mcp_servers`, a server and its key): the first
-        line that sets it, else the line of the table or value holding it; "" when none does."""
+        """`, line N` of the setting `keys` (or of the table holding it), "" when none sets it."""
         best, found = 0, ""
         table: tuple[str, ...] = ()
         for number, line in enumerate(self.text.splitlines(), start=1):

@@ -1,8 +1,7 @@
 """Settings (SPEC §2): one pydantic-settings model. Flags > environment > config file > defaults.
 
-`load_settings` is called once, by `nanohermes.app.cli`, and the `Settings` it returns is passed down;
-nothing else reads `os.environ`. A bad value is a ConfigError of one line naming where it came from:
-the flag, the variable, or the file and line.
+`load_settings` is called once, by the CLI; nothing else reads `os.environ`. A bad value is a one-line
+ConfigError naming where it came from: the flag, the variable, or the file and line.
 """
 
 from __future__ import annotations
@@ -44,8 +43,8 @@ FOLDERS = ("memory_dir", "sessions_dir", "state_dir")
 
 
 class Settings(BaseSettings):
-    """Every setting of SPEC §2. Build it with `load_settings`: `Settings(**values)` alone is those
-    values over the defaults, checked, without the environment or the config file."""
+    """Every setting of SPEC §2. `Settings(**values)` is those values over the defaults (no environment,
+    no file): `load_settings` layers those."""
 
     model_config = SettingsConfigDict(frozen=True, extra="forbid")
 
@@ -87,13 +86,11 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Only the values given: `load_settings` reads and layers the environment and the file."""
         return (init_settings,)
 
     @model_validator(mode="before")
     @classmethod
     def _strip_text(cls, data: Any) -> Any:
-        """Text from a flag, a variable or the file is read without the blanks around it."""
         if isinstance(data, dict):
             return {key: value.strip() if isinstance(value, str) else value for key, value in data.items()}
         return data
@@ -131,12 +128,8 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
     mcp_config: Sequence[Path] = (),
 ) -> Settings:
-    """Build Settings from all layers. Raises ConfigError with one line naming the culprit and fix.
-
-    `cli` holds only the flags the user gave (None values are ignored). `config_file` is `--config`;
-    without it `~/.nanohermes/config.toml` is read when it exists. `mcp_config`: `--mcp-config` JSON
-    files, whose servers join the config file's (a JSON server replaces a TOML one of the same name).
-    """
+    """Build Settings from all layers. Raises ConfigError. `cli`: the flags given (None is not given);
+    `mcp_config` files' servers replace the config file's of the same name."""
     environ = os.environ if environ is None else environ
     home = Path(environ.get("HOME") or environ.get("USERPROFILE") or Path.home())
     flags = {key: value for key, value in (cli or {}).items() if value is not None}
@@ -181,7 +174,7 @@ def _language_from_locale(environ: Mapping[str, str]) -> str:
 def _describe(
     error: ErrorDetails, flags: Mapping[str, Any], variables: Mapping[str, str], file: ConfigFile
 ) -> str:
-    """The error line for the first bad value, naming the layer it came from (the highest holding it)."""
+    """The error line for the first bad value, naming the highest layer holding it."""
     loc = tuple(str(part) for part in error["loc"])
     field = loc[0] if loc else ""
     if field == "mcp_servers" and len(loc) > 1:  # inside one server's table: only the file has those
