@@ -1,6 +1,4 @@
-"""One agent composed from shared parts (tools, sandbox, checkpoints, sub-agents, MCP servers), for
-the REPL, `-p` and every `nanohermes acp` session (all in wiring.py).
-"""
+"""One agent composed from shared parts, for the REPL, `-p` and every `nanohermes acp` session."""
 
 from __future__ import annotations
 
@@ -29,15 +27,13 @@ if TYPE_CHECKING:
 
 SAVE_WAIT = 10.0
 """How long closing waits for a session write still under way before it lets the session go."""
-EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parents[2] / "config" / "agents"
-"""The examples in the repository (SPEC §4.6)."""
+EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parents[2] / "config" / "agents"  # SPEC §4.6
 
 
 @dataclass(frozen=True)
 class AgentParts:
-    """What every agent of one process shares: the model client and the memory store; how it asks;
-    the files that may hold keys (the config file, MCP configs: hidden from sandboxed commands).
-    `files` replaces the file tools' disk access (ACP: the editor's buffers)."""
+    """What every agent of one process shares. `files` replaces the file tools' disk access (ACP: the
+    editor's buffers)."""
 
     client: ChatClient
     store: MemoryStore | None
@@ -45,8 +41,7 @@ class AgentParts:
     verbose: bool = False
     secret_files: tuple[Path, ...] = ()
     files: Callable[[Path, int], FileTools] | None = None
-    save_each_turn: bool = True
-    """False in `-p`: its one save comes after distillation."""
+    save_each_turn: bool = True  # False in `-p`: its one save comes after distillation
 
 
 @dataclass
@@ -59,12 +54,10 @@ class Runtime:
     checkpoints: Checkpoints | None
     sandbox: Sandbox
     mcp: McpManager | None
-    session_lock: SessionLock | None = None
-    """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
+    session_lock: SessionLock | None = None  # held for the life of the runtime (SPEC §4.4)
 
     def close(self) -> None:
-        """The session is released last, after a session write still under way (at most SAVE_WAIT);
-        the memories' uses noted this session are written first."""
+        """The session is released last, after a session write still under way (at most SAVE_WAIT)."""
         try:
             if self.store is not None:
                 self.store.flush()
@@ -88,9 +81,8 @@ def build_agent(
     lock: SessionLock | None = None,
     mcp_servers: Mapping[str, McpServerConfig] | None = None,
 ) -> Runtime:
-    """One agent (tools confined to `workspace`, its own session file, held by `lock`, and
-    checkpoints) from shared parts. `mcp_servers` (default: the settings' `mcp_servers`) start in the
-    background, their tools joining as each is ready; whoever built it closes the runtime."""
+    """One agent on `workspace` and `session` (held by `lock`); whoever built it closes the runtime.
+    `mcp_servers` (default: the settings') start in the background, their tools joining when ready."""
     from nanohermes.agent.plan import make_plan_tool
     from nanohermes.core.cancel import CancelToken
     from nanohermes.mcp import start_servers
@@ -198,9 +190,8 @@ def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoi
 
 
 def _sandbox(settings: Settings, workspace: Path, secret_files: tuple[Path, ...]) -> Sandbox:
-    """Probe bubblewrap once (a few ms; the REPL builds this while the prompt is already up). Hidden
-    from commands: everything nanohermes keeps (memory, sessions, config with keys, checkpoints),
-    the files also when their folder holds the workspace."""
+    """Hidden from commands: everything nanohermes keeps (memory, sessions, config with keys,
+    checkpoints), the files also when their folder holds the workspace."""
     from nanohermes.tools.sandbox import Sandbox
 
     hidden = [settings.state_dir, settings.memory_dir, settings.sessions_dir, Path("~/.nanohermes")]
