@@ -23,6 +23,10 @@ class UsageError(Exception):
 
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
+MEMORY_USAGE = (
+    "list [--all] [--history] [--stale DAYS] | search QUERY [--explain] [--all] [--history] | forget ID"
+    " | replace ID TEXT | stats | path | add KIND TEXT [--project | --team] | export | import FILE"
+)
 PROMPT_HINT = "give the prompt after -p (one that starts with '-' as -p=TEXT, or -p - with it on stdin)"
 
 
@@ -103,12 +107,13 @@ def _run_overrides(ns: argparse.Namespace, command: str) -> dict[str, object]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import textwrap
+
+    memory = textwrap.fill(f"nanohermes memory {MEMORY_USAGE}", 88, subsequent_indent=" " * 8)
     parser = _Parser(
         prog="nanohermes",
         description="A coding agent for the terminal that remembers your preferences across sessions.",
-        epilog="Memory: nanohermes memory list [--all] [--history] [--stale DAYS] | search QUERY\n"
-        "        [--explain] [--all] [--history] | forget ID | replace ID TEXT | stats | path\n"
-        "        | add KIND TEXT [--project | --team] | export | import FILE\n"
+        epilog=f"Memory: {memory}\n"
         "Undo:   nanohermes undo [--session S] [--list] [--to N] [--force]\n"
         "Editors: nanohermes acp (Agent Client Protocol on stdio)\n"
         "MCP:    nanohermes mcp list [--config FILE] [--mcp-config FILE]",
@@ -265,12 +270,7 @@ def _sub_command_at(argv: list[str]) -> int | None:
 def _parse_memory(argv: list[str]) -> CliOptions:
     ns = _parse(build_memory_parser(), argv)
     if ns.action is None:
-        raise UsageError(
-            "memory needs an action: list [--all] [--history] [--stale DAYS] | search QUERY [--explain] "
-            "[--all] [--history] | forget ID | replace ID TEXT | stats | path | add KIND TEXT [--project | "
-            "--team] | export | import FILE",
-            "nanohermes memory",
-        )
+        raise UsageError(f"memory needs an action: {MEMORY_USAGE}", "nanohermes memory")
     if not isinstance(ns.argument, str):  # nargs="+": words
         ns.argument = " ".join(ns.argument)
     memory = MemoryArgs(**{f.name: getattr(ns, f.name) for f in fields(MemoryArgs)})
