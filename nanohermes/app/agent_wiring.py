@@ -46,8 +46,6 @@ class AgentParts:
 
 @dataclass
 class Runtime:
-    """One agent and what was built with it, closed with it."""
-
     settings: Settings
     agent: Agent
     store: MemoryStore | None

@@ -188,7 +188,6 @@ def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path
 
 
 def run_chat(options: CliOptions, settings: Settings) -> int:
-    """`nanohermes [...]`: one-shot with -p, the REPL otherwise; --local first starts the bundled model."""
     settings = apply_yes(options, settings)
     _require_terminal(options, settings)
     endpoint: LocalEndpoint | None = None
@@ -243,7 +242,6 @@ def _require_terminal(options: CliOptions, settings: Settings) -> None:
 
 
 def run_acp(options: CliOptions, settings: Settings) -> int:
-    """`nanohermes acp`: serve the editor on stdio; sessions still open are closed at the end."""
     import_httpx()  # before the model client: without httpx's command-line client
     from nanohermes.acp.main import serve
     from nanohermes.llm import ChatClient

@@ -91,7 +91,6 @@ class CopyStore:
             raise CheckpointError(f"a kept copy is missing ({digest[:12]}): {err.strerror}") from None
 
     def prune(self, keep: set[str]) -> None:
-        """Remove copies no journal refers to any more."""
         for copy in self.directory.glob("*/*"):
             if copy.name not in keep:
                 with contextlib.suppress(OSError):

@@ -155,7 +155,6 @@ class History:
             lines.append(f"{'restored' if existed else 'recreated'} {shown(path)}")
 
     def _stage_undone(self, plan: UndoPlan) -> StagedWrite:
-        """The journal with the plan's turns marked undone, written but not yet in place."""
         journal: Journal = self.cp.journal()
         numbers = {turn.number for turn in plan.turns}
         for turn in journal.turns:
@@ -228,7 +227,6 @@ def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Che
 
 
 def latest_in(state_dir: Path, workspace: Path) -> Checkpoints:
-    """Raises CheckpointError."""
     found = _newest((checkpoints_root(state_dir) / path_key(workspace.resolve()) / "journals").glob("*.json"))
     if found is None:
         raise NoCheckpoints(

@@ -124,7 +124,6 @@ class Journal:
         return journal
 
     def save(self) -> None:
-        """Raises CheckpointError."""
         staged = self.stage()
         try:
             staged.commit()

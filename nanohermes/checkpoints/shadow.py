@@ -23,13 +23,9 @@ INDEX_NAME = "nanohermes-index"
 EMPTY_MODE = 0
 GITLINK = 0o160000
 ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding -diff\n"
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "nanohermes",
-    "GIT_AUTHOR_EMAIL": "checkpoints@nanohermes.invalid",
-    "GIT_COMMITTER_NAME": "nanohermes",
-    "GIT_COMMITTER_EMAIL": "checkpoints@nanohermes.invalid",
-}
 CONFIG = (
+    "user.name=nanohermes",
+    "user.email=checkpoints@nanohermes.invalid",
     "core.hooksPath=/dev/null",
     "core.fsmonitor=false",
     "core.autocrlf=false",
@@ -48,7 +44,6 @@ class GitTimeout(CheckpointError):
 def git_environment(base: dict[str, str], git_dir: Path, workspace: Path) -> dict[str, str]:
     """`base` (the process environment) without any GIT_* variable, plus the shadow repository's."""
     env = {key: value for key, value in base.items() if not key.startswith("GIT_")}
-    env.update(IDENTITY)
     env.update(
         GIT_DIR=str(git_dir),
         GIT_WORK_TREE=str(workspace),

@@ -18,7 +18,6 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from nanohermes.config.mcp_config import McpServerConfig, check_server_names
 
 SHOWN_CHARS = 60
-"""How much of a bad value an error line quotes."""
 _IPV4_LIKE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
 _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 """Control characters and invisible Unicode (SPEC §6): a terminal acts on them, a header refuses them."""
