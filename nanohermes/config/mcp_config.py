@@ -144,9 +144,6 @@ def check_server_names(names: Sequence[str]) -> str | None:
     return None
 
 
-# -- the JSON form (--mcp-config FILE) ----------------------------------------------------------------
-
-
 def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
     """Servers of a `{"mcpServers": {NAME: {...}}}` file. Raises ConfigError naming the file and line."""
     text = read_text(path, "MCP config file", "--mcp-config")
@@ -210,9 +207,6 @@ def _find_line(lines: list[str], key: str, start: int) -> int | None:
     return next((number for number in range(start, len(lines)) if pattern.search(lines[number])), None)
 
 
-# -- error text shared by the TOML and JSON forms ----------------------------------------------------
-
-
 def describe_problem(server: str, error: Mapping[str, Any]) -> str:
     """One line for a validation error of one server's table (values under env/headers never shown)."""
     loc = [str(part) for part in error.get("loc", ())]
@@ -225,9 +219,6 @@ def describe_problem(server: str, error: Mapping[str, Any]) -> str:
     value = error.get("input")
     shown = "" if loc[0] in SECRET_KEYS or isinstance(value, dict | list) else f" {value!r}"
     return f"MCP server {server!r}: invalid value{shown} for {'.'.join(loc)}: {message}"
-
-
-# -- the form an ACP client sends in session/new ------------------------------------------------------
 
 
 def servers_from_acp(items: Sequence[Mapping[str, Any]]) -> dict[str, McpServerConfig]:
