@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from nanohermes.checkpoints.files import put_back, remove, same_as
@@ -31,9 +31,9 @@ class FileDiff:
 @dataclass
 class UndoPlan:
     turns: list[TurnRecord]  # latest first
-    final: dict[str, State] = field(default_factory=dict)  # per path: the state to restore
-    expected: dict[str, State] = field(default_factory=dict)  # per path: what the last turn left
-    conflicts: list[str] = field(default_factory=list)
+    final: dict[str, State]  # per path: the state to restore
+    expected: dict[str, State]  # per path: what the last turn left
+    conflicts: list[str]
 
 
 class History:
@@ -79,17 +79,14 @@ class History:
             if not any(turn.number == to for turn in live):
                 numbers = ", ".join(str(turn.number) for turn in live)
                 raise CheckpointError(f"no turn {to} to undo (turns that can be undone: {numbers})")
-        plan = UndoPlan(list(reversed(targets)))
-        plan.final, plan.expected = _span(targets)
-        for path in plan.final:
+        final, expected = _span(targets)
+        for path in final:
             _check_path(path)
         root = self.cp.workspace
-        plan.conflicts = [
-            path
-            for path, (state, store) in plan.expected.items()
-            if not same_as(root / path, root, state, store)
+        conflicts = [
+            path for path, (state, store) in expected.items() if not same_as(root / path, root, state, store)
         ]
-        return plan
+        return UndoPlan(list(reversed(targets)), final, expected, conflicts)
 
     def conflict_diffs(self, plan: UndoPlan) -> list[FileDiff]:
         """For each conflict: how the file differs now from what the turn left."""
