@@ -97,7 +97,7 @@ def build_agent(
     source = "resume" if resumed is not None else "startup"
     for note in hooks.run("session_start", CancelToken(), source=source).notes:
         agent.post_note(note)
-    _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
+    _add_task_tool(agent, parts, runner, settings, workspace)
     runner.register(make_plan_tool())
     mcp = start_servers(
         settings.mcp_servers if mcp_servers is None else mcp_servers,
@@ -200,12 +200,7 @@ def _sandbox(settings: Settings, workspace: Path, secret_files: tuple[Path, ...]
 
 
 def _add_task_tool(
-    agent: Agent,
-    client: ChatClient,
-    runner: ToolRunner,
-    store: MemoryStore | None,
-    settings: Settings,
-    workspace: Path,
+    agent: Agent, parts: AgentParts, runner: ToolRunner, settings: Settings, workspace: Path
 ) -> None:
     from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.subagents import SubAgentRunner, load_definitions, make_task_tool
@@ -214,12 +209,12 @@ def _add_task_tool(
     for problem in problems:
         agent.post_note(Note(problem, "warning"))
     sub = SubAgentRunner(
-        client,
+        parts.client,
         runner,
         workspace=workspace,
         model_name=lambda: agent.model,
         config=AgentConfig.from_settings(settings),
-        store=store,
+        store=parts.store,
         add_usage=agent.add_turn_usage,
     )
     runner.register(make_task_tool(definitions, sub))
