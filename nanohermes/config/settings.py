@@ -135,12 +135,14 @@ def load_settings(
     flags = {key: value for key, value in (cli or {}).items() if value is not None}
     path = config_file if config_file is not None else home / ".nanohermes" / "config.toml"
     file = ConfigFile(path, SETTING_NAMES, required=config_file is not None)
-    variables = {name: ENV_PREFIX + name.upper() for name in SETTING_NAMES}
-    for name, fallback in ENV_FALLBACKS.items():  # OPENAI_API_KEY where NANOHERMES_API_KEY is unset
-        if not environ.get(variables[name]):
-            variables[name] = fallback
-    variables = {name: variable for name, variable in variables.items() if environ.get(variable)}
-    values = {name: environ[variable] for name, variable in variables.items()}  # an empty one is unset
+    variables: dict[str, str] = {}  # setting → the variable giving it (an empty one is unset)
+    for name, variable in [
+        *((name, ENV_PREFIX + name.upper()) for name in SETTING_NAMES),
+        *ENV_FALLBACKS.items(),
+    ]:
+        if environ.get(variable):
+            variables.setdefault(name, variable)  # NANOHERMES_API_KEY before OPENAI_API_KEY
+    values = {name: environ[variable] for name, variable in variables.items()}
     try:
         settings = Settings(**{"language": _language_from_locale(environ), **file.data, **values, **flags})
     except ValidationError as err:
