@@ -1,4 +1,4 @@
-"""The TOML config file (SPEC §2), `--config FILE` or `~/.nanohermes/config.toml`.
+"""The TOML config file (SPEC §2), `--config FILE` or `~/.nanohermes/config.toml`: a pydantic-settings source.
 
 Every problem is a ConfigError naming the file and, where there is one, the line: a file that cannot
 be read, is not UTF-8 or not TOML, or names a setting that does not exist (a typo is never ignored).
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic_settings import BaseSettings, TomlConfigSettingsSource
 
 from nanohermes.core.errors import ConfigError
 from nanohermes.core.fileio import read_small_text
@@ -50,13 +51,22 @@ def read_text(path: Path, what: str, flag: str, *, required: bool = True) -> str
         raise ConfigError(f"cannot read {what} {path}: {reason}", "fix or remove the file") from None
 
 
-class ConfigFile:
+class ConfigFile(TomlConfigSettingsSource):
     """The settings in `path` (none if it is missing and not `required`), and its text for `line_of`."""
 
-    def __init__(self, path: Path, names: Sequence[str], *, required: bool) -> None:
-        self.path, self.names = path, names
-        self.text = read_text(path, "config file", "--config", required=required)
-        self.data = self._settings(self._parsed())
+    def __init__(self, settings_cls: type[BaseSettings], path: Path, *, required: bool) -> None:
+        self.path, self.required, self.text = path, required, ""
+        self.names = list(settings_cls.model_fields)  # read before the base class sets settings_cls
+        super().__init__(settings_cls, toml_file=path)
+
+    def _read_files(self, files: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Read here, not skipped as pydantic-settings skips them: a missing `--config`, a link to
+        nowhere, a FIFO (that would hang) are errors."""
+        return self._read_file(self.path)
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        self.text = read_text(self.path, "config file", "--config", required=self.required)
+        return self._settings(self._parsed())
 
     def _parsed(self) -> dict[str, Any]:
         try:
