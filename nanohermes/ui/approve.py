@@ -145,7 +145,7 @@ def _clip(detail: str, *, keep_end: bool) -> str:
 
 
 def read_one_key(question: str) -> str:
-    """Ask `question` and return the first of y / n / a pressed (Enter, Esc or Ctrl-D mean n)."""
+    """Ask `question`; the key pressed of y / n / a, Enter, Esc, Ctrl-D (`ask`: the last three mean no)."""
     from prompt_toolkit.application import Application
     from prompt_toolkit.input.typeahead import store_typeahead
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -153,17 +153,12 @@ def read_one_key(question: str) -> str:
 
     bindings = KeyBindings()
 
-    def bind(key: str, result: str) -> None:
-        @bindings.add(key)
-        def _(event: KeyPressEvent) -> None:
-            event.app.exit(result=result)
+    def answer(event: KeyPressEvent) -> None:
+        event.app.exit(result=event.data.lower())
 
-    for key in KEYS:
-        bind(key, key)
-        bind(key.upper(), key)
-    bind("enter", "n")
-    bind("escape", "n")
-    bind("c-d", "n")  # end of input: no one will say yes, so the question must not keep waiting
+    # Ctrl-D: end of input, no one will say yes, so the question must not keep waiting
+    for key in [*KEYS, *(key.upper() for key in KEYS), "enter", "escape", "c-d"]:
+        bindings.add(key)(answer)
 
     @bindings.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:

@@ -35,15 +35,13 @@ class Command:
 
 
 def context_chars(runtime: RuntimeLike) -> int:
-    """Characters in the live context, measured exactly as compaction measures them."""
     return total_chars(runtime.agent.messages)
 
 
 def resume_hint(session_path: Path, sessions_dir: Path) -> str:
     """The command line that resumes a session: its name when it lives in sessions_dir, else its path."""
-    if session_path.parent == sessions_dir and session_path.suffix == ".json":
-        return f"nanohermes --session {shlex.quote(session_path.stem)}"
-    return f"nanohermes --session {shlex.quote(str(session_path))}"
+    named = session_path.parent == sessions_dir and session_path.suffix == ".json"
+    return f"nanohermes --session {shlex.quote(session_path.stem if named else str(session_path))}"
 
 
 def cmd_help(ctx: CommandContext, arg: str) -> None:
@@ -71,8 +69,7 @@ def cmd_exit(ctx: CommandContext, arg: str) -> None:
 
 
 def _no_argument(ctx: CommandContext, command: str, does: str, arg: str) -> bool:
-    """True when `arg` is empty. `/reset memory` must not clear the conversation while meaning
-    something else: an argument to a command that takes none is refused."""
+    """True when `arg` is empty: `/reset memory` must not clear the conversation."""
     if arg.strip():
         ctx.fail(f"{command} takes no arguments ({does}), not {echoed(arg)}")
     return not arg.strip()

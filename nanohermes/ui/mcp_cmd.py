@@ -24,9 +24,8 @@ LIST_SLACK = 15.0
 
 
 def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
-    """(text, style) lines describing every server: a head line, its tools, its last error. Made
-    terminal-safe here, for `/mcp` and `mcp list` alike: a server writes its tools' descriptions and
-    its error messages, and may put escape sequences in them."""
+    """(text, style) lines: each server, its tools, its last error; terminal-safe (a server writes
+    its tools' descriptions and its errors)."""
     lines: list[tuple[str, str]] = []
     for status in statuses:
         count = len(status.tools)
@@ -57,8 +56,7 @@ _STATE_STYLES = {
 
 
 def run_mcp_command(options: CliOptions, settings: Settings) -> int:
-    """`nanohermes mcp list`: start every enabled server, wait for each, print the listing, close.
-    Exit 1 when an enabled server is not ready."""
+    """`nanohermes mcp list`: start every enabled server, wait, list them; 1 when one is not ready."""
     servers = settings.mcp_servers
     if not servers:
         print(NONE_CONFIGURED)

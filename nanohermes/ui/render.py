@@ -41,10 +41,8 @@ if TYPE_CHECKING:
 NOTE_STYLES = {"info": "dim", "debug": "dim", "warning": "yellow", "error": "bold red"}
 CODE_THEME = "monokai"
 REFRESH_PER_SECOND = 10
-EXPLAINED_REASONS = ("done", "interrupted", "error", "max_iterations")
-"""TurnFinished reasons the agent already explained with a Note."""
-MARKDOWN_MAX_NESTING = 20
-"""`maxNesting` of markdown-it's commonmark preset, the parser rich's Markdown uses."""
+EXPLAINED_REASONS = ("done", "interrupted", "error", "max_iterations")  # the agent said why in a Note
+MARKDOWN_MAX_NESTING = 20  # `maxNesting` of markdown-it's commonmark preset
 MARKDOWN_MAX_CHARS = 50_000
 """A longer block is shown as plain text: as Markdown it takes seconds Ctrl-C cannot stop (a
 20,000-row table 6 s, 1 MB of code 11 s); 50,000 characters of table take under a second."""
@@ -198,9 +196,8 @@ class Renderer:
             how = "summarized" if event.summarized else "trimmed"
             chars = f"{event.before_chars:,} → {event.after_chars:,} characters"
             self.note(f"context compacted ({how}): {chars}, {event.saved}")
-        elif isinstance(event, MemoryRecalled):
-            n = len(event.memories)
-            self.note(f"memory: {n} recalled · /memory last")  # dim, before the answer (SPEC §3.10)
+        elif isinstance(event, MemoryRecalled):  # dim, before the answer (SPEC §3.10)
+            self.note(f"memory: {len(event.memories)} recalled · /memory last")
         elif isinstance(event, PlanUpdated):
             self._on_plan(event)
         elif isinstance(event, TurnFinished):

@@ -1,7 +1,5 @@
-"""What the UI gets from the composition root (`app.wiring`), which sits above it and is never imported
-here: the runtime's shape, the builder callable and a resumed session's preview; and the loader that
-builds the runtime in the background while the REPL's prompt is up (importing and wiring the core
-costs more than drawing the prompt, and a session needs none of it until the first Enter)."""
+"""What the UI gets from the composition root (`app.wiring`, never imported here), and the loader that
+builds the runtime in the background while the REPL's prompt is up."""
 
 from __future__ import annotations
 
@@ -54,8 +52,7 @@ class ResumePreview:
 
     name: str
     messages: Sequence[Message] = ()
-    notices: Sequence[str] = ()
-    """Warnings about opening it, shown under the banner."""
+    notices: Sequence[str] = ()  # warnings about opening it
 
 
 RuntimeBuilder = Callable[["CliOptions", "Settings", Approver | None], RuntimeLike]
@@ -65,11 +62,8 @@ class RuntimeLoader:
     """Builds the runtime once, on a thread of its own; `get()` waits for it (and re-raises its error)."""
 
     def __init__(self, build: Callable[[], RuntimeLike], preview: ResumePreview | None = None) -> None:
-        """`preview`: the session being resumed, already read (its summary is shown before the
-        runtime is built); None for a new session."""
-        self.preview = preview
-        self.on_done: Callable[[BaseException | None], None] | None = None
-        """Called on the builder thread with the error (or None) when the build ends."""
+        self.preview = preview  # the session being resumed, already read; None for a new one
+        self.on_done: Callable[[BaseException | None], None] | None = None  # on the builder thread
         self._build = build
         self._built: Future[RuntimeLike] = Future()
         self._thread = threading.Thread(target=self._run, name="nh-build", daemon=True)
@@ -83,7 +77,7 @@ class RuntimeLoader:
         return self._built.exception() if self._built.done() else None
 
     def start(self) -> None:
-        """Start building (once; only the REPL's thread calls it)."""
+        """Once; only the REPL's thread calls it."""
         if self._thread.ident is None:
             self._thread.start()
 
