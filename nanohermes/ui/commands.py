@@ -107,8 +107,15 @@ def cmd_session(ctx: CommandContext, arg: str) -> None:
 
 
 def cmd_sessions(ctx: CommandContext, arg: str) -> None:
-    if arg.strip():
-        _search_sessions(ctx, arg)
+    if arg.strip():  # /sessions search Q: the earlier exchanges of this workspace that best match Q
+        verb, _, query = arg.strip().partition(" ")
+        if verb != "search" or not query.strip():
+            ctx.fail(f"usage: /sessions [search QUERY], not /sessions {echoed(arg)}")
+            return
+        from nanohermes.sessions.search import format_hits, search_sessions
+
+        hits, notes = search_sessions(ctx.runtime.settings.sessions_dir, Path.cwd(), query)
+        ctx.say(format_hits(hits, notes, query))
         return
     sessions_dir = ctx.runtime.settings.sessions_dir
     files = recent_session_files(sessions_dir)
@@ -126,18 +133,6 @@ def cmd_sessions(ctx: CommandContext, arg: str) -> None:
         )
     if len(files) > SESSIONS_SHOWN:
         ctx.say(f"… and {len(files) - SESSIONS_SHOWN} older ones in {sessions_dir}", "dim")
-
-
-def _search_sessions(ctx: CommandContext, arg: str) -> None:
-    """/sessions search Q: the earlier exchanges of this workspace that best match Q."""
-    verb, _, query = arg.strip().partition(" ")
-    if verb != "search" or not query.strip():
-        ctx.fail(f"usage: /sessions [search QUERY], not /sessions {echoed(arg)}")
-        return
-    from nanohermes.sessions.search import format_hits, search_sessions
-
-    hits, notes = search_sessions(ctx.runtime.settings.sessions_dir, Path.cwd(), query)
-    ctx.say(format_hits(hits, notes, query))
 
 
 def _age(seconds: float) -> str:

@@ -178,7 +178,11 @@ class Renderer:
 
     def handle(self, event: Event) -> None:
         if isinstance(event, TextDelta):
-            self._on_text(event.text)
+            if event.text:
+                self._flush_reasoning()
+                self._waiting = False
+            for block in self._text.feed(event.text):
+                self._print_markdown(block)
         elif isinstance(event, ReasoningDelta):
             for line in self._reasoning.feed(event.text):
                 print_plain(self.console, terminal_safe(line), style="dim italic")
@@ -199,7 +203,10 @@ class Renderer:
         elif isinstance(event, MemoryRecalled):  # dim, before the answer (SPEC §3.10)
             self.note(f"memory: {len(event.memories)} recalled · /memory last")
         elif isinstance(event, PlanUpdated):
-            self._on_plan(event)
+            self._flush()  # the whole checklist, once per update: the plan, never the model's own text
+            for step in event.steps:
+                mark, style = PLAN_MARKS[step.status]
+                self.console.print(Text(f"  {mark} {terminal_safe(step.step)}", style=style), overflow="fold")
         elif isinstance(event, TurnFinished):
             self._flush()
             self._waiting = False
@@ -217,14 +224,6 @@ class Renderer:
         style = NOTE_STYLES.get(level, "dim")
         prefix = "error: " if level == "error" and not text.lower().startswith("error") else ""
         self.console.print(Text(one_line(prefix + text), style=style), overflow="fold")
-
-    def _on_text(self, text: str) -> None:
-        if not text:
-            return
-        self._flush_reasoning()
-        self._waiting = False
-        for block in self._text.feed(text):
-            self._print_markdown(block)
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
         """`✓ read_file src/a.py · 12 lines, 340 B · 0.1s`."""
@@ -244,13 +243,6 @@ class Renderer:
             line.append(f" · {event.elapsed:.1f}s", style="dim")
         self.console.print(line, overflow="ellipsis", no_wrap=True)
         self._waiting = not self._running  # the model is called again with the results: spin meanwhile
-
-    def _on_plan(self, event: PlanUpdated) -> None:
-        """The whole checklist, once per update: the current plan, never the model's own text."""
-        self._flush()
-        for step in event.steps:
-            mark, style = PLAN_MARKS[step.status]
-            self.console.print(Text(f"  {mark} {terminal_safe(step.step)}", style=style), overflow="fold")
 
     def _print_markdown(self, block: str) -> None:
         if self._printed_answer and not _LIST_ITEM.match(block):  # rich already opens lists with one

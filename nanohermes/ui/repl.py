@@ -134,7 +134,7 @@ class Repl:
 
     def _handle(self, text: str) -> None:
         from nanohermes.agent.custom_commands import expand_command
-        from nanohermes.ui.commands import dispatch, is_command
+        from nanohermes.ui.commands import context_chars, dispatch, is_command
 
         if not text.strip():
             return
@@ -146,7 +146,10 @@ class Repl:
             self.driver.run(lambda cancel: agent.run(message or text, cancel))
             if self.driver.exit_signal is not None:  # killed or hung up mid-turn: save and end
                 self.ctx.exit_requested = True
-        self._update_fill()  # after a turn or a command (/reset, /compact)
+        if self.loader.ready:  # the context fill after a turn or a command (/reset, /compact)
+            runtime = self.loader.get()
+            threshold = max(1, runtime.settings.compact_threshold_chars)
+            self._fill = min(999, context_chars(runtime) * 100 // threshold)
 
     def _runtime(self) -> RuntimeLike:
         if self.loader.ready:
@@ -241,14 +244,6 @@ class Repl:
     def _render(self, events: Sequence[Event]) -> None:
         for event in events:
             self.renderer.handle(event)
-
-    def _update_fill(self) -> None:
-        from nanohermes.ui.commands import context_chars
-
-        if self.loader.ready:
-            runtime = self.loader.get()
-            threshold = max(1, runtime.settings.compact_threshold_chars)
-            self._fill = min(999, context_chars(runtime) * 100 // threshold)
 
     def _toolbar(self) -> FormattedText:
         from nanohermes.ui.prompt import sandbox_label, toolbar_text

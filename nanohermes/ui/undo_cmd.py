@@ -1,6 +1,5 @@
-"""What the agent's turns changed, and taking it back (SPEC §11): `nanohermes undo [--session S] [--list]
-[--to N] [--force]` outside the REPL (plain text: what was restored on stdout, errors on stderr), and
-/diff, /undo and /checkpoints in it."""
+"""What the agent's turns changed, and taking it back (SPEC §11): `nanohermes undo` outside the REPL
+(plain text), /diff, /undo and /checkpoints in it."""
 
 from __future__ import annotations
 
@@ -144,7 +143,15 @@ def undo(ctx: CommandContext, arg: str) -> None:
         diffs = history.conflict_diffs(plan)
         ctx.say(f"edited after turn {number} (shown: the turn's version → yours now):", "yellow")
         print_diffs(ctx, diffs)
-        if not _confirm(ctx, number, plan.conflicts):
+        if ctx.approver is None:
+            ctx.fail("cannot ask here: nothing was undone")
+            return
+        from nanohermes.checkpoints.journal import shown
+
+        title = (
+            f"Overwrite your later edits of {', '.join(map(shown, plan.conflicts))} to undo turn {number}?"
+        )
+        if ctx.approver(ApprovalRequest("undo", title, "")) is Decision.NO:
             ctx.say("nothing was undone", "dim")
             return
     lines = history.undo(plan, force=True)
@@ -152,16 +159,6 @@ def undo(ctx: CommandContext, arg: str) -> None:
     for line in lines:
         ctx.say(f"  {line}", "dim")
     ctx.say("the model will be told with your next message", "dim")
-
-
-def _confirm(ctx: CommandContext, number: int, conflicts: list[str]) -> bool:
-    if ctx.approver is None:
-        ctx.fail("cannot ask here: nothing was undone")
-        return False
-    from nanohermes.checkpoints.journal import shown
-
-    title = f"Overwrite your later edits of {', '.join(map(shown, conflicts))} to undo turn {number}?"
-    return ctx.approver(ApprovalRequest("undo", title, "")) is not Decision.NO
 
 
 def list_checkpoints(ctx: CommandContext, arg: str) -> None:
