@@ -107,9 +107,8 @@ class TerminalApprover:
             self.console.print(Text("  → no (interrupted)", style="yellow"))
             raise
         decision = KEYS.get(key.lower()[:1], Decision.NO)
-        label = {Decision.YES: "yes", Decision.NO: "no", Decision.ALWAYS: "always for this session"}
-        style = "red" if decision is Decision.NO else "green"
-        self.console.print(Text(f"  → {label[decision]}", style=style))
+        label = decision.value + (" for this session" if decision is Decision.ALWAYS else "")
+        self.console.print(Text(f"  → {label}", style="red" if decision is Decision.NO else "green"))
         return decision
 
     def show(self, request: ApprovalRequest) -> None:

@@ -52,12 +52,8 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
         on_notice=lambda message: say(f"note: {message}", MAX_LINE_CHARS),
         secrets=(secret,) if secret else (),
     )
-    action = ACTIONS.get(args.action)
-    if action is None:
-        names = ", ".join(ACTIONS)
-        return fail(f"unknown memory action {args.action!r}; use one of {names}", EXIT_USAGE, MAX_LINE_CHARS)
-    try:
-        action(out, store, args, settings.language)
+    try:  # (argparse refused any other action)
+        ACTIONS[args.action](out, store, args, settings.language)
     except ConfigError as err:
         return fail(err.one_line(), EXIT_USAGE, MAX_LINE_CHARS)
     except StoreError as err:

@@ -112,7 +112,7 @@ class Repl:
             output=sink,
             secrets=[key] if (key := settings.api_key_value()) else [],
         )
-        loader.on_done = self._built
+        loader.built.add_done_callback(lambda built: self._built(built.exception()))
 
     def loop(self) -> int:
         from nanohermes.ui.prompt import PROMPT, ExitRequested

@@ -63,18 +63,17 @@ class RuntimeLoader:
 
     def __init__(self, build: Callable[[], RuntimeLike], preview: ResumePreview | None = None) -> None:
         self.preview = preview  # the session being resumed, already read; None for a new one
-        self.on_done: Callable[[BaseException | None], None] | None = None  # on the builder thread
+        self.built: Future[RuntimeLike] = Future()  # its done callbacks run on the builder thread
         self._build = build
-        self._built: Future[RuntimeLike] = Future()
         self._thread = threading.Thread(target=self._run, name="nh-build", daemon=True)
 
     @property
     def ready(self) -> bool:
-        return self._built.done() and self._built.exception() is None
+        return self.built.done() and self.built.exception() is None
 
     @property
     def error(self) -> BaseException | None:
-        return self._built.exception() if self._built.done() else None
+        return self.built.exception() if self.built.done() else None
 
     def start(self) -> None:
         """Once; only the REPL's thread calls it."""
@@ -83,12 +82,10 @@ class RuntimeLoader:
 
     def get(self) -> RuntimeLike:
         self.start()
-        return self._built.result()
+        return self.built.result()
 
     def _run(self) -> None:
         try:
-            self._built.set_result(self._build())
-        except Exception as err:  # handed to the main thread by get() and on_done
-            self._built.set_exception(err)
-        if self.on_done is not None:
-            self.on_done(self.error)
+            self.built.set_result(self._build())
+        except Exception as err:  # handed to the main thread by get() and the done callbacks
+            self.built.set_exception(err)
