@@ -33,7 +33,11 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
             return EXIT_OK
         history = History(checkpoints)
         if args.list_only:
-            _list(history, checkpoints)
+            turns = history.turns()
+            where = f"session {checkpoints.session} · workspace {checkpoints.workspace}"
+            _say(where if turns else f"no turn of session {checkpoints.session.stem} changed files")
+            for line in turn_lines(turns):
+                _say(line)
             return EXIT_OK
         plan = history.plan(args.to)
         if plan.conflicts and not args.force:
@@ -66,16 +70,6 @@ def _locate(args: UndoArgs, settings: Settings) -> Checkpoints | None:
         if args.list_only:
             return None
         raise
-
-
-def _list(history: History, checkpoints: Checkpoints) -> None:
-    turns = history.turns()
-    if not turns:
-        _say(f"no turn of session {checkpoints.session.stem} changed files")
-        return
-    _say(f"session {checkpoints.session} · workspace {checkpoints.workspace}")
-    for line in turn_lines(turns):
-        _say(line)
 
 
 def turn_lines(turns: list[TurnRecord]) -> list[str]:
