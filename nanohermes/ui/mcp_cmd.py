@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK
+from nanohermes.core.types import plural
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -28,11 +29,10 @@ def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
     its tools' descriptions and its errors)."""
     lines: list[tuple[str, str]] = []
     for status in statuses:
-        count = len(status.tools)
         trusted = " · trusted" if status.trusted else ""
         head = (
             f"{status.name} · {status.state} · {status.transport}: {status.target} · "
-            f"{count} {'tool' if count == 1 else 'tools'}{trusted}"
+            f"{plural(len(status.tools), 'tool')}{trusted}"
         )
         lines.append((head, _STATE_STYLES.get(status.state, "")))
         width = max((len(tool.name) for tool in status.tools), default=0)

@@ -27,7 +27,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.toolcalls import key_argument
-from nanohermes.core.types import ToolResult, shorten
+from nanohermes.core.types import ToolResult, plural, shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine
 from nanohermes.ui.safe_console import print_plain
 from nanohermes.ui.safe_text import one_line, terminal_safe
@@ -60,7 +60,7 @@ def human_size(content: str) -> str:
     size = len(content.encode("utf-8", errors="replace"))
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     amount = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
-    return f"{lines} line{'s' if lines != 1 else ''}, {amount}"
+    return f"{plural(lines, 'line')}, {amount}"
 
 
 def _tables_fit(console: Console, markdown: Markdown) -> bool:
