@@ -1,11 +1,7 @@
 """Approvals in `ask` mode: show the diff or the command, then read one key: y / n / a(lways).
 
-The tool runner calls the approver from the agent's worker thread while the main thread owns the
-terminal (it is rendering the turn). So `TerminalApprover.__call__` does not touch the terminal from
-the worker: it posts a `PendingApproval` to the main thread (through the function given to `attach`)
-and waits; the main thread shows it and answers with `answer`. Called on the main thread itself (no
-turn running), it asks directly.
-"""
+The worker thread never touches the terminal: it posts a `PendingApproval` to the main thread (which
+owns the terminal during a turn) and waits for `answer`; on the main thread it asks directly."""
 
 from __future__ import annotations
 
@@ -34,8 +30,7 @@ MAX_DETAIL_CHARS = 6000
 """About 60 rows of a 100-column terminal. Unclipped, a one-line 1 MB command printed 10,000 rows and
 took seconds to highlight before the question came, its start long scrolled out of sight."""
 
-KeyReader = Callable[[str], str]
-"""Shows a question and returns the one key pressed (lower-case); raises KeyboardInterrupt on Ctrl-C."""
+KeyReader = Callable[[str], str]  # question → the key pressed; raises KeyboardInterrupt on Ctrl-C
 
 
 class PendingApproval:
@@ -44,26 +39,20 @@ class PendingApproval:
     def __init__(self, request: ApprovalRequest) -> None:
         self.request = request
         self._done = threading.Event()
-        self._decision = Decision.NO
-        self._interrupted = False
+        self._decision: Decision | None = None
 
-    def resolve(self, decision: Decision) -> None:
+    def resolve(self, decision: Decision | None) -> None:
+        """None: interrupted (Ctrl-C while asking, or the turn cancelled), which is not a "no"."""
         if not self._done.is_set():
             self._decision = decision
             self._done.set()
 
-    def interrupt(self) -> None:
-        """Ctrl-C while asking: the call was never answered, so it is interrupted, not declined."""
-        self._interrupted = True
-        self.resolve(Decision.NO)
-
     def wait(self, cancel: CancelToken) -> Decision:
-        """Block until answered; raises `Cancelled` when interrupted or the turn was cancelled (the
-        runner then gives this call, and the calls after it, the interrupted result)."""
+        """Raises `Cancelled` when interrupted: the runner gives this call the interrupted result."""
         while not self._done.wait(0.2):
             if cancel.cancelled:
-                self.resolve(Decision.NO)
-        if self._interrupted or cancel.cancelled:
+                self.resolve(None)
+        if self._decision is None or cancel.cancelled:
             raise Cancelled()
         return self._decision
 
@@ -74,13 +63,11 @@ class TerminalApprover:
     def __init__(self, console: Console, read_key: KeyReader | None = None) -> None:
         self.console = console
         self._read_key = read_key or read_one_key
+        # while a turn runs: where to post questions, and its token (one attribute: read without a lock)
         self._turn: tuple[Callable[[PendingApproval], None], CancelToken] | None = None
-        """While a turn runs: where to post questions, and its token. One attribute, so that the
-        worker reads both at once without a lock."""
         self._owner = threading.get_ident()
 
     def attach(self, post: Callable[[PendingApproval], None], cancel: CancelToken) -> None:
-        """While a turn runs: questions from other threads go to `post` (the main thread's queue)."""
         self._turn = (post, cancel)
 
     def detach(self) -> None:
@@ -98,9 +85,7 @@ class TerminalApprover:
         return pending.wait(cancel)
 
     def answer(self, pending: PendingApproval) -> Decision:
-        """Main thread: ask the user about a posted request and hand the decision to the worker.
-
-        A Ctrl-C while asking interrupts the call, then propagates so the REPL cancels the turn."""
+        """Main thread: ask about a posted request. Ctrl-C interrupts the call, then propagates."""
         try:
             decision = self.ask(pending.request)
         except BaseException as err:
@@ -109,7 +94,7 @@ class TerminalApprover:
                 # before the worker is released: told "interrupted", it could otherwise send the
                 # next model request before the REPL cancels the turn
                 turn[1].cancel()
-            pending.interrupt()  # unblock the worker before the error propagates
+            pending.resolve(None)  # unblock the worker before the error propagates
             raise
         pending.resolve(decision)
         return decision
@@ -122,9 +107,8 @@ class TerminalApprover:
             self.console.print(Text("  → no (interrupted)", style="yellow"))
             raise
         decision = KEYS.get(key.lower()[:1], Decision.NO)
-        label = {Decision.YES: "yes", Decision.NO: "no", Decision.ALWAYS: "always for this session"}
-        style = "red" if decision is Decision.NO else "green"
-        self.console.print(Text(f"  → {label[decision]}", style=style))
+        label = decision.value + (" for this session" if decision is Decision.ALWAYS else "")
+        self.console.print(Text(f"  → {label}", style="red" if decision is Decision.NO else "green"))
         return decision
 
     def show(self, request: ApprovalRequest) -> None:
@@ -141,9 +125,8 @@ class TerminalApprover:
 
 
 def _clip(detail: str, *, keep_end: bool) -> str:
-    """`detail` cut to MAX_DETAIL_LINES lines and MAX_DETAIL_CHARS characters, with a line saying how
-    much is not shown. `keep_end` (a command): half of each budget goes to its end, which runs as
-    surely as its start (`echo …1 MB… ; rm -rf ~` must show the `rm`)."""
+    """`detail` cut to MAX_DETAIL_LINES lines and MAX_DETAIL_CHARS characters, saying how much is not
+    shown. `keep_end` (a command): half goes to its end (`echo …1 MB… ; rm -rf ~` must show the `rm`)."""
     text = detail.rstrip("\n")
     lines = text.split("\n")
     if len(lines) <= MAX_DETAIL_LINES and len(text) <= MAX_DETAIL_CHARS:
@@ -161,7 +144,7 @@ def _clip(detail: str, *, keep_end: bool) -> str:
 
 
 def read_one_key(question: str) -> str:
-    """Ask `question` and return the first of y / n / a pressed (Enter, Esc or Ctrl-D mean n)."""
+    """Ask `question`; the key pressed of y / n / a, Enter, Esc, Ctrl-D (`ask`: the last three mean no)."""
     from prompt_toolkit.application import Application
     from prompt_toolkit.input.typeahead import store_typeahead
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -169,17 +152,12 @@ def read_one_key(question: str) -> str:
 
     bindings = KeyBindings()
 
-    def bind(key: str, result: str) -> None:
-        @bindings.add(key)
-        def _(event: KeyPressEvent) -> None:
-            event.app.exit(result=result)
+    def answer(event: KeyPressEvent) -> None:
+        event.app.exit(result=event.data.lower())
 
-    for key in KEYS:
-        bind(key, key)
-        bind(key.upper(), key)
-    bind("enter", "n")
-    bind("escape", "n")
-    bind("c-d", "n")  # end of input: no one will say yes, so the question must not keep waiting
+    # Ctrl-D: end of input, no one will say yes, so the question must not keep waiting
+    for key in [*KEYS, *(key.upper() for key in KEYS), "enter", "escape", "c-d"]:
+        bindings.add(key)(answer)
 
     @bindings.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:
@@ -201,8 +179,8 @@ def read_one_key(question: str) -> str:
 
 
 def _take_pending_keys(source: Input) -> list[KeyPress]:
-    """Remove and return the keys typed but not yet handled: prompt_toolkit's typeahead and what
-    waits in the terminal (a line typed without Enter is readable only outside canonical mode)."""
+    """Remove and return the keys typed but not yet handled, the terminal's included (a line typed
+    without Enter is readable only outside canonical mode)."""
     from prompt_toolkit.input.typeahead import get_typeahead
 
     keys = get_typeahead(source)

@@ -21,22 +21,19 @@ if TYPE_CHECKING:
 
 @dataclass
 class CommandContext:
-    """What a command may touch. `run_events` runs an agent operation like a turn (worker thread,
-    rendered events, Ctrl-C cancels it)."""
+    """`run_events` runs an agent operation like a turn (worker thread, rendered, Ctrl-C cancels it)."""
 
     runtime_source: Callable[[], RuntimeLike]
     console: Console
     run_events: Callable[[EventSource], object]
     permission: str
     exit_requested: bool = False
-    approver: Approver | None = None
-    """Asks the user a yes/no question (e.g. /undo over later edits); None where no one can answer."""
-    custom: Mapping[str, CustomCommand] = field(default_factory=dict)
-    """The custom slash commands (`.nanohermes/commands/NAME.md`), read when the REPL started."""
+    approver: Approver | None = None  # asks a yes/no question (/undo over later edits)
+    custom: Mapping[str, CustomCommand] = field(default_factory=dict)  # `.nanohermes/commands/NAME.md`
 
     @property
     def runtime(self) -> RuntimeLike:
-        """The runtime (the REPL may still be building it in the background: this waits)."""
+        """Waits while the REPL builds it in the background."""
         return self.runtime_source()
 
     def say(self, text: str, style: str = "") -> None:

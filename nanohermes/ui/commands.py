@@ -35,15 +35,13 @@ class Command:
 
 
 def context_chars(runtime: RuntimeLike) -> int:
-    """Characters in the live context, measured exactly as compaction measures them."""
     return total_chars(runtime.agent.messages)
 
 
 def resume_hint(session_path: Path, sessions_dir: Path) -> str:
     """The command line that resumes a session: its name when it lives in sessions_dir, else its path."""
-    if session_path.parent == sessions_dir and session_path.suffix == ".json":
-        return f"nanohermes --session {shlex.quote(session_path.stem)}"
-    return f"nanohermes --session {shlex.quote(str(session_path))}"
+    named = session_path.parent == sessions_dir and session_path.suffix == ".json"
+    return f"nanohermes --session {shlex.quote(session_path.stem if named else str(session_path))}"
 
 
 def cmd_help(ctx: CommandContext, arg: str) -> None:
@@ -71,8 +69,7 @@ def cmd_exit(ctx: CommandContext, arg: str) -> None:
 
 
 def _no_argument(ctx: CommandContext, command: str, does: str, arg: str) -> bool:
-    """True when `arg` is empty. `/reset memory` must not clear the conversation while meaning
-    something else: an argument to a command that takes none is refused."""
+    """True when `arg` is empty: `/reset memory` must not clear the conversation."""
     if arg.strip():
         ctx.fail(f"{command} takes no arguments ({does}), not {echoed(arg)}")
     return not arg.strip()
@@ -110,8 +107,15 @@ def cmd_session(ctx: CommandContext, arg: str) -> None:
 
 
 def cmd_sessions(ctx: CommandContext, arg: str) -> None:
-    if arg.strip():
-        _search_sessions(ctx, arg)
+    if arg.strip():  # /sessions search Q: the earlier exchanges of this workspace that best match Q
+        verb, _, query = arg.strip().partition(" ")
+        if verb != "search" or not query.strip():
+            ctx.fail(f"usage: /sessions [search QUERY], not /sessions {echoed(arg)}")
+            return
+        from nanohermes.sessions.search import format_hits, search_sessions
+
+        hits, notes = search_sessions(ctx.runtime.settings.sessions_dir, Path.cwd(), query)
+        ctx.say(format_hits(hits, notes, query))
         return
     sessions_dir = ctx.runtime.settings.sessions_dir
     files = recent_session_files(sessions_dir)
@@ -129,18 +133,6 @@ def cmd_sessions(ctx: CommandContext, arg: str) -> None:
         )
     if len(files) > SESSIONS_SHOWN:
         ctx.say(f"… and {len(files) - SESSIONS_SHOWN} older ones in {sessions_dir}", "dim")
-
-
-def _search_sessions(ctx: CommandContext, arg: str) -> None:
-    """/sessions search Q: the earlier exchanges of this workspace that best match Q."""
-    verb, _, query = arg.strip().partition(" ")
-    if verb != "search" or not query.strip():
-        ctx.fail(f"usage: /sessions [search QUERY], not /sessions {echoed(arg)}")
-        return
-    from nanohermes.sessions.search import format_hits, search_sessions
-
-    hits, notes = search_sessions(ctx.runtime.settings.sessions_dir, Path.cwd(), query)
-    ctx.say(format_hits(hits, notes, query))
 
 
 def _age(seconds: float) -> str:

@@ -1,8 +1,4 @@
-"""Split streamed Markdown into closed blocks and an open tail. Pure text logic, no rich.
-
-The renderer prints each block once, when it closes, and re-renders only the open tail, so a long
-answer costs the same per token as a short one.
-"""
+"""Split streamed Markdown into closed blocks (printed once) and an open tail (re-rendered live)."""
 
 from __future__ import annotations
 
@@ -18,8 +14,8 @@ def _fence_marker(line: str) -> str | None:
 
 
 class PartialLine:
-    """Text streamed in pieces, split into complete lines as they end. The line being written is
-    kept as its pieces (joined once, when read): a 1 MB line in 100,000 deltas costs O(delta) each."""
+    """Streamed text split into lines. The line being written is kept as its pieces (joined once, when
+    read): a 1 MB line in 100,000 deltas costs O(delta) each."""
 
     def __init__(self) -> None:
         self._pieces: list[str] = []
@@ -29,16 +25,14 @@ class PartialLine:
 
     @property
     def text(self) -> str:
-        """The line being written."""
         if len(self._pieces) > 1:
             self._pieces = ["".join(self._pieces)]
         return self._pieces[0] if self._pieces else ""
 
     def feed(self, text: str) -> list[str]:
         """Add `text`; the lines it completed."""
-        if not text:
-            return []
-        self._pieces.append(text)
+        if text:
+            self._pieces.append(text)
         if "\n" not in text:
             return []
         *lines, rest = self.text.split("\n")
@@ -46,7 +40,6 @@ class PartialLine:
         return lines
 
     def take(self) -> str:
-        """The line being written, which is then empty."""
         text, self._pieces = self.text, []
         return text
 
@@ -59,34 +52,27 @@ class PartialLine:
                 break
             kept.append(piece)
             size += len(piece)
-        return "".join(reversed(kept))[-max_chars:] if kept else ""
+        return "".join(reversed(kept))[-max_chars:]
 
 
 class MarkdownSplitter:
-    """Feed text as it streams; `feed` returns the blocks that closed.
-
-    A block closes at a blank line outside a code fence, or at the line that closes a fence.
-    """
+    """A block closes at a blank line outside a code fence, or at the line that closes a fence."""
 
     def __init__(self) -> None:
         self._closed_lines: list[str] = []
         self._partial = PartialLine()
         self._fence: str | None = None
-        self._fence_line = ""
-        self._fence_at = 0
-        """The line that opened the fence the open block is in, and its index in `_closed_lines`."""
+        self._fence_line = ""  # the line that opened the open block's fence
+        self._fence_at = 0  # and its index in `_closed_lines`
 
     @property
     def tail(self) -> str:
-        """The open block: complete lines not yet closed plus the line being written."""
-        if not self._closed_lines:
-            return self._partial.text
-        return "\n".join(self._closed_lines) + "\n" + self._partial.text
+        """The open block, the line being written included."""
+        return "\n".join([*self._closed_lines, self._partial.text])
 
     def visible(self, max_lines: int, max_chars: int) -> str:
-        """`visible_tail(self.tail, max_lines, max_chars)`, built from the block's last lines only: a
-        refresh of a never-closed 10 MB block joined and split all of it (0.14 s, ten times a second),
-        and each delta cost more than the one before."""
+        """`visible_tail(self.tail, max_lines, max_chars)` from the block's last lines only: joining a
+        never-closed 10 MB block took 0.14 s, ten times a second."""
         last = [_cut(self._partial.end(max_chars + 1), max_chars)]
         size = len(last[0])
         first_kept = len(self._closed_lines)
@@ -102,7 +88,7 @@ class MarkdownSplitter:
         return [block for line in self._partial.feed(text) if (block := self._take_line(line))]
 
     def finish(self) -> str:
-        """Everything left, as one block (may be empty)."""
+        """Everything left, as one block (maybe empty)."""
         rest = self.tail
         self._closed_lines = []
         self._partial.take()
@@ -134,15 +120,14 @@ class MarkdownSplitter:
 
 
 def _cut(line: str, max_chars: int) -> str:
-    """The end of a line too long to show, after a mark that visible_tail cuts off again: the end of
-    a line may look like a fence opener (`x```py` cut to "```py") and must not be taken for one."""
+    """The end of a too long line after a mark, which visible_tail cuts off again: the end may look
+    like a fence opener (`x```py` cut to "```py") and must not be taken for one."""
     return line if len(line) <= max_chars else "…" + line[-max_chars:]
 
 
 def visible_tail(tail: str, max_lines: int, max_chars: int = sys.maxsize) -> str:
-    """The end of an open block that fits in `max_lines` lines and `max_chars` characters (a live
-    region shows no more: an open paragraph of 1 MB is not laid out ten times a second), re-opening its
-    code fence when one was cut off."""
+    """The end of an open block that fits in `max_lines` lines and `max_chars` characters (all a live
+    region shows), re-opening its code fence when one was cut off."""
     lines = tail.split("\n")
     if len(lines) <= max_lines and len(tail) <= max_chars:
         return tail

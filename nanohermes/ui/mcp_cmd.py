@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK
+from nanohermes.core.types import plural
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -24,16 +25,14 @@ LIST_SLACK = 15.0
 
 
 def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
-    """(text, style) lines describing every server: a head line, its tools, its last error. Made
-    terminal-safe here, for `/mcp` and `mcp list` alike: a server writes its tools' descriptions and
-    its error messages, and may put escape sequences in them."""
+    """(text, style) lines: each server, its tools, its last error; terminal-safe (a server writes
+    its tools' descriptions and its errors)."""
     lines: list[tuple[str, str]] = []
     for status in statuses:
-        count = len(status.tools)
         trusted = " · trusted" if status.trusted else ""
         head = (
             f"{status.name} · {status.state} · {status.transport}: {status.target} · "
-            f"{count} {'tool' if count == 1 else 'tools'}{trusted}"
+            f"{plural(len(status.tools), 'tool')}{trusted}"
         )
         lines.append((head, _STATE_STYLES.get(status.state, "")))
         width = max((len(tool.name) for tool in status.tools), default=0)
@@ -57,8 +56,7 @@ _STATE_STYLES = {
 
 
 def run_mcp_command(options: CliOptions, settings: Settings) -> int:
-    """`nanohermes mcp list`: start every enabled server, wait for each, print the listing, close.
-    Exit 1 when an enabled server is not ready."""
+    """`nanohermes mcp list`: start every enabled server, wait, list them; 1 when one is not ready."""
     servers = settings.mcp_servers
     if not servers:
         print(NONE_CONFIGURED)

@@ -31,12 +31,10 @@ from nanohermes.ui.safe_text import echoed, fail, say, terminal_safe
 
 SEARCH_LIMIT = 10
 DAY = 86_400
-MAX_LINE_CHARS = 240
-"""A note or error stays about one line on the screen."""
+MAX_LINE_CHARS = 240  # a note or error stays about one line on the screen
 MAX_IMPORT_BYTES = 16 << 20
 
-Action = Callable[[Console, MemoryStore, MemoryArgs, str], None]
-"""One action: prints to the console; raises ConfigError (a user mistake) or StoreError."""
+Action = Callable[[Console, MemoryStore, MemoryArgs, str], None]  # raises ConfigError or StoreError
 
 
 def escape(text: str) -> str:
@@ -45,7 +43,6 @@ def escape(text: str) -> str:
 
 
 def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | None = None) -> int:
-    """Run one memory action; returns the exit code."""
     out = console or Console(highlight=False, soft_wrap=False)
     secret = settings.api_key_value()
     store = workspace_store(
@@ -55,12 +52,8 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
         on_notice=lambda message: say(f"note: {message}", MAX_LINE_CHARS),
         secrets=(secret,) if secret else (),
     )
-    action = ACTIONS.get(args.action)
-    if action is None:
-        names = ", ".join(ACTIONS)
-        return fail(f"unknown memory action {args.action!r}; use one of {names}", EXIT_USAGE, MAX_LINE_CHARS)
-    try:
-        action(out, store, args, settings.language)
+    try:  # (argparse refused any other action)
+        ACTIONS[args.action](out, store, args, settings.language)
     except ConfigError as err:
         return fail(err.one_line(), EXIT_USAGE, MAX_LINE_CHARS)
     except StoreError as err:
@@ -78,14 +71,12 @@ def _when(ts: int) -> str:
 
 
 def scope_label(entry: Entry, project: str | None) -> str:
-    """`team`, `global`, `this project` (when `project` is the entry's), or the entry's project key."""
     if entry.team or entry.project is None:
         return "team" if entry.team else "global"
     return "this project" if entry.project == project else entry.project
 
 
 def _text(entry: Entry) -> str:
-    """The entry's text, and for a replaced one what replaced it and when."""
     if not entry.superseded_by:
         return escape(entry.text)
     replaced = f"replaced by {escape(entry.superseded_by)} {_when(entry.superseded_ts)}"
@@ -97,8 +88,7 @@ def _used(entry: Entry) -> str:
 
 
 def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
-    """This project's and the global memories (every project's with --all), then the team's; the
-    replaced ones too with --history; only those neither used nor saved for DAYS with --stale."""
+    """This project's and the global memories (every project's with --all), then the team's."""
     every = store.for_project(None, history=args.history).visible()
     entries = every if args.all_projects else store.for_project(store.project, history=args.history).visible()
     hidden = len(every) - len(entries)
@@ -221,9 +211,7 @@ def _path(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
 
 
 def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
-    """`memory add KIND TEXT [--project | --team]`: source `user`; global unless --project; into
-    the repository's team memory with --team. Says the id and scope of the new entry, or of the one
-    it merged into."""
+    """`memory add KIND TEXT [--project | --team]`; says the new entry's id, or the one it merged into."""
     kind = Kind.parse(args.kind)
     if kind is None:
         raise ConfigError(
@@ -251,8 +239,7 @@ def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
 
 
 def _replace(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
-    """`memory replace ID TEXT`: a new memory (source `user`, the old one's kind and scope) takes
-    the place of ID (any project's, or the team's), which stays in the file as history."""
+    """`memory replace ID TEXT`: ID (any project's, or the team's) stays in the file as history."""
     target = store.for_project(None)
     if store.team is not None and not target.matching_ids(args.target, everywhere=True):
         target = store.team
@@ -268,8 +255,7 @@ def _replace(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> N
 
 
 def export_memories(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
-    """`memory export`: every memory of every project, as Markdown on stdout. A file gets the texts as
-    stored; a terminal sees an escape sequence an older memory.json may hold as text, not obeyed."""
+    """`memory export`: every memory, as Markdown on stdout; made terminal-safe only for a terminal."""
     text = export_markdown(store.load(), str(store.path))
     sys.stdout.write(terminal_safe(text) if sys.stdout.isatty() else text)
     sys.stdout.flush()

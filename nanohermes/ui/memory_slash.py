@@ -42,7 +42,7 @@ def run_memory(ctx: CommandContext, arg: str) -> None:
 
 
 def _parse(action: str, rest: str) -> MemoryArgs | None:
-    """The arguments of `nanohermes memory ACTION` that `/memory ACTION REST` means; None when unusable."""
+    """The `nanohermes memory ACTION` arguments that `/memory ACTION REST` means; None when unusable."""
     words = rest.split()
     if action in ("list", "search"):  # only these take --all: in `add` it is part of the memory's text
         query = " ".join(word for word in words if word not in ("--all", "--history"))

@@ -1,7 +1,5 @@
-"""`nanohermes -p PROMPT` (SPEC §1): one non-interactive turn. Plain text only (no terminal libraries,
-which would cost start-up time): the answer on stdout (`--json`: one JSON object; `--output-format
-stream-json`: one a line as the turn happens, a `result` last), progress, notes and errors on stderr.
-"""
+"""`nanohermes -p PROMPT` (SPEC §1): one non-interactive turn. Plain text only (no terminal libraries:
+start-up time): the answer (or `--json`, stream-json lines) on stdout, progress and errors on stderr."""
 
 from __future__ import annotations
 
@@ -49,12 +47,9 @@ if TYPE_CHECKING:
     from nanohermes.ui.seams import RuntimeBuilder, RuntimeLike
 
 DISTILL_GRACE = 5.0
-DISTILL_NOTE_AFTER = 1.0
-"""Seconds of waiting for distillation before saying so on stderr."""
-PROMPT_MAX_BYTES = 16 * 1024 * 1024
-"""`-p -`: more than this on stdin is not a prompt (`< /dev/zero` would fill memory)."""
-STREAM_OUTPUT_CHARS = 2000
-"""How much of a tool's result a stream-json `tool_end` line carries (the model gets all of it)."""
+DISTILL_NOTE_AFTER = 1.0  # seconds of waiting before saying so on stderr
+PROMPT_MAX_BYTES = 16 * 1024 * 1024  # `-p - < /dev/zero` must not fill memory
+STREAM_OUTPUT_CHARS = 2000  # of a tool's result, in a stream-json `tool_end` line
 
 
 @dataclass
@@ -80,17 +75,14 @@ class _Outcome:
             return {"type": "tool_start", **self.tool_calls[-1], "summary": event.summary}
         if isinstance(event, ToolFinished):
             result = event.result
+            line = {"id": result.call_id, "name": result.name, "ok": result.ok, "summary": event.summary}
             started = (e for e in self.tool_calls if e["id"] == result.call_id and "ok" not in e)
             if entry := next(started, None):
                 entry.update(ok=result.ok, summary=event.summary)
             else:  # refused or invalid before dispatch: no ToolStarted
-                self.tool_calls.append(
-                    {"id": result.call_id, "name": result.name, "ok": False, "summary": event.summary}
-                )
-            cut = len(result.content) > STREAM_OUTPUT_CHARS
-            output = result.content[:STREAM_OUTPUT_CHARS] + ("…" if cut else "")
-            line = {"id": result.call_id, "name": result.name, "ok": result.ok, "summary": event.summary}
-            return {"type": "tool_end", **line, "output": output}
+                self.tool_calls.append({**line, "ok": False})
+            cut = "…" if len(result.content) > STREAM_OUTPUT_CHARS else ""
+            return {"type": "tool_end", **line, "output": result.content[:STREAM_OUTPUT_CHARS] + cut}
         if isinstance(event, MemoryRecalled):  # SPEC §3.10: which memories the turn was given
             self.memories = [
                 {"id": m.id, "kind": m.kind, "text": m.text, "score": round(m.score, 4), "scope": m.scope}
@@ -206,9 +198,8 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
 
 
 def read_prompt(value: str, stdin: TextIO | None) -> str:
-    """`-p -` reads the whole prompt from standard input. Bytes that are not UTF-8 (binary data, a
-    Latin-1 file, an argument in another encoding) become U+FFFD: as lone surrogates they could not be
-    sent as JSON, nor saved. Raises ConfigError when stdin is closed or holds more than a prompt."""
+    """`-p -` reads the prompt from stdin. Bytes that are not UTF-8 become U+FFFD: as lone surrogates
+    they could not be sent as JSON, nor saved."""
     if value != "-":
         return valid_text(value)
     if stdin is None:
@@ -230,24 +221,20 @@ def _custom_command(prompt: str, settings: Settings) -> str:
 
 
 class _AnswerPrinter:
-    """Puts the answer on stdout the moment it is known: streamed when stdout is a terminal (the
-    text of each model call as it arrives, as the REPL shows it), else printed whole when the turn
-    completes. Flushed either way, before distillation starts waiting."""
+    """Puts the answer on stdout the moment it is known: streamed to a terminal, else whole when the
+    turn completes; flushed before distillation starts waiting."""
 
     def __init__(self, out: TextIO, *, stream: bool) -> None:
         self.out, self.stream = out, stream
-        self.segment: list[str] = []
-        """The text streamed since the last tool call, as it arrived (joined once, at the end)."""
+        self.segment: list[str] = []  # streamed since the last tool call (joined once, at the end)
         self.open_line = False
+        # closed by its reader (`| head -c1`) or unwritable (a full disk): the turn goes on, is saved
         self.closed = False
-        """stdout was closed by its reader (`| head -c1`) or cannot be written (a full disk): nothing
-        more is written; the turn goes on, and is saved."""
-        self.problem = ""
-        """Why stdout could not be written, when it was not closed by its reader."""
+        self.problem = ""  # why it could not be written, when its reader did not close it
 
     def emit(self, text: str) -> None:
-        """Write and flush `text` unless stdout is closed (then note it, and write no more). A lone
-        surrogate in it (a reply's JSON `"\\ud800"`) becomes U+FFFD: it has no UTF-8 bytes to pass on."""
+        """Write and flush `text` unless stdout is closed. A lone surrogate (a reply's JSON `"\\ud800"`)
+        becomes U+FFFD: it has no UTF-8 bytes."""
         if self.closed:
             return
         try:
@@ -291,8 +278,7 @@ class _AnswerPrinter:
 
 
 def drop_stdout(out: TextIO) -> None:
-    """Point the closed stdout at /dev/null: what is still buffered in it would make the
-    interpreter's exit print «Exception ignored … BrokenPipeError»."""
+    """Point the closed stdout at /dev/null, or the interpreter's exit prints «Exception ignored …»."""
     with contextlib.suppress(OSError, ValueError):  # no file descriptor (a test's StringIO): nothing to do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, out.fileno())
@@ -312,8 +298,7 @@ def _wait_for_distillation(agent: Agent, budget: float) -> None:
 
 
 def _progress(event: Event, verbose: bool) -> None:
-    line = _progress_line(event, verbose)
-    if line:
+    if line := _progress_line(event, verbose):
         print(terminal_safe(line), file=sys.stderr, flush=True)
 
 
@@ -343,9 +328,8 @@ def _arguments(text: str) -> Any:
 
 
 def _cancel_on_signal(cancel: CancelToken) -> Callable[[int, FrameType | None], None]:
-    """First Ctrl-C cancels the turn (clean history); a second one raises KeyboardInterrupt. SIGTERM
-    and SIGHUP cancel it too: its shell commands run in sessions of their own, which a kill or a
-    closed terminal does not reach, so they are killed with the turn rather than left running."""
+    """First Ctrl-C cancels the turn; a second one raises KeyboardInterrupt. SIGTERM and SIGHUP cancel
+    it too: its shell commands run in sessions of their own, which a kill does not reach."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if signum != signal.SIGINT:

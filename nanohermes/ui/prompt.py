@@ -32,8 +32,7 @@ class ExitRequested(Exception):
 
 
 class ExitWindow:
-    """Ctrl-C on an empty line opens a 2 s window in which a second one exits. A new prompt closes it,
-    so a Ctrl-C at the next prompt after a quick turn is a first Ctrl-C again."""
+    """Ctrl-C on an empty line opens a 2 s window in which a second one exits; a new prompt closes it."""
 
     def __init__(self) -> None:
         self.opened_at: float | None = None
@@ -93,8 +92,7 @@ class ReplCompleter(Completer):
 
 
 def key_bindings(window: ExitWindow) -> KeyBindings:
-    """Esc Enter / Alt+Enter insert a newline; Ctrl-C clears the line, or exits when pressed twice
-    within 2 s on an empty line. (Pasted text keeps its newlines: prompt_toolkit's bracketed paste.)"""
+    """Esc Enter / Alt+Enter insert a newline; Ctrl-C clears the line, or twice on an empty one exits."""
     bindings = KeyBindings()
 
     @bindings.add("escape", "enter")
@@ -103,9 +101,8 @@ def key_bindings(window: ExitWindow) -> KeyBindings:
 
     @bindings.add(Keys.Vt100MouseEvent)
     def _not_a_mouse(event: KeyPressEvent) -> None:
-        # Mouse support is off, so no terminal sends mouse reports: this is colour codes typed or
-        # pasted without bracketed paste (`ESC[31m`), which prompt_toolkit's mouse parser crashed on
-        # ("Press ENTER to continue…"). Kept as the text any other unknown escape sequence leaves.
+        # mouse support is off: this is a colour code pasted without bracketed paste (`ESC[31m`), on
+        # which prompt_toolkit's mouse parser crashed; kept as text, as other unknown sequences are
         event.current_buffer.insert_text(event.data[1:])
 
     @bindings.add("c-c")
@@ -122,8 +119,8 @@ def key_bindings(window: ExitWindow) -> KeyBindings:
 
 
 class RedactingHistory(FileHistory):
-    """The input history file, minus secrets: the configured API key whatever its shape, and every
-    shape `nanohermes.memory.redact` knows. Up-arrow in this session still recalls what was typed."""
+    """The input history file, minus secrets (the API key and what `memory.redact` knows); up-arrow
+    in this session still recalls what was typed."""
 
     def __init__(self, path: Path, secrets: Iterable[str] = ()) -> None:
         super().__init__(str(path))

@@ -1,9 +1,7 @@
 """Render the agent's events with rich: Markdown answers, dimmed reasoning and notes, one line per tool.
 
-Streaming stays smooth on long answers: closed Markdown blocks are printed once, and only the open
-block (the paragraph or code block being written) lives in a `Live` region that refreshes at a fixed
-rate. Works on any rich `Console`, so tests use `Console(file=StringIO())`.
-"""
+Closed Markdown blocks are printed once; only the open one lives in a rate-limited `Live` region, so
+a long answer costs the same per token as a short one."""
 
 from __future__ import annotations
 
@@ -11,7 +9,6 @@ import functools
 import re
 import sys
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -30,7 +27,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.toolcalls import key_argument
-from nanohermes.core.types import ToolResult, shorten
+from nanohermes.core.types import ToolResult, plural, shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine
 from nanohermes.ui.safe_console import print_plain
 from nanohermes.ui.safe_text import one_line, terminal_safe
@@ -44,14 +41,11 @@ if TYPE_CHECKING:
 NOTE_STYLES = {"info": "dim", "debug": "dim", "warning": "yellow", "error": "bold red"}
 CODE_THEME = "monokai"
 REFRESH_PER_SECOND = 10
-EXPLAINED_REASONS = ("done", "interrupted", "error", "max_iterations")
-"""TurnFinished reasons the agent already explained with a Note."""
-MARKDOWN_MAX_NESTING = 20
-"""`maxNesting` of markdown-it's commonmark preset, the parser rich's Markdown uses."""
+EXPLAINED_REASONS = ("done", "interrupted", "error", "max_iterations")  # the agent said why in a Note
+MARKDOWN_MAX_NESTING = 20  # `maxNesting` of markdown-it's commonmark preset
 MARKDOWN_MAX_CHARS = 50_000
-"""A longer block is shown as plain text: laying it out as Markdown takes seconds (a 20,000-row table
-6 s, 100,000 rows 33 s, 1 MB of code 11 s), all of it after the block has streamed, and Ctrl-C
-cannot stop it. 50,000 characters of the costliest Markdown, a table, take under a second."""
+"""A longer block is shown as plain text: as Markdown it takes seconds Ctrl-C cannot stop (a
+20,000-row table 6 s, 1 MB of code 11 s); 50,000 characters of table take under a second."""
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
 PLAN_MARKS = {"completed": ("☑", "green"), "in_progress": ("◐", "bold yellow"), "pending": ("☐", "")}
 
@@ -66,38 +60,34 @@ def human_size(content: str) -> str:
     size = len(content.encode("utf-8", errors="replace"))
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     amount = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
-    return f"{lines} line{'s' if lines != 1 else ''}, {amount}"
+    return f"{plural(lines, 'line')}, {amount}"
 
 
 def _tables_fit(console: Console, markdown: Markdown) -> bool:
     """rich squeezes a table wider than the console into columns of "…", its cell text shown nowhere:
     measure each table's narrowest rendering (rich's own measurement, as its Markdown builds it)."""
+    if not any(token.type == "table_open" for token in markdown.parsed):
+        return True  # most blocks hold no table: no tree to build
+    from markdown_it.tree import SyntaxTreeNode
     from rich import box
     from rich.measure import Measurement
     from rich.table import Table
 
     unbounded = console.options.update_width(sys.maxsize)  # Measurement.get clamps to the width
-    for rows in _table_rows(markdown):
-        table = Table(box=box.SIMPLE, pad_edge=False, show_edge=True, collapse_padding=True)
-        for heading in rows[0]:
-            table.add_column(heading)
+    for node in SyntaxTreeNode(markdown.parsed).walk():
+        if node.type != "table":
+            continue
+        rows = [
+            [cell.children[0].content if cell.children else "" for cell in row.children]
+            for row in node.walk()
+            if row.type == "tr"
+        ]
+        table = Table(*rows[0], box=box.SIMPLE, pad_edge=False, show_edge=True, collapse_padding=True)
         for row in rows[1:]:
             table.add_row(*row)
         if Measurement.get(console, unbounded, table).minimum > console.options.max_width:
             return False
     return True
-
-
-def _table_rows(markdown: Markdown) -> Iterator[list[list[str]]]:
-    """Each table's rows of cell source text (the header row first)."""
-    from markdown_it.tree import SyntaxTreeNode
-
-    if not any(token.type == "table_open" for token in markdown.parsed):
-        return  # most blocks hold no table: no tree to build
-    for table in SyntaxTreeNode(markdown.parsed).walk():
-        if table.type == "table":
-            rows = (row.children for row in table.walk() if row.type == "tr")
-            yield [[cell.children[0].content if cell.children else "" for cell in cells] for cells in rows]
 
 
 def _answer(console: Console, safe: str) -> RenderableType:
@@ -119,24 +109,21 @@ def _answer(console: Console, safe: str) -> RenderableType:
 
 @functools.cache
 def _parser() -> MarkdownIt:
-    """rich's parser but with HTML off: rich parses HTML and then draws nothing for it (a `<div>`
-    block vanished, and so did the `<String>` of `Vec<String>`); off, it is shown as the text it is.
-    Built once: building one costs as much as parsing a block, and the live region parses ten a second."""
+    """rich's parser with HTML off: rich draws nothing for HTML (the `<String>` of `Vec<String>`
+    vanished). Built once: building one costs as much as parsing a block."""
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
 
 
 def _links_shown_once(markdown: Markdown) -> None:
-    """A link that is its own address (`<https://x.y>`, `[https://x.y](https://x.y)`) as its text
-    alone: rich shows a link as `text (address)`, which would print such an address twice. An image
-    as `alt (address)`, as a link is shown: rich drew `🌆 alt` at the paragraph's start, address lost."""
+    """A link that is its own address as its text alone (rich shows `text (address)`: twice); an
+    image as `alt (address)` (rich drew `🌆 alt`, the address lost)."""
     for token in markdown.parsed:
         children = token.children
         if not children:
             continue
-        kept = []
-        i = 0
+        kept, i = [], 0
         while i < len(children):
             opened, *inner = children[i : i + 3]
             shape = [opened.type, *(child.type for child in inner)]
@@ -145,14 +132,13 @@ def _links_shown_once(markdown: Markdown) -> None:
             ):
                 kept.append(inner[0])  # the text, without the link around it
                 i += 3
-            elif opened.type == "image":
+                continue
+            if opened.type == "image":
                 source = opened.attrs.get("src")
                 shown = f"{opened.content} ({source})" if source else opened.content
-                kept.append(opened.copy(type="text", tag="", content=shown, children=None))
-                i += 1
-            else:
-                kept.append(opened)
-                i += 1
+                opened = opened.copy(type="text", tag="", content=shown, children=None)
+            kept.append(opened)
+            i += 1
         token.children = kept
 
 
@@ -164,14 +150,11 @@ class Renderer:
         self._live: Live | None = None
         self._text = MarkdownSplitter()
         self._reasoning = PartialLine()
-        self._running: dict[str, tuple[str, str]] = {}
-        """The tools running: call id → (name, key argument)."""
+        self._running: dict[str, tuple[str, str]] = {}  # call id → (name, key argument)
         self._waiting = False
         self._printed_answer = False
         self._built_at = 0.0
         self._stale = False
-
-    # -- turn lifecycle -------------------------------------------------------------------------
 
     def begin_turn(self) -> None:
         self._waiting = True
@@ -179,7 +162,7 @@ class Renderer:
         self._start_live()
 
     def end_turn(self) -> None:
-        """Flush what is left and stop the live region (safe to call twice, or after Ctrl-C)."""
+        """Safe to call twice, or after Ctrl-C."""
         self._flush()
         self._waiting = False
         self._running.clear()
@@ -193,11 +176,13 @@ class Renderer:
     def resume(self) -> None:
         self._start_live()
 
-    # -- events ---------------------------------------------------------------------------------
-
     def handle(self, event: Event) -> None:
         if isinstance(event, TextDelta):
-            self._on_text(event.text)
+            if event.text:
+                self._flush_reasoning()
+                self._waiting = False
+            for block in self._text.feed(event.text):
+                self._print_markdown(block)
         elif isinstance(event, ReasoningDelta):
             for line in self._reasoning.feed(event.text):
                 print_plain(self.console, terminal_safe(line), style="dim italic")
@@ -215,13 +200,18 @@ class Renderer:
             how = "summarized" if event.summarized else "trimmed"
             chars = f"{event.before_chars:,} → {event.after_chars:,} characters"
             self.note(f"context compacted ({how}): {chars}, {event.saved}")
-        elif isinstance(event, MemoryRecalled):
-            n = len(event.memories)
-            self.note(f"memory: {n} recalled · /memory last")  # dim, before the answer (SPEC §3.10)
+        elif isinstance(event, MemoryRecalled):  # dim, before the answer (SPEC §3.10)
+            self.note(f"memory: {len(event.memories)} recalled · /memory last")
         elif isinstance(event, PlanUpdated):
-            self._on_plan(event)
+            self._flush()  # the whole checklist, once per update: the plan, never the model's own text
+            for step in event.steps:
+                mark, style = PLAN_MARKS[step.status]
+                self.console.print(Text(f"  {mark} {terminal_safe(step.step)}", style=style), overflow="fold")
         elif isinstance(event, TurnFinished):
-            self._on_finished(event)
+            self._flush()
+            self._waiting = False
+            if not event.completed and event.reason not in EXPLAINED_REASONS:
+                self.note(f"turn stopped: {event.reason}", "warning")
         self._refresh(urgent=not isinstance(event, TextDelta | ReasoningDelta))
 
     def tick(self) -> None:
@@ -230,24 +220,13 @@ class Renderer:
             self._refresh(urgent=True)
 
     def note(self, text: str, level: str = "info") -> None:
-        """One line: dimmed for info, yellow for warnings, red for errors."""
         self._flush()
         style = NOTE_STYLES.get(level, "dim")
         prefix = "error: " if level == "error" and not text.lower().startswith("error") else ""
         self.console.print(Text(one_line(prefix + text), style=style), overflow="fold")
 
-    # -- handlers -------------------------------------------------------------------------------
-
-    def _on_text(self, text: str) -> None:
-        if not text:
-            return
-        self._flush_reasoning()
-        self._waiting = False
-        for block in self._text.feed(text):
-            self._print_markdown(block)
-
     def _on_tool_finished(self, event: ToolFinished) -> None:
-        """`name argument · outcome and size · time`, e.g. `✓ read_file src/a.py · 12 lines, 340 chars`."""
+        """`✓ read_file src/a.py · 12 lines, 340 B · 0.1s`."""
         self._flush()
         result = event.result
         argument = terminal_safe(self._running.pop(result.call_id, ("", ""))[1])
@@ -264,21 +243,6 @@ class Renderer:
             line.append(f" · {event.elapsed:.1f}s", style="dim")
         self.console.print(line, overflow="ellipsis", no_wrap=True)
         self._waiting = not self._running  # the model is called again with the results: spin meanwhile
-
-    def _on_plan(self, event: PlanUpdated) -> None:
-        """The whole checklist, once per update: the current plan, never the model's own text."""
-        self._flush()
-        for step in event.steps:
-            mark, style = PLAN_MARKS[step.status]
-            self.console.print(Text(f"  {mark} {terminal_safe(step.step)}", style=style), overflow="fold")
-
-    def _on_finished(self, event: TurnFinished) -> None:
-        self._flush()
-        self._waiting = False
-        if not event.completed and event.reason not in EXPLAINED_REASONS:
-            self.note(f"turn stopped: {event.reason}", "warning")
-
-    # -- output helpers -------------------------------------------------------------------------
 
     def _print_markdown(self, block: str) -> None:
         if self._printed_answer and not _LIST_ITEM.match(block):  # rich already opens lists with one
@@ -321,9 +285,8 @@ class Renderer:
         return Group(*parts)
 
     def _refresh(self, *, urgent: bool) -> None:
-        """Rebuild the live region: at once for a tool, a note or the end; for streamed text at most
-        REFRESH_PER_SECOND times a second (`tick` shows the rest), as a rebuild lays out the whole
-        open block and a long answer arrives in a hundred thousand deltas."""
+        """Rebuild the live region: at once for a tool, a note or the end; for streamed text (a long
+        answer is a hundred thousand deltas) at most REFRESH_PER_SECOND times a second."""
         if self._live is None:
             return
         now = time.monotonic()

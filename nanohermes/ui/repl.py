@@ -1,11 +1,7 @@
 """The interactive loop: read a line, run a slash command or a turn, render, repeat; save on the way out.
 
-Start-up stays fast: nothing here touches the network; the prompt is drawn before the core (agent,
-model client, memory, tools) is even imported — a new session builds it in the background while the
-user types. Resuming reads (and locks) only the session file first — a bad or busy one is reported
-before any prompt — then shows its summary and the prompt while the rest builds in the background.
-Markdown and pygments load on the first answer.
-"""
+Start-up stays fast: the prompt is drawn before the core (agent, model client, memory, tools) is even
+imported; it is built in the background while the user types (SPEC §1)."""
 
 from __future__ import annotations
 
@@ -33,8 +29,7 @@ if TYPE_CHECKING:
     from nanohermes.ui.approve import TerminalApprover
     from nanohermes.ui.seams import ResumePreview, RuntimeBuilder, RuntimeLike, RuntimeLoader
 
-EXCHANGES_SHOWN = 3
-"""A resumed session shows its last few exchanges under the banner, one dimmed line each."""
+EXCHANGES_SHOWN = 3  # of a resumed session, under the banner
 
 
 def run_repl(
@@ -43,8 +38,7 @@ def run_repl(
     build_runtime: RuntimeBuilder,
     preview: ResumePreview | None = None,
 ) -> int:
-    """Chat in the terminal until /exit, Ctrl-D or Ctrl-C twice. Returns the exit code. `preview`:
-    the session being resumed, already read (`build_runtime` builds on it in the background)."""
+    """Chat in the terminal until /exit, Ctrl-D or Ctrl-C twice. Returns the exit code."""
     if not settings.model:
         print(missing_model_message(settings), file=sys.stderr)
         return EXIT_USAGE
@@ -75,8 +69,7 @@ class Repl:
         terminal: tuple[Input, Output] | None = None,
         notes: Sequence[str] = (),
     ) -> None:
-        """`terminal`: the prompt's input and output (tests pass a pipe); the real terminal otherwise.
-        `notes`: warnings to show under the banner (no API key, --yes)."""
+        """`terminal`: the prompt's input and output (tests pass a pipe). `notes`: shown under the banner."""
         from nanohermes.agent.custom_commands import load_commands
         from nanohermes.config.settings import PERMISSION_MODES
         from nanohermes.ui.command_context import CommandContext
@@ -119,9 +112,7 @@ class Repl:
             output=sink,
             secrets=[key] if (key := settings.api_key_value()) else [],
         )
-        loader.on_done = self._built
-
-    # -- the loop -------------------------------------------------------------------------------
+        loader.built.add_done_callback(lambda built: self._built(built.exception()))
 
     def loop(self) -> int:
         from nanohermes.ui.prompt import PROMPT, ExitRequested
@@ -143,7 +134,7 @@ class Repl:
 
     def _handle(self, text: str) -> None:
         from nanohermes.agent.custom_commands import expand_command
-        from nanohermes.ui.commands import dispatch, is_command
+        from nanohermes.ui.commands import context_chars, dispatch, is_command
 
         if not text.strip():
             return
@@ -155,7 +146,10 @@ class Repl:
             self.driver.run(lambda cancel: agent.run(message or text, cancel))
             if self.driver.exit_signal is not None:  # killed or hung up mid-turn: save and end
                 self.ctx.exit_requested = True
-        self._update_fill()  # after a turn or a command (/reset, /compact)
+        if self.loader.ready:  # the context fill after a turn or a command (/reset, /compact)
+            runtime = self.loader.get()
+            threshold = max(1, runtime.settings.compact_threshold_chars)
+            self._fill = min(999, context_chars(runtime) * 100 // threshold)
 
     def _runtime(self) -> RuntimeLike:
         if self.loader.ready:
@@ -163,11 +157,8 @@ class Repl:
         with self.console.status("starting…", spinner="dots"):
             return self.loader.get()
 
-    # -- start-up in the background -------------------------------------------------------------
-
     def _pre_run(self) -> None:
-        """Inside the prompt, before its first frame: report a failed build, or start building right
-        after the frame is drawn."""
+        """Before the prompt's first frame: report a failed build, or start building after the frame."""
         self._exit_window.close()
         app = self.session.app
         error = self.loader.error
@@ -177,8 +168,7 @@ class Repl:
             app.loop.call_soon(self.loader.start)
 
     def _built(self, error: BaseException | None) -> None:
-        """Builder thread: redraw the toolbar (session name) and show early notes, or end the prompt to
-        show the error."""
+        """Builder thread: redraw the toolbar and show early notes, or end the prompt to show the error."""
         app = self.session.app
         loop = app.loop
         if not app.is_running or loop is None:
@@ -190,8 +180,6 @@ class Repl:
                 loop.call_soon_threadsafe(lambda: app.exit(exception=error) if app.is_running else None)
         except RuntimeError:  # its loop closed meanwhile: the next prompt shows the session and notes
             return
-
-    # -- around the loop ------------------------------------------------------------------------
 
     def _banner(self) -> None:
         from rich.text import Text
@@ -227,7 +215,7 @@ class Repl:
             self.renderer.note("stopped waiting for memory distillation", "warning")
         runtime.close()
         self._show_background_events()
-        path = runtime.agent.session_path
+        path = agent.session_path
         if not path.is_file():  # a session is written by its first turn
             self.console.print("Nothing to save: no message was sent in this session.")
             return 0
@@ -243,8 +231,7 @@ class Repl:
             self._render(self.loader.get().agent.drain_background_events())
 
     def _show_early_events(self) -> None:
-        """Event loop: notes posted while the runtime was built (e.g. «memory.json was unreadable»)
-        are printed above the prompt at once, not after the first answer."""
+        """Event loop: notes posted while the runtime was built go above the prompt at once."""
         from prompt_toolkit.application import run_in_terminal
 
         if not self.session.app.is_running:
@@ -258,35 +245,23 @@ class Repl:
         for event in events:
             self.renderer.handle(event)
 
-    def _update_fill(self) -> None:
-        from nanohermes.ui.commands import context_chars
-
-        if self.loader.ready:
-            runtime = self.loader.get()
-            threshold = max(1, runtime.settings.compact_threshold_chars)
-            self._fill = min(999, context_chars(runtime) * 100 // threshold)
-
-    def _session_name(self) -> str:
-        if self.loader.ready:
-            return self.loader.get().agent.session_path.stem
-        return self.loader.preview.name if self.loader.preview is not None else "new session"
-
     def _toolbar(self) -> FormattedText:
         from nanohermes.ui.prompt import sandbox_label, toolbar_text
 
         runtime = self.loader.get() if self.loader.ready else None
-        model = runtime.agent.model if runtime is not None else str(self.settings.model)
+        preview = self.loader.preview
+        model, session, shell = str(self.settings.model), preview.name if preview else "new session", ""
+        if runtime is not None:
+            model, session = runtime.agent.model, runtime.agent.session_path.stem
+            if (box := runtime.sandbox) is not None:
+                shell = sandbox_label(box.active, box.network, box.mode)
         hint = "Ctrl-C again to exit" if self._exit_window.is_open() else ""
-        sandbox = runtime.sandbox if runtime is not None else None
-        shell = sandbox_label(sandbox.active, sandbox.network, sandbox.mode) if sandbox is not None else ""
-        return toolbar_text(model, self.ctx.permission, self._session_name(), self._fill, hint, shell)
+        return toolbar_text(model, self.ctx.permission, session, self._fill, hint, shell)
 
 
 def exchange_lines(messages: Sequence[Message], width: int) -> list[str]:
-    """`you: …` / `→ …` lines, each shortened to `width` characters, for the last user messages, each
-    with the last assistant text that followed it (a reply that only called tools names them). The
-    texts come from the session file (model replies, pasted text): escape sequences in them are shown,
-    never sent to the terminal."""
+    """`you: …` / `→ …` lines of the last exchanges, each cut to `width` and terminal-safe (a session
+    file holds model replies). A reply that only called tools names them."""
     exchanges: list[tuple[str, str]] = []
     for message in messages:
         role = message.get("role")

@@ -1,17 +1,10 @@
-"""A rich `Console` that never writes a control character it was given as text.
+"""A rich `Console` that never writes a control character it was given as text, and plain printing
+of huge text.
 
-Each output path already passes hostile text through `terminal_safe` before laying it out (so widths
-are right); this is the net under all of them. A render hook wraps everything printed: the text of
-every segment rich renders goes through `terminal_safe`, while its styles (nanohermes's own colours)
-and the control segments rich itself makes (cursor moves of a live region) pass unchanged. A path
-that forgets to sanitise may then wrap a line a little late, but it cannot retitle the window, write
-the clipboard or hide what follows behind an unterminated escape sequence.
-
-Long plain text is printed in pieces: rich's `Text` takes time that grows faster than its length
-(each line is split off a copy of the rest): 1 MB of short lines took 1.6 s, 4 MB 15 s; one 4 MB
-line 1.5 s. In pieces of at most PIECE_CHARS characters, each costs the same, and the output is the
-same text.
-"""
+Each output path already passes text through `terminal_safe` (so widths are right); the render hook
+is the net under all of them: every rendered segment's text is made safe, while rich's own control
+segments (a live region's cursor moves) pass. Long plain text is printed in pieces: rich's `Text`
+grows faster than linearly (4 MB of short lines took 15 s)."""
 
 from __future__ import annotations
 
@@ -54,8 +47,8 @@ def safe_console(**options: Any) -> Console:
 
 
 def plain_pieces(text: str, width: int, limit: int = PIECE_CHARS) -> Iterator[str]:
-    """`text` as runs of whole lines of at most about `limit` characters. A longer line is cut at a
-    multiple of `width`, where folding it would break it anyway."""
+    """`text` as runs of whole lines of at most about `limit` characters; a longer line cut at a
+    multiple of `width`, where folding breaks it anyway."""
     step = max(width, limit - limit % max(1, width))
     run: list[str] = []
     size = 0

@@ -27,21 +27,18 @@ def _visible(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-ECHO_CHARS = 60
-"""How much of a user's argument an error message repeats: a pasted 100,000-character argument
-would otherwise turn a one-line error into a screenful."""
+ECHO_CHARS = 60  # of a user's argument repeated in an error: a pasted one may be a screenful
 
 
 def echoed(argument: str) -> str:
-    """`argument` quoted for an error line: control, bidi and surrogate characters escaped (by
-    `repr`), and cut to ECHO_CHARS characters with its full length noted."""
+    """`argument` quoted (`repr` escapes control, bidi and surrogate characters), cut to ECHO_CHARS."""
     if len(argument) <= ECHO_CHARS:
         return repr(argument)
     return f"{argument[:ECHO_CHARS]!r}… ({len(argument):,} characters)"
 
 
 def is_terminal(stream: TextIO | None) -> bool:
-    """Whether `stream` is a terminal (False for None, a closed stream or a test's StringIO)."""
+    """False for None, a closed stream or a test's StringIO."""
     try:
         return stream is not None and stream.isatty()
     except (AttributeError, ValueError):
@@ -49,7 +46,7 @@ def is_terminal(stream: TextIO | None) -> bool:
 
 
 def speaks_utf8(stream: TextIO) -> bool:
-    """Whether `stream` encodes UTF-8 (not under `LANG=en_US.ISO-8859-1` or `PYTHONIOENCODING=ascii`)."""
+    """False under `LANG=en_US.ISO-8859-1` or `PYTHONIOENCODING=ascii`."""
     try:
         return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
     except LookupError:
@@ -58,7 +55,7 @@ def speaks_utf8(stream: TextIO) -> bool:
 
 def one_line(text: str, limit: int = 0) -> str:
     """`text` on one line and terminal-safe; over `limit` characters (when given), its start and its
-    end, where a hint is: a pasted argument repeated in a message would make it a screenful."""
+    end, where a hint is."""
     line = terminal_safe(" ".join(text.split()))
     if not limit or len(line) <= limit:
         return line

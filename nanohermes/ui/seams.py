@@ -1,7 +1,5 @@
-"""What the UI gets from the composition root (`app.wiring`), which sits above it and is never imported
-here: the runtime's shape, the builder callable and a resumed session's preview; and the loader that
-builds the runtime in the background while the REPL's prompt is up (importing and wiring the core
-costs more than drawing the prompt, and a session needs none of it until the first Enter)."""
+"""What the UI gets from the composition root (`app.wiring`, never imported here), and the loader that
+builds the runtime in the background while the REPL's prompt is up."""
 
 from __future__ import annotations
 
@@ -54,8 +52,7 @@ class ResumePreview:
 
     name: str
     messages: Sequence[Message] = ()
-    notices: Sequence[str] = ()
-    """Warnings about opening it, shown under the banner."""
+    notices: Sequence[str] = ()  # warnings about opening it
 
 
 RuntimeBuilder = Callable[["CliOptions", "Settings", Approver | None], RuntimeLike]
@@ -65,36 +62,30 @@ class RuntimeLoader:
     """Builds the runtime once, on a thread of its own; `get()` waits for it (and re-raises its error)."""
 
     def __init__(self, build: Callable[[], RuntimeLike], preview: ResumePreview | None = None) -> None:
-        """`preview`: the session being resumed, already read (its summary is shown before the
-        runtime is built); None for a new session."""
-        self.preview = preview
-        self.on_done: Callable[[BaseException | None], None] | None = None
-        """Called on the builder thread with the error (or None) when the build ends."""
+        self.preview = preview  # the session being resumed, already read; None for a new one
+        self.built: Future[RuntimeLike] = Future()  # its done callbacks run on the builder thread
         self._build = build
-        self._built: Future[RuntimeLike] = Future()
         self._thread = threading.Thread(target=self._run, name="nh-build", daemon=True)
 
     @property
     def ready(self) -> bool:
-        return self._built.done() and self._built.exception() is None
+        return self.built.done() and self.built.exception() is None
 
     @property
     def error(self) -> BaseException | None:
-        return self._built.exception() if self._built.done() else None
+        return self.built.exception() if self.built.done() else None
 
     def start(self) -> None:
-        """Start building (once; only the REPL's thread calls it)."""
+        """Once; only the REPL's thread calls it."""
         if self._thread.ident is None:
             self._thread.start()
 
     def get(self) -> RuntimeLike:
         self.start()
-        return self._built.result()
+        return self.built.result()
 
     def _run(self) -> None:
         try:
-            self._built.set_result(self._build())
-        except Exception as err:  # handed to the main thread by get() and on_done
-            self._built.set_exception(err)
-        if self.on_done is not None:
-            self.on_done(self.error)
+            self.built.set_result(self._build())
+        except Exception as err:  # handed to the main thread by get() and the done callbacks
+            self.built.set_exception(err)

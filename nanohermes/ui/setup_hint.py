@@ -30,13 +30,10 @@ def missing_model_message(settings: Settings) -> str:
 
 
 def missing_key_message(settings: Settings) -> str | None:
-    """One line when the endpoint is a remote https one and no API key is set; else None.
-
-    Local servers (loopback, `localhost`) and plain http endpoints usually need no key."""
-    if settings.api_key_value():
-        return None
+    """One line when the endpoint is a remote https one and no API key is set (local servers and plain
+    http endpoints usually need none); else None."""
     parts = urlsplit(settings.base_url)
-    if parts.scheme != "https" or _is_local(parts.hostname or ""):
+    if settings.api_key_value() or parts.scheme != "https" or _is_local(parts.hostname or ""):
         return None
     config = settings.state_dir / "config.toml"
     return (

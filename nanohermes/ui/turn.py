@@ -1,9 +1,7 @@
 """Run one agent operation (a turn, /compact) in a worker thread and render its events in this one.
 
-The main thread keeps the terminal: it renders events, answers approval questions posted by the
-worker, and turns Ctrl-C into `CancelToken.cancel()` at once, then drains the worker's last events
-(the interrupted tool results, the TurnFinished) for a bounded time.
-"""
+The main thread keeps the terminal: it renders, answers the worker's approval questions, and turns
+Ctrl-C into a cancel, then drains the worker's last events for a bounded time."""
 
 from __future__ import annotations
 
@@ -32,21 +30,17 @@ if TYPE_CHECKING:
 EventSource = Callable[[CancelToken], Iterator[Event]]
 STOP_GRACE_SECONDS = 10.0
 POLL_SECONDS = 0.1
-
-
-_Item = Event | PendingApproval | None
-"""What the worker posts to the main thread; None: it is done."""
+_Item = Event | PendingApproval | None  # None: the worker is done
 
 
 class TurnDriver:
     def __init__(self, renderer: Renderer, approver: TerminalApprover | None) -> None:
         self.renderer = renderer
         self.approver = approver
-        self.exit_signal: int | None = None
-        """SIGTERM or SIGHUP arrived during a turn: the turn was cancelled; the REPL should end."""
+        self.exit_signal: int | None = None  # SIGTERM or SIGHUP cancelled a turn: the REPL should end
 
     def run(self, source: EventSource) -> bool:
-        """Run `source` to the end; True when it finished without being interrupted."""
+        """True when `source` finished without being interrupted."""
         token = CancelToken()
         items: queue.Queue[_Item] = queue.Queue()
         if self.approver is not None:
@@ -105,11 +99,9 @@ class TurnDriver:
             self.renderer.resume()
 
     def _cancel_on_signal(self, token: CancelToken) -> Callable[[int, FrameType | None], None]:
-        """While a turn runs, Ctrl-C (SIGINT) cancels it instead of raising KeyboardInterrupt
-        mid-render; SIGTERM and SIGHUP cancel it too and set `exit_signal` (the REPL then ends).
-
-        The cancel itself runs on a short-lived thread: its callbacks (closing the stream, killing a
-        process group) must not run inside a signal handler on a thread that may hold their locks."""
+        """Ctrl-C cancels the turn instead of raising mid-render; SIGTERM and SIGHUP also set
+        `exit_signal`. The cancel runs on a thread of its own: its callbacks (closing the stream,
+        killing a process group) must not run in a signal handler on a thread that may hold their locks."""
 
         def handler(signum: int, frame: FrameType | None) -> None:
             if signum != signal.SIGINT:
@@ -121,9 +113,8 @@ class TurnDriver:
 
 @contextlib.contextmanager
 def quiet_terminal() -> Iterator[None]:
-    """While a turn streams, keys typed are not echoed (they would break the live region, and the
-    terminal's own `^C` echo would shift it); they stay buffered for the next prompt. Ctrl-C still
-    sends SIGINT. No-op when stdin is not a terminal or on systems without termios."""
+    """While a turn streams, keys typed are not echoed (nor `^C`: they would break the live region);
+    they stay buffered for the next prompt."""
     try:
         import termios
     except ImportError:  # Windows
@@ -144,7 +135,7 @@ def quiet_terminal() -> Iterator[None]:
 
 
 def _work(source: EventSource, token: CancelToken, items: queue.Queue[_Item]) -> None:
-    """Worker thread body: every outcome reaches the main thread as an event, never as a dead thread."""
+    """Every outcome reaches the main thread as an event, never as a dead thread."""
     try:
         for event in source(token):
             items.put(event)

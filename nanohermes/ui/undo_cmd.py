@@ -1,6 +1,5 @@
-"""What the agent's turns changed, and taking it back (SPEC §11): `nanohermes undo [--session S] [--list]
-[--to N] [--force]` outside the REPL (plain text: what was restored on stdout, errors on stderr), and
-/diff, /undo and /checkpoints in it."""
+"""What the agent's turns changed, and taking it back (SPEC §11): `nanohermes undo` outside the REPL
+(plain text), /diff, /undo and /checkpoints in it."""
 
 from __future__ import annotations
 
@@ -34,7 +33,11 @@ def run_undo_command(args: UndoArgs, settings: Settings) -> int:
             return EXIT_OK
         history = History(checkpoints)
         if args.list_only:
-            _list(history, checkpoints)
+            turns = history.turns()
+            where = f"session {checkpoints.session} · workspace {checkpoints.workspace}"
+            _say(where if turns else f"no turn of session {checkpoints.session.stem} changed files")
+            for line in turn_lines(turns):
+                _say(line)
             return EXIT_OK
         plan = history.plan(args.to)
         if plan.conflicts and not args.force:
@@ -67,16 +70,6 @@ def _locate(args: UndoArgs, settings: Settings) -> Checkpoints | None:
         if args.list_only:
             return None
         raise
-
-
-def _list(history: History, checkpoints: Checkpoints) -> None:
-    turns = history.turns()
-    if not turns:
-        _say(f"no turn of session {checkpoints.session.stem} changed files")
-        return
-    _say(f"session {checkpoints.session} · workspace {checkpoints.workspace}")
-    for line in turn_lines(turns):
-        _say(line)
 
 
 def turn_lines(turns: list[TurnRecord]) -> list[str]:
@@ -144,7 +137,15 @@ def undo(ctx: CommandContext, arg: str) -> None:
         diffs = history.conflict_diffs(plan)
         ctx.say(f"edited after turn {number} (shown: the turn's version → yours now):", "yellow")
         print_diffs(ctx, diffs)
-        if not _confirm(ctx, number, plan.conflicts):
+        if ctx.approver is None:
+            ctx.fail("cannot ask here: nothing was undone")
+            return
+        from nanohermes.checkpoints.journal import shown
+
+        title = (
+            f"Overwrite your later edits of {', '.join(map(shown, plan.conflicts))} to undo turn {number}?"
+        )
+        if ctx.approver(ApprovalRequest("undo", title, "")) is Decision.NO:
             ctx.say("nothing was undone", "dim")
             return
     lines = history.undo(plan, force=True)
@@ -152,16 +153,6 @@ def undo(ctx: CommandContext, arg: str) -> None:
     for line in lines:
         ctx.say(f"  {line}", "dim")
     ctx.say("the model will be told with your next message", "dim")
-
-
-def _confirm(ctx: CommandContext, number: int, conflicts: list[str]) -> bool:
-    if ctx.approver is None:
-        ctx.fail("cannot ask here: nothing was undone")
-        return False
-    from nanohermes.checkpoints.journal import shown
-
-    title = f"Overwrite your later edits of {', '.join(map(shown, conflicts))} to undo turn {number}?"
-    return ctx.approver(ApprovalRequest("undo", title, "")) is not Decision.NO
 
 
 def list_checkpoints(ctx: CommandContext, arg: str) -> None:
