@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -332,15 +333,19 @@ def _cancel_on_signal(cancel: CancelToken) -> Callable[[int, FrameType | None], 
     it too: its shell commands run in sessions of their own, which a kill does not reach."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        if signum != signal.SIGINT:
-            cancel.cancel()
-            return
-        if cancel.cancelled:
+        if signum == signal.SIGINT and cancel.cancelled:
             raise KeyboardInterrupt
-        say("interrupting… (Ctrl-C again to abort)")
-        cancel.cancel()
+        if signum == signal.SIGINT:
+            say("interrupting… (Ctrl-C again to abort)")
+        cancel_in_background(cancel)
 
     return handler
+
+
+def cancel_in_background(token: CancelToken) -> None:
+    """Cancel on a thread of its own: a signal handler runs on the thread it interrupted, which may
+    hold the token's lock (or a lock a callback needs: closing the stream, killing a process group)."""
+    threading.Thread(target=token.cancel, name="nh-cancel", daemon=True).start()
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ from nanohermes.core.errors import Cancelled, NanoHermesError
 from nanohermes.core.events import Event, Note, ReasoningDelta, TextDelta
 from nanohermes.core.protocols import Decision
 from nanohermes.ui.approve import PendingApproval
-from nanohermes.ui.oneshot import signals_handled
+from nanohermes.ui.oneshot import cancel_in_background, signals_handled
 from nanohermes.ui.safe_text import is_terminal
 
 if TYPE_CHECKING:
@@ -100,13 +100,12 @@ class TurnDriver:
 
     def _cancel_on_signal(self, token: CancelToken) -> Callable[[int, FrameType | None], None]:
         """Ctrl-C cancels the turn instead of raising mid-render; SIGTERM and SIGHUP also set
-        `exit_signal`. The cancel runs on a thread of its own: its callbacks (closing the stream,
-        killing a process group) must not run in a signal handler on a thread that may hold their locks."""
+        `exit_signal`."""
 
         def handler(signum: int, frame: FrameType | None) -> None:
             if signum != signal.SIGINT:
                 self.exit_signal = signum
-            threading.Thread(target=token.cancel, name="nh-cancel", daemon=True).start()
+            cancel_in_background(token)
 
         return handler
 
