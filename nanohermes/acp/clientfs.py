@@ -1,8 +1,5 @@
-"""File tools that read and write through the editor (`fs/read_text_file`, `fs/write_text_file`).
-
-The agent sees the editor's unsaved buffers and its edits land in them (the editor can undo them).
-Paths are still confined to the workspace; listing, grep and the shell stay on disk.
-"""
+"""File tools that read the editor's unsaved buffers and write into them (the editor can undo it).
+Paths are still confined to the workspace; listing, grep and the shell stay on disk."""
 
 from __future__ import annotations
 

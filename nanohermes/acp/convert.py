@@ -99,8 +99,7 @@ def permission_call(acp_id: str, call: ToolCall, workspace: Path, title: str) ->
 
 
 def finish(acp_id: str, name: str, result: ToolResult) -> schema.ToolCallProgress:
-    """The closing `tool_call_update`: completed or failed, with the result shown (a successful edit
-    keeps its diff instead)."""
+    """The closing `tool_call_update` (a successful edit keeps its diff instead of the result)."""
     failed = not result.ok or result.content == INTERRUPTED
     text = result.content
     if len(text) > SHOWN_OUTPUT_CHARS:
@@ -197,8 +196,7 @@ def _replay_assistant(
 
 
 def session_list(sessions_dir: Path, cwd: str | None, start: int) -> schema.ListSessionsResponse:
-    """A page of the saved sessions (REPL ones too; of `cwd` when given), newest first, after the
-    first `start`."""
+    """A page of the saved sessions (REPL ones too), newest first, after the first `start`."""
     from nanohermes.sessions.paths import recent_session_files
 
     infos: list[schema.SessionInfo] = []

@@ -163,15 +163,12 @@ class NanohermesAcpAgent:
         text = convert.prompt_text(prompt)
         if not text:
             raise RequestError.invalid_params({"details": "the prompt is empty"})
-        command = commands.command_source(text, agent, self.stores(session.workspace))
-        if command is None:
-            text = await asyncio.to_thread(
-                commands.expanded, text, session.workspace, self.settings.state_dir
-            )
-        stop = await session.run(
-            (lambda _: command) if command is not None else (lambda c: agent.run(text, c))
-        )
-        return schema.PromptResponse(stop_reason=stop)
+        workspace = session.workspace
+        source = commands.command_source(text, agent, self.stores(workspace))
+        if source is None:
+            text = await asyncio.to_thread(commands.expanded, text, workspace, self.settings.state_dir)
+            source = functools.partial(agent.run, text)
+        return schema.PromptResponse(stop_reason=await session.run(source))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.get(session_id)

@@ -137,18 +137,7 @@ class McpManager:
 
     def status(self) -> list[ServerStatus]:
         with self._lock:
-            return [
-                ServerStatus(
-                    s.name,
-                    s.config.transport,
-                    s.config.target(),
-                    s.state,
-                    s.config.trusted,
-                    s.infos,
-                    s.last_error,
-                )
-                for s in self._servers.values()
-            ]
+            return [server.status() for server in self._servers.values()]
 
     def submit(self, server: str, tool: str, arguments: dict[str, Any]) -> concurrent.futures.Future[str]:
         """A call started on the loop: its future gives the text or raises ToolError (cancelling it sends

@@ -51,3 +51,9 @@ class ServerEntry:
     stale: bool = False  # its tool list changed and was not listed again yet
     refresh: asyncio.Task[None] | None = None
     left_out: dict[str, str] = field(default_factory=dict)  # name → why, as last told to the user
+
+    def status(self) -> ServerStatus:
+        config, state = self.config, self.state
+        return ServerStatus(
+            self.name, config.transport, config.target(), state, config.trusted, self.infos, self.last_error
+        )
