@@ -47,7 +47,7 @@ class ClientReadTools(FileTools):
         if offset < 1 or limit < 1:  # the same argument errors
             return super().read_file(path, offset, limit, ctx=ctx)
         text = self._client.read_text(self.workspace.resolve(path, ctx.granted), ctx.cancel)
-        with tempfile.TemporaryFile() as handle:  # numbered as a file on disk is (unnamed: gone at close)
+        with tempfile.TemporaryFile() as handle:  # numbered exactly as on disk (the file has no name)
             handle.write(text.encode("utf-8", "surrogatepass"))
             handle.seek(0)
             return self._numbered(handle, path, offset, limit, ctx.cancel)

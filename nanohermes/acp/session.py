@@ -156,20 +156,20 @@ class AcpSession:
         turn.put(ask)
         return result_of(ask.answer, turn.cancel)
 
-    def read_text(self, path: Path, cancel: object | None = None) -> str:
+    def read_text(self, path: Path, cancel: CancelToken | None = None) -> str:
         request = functools.partial(self.client.read_text_file, session_id=self.id, path=str(path))
         return str(self._call(request, "read", path, cancel).content)
 
-    def write_text(self, path: Path, content: str, cancel: object | None = None) -> None:
+    def write_text(self, path: Path, content: str) -> None:
         request = functools.partial(
             self.client.write_text_file, session_id=self.id, path=str(path), content=content
         )
-        self._call(request, "write", path, cancel)
+        self._call(request, "write", path)
 
-    def _call(self, make: Callable[[], Any], verb: str, path: Path, cancel: object | None) -> Any:
+    def _call(self, make: Callable[[], Any], verb: str, path: Path, cancel: CancelToken | None = None) -> Any:
         """Wait for the client request `make()`, giving up when `cancel` (else the running turn's:
         an approval's diff reads through the editor too) is cancelled."""
-        token = cancel if isinstance(cancel, CancelToken) else self.turn.cancel if self.turn else None
+        token = cancel or (self.turn.cancel if self.turn else None)
         if token is not None and token.cancelled:
             raise Cancelled()
         try:
