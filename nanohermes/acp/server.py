@@ -91,10 +91,9 @@ class NanohermesAcpAgent:
                 resume=schema.SessionResumeCapabilities(),
             ),
         )
+        version = PROTOCOL_VERSION if protocol_version < 1 else min(protocol_version, PROTOCOL_VERSION)
         return schema.InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION)
-            if protocol_version >= 1
-            else PROTOCOL_VERSION,
+            protocol_version=version,
             agent_capabilities=capabilities,
             agent_info=schema.Implementation(name="nanohermes", title="nanohermes", version=__version__),
             auth_methods=[],
