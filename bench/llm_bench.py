@@ -28,7 +28,8 @@ from nanohermes.core.cancel import CancelToken
 from nanohermes.core.types import ChatResult
 from nanohermes.llm import ChatClient
 from nanohermes.llm.failures import Target
-from nanohermes.llm.response import assemble
+from nanohermes.llm.response import StreamAssembler
+from nanohermes.llm.sse import DONE, iter_chunks
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -86,7 +87,11 @@ def bench_parsing(chunks: int) -> None:
     lines = body.decode().splitlines()
 
     def reader_only() -> None:
-        assemble(lines, Target("m", "u", False))
+        assembler = StreamAssembler(Target("m", "u"))
+        for chunk in iter_chunks(lines):
+            if chunk != DONE:
+                assembler.feed(chunk)
+        assert assembler.result().finish_reason
 
     whole_client()
     full = best_of(5, whole_client)

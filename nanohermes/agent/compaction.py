@@ -1,14 +1,6 @@
-"""Context compaction (SPEC §4.3). Pure: takes the messages and a `summarize` callable, returns a plan.
-
-    keep messages[0] (system) ─┬─ middle ──────────────────────────┬─ last `keep` messages verbatim
-                               └→ old tool outputs shortened first; └→ the cut moves earlier so no
-                                  if still too big: ONE summary       tool result is separated from
-                                  message at index 1 (or a note        the assistant message that
-                                  when summarising fails)              called it
-
-Everything taken out of the live context (dropped messages, and the full text of shortened tool
-outputs) is returned in `removed`, for the session file's archive. Never touches the memory block.
-"""
+"""Context compaction (SPEC §4.3), pure. Between the pinned head and the last `keep` messages (never
+cut between a tool call and its result), old tool outputs are shortened first; if that is not enough,
+the middle becomes ONE summary message. What leaves the live context is returned for the archive."""
 
 from __future__ import annotations
 
@@ -19,8 +11,7 @@ from dataclasses import dataclass, field
 from nanohermes.core.errors import Cancelled, NanoHermesError
 from nanohermes.core.types import Message, message_chars, message_text
 
-Summarize = Callable[[list[Message]], str]
-"""Given the middle messages, return a summary text. Raises NanoHermesError when it cannot."""
+Summarize = Callable[[list[Message]], str]  # raises NanoHermesError when it cannot
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation, written when the context was compacted]"
 DROPPED_PREFIX = "[Earlier messages were removed to fit the context window"
@@ -28,10 +19,8 @@ TOOL_OUTPUT_KEEP = 300
 TRANSCRIPT_CHARS = 60_000
 TRANSCRIPT_MESSAGE_CHARS = 4_000
 SUMMARY_MAX_CHARS = TRANSCRIPT_CHARS // 3
-"""A longer summary is cut: it replaces at most TRANSCRIPT_CHARS of transcript."""
 SUMMARY_FLOOR = 2_000
-"""A summary is cut at half the length of what it replaces, but never below this (a few short
-messages may get a summary longer than they are)."""
+"""A summary is cut at half the length of what it replaces, never below this nor above the max."""
 
 SUMMARY_SYSTEM_PROMPT = """\
 You compress the earlier part of a conversation between a user and a coding agent so the agent can \
@@ -44,8 +33,6 @@ the summary only."""
 
 @dataclass
 class Compaction:
-    """The outcome of one compaction."""
-
     messages: list[Message]
     removed: list[Message] = field(default_factory=list)
     before_chars: int = 0
@@ -74,15 +61,9 @@ def compact(
     threshold: int | None = None,
     head: int = 1,
 ) -> Compaction | None:
-    """Compact `messages`, the first `head` kept verbatim; None when there is nothing between them
-    and the kept tail but an earlier compaction's summary (summarising it again gains nothing, at a
-    model call a step).
-
-    With `threshold` (automatic compaction) the summary is skipped when shortening old tool outputs
-    already brings the total under it. Without it (/compact) the middle is always summarised.
-    `Cancelled` from `summarize` propagates (nothing changed); any other NanoHermesError falls back
-    to dropping the middle with a note.
-    """
+    """None when the middle holds nothing but an earlier summary (summarising it again gains
+    nothing, at a model call a step). With `threshold` (automatic), no summary when shortening tool
+    outputs is enough. A failed summary (not Cancelled) drops the middle with a note."""
     cut = split_point(messages, keep, head)
     kept, middle, tail = messages[:head], messages[head:cut], messages[cut:]
     if all(is_compaction_message(m) for m in middle):  # also when the middle is empty
@@ -123,7 +104,7 @@ def is_compaction_message(message: Message) -> bool:
 
 
 def shorten_tool_outputs(middle: list[Message]) -> tuple[list[Message], list[Message]]:
-    """Cut long tool results to their head; returns (new middle, the original full messages)."""
+    """(the middle with long tool results cut to their head, the original messages)."""
     result: list[Message] = []
     originals: list[Message] = []
     for message in middle:
@@ -139,18 +120,17 @@ def shorten_tool_outputs(middle: list[Message]) -> tuple[list[Message], list[Mes
     return result, originals
 
 
-def transcript(messages: list[Message], max_chars: int = TRANSCRIPT_CHARS) -> str:
-    """The messages as `[role] text` lines for the summariser; head and tail kept when too long."""
+def transcript(messages: list[Message]) -> str:
+    """`[role] text` lines for the summariser; head and tail kept when too long."""
     lines = [_line(m) for m in messages]
     text = "\n".join(lines)
-    if len(text) <= max_chars:
+    if len(text) <= TRANSCRIPT_CHARS:
         return text
-    half = max_chars // 2
+    half = TRANSCRIPT_CHARS // 2
     return f"{text[:half]}\n[… {len(text) - 2 * half} characters left out …]\n{text[-half:]}"
 
 
 def summary_request(messages: list[Message]) -> list[Message]:
-    """The request that asks the model for a summary of `messages`."""
     body = "Summarise this earlier part of the conversation:\n\n" + transcript(messages)
     return [{"role": "system", "content": SUMMARY_SYSTEM_PROMPT}, {"role": "user", "content": body}]
 

@@ -12,15 +12,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class AgentConfig:
     model: str
-    distill_model: str | None = None
-    """None: distil with the current chat model (follows /model)."""
+    distill_model: str | None = None  # None: the current chat model (follows /model)
     max_iterations: int = 50
     compact_threshold_chars: int = 120_000
     compact_keep_messages: int = 10
     language: str = "en"
     verbose: bool = False
-    save_each_turn: bool = True
-    """False in one-shot mode: the caller saves once, after the turn's distillation."""
+    save_each_turn: bool = True  # False in one-shot mode: saved once, after the distillation
 
     @classmethod
     def from_settings(

@@ -1,6 +1,5 @@
 """Custom slash commands (README "Custom commands and skills"): `/NAME args` sends the body of
-`NAME.md` as the user's message, `$ARGUMENTS` and `$1`, `$2`… filled in (a body without any gets the
-arguments appended). The REPL, `-p "/NAME args"` and the ACP server use them."""
+`NAME.md`, `$ARGUMENTS` and `$1`, `$2`… filled in (a body without any gets the arguments appended)."""
 
 from __future__ import annotations
 
@@ -10,13 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nanohermes.core.frontmatter import (
-    NAME,
-    front_matter,
-    load_definitions,
-    read_definition,
-    unquote,
-)
+from nanohermes.core.frontmatter import front_matter, load_definitions, read_definition, unquote
 from nanohermes.core.types import shorten
 
 COMMAND_MAX_BYTES = 64 * 1024
@@ -38,14 +31,11 @@ class CustomCommand:
 
 
 def load_commands(workspace: Path, state_dir: Path) -> tuple[dict[str, CustomCommand], list[str]]:
-    """(commands by name, one note per file skipped). `state_dir` is ~/.nanohermes."""
     return load_definitions("commands", "*.md", "custom command", workspace, state_dir, _parse)
 
 
 def _parse(path: Path, inside: Path | None) -> CustomCommand:
     name = path.stem
-    if not NAME.fullmatch(name):
-        raise ValueError("a command's name may hold only letters, digits, '-' and '_' (at most 64)")
     if name.lower() in BUILTIN_COMMANDS:
         raise ValueError(f"/{name.lower()} is a built-in command")
     meta, body = front_matter(read_definition(path, COMMAND_MAX_BYTES, inside), COMMAND_KEYS)
@@ -56,7 +46,7 @@ def _parse(path: Path, inside: Path | None) -> CustomCommand:
 
 
 def expand_command(commands: Mapping[str, CustomCommand], text: str) -> str | None:
-    """The message `/NAME args` stands for, or None when `text` does not start with a custom command."""
+    """The message `/NAME args` stands for; None when `text` is no custom command."""
     first, arguments = (text.split(maxsplit=1) + ["", ""])[:2]
     command = commands.get(first[1:]) if first.startswith("/") else None
     if command is None:

@@ -1,10 +1,5 @@
-"""Distillation scheduling for the agent (SPEC §3.7): after a completed turn, one background thread
-asks the model what is worth remembering and saves it; the UI hears about it through notes.
-
-Headless like the agent: it reports through callbacks (`post_note`, `add_usage`) and never blocks a
-turn. `wait` lets `-p` and the REPL's exit finish what is running; `cancel` (the agent's background
-token) stops a distillation's request at once.
-"""
+"""Distillation (SPEC §3.7): after a completed turn, a background thread asks the model what is worth
+remembering and saves it. It reports through callbacks and never blocks a turn."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ from typing import TYPE_CHECKING
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import StoreError
 from nanohermes.core.events import Note
-from nanohermes.core.types import Message, Usage, message_text
+from nanohermes.core.types import Message, Usage, message_text, plural
 from nanohermes.memory import distill_messages, parse_distill, save_distilled, worth_distilling
 
 if TYPE_CHECKING:
@@ -24,8 +19,6 @@ if TYPE_CHECKING:
 
 
 class Distiller:
-    """Runs distillations in background threads; one per completed turn worth it."""
-
     def __init__(
         self,
         model: ChatClient,
@@ -43,8 +36,7 @@ class Distiller:
         self.cancel = CancelToken()
 
     def start(self, excerpt: list[Message], *, had_tools: bool) -> None:
-        """Distil `excerpt` (the turn, from its user message) when the turn is worth it (and memory
-        is on)."""
+        """Distil `excerpt` (the turn, from its user message) when it is worth it."""
         store = self._store
         if store is None or not excerpt or not worth_distilling(message_text(excerpt[0]), had_tools):
             return
@@ -56,7 +48,6 @@ class Distiller:
         thread.start()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait for running distillations; True when none is left running."""
         with self._lock:
             threads = list(self._threads)
         for thread in threads:
@@ -83,7 +74,7 @@ class Distiller:
                 self._post(Note(f"distillation failed: {type(err).__name__}: {err}", "debug"))
             return
         if saved:
-            self._post(Note(f"{saved} {'memory' if saved == 1 else 'memories'} saved"))
+            self._post(Note(f"{plural(saved, 'memory')} saved"))
         elif self._verbose:
             self._post(Note("distillation found nothing durable to remember", "debug"))
 

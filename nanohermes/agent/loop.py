@@ -1,26 +1,21 @@
-"""The agent loop (SPEC §4.1). Headless: it yields events; the UI renders them.
-
-run(user_content)
-  inject memory block → append user message → step (`Steps`) until a TurnOver is raised
-  every early exit (answer, max_iterations, Ctrl-C, model error) ends in ONE except-chain
-  → save the session → distill in the background if completed → TurnFinished
-"""
+"""The agent loop (SPEC §4.1), headless: it yields events; the UI renders them. A turn: inject the
+memory block, run the steps until a TurnOver, save the session, distill if completed, TurnFinished."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Generator, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.distiller import Distiller
-from nanohermes.agent.turns import Steps, Turn, checkpoint_notes, messages_of_turn
+from nanohermes.agent.turns import Steps, Turn
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import StoreError
 from nanohermes.core.events import Event, MemoryRecalled, Note, RecalledMemory, TurnFinished
 from nanohermes.core.protocols import TurnChanges
-from nanohermes.core.types import Usage, shorten, with_images
+from nanohermes.core.types import Message, Usage, plural, shorten, with_images
 from nanohermes.llm import ChatClient
 from nanohermes.memory import recall_for_turn, set_block
 from nanohermes.sessions.autosave import SessionSaver
@@ -54,9 +49,9 @@ class Agent(Steps):
         hooks: HookRunner | None = None,
         attach_images: Callable[[str], tuple[list[str], list[str]]] | None = None,
     ) -> None:
-        """`attach_images`: the images a user message names (`@shot.png`) as data URLs, and a
-        note for each one not sent."""
-        self._store, self._session, self._checkpoints = store, session, checkpoints
+        """`attach_images`: the images a message names (`@shot.png`) as data URLs, and notes."""
+        self._store, self._checkpoints = store, checkpoints
+        self.session_path = session.path
         self._attach_images = attach_images
         self._system = system_prompt
         self._hooks = hooks  # user_prompt and stop (the tools run pre_tool and post_tool)
@@ -75,8 +70,7 @@ class Agent(Steps):
             archive=self._data.archive,
         )
         self._block = ""
-        self.recalled: tuple[RecalledMemory, ...] = ()
-        """The memories in the current block, with scores and matched terms (`/memory last`)."""
+        self.recalled: tuple[RecalledMemory, ...] = ()  # the current block's memories (`/memory last`)
         self._lock = threading.Lock()
         self._turn: Turn | None = None  # the running turn, whose usage sub-agents add to
         self._background: list[Event] = []
@@ -86,51 +80,31 @@ class Agent(Steps):
             store,
             model_name=lambda: config.distill_model or self.model,
             post_note=self.post_note,
-            add_usage=self._add_usage,
+            add_usage=functools.partial(self.add_turn_usage, in_turn=False),
             verbose=config.verbose,
         )
 
     # -- state -----------------------------------------------------------------------------------
 
     @property
-    def archived_count(self) -> int:
-        """Every message ever archived in this session, saved or not."""
-        return self._data.archived + len(self._data.archive)
-
-    @property
     def usage(self) -> Usage:
-        with self._lock:
-            return self._data.usage
+        return self._data.usage  # frozen: replaced whole, never changed in place
 
-    def _add_usage(self, usage: Usage) -> None:
-        """Count tokens spent for this conversation in its totals (distillation: never in a turn)."""
+    def add_turn_usage(self, usage: Usage, *, in_turn: bool = True) -> None:
+        """Tokens in the totals and in the running turn's count (`-p --json`); a distillation's are
+        not in a turn's (it may run into the next one)."""
         with self._lock:
             self._data.usage += usage
-
-    def add_turn_usage(self, usage: Usage) -> None:
-        """Tokens spent during the running turn (its model calls, a sub-agent's): in the totals and
-        in the turn's own count (`-p --json`)."""
-        with self._lock:
-            self._data.usage += usage
-            if self._turn is not None:
+            if in_turn and self._turn is not None:
                 self._turn.usage += usage
 
-    @property
-    def session_path(self) -> Path:
-        return self._session.path
-
-    @property
-    def model(self) -> str:
-        return self._data.model or self._config.model
-
     def set_model(self, name: str) -> None:
-        self._data.model = name.strip() or self.model
+        self.model = self._data.model = name.strip() or self.model
 
     def set_permission(self, mode: str) -> None:
         self._tools.set_permission(mode)
 
     def post_note(self, note: Note) -> None:
-        """Queue a note for the UI (background distillation, store notices)."""
         with self._lock:
             self._background.append(note)
 
@@ -142,7 +116,7 @@ class Agent(Steps):
     # -- a turn ----------------------------------------------------------------------------------
 
     def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
-        """One user turn (SPEC §4.1). Ends with exactly one TurnFinished."""
+        """One user turn (SPEC §4.1); ends with exactly one TurnFinished."""
         cancel = cancel or CancelToken()
         if (yield from self._prompt_blocked(user_content, cancel)):
             return
@@ -181,7 +155,7 @@ class Agent(Steps):
         yield TurnFinished(over.completed, over.reason, turn.usage, over.answer, changes.files)
 
     def _prompt_blocked(self, prompt: str, cancel: CancelToken) -> Generator[Event, None, bool]:
-        """Run the user_prompt hooks; True when one blocked the prompt (the turn is then over)."""
+        """True when a user_prompt hook blocked the prompt (the turn is then over)."""
         if self._hooks is None:
             return False
         outcome = self._hooks.run("user_prompt", cancel, prompt=prompt)
@@ -214,17 +188,14 @@ class Agent(Steps):
             self.messages[0] = {"role": "system", "content": set_block(self._system, recall.block)}
 
     def wait_for_distillation(self, timeout: float | None = None) -> bool:
-        """Wait for running distillations; True when none is left running."""
-        return self._distiller.wait(timeout)
+        return self._distiller.wait(timeout)  # True when none is left running
 
     def stop_distillation(self) -> None:
-        """Cancel running distillations (the user chose not to wait for them)."""
         self._distiller.cancel.cancel()
 
     # -- compaction, reset, persistence ----------------------------------------------------------
 
     def compact(self, cancel: CancelToken | None = None) -> Iterator[Event]:
-        """/compact: summarise everything but the recent messages now."""
         done = yield from self._compact(cancel or CancelToken(), threshold=None)
         if not done:
             yield Note("nothing to compact yet")
@@ -232,17 +203,33 @@ class Agent(Steps):
         self._saver.in_background()
 
     def reset(self) -> None:
-        """/reset: clear the conversation (kept in the archive), keep the system prompt."""
+        """/reset: the conversation goes to the archive; the system prompt stays."""
         self._data.archive.extend(self.messages[1:])
         self._block = ""
         self.recalled = ()
         self.messages[:] = [{"role": "system", "content": self._system}]
 
     def save(self) -> None:
-        """Write the session file now (unless nothing changed), after any pending background write.
-        Raises SessionError."""
+        """Write now, after any pending write (none when nothing changed). Raises SessionError."""
         self._saver.submit().result()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait for pending background writes of the session file; True when none is left."""
         return self._saver.flush(timeout)
+
+
+def checkpoint_notes(changes: TurnChanges) -> Iterator[Event]:
+    for line in changes.notes:
+        yield Note(line, "warning")
+    if changes.files:
+        count = len(changes.files)
+        shown = ", ".join(changes.files[:5]) + (f" and {count - 5} more" if count > 5 else "")
+        yield Note(f"checkpoint {changes.turn}: {plural(count, 'file')} changed ({shown})")
+
+
+def messages_of_turn(messages: list[Message], user_message: Message) -> list[Message]:
+    """A turn's messages from its user message on; when a compaction took that message out, it goes
+    back in front of what follows the summary: the distiller must read what the user said first."""
+    start = next((i for i, m in enumerate(messages) if m is user_message), None)
+    if start is not None:
+        return list(messages[start:])
+    return [user_message, *messages[2:]]

@@ -1,5 +1,5 @@
-"""`update_plan`: the model keeps a checklist of its steps. Each accepted call becomes a PlanUpdated
-event after its result (the REPL's checklist, `-p --json`'s "plan", ACP `plan` updates)."""
+"""`update_plan`: the model keeps a checklist of its steps; each accepted call becomes a PlanUpdated
+event after its result."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ STATUSES: tuple[str, ...] = typing.get_args(PlanStatus)
 
 
 def parse_plan(plan: object) -> tuple[PlanStep, ...]:
-    """The steps of a plan; ToolError (one line for the model) for anything that is not one."""
+    """Raises ToolError (one line for the model) for anything that is not a plan."""
     if not isinstance(plan, list) or not plan:
         raise ToolError('plan must be a non-empty list of {"step": text, "status": …} objects')
     if len(plan) > MAX_STEPS:
@@ -62,6 +62,5 @@ def make_plan_tool() -> Tool:
 
 
 def plan_updates(call: ToolCall, result: ToolResult) -> Iterator[PlanUpdated]:
-    """The plan an update_plan call set, once the tool has accepted its arguments."""
     if call.name == PLAN_TOOL and result.ok:
         yield PlanUpdated(parse_plan(json.loads(call.arguments)["plan"]))

@@ -44,9 +44,8 @@ def base_system_prompt(
     agents_md: str | None = None,
     skills: str = "",
 ) -> str:
-    """The system prompt without a memory block. `extra` replaces the base role (sub-agents).
-    `agents_md`: the AGENTS.md text already read (`load_agents_md`); None reads it here. `skills`:
-    the section listing the skills (`skills_prompt`)."""
+    """The system prompt without a memory block. `extra` replaces the base role (sub-agents);
+    `agents_md` None reads AGENTS.md here."""
     parts = [extra.strip() or BASE_PROMPT, MEMORY_GUIDE if memory else NO_MEMORY_GUIDE]
     today = date.today().isoformat()
     parts.append(f"Workspace: {workspace}\nPlatform: {platform.system()} {platform.release()}\nDate: {today}")
@@ -59,9 +58,8 @@ def base_system_prompt(
 
 
 def load_agents_md(workspace: Path) -> tuple[str, str]:
-    """(text, note): AGENTS.md's text, at most AGENTS_MAX_CHARS of it, read only when it is a regular
-    file whose real path is inside the workspace; else "" and a note saying why it was ignored (no
-    note when there is no AGENTS.md). Never follows a link out, never blocks on a FIFO or a device."""
+    """(text, note): AGENTS.md, cut at AGENTS_MAX_CHARS, read only when it is a regular file inside
+    the workspace (never through a link out, never a FIFO); else "" and why it was ignored."""
     path = workspace / AGENTS_FILE
     if not os.path.lexists(path):
         return "", ""
@@ -85,8 +83,7 @@ def load_agents_md(workspace: Path) -> tuple[str, str]:
 
 
 def _replaced(text: str) -> str:
-    """`text` with each undecodable byte (kept by surrogateescape) shown as U+FFFD, and without the
-    byte-order mark a Windows editor puts first (no text, and no whitespace to strip)."""
+    """Undecodable bytes (kept by surrogateescape) as U+FFFD, without a Windows editor's BOM."""
     return (
         text.encode("utf-8", errors="surrogateescape")
         .decode("utf-8", errors="replace")

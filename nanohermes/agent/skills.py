@@ -1,6 +1,5 @@
-"""Skills in the agentskills.io format (README "Custom commands and skills"): a folder holding
-`SKILL.md` (front matter `name`, its folder's, and `description`; then the instructions) and any
-files it refers to. The system prompt lists each skill; the `skill` tool returns its instructions."""
+"""Skills in the agentskills.io format (README "Custom commands and skills"): the system prompt lists
+each skill; the `skill` tool returns its instructions."""
 
 from __future__ import annotations
 
@@ -10,13 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nanohermes.core.errors import ToolError
-from nanohermes.core.frontmatter import (
-    NAME,
-    front_matter,
-    load_definitions,
-    read_definition,
-    unquote,
-)
+from nanohermes.core.frontmatter import front_matter, load_definitions, read_definition, unquote
 from nanohermes.core.types import shorten
 from nanohermes.tools.base import Tool, tool_from_function
 
@@ -34,12 +27,10 @@ class Skill:
     description: str
     body: str
     folder: Path
-    shown: str
-    """The folder as the model names it: relative to the workspace when inside it."""
+    shown: str  # the folder as the model names it: relative to the workspace when inside it
 
 
 def load_skills(workspace: Path, state_dir: Path) -> tuple[dict[str, Skill], list[str]]:
-    """(skills by name, at most SKILLS_LISTED; one note per skill skipped). `state_dir`: ~/.nanohermes."""
     return load_definitions("skills", f"*/{SKILL_FILE}", "skill", workspace, state_dir, _parse, SKILLS_LISTED)
 
 
@@ -49,8 +40,6 @@ def _parse(path: Path, inside: Path | None) -> Skill:
     folder = path.parent
     if name != folder.name:
         raise ValueError(f"its name {shorten(name, 70)!r} is not its folder's {shorten(folder.name, 70)!r}")
-    if not NAME.fullmatch(name):
-        raise ValueError("a skill's name may hold only letters, digits, '-' and '_' (at most 64)")
     if not description or not body:
         raise ValueError("it needs a description in its front matter and instructions after it")
     shown = str(folder.relative_to(inside)) if inside is not None else str(folder)
@@ -58,7 +47,6 @@ def _parse(path: Path, inside: Path | None) -> Skill:
 
 
 def skills_prompt(skills: Mapping[str, Skill]) -> str:
-    """The system prompt's short section naming the skills ("" when there are none)."""
     if not skills:
         return ""
     lines = "\n".join(f"- {skill.name}: {skill.description}" for skill in skills.values())
@@ -66,8 +54,6 @@ def skills_prompt(skills: Mapping[str, Skill]) -> str:
 
 
 def make_skill_tool(skills: Mapping[str, Skill]) -> Tool:
-    """The `skill` tool: a skill's instructions, and the names of its folder's other files."""
-
     def skill(name: str) -> str:
         """Read a skill's instructions.
 
@@ -86,7 +72,7 @@ def make_skill_tool(skills: Mapping[str, Skill]) -> Tool:
 
 
 def _other_files(folder: Path) -> list[str]:
-    """The skill folder's files besides SKILL.md (not hidden ones), at most FILES_LISTED."""
+    """Not hidden ones; at most FILES_LISTED."""
     names: list[str] = []
     for top, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))

@@ -1,6 +1,5 @@
-"""Sub-agents (SPEC §4.6; the file format is in the README's "Sub-agents"): definitions, and the
-`task` tool that runs one in its own message loop. A sub-agent shares the parent's tool executor and
-memory store, its system prompt gets the memory block retrieved for its task text, it never distills."""
+"""Sub-agents (SPEC §4.6, README "Sub-agents"): definitions, and the `task` tool that runs one through
+the agent's steps with the parent's tools and memory; a sub-agent never distills."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ class AgentDefinition:
     name: str
     description: str
     prompt: str
-    tools: tuple[str, ...] | None = None
-    """Allowed tool names; None = all of the parent's tools except `task`."""
+    tools: tuple[str, ...] | None = None  # None: all of the parent's tools but `task`
 
 
 BUILTIN_AGENTS = (
@@ -64,7 +62,7 @@ BUILTIN_AGENTS = (
 
 
 def parse_definition(text: str, fallback_name: str) -> AgentDefinition:
-    """Parse one definition file. Raises ValueError with a one-line reason."""
+    """Raises ValueError with a one-line reason."""
     text = text.lstrip("\ufeff").strip()  # a BOM (Windows editors) is no text
     meta, body = front_matter(text, FRONT_MATTER_KEYS)
     name = unquote(meta.get("name", "")) or fallback_name
@@ -88,8 +86,8 @@ def _tool_names(value: str) -> tuple[str, ...]:
 
 
 def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefinition], list[str]]:
-    """Built-ins, then each directory's `*.md` in order (a later directory wins; within one, a name
-    taken twice is a problem). Returns (definitions, problems). A FIFO or device is never read."""
+    """Built-ins, then each directory's `*.md` (a later directory wins; a name taken twice within one
+    is a problem), and the problems."""
     found = {d.name: d for d in BUILTIN_AGENTS}
     problems: list[str] = []
     for directory in directories:
@@ -109,9 +107,8 @@ def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefini
 
 
 class SubAgentRunner:
-    """Runs one sub-agent task to its final answer through the agent's own steps: no streaming, the
-    task kept verbatim through compaction, the allowed tools only, errors as ToolError. `add_usage`
-    counts the tokens of its calls in the session's totals (/tokens)."""
+    """Runs a sub-agent task to its final answer: no streaming, the task pinned through compaction,
+    the allowed tools only, errors as ToolError."""
 
     def __init__(
         self,
@@ -186,8 +183,8 @@ class _AllowedTools:
 
 
 def _final_answer(definition: AgentDefinition, over: TurnOver, notes: list[str]) -> str:
-    """The sub-agent's answer. One cut by the token cap, stopped by the provider or refused is
-    kept, and says so: the main agent must not take a half report for a whole one."""
+    """An answer cut short or refused is kept, and says so: the main agent must not take a half
+    report for a whole one."""
     if over.reason == "interrupted":
         raise Cancelled
     answer = over.answer.strip()
@@ -201,7 +198,6 @@ def _final_answer(definition: AgentDefinition, over: TurnOver, notes: list[str])
 
 
 def make_task_tool(definitions: dict[str, AgentDefinition], runner: SubAgentRunner) -> Tool:
-    """The `task` tool offered to the main agent (register it into the ToolRunner)."""
 
     def task(agent: str, task: str, cancel: CancelToken) -> str:
         """Run a sub-agent.

@@ -1,10 +1,6 @@
-"""The steps of a turn, shared by the agent and its sub-agents, what a turn carries, and how a reply
-ends it.
-
-    step: compact if needed → call the model (on a context overflow: compact, call once more) →
-          read tool calls written as text → drop cut calls → append the assistant message →
-          no tool calls? raise TurnOver : run the calls, append every call's result in order
-"""
+"""The steps of a turn, shared by the agent and its sub-agents: compact if needed → call the model
+(on a context overflow: compact, call once more) → read tool calls written as text → drop cut calls →
+append the reply → no tool calls? raise TurnOver : run the calls, append their results in order."""
 
 from __future__ import annotations
 
@@ -29,16 +25,13 @@ from nanohermes.core.errors import (
     LLMError,
 )
 from nanohermes.core.events import Compacted, Event, Note, TextDelta, ToolFinished
-from nanohermes.core.protocols import TurnChanges
-from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, plural, shown_images
+from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shown_images
 from nanohermes.llm import ChatClient, extract_text_tool_calls
 
 CUT_SHORT = frozenset({"length", "insufficient_system_resource"})
-"""Finish reasons of a reply stopped mid-way: a tool call in it may be cut mid-arguments. DeepSeek
-documents `insufficient_system_resource`: «the request is interrupted due to insufficient resource of
-the inference system»."""
+"""Finish reasons of a reply stopped mid-way, so a tool call may be cut mid-arguments (the second is
+DeepSeek's, for lack of capacity on its side)."""
 MAX_CALLS_PER_REPLY = 64
-"""Tool calls run from one reply; the rest are dropped (`drop_cut_calls`)."""
 UNREADABLE_CALL = "the model wrote a <tool_call> that could not be read"
 NOTHING_TO_COMPACT_HINT = (
     "the recent messages alone do not fit: /reset or a new session, or lower compact_keep_messages"
@@ -54,10 +47,8 @@ class TurnOver(Exception):
 
 
 def drop_cut_calls(result: ChatResult) -> str:
-    """Tool calls never to run, dropped from `result`: with `finish_reason: length` those cut
-    mid-arguments (not a complete JSON object); with `content_filter` all of them (the provider
-    stopped the reply: what it holds is not what the model meant to send); past the first
-    MAX_CALLS_PER_REPLY, the rest (the reply's text then says so, for the model). Returns a note, or ""."""
+    """Drop the calls never to run and return a note, or "": when cut short, those cut mid-arguments;
+    after `content_filter`, all (not what the model meant to send); past MAX_CALLS_PER_REPLY, the rest."""
     if result.finish_reason == "content_filter" and result.tool_calls:
         dropped = len(result.tool_calls)
         result.tool_calls = []
@@ -73,9 +64,8 @@ def drop_cut_calls(result: ChatResult) -> str:
 
 
 def _drop_excess_calls(result: ChatResult) -> str:
-    """Keep the first MAX_CALLS_PER_REPLY calls: a reply of 10,000 calls (a looping model, a
-    hostile endpoint) would run 10,000 tools, ask 10,000 approvals in `ask` mode, and put every
-    result in the history that each later request sends."""
+    """A reply of 10,000 calls (a looping model, a hostile endpoint) would ask 10,000 approvals and
+    put every result in each later request; the reply's text says what was dropped, for the model."""
     count = len(result.tool_calls)
     if count <= MAX_CALLS_PER_REPLY:
         return ""
@@ -113,27 +103,7 @@ class Turn:
     user_message: Message
     had_tools: bool = False
     usage: Usage = field(default_factory=Usage)
-    partial: list[str] | None = None
-    """Text streamed so far by the current model call; None when no call is streaming."""
-
-
-def checkpoint_notes(changes: TurnChanges) -> Iterator[Event]:
-    for line in changes.notes:
-        yield Note(line, "warning")
-    if changes.files:
-        count = len(changes.files)
-        shown = ", ".join(changes.files[:5]) + (f" and {count - 5} more" if count > 5 else "")
-        yield Note(f"checkpoint {changes.turn}: {plural(count, 'file')} changed ({shown})")
-
-
-def messages_of_turn(messages: list[Message], user_message: Message) -> list[Message]:
-    """A turn's messages from its user message on. When a compaction during the turn took that
-    message out of the live context, it goes back in front of what is left after the summary at
-    index 1: what the distiller reads must start with what the user said, not with the summary."""
-    start = next((i for i, m in enumerate(messages) if m is user_message), None)
-    if start is not None:
-        return list(messages[start:])
-    return [user_message, *messages[2:]]
+    partial: list[str] | None = None  # text streamed by the current model call; None: not streaming
 
 
 class ToolSet(Protocol):
@@ -148,8 +118,7 @@ class ToolSet(Protocol):
 
 class Steps:
     """One conversation's model calls, compactions and tool calls (SPEC §4.1-4.3). Whatever happens,
-    the history stays valid for the next request: every tool call gets a result ("interrupted by
-    user" when it got none) and an interrupted reply is kept, marked."""
+    the history stays valid: every tool call gets a result and an interrupted reply is kept, marked."""
 
     def __init__(
         self,
@@ -163,18 +132,14 @@ class Steps:
         stream: bool = True,
         pinned: int = 1,
     ) -> None:
-        """`add_usage` counts every model call's tokens; `archive` gets what compaction takes out of
-        the live context; `pinned` leading messages are never compacted (the system prompt, and a
-        sub-agent's task)."""
+        """`archive` gets what compaction takes out; `pinned` leading messages are never compacted
+        (the system prompt, and a sub-agent's task)."""
         self._model, self._tools, self._config = model, tools, config
+        self.model = config.model
         self.messages = messages
         self._count_usage = add_usage
         self._archive = [] if archive is None else archive
         self._streaming, self._pinned = stream, pinned
-
-    @property
-    def model(self) -> str:
-        return self._config.model
 
     def run_steps(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, TurnOver]:
         try:
@@ -241,7 +206,6 @@ class Steps:
         return streamed
 
     def _run_tools(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
-        """Results are appended in call order; calls without a result get `interrupted by user`."""
         results: list[ToolResult] = []
         try:
             for event in self._tools.run_calls(calls, cancel):
@@ -258,7 +222,6 @@ class Steps:
             self.messages.extend(shown_images(results))
 
     def _interrupt(self, turn: Turn) -> None:
-        """Keep a partially streamed reply, marked, when the turn was cut during the stream."""
         if turn.partial is None:
             return
         text = "".join(turn.partial).rstrip()

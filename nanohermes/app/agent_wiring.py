@@ -1,6 +1,4 @@
-"""One agent composed from shared parts (tools, sandbox, checkpoints, sub-agents, MCP servers), for
-the REPL, `-p` and every `nanohermes acp` session (all in wiring.py).
-"""
+"""One agent composed from shared parts, for the REPL, `-p` and every `nanohermes acp` session."""
 
 from __future__ import annotations
 
@@ -29,15 +27,13 @@ if TYPE_CHECKING:
 
 SAVE_WAIT = 10.0
 """How long closing waits for a session write still under way before it lets the session go."""
-EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parents[2] / "config" / "agents"
-"""The examples in the repository (SPEC §4.6)."""
+EXAMPLE_AGENTS_DIR = Path(__file__).resolve().parents[2] / "config" / "agents"  # SPEC §4.6
 
 
 @dataclass(frozen=True)
 class AgentParts:
-    """What every agent of one process shares: the model client and the memory store; how it asks;
-    the files that may hold keys (the config file, MCP configs: hidden from sandboxed commands).
-    `files` replaces the file tools' disk access (ACP: the editor's buffers)."""
+    """What every agent of one process shares. `files` replaces the file tools' disk access (ACP: the
+    editor's buffers)."""
 
     client: ChatClient
     store: MemoryStore | None
@@ -45,26 +41,21 @@ class AgentParts:
     verbose: bool = False
     secret_files: tuple[Path, ...] = ()
     files: Callable[[Path, int], FileTools] | None = None
-    save_each_turn: bool = True
-    """False in `-p`: its one save comes after distillation."""
+    save_each_turn: bool = True  # False in `-p`: its one save comes after distillation
 
 
 @dataclass
 class Runtime:
-    """One agent and what was built with it, closed with it."""
-
     settings: Settings
     agent: Agent
     store: MemoryStore | None
     checkpoints: Checkpoints | None
     sandbox: Sandbox
     mcp: McpManager | None
-    session_lock: SessionLock | None = None
-    """Held for the life of the runtime: one writer per session (SPEC §4.4)."""
+    session_lock: SessionLock | None = None  # held for the life of the runtime (SPEC §4.4)
 
     def close(self) -> None:
-        """The session is released last, after a session write still under way (at most SAVE_WAIT);
-        the memories' uses noted this session are written first."""
+        """The session is released last, after a session write still under way (at most SAVE_WAIT)."""
         try:
             if self.store is not None:
                 self.store.flush()
@@ -88,68 +79,25 @@ def build_agent(
     lock: SessionLock | None = None,
     mcp_servers: Mapping[str, McpServerConfig] | None = None,
 ) -> Runtime:
-    """One agent (tools confined to `workspace`, its own session file, held by `lock`, and
-    checkpoints) from shared parts. `mcp_servers` (default: the settings' `mcp_servers`) start in the
-    background, their tools joining as each is ready; whoever built it closes the runtime."""
-    from nanohermes.agent.config import AgentConfig
-    from nanohermes.agent.loop import Agent
+    """One agent on `workspace` and `session` (held by `lock`); whoever built it closes the runtime.
+    `mcp_servers` (default: the settings') start in the background, their tools joining when ready."""
     from nanohermes.agent.plan import make_plan_tool
-    from nanohermes.agent.prompts import base_system_prompt, load_agents_md
-    from nanohermes.agent.skills import load_skills, make_skill_tool, skills_prompt
     from nanohermes.core.cancel import CancelToken
     from nanohermes.mcp import start_servers
-    from nanohermes.tools.extra import extra_tools
     from nanohermes.tools.hooks import HookRunner
-    from nanohermes.tools.images import attached_images
-    from nanohermes.tools.runner import ToolRunner
 
     checkpoints = _checkpoints(settings, workspace, session.path)
     sandbox = _sandbox(settings, workspace, parts.secret_files)
-    files = parts.files(workspace, settings.tool_output_chars) if parts.files else None
-    runner = ToolRunner(
-        workspace,
-        permission=settings.permission,
-        approver=parts.approver,
-        store=parts.store,
-        tool_output_chars=settings.tool_output_chars,
-        shell_timeout=settings.shell_timeout,
-        sandbox=sandbox,
-        checkpoints=checkpoints,
-        files=files,
-    )
+    runner = _runner(settings, parts, workspace, sandbox, checkpoints)
     hooks = runner.hooks = HookRunner(settings.hooks, sandbox, workspace, session.path, parts.verbose)
-    for tool in extra_tools(settings, workspace):
-        runner.register(tool)
-    secret = settings.api_key_value()
-    agents_md, agents_note = load_agents_md(workspace)
-    skills, skill_problems = load_skills(workspace, settings.state_dir)
-    skill_list = skills_prompt(skills)
-    agent = Agent(
-        parts.client,
-        runner,
-        AgentConfig.from_settings(settings, verbose=parts.verbose, save_each_turn=parts.save_each_turn),
-        base_system_prompt(workspace, memory=parts.store is not None, agents_md=agents_md, skills=skill_list),
-        session=session,
-        store=parts.store,
-        resumed=resumed,
-        workspace=str(workspace),
-        secrets=(secret,) if secret else (),
-        checkpoints=checkpoints,
-        hooks=hooks,
-        attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
-    )
-    for problem in [agents_note, *skill_problems]:
-        if problem:
-            agent.post_note(Note(problem, "warning"))
-    if skills:
-        runner.register(make_skill_tool(skills))
+    agent = _agent(settings, parts, runner, workspace, session, resumed, checkpoints)
     if sandbox.startup_warning:
         # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
         agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "info"))
     source = "resume" if resumed is not None else "startup"
     for note in hooks.run("session_start", CancelToken(), source=source).notes:
         agent.post_note(note)
-    _add_task_tool(agent, parts.client, runner, parts.store, settings, workspace)
+    _add_task_tool(agent, parts, runner, settings, workspace)
     runner.register(make_plan_tool())
     mcp = start_servers(
         settings.mcp_servers if mcp_servers is None else mcp_servers,
@@ -160,6 +108,72 @@ def build_agent(
     if mcp is not None:
         runner.add_source(mcp.tools)
     return Runtime(settings, agent, parts.store, checkpoints, sandbox, mcp, lock)
+
+
+def _runner(
+    settings: Settings, parts: AgentParts, workspace: Path, sandbox: Sandbox, checkpoints: Checkpoints | None
+) -> ToolRunner:
+    from nanohermes.tools.extra import extra_tools
+    from nanohermes.tools.runner import ToolRunner
+
+    runner = ToolRunner(
+        workspace,
+        permission=settings.permission,
+        approver=parts.approver,
+        store=parts.store,
+        tool_output_chars=settings.tool_output_chars,
+        shell_timeout=settings.shell_timeout,
+        sandbox=sandbox,
+        checkpoints=checkpoints,
+        files=parts.files(workspace, settings.tool_output_chars) if parts.files else None,
+    )
+    for tool in extra_tools(settings, workspace):
+        runner.register(tool)
+    return runner
+
+
+def _agent(
+    settings: Settings,
+    parts: AgentParts,
+    runner: ToolRunner,
+    workspace: Path,
+    session: SessionFile,
+    resumed: SessionData | None,
+    checkpoints: Checkpoints | None,
+) -> Agent:
+    """The agent, its system prompt holding AGENTS.md and the skills (whose problems are notes)."""
+    from nanohermes.agent.config import AgentConfig
+    from nanohermes.agent.loop import Agent
+    from nanohermes.agent.prompts import base_system_prompt, load_agents_md
+    from nanohermes.agent.skills import load_skills, make_skill_tool, skills_prompt
+    from nanohermes.tools.images import attached_images
+
+    secret = settings.api_key_value()
+    agents_md, agents_note = load_agents_md(workspace)
+    skills, skill_problems = load_skills(workspace, settings.state_dir)
+    prompt = base_system_prompt(
+        workspace, memory=parts.store is not None, agents_md=agents_md, skills=skills_prompt(skills)
+    )
+    agent = Agent(
+        parts.client,
+        runner,
+        AgentConfig.from_settings(settings, verbose=parts.verbose, save_each_turn=parts.save_each_turn),
+        prompt,
+        session=session,
+        store=parts.store,
+        resumed=resumed,
+        workspace=str(workspace),
+        secrets=(secret,) if secret else (),
+        checkpoints=checkpoints,
+        hooks=runner.hooks,
+        attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
+    )
+    for problem in [agents_note, *skill_problems]:
+        if problem:
+            agent.post_note(Note(problem, "warning"))
+    if skills:
+        runner.register(make_skill_tool(skills))
+    return agent
 
 
 def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoints | None:
@@ -174,9 +188,8 @@ def _checkpoints(settings: Settings, workspace: Path, session: Path) -> Checkpoi
 
 
 def _sandbox(settings: Settings, workspace: Path, secret_files: tuple[Path, ...]) -> Sandbox:
-    """Probe bubblewrap once (a few ms; the REPL builds this while the prompt is already up). Hidden
-    from commands: everything nanohermes keeps (memory, sessions, config with keys, checkpoints),
-    the files also when their folder holds the workspace."""
+    """Hidden from commands: everything nanohermes keeps (memory, sessions, config with keys,
+    checkpoints), the files also when their folder holds the workspace."""
     from nanohermes.tools.sandbox import Sandbox
 
     hidden = [settings.state_dir, settings.memory_dir, settings.sessions_dir, Path("~/.nanohermes")]
@@ -187,12 +200,7 @@ def _sandbox(settings: Settings, workspace: Path, secret_files: tuple[Path, ...]
 
 
 def _add_task_tool(
-    agent: Agent,
-    client: ChatClient,
-    runner: ToolRunner,
-    store: MemoryStore | None,
-    settings: Settings,
-    workspace: Path,
+    agent: Agent, parts: AgentParts, runner: ToolRunner, settings: Settings, workspace: Path
 ) -> None:
     from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.subagents import SubAgentRunner, load_definitions, make_task_tool
@@ -201,12 +209,12 @@ def _add_task_tool(
     for problem in problems:
         agent.post_note(Note(problem, "warning"))
     sub = SubAgentRunner(
-        client,
+        parts.client,
         runner,
         workspace=workspace,
         model_name=lambda: agent.model,
         config=AgentConfig.from_settings(settings),
-        store=store,
+        store=parts.store,
         add_usage=agent.add_turn_usage,
     )
     runner.register(make_task_tool(definitions, sub))

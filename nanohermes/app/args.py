@@ -23,6 +23,10 @@ class UsageError(Exception):
 
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
+MEMORY_USAGE = (
+    "list [--all] [--history] [--stale DAYS] | search QUERY [--explain] [--all] [--history] | forget ID"
+    " | replace ID TEXT | stats | path | add KIND TEXT [--project | --team] | export | import FILE"
+)
 PROMPT_HINT = "give the prompt after -p (one that starts with '-' as -p=TEXT, or -p - with it on stdin)"
 
 
@@ -62,7 +66,6 @@ def _suggestion(word: str, parser: argparse.ArgumentParser, commands: Sequence[s
 
 
 def _option_names(parser: argparse.ArgumentParser) -> list[str]:
-    """The long options of `parser` and of its sub-commands' parsers."""
     names: list[str] = []
     for action in parser._actions:
         names += [option for option in action.option_strings if option.startswith("--")]
@@ -88,7 +91,6 @@ def _add_common_options(add: Callable[..., object], verbose_help: str = "show de
 
 
 def _run_overrides(ns: argparse.Namespace, command: str) -> dict[str, object]:
-    """The settings given by `_add_run_options`' options (a bad permission mode: UsageError)."""
     from nanohermes.config.settings import PERMISSION_MODES  # settings load right after parsing anyway
 
     if ns.model is not None and not ns.model.strip():  # `--model "$UNSET"`: not "no model configured"
@@ -103,12 +105,13 @@ def _run_overrides(ns: argparse.Namespace, command: str) -> dict[str, object]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import textwrap
+
+    memory = textwrap.fill(f"nanohermes memory {MEMORY_USAGE}", 88, subsequent_indent=" " * 8)
     parser = _Parser(
         prog="nanohermes",
         description="A coding agent for the terminal that remembers your preferences across sessions.",
-        epilog="Memory: nanohermes memory list [--all] [--history] [--stale DAYS] | search QUERY\n"
-        "        [--explain] [--all] [--history] | forget ID | replace ID TEXT | stats | path\n"
-        "        | add KIND TEXT [--project | --team] | export | import FILE\n"
+        epilog=f"Memory: {memory}\n"
         "Undo:   nanohermes undo [--session S] [--list] [--to N] [--force]\n"
         "Editors: nanohermes acp (Agent Client Protocol on stdio)\n"
         "MCP:    nanohermes mcp list [--config FILE] [--mcp-config FILE]",
@@ -134,7 +137,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_memory_options(parser: argparse.ArgumentParser, default: object = None) -> None:
-    """The global options a memory action understands."""
     parser.add_argument("--memory-dir", metavar="DIR", default=default, help="directory holding memory.json")
     parser.add_argument("--config", metavar="FILE", default=default, help="config TOML file")
     verbose = False if default is None else default
@@ -197,16 +199,14 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
     if ns.local and ns.base_url is not None:
         raise UsageError("--local starts its own endpoint; drop --base-url")
     return CliOptions(
+        **_common(ns, "nanohermes"),
         session=ns.session,
         continue_last=ns.continue_last,
-        config=_config_file(ns, "nanohermes"),
         prompt=ns.prompt,
         json_output=output == "json",
         stream_json=output == "stream-json",
         yes=ns.yes,
         local=ns.local,
-        verbose=ns.verbose,
-        mcp_config=_mcp_config_files(ns, "nanohermes"),
         overrides=overrides,
     )
 
@@ -227,22 +227,17 @@ def _output_format(ns: argparse.Namespace) -> str:
     return str(given)
 
 
-def _config_file(ns: argparse.Namespace, command: str) -> Path | None:
-    """`--config FILE`; an empty FILE (`--config "$UNSET"`) is a mistake, not "no config file": the
-    default ~/.nanohermes/config.toml would be read instead of the file meant."""
-    if ns.config is None:
-        return None
-    if not ns.config.strip():
+def _common(ns: argparse.Namespace, command: str) -> dict[str, Any]:
+    """`--config`, `--verbose` and any `--mcp-config` as CliOptions fields. An empty FILE (`--config
+    "$UNSET"`) is a mistake, not "none given": another file (or `.`) would be read than the one meant."""
+    configs = [] if ns.config is None else [ns.config]
+    if any(not name.strip() for name in configs):
         raise UsageError("--config needs a file path, not an empty one", command)
-    return Path(ns.config)
-
-
-def _mcp_config_files(ns: argparse.Namespace, command: str) -> tuple[Path, ...]:
-    """`--mcp-config FILE`s; an empty one would be read as the directory `.`."""
-    files = ns.mcp_config or ()
-    if any(not name.strip() for name in files):
+    mcp_configs = getattr(ns, "mcp_config", None) or ()
+    if any(not name.strip() for name in mcp_configs):
         raise UsageError("--mcp-config needs a file path, not an empty one", command)
-    return tuple(Path(name) for name in files)
+    config = Path(configs[0]) if configs else None
+    return {"config": config, "verbose": ns.verbose, "mcp_config": tuple(map(Path, mcp_configs))}
 
 
 def _sub_command_at(argv: list[str]) -> int | None:
@@ -265,20 +260,14 @@ def _sub_command_at(argv: list[str]) -> int | None:
 def _parse_memory(argv: list[str]) -> CliOptions:
     ns = _parse(build_memory_parser(), argv)
     if ns.action is None:
-        raise UsageError(
-            "memory needs an action: list [--all] [--history] [--stale DAYS] | search QUERY [--explain] "
-            "[--all] [--history] | forget ID | replace ID TEXT | stats | path | add KIND TEXT [--project | "
-            "--team] | export | import FILE",
-            "nanohermes memory",
-        )
+        raise UsageError(f"memory needs an action: {MEMORY_USAGE}", "nanohermes memory")
     if not isinstance(ns.argument, str):  # nargs="+": words
         ns.argument = " ".join(ns.argument)
     memory = MemoryArgs(**{f.name: getattr(ns, f.name) for f in fields(MemoryArgs)})
     # `is not None`: an empty --memory-dir ("$UNSET") is refused by the settings, not read as the default
     overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir is not None else {}
     return CliOptions(
-        config=_config_file(ns, "nanohermes memory"),
-        verbose=ns.verbose,
+        **_common(ns, "nanohermes memory"),
         memory=memory,
         overrides=overrides,
     )
@@ -301,7 +290,7 @@ def _parse_undo(argv: list[str]) -> CliOptions:
     if ns.list_only and (ns.to is not None or ns.force):
         raise UsageError("--list only lists; drop --to and --force", "nanohermes undo")
     undo = UndoArgs(ns.session, ns.list_only, ns.to, ns.force)
-    return CliOptions(config=_config_file(ns, "nanohermes undo"), verbose=ns.verbose, undo=undo)
+    return CliOptions(**_common(ns, "nanohermes undo"), undo=undo)
 
 
 def _parse_acp(argv: list[str]) -> CliOptions:
@@ -315,8 +304,7 @@ def _parse_acp(argv: list[str]) -> CliOptions:
     _add_common_options(parser.add_argument, "log details to stderr")
     ns = _parse(parser, argv)
     return CliOptions(
-        config=_config_file(ns, "nanohermes acp"),
-        verbose=ns.verbose,
+        **_common(ns, "nanohermes acp"),
         acp=True,
         overrides=_run_overrides(ns, "nanohermes acp"),
     )
@@ -333,9 +321,7 @@ def _parse_mcp(argv: list[str]) -> CliOptions:
     if ns.action is None:
         raise UsageError("mcp needs an action: list", "nanohermes mcp")
     return CliOptions(
-        config=_config_file(ns, "nanohermes mcp"),
-        verbose=ns.verbose,
-        mcp_config=_mcp_config_files(ns, "nanohermes mcp"),
+        **_common(ns, "nanohermes mcp"),
         mcp_action=ns.action,
     )
 

@@ -66,9 +66,8 @@ def _flush_stdout(text: str = "") -> int:
 
 
 def _escape_unencodable() -> None:
-    """Under a locale that is not UTF-8 (`LANG=en_US.ISO-8859-1`, `PYTHONIOENCODING=ascii`) text the
-    encoding lacks (an answer's `—` or `中文`) is written as an escape (`\\u2014`): it ended the run
-    in «internal error: UnicodeEncodeError», the answer lost."""
+    """Under a locale that is not UTF-8, text it lacks (`—`, `中文`) is written as an escape (`\\u2014`):
+    it ended the run in «internal error: UnicodeEncodeError», the answer lost."""
     from nanohermes.ui.safe_text import speaks_utf8
 
     for stream in (sys.stdout, sys.stderr):
@@ -78,24 +77,21 @@ def _escape_unencodable() -> None:
 
 
 class _GuardedStdout:
-    """sys.stdout while a sub-command prints (`memory export > file`): a write or flush it cannot
-    make (a full disk) is a NanoHermesError naming stdout, not an «internal error: OSError». A
-    closed pipe stays a BrokenPipeError (main ends quietly)."""
+    """sys.stdout while a sub-command prints: a full disk is a NanoHermesError naming stdout, not an
+    «internal error: OSError»; a closed pipe stays a BrokenPipeError (main ends quietly)."""
 
     def __init__(self, inner: TextIO) -> None:
         self._inner = inner
 
     def write(self, text: str) -> int:
-        try:
-            return self._inner.write(text)
-        except BrokenPipeError:
-            raise
-        except OSError as err:
-            raise _unwritable(self._inner, err) from None
+        return int(self._checked(self._inner.write, text))
 
     def flush(self) -> None:
+        self._checked(self._inner.flush)
+
+    def _checked(self, action: Callable[..., Any], *args: str) -> Any:
         try:
-            self._inner.flush()
+            return action(*args)
         except BrokenPipeError:
             raise
         except OSError as err:
@@ -135,10 +131,8 @@ def _stdout_closed() -> int:
 
 
 def _ctrl_c_while_leaving(code: int) -> None:
-    """Ctrl-C while a one-shot run ends. The joins below wait for the tools' threads, one of which
-    may still be killing an interrupted command (SIGTERM, then SIGKILL half a second later): a
-    KeyboardInterrupt there printed a traceback and left the command running. Now a first Ctrl-C
-    only says so; a second one quits at once."""
+    """Ctrl-C while `_leave` joins the tools' threads (one may still be killing a command) printed a
+    traceback and left the command running: now a first Ctrl-C only says so, a second quits at once."""
     import os
     import signal
 
@@ -155,9 +149,8 @@ def _ctrl_c_while_leaving(code: int) -> None:
 
 
 def _leave(code: int) -> None:
-    """End a one-shot run now. Everything is written by then (the answer is printed, the session and
-    memory files fsynced); what is left is joining threads and running exit hooks — done here, as the
-    interpreter would — and tearing down every module, which takes 30–40 ms for nothing."""
+    """End a one-shot run now: everything is written and fsynced; after joining threads and running exit
+    hooks, as the interpreter would, only tearing down every module is left (30–40 ms for nothing)."""
     import os
     import threading
 

@@ -1,6 +1,5 @@
-"""Composition root: the REPL and one-shot mode (`run_chat`) and `nanohermes acp` (`run_acp`), each
-agent built by `agent_wiring.build_agent`. The UI gets `build_runtime` as a callable (it never imports
-this module), so tests can hand it fakes.
+"""Composition root: the REPL and `-p` (`run_chat`) and `nanohermes acp` (`run_acp`). The UI gets
+`build_runtime` as a callable (it never imports this module), so tests can hand it fakes.
 """
 
 from __future__ import annotations
@@ -36,15 +35,13 @@ if TYPE_CHECKING:
 LOCAL_COMPACT_THRESHOLD = 16_000
 """The bundled model has an 8k-token context: compact much earlier than the 120,000-char default."""
 LOCAL_MAX_OUTPUT_TOKENS = 1024
-"""A cap for the bundled model unless the user set one: SmolLM2-135M sometimes repeats itself until its
-8k context is full, which takes minutes on a laptop CPU."""
+"""SmolLM2-135M sometimes repeats itself until its 8k context is full: minutes on a laptop CPU."""
 
 
 def import_httpx() -> None:
-    """Import httpx (once) without `httpx._main`, its command-line client: httpx imports it whenever
-    click is installed (it is, for the MCP SDK's uvicorn), loading click, rich and pygments, about a
-    fifth of what `-p` imports. A placeholder stands in while httpx loads, so httpx falls back to its
-    own stub `main()`; it is removed at once, so a later `import httpx._main` gets the real module."""
+    """Import httpx without `httpx._main`, its command-line client, which loads click, rich and
+    pygments (a fifth of what `-p` imports) whenever click is installed. A placeholder stands in while
+    httpx loads; it is removed at once, so a later `import httpx._main` gets the real module."""
     if "httpx" in sys.modules or "httpx._main" in sys.modules:
         return
     placeholder = types.ModuleType("httpx._main", "nanohermes: httpx's CLI is not loaded")
@@ -74,8 +71,7 @@ class _NoticeRelay:
 
 @dataclass(frozen=True)
 class OpenedSession:
-    """A session locked and read before the runtime is built (the REPL resuming: its summary and
-    the prompt come first); `notices` are shown with the preview (`--continue` found none here)."""
+    """A session locked and read before the runtime is built (the REPL resuming shows it first)."""
 
     session: SessionFile
     data: SessionData | None
@@ -90,9 +86,8 @@ class OpenedSession:
 
 
 def open_session(options: CliOptions, settings: Settings) -> OpenedSession:
-    """Lock and read the session to use (`--session`'s, `--continue`'s or a new one), and nothing
-    else: a bad or busy session file is reported before any prompt. Raises SessionError, or
-    ConfigError for a `--session` that is neither a name nor a .json path of a regular file."""
+    """Lock and read the session to use (`--session`'s, `--continue`'s or a new one), so that a bad
+    or busy session file is reported before any prompt. Raises SessionError or ConfigError."""
     from nanohermes.sessions.paths import latest_session, new_session_path, resolve_session_path
 
     sessions_dir = settings.sessions_dir
@@ -109,7 +104,7 @@ def open_session(options: CliOptions, settings: Settings) -> OpenedSession:
 
 
 def open_locked(path: Path) -> tuple[SessionFile, SessionData | None, SessionLock]:
-    """The session file under its lock, taken before the file is read (SessionInUse: exit 2)."""
+    """The session file under its lock, taken before the file is read."""
     from nanohermes.sessions.lock import SessionLock
     from nanohermes.sessions.store import SessionFile
 
@@ -129,9 +124,7 @@ def build_runtime(
     local: LocalEndpoint | None = None,
     opened: OpenedSession | None = None,
 ) -> Runtime:
-    """Build client, store, tools, sub-agents and the agent, on the session `opened` (else opened
-    here), with `settings` as `run_chat` made them. One-shot mode (`-p`) never asks: `approver` is
-    ignored there."""
+    """The runtime on the session `opened` (else opened here). `-p` never asks: `approver` is ignored."""
     import_httpx()  # before the model client: without httpx's command-line client
     from nanohermes.llm import ChatClient
 
@@ -169,9 +162,8 @@ def apply_yes(options: CliOptions, settings: Settings) -> Settings:
 
 
 def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path) -> MemoryStore | None:
-    """The store for this workspace's project (SPEC §3.9): global entries and this project's. Read
-    once now so that a notice about it («memory.json was unreadable, moved to …») is shown at
-    start-up rather than after the first answer."""
+    """The store for this workspace's project (SPEC §3.9), read now so that a notice about it
+    («memory.json was unreadable, moved to …») shows at start-up, not after the first answer."""
     if not settings.memory:
         return None
     from nanohermes.core.errors import StoreError
@@ -196,7 +188,6 @@ def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path
 
 
 def run_chat(options: CliOptions, settings: Settings) -> int:
-    """`nanohermes [...]`: one-shot with -p, the REPL otherwise; --local first starts the bundled model."""
     settings = apply_yes(options, settings)
     _require_terminal(options, settings)
     endpoint: LocalEndpoint | None = None
@@ -237,9 +228,8 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
 
 
 def _require_terminal(options: CliOptions, settings: Settings) -> None:
-    """The REPL reads keys from a terminal. Piped into (`echo hi | nanohermes`), it drew its prompt and
-    bottom bar into the output as escape sequences and took each line as a message: one line instead,
-    pointing at `-p -`. (`-p` reads no keys; with no model the REPL only explains the settings.)"""
+    """Piped into (`echo hi | nanohermes`), the REPL drew escape sequences into the output and took
+    each line as a message: one line instead, pointing at `-p -`. (With no model it only explains.)"""
     if options.prompt is not None or not (settings.model or options.local):
         return
     from nanohermes.ui.safe_text import is_terminal
@@ -252,7 +242,6 @@ def _require_terminal(options: CliOptions, settings: Settings) -> None:
 
 
 def run_acp(options: CliOptions, settings: Settings) -> int:
-    """`nanohermes acp`: serve the editor on stdio; the sessions still open are closed at the end."""
     import_httpx()  # before the model client: without httpx's command-line client
     from nanohermes.acp.main import serve
     from nanohermes.llm import ChatClient

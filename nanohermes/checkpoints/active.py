@@ -63,7 +63,6 @@ class ActiveTurns:
             self._held = None
 
     def forget(self, key: str) -> None:
-        """Remove the files of a session whose checkpoints are pruned."""
         for path in (self.directory / f"{key}.lock", self._flag(key)):
             path.unlink(missing_ok=True)
 

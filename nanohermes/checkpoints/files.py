@@ -27,9 +27,8 @@ def git_blob_id(data: bytes) -> str:
 
 
 def read_current(path: Path) -> tuple[int, bytes] | None:
-    """(st_mode, bytes) of a regular file or symlink (its target), None when absent.
-
-    Raises CheckpointError for something that is neither (a directory, a FIFO, a device)."""
+    """(st_mode, bytes) of a regular file or symlink (its target), None when absent. Raises
+    CheckpointError for something that is neither (a directory, a FIFO, a device)."""
     try:
         info = os.lstat(path)
         if stat.S_ISLNK(info.st_mode):
@@ -44,9 +43,8 @@ def read_current(path: Path) -> tuple[int, bytes] | None:
 
 
 def state_of(path: Path, store: str, keep_in: Path | None = None) -> FileState | None:
-    """The state `store` records for `path` now (None when absent): for "git" its mode as git has it
-    and its blob id; for "copies" the exact permission bits and the sha256 of its bytes, a copy of
-    them kept in `keep_in` (named by that sha256) when given."""
+    """The state `store` records for `path` now: git's mode and blob id, or ("copies") the exact
+    permission bits and the sha256 of its bytes, a copy of them kept in `keep_in` when given."""
     current = read_current(path)
     if current is None:
         return None
@@ -93,7 +91,6 @@ class CopyStore:
             raise CheckpointError(f"a kept copy is missing ({digest[:12]}): {err.strerror}") from None
 
     def prune(self, keep: set[str]) -> None:
-        """Remove copies no journal refers to any more."""
         for copy in self.directory.glob("*/*"):
             if copy.name not in keep:
                 with contextlib.suppress(OSError):
@@ -148,9 +145,8 @@ def _refuse_in_the_way(path: Path, root: Path) -> None:
 
 
 def _write_bytes(path: Path, root: Path, data: bytes) -> None:
-    """Make `path` hold `data`, never half written (the workspace tools' atomic write, which also
-    refuses a symlink swapped in on the way). A file with other hard links is rewritten in place
-    instead: a rename would split it from them."""
+    """Make `path` hold `data`, never half written (the workspace tools' atomic write); a file with
+    other hard links is rewritten in place instead: a rename would split it from them."""
     info = os.lstat(path) if os.path.lexists(path) else None
     if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
         path.write_bytes(data)

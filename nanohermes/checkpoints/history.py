@@ -1,9 +1,7 @@
-"""Reading and reverting recorded turns: the diffs /diff shows, and undo (one turn, or back to turn N);
-finding a session's checkpoints from outside the REPL (`nanohermes undo`).
+"""Reading and reverting recorded turns (/diff, undo), and finding a session's checkpoints.
 
 Undo puts back every file the turns touched as it was before the earliest of them, after checking each
-is still as the last of them left it: a file edited since is a conflict, and nothing is touched unless
-forced.
+is still as the last left it: a file edited since is a conflict, and nothing is touched unless forced.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ from __future__ import annotations
 import difflib
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from nanohermes.checkpoints.files import put_back, remove, same_as
@@ -20,40 +18,30 @@ from nanohermes.checkpoints.manager import Checkpoints, checkpoints_root, path_k
 from nanohermes.core.fileio import StagedWrite
 
 MAX_DIFF_LINES = 4000
-State = tuple[FileState | None, str]
-"""A file's state and the store that holds it."""
+State = tuple[FileState | None, str]  # a file's state and the store that holds it
 
 
 @dataclass(frozen=True)
 class FileDiff:
     path: str
-    status: str
-    """added, deleted, modified."""
-    lines: list[str]
-    """A unified diff without its ---/+++ header, or one line saying the file is binary."""
+    status: str  # added, deleted, modified
+    lines: list[str]  # a unified diff without its ---/+++ header, or one line saying it is binary
 
 
 @dataclass
 class UndoPlan:
-    turns: list[TurnRecord]
-    """Latest first."""
-    final: dict[str, State] = field(default_factory=dict)
-    """Per path: the state to restore and the store that holds it."""
-    expected: dict[str, State] = field(default_factory=dict)
-    """Per path: the state the last turn left, which the file must still have."""
-    conflicts: list[str] = field(default_factory=list)
+    turns: list[TurnRecord]  # latest first
+    final: dict[str, State]  # per path: the state to restore
+    expected: dict[str, State]  # per path: what the last turn left
+    conflicts: list[str]
 
 
 class History:
-    """What the REPL and `nanohermes undo` do with a session's checkpoints."""
-
     def __init__(self, checkpoints: Checkpoints) -> None:
         self.cp = checkpoints
 
     def turns(self) -> list[TurnRecord]:
         return self.cp.journal().turns
-
-    # -- diffs --------------------------------------------------------------------------------
 
     def diff(self, all_turns: bool = False) -> tuple[list[TurnRecord], list[FileDiff]]:
         """The last live turn's changes, or (all_turns) every live turn's, first state to last."""
@@ -79,8 +67,6 @@ class History:
                 contents[state.ref] = self.cp.copies.read(state.ref)
         return contents
 
-    # -- undo ---------------------------------------------------------------------------------
-
     def plan(self, to: int | None = None) -> UndoPlan:
         """What undoing the last live turn (or every live turn from number `to` on) would do."""
         live = self.cp.journal().live
@@ -93,17 +79,14 @@ class History:
             if not any(turn.number == to for turn in live):
                 numbers = ", ".join(str(turn.number) for turn in live)
                 raise CheckpointError(f"no turn {to} to undo (turns that can be undone: {numbers})")
-        plan = UndoPlan(list(reversed(targets)))
-        plan.final, plan.expected = _span(targets)
-        for path in plan.final:
+        final, expected = _span(targets)
+        for path in final:
             _check_path(path)
         root = self.cp.workspace
-        plan.conflicts = [
-            path
-            for path, (state, store) in plan.expected.items()
-            if not same_as(root / path, root, state, store)
+        conflicts = [
+            path for path, (state, store) in expected.items() if not same_as(root / path, root, state, store)
         ]
-        return plan
+        return UndoPlan(list(reversed(targets)), final, expected, conflicts)
 
     def conflict_diffs(self, plan: UndoPlan) -> list[FileDiff]:
         """For each conflict: how the file differs now from what the turn left."""
@@ -123,8 +106,7 @@ class History:
         return diffs
 
     def undo(self, plan: UndoPlan, *, force: bool = False) -> list[str]:
-        """Restore the plan's files; returns one line per file. Raises CheckpointError on a conflict
-        (unless forced) or when a file cannot be restored."""
+        """Restore the plan's files; one line per file. Raises CheckpointError."""
         if plan.conflicts and not force:
             names = ", ".join(shown(path) for path in plan.conflicts[:10])
             raise CheckpointError(
@@ -170,7 +152,6 @@ class History:
             lines.append(f"{'restored' if existed else 'recreated'} {shown(path)}")
 
     def _stage_undone(self, plan: UndoPlan) -> StagedWrite:
-        """The journal with the plan's turns marked undone, written but not yet in place."""
         journal: Journal = self.cp.journal()
         numbers = {turn.number for turn in plan.turns}
         for turn in journal.turns:
@@ -224,13 +205,12 @@ def _check_path(path: str) -> None:
 
 
 class NoCheckpoints(CheckpointError):
-    """No turn of the session (or of the workspace) recorded any checkpoint."""
+    """No turn of the session (or the workspace) recorded any checkpoint."""
 
 
 def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Checkpoints:
-    """The checkpoints of `session` in the workspace `here` when it changed files there, else in the
-    workspace where it last did (a session resumed elsewhere has one journal per workspace). Raises
-    CheckpointError."""
+    """The checkpoints of `session` in `here` when it changed files there, else where it last did (a
+    session resumed elsewhere has one journal per workspace). Raises CheckpointError."""
     session = session.expanduser().absolute()
     name = f"{path_key(session)}.json"
     found = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name if here else None
@@ -244,7 +224,6 @@ def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Che
 
 
 def latest_in(state_dir: Path, workspace: Path) -> Checkpoints:
-    """The checkpoints of the session most recently recorded in `workspace`. Raises CheckpointError."""
     found = _newest((checkpoints_root(state_dir) / path_key(workspace.resolve()) / "journals").glob("*.json"))
     if found is None:
         raise NoCheckpoints(

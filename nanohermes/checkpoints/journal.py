@@ -36,9 +36,7 @@ class CorruptJournal(CheckpointError):
     be read (permissions), it will never be readable again."""
 
 
-class FileState(NamedTuple):
-    """Saved as `[mode, ref]`."""
-
+class FileState(NamedTuple):  # saved as `[mode, ref]`
     mode: int
     ref: str
 
@@ -49,17 +47,13 @@ class FileState(NamedTuple):
 
 @dataclass(frozen=True)
 class FileChange:
-    path: str
-    """Relative to the workspace, with '/' separators."""
+    path: str  # relative to the workspace, with '/' separators
     before: FileState | None
     after: FileState | None
-    store: str = ""
-    """Where its states are kept when not where the turn's are: "copies" for a file git ignores
-    that a git turn wrote or edited; "" for the turn's store."""
+    store: str = ""  # "copies" for a file git ignores that a git turn wrote or edited; "" for the turn's
 
     @property
     def shown(self) -> str:
-        """The path for display: bytes that are not UTF-8 shown as U+FFFD."""
         return shown(self.path)
 
     @property
@@ -81,11 +75,9 @@ class TurnRecord:
     before: str = ""
     after: str = ""
     undone: bool = False
-    told: bool = True
-    """False after an undo until the model has been told about it."""
+    told: bool = True  # False after an undo until the model has been told about it
 
     def store_of(self, change: FileChange) -> str:
-        """Where the states of `change` are kept: "git" or "copies"."""
         return change.store or self.store
 
 
@@ -94,12 +86,10 @@ class Journal:
     session: str
     workspace: str
     turns: list[TurnRecord] = field(default_factory=list)
-    path: Path = field(default=Path(), repr=False)
-    """Where it is kept (not saved in it)."""
+    path: Path = field(default=Path(), repr=False)  # where it is kept (not saved in it)
 
     @property
     def live(self) -> list[TurnRecord]:
-        """Turns not undone, oldest first."""
         return [turn for turn in self.turns if not turn.undone]
 
     def copied_refs(self) -> set[str]:
@@ -134,7 +124,6 @@ class Journal:
         return journal
 
     def save(self) -> None:
-        """Write the journal atomically. Raises CheckpointError."""
         staged = self.stage()
         try:
             staged.commit()
@@ -142,8 +131,7 @@ class Journal:
             raise self._unwritable(err) from None
 
     def stage(self) -> StagedWrite:
-        """The journal as it is now, written beside its file but not yet in place (see StagedWrite).
-        Raises CheckpointError (a full disk: nothing written)."""
+        """The journal written beside its file, not yet in place. Raises CheckpointError."""
         data = {"version": JOURNAL_VERSION, **_format().dump_python(self, mode="json", exclude={"path"})}
         try:
             ensure_private_dir(self.path.parent)

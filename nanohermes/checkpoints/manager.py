@@ -1,10 +1,7 @@
 """Checkpoints of one session in one workspace (SPEC §11), taken during its turns.
 
-`begin_turn` (the agent; costs nothing), `before_change` (the tool runner, before each write, edit or
-shell command: the first of a turn snapshots the workspace), `end_turn` (snapshot again, record what
-changed). Kept under `<state_dir>/checkpoints/<workspace-key>/`: `git/` (the shadow repository),
-`copies/`, `journals/<session-key>.json`, `active/`, `lock`. A failure never stops a turn: it becomes
-a note, and that turn cannot be undone.
+The first change of a turn snapshots the workspace; its end snapshots again and records what changed.
+A failure never stops a turn: it becomes a note, and that turn cannot be undone.
 """
 
 from __future__ import annotations
@@ -47,7 +44,6 @@ WARM_UP_WAIT = 30.0
 
 
 def path_key(path: Path) -> str:
-    """The name under which a workspace's or a session's checkpoints are kept."""
     return hashlib.sha256(str(path).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
@@ -61,12 +57,9 @@ class _Turn:
     failed: bool = False
     tree: str = ""
     copies: dict[str, FileState | None] = field(default_factory=dict)
-    seen: set[str] = field(default_factory=set)
-    """Paths a write or edit of this turn was checked for."""
-    shell: bool = False
-    """A change without a path (a shell command) ran: it may have changed any file."""
-    shared: bool = False
-    """Another session's turn was running in this workspace when this one took its snapshot."""
+    seen: set[str] = field(default_factory=set)  # paths a write or edit of this turn was checked for
+    shell: bool = False  # a shell command ran: it may have changed any file
+    shared: bool = False  # another session's turn was running here at this one's first snapshot
 
 
 class Checkpoints:
@@ -93,12 +86,9 @@ class Checkpoints:
         self._git = git
         self._file_limit = file_limit
         self._repo: ShadowRepo | None = None
-        self.store = ""
-        """ "git" or "copies" once the first change decided it, "" before."""
-        self._lock = threading.RLock()
-        """Guards the turn's state and notes: held briefly, never across git work."""
-        self._work = threading.Lock()
-        """Held across git work (warm-up, the first change's snapshot, recording): taken before `_lock`."""
+        self.store = ""  # "git" or "copies" once the first change decided it
+        self._lock = threading.RLock()  # the turn's state and notes: held briefly, never across git work
+        self._work = threading.Lock()  # held across git work; taken before `_lock`
         self._warming: threading.Thread | None = None
         self._turn: _Turn | None = None
         self._notes: list[str] = []
@@ -107,12 +97,9 @@ class Checkpoints:
         self._private = [resolved(path) for path in (*private, checkpoints_root(state_dir))]
         self._active = ActiveTurns(self.dir / "active", path_key(self.session))
 
-    # -- shared pieces ----------------------------------------------------------------------------
-
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """The cross-process lock on this workspace's checkpoints (re-entrant within a thread);
-        one that cannot be taken is a CheckpointError naming the cause."""
+        """The cross-process lock on this workspace's checkpoints. Raises CheckpointError."""
         path = self.dir / "lock"
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -141,8 +128,7 @@ class Checkpoints:
         return Journal.load(self.journal_path, str(self.session), str(self.workspace))
 
     def start_warm_up(self) -> None:
-        """Run `warm_up` in a background thread: it overlaps the model's first request, and the
-        first change of a turn waits for it (so its "before" snapshot is always complete)."""
+        """`warm_up` overlaps the model's first request; the first change of a turn waits for it."""
         self._warming = threading.Thread(target=self.warm_up, name="nh-checkpoints", daemon=True)
         self._warming.start()
 
@@ -153,9 +139,8 @@ class Checkpoints:
             self._warming.join(WARM_UP_WAIT)
 
     def warm_up(self) -> None:
-        """Decide git or copies, and build the shadow index of a workspace seen for the first time, so
-        the first change only re-reads what changed. Never raises (a failure shows at the first
-        change); holds only the work lock: a turn begins while it runs."""
+        """Decide git or copies, and build the shadow index of a new workspace, so the first change only
+        re-reads what changed. Never raises (a failure shows at the first change)."""
         with self._work:
             try:
                 with self.lock():
@@ -164,17 +149,13 @@ class Checkpoints:
             except (CheckpointError, OSError, TimeoutError):
                 return
 
-    # -- during a turn --------------------------------------------------------------------------
-
     def begin_turn(self, prompt: str) -> None:
-        """Costs nothing, and never waits for a warm-up in progress."""
         with self._lock:
             self._turn = _Turn(" ".join(prompt.split())[:PROMPT_CHARS])
 
     def before_change(self, path: Path | None) -> None:
-        """Called before every changing tool call (path: the file it writes, None for a shell
-        command). Waits for a warm-up in progress, then snapshots: the "before" state is complete
-        before the change runs. Never raises: a failure becomes a note and this turn is not recorded."""
+        """Before every changing tool call (path: None for a shell command). Waits for a warm-up, so
+        the "before" snapshot is complete. Never raises."""
         with self._work, self._lock:
             turn = self._turn
             if turn is None or turn.failed:
@@ -241,8 +222,7 @@ class Checkpoints:
             return None
 
     def end_turn(self) -> TurnChanges:
-        """Record what the turn changed; an unchanged workspace records nothing (and costs nothing
-        when nothing tried to change it)."""
+        """Record what the turn changed (nothing, at no cost, when nothing tried to change anything)."""
         with self._lock:
             turn, self._turn = self._turn, None
             notes, self._notes = tuple(self._notes), []
@@ -357,11 +337,9 @@ class Checkpoints:
         if not unreadable:
             self.copies.prune(keep)
 
-    # -- telling the model about undos ---------------------------------------------------------
-
     def model_notes(self) -> list[str]:
-        """Lines for the model about turns the user undid since it last heard (REPL or CLI). The
-        journal is read without the lock first: a turn mostly has nothing to hear."""
+        """Lines for the model about turns the user undid since it last heard (read without the lock
+        first: a turn mostly has nothing to hear)."""
         try:
             if not any(turn.undone and not turn.told for turn in self.journal().turns):
                 return []

@@ -23,13 +23,9 @@ INDEX_NAME = "nanohermes-index"
 EMPTY_MODE = 0
 GITLINK = 0o160000
 ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding -diff\n"
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "nanohermes",
-    "GIT_AUTHOR_EMAIL": "checkpoints@nanohermes.invalid",
-    "GIT_COMMITTER_NAME": "nanohermes",
-    "GIT_COMMITTER_EMAIL": "checkpoints@nanohermes.invalid",
-}
 CONFIG = (
+    "user.name=nanohermes",
+    "user.email=checkpoints@nanohermes.invalid",
     "core.hooksPath=/dev/null",
     "core.fsmonitor=false",
     "core.autocrlf=false",
@@ -48,7 +44,6 @@ class GitTimeout(CheckpointError):
 def git_environment(base: dict[str, str], git_dir: Path, workspace: Path) -> dict[str, str]:
     """`base` (the process environment) without any GIT_* variable, plus the shadow repository's."""
     env = {key: value for key, value in base.items() if not key.startswith("GIT_")}
-    env.update(IDENTITY)
     env.update(
         GIT_DIR=str(git_dir),
         GIT_WORK_TREE=str(workspace),
@@ -156,9 +151,8 @@ class ShadowRepo:
         self.run("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
 
     def _forget_nested_repositories(self) -> None:
-        """Drop nested repositories (gitlinks) from the index once the tree is written. For one
-        already in the index, `git add` runs `git status` inside it, which obeys that repository's
-        own config: a filter or fsmonitor command there would run. A new one only has its HEAD read."""
+        """Drop nested repositories (gitlinks) from the index: for one in the index, `git add` runs
+        `git status` inside it, obeying its own config (a filter or fsmonitor command there would run)."""
         listed = self.run("ls-files", "--stage", "-z").split(b"\0")
         gitlinks = [entry.split(b"\t", 1)[1] for entry in listed if entry.startswith(b"160000 ")]
         if gitlinks:
@@ -178,10 +172,9 @@ class ShadowRepo:
             self.run("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in listed).encode())
 
     def changes(self, before: str, after: str) -> list[FileChange]:
-        """Files that differ between two trees (renames as a deletion and an addition). Nested
-        repositories are not snapshotted: nothing in one is a change, nor is anything in a directory
-        that became one or stopped being one (its files were there all along: undo must not remove
-        them, nor recreate them over what is there)."""
+        """Files that differ between two trees (a rename: a deletion and an addition). Nothing in a
+        directory that is, became or stopped being a nested repository is a change (undo must not
+        remove its files, nor recreate them over what is there)."""
         raw = self.run("diff-tree", "-r", "-z", "--no-renames", "--raw", before, after)
         fields = raw.split(b"\0")
         changes: list[FileChange] = []

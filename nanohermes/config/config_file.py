@@ -1,4 +1,4 @@
-"""The TOML config file (SPEC §2), `--config FILE` or `~/.nanohermes/config.toml`: a pydantic-settings source.
+"""The TOML config file (SPEC §2), `--config FILE` or `~/.nanohermes/config.toml`.
 
 Every problem is a ConfigError naming the file and, where there is one, the line: a file that cannot
 be read, is not UTF-8 or not TOML, or names a setting that does not exist (a typo is never ignored).
@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-from pydantic_settings import BaseSettings, TomlConfigSettingsSource
 
 from nanohermes.core.errors import ConfigError
 from nanohermes.core.fileio import read_small_text
@@ -28,8 +27,8 @@ _PART = re.compile(r""""([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+)""")
 
 
 def read_text(path: Path, what: str, flag: str, *, required: bool = True) -> str:
-    """The text of the `what` at `path` ("" when it is missing and not `required`: no settings).
-    A link to a missing file is an error either way: the settings meant are not read."""
+    """The text of the `what` at `path` ("" when it is missing and not `required`; a link to a missing
+    file is an error either way)."""
     try:
         return read_small_text(path, CONFIG_MAX_BYTES).removeprefix("\ufeff")  # Notepad's BOM
     except FileNotFoundError:
@@ -51,22 +50,13 @@ def read_text(path: Path, what: str, flag: str, *, required: bool = True) -> str
         raise ConfigError(f"cannot read {what} {path}: {reason}", "fix or remove the file") from None
 
 
-class ConfigFile(TomlConfigSettingsSource):
+class ConfigFile:
     """The settings in `path` (none if it is missing and not `required`), and its text for `line_of`."""
 
-    def __init__(self, settings_cls: type[BaseSettings], path: Path, *, required: bool) -> None:
-        self.path, self.required, self.text = path, required, ""
-        self.names = list(settings_cls.model_fields)  # read before the base class sets settings_cls
-        super().__init__(settings_cls, toml_file=path)
-
-    def _read_files(self, files: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """Read here, not skipped as pydantic-settings skips them: a missing `--config`, a link to
-        nowhere, a FIFO (that would hang) are errors."""
-        return self._read_file(self.path)
-
-    def _read_file(self, file_path: Any) -> dict[str, Any]:
-        self.text = read_text(self.path, "config file", "--config", required=self.required)
-        return self._settings(self._parsed())
+    def __init__(self, path: Path, names: Sequence[str], *, required: bool) -> None:
+        self.path, self.names = path, names
+        self.text = read_text(path, "config file", "--config", required=required)
+        self.data = self._settings(self._parsed())
 
     def _parsed(self) -> dict[str, Any]:
         try:
@@ -110,8 +100,7 @@ class ConfigFile(TomlConfigSettingsSource):
         return f"fix or remove it in {self.path}; valid settings: {', '.join(self.names)}"
 
     def line_of(self, *keys: str) -> str:
-        """`, line N` of the setting `keys` (a name; or `mcp_servers`, a server and its key): the first
-        line that sets it, else the line of the table or value holding it; "" when none does."""
+        """`, line N` of the setting `keys` (or of the table holding it), "" when none sets it."""
         best, found = 0, ""
         table: tuple[str, ...] = ()
         for number, line in enumerate(self.text.splitlines(), start=1):

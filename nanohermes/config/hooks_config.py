@@ -1,10 +1,6 @@
 """The `[hooks]` setting: commands run at five agent events (Claude Code's hooks contract).
 
-    [hooks]
-    pre_tool = [{ command = "./guard.sh", matcher = "run_shell|write_file", timeout = 10 }]
-    stop = ["notify-send 'nanohermes is done'"]
-
-A command is a string or a table; `nanohermes.tools.hooks` runs them.
+A command is a string or a table (`command`, `matcher`, `timeout`); `nanohermes.tools.hooks` runs them.
 """
 
 from __future__ import annotations
@@ -34,8 +30,7 @@ class Hook(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     command: Annotated[str, AfterValidator(_command)]
-    matcher: re.Pattern[str] | None = None
-    """Tool events: a regular expression the whole tool name must match; none matches every tool."""
+    matcher: re.Pattern[str] | None = None  # the whole tool name must match; None matches every tool
     timeout: Seconds = 30.0
 
 

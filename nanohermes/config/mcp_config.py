@@ -1,17 +1,5 @@
-"""MCP server configuration: the `[mcp_servers.NAME]` TOML table, the JSON `mcpServers` form, ACP's list.
-
-    [mcp_servers.time]                      # stdio: a command nanohermes starts and talks to
-    command = "uvx"
-    args = ["mcp-server-time"]
-    env = { TZ = "Europe/Paris" }           # added to PATH, HOME, USER, SHELL, TERM, LOGNAME
-    [mcp_servers.docs]                      # streamable HTTP
-    url = "https://example.com/mcp"
-    headers = { Authorization = "Bearer …" }
-    tool_timeout = 120                      # also: enabled, startup_timeout, trusted, cwd (stdio),
-    disabled_tools = ["delete_page"]        # enabled_tools = [...] offers only those
-
-`nanohermes.config.settings` validates the TOML form with this model (so it lives beside settings,
-below `tools` and the `nanohermes.mcp` package that builds on both).
+"""MCP server configuration (SPEC §10): the `[mcp_servers.NAME]` TOML table, the JSON `mcpServers`
+form (`--mcp-config`) and ACP's list. It lives beside settings, which validate the TOML form with it.
 """
 
 from __future__ import annotations
@@ -31,14 +19,7 @@ from nanohermes.core.errors import JSON_ERRORS, ConfigError, json_problem
 Transport = Literal["stdio", "http"]
 SECRET_KEYS = ("env", "headers")
 """Values under these keys are never shown in an error (tokens live there)."""
-JSON_TYPES: dict[str, Transport | None] = {
-    "stdio": "stdio",
-    "http": "http",
-    "streamable-http": "http",
-    "streamable_http": "http",
-    "streamableHttp": "http",
-    "sse": None,
-}
+JSON_TYPES = ("stdio", "http", "streamable-http", "streamable_http", "streamableHttp")
 TOOL_NAME_MAX = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -58,10 +39,8 @@ class McpServerConfig(BaseModel):
     startup_timeout: float = Field(10.0, gt=0, le=3600, allow_inf_nan=False)
     tool_timeout: float = Field(60.0, gt=0, le=86400, allow_inf_nan=False)
     trusted: bool = False
-    enabled_tools: tuple[str, ...] | None = None
-    """Only these of the server's tools are offered (Codex's key); None: all."""
-    disabled_tools: tuple[str, ...] = ()
-    """These are not offered (applied after enabled_tools)."""
+    enabled_tools: tuple[str, ...] | None = None  # only these are offered (Codex's key); None: all
+    disabled_tools: tuple[str, ...] = ()  # not offered (applied after enabled_tools)
 
     @field_validator("command")
     @classmethod
@@ -90,7 +69,6 @@ class McpServerConfig(BaseModel):
         return self
 
     def offers(self, tool: str) -> bool:
-        """Whether the server's tool `tool` (its own name) is offered to the model."""
         allowed = self.enabled_tools is None or tool in self.enabled_tools
         return allowed and tool not in self.disabled_tools
 
@@ -99,7 +77,7 @@ class McpServerConfig(BaseModel):
         return "stdio" if self.command is not None else "http"
 
     def target(self) -> str:
-        """What the server is, for listings: the command line or the URL (never env or headers)."""
+        """For listings: the command line or the URL (never env or headers)."""
         if self.url is not None:
             return self.url
         return " ".join([str(self.command), *self.args])
@@ -109,9 +87,8 @@ _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def expand_variables(config: McpServerConfig, environ: Mapping[str, str]) -> McpServerConfig:
-    """The config with `${VAR}` and `${VAR:-default}` replaced from `environ` (Claude Code's form) in
-    command, args, cwd, env values, url and header values: tokens stay out of the config file.
-    Raises ConfigError naming a variable that is unset (or empty) and has no default."""
+    """`${VAR}` and `${VAR:-default}` replaced from `environ` (Claude Code's form), so tokens stay out
+    of the config file. Raises ConfigError naming a variable unset (or empty) without a default."""
 
     def value(match: re.Match[str]) -> str:
         found = environ.get(match.group(1))
@@ -167,9 +144,6 @@ def check_server_names(names: Sequence[str]) -> str | None:
     return None
 
 
-# -- the JSON form (--mcp-config FILE) ----------------------------------------------------------------
-
-
 def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
     """Servers of a `{"mcpServers": {NAME: {...}}}` file. Raises ConfigError naming the file and line."""
     text = read_text(path, "MCP config file", "--mcp-config")
@@ -198,13 +172,13 @@ def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfi
     values = dict(entry)
     kind = values.pop("type", None)
     if kind is not None:
-        if not isinstance(kind, str) or kind not in JSON_TYPES:  # a list or object is not hashable
-            raise ConfigError(f"{where}: server {name!r} has unknown type {kind!r}", "use stdio or http")
-        if JSON_TYPES[kind] is None:
+        if kind == "sse":
             raise ConfigError(
                 f"{where}: server {name!r} uses the old SSE transport, which nanohermes does not speak",
                 "use the server's streamable HTTP endpoint (type http)",
             )
+        if kind not in JSON_TYPES:
+            raise ConfigError(f"{where}: server {name!r} has unknown type {kind!r}", "use stdio or http")
     if "disabled" in values:  # the form some editors write
         disabled = values.pop("disabled")
         if not isinstance(disabled, bool):  # `not "false"` would disable the server
@@ -233,9 +207,6 @@ def _find_line(lines: list[str], key: str, start: int) -> int | None:
     return next((number for number in range(start, len(lines)) if pattern.search(lines[number])), None)
 
 
-# -- error text shared by the TOML and JSON forms ----------------------------------------------------
-
-
 def describe_problem(server: str, error: Mapping[str, Any]) -> str:
     """One line for a validation error of one server's table (values under env/headers never shown)."""
     loc = [str(part) for part in error.get("loc", ())]
@@ -250,12 +221,8 @@ def describe_problem(server: str, error: Mapping[str, Any]) -> str:
     return f"MCP server {server!r}: invalid value{shown} for {'.'.join(loc)}: {message}"
 
 
-# -- the form an ACP client sends in session/new ------------------------------------------------------
-
-
 def servers_from_acp(items: Sequence[Mapping[str, Any]]) -> dict[str, McpServerConfig]:
-    """ACP's `mcpServers` list (stdio `{name, command, args, env: [{name, value}]}` or
-    `{type: "http", name, url, headers: [{name, value}]}`) as configs. Raises ConfigError."""
+    """ACP's `mcpServers` list (env and headers as `[{name, value}]`) as configs. Raises ConfigError."""
     configs: dict[str, McpServerConfig] = {}
     for item in items:
         name = str(item.get("name") or "")

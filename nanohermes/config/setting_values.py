@@ -1,8 +1,6 @@
 """The value types of the settings (SPEC §2): pydantic types, plus the checks pydantic has no type for.
 
-A value comes from a flag or a variable (text: `"3"` is 3, `"yes"`/`"off"` are booleans, as pydantic
-reads them), the TOML file (any TOML type) or `Settings.with_changes`. `reason` words pydantic's
-errors the way nanohermes' messages always have ("must be a whole number"); `shown` quotes a value.
+`reason` words pydantic's errors as nanohermes' messages always have ("must be a whole number").
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from nanohermes.config.mcp_config import McpServerConfig, check_server_names
 
 SHOWN_CHARS = 60
-"""How much of a bad value an error line quotes."""
 _IPV4_LIKE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
 _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 """Control characters and invisible Unicode (SPEC §6): a terminal acts on them, a header refuses them."""
@@ -45,7 +42,6 @@ _REASONS = {
 
 
 def reason(error: ErrorDetails) -> str:
-    """Why a value was refused, in a few words: "must be at least 1", "must be one of 'a', 'b'"."""
     template = _REASONS.get(error["type"])
     if template is None:  # a ValueError of the checks below
         return error["msg"].removeprefix("Value error, ")
@@ -75,8 +71,8 @@ def shown(value: Any) -> str:
 
 
 def optional_name(value: Any) -> Any:
-    """A model name; blank is unset. It is shown on the terminal (banner, notes) and sent to the
-    endpoint, so control and invisible characters (an escape sequence retitling the window) are refused."""
+    """A model name; blank is unset. It is shown on the terminal, so control and invisible characters
+    (an escape sequence retitling the window) are refused."""
     if not isinstance(value, str):
         return value  # pydantic says what it should be
     name = value.strip()

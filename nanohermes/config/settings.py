@@ -1,20 +1,17 @@
 """Settings (SPEC §2): one pydantic-settings model. Flags > environment > config file > defaults.
 
-`load_settings` is called once, by `nanohermes.app.cli`, and the `Settings` it returns is passed down;
-nothing else reads `os.environ`. A bad value is a ConfigError of one line naming where it came from:
-the flag, the variable, or the file and line.
+`load_settings` is called once, by the CLI; nothing else reads `os.environ`. A bad value is a one-line
+ConfigError naming where it came from: the flag, the variable, or the file and line.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, model_validator
-from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -44,15 +41,12 @@ REQUEST_TIMEOUT_MAX = 86_400
 FOLDERS = ("memory_dir", "sessions_dir", "state_dir")
 """The settings whose `~` is the user's home (from HOME, else USERPROFILE)."""
 
-_LAYERS: ContextVar[tuple[PydanticBaseSettingsSource, ...]] = ContextVar("settings_layers", default=())
-"""The layers below the flags while `load_settings` builds a `Settings` (none otherwise)."""
-
 
 class Settings(BaseSettings):
-    """Every setting of SPEC §2. Build it with `load_settings`: `Settings(**values)` alone is those
-    values over the defaults, checked, without the environment or the config file."""
+    """Every setting of SPEC §2. `Settings(**values)` is those values over the defaults (no environment,
+    no file): `load_settings` layers those."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="forbid")
+    model_config = SettingsConfigDict(frozen=True, extra="forbid")
 
     model: Name = None
     base_url: BaseUrl = "https://api.openai.com/v1"
@@ -92,13 +86,11 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """The flags (the init values) over the layers `load_settings` read."""
-        return (init_settings, *_LAYERS.get())
+        return (init_settings,)
 
     @model_validator(mode="before")
     @classmethod
     def _strip_text(cls, data: Any) -> Any:
-        """Text from a flag, a variable or the file is read without the blanks around it."""
         if isinstance(data, dict):
             return {key: value.strip() if isinstance(value, str) else value for key, value in data.items()}
         return data
@@ -129,25 +121,6 @@ class Settings(BaseSettings):
 SETTING_NAMES: tuple[str, ...] = tuple(Settings.model_fields)
 
 
-class _Layer(PydanticBaseSettingsSource):
-    """Values read from the environment, and the variable to name when one is bad."""
-
-    def __init__(self, values: dict[str, str], names: Mapping[str, str]) -> None:
-        super().__init__(Settings)
-        self.values, self.names = values, names
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self.values.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.values)
-
-
-def _variables(environ: Mapping[str, str], names: Mapping[str, str]) -> _Layer:
-    """The settings given by the variables `names` (setting → variable); an empty one is unset."""
-    return _Layer({field: environ[name] for field, name in names.items() if environ.get(name)}, names)
-
-
 def load_settings(
     cli: Mapping[str, Any] | None = None,
     *,
@@ -155,30 +128,25 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
     mcp_config: Sequence[Path] = (),
 ) -> Settings:
-    """Build Settings from all layers. Raises ConfigError with one line naming the culprit and fix.
-
-    `cli` holds only the flags the user gave (None values are ignored). `config_file` is `--config`;
-    without it `~/.nanohermes/config.toml` is read when it exists. `mcp_config`: `--mcp-config` JSON
-    files, whose servers join the config file's (a JSON server replaces a TOML one of the same name).
-    """
+    """Build Settings from all layers. Raises ConfigError. `cli`: the flags given (None is not given);
+    `mcp_config` files' servers replace the config file's of the same name."""
     environ = os.environ if environ is None else environ
     home = Path(environ.get("HOME") or environ.get("USERPROFILE") or Path.home())
     flags = {key: value for key, value in (cli or {}).items() if value is not None}
     path = config_file if config_file is not None else home / ".nanohermes" / "config.toml"
-    file = ConfigFile(Settings, path, required=config_file is not None)
-    layers = (
-        _variables(environ, {name: ENV_PREFIX + name.upper() for name in SETTING_NAMES}),
-        _variables(environ, ENV_FALLBACKS),
-        file,
-        _Layer({"language": _language_from_locale(environ)}, {}),
-    )
-    token = _LAYERS.set(layers)
+    file = ConfigFile(path, SETTING_NAMES, required=config_file is not None)
+    variables: dict[str, str] = {}  # setting → the variable giving it (an empty one is unset)
+    for name, variable in [
+        *((name, ENV_PREFIX + name.upper()) for name in SETTING_NAMES),
+        *ENV_FALLBACKS.items(),
+    ]:
+        if environ.get(variable):
+            variables.setdefault(name, variable)  # NANOHERMES_API_KEY before OPENAI_API_KEY
+    values = {name: environ[variable] for name, variable in variables.items()}
     try:
-        settings = Settings(**flags)
+        settings = Settings(**{"language": _language_from_locale(environ), **file.data, **values, **flags})
     except ValidationError as err:
-        raise ConfigError(_describe(err.errors()[0], flags, layers[:2], file)) from None
-    finally:
-        _LAYERS.reset(token)
+        raise ConfigError(_describe(err.errors()[0], flags, variables, file)) from None
     servers = dict(settings.mcp_servers)
     for json_path in mcp_config:
         servers.update(read_mcp_json(json_path))
@@ -204,9 +172,9 @@ def _language_from_locale(environ: Mapping[str, str]) -> str:
 
 
 def _describe(
-    error: ErrorDetails, flags: Mapping[str, Any], variables: Sequence[_Layer], file: ConfigFile
+    error: ErrorDetails, flags: Mapping[str, Any], variables: Mapping[str, str], file: ConfigFile
 ) -> str:
-    """The error line for the first bad value, naming the layer it came from (the highest holding it)."""
+    """The error line for the first bad value, naming the highest layer holding it."""
     loc = tuple(str(part) for part in error["loc"])
     field = loc[0] if loc else ""
     if field == "mcp_servers" and len(loc) > 1:  # inside one server's table: only the file has those
@@ -214,10 +182,9 @@ def _describe(
         return f"{file.path}{file.line_of(*loc)}: {problem}"
     if field in flags:
         return _problem(error, "--" + field.replace("_", "-"))
-    for layer in variables:
-        if field in layer.values:
-            return _problem(error, layer.names[field])
-    if field in file.toml_data:
+    if field in variables:
+        return _problem(error, variables[field])
+    if field in file.data:
         return _problem(error, f"{'.'.join(loc)} in {file.path}{file.line_of(*loc)}")
     return _problem(error, field)
 

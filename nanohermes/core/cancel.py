@@ -13,9 +13,8 @@ from nanohermes.core.errors import Cancelled
 T = TypeVar("T")
 
 EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-"""Signals that end nanohermes (kill, the terminal closed). A turn running then is cancelled first:
-its shell commands run in sessions of their own, which the terminal's hang-up does not reach, and
-are killed with the turn rather than left running."""
+"""Signals that end nanohermes. A running turn is cancelled first: its shell commands run in sessions
+of their own, which the terminal's hang-up does not reach."""
 
 
 class CancelToken:
@@ -42,7 +41,7 @@ class CancelToken:
             callback()
 
     def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
-        """Run `callback` when cancelled (at once if already). Returns a function that unregisters it."""
+        """Run `callback` when cancelled (at once if already); returns its unregistering function."""
         with self._lock:
             if not self._event.is_set():
                 key = object()
@@ -56,7 +55,7 @@ class CancelToken:
             self._callbacks.pop(key, None)
 
     def wait(self, seconds: float) -> bool:
-        """Sleep up to `seconds`; True if cancelled meanwhile (so backoff waits end at once)."""
+        """Sleep up to `seconds`; True if cancelled meanwhile."""
         return self._event.wait(max(0.0, seconds))
 
     def raise_if_cancelled(self) -> None:
@@ -65,8 +64,7 @@ class CancelToken:
 
 
 def result_of(future: concurrent.futures.Future[T], token: CancelToken | None) -> T:
-    """What `future` gives; Cancelled at once when `token` is cancelled (the future is cancelled too:
-    an MCP call's task, an editor's pending answer)."""
+    """What `future` gives; Cancelled at once when `token` is (the future is cancelled too)."""
     unregister = token.on_cancel(future.cancel) if token is not None else (lambda: None)
     try:
         return future.result()

@@ -8,32 +8,29 @@ EXIT_FAILURE = 1  # the model, a tool, a file: something failed
 EXIT_USAGE = 2  # a bad flag, setting or config, or no model configured
 EXIT_INTERRUPTED = 130  # Ctrl-C
 
+# How a reply cut short ends its turn
 LENGTH_NOTE = "the answer was cut at the output-token cap (finish_reason: length); raise max_output_tokens"
-"""What a reply cut by the output cap ends with (REPL note, one-shot error line)."""
 FILTER_NOTE = (
     "the provider's content filter stopped the answer (finish_reason: content_filter); rephrase the request"
 )
-"""What a reply the provider's filter stopped ends with; the turn ends as a refusal."""
 CAPACITY_NOTE = (
     "the provider cut the answer short for lack of capacity "
     "(finish_reason: insufficient_system_resource); try again"
 )
-"""DeepSeek's reply interrupted on its side: the partial answer is kept, the turn is not completed."""
 
 INTERRUPTED = "interrupted by user"
-"""What Ctrl-C leaves behind: the result of every unanswered tool call, the mark on a cut reply."""
+"""What Ctrl-C leaves: the result of every unanswered tool call, the mark on a cut reply."""
 JSON_ERRORS = (ValueError, RecursionError)
-"""What `json.loads` raises on text it cannot take: ValueError (not JSON, or a number over Python's
-digit limit) and RecursionError (nesting too deep for the decoder: a few KB of `[[[[…`)."""
+"""What `json.loads` raises: ValueError (not JSON, a number over Python's digit limit) and
+RecursionError (a few KB of `[[[[…`)."""
 
 
 def reason(err: BaseException) -> str:
-    """An OSError's own words (its strerror), else the error's text."""
     return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
 
 
 def json_problem(err: Exception) -> str:
-    """A JSON_ERRORS error in a few words (the RecursionError's own text says nothing useful)."""
+    """A JSON_ERRORS error in a few words (a RecursionError's own text says nothing useful)."""
     return "nested too deeply" if isinstance(err, RecursionError) else str(err)
 
 

@@ -1,7 +1,4 @@
-"""What the agent (and the model client inside it) emits and the UI renders. Stdlib only.
-
-The core never prints: it yields these, and `nanohermes.ui` decides how they look.
-"""
+"""What the agent and its model client yield and the UI renders (the core never prints). Stdlib only."""
 
 from __future__ import annotations
 
@@ -15,22 +12,16 @@ NoteLevel = Literal["info", "warning", "error", "debug"]
 
 @dataclass(frozen=True)
 class TextDelta:
-    """A piece of the assistant's answer as it streams."""
-
     text: str
 
 
 @dataclass(frozen=True)
 class ReasoningDelta:
-    """A piece of the model's reasoning (`reasoning_content` / `reasoning`), shown dimmed."""
-
     text: str
 
 
 @dataclass(frozen=True)
 class Retrying:
-    """The client is waiting before retrying a request."""
-
     attempt: int
     delay: float
     reason: str
@@ -38,7 +29,7 @@ class Retrying:
 
 @dataclass(frozen=True)
 class ToolStarted:
-    """A tool call was approved and dispatched. `summary` is its key argument, e.g. the path."""
+    """A tool call was approved and dispatched; `summary` is its key argument."""
 
     call: ToolCall
     summary: str = ""
@@ -46,7 +37,7 @@ class ToolStarted:
 
 @dataclass(frozen=True)
 class ToolFinished:
-    """A tool call ended. Emitted in call order; `result.content` is what the model gets."""
+    """Emitted in call order; `result.content` is what the model gets."""
 
     result: ToolResult
     summary: str = ""
@@ -55,24 +46,19 @@ class ToolFinished:
 
 @dataclass(frozen=True)
 class Note:
-    """A one-line remark for the user: memories saved, compaction, a refused call, an error."""
-
     text: str
     level: NoteLevel = "info"
 
 
 @dataclass(frozen=True)
 class Compacted:
-    """The context was compacted (automatically or by /compact)."""
-
     before_chars: int
     after_chars: int
     summarized: bool = True
 
     @property
     def saved(self) -> str:
-        """What it saved, for a status line: `1,234 characters saved`, or why nothing was (a summary
-        of a few short messages may be longer than they are)."""
+        """For a status line (a summary of a few short messages may be longer than they are)."""
         saved = self.before_chars - self.after_chars
         if saved > 0:
             return f"{saved:,} characters saved"
@@ -90,39 +76,35 @@ class PlanStep:
 
 @dataclass(frozen=True)
 class PlanUpdated:
-    """The model's plan (`update_plan`), whole, after each update."""
-
     steps: tuple[PlanStep, ...]
 
 
 @dataclass(frozen=True)
 class TurnFinished:
-    """The turn ended. `completed` is False when interrupted, stopped at max_iterations, or failed."""
+    """`completed` is False when interrupted, stopped at max_iterations, or failed."""
 
     completed: bool
     reason: str = "done"
     usage: Usage = field(default_factory=Usage)
     answer: str = ""
-    changed_files: tuple[str, ...] = ()
-    """Workspace files this turn changed, as its checkpoint recorded them (empty: none, or off)."""
+    changed_files: tuple[str, ...] = ()  # as the turn's checkpoint recorded them
 
 
 @dataclass(frozen=True)
 class RecalledMemory:
-    """One memory in this turn's block (SPEC §3.10): its BM25 score and the query terms that matched."""
+    """One memory in this turn's block (SPEC §3.10), with the query terms that matched."""
 
     id: str
     kind: str
     text: str
     score: float
     terms: tuple[str, ...] = ()
-    scope: str = "global"
-    """`global`, `project` (this project's) or `team` (the repository's team memory)."""
+    scope: str = "global"  # or `project`, `team`
 
 
 @dataclass(frozen=True)
 class MemoryRecalled:
-    """The memories injected for this turn, best first (only when the block holds any)."""
+    """Best first; only when the block holds any."""
 
     memories: tuple[RecalledMemory, ...]
 

@@ -1,10 +1,5 @@
-"""Private, crash-safe files: the one implementation behind memory.json and session files. Stdlib only.
-
-A write goes to a temp file (0600) in the same directory, is fsynced, renamed over the target with
-`os.replace`, and the directory is fsynced so the rename survives a crash: readers see the old file
-or the new one, never half of one. A small file a user or a repository names (a config file,
-AGENTS.md, a repository's git config) is read by `read_regular`, which never blocks.
-"""
+"""Private, crash-safe files. Stdlib only. A write goes to a fsynced temp file (0600) beside the target,
+is renamed over it and the directory fsynced: readers see the old file or the new one, never half."""
 
 from __future__ import annotations
 
@@ -20,8 +15,7 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def ensure_private_dir(directory: Path) -> None:
-    """Create `directory` and any missing parents as 0700; existing ones are left as they are.
-    Raises OSError."""
+    """Create `directory` and any missing parents as 0700. Raises OSError."""
     if directory.is_dir():
         return  # the common case: one stat, not one per ancestor
     missing = [d for d in (directory, *directory.parents) if not d.exists()]
@@ -40,38 +34,19 @@ def ensure_private_dir(directory: Path) -> None:
 
 
 def write_target(path: Path) -> Path:
-    """Where a write to `path` goes: through a symlink to its target (the link stays a link), so a
-    file kept in a dotfiles repository and linked into place (memory.json, a session) keeps working;
-    a dangling link's target is created by the first write."""
+    """Through a symlink to its target, the link staying a link (a dotfiles repository's file)."""
     return Path(os.path.realpath(path)) if os.path.islink(path) else path
 
 
 def resolved(path: Path) -> Path:
-    """`path` with links followed as far as they go; a link loop (RuntimeError before Python 3.13)
-    or an unreadable folder leaves it absolute, as given."""
+    """Links followed as far as they go; a link loop or an unreadable folder leaves it as given."""
     try:
         return path.resolve()
     except (OSError, RuntimeError):
         return path.absolute()
 
 
-def fsync_dir(directory: Path) -> None:
-    """Make a rename durable. Not every platform or file system can fsync a directory."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):  # EINVAL where the file system cannot; the data is synced
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_all(fd: int, data: bytes | Sequence[bytes]) -> None:
-    """Write `data` (bytes, or pieces joined first) whole."""
     view = memoryview(data if isinstance(data, bytes | bytearray | memoryview) else b"".join(data))
     while view:
         written = os.write(fd, view)
@@ -79,23 +54,19 @@ def write_all(fd: int, data: bytes | Sequence[bytes]) -> None:
 
 
 def atomic_write(path: Path, data: bytes | Sequence[bytes], *, temp_prefix: str = "") -> None:
-    """Replace `path` with `data` (bytes, or pieces) atomically (file mode 0600).
-    On failure the old file is untouched, the temp file is removed and the OSError propagates."""
+    """On failure the old file is untouched and the OSError propagates."""
     _put_in_place(_write_temp(path, data, temp_prefix), path)
 
 
 class StagedWrite:
-    """The new content of `path`, written and fsynced beside it (0600) but not yet in place: for a
-    write that must be known to fit on the disk before something else is changed. `commit()` renames
-    it over `path` (a rename needs no space); `discard()` removes it (a no-op once committed)."""
+    """The new content of `path`, written and fsynced beside it but not yet in place: for a write that
+    must be known to fit on the disk before something else is changed (a rename needs no space)."""
 
     def __init__(self, path: Path, data: bytes) -> None:
-        """Raises OSError, leaving nothing behind."""
         self.path = path
         self._temp = _write_temp(path, data)
 
     def commit(self) -> None:
-        """Put the new content in place. Raises OSError (the old file untouched, the temp removed)."""
         temp, self._temp = self._temp, ""
         if temp:
             _put_in_place(temp, self.path)
@@ -107,8 +78,7 @@ class StagedWrite:
 
 
 def _write_temp(path: Path, data: bytes | Sequence[bytes], prefix: str = "") -> str:
-    """The name of a new temp file (0600) beside `path` holding `data`, fsynced. On failure nothing
-    is left behind and the OSError propagates."""
+    """A new fsynced temp file (0600) beside `path`; on failure nothing is left behind."""
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix or f".{path.name}.", suffix=".tmp")
     try:
         if os.name == "posix":
@@ -124,13 +94,22 @@ def _write_temp(path: Path, data: bytes | Sequence[bytes], prefix: str = "") -> 
 
 
 def _put_in_place(temp: str, path: Path) -> None:
-    """Rename `temp` over `path` (on failure `temp` is removed), then make the rename durable."""
     try:
         os.replace(temp, path)
     except BaseException:
         _unlink_quietly(temp)
         raise
-    fsync_dir(path.parent)
+    if os.name != "posix":
+        return
+    try:  # the directory's fsync makes the rename durable, where the platform can
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):  # EINVAL where the file system cannot; the data is synced
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _unlink_quietly(temp: str) -> None:
@@ -139,11 +118,9 @@ def _unlink_quietly(temp: str) -> None:
 
 
 def read_regular(path: Path, limit: int, *, follow: bool = True) -> tuple[bytes, int]:
-    """At most `limit` bytes of the regular file `path`, and its size. Raises OSError for anything
-    else (IsADirectoryError for a directory): the open never blocks (O_NONBLOCK), a FIFO, socket or
-    device is refused unread, and a symlink too unless `follow`. A file that reports size 0 is not
-    read: a real one holds nothing, while /proc and /sys files report 0 and reading one may block or
-    consume it (/proc/kmsg)."""
+    """At most `limit` bytes of the regular file `path`, and its size. Raises OSError for anything else
+    (a FIFO or device unread, the open never blocks; a symlink unless `follow`). A file of size 0 is
+    not read: /proc and /sys files report 0, and reading one may block or consume it (/proc/kmsg)."""
     flags = os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags if follow else flags | getattr(os, "O_NOFOLLOW", 0))
     try:
@@ -167,8 +144,7 @@ def read_regular(path: Path, limit: int, *, follow: bool = True) -> tuple[bytes,
 
 
 def read_small_text(path: Path, limit: int) -> str:
-    """The UTF-8 text of a small file the user names (a config file), read by `read_regular`: a file
-    over `limit` bytes is refused instead of read whole. Raises OSError or UnicodeDecodeError."""
+    """A file over `limit` bytes is refused, not read whole. Raises OSError or UnicodeDecodeError."""
     data, size = read_regular(path, limit + 1)
     if max(len(data), size) > limit:
         raise OSError(errno.EFBIG, f"larger than {limit:,} bytes")

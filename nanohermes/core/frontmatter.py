@@ -1,7 +1,6 @@
-"""Markdown files with a small front matter (`key: value` lines between two `---` lines, then the
-body): sub-agent definitions, custom slash commands, skills. Only what these files use of YAML:
-`key: value` lines, a key with no value followed by `- item` lines (joined with ", "), and indented
-lines that go on with the last key's value (`description: >-`, a `metadata:` map); no YAML library."""
+"""Markdown files with a front matter (sub-agents, custom commands, skills). Only what these files use
+of YAML: `key: value` lines, `- item` lines after a key with no value (joined with ", "), and indented
+lines that go on with the last key's value (`description: >-`, a `metadata:` map)."""
 
 from __future__ import annotations
 
@@ -17,16 +16,15 @@ from nanohermes.core.types import shorten
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A command's or a skill's name: what a slash command or a tool argument can carry as it is."""
+# control, invisible and tag characters: text the user cannot see in an editor but the model reads
 _UNSAFE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{INVISIBLE}\U000e0000-\U000e007f]")
-"""Control characters, invisible Unicode and tag characters: text the user cannot see in an editor
-but the model reads."""
 _BLOCK_SCALAR = re.compile(r"[|>][-+]?")
 T = TypeVar("T")
 
 
 def front_matter(text: str, keys: Collection[str]) -> tuple[dict[str, str], str]:
-    """(values by key, body). Raises ValueError for a key not in `keys`, a key given twice, a line
-    that is not `key: value`, or a front matter never closed."""
+    """(values by key, body). Raises ValueError for an unknown or repeated key, a line that is not
+    `key: value`, or a front matter never closed."""
     if not text.startswith("---"):
         return {}, text
     header, sep, rest = text[3:].partition("\n---")
@@ -64,10 +62,9 @@ def unquote(value: str) -> str:
 
 
 def read_definition(path: Path, limit: int, inside: Path | None = None) -> str:
-    """The text of a definition file: UTF-8, at most `limit` bytes, a regular file (never blocks on a
-    FIFO), without a BOM, and no control or invisible character. With `inside` (a workspace), its
-    real path must be in there: a cloned repository's file linking to ~/.ssh/id_rsa is not read.
-    Raises OSError or ValueError (UnicodeDecodeError included)."""
+    """UTF-8, at most `limit` bytes, without a BOM or an invisible character. With `inside`, its real
+    path must be in there: a cloned repository's file linking to ~/.ssh/id_rsa is not read. Raises
+    OSError or ValueError."""
     if inside is not None and not resolved(path).is_relative_to(resolved(inside)):
         raise ValueError(f"it links to {resolved(path)}, outside the workspace")
     text = read_small_text(path, limit).removeprefix("\ufeff")  # a BOM (Windows editors) is no text
@@ -79,7 +76,6 @@ def read_definition(path: Path, limit: int, inside: Path | None = None) -> str:
 
 
 def skipped(what: str, path: Path, err: OSError | ValueError) -> str:
-    """The one-line note for a definition file that is not used."""
     if isinstance(err, UnicodeDecodeError):
         why = f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})"
     else:
@@ -88,7 +84,7 @@ def skipped(what: str, path: Path, err: OSError | ValueError) -> str:
 
 
 def markdown_files(pattern: str, directory: Path) -> list[Path]:
-    """The files matching `pattern` in `directory`, sorted; none when it is missing or unreadable."""
+    """Sorted; none when `directory` is missing or unreadable."""
     try:
         return sorted(directory.glob(pattern)) if directory.is_dir() else []
     except OSError:
@@ -104,10 +100,8 @@ def load_definitions(
     parse: Callable[[Path, Path | None], T],
     most: int | None = None,
 ) -> tuple[dict[str, T], list[str]]:
-    """Each definition of `kind` ("commands": `NAME.md`, "skills": `NAME/SKILL.md`) by NAME, the
-    project's first (it wins a name) then the user's, at most `most`; one note per file skipped and
-    one for those past `most` (`what` names a file in them). `parse(path, inside)` raises OSError or
-    ValueError for a bad file."""
+    """Each definition of `kind` by NAME, the project's first (it wins a name) then the user's, at most
+    `most`, and a note per file skipped. `parse` raises OSError or ValueError."""
     found: dict[str, T] = {}
     notes: list[str] = []
     unlisted = 0
@@ -122,6 +116,8 @@ def load_definitions(
                 unlisted += 1
                 continue
             try:
+                if not NAME.fullmatch(name):
+                    raise ValueError("its name may hold only letters, digits, '-' and '_' (at most 64)")
                 found[name] = parse(path, inside)
             except (OSError, ValueError) as err:
                 notes.append(skipped(what, path, err))

@@ -23,16 +23,13 @@ class ApprovalRequest:
 
     tool: str
     title: str
-    detail: str
-    """A unified diff for writes and edits, the command line for shell calls."""
-    call: ToolCall | None = None
-    """The call asking (front ends that show calls by id, e.g. ACP, attach the question to it)."""
+    detail: str  # a unified diff for writes and edits, the command line for shell calls
+    call: ToolCall | None = None  # ACP attaches the question to the call it shows
 
 
 class Approver(Protocol):
-    """The UI's seam for confirmation. Called from a worker thread; blocks until the user answers.
-    Raises `Cancelled` when the user interrupts instead of answering (Ctrl-C): the call, and the
-    calls after it, are then interrupted, not declined."""
+    """Called from a worker thread; blocks until the user answers. Raises `Cancelled` on Ctrl-C: the
+    call, and those after it, are then interrupted, not declined."""
 
     def __call__(self, request: ApprovalRequest) -> Decision: ...
 
@@ -41,11 +38,9 @@ class Approver(Protocol):
 class TurnChanges:
     """What a turn changed in the workspace, as its checkpoint recorded it (SPEC §11)."""
 
-    turn: int = 0
-    """The checkpoint's number; 0 when nothing was recorded."""
+    turn: int = 0  # the checkpoint's number; 0 when nothing was recorded
     files: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    """Lines for the user (a fallback in use, a failed snapshot)."""
+    notes: tuple[str, ...] = ()  # for the user: a fallback in use, a failed snapshot
 
 
 class ChangeGuard(Protocol):

@@ -1,6 +1,4 @@
-"""What a tool call is about, in a few words: its arguments, the argument that names its subject, its
-title. One mapping for every front end: the terminal's tool lines (`ui.render`) and the editor's
-tool-call titles (`acp.convert`). Stdlib only."""
+"""What a tool call is about, in a few words, for every front end (terminal lines, editor titles)."""
 
 from __future__ import annotations
 
@@ -11,12 +9,11 @@ from nanohermes.core.errors import JSON_ERRORS
 from nanohermes.core.types import ToolCall, shorten
 
 KEY_ARGUMENTS = ("path", "command", "pattern", "query", "glob", "id", "description", "kind", "text")
-"""The argument that says what a call is about, first found first."""
 MCP_PREFIX = "mcp__"
 
 
 def call_arguments(call: ToolCall) -> dict[str, Any]:
-    """The call's arguments as a dict ({} when they are not a JSON object: the runner reports that)."""
+    """{} when they are not a JSON object (the runner reports that)."""
     try:
         args = json.loads(call.arguments or "{}")
     except JSON_ERRORS:
@@ -25,7 +22,6 @@ def call_arguments(call: ToolCall) -> dict[str, Any]:
 
 
 def key_argument(call: ToolCall, width: int = 60) -> str:
-    """The argument that says what a call is about (its path, command, pattern…), shortened."""
     try:
         arguments = json.loads(call.arguments or "{}")
     except JSON_ERRORS:
@@ -42,7 +38,7 @@ def _key_of(arguments: dict[str, Any], width: int) -> str:
 
 
 def tool_title(name: str, args: dict[str, Any]) -> str:
-    """A call as a title, e.g. "Edit src/app.py", "`pytest -q`", "docs: search ranking" (an MCP tool)."""
+    """e.g. "Edit src/app.py", "`pytest -q`", "docs: search ranking" (an MCP tool)."""
     path = str(args.get("path") or "")
     titles = {
         "read_file": f"Read {path}",

@@ -1,8 +1,5 @@
-"""Plain data shared by every layer. Stdlib only.
-
-Messages stay in the OpenAI chat-completions wire format (plain dicts) everywhere: that is what the
-endpoint takes, what the session file stores and what the memory excerpt reads, so no layer converts.
-"""
+"""Plain data shared by every layer. Stdlib only. Messages stay in the OpenAI wire format (plain dicts)
+everywhere: the endpoint, the session file and the distiller all take it, so no layer converts."""
 
 from __future__ import annotations
 
@@ -13,20 +10,18 @@ from typing import Any
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 Message = dict[str, Any]
-"""One chat message in wire format: {"role": ..., "content": ..., "tool_calls"?, "tool_call_id"?}."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def valid_text(text: str) -> str:
-    """`text` with each lone surrogate (a JSON `\\ud83d` escape cut from its pair, as a truncated
-    emoji leaves it; a file name that is not UTF-8) replaced by U+FFFD: it cannot be encoded, so
-    printing, a session file or the request to the model would fail on it."""
+    """Each lone surrogate (half of a cut emoji's JSON escape, a file name that is not UTF-8) as
+    U+FFFD: printing, a session file or the request to the model would fail on it."""
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def with_valid_text(value: Any) -> Any:
-    """A parsed JSON `value` with `valid_text` applied to every string in it, keys too (in place).
-    No recursion: it may be nested as deeply as the parser allows."""
+    """`valid_text` on every string in a parsed JSON `value`, keys too, in place and without
+    recursion (it may be nested as deeply as the parser allows)."""
     holder = [value]
     stack: list[Any] = [holder]
     while stack:
@@ -46,7 +41,7 @@ def with_valid_text(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A call the model asked for. `arguments` is the JSON text exactly as the model sent it."""
+    """`arguments`: the JSON text exactly as the model sent it."""
 
     id: str
     name: str
@@ -62,14 +57,11 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ToolResult:
-    """What one tool call produced, as text for the model."""
-
     call_id: str
     name: str
     content: str
     ok: bool = True
-    images: tuple[str, ...] = ()
-    """Data URLs of the images the call showed (view_image): see `shown_images`."""
+    images: tuple[str, ...] = ()  # data URLs of the images the call showed (view_image)
 
     def to_message(self) -> Message:
         return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
@@ -77,7 +69,7 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Shown:
-    """What a tool returns to show the model images (data URLs) besides its text."""
+    """What a tool returns to show the model images (data URLs) too."""
 
     text: str
     images: tuple[str, ...]
@@ -87,7 +79,6 @@ IMAGES_SHOWN = "[the images view_image opened]"
 
 
 def with_images(text: str, images: list[str] | tuple[str, ...]) -> str | list[dict[str, Any]]:
-    """A user message's content: `text`, then OpenAI `image_url` parts when there are images."""
     if not images:
         return text
     parts = [{"type": "image_url", "image_url": {"url": url}} for url in images]
@@ -95,22 +86,18 @@ def with_images(text: str, images: list[str] | tuple[str, ...]) -> str | list[di
 
 
 def shown_images(results: list[ToolResult]) -> list[Message]:
-    """The user message that carries the images of a batch's results (none without images): a tool
-    message holds only text."""
+    """The user message that carries a batch's images: a tool message holds only text."""
     images = [url for result in results for url in result.images]
     return [{"role": "user", "content": with_images(IMAGES_SHOWN, images)}] if images else []
 
 
-CHARS_PER_TOKEN = 4
-"""The estimate used when a server reports no usage (llama-cpp-python when streaming)."""
-MESSAGE_OVERHEAD_TOKENS = 4
-"""Tokens a chat template adds around each message (role, separators), as OpenAI counts them."""
+CHARS_PER_TOKEN = 4  # the estimate when a server reports no usage (llama-cpp-python when streaming)
+MESSAGE_OVERHEAD_TOKENS = 4  # what a chat template adds around each message, as OpenAI counts
 
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts reported by the endpoint, or estimated (`estimated`) when it reported none.
-    A sum is estimated when any part of it is."""
+    """Token counts as reported, or `estimated` when none were (so is a sum when any part is)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -126,7 +113,6 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The counts; `estimated` only when true."""
         counts = asdict(self)
         return counts if self.estimated else {k: v for k, v in counts.items() if k != "estimated"}
 
@@ -141,8 +127,6 @@ class Usage:
 
     @classmethod
     def estimate(cls, sent: list[Message], reply: Message, tools: Any = None) -> Usage:
-        """About CHARS_PER_TOKEN characters a token, for the messages sent (and tool schemas) and
-        the reply; marked as estimated."""
         prompt = sum(map(message_chars, sent)) + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
         prompt_tokens = -(-prompt // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * len(sent)
         completion_tokens = -(-message_chars(reply) // CHARS_PER_TOKEN)
@@ -151,29 +135,22 @@ class Usage:
 
 @dataclass
 class ChatResult:
-    """One finished model response (streamed or not)."""
-
     content: str = ""
     reasoning: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
-    refusal: str = ""
-    """The model declined (OpenAI `refusal`); shown as the answer."""
+    refusal: str = ""  # the model declined (OpenAI `refusal`); shown as the answer
 
     def is_empty(self) -> bool:
-        """No text, no refusal and no tool call: nothing to show or do."""
         return not self.content.strip() and not self.refusal.strip() and not self.tool_calls
 
     def counted_usage(self, sent: list[Message], tools: Any = None) -> Usage:
-        """The usage the server reported for this response, or an estimate when it reported none."""
         return self.usage if self.usage.total_tokens else Usage.estimate(sent, self.to_message(), tools)
 
     def to_message(self) -> Message:
-        """The assistant message to append to the history (a refusal is kept as its content).
-
-        Reasoning is kept under `reasoning_content`; the model client decides whether to send it back.
-        """
+        """A refusal is kept as the content; the model client decides whether to send the reasoning
+        back."""
         message: Message = {"role": "assistant", "content": self.content or self.refusal}
         if self.tool_calls:
             message["tool_calls"] = [call.to_dict() for call in self.tool_calls]
@@ -183,7 +160,6 @@ class ChatResult:
 
 
 def message_text(message: Message) -> str:
-    """The text of a message's content, joining the text parts of multimodal content."""
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -194,7 +170,7 @@ def message_text(message: Message) -> str:
 
 
 def plural(count: int, singular: str, several: str = "") -> str:
-    """`1 memory`, `2 memories`, `0 best matches`: the count and the right form of the noun."""
+    """`1 memory`, `2 memories`, `0 best matches`."""
     if count == 1:
         return f"1 {singular}"
     return f"{count:,} {several or _plural_of(singular)}"
@@ -207,8 +183,7 @@ def _plural_of(noun: str) -> str:
 
 
 def shorten(text: str, width: int) -> str:
-    """`text` on one line, at most `width` characters: cut at a word boundary (when one is in the
-    second half) and ended with «…» when anything was cut."""
+    """`text` on one line, at most `width` characters, cut at a word in the second half with «…»."""
     line = " ".join(text.split())
     if len(line) <= width:
         return line
@@ -220,7 +195,6 @@ def shorten(text: str, width: int) -> str:
 
 
 def message_chars(message: Message) -> int:
-    """Characters of a message that reach the model: its text, reasoning and tool calls."""
     size = len(message_text(message)) + len(str(message.get("reasoning_content") or ""))
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, dict) else None
@@ -230,21 +204,18 @@ def message_chars(message: Message) -> int:
 
 
 MAX_COUNT = 10**15
-"""No real count (tokens, messages, bytes) comes near this. A larger one (a hostile reply or session
-file) is taken as no count: summed into the totals it could pass the 4,300 digits Python will turn
-into text, and then every save of the session and every display of the totals would fail."""
+"""No real count comes near this. A larger one (a hostile reply or session file) is no count: summed
+into the totals it could pass the 4,300 digits Python turns into text, failing every later save."""
 
 
 def as_count(value: Any) -> int:
-    """A count as sent, or 0 when it is not one (a string, a float, a bool, a negative number, one
-    over MAX_COUNT)."""
+    """A count as sent, or 0 when it is not one (a float, a bool, a negative number, one over MAX_COUNT)."""
     valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
     return value if valid else 0
 
 
 def message_problem(message: Any) -> str | None:
-    """What makes `message` unusable as a wire-format chat message (a role that is not a string, a
-    `tool_calls` that is not a list, a `function` that is not an object, …), or None when it is fine."""
+    """What makes `message` unusable as a wire-format chat message, or None when it is fine."""
     if not isinstance(message, dict):
         return f"a {type(message).__name__}, not a message object"
     role = message.get("role")

@@ -115,8 +115,7 @@ class ToolCallAccumulator:
             # A repeated or cumulative name replaces; a fragment is appended.
             slot.name = name if name.startswith(slot.name) else slot.name + name
         if isinstance(arguments, str):
-            if arguments:
-                slot.append(arguments)
+            slot.append(arguments)
         elif arguments is not None:  # an object (or a list, a number: refused by the tool layer)
             slot.replace(json.dumps(arguments, ensure_ascii=False))
 
@@ -127,22 +126,15 @@ class ToolCallAccumulator:
                 return self._start(call_id, index) if _another(known, name, has_arguments) else known
             # The same id at another index: a second call that reuses the id, not more of the first.
             return self._by_index.get(index) or self._start(call_id, index)
-        current = self._current(index)
+        current = self._by_index.get(index) if index is not None else next(reversed(self._slots), None)
         if call_id:
             if current is not None and _continues(current, name):
                 self._by_id[call_id] = current  # LM Studio: a fresh id on every chunk
                 return current
             return self._start(call_id, index)
-        if current is None:
-            return self._start("", index)
-        if _another(current, name, has_arguments):
-            return self._start("", index)  # several calls at one index, without ids
+        if current is None or _another(current, name, has_arguments):
+            return self._start("", index)  # the first call, or several calls at one index without ids
         return current
-
-    def _current(self, index: int | None) -> _Slot | None:
-        if index is not None:
-            return self._by_index.get(index)
-        return self._slots[-1] if self._slots else None
 
     def _start(self, call_id: str, index: int | None) -> _Slot:
         slot = _Slot(id=call_id, index=index)
@@ -229,13 +221,8 @@ def _parse_calls(text: str, tool_names: set[str], *, need_arguments: bool) -> li
     except JSON_ERRORS:
         return None
     items = value if isinstance(value, list) else [value]
-    calls: list[ToolCall] = []
-    for item in items:
-        call = _parse_call(item, tool_names, need_arguments=need_arguments)
-        if call is None:
-            return None
-        calls.append(call)
-    return calls or None
+    calls = [_parse_call(item, tool_names, need_arguments=need_arguments) for item in items]
+    return [call for call in calls if call is not None] if calls and None not in calls else None
 
 
 def _parse_call(item: Any, tool_names: set[str], *, need_arguments: bool) -> ToolCall | None:

@@ -1,8 +1,6 @@
 """ChatClient: any OpenAI-compatible `/chat/completions` endpoint over httpx, no SDK.
 
-Seams for tests: the `httpx.Client` (respx / MockTransport), `sleep(seconds, cancel) -> cancelled`
-for backoff waits, `clock()` for the total deadline, `wall_clock()` for HTTP-date `Retry-After`, and
-`random()` for jitter. Nothing here waits for real when those are injected.
+The httpx client, `sleep`, `clock`, `wall_clock` and `random` are injected by tests: nothing then waits.
 """
 
 from __future__ import annotations
@@ -35,11 +33,11 @@ from nanohermes.llm.failures import (
     Target,
     after_retries,
     backoff_delay,
+    hide_key,
     is_retryable,
     parse_retry_after,
     status_error,
     strip_userinfo,
-    without_key,
 )
 from nanohermes.llm.response import StreamAssembler, parse_completion
 from nanohermes.llm.transport import BodyReader, describe, new_http_client, proxy_for, send_cancellable
@@ -80,14 +78,14 @@ class ChatClient:
         random: Callable[[], float] = _random.random,
         stopped: Callable[[], str | None] | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._post_url = f"{self.base_url}/chat/completions"
+        base_url = base_url.rstrip("/")
+        self._post_url = f"{base_url}/chat/completions"
         self.url, self._url_password = strip_userinfo(self._post_url)
         """`url` names the endpoint in messages: a password in the base URL never shows there."""
         self.model = model
         self._api_key = api_key
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else new_http_client(self.base_url)
+        self._http = http_client if http_client is not None else new_http_client(base_url)
         self.max_retries = max_retries
         self._timeout = httpx.Timeout(request_timeout, connect=CONNECT_TIMEOUT, pool=CONNECT_TIMEOUT)
         self.total_timeout = total_timeout or max(MIN_TOTAL_DEADLINE, 5 * request_timeout)
@@ -99,8 +97,7 @@ class ChatClient:
         self._wall_clock = wall_clock
         self._random = random
         self._stopped = stopped
-        """Says why the server is gone (the --local child exited), or None: asked when a connection
-        fails, so a dead server is named at once instead of retried as unreachable."""
+        """Why the --local server is gone, or None: a dead server is named at once, not retried."""
 
     @classmethod
     def from_settings(
@@ -145,7 +142,7 @@ class ChatClient:
             yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
             try:
                 fallback, _ = yield from self._exchange(messages, tools, target, cancel, stream=False)
-            except (Cancelled, IncompleteStream, ContextOverflow, ServerStopped):
+            except (IncompleteStream, ContextOverflow, ServerStopped):
                 raise
             except LLMError as err:
                 raise IncompleteStream(
@@ -187,9 +184,8 @@ class ChatClient:
         *,
         stream: bool,
     ) -> Generator[StreamItem, None, tuple[ChatResult, bool]]:
-        """One request, its answer read as JSON or as a stream (whichever the server chose): the
-        result, and whether it ended properly ([DONE] or a finish reason). The answer to a request
-        not streamed must end properly: a half call must not run."""
+        """One request, read as JSON or as a stream (whichever the server chose): the result, and whether
+        it ended properly. A request not streamed must end properly: a half call must not run."""
         body = build_body(target.model, messages, tools, stream, self.send_reasoning, self.max_tokens)
         response = yield from self._open(body, target, cancel)
         kind = response.headers.get("content-type", "").lower()
@@ -210,7 +206,10 @@ class ChatClient:
 
     def _hidden(self, err: LLMError) -> LLMError:
         """`err` with the API key and the base URL's password hidden."""
-        return without_key(without_key(err, self._api_key or ""), self._url_password)
+        for secret in (self._api_key or "", self._url_password):
+            err.args = (hide_key(str(err), secret), *err.args[1:])
+            err.hint = hide_key(err.hint, secret)
+        return err
 
     def _target(self, model: str | None) -> Target:
         name = model or self.model
@@ -226,9 +225,8 @@ class ChatClient:
         }
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
-        content = body_bytes(body)
         return self._http.build_request(
-            "POST", self._post_url, content=content, headers=headers, timeout=self._timeout
+            "POST", self._post_url, content=body_bytes(body), headers=headers, timeout=self._timeout
         )
 
     def _open(
@@ -307,12 +305,6 @@ def _empty_answer(result: ChatResult) -> EmptyAnswer:
 
 
 # Errors raised by `send()` before any response byte arrived, so retrying cannot duplicate an answer.
-# ReadError/WriteError included: a server may close a pooled keep-alive connection right after an
+# Read and write errors included: a server may close a pooled keep-alive connection right after an
 # empty streamed body (llama-cpp-python with tools), and the next request on it gets ECONNRESET.
-_RETRYABLE_TRANSPORT = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.RemoteProtocolError,
-    httpx.ReadError,
-    httpx.WriteError,
-)
+_RETRYABLE_TRANSPORT = (httpx.NetworkError, httpx.ConnectTimeout, httpx.RemoteProtocolError)

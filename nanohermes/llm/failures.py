@@ -108,12 +108,6 @@ def hide_key(text: str, key: str) -> str:
     return text.replace(escaped, REDACTED) if escaped != key else text
 
 
-def without_key(err: LLMError, key: str) -> LLMError:
-    err.args = (hide_key(str(err), key), *err.args[1:])
-    err.hint = hide_key(err.hint, key)
-    return err
-
-
 def strip_userinfo(url: str) -> tuple[str, str]:
     """`url` without a `user:password@` part (messages show it), and the password (hidden from errors)."""
     scheme, sep, rest = url.partition("://")
@@ -218,8 +212,7 @@ def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> Conte
 def status_error(
     status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
 ) -> LLMError:
-    """The error for a non-2xx answer; `retry_after`: the server asked to retry later (then quota words
-    mean a rate limit)."""
+    """The error for a non-2xx answer; `retry_after`: the server asked to retry later."""
     body = hide_key(body, target.key)
     info = read_error(body)
     detail = shorten(info.message or body.strip(), ONE_LINE)
@@ -267,8 +260,7 @@ def _is_web_page(body: str) -> bool:
 
 def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     """The error for an `{"error": …}` object sent inside an HTTP 200 answer."""
-    if len(target.key) >= MIN_KEY_CHARS:
-        error = json.loads(hide_key(json.dumps(error, ensure_ascii=False), target.key))
+    error = json.loads(hide_key(json.dumps(error, ensure_ascii=False), target.key))
     info = read_error(error)
     detail = shorten(info.message or json.dumps(error, ensure_ascii=False), ONE_LINE)
     statuses = sorted(int(code) for code in info.codes if code.isdecimal() and 100 <= int(code) < 600)

@@ -1,13 +1,9 @@
 """Chat-completion answers → ChatResult: the streamed chunks (StreamAssembler) or one JSON body.
 
-What a message or delta says, whatever shape the server gives it:
-- `content` as a string, or as a list of parts (Mistral: `[{"type": "thinking", "thinking": [...]},
-  {"type": "text", "text": ...}]`): text parts are the answer, thinking/reasoning parts reasoning.
-- reasoning as `reasoning_content` or `reasoning` (a string), or `reasoning_details` (OpenRouter,
-  Snowflake: `[{"type": "reasoning.text", "text": ...}, {"type": "reasoning.summary", "summary": ...}]`;
-  encrypted entries carry nothing to show). A string field wins: OpenRouter sends both.
-- `refusal` (OpenAI): the model declined; shown as the answer.
-- `choices`: only the choice with `index` 0 is read (a proxy may fan out `n > 1`).
+Shapes servers use: `content` as a string or a list of parts (Mistral's thinking parts are reasoning);
+reasoning as `reasoning_content`/`reasoning`, or a `reasoning_details` list of text and summary entries
+(OpenRouter, Snowflake; a string field wins: OpenRouter sends both); `refusal` (OpenAI), shown as the
+answer. Only the choice with `index` 0 is read (a proxy may fan out `n > 1`).
 """
 
 from __future__ import annotations
@@ -28,20 +24,14 @@ _THINKING_TYPES = frozenset({"thinking", "reasoning"})
 def first_choice(data: dict[str, Any]) -> dict[str, Any] | None:
     """The choice with `index` 0 (or none)."""
     choices = data.get("choices")
-    if not isinstance(choices, list):
-        return None
-    for choice in choices:
-        if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
-            return choice
-    return None
+    choices = [item for item in choices if isinstance(item, dict)] if isinstance(choices, list) else []
+    return next((choice for choice in choices if choice.get("index", 0) in (0, None)), None)
 
 
 def split_content(content: Any) -> tuple[str, str]:
     """(answer text, reasoning text) of a `content` field: a string, or a list of parts."""
-    if isinstance(content, str):
-        return content, ""
     if not isinstance(content, list):
-        return "", ""
+        return _texts(content), ""
     text: list[str] = []
     thinking: list[str] = []
     for part in content:
@@ -62,14 +52,8 @@ def reasoning_of(part: dict[str, Any]) -> str:
         if isinstance(value, str) and value:
             return value
     details = part.get("reasoning_details")
-    if not isinstance(details, list):
-        return ""
-    found: list[str] = []
-    for item in details:
-        if isinstance(item, dict):
-            value = item.get("text") if item.get("text") is not None else item.get("summary")
-            found.append(_texts(value))
-    return "".join(found)
+    items = [item for item in details if isinstance(item, dict)] if isinstance(details, list) else []
+    return "".join(_texts(item.get("text")) or _texts(item.get("summary")) for item in items)
 
 
 def _texts(value: Any) -> str:

@@ -1,10 +1,8 @@
 """Server-sent events: text lines in, JSON chunks out.
 
-Tolerant of what OpenAI-compatible servers really send: `:` comment lines (keep-alives), `data:` with
-or without a space, data split over several `data:` lines (joined with newlines), events not separated
-by blank lines (each line is then tried on its own), `id:`/`retry:` fields (ignored), error events
-(`event: error`, llama.cpp's `error:` line) turned into `{"error": …}` chunks, and a last event that
-is not followed by a blank line.
+Tolerant of what servers really send: events not separated by blank lines (each line is then tried on
+its own), error events (`event: error`, llama.cpp's `error:` line) as `{"error": …}` chunks, and a
+last event without its blank line.
 """
 
 from __future__ import annotations
@@ -26,22 +24,18 @@ MAX_LINE_CHARS = 16 * 1024 * 1024
 """The longest stream line read (a whole tool call with a big file in one event fits easily)."""
 
 
-def iter_lines(pieces: Iterable[str], max_chars: int = MAX_LINE_CHARS) -> Iterator[str]:
+def iter_lines(pieces: Iterable[str]) -> Iterator[str]:
     """The lines of a stream's text pieces. Lines end only at CR LF, CR or LF (U+2028 and the like are
-    text JSON may carry); a leading BOM is dropped; a line over `max_chars` raises BadResponse."""
+    text JSON may carry); a line over MAX_LINE_CHARS raises BadResponse."""
     newlines = io.IncrementalNewlineDecoder(None, translate=True)  # a CR LF split over pieces is one
     parts: list[str] = []
     size = 0
-    started = False
     for piece in itertools.chain(pieces, [None]):
-        text = newlines.decode(piece or "", final=piece is None)
-        if text and not started:
-            text, started = text.removeprefix("\ufeff"), True
-        lines = text.split("\n")
+        lines = newlines.decode(piece or "", final=piece is None).split("\n")
         for index, part in enumerate(lines):
             size += len(part)
-            if size > max_chars:
-                mib = max_chars // (1024 * 1024)
+            if size > MAX_LINE_CHARS:
+                mib = MAX_LINE_CHARS // (1024 * 1024)
                 raise BadResponse(
                     f"the endpoint sent a stream line of over {mib} MiB; reading stopped",
                     "check --base-url points at an OpenAI-compatible /v1 endpoint",
@@ -107,7 +101,7 @@ def _decode(payload: str) -> Chunk | Literal["[DONE]"]:
 
 
 def json_object(text: str, what: str) -> Chunk:
-    """`text` as a JSON object, else BadResponse naming `what` (the answer, a stream event)."""
+    """`text` as a JSON object, else BadResponse naming `what`."""
     hint = "check --base-url points at an OpenAI-compatible /v1 endpoint"
     try:
         value = json.loads(text)

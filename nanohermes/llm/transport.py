@@ -1,11 +1,9 @@
 """The HTTP side of the client: the httpx client and the environment's proxy, a cancellable send, and
 reading a response's body (an error's text, a whole JSON answer, or an SSE stream).
 
-A proxy httpx cannot use is a one-line settings error. Ctrl-C (the CancelToken, set from another
-thread) ends a send or a read at once: the send runs on a daemon thread (a server may process a long
-prompt for minutes before its first byte), and a read is woken by shutting the socket down (closing
-the descriptor alone does not, on Linux). Each read is bounded by the client's total deadline; a
-connection cut mid-way becomes IncompleteStream.
+Ctrl-C ends a send or a read at once: the send runs on a daemon thread (a server may read a long prompt
+for minutes before its first byte), and a read is woken by shutting the socket down (closing the
+descriptor alone does not, on Linux).
 """
 
 from __future__ import annotations
@@ -144,7 +142,7 @@ class BodyReader:
                 f"the answer from {self.url} was cut off: {describe(err)}", "try again"
             ) from None
         cancel.raise_if_cancelled()
-        return text.removeprefix("\ufeff")
+        return text
 
     def stream(
         self, response: httpx.Response, assembler: StreamAssembler, cancel: CancelToken
@@ -178,7 +176,7 @@ class BodyReader:
             response.close()
 
     def _text(self, response: httpx.Response, cancel: CancelToken) -> Iterator[str]:
-        """The body's text as it arrives (decoded by httpx), within the total deadline and ANSWER_LIMIT."""
+        """The body's text as it arrives (a leading BOM dropped), within the deadline and ANSWER_LIMIT."""
         deadline = self._clock() + self.total_timeout
         size = 0
         for piece in response.iter_text():
@@ -189,6 +187,7 @@ class BodyReader:
                     "total deadline",
                     "raise request_timeout, or check the server is not stuck sending keep-alives",
                 )
+            piece = piece if size else piece.removeprefix("\ufeff")
             size += len(piece)
             if size > ANSWER_LIMIT:
                 mib = ANSWER_LIMIT // (1024 * 1024)

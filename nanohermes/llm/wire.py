@@ -1,13 +1,9 @@
 """The outgoing request: history messages cleaned into what strict servers accept, and the JSON body.
 
-Rules servers enforce (vLLM, Mistral, DeepSeek, Groq reject requests that break them):
-- an assistant message with tool calls has `content: ""`, never null or missing;
-- tool-call arguments are JSON text, sent exactly as the model produced them (empty → `{}`);
-- tool results are plain strings;
-- every tool call gets a result right after its assistant message (a missing one, e.g. after a crash,
-  is filled with an ERROR result rather than letting the server reject the whole conversation);
-- `reasoning_content`/`reasoning` is removed unless `send_reasoning` (DeepSeek thinking mode with tools).
-The caller's messages are never modified.
+Strict servers (vLLM, Mistral, DeepSeek, Groq) reject a request unless: an assistant message with tool
+calls has `content: ""`; arguments are JSON text (empty → `{}`); tool results are strings; every call
+has a result right after its message (a missing one, after a crash, becomes an ERROR result). Reasoning
+is sent back only with `send_reasoning` (DeepSeek thinking mode with tools).
 """
 
 from __future__ import annotations
@@ -40,8 +36,7 @@ def prepare_messages(messages: list[Message], *, send_reasoning: bool = False) -
             calls = [_clean_call(call) for call in clean.get("tool_calls") or [] if isinstance(call, dict)]
             if calls:
                 clean["tool_calls"] = calls
-                if not isinstance(clean.get("content"), str):
-                    clean["content"] = message_text(clean) if clean.get("content") else ""
+                clean["content"] = message_text(clean)
                 pending = [call["id"] for call in calls]
                 called = set(pending)
             else:
@@ -108,10 +103,10 @@ def build_body(
 
 
 OPTIONAL_FIELDS = ("stream_options", "tool_choice", "max_tokens")
-"""Fields some servers reject; the request is then sent again without the one named in the error."""
 
 
 def rejected_optional_field(status: int, text: str, body: dict[str, Any]) -> str | None:
+    """The optional field an older server's 400/422 names: the request is sent again without it."""
     if status not in (400, 422):
         return None
     return next((name for name in OPTIONAL_FIELDS if name in body and name in text), None)

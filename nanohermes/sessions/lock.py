@@ -1,13 +1,6 @@
-"""One writer per session (SPEC §4.4): an OS lock on `<session file>.lock`, held while the process runs.
-
-The lock is taken without waiting: a second nanohermes (REPL, `-p` or ACP) opening the same session
-gets `SessionInUse` naming the holder's pid (written into the lock file by the holder) instead of
-silently overwriting the other's turns. It is an advisory OS lock (`flock` on POSIX, a byte-range
-lock on Windows) on an open descriptor, so the OS drops it when the holder exits or is killed: a crash
-never leaves a stale lock. A release removes the lock file (on POSIX) while still holding it, and a
-new holder, once it has locked a file, checks that this file is still the one at the path (else it was
-just removed, and it tries again): two processes never both hold a session, and no `.lock` file is
-left beside a session that was closed cleanly (one killed leaves its file, which the next one reuses).
+"""One writer per session (SPEC §4.4): an OS lock on `<session file>.lock`, dropped by the OS when the
+holder dies. A release removes the file while still holding it, so a new holder checks that the file
+it locked is still the one at the path (else it tries again): two processes never both hold a session.
 """
 
 from __future__ import annotations
@@ -24,8 +17,7 @@ from nanohermes.core.fileio import ensure_private_dir, write_target
 LOCK_SUFFIX = ".lock"
 OPEN_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 """Never through a symlink: taking the lock truncates the file to write the pid into it."""
-LOCK_TRIES = 100
-"""Lock files removed under a new holder's hands in a row before it gives up (one is rare)."""
+LOCK_TRIES = 100  # lock files removed under a new holder's hands in a row before it gives up
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
@@ -49,23 +41,20 @@ else:
 
 
 def lock_path(session_path: Path) -> Path:
-    """Beside the file a symlinked session is written to, so that every link to one file shares
-    one lock (and a link in a folder this user cannot write still locks)."""
+    """Beside a symlinked session's target: every link to one file shares one lock."""
     target = write_target(session_path)
     return target.with_name(target.name + LOCK_SUFFIX)
 
 
 class SessionLock:
-    """The held lock of one session file; `release()` (or process exit) lets others in."""
-
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
         self._fd: int | None = fd
 
     @classmethod
     def acquire(cls, session_path: Path) -> SessionLock:
-        """Lock `session_path` for this process. Raises SessionInUse when another process holds it,
-        SessionError when the lock file cannot be created (the cause named)."""
+        """Raises SessionInUse when another process holds it, SessionError when the lock file cannot
+        be created."""
         path = lock_path(session_path)
         for _ in range(LOCK_TRIES):
             fd = _open_lock_file(path, session_path)
@@ -87,10 +76,6 @@ class SessionLock:
             os.lseek(fd, 0, os.SEEK_SET)
             os.write(fd, f" {os.getpid()}\n".encode())  # byte 0 is the one Windows locks
         return cls(path, fd)
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
@@ -122,7 +107,6 @@ def _open_lock_file(path: Path, session_path: Path) -> int:
 
 
 def _still_at(fd: int, path: Path) -> bool:
-    """Whether the file open as `fd` is still the one `path` names (not removed, not replaced)."""
     try:
         return os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False))
     except OSError:

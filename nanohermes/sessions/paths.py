@@ -1,5 +1,4 @@
-"""Where sessions live (SPEC §4.4): `--session` names and paths, new session names, the latest
-session of a workspace, and the listing `/sessions` and the editor front end show."""
+"""Where sessions live (SPEC §4.4): `--session` names and paths, new names, a workspace's latest."""
 
 from __future__ import annotations
 
@@ -15,16 +14,12 @@ from nanohermes.core.fileio import ensure_private_dir, resolved
 from nanohermes.sessions.lock import lock_path
 from nanohermes.sessions.store import read_header
 
-SESSION_NAME = re.compile(r"[A-Za-z0-9._-]+")
-"""What `--session NAME` may be: letters, digits, '-', '_', '.' (and not '.' or '..')."""
+SESSION_NAME = re.compile(r"[A-Za-z0-9._-]+")  # and not '.' or '..'
 
 
 def resolve_session_path(sessions_dir: Path, name_or_path: str) -> Path:
-    """`--session`: a value ending in .json is a path; a plain name is `<sessions_dir>/NAME.json`.
-
-    Anything else (`a/b`, `../x`, a directory) raises ConfigError (a usage error, exit 2): a name
-    never leaves `sessions_dir`, and nothing but a `.json` file is ever written.
-    """
+    """`--session`: a path ending in .json, or a plain name in `sessions_dir`. Anything else (`a/b`,
+    `../x`, a directory) raises ConfigError: a name never leaves `sessions_dir`."""
     value = name_or_path.strip()
     if "\0" in value:  # no file name holds one: the OS calls would raise ValueError, not OSError
         raise ConfigError(
@@ -55,11 +50,9 @@ def resolve_session_path(sessions_dir: Path, name_or_path: str) -> Path:
 
 
 def new_session_path(sessions_dir: Path, now: datetime | None = None) -> Path:
-    """`<sessions_dir>/<timestamp>.json`, with a numeric suffix when that name is taken.
-
-    The name is reserved by creating its lock file exclusively: a session file appears only after the
-    first turn, so two nanohermes started in the same second would otherwise pick the same name (the
-    second exits «in use», or later resumes the first's conversation as its own)."""
+    """`<timestamp>.json`, with a suffix when taken. The name is reserved by creating its lock file
+    exclusively: the session file appears only after the first turn, so two nanohermes started in the
+    same second would otherwise pick the same name."""
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
     path = sessions_dir / f"{stamp}.json"
     number = 2
@@ -70,7 +63,7 @@ def new_session_path(sessions_dir: Path, now: datetime | None = None) -> Path:
 
 
 def _reserve(path: Path) -> bool:
-    """Create `path`'s lock file if no one has; False when it exists (the name is taken)."""
+    """False when `path`'s lock file exists (the name is taken)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     try:
         ensure_private_dir(path.parent)
@@ -83,8 +76,7 @@ def _reserve(path: Path) -> bool:
 
 
 def latest_session(sessions_dir: Path, workspace: Path | None = None) -> Path | None:
-    """The most recently updated session file (by modification time) — of `workspace` when given
-    (an unreadable file belongs to none) — or None."""
+    """The newest session file (of `workspace` when given; an unreadable file belongs to none)."""
     for path, _ in recent_session_files(sessions_dir):
         if workspace is None or same_place((read_header(path) or {}).get("workspace"), workspace):
             return path
@@ -96,7 +88,6 @@ def same_place(recorded: object, workspace: Path) -> bool:
 
 
 def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
-    """Session files with their modification times, newest first (one stat per file)."""
     stamped: list[tuple[Path, float]] = []
     with contextlib.suppress(OSError):
         for path in sessions_dir.glob("*.json"):
@@ -108,6 +99,5 @@ def recent_session_files(sessions_dir: Path) -> list[tuple[Path, float]]:
 
 
 def session_title(path: Path) -> str:
-    """What `/sessions` shows of a file: its title, or that it is empty or unreadable."""
     header = read_header(path)
     return "(unreadable session file)" if header is None else str(header.get("title") or "") or "(empty)"

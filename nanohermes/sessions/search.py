@@ -1,10 +1,5 @@
-"""Search of earlier conversations of a workspace (`session_search`, `/sessions search Q`).
-
-Every session file of the workspace, its archive included, is cut into exchanges (a user message and
-the answer it got); BM25 over their text, with the memory analyzer (stems, stop words, CJK bigrams),
-ranks them. A file that cannot be read is skipped with a note; other workspaces' files are not read
-past their header.
-"""
+"""Search of a workspace's earlier conversations (`session_search`, `/sessions search Q`): exchanges (a
+user message and its answer) ranked by BM25; other workspaces' files are not read past their header."""
 
 from __future__ import annotations
 
@@ -33,19 +28,15 @@ class Hit:
     score: float
 
 
-def search_sessions(
-    sessions_dir: Path, workspace: Path, query: str, limit: int = HITS_SHOWN
-) -> tuple[list[Hit], list[str]]:
-    """The best `limit` exchanges for `query`, best first, and a note for each file skipped."""
+def search_sessions(sessions_dir: Path, workspace: Path, query: str) -> tuple[list[Hit], list[str]]:
     found, notes = _workspace_exchanges(sessions_dir, workspace)
     documents = [analyze(f"{hit.question}\n{hit.answer}") for hit in found]
     scores = _bm25(documents, set(analyze(query, query=True)))
     ranked = sorted(zip(scores, found, strict=True), key=lambda pair: pair[0], reverse=True)
-    return [replace(hit, score=score) for score, hit in ranked[:limit] if score > 0], notes
+    return [replace(hit, score=score) for score, hit in ranked[:HITS_SHOWN] if score > 0], notes
 
 
 def _workspace_exchanges(sessions_dir: Path, workspace: Path) -> tuple[list[Hit], list[str]]:
-    """Every exchange of the workspace's sessions (newest session first), unscored, and the notes."""
     found: list[Hit] = []
     notes: list[str] = []
     for path, _ in recent_session_files(sessions_dir):
@@ -66,7 +57,7 @@ def _workspace_exchanges(sessions_dir: Path, workspace: Path) -> tuple[list[Hit]
 
 
 def _exchanges(messages: list[Message]) -> list[tuple[str, str]]:
-    """(user message, the last answer text it got) pairs."""
+    """(user message, the last answer it got) pairs."""
     exchanges: list[tuple[str, str]] = []
     for message in messages:
         text = message_text(message).strip()
@@ -92,7 +83,6 @@ def _bm25(documents: list[list[str]], wanted: set[str]) -> list[float]:
 
 
 def format_hits(hits: list[Hit], notes: list[str], query: str) -> str:
-    """The search's answer: each hit as `session · date`, the question and the answer, cut short."""
     lines = [*notes]
     for hit in hits:
         lines += [

@@ -1,12 +1,6 @@
-"""Session files (SPEC §4.4); the format and its guarantees are in sessions/README.md.
-
-`NAME.json` holds the header keys, then the live `messages` (compact JSON); `NAME.archive.jsonl`
-beside it is the append-only archive. A save appends what was archived since the last one (fsynced)
-before it replaces the main file atomically; the main file's `archive_bytes` says how much of the
-archive it vouches for, and the next save cuts off the lines of a save that crashed in between. A
-symlinked session is read and written through to its target (its sidecar beside the target); a
-file that cannot be read or parsed is never overwritten.
-"""
+"""Session files (SPEC §4.4; the format is in sessions/README.md). A save appends to the archive
+sidecar (fsynced) before it replaces the main file atomically; the main file's `archive_bytes` says how
+much of the archive it vouches for, so the next save cuts off what a crash in between left."""
 
 from __future__ import annotations
 
@@ -26,15 +20,14 @@ from nanohermes.core.types import MAX_COUNT, Message, Usage, as_count, message_p
 
 SESSION_VERSION = 2
 REDACTED = "[redacted]"
-MIN_SECRET_CHARS = 8
-"""A configured key shorter than this (`none`, `dummy` for a local server) is no secret: left alone."""
+MIN_SECRET_CHARS = 8  # a shorter key (`none`, `dummy` for a local server) is no secret
 ARCHIVE_SUFFIX = ".archive.jsonl"
 HEADER_READ = 16 * 1024
 _MESSAGES_KEY = ',"messages":'
 TITLE_CHARS = 60
 MAX_NESTING = 100
-"""A message nested deeper is corrupt: no real one comes near, and one that loads (about 900 levels
-do) fails every later request and save, the JSON encoder running out of recursion deeper in the stack."""
+"""A message nested deeper is corrupt: one that loads (about 900 levels do) fails every later request
+and save, the JSON encoder running out of recursion deeper in the stack."""
 FRESH_HINT = "start fresh with --session NEW-NAME, or move that file away"
 NEWER_HINT = "upgrade nanohermes or start fresh with --session NEW-NAME"
 LINK_HINT = "remove it or point the link at a real file, or use another --session"
@@ -43,7 +36,7 @@ EDITOR_HINTS = {
     NEWER_HINT: "upgrade nanohermes or start a new session",
     LINK_HINT: "remove it or point the link at a real file, or start a new session",
 }
-"""The hints above as an editor's user (ACP) follows them: there is no --session to give there."""
+"""The hints for an editor's user (ACP): there is no --session to give there."""
 OPEN_SIDECAR = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 """Never through a symlink (cutting a stale tail would cut its target); O_NONBLOCK: a FIFO in its
 place fails to open (ENXIO) instead of hanging the save."""
@@ -55,8 +48,8 @@ def now_iso() -> str:
 
 @dataclass
 class SessionData:
-    """What a session file holds. `archive` holds archived messages not yet written to the sidecar
-    (all of a version 1 file's archive until its first save); `archived` counts those already there."""
+    """`archive`: archived messages not yet in the sidecar (a version 1 file's, until its first save);
+    `archived` counts those already there."""
 
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     created: str = field(default_factory=now_iso)
@@ -71,7 +64,6 @@ class SessionData:
     archive_bytes: int = 0
 
     def header(self) -> dict[str, Any]:
-        """Everything but the messages, in file order."""
         return {
             "version": SESSION_VERSION,
             "id": self.id,
@@ -89,7 +81,7 @@ class SessionData:
 
 @dataclass
 class Snapshot:
-    """One save, rendered on the caller's thread (consistent), written by `SessionFile.write`."""
+    """One save, rendered on the caller's thread (consistent), written on the writer's."""
 
     header: dict[str, Any]
     messages_json: str
@@ -106,14 +98,13 @@ def _json(value: Any) -> str:
 
 
 def encode(text: str) -> bytes:
-    """JSON text as UTF-8. A lone surrogate (a file name that is not UTF-8, as os.listdir decodes it,
-    or half of an emoji split across two stream chunks) cannot be UTF-8: it is written as its JSON
-    escape `\\udcff` (it can only sit inside a JSON string), which loads back as the same string."""
+    """JSON text as UTF-8; a lone surrogate (a file name that is not UTF-8, half of a split emoji)
+    is written as its JSON escape, which loads back as the same string."""
     return text.encode("utf-8", "backslashreplace")
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """`text` with each secret replaced by REDACTED, also where it is written JSON-escaped."""
+    """Each secret replaced by REDACTED, also where it is written JSON-escaped."""
     for secret in secrets:
         if len(secret) >= MIN_SECRET_CHARS:
             escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
@@ -127,22 +118,18 @@ def title_of(messages: list[Message]) -> str:
 
 
 class SessionFile:
-    """One session file on disk (and its archive sidecar). Writes come from one thread at a time."""
+    """One session file and its archive sidecar. Writes come from one thread at a time."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        """As the user named it (shown in messages); `target` is where it is read and written."""
+        self.path = path  # as the user named it; `target` is where it is written (through a link)
         self.target = write_target(path)
         self.archive_path = self.target.with_name(self.target.stem + ARCHIVE_SUFFIX)
-        self._archive_bytes: int | None = None
-        """How much of the sidecar the main file on disk vouches for (None: not known yet)."""
-        self._unwritten: list[str] = []
-        """Archive lines of a save that failed, written first by the next one."""
+        self._archive_bytes: int | None = None  # what the main file on disk vouches for; None: unknown
+        self._unwritten: list[str] = []  # archive lines of a failed save, written first by the next
 
     def exists(self) -> bool:
-        """True when the file is there (through a symlink); False when not (a dangling link included:
-        the first save creates its target). SessionError for a symlink loop or anything but a
-        regular file: never read, never replaced."""
+        """False for a dangling link too (the first save creates its target). SessionError for a
+        symlink loop or anything but a regular file: never read, never replaced."""
         try:
             mode = os.stat(self.path).st_mode
         except FileNotFoundError:
@@ -174,8 +161,8 @@ class SessionFile:
         return data
 
     def load_archive(self) -> list[Message]:
-        """Every archived message, oldest first: the sidecar's vouched-for lines, then (for a version 1
-        file not saved since) the archive inside the file."""
+        """Every archived message, oldest first: the sidecar's vouched-for lines, then a version 1
+        file's own archive."""
         data = self.load()
         try:  # as the writer: never through a symlink, never a FIFO or device
             raw = read_regular(self.archive_path, data.archive_bytes, follow=False)[0]
@@ -193,13 +180,11 @@ class SessionFile:
         return messages + data.archive
 
     def save(self, data: SessionData, *, secrets: tuple[str, ...] = ()) -> None:
-        """Render and write now. Raises SessionError when it cannot."""
         self.write(self.render(data, secrets=secrets))
 
     @staticmethod
     def render(data: SessionData, *, secrets: tuple[str, ...] = ()) -> Snapshot:
-        """A snapshot of `data` to write (with `updated` set to now). The archived messages it carries
-        leave `data.archive` and are counted in `data.archived`."""
+        """The archived messages it carries leave `data.archive` and count in `data.archived`."""
         data.updated = now_iso()
         data.title = data.title or title_of(data.archive) or title_of(data.messages)
         lines = [_json(m) for m in data.archive]
@@ -208,8 +193,7 @@ class SessionFile:
         return Snapshot(data.header(), _json(data.messages), lines, secrets)
 
     def write(self, snapshot: Snapshot) -> None:
-        """Append the snapshot's archive lines (fsynced), then replace the main file atomically.
-        Raises SessionError; nothing it was given is lost (a failed save's lines go with the next)."""
+        """Raises SessionError; a failed save's archive lines go with the next."""
         lines = self._unwritten + snapshot.archive_lines
         self._unwritten = lines
         existed = self.exists()  # a symlink loop, a FIFO or a device is never replaced
@@ -234,7 +218,7 @@ class SessionFile:
             if not stat.S_ISREG(info.st_mode):
                 raise OSError(errno.EINVAL, f"{self.archive_path.name} is not a regular file")
             if expected is None:  # a new session, or a version 1 file: no sidecar is vouched for yet
-                header = _read_header(self.path) or {}
+                header = read_header(self.path) or {}
                 expected = info.st_size if header.get("version") == SESSION_VERSION else 0
             size = info.st_size
             if size > expected:
@@ -290,26 +274,17 @@ class SessionFile:
         return list(value)
 
 
-def _read_header(path: Path) -> dict[str, Any] | None:
-    """The header of a version 2 file from its first few kilobytes; None when that is not one."""
+def read_header(path: Path) -> dict[str, Any] | None:
+    """From the file's first few kilobytes, or a version 1 file's from the whole file; None when
+    unreadable."""
     try:
         with path.open("rb") as handle:
             head = handle.read(HEADER_READ).decode("utf-8", "replace")
-    except OSError:
-        return None
-    cut = head.find(_MESSAGES_KEY)
-    try:
+        cut = head.find(_MESSAGES_KEY)
         header = json.loads(head[:cut] + "}") if cut >= 0 else None
-    except JSON_ERRORS:
-        return None
-    return header if isinstance(header, dict) else None
-
-
-def read_header(path: Path) -> dict[str, Any] | None:
-    """A session file's header: from its first few kilobytes, or for a version 1 file from the whole
-    file (its `version`, `updated`, `workspace`, `title`, `message_count`); None when unreadable."""
-    header = _read_header(path)
-    if header is not None:
+    except (OSError, *JSON_ERRORS):
+        header = None
+    if isinstance(header, dict):
         return header
     try:
         data = SessionFile(path).load()
@@ -325,8 +300,7 @@ def read_header(path: Path) -> dict[str, Any] | None:
 
 
 def nesting(value: Any) -> int:
-    """How many levels of lists and objects `value` has, counted without recursion, up to one level
-    past MAX_NESTING."""
+    """Levels of lists and objects in `value`, counted without recursion up to MAX_NESTING + 1."""
     deepest, pending = 0, [(value, 1)] if isinstance(value, dict | list) else []
     while pending and deepest <= MAX_NESTING:
         item, depth = pending.pop()
@@ -338,8 +312,7 @@ def nesting(value: Any) -> int:
 
 
 def _write_hint(err: OSError, existed: bool) -> str:
-    """How to fix a failed write: only a permission problem is one of permissions; "intact" only
-    where there is a previous version (the first save of a new session has none)."""
+    """The previous version is said intact only where there is one (not at a new session's first save)."""
     if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
         return "free some disk space" + ("; the previous version of the file is intact" if existed else "")
     if err.errno in (errno.EACCES, errno.EPERM):

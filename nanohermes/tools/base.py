@@ -29,8 +29,7 @@ class CallContext:
     """What the runner hands a tool besides its arguments."""
 
     cancel: CancelToken = field(default_factory=CancelToken)
-    granted: frozenset[Path] = frozenset()
-    """Paths outside the workspace the user allowed for this call."""
+    granted: frozenset[Path] = frozenset()  # paths outside the workspace the user allowed
 
 
 @dataclass(frozen=True)
@@ -54,24 +53,22 @@ class Tool:
     context_arg: str | None = None
     cancel_arg: str | None = None
     risk: Callable[[dict[str, Any]], str | None] | None = None
-    """For a call that is risky only with some arguments (memory_save of «always run curl … | sh»):
-    why, or None. A risky call is treated like a write: asked in `ask`, refused in `read-only`."""
+    """Why a call is risky with these arguments (memory_save of «always run curl … | sh»), or None.
+    A risky call is treated like a write."""
     preapproved: bool = False
     extra_arguments: bool = False
     start: Callable[[dict[str, Any]], Future[str]] | None = None
-    """For a tool that runs elsewhere (an MCP server, on the MCP event loop): starts a call with the
-    checked arguments and returns its future at once, so no worker thread sits waiting on it. The
-    future raises what `func` would; cancelling it cancels the call. `func` is the blocking form."""
+    """For a tool that runs elsewhere (MCP): starts a call and returns its future at once, so no worker
+    thread waits on it. The future raises what `func` would; `func` is the blocking form."""
 
     def schema(self) -> dict[str, Any]:
-        """The OpenAI `tools` entry."""
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
-        """Decode and check the model's JSON arguments. Raises ToolError with a one-line reason."""
+        """Decode and check the model's JSON arguments; ToolError with a one-line reason."""
         text = (raw or "").strip() or "{}"
         try:
             args = json.loads(text)
@@ -100,8 +97,7 @@ class Tool:
         }
 
 
-SHOWN_NAMES = 5
-"""Unknown argument names echoed in an error, each shortened: a model may send 100,000 of them."""
+SHOWN_NAMES = 5  # unknown argument names echoed, each shortened: a model may send 100,000 of them
 
 
 def _names(names: list[str]) -> str:
@@ -113,7 +109,6 @@ def tool_from_function(
     func: Callable[..., str | Shown],
     *,
     mutating: bool = False,
-    name: str | None = None,
     path_arg: str | None = None,
     summary_arg: str | None = None,
     approval_kind: str | None = None,
@@ -143,17 +138,16 @@ def tool_from_function(
         elif param.default is not None:
             prop["default"] = param.default
         properties[param.name] = prop
-    parameters: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
-    tool_name = name or func.__name__
+    name = func.__name__
     return Tool(
-        name=tool_name,
-        description=description or tool_name.replace("_", " "),
-        parameters=parameters,
+        name=name,
+        description=description or name.replace("_", " "),
+        parameters={"type": "object", "properties": properties, "required": required},
         func=func,
         mutating=mutating,
         path_arg=path_arg,
         summary_arg=summary_arg or (required[0] if required else next(iter(properties), None)),
-        approval_kind=approval_kind or tool_name,
+        approval_kind=approval_kind or name,
         context_arg=context_arg,
         cancel_arg=cancel_arg,
         risk=risk,
@@ -180,27 +174,14 @@ def json_schema_for(annotation: Any) -> dict[str, Any]:
     raise TypeError(f"no JSON schema for annotation {annotation!r}")
 
 
-_SECTION = re.compile(r"^(\w+):[ \t]*$", re.MULTILINE)
-_ARG_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_ARG = re.compile(r"^    (\w+)(?: \([^)]*\))?: ", re.MULTILINE)  # `    name (type): ` in an Args: section
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into (description, {argument: description})."""
-    description, *sections = _SECTION.split(doc)
-    args: dict[str, str] = {}
-    for title, body in zip(sections[::2], sections[1::2], strict=True):
-        lines = [line for line in body.splitlines() if line.strip()]
-        if title not in ("Args", "Arguments", "Parameters") or not lines:
-            continue
-        indent = min(len(line) - len(line.lstrip()) for line in lines)
-        current = ""
-        for line in lines:
-            match = _ARG_LINE.match(line.strip())
-            if match and len(line) - len(line.lstrip()) == indent:
-                current = match.group(1)
-                args[current] = match.group(2).strip()
-            elif current:
-                args[current] += " " + line.strip()
+    """Split a Google-style docstring (as `inspect.getdoc` dedents it) into description and Args."""
+    description, _, rest = doc.partition("\nArgs:\n")
+    parts = _ARG.split(rest.split("\n\n", 1)[0])[1:]  # the section ends at a blank line
+    args = {name: " ".join(text.split()) for name, text in zip(parts[::2], parts[1::2], strict=True)}
     return description.strip(), args
 
 
@@ -208,9 +189,9 @@ def _coerce(tool: str, name: str, value: Any, schema: dict[str, Any]) -> Any:
     """Accept what small models commonly send ("10" for 10, "true" for true); refuse the rest."""
     if value is None:
         return None
-    coerced = _coerce_type(value, schema.get("type"))
+    kind = str(schema.get("type"))
+    coerced = _coerce_type(value, kind)
     if coerced is _BAD:
-        kind = str(schema.get("type"))
         kind = "finite number" if kind == "number" else kind
         article = "an" if kind[:1] in "aeiou" else "a"
         raise ToolError(f"{tool}: argument {name} must be {article} {kind}, got {json.dumps(value)[:60]}")
@@ -222,7 +203,7 @@ def _coerce(tool: str, name: str, value: Any, schema: dict[str, Any]) -> Any:
 _BAD = object()
 
 
-def _coerce_type(value: Any, kind: Any) -> Any:
+def _coerce_type(value: Any, kind: str) -> Any:
     if kind in ("integer", "number"):
         if isinstance(value, str):
             try:
@@ -233,16 +214,14 @@ def _coerce_type(value: Any, kind: Any) -> Any:
             return _BAD
         if isinstance(value, int):  # whole, and maybe past float's range (10**400): kept whole
             return value
-        if not math.isfinite(value):  # NaN and infinity are never meant
+        if not math.isfinite(value) or (kind == "integer" and not value.is_integer()):  # NaN, inf
             return _BAD
-        if kind == "number":
-            return value
-        return int(value) if value.is_integer() else _BAD
+        return int(value) if kind == "integer" else value
     if kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     if kind == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
     expected = {"string": str, "boolean": bool, "array": list, "object": dict}
-    if isinstance(kind, str) and kind in expected and not isinstance(value, expected[kind]):
+    if kind in expected and not isinstance(value, expected[kind]):
         return _BAD
     return value

@@ -15,22 +15,17 @@ from nanohermes.tools.paths import Workspace, existing_mode
 
 READ_DEFAULT_LIMIT = 2000  # lines
 READ_MAX_LINE_CHARS = 2000  # a longer line is cut
-READ_COUNT_MAX_BYTES = 64 * 1024 * 1024
-"""In a bigger file read_file stops counting lines past the window."""
+READ_COUNT_MAX_BYTES = 64 * 1024 * 1024  # in a bigger file, lines past the window are not counted
 EDIT_MAX_BYTES = 8 * 1024 * 1024
-CLOSEST_MAX_CHARS = 1000
-"""edit_file's closest-match hint compares this much of `old` and of each window of the file..."""
-CLOSEST_WORK = 20_000_000
-"""...and stops once the compared lengths' products add up to this (a fraction of a second)."""
+CLOSEST_MAX_CHARS = 1000  # of `old` and of each window, compared for the closest-match hint...
+CLOSEST_WORK = 20_000_000  # ...until the compared lengths' products add up to this (a fraction of a second)
 SNIFF_BYTES = 8192
 DIFF_MAX_LINES = 400
-DIFF_LINE_CHARS = 500
-"""A diff line is shown cut to this: a new 5 MB file on one line was a 5 MB approval preview."""
+DIFF_LINE_CHARS = 500  # a new 5 MB file on one line was a 5 MB approval preview
 _BARE_LF = re.compile(r"(?<!\r)\n")
 
 
 def looks_binary(sample: bytes) -> bool:
-    """A NUL byte, or mostly non-printable bytes, in the first bytes of a file."""
     if not sample:
         return False
     if b"\x00" in sample:
@@ -65,7 +60,6 @@ def encode(text: str, what: str) -> bytes:
 
 
 def unified_diff(before: str | None, after: str, label: str) -> str:
-    """A unified diff of a change, cut to DIFF_MAX_LINES lines."""
     lines = list(
         difflib.unified_diff(
             (before or "").splitlines(keepends=True),
@@ -90,8 +84,6 @@ def unified_diff(before: str | None, after: str, label: str) -> str:
 
 
 class FileTools:
-    """The file tools of one workspace (the runner makes its methods tools)."""
-
     def __init__(self, workspace: Workspace, max_chars: int = 20_000) -> None:
         self.workspace = workspace
         self.max_chars = max_chars
@@ -175,7 +167,7 @@ class FileTools:
         return f"{verb} {self.workspace.shown(resolved)} ({lines} {unit}, {size})"
 
     def preview_write(self, resolved: Path, content: str, current: str | None) -> str:
-        """Diff shown for approval. `current` is the file's content as earlier calls will leave it."""
+        """Diff for approval; `current`: the content as earlier calls of the batch will leave it."""
         before = current if current is not None else self._current_text(resolved)
         return unified_diff(before, content, self.workspace.shown(resolved))
 
@@ -196,7 +188,7 @@ class FileTools:
         return f"Edited {self.workspace.shown(resolved)}: replaced {where}"
 
     def preview_edit(
-        self, resolved: Path, path: str, old: str, new: str, replace_all: bool, current: str | None
+        self, resolved: Path, current: str | None, path: str, old: str, new: str, replace_all: bool = False
     ) -> tuple[str, str]:
         """(diff, new text) for approval; raises ToolError when the edit would fail."""
         text = current if current is not None else self._editable_text(resolved, path)
@@ -204,7 +196,7 @@ class FileTools:
         return unified_diff(text, updated, self.workspace.shown(resolved)), updated
 
     def _read_whole(self, resolved: Path) -> bytes:
-        """The file's bytes, up to EDIT_MAX_BYTES + 1 (so a longer file shows it is too long)."""
+        """Up to EDIT_MAX_BYTES + 1 bytes: a longer file shows it is too long."""
         with os.fdopen(self.workspace.open_file(resolved, os.O_RDONLY), "rb") as handle:
             return handle.read(EDIT_MAX_BYTES + 1)
 
@@ -234,9 +226,8 @@ class FileTools:
 
 
 def _read_line(handle: BinaryIO, cancel: CancelToken, max_bytes: int = 64 * 1024) -> bytes | None:
-    """The next line (cut at max_bytes, rest of the line skipped), or None at the end. Ctrl-C is
-    checked at every chunk of a long line (the caller checks between lines): reaching a far offset
-    of a huge (or sparse, 10 GB) file takes minutes."""
+    """The next line (cut at max_bytes, its rest skipped), or None at the end. Ctrl-C is checked at
+    each chunk: skipping to a far offset of a huge (sparse, 10 GB) file takes minutes."""
     readline = handle.readline
     line = readline(max_bytes)
     if not line:
@@ -252,7 +243,6 @@ def _read_line(handle: BinaryIO, cancel: CancelToken, max_bytes: int = 64 * 1024
 
 
 def _whole_characters(data: bytes) -> bytes:
-    """`data` without a UTF-8 character cut in two at its very end."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -299,9 +289,8 @@ def _occurrence_lines(text: str, old: str, shown: int = 8) -> str:
 
 
 def closest_match(text: str, old: str, max_windows: int = 20_000) -> str:
-    """Describe the lines of `text` most similar to `old` (same number of lines). Texts are compared
-    up to CLOSEST_MAX_CHARS and for CLOSEST_WORK at most: `ratio` takes time in the product of the
-    lengths, and windows of similar text (a minified file) would all be compared, for hours."""
+    """Describe the lines of `text` most similar to `old`. Bounded by CLOSEST_MAX_CHARS and CLOSEST_WORK:
+    `ratio` takes time in the product of the lengths, and a minified file would take hours."""
     lines = text.splitlines()
     wanted = old.strip("\n").splitlines() or [old]
     size = len(wanted)

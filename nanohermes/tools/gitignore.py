@@ -11,11 +11,9 @@ from dataclasses import dataclass
 
 
 class Glob:
-    """A gitignore-style pattern, matched one path segment at a time: `*`, `?` and `[...]` stay inside
-    a segment and a `**` segment spans any number of them. A whole-path regex would nest `.*` in `.*`
-    (`**/**/**/x`, `*a*a*a*b`) and backtrack exponentially on a hostile .gitignore or `glob`. Here no
-    segment's regex nests repetition and `**` segments are followed as a set of states, so a match
-    costs at most (path length) x (pattern length)."""
+    """A gitignore-style pattern, matched one path segment at a time, `**` segments followed as a set
+    of states: a whole-path regex would nest `.*` in `.*` (`**/**/**/x`) and backtrack exponentially
+    on a hostile .gitignore. A match costs at most (path length) x (pattern length)."""
 
     def __init__(self, pattern: str, *, anchored: bool) -> None:
         tokens: list[re.Pattern[str] | None] = [] if anchored else [None]  # None: a `**` segment
@@ -28,12 +26,9 @@ class Glob:
         if len(tokens) > 1 and tokens[-1] is None:  # a trailing `/**` matches inside, not the dir
             tokens[-1:] = [_ANY_SEGMENT, None]
         self.tokens = tokens
-        self.name_only = tokens[1] if len(tokens) == 2 and tokens[0] is None else None  # `*.log`
 
     def matches(self, rel: str) -> bool:
         """Whether the relative posix path `rel` matches the whole pattern."""
-        if self.name_only is not None:  # the common shape, matched without the states
-            return self.name_only.fullmatch(rel.rpartition("/")[2]) is not None
         end = len(self.tokens)
         states = self._closure({0})
         for segment in rel.split("/"):
@@ -93,9 +88,9 @@ def parse_gitignore(text: str, base: str = "") -> list[Rule]:
         line = raw.rstrip("\r")
         if not line.strip() or line.startswith("#"):
             continue
-        line = _strip_trailing_spaces(line)
+        line = _TRAILING_SPACES.sub("", line)
         negate = line.startswith("!")
-        if negate or line.startswith("\\!") or line.startswith("\\#"):
+        if negate or line.startswith(("\\!", "\\#")):
             line = line[1:]
         dir_only = line.endswith("/")
         line = line.rstrip("/")
@@ -105,16 +100,8 @@ def parse_gitignore(text: str, base: str = "") -> list[Rule]:
     return rules
 
 
-def _strip_trailing_spaces(line: str) -> str:
-    stripped = line.rstrip(" ")
-    if stripped.endswith("\\") and len(stripped) < len(line):
-        return stripped + " "
-    return stripped
+_TRAILING_SPACES = re.compile(r"(?<!\\) +$")  # unless escaped by a backslash
 
 
 def is_ignored(rules: list[Rule], rel: str, is_dir: bool) -> bool:
-    ignored = False
-    for rule in rules:
-        if rule.matches(rel, is_dir):
-            ignored = not rule.negate
-    return ignored
+    return next((not rule.negate for rule in reversed(rules) if rule.matches(rel, is_dir)), False)

@@ -1,12 +1,8 @@
-"""Hooks (`[hooks]`, Claude Code's contract): the user's commands, run at five agent events.
+"""Hooks (`[hooks]`, Claude Code's contract, SPEC): the user's commands, run at five agent events.
 
-Each command gets one JSON event on stdin: `hook_event_name`, `session_id`, `transcript_path` (the
-session file), `cwd`; `tool_name` and `tool_input` for pre_tool and post_tool, `tool_response` for
-post_tool, `prompt` for user_prompt. It runs as `run_shell` runs a command: in the workspace, under the
-same sandbox, in its own process group (killed on timeout or Ctrl-C). Exit 0 says nothing; exit 2
-blocks a pre_tool call or a user_prompt, and after a post_tool call tells the model, with the hook's
-stderr as the reason; any other failure is a one-line note and the action goes on. stdout is ignored,
-stderr read up to OUTPUT_CAP.
+Each gets one JSON event on stdin and runs as `run_shell` runs a command (sandbox, process group,
+timeout). Exit 2 blocks a pre_tool call or a user_prompt, or after post_tool tells the model, with
+stderr as the reason; any other failure is a one-line note and the action goes on.
 """
 
 from __future__ import annotations
@@ -30,14 +26,12 @@ from nanohermes.tools.shell import CappedBuffer, run_command
 
 OUTPUT_CAP = 64 * 1024  # bytes of a hook's stderr kept (its head and tail)
 BLOCK = 2  # the exit code by which a hook blocks what it was asked about
-DECIDING = ("pre_tool", "post_tool", "user_prompt")
-"""The events whose hooks may answer with exit 2; at the others it is a failure like any other."""
+DECIDING = ("pre_tool", "post_tool", "user_prompt")  # elsewhere exit 2 is a failure like any other
 
 
 @dataclass(frozen=True)
 class HookOutcome:
-    reason: str = ""
-    """The stderr of a hook that exited 2 at a deciding event; "" when none did."""
+    reason: str = ""  # the stderr of a hook that exited 2 at a deciding event
     notes: tuple[Note, ...] = ()
 
 
@@ -51,8 +45,7 @@ class HookRunner:
     def run(
         self, event: str, cancel: CancelToken, call: ToolCall | None = None, **fields: Any
     ) -> HookOutcome:
-        """Run `event`'s hooks (for a tool event, those matching `call`'s tool) one after another,
-        until one blocks. `fields` join the JSON event."""
+        """Run `event`'s hooks (those matching `call`'s tool) in turn until one blocks."""
         hooks: tuple[Hook, ...] = getattr(self.hooks, event)
         if call is not None:
             hooks = tuple(hook for hook in hooks if hook.matcher is None or hook.matcher.fullmatch(call.name))
@@ -100,7 +93,7 @@ class HookRunner:
         return make_result(call, cap_output(text, max_chars), result.ok, result.images)
 
     def _execute(self, hook: Hook, data: bytes, cancel: CancelToken) -> tuple[int | None, str]:
-        """(exit code, None when it ran past its timeout; its stderr). Raises Cancelled on Ctrl-C."""
+        """(exit code, None when it timed out; its stderr). Raises Cancelled on Ctrl-C."""
         err = CappedBuffer(OUTPUT_CAP)
         with tempfile.TemporaryFile() as stdin:  # not a pipe: a hook that never reads it cannot block us
             stdin.write(data)

@@ -1,8 +1,5 @@
-"""Images for a model that can see (`model_vision`): `@shot.png` in a user message and the
-`view_image` tool send the file as an OpenAI `image_url` part (a base64 data URL).
-
-Both read only workspace files (as the file tools do), at most IMAGE_MAX_BYTES, whose first bytes
-say PNG, JPEG, GIF or WebP (the name alone proves nothing).
+"""Images for a model that can see (`model_vision`): `@shot.png` in a user message and `view_image`
+send a workspace file as a data URL, when its first bytes (not its name) say PNG, JPEG, GIF or WebP.
 """
 
 from __future__ import annotations
@@ -20,23 +17,16 @@ IMAGE_MAX_BYTES = 5 * 1024 * 1024
 SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 NO_VISION = "the model is not set up to see images (model_vision = false)"
 _TRAILING = ".,;:!?)]}'\""
+_MAGIC = {b"\x89PNG\r\n\x1a\n": "png", b"\xff\xd8\xff": "jpeg", b"GIF87a": "gif", b"GIF89a": "gif"}
 
 
 def image_kind(head: bytes) -> str | None:
-    """`png`, `jpeg`, `gif` or `webp` from a file's first 12 bytes, else None."""
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "jpeg"
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return "gif"
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "webp"
-    return None
+    return next((kind for magic, kind in _MAGIC.items() if head.startswith(magic)), None)
 
 
 def load_image(workspace: Workspace, path: str, granted: frozenset[Path] = frozenset()) -> str:
-    """The image at `path` as a data URL. Raises ToolError (one line) when it is not one to send."""
     fd = workspace.open_file(workspace.resolve(path, granted), os.O_RDONLY)
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -50,8 +40,7 @@ def load_image(workspace: Workspace, path: str, granted: frozenset[Path] = froze
 
 
 def attached_images(text: str, workspace: Path, vision: bool) -> tuple[list[str], list[str]]:
-    """The images `@path` words of a user message name (data URLs), and one note for each that is
-    not sent (the message goes without it)."""
+    """The images `@path` words of a user message name, and a note for each that is not sent."""
     images: list[str] = []
     notes: list[str] = []
     named = dict.fromkeys(word[1:].rstrip(_TRAILING) for word in text.split() if word.startswith("@"))

@@ -1,5 +1,4 @@
-"""memory_save, memory_search, memory_forget (SPEC §3.8): wrappers over `nanohermes.memory`'s
-functions. The runner imports this module only when memory is on."""
+"""memory_save, memory_search, memory_forget (SPEC §3.8) over `nanohermes.memory`."""
 
 from __future__ import annotations
 
@@ -59,7 +58,6 @@ class MemoryTools:
 
 
 def _save_risk(args: dict[str, Any]) -> str | None:
-    """A memory_save whose text runs fetched code, disables security or sends data away (SPEC §3.7)
-    needs the user's approval, like a write."""
+    """A memory_save that runs fetched code, disables security or sends data away needs approval."""
     text = args.get("text")
     return risky_instruction(checked_part(text)) if isinstance(text, str) else None

@@ -1,5 +1,5 @@
-"""What one tool call leaves: its result (capped), its failure as an `ERROR: …` text (never raised:
-the model gets every failure as a result), its summary."""
+"""What one tool call leaves: its result (capped), a failure as an `ERROR: …` text (never raised),
+its summary."""
 
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ def make_result(call: ToolCall, content: str, ok: bool = True, images: tuple[str
 
 
 def done(result: ToolResult) -> concurrent.futures.Future[ToolResult]:
-    """A future already holding `result` (a call refused or interrupted before dispatch)."""
     future: concurrent.futures.Future[ToolResult] = concurrent.futures.Future()
     future.set_result(result)
     return future
@@ -58,8 +57,8 @@ def failure(tool: Tool, err: BaseException) -> str:
 def start_remote(
     call: ToolCall, tool: Tool, args: dict[str, Any], limit: int
 ) -> concurrent.futures.Future[ToolResult]:
-    """Start a `Tool.start` call (an MCP server's): no worker thread waits on it. The thread that
-    finishes the call makes and caps its result; cancelling the returned future cancels the call."""
+    """Start a `Tool.start` call (an MCP server's) with no worker thread waiting on it; cancelling the
+    returned future cancels the call."""
     assert tool.start is not None
     try:
         inner = tool.start(args)

@@ -1,11 +1,7 @@
-"""Workspace confinement.
-
-A tool path is resolved against the workspace root with every symlink followed; one that lands
-outside (`..`, an absolute path, a symlink pointing out) is refused unless the user granted it. A
-symlink can be swapped in after that check, so files are then opened by walking the *resolved* path
-one component at a time from `/` with `O_NOFOLLOW`, each directory opened relative to its parent's
-descriptor: any symlink met on the way makes the open fail. Where the platform lacks
-`dir_fd`/`O_NOFOLLOW` (Windows), the opened file is compared with the path re-resolved instead.
+"""Workspace confinement: a tool path is resolved with every symlink followed, and refused when it
+lands outside unless granted. A symlink swapped in after that check is caught by opening the resolved
+path one component at a time from `/` with `O_NOFOLLOW`, each directory relative to its parent's
+descriptor (without `dir_fd`, on Windows, the opened file is compared with the path re-resolved).
 """
 
 from __future__ import annotations
@@ -30,8 +26,6 @@ SAFE_WALK = bool(_NOFOLLOW and _DIRECTORY) and os.open in os.supports_dir_fd
 
 
 class OutsideWorkspace(ToolError):
-    """A path resolved outside the workspace and was not granted."""
-
     def __init__(self, given: str, resolved: Path, root: Path) -> None:
         super().__init__(
             f"path {given!r} resolves to {resolved}, outside the workspace {root}; refused",
@@ -69,8 +63,7 @@ class Workspace:
         return resolved
 
     def _as_named(self, path: str) -> str:
-        """`path`, or the name it shows in double quotes (`shown_path`) when only that name is there:
-        the model passes back a name as the tools showed it."""
+        """`path`, or the name `shown_path` quoted as `path`: the model passes back names as shown."""
         plain = unquoted_path(path.strip())
         if plain is None or os.path.lexists(os.path.join(self.root, path.strip())):
             return path
@@ -80,20 +73,15 @@ class Workspace:
         return any(resolved.is_relative_to(allowed) for allowed in (self.root, *granted))
 
     def relative(self, resolved: Path) -> str:
-        """How to show a resolved path: relative to the root when inside it."""
         if resolved.is_relative_to(self.root):
             return resolved.relative_to(self.root).as_posix() or "."
         return str(resolved)
 
     def shown(self, resolved: Path) -> str:
-        """`relative`, quoted as `shown_path` quotes a name a tool result could not show as it is."""
         return shown_path(self.relative(resolved))
 
-    # -- opening --------------------------------------------------------------------------------
-
     def open_file(self, resolved: Path, flags: int) -> int:
-        """A raw fd of the existing regular file `resolved` (from `resolve`), refusing any symlink
-        met on the way. (Writes go through `replace_into`.)"""
+        """A raw fd of the existing regular file `resolved`, refusing any symlink met on the way."""
         flags |= _NOFOLLOW | _CLOEXEC | _BINARY | _NONBLOCK  # a FIFO swapped in cannot block the open
         if SAFE_WALK:
             with self.dir_fd(resolved.parent) as parent:
@@ -111,8 +99,8 @@ class Workspace:
 
     @contextlib.contextmanager
     def dir_fd(self, directory: Path, *, made: list[Path] | None = None) -> Iterator[int]:
-        """A descriptor of `directory`, opened by walking from `/` with O_NOFOLLOW on every component.
-        With `made`, missing directories are created and appended to it. Needs SAFE_WALK."""
+        """`directory` opened from `/` with O_NOFOLLOW at every step; with `made`, missing directories
+        are created and appended to it. Needs SAFE_WALK."""
         fd = os.open(directory.anchor or "/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
         try:
             for depth, part in enumerate(directory.parts[1:], start=2):
@@ -124,8 +112,8 @@ class Workspace:
             os.close(fd)
 
     def replace_into(self, resolved: Path, data: bytes) -> None:
-        """Write `data` to `resolved` atomically (temp file + rename in the same, safely opened dir).
-        Directories it creates for the file are removed again when the write fails (a full disk)."""
+        """Write atomically (temp file + rename in the safely opened dir). Directories made for the file
+        are removed again when the write fails (a full disk)."""
         made: list[Path] = []
         try:
             if SAFE_WALK:
@@ -146,8 +134,7 @@ class Workspace:
 
 
 def _step(fd: int, part: str, here: Path, made: list[Path] | None) -> int:
-    """Open the directory `part` (the path `here`) inside the directory `fd`; with `made`, create it
-    when missing and note it there."""
+    """Open the directory `part` (the path `here`) inside `fd`; with `made`, create it when missing."""
     flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
     try:
         try:
@@ -166,8 +153,7 @@ def _step(fd: int, part: str, here: Path, made: list[Path] | None) -> int:
 
 
 def _open_at(name: str, flags: int, parent: int | None, resolved: Path) -> int:
-    """Open `name` (in the directory `parent`, or a whole path), refusing a FIFO, socket or device
-    before opening it (opening some devices has effects)."""
+    """Open `name`, refusing a FIFO, socket or device before opening it (opening some has effects)."""
     try:
         mode = _lstat_mode(name, parent)
         if mode is not None and is_special(mode):
@@ -185,8 +171,7 @@ def _lstat_mode(name: str, parent: int | None) -> int | None:
 
 
 def _write_new(resolved: Path, data: bytes, parent: int | None) -> None:
-    """Write `data` to a temp file beside `resolved` and rename it over (in the directory `parent`,
-    or by whole paths). An existing file keeps its permissions."""
+    """Write a temp file beside `resolved` and rename it over; an existing file keeps its mode."""
     stem = os.fsencode(resolved.name)[:128].decode("utf-8", "ignore") or "file"  # within NAME_MAX
     temp = f".{stem}.nanohermes-{os.getpid()}-{id(data):x}.tmp"
     if parent is None:
@@ -246,10 +231,9 @@ _NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\
 
 
 def shown_path(rel: str) -> str:
-    """`rel` as tool output shows it. A name holding a newline, an escape sequence, a bidi override,
-    an invisible character or a byte that is not UTF-8 could pass for another line of the output or
-    another file's name: it is shown in double quotes with those characters escaped (`\\n`, `\\x1b`,
-    `\\u202e`, `\\xff`), as git's core.quotePath does. Other names are shown as they are."""
+    """`rel` as tool output shows it. A name with a newline, escape, bidi override, invisible character
+    or non-UTF-8 byte could pass for another line or file: it is quoted and escaped as git's
+    core.quotePath does (`\\n`, `\\x1b`, `\\u202e`, `\\xff`)."""
     if not _NEEDS_QUOTES.search(rel):
         return rel
     return '"' + _QUOTED.sub(_escaped, rel) + '"'
@@ -286,8 +270,8 @@ def _unescaped(match: re.Match[str]) -> str:
 
 
 def existing_mode(resolved: Path) -> int | None:
-    """The mode of what `resolved` names, None when nothing is there. Any other failure is a
-    ToolError (`Path.exists` raises on a name over 255 bytes)."""
+    """The mode of what `resolved` names, None when nothing is there; other failures (a name over
+    255 bytes) are a ToolError."""
     try:
         return os.stat(resolved).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -318,8 +302,7 @@ _REASONS = {
 
 
 def _translate(err: OSError, path: Path) -> ToolError:
-    """One-line ToolError for an OSError met while opening `path` or walking through it. `resolve`
-    leaves no symlink in a path: one met now was swapped in after the check."""
+    """One-line ToolError for an OSError; `resolve` left no symlink, so one met now was swapped in."""
     if err.errno == errno.ELOOP or (err.errno == errno.ENOTDIR and os.path.islink(path)):
         return ToolError(f"{path}: a symlink was swapped in after the path was checked; refused")
     return ToolError(f"{path}{_REASONS.get(err.errno or 0, f': {err.strerror or err}')}")

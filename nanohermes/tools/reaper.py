@@ -1,12 +1,9 @@
 """Find and kill every process a shell command started, also those that left its process group.
 
-Killing the process group misses a child that called `setsid` (or double-forked into a new session):
-it keeps running after the timeout and can keep writing to the workspace. So each command runs with a
-unique tag in its environment (`NANOHERMES_SHELL_CALL=<id>`), which every descendant inherits; on
-timeout, Ctrl-C or output left open, `kill_tagged` finds the processes carrying it (Linux:
-`/proc/<pid>/environ`), stops them all (SIGSTOP, so none can fork a replacement meanwhile) and kills
-them. What escapes: a process that rebuilt its environment (`env -i …`), and everything on systems
-without `/proc`. The bubblewrap sandbox's PID namespace contains everything.
+A child that called `setsid` survives the group's kill, so each command runs with a unique tag in its
+environment (`NANOHERMES_SHELL_CALL=<id>`), inherited by every descendant; `kill_tagged` finds them
+through `/proc/<pid>/environ`, stops them all (SIGSTOP: none can fork a replacement), then kills them.
+What escapes: `env -i …`, and everything without `/proc`; bubblewrap's PID namespace holds them all.
 """
 
 from __future__ import annotations
@@ -24,11 +21,6 @@ MAX_ROUNDS = 20  # rescans while a fork loop makes new ones; each round stops wh
 
 def new_tag() -> str:
     return uuid.uuid4().hex
-
-
-def can_track() -> bool:
-    """Whether tagged processes can be found here."""
-    return (PROC / str(os.getpid()) / "environ").is_file()
 
 
 def tagged_pids(tag: str) -> set[int]:

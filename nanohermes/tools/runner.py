@@ -1,10 +1,7 @@
 """ToolRunner: the agent's tool executor — which tools are offered, approvals, dispatch, results.
 
-The calls of one assistant message are checked (known tool, valid arguments, path inside the
-workspace) and, in `ask` mode, approved one by one in call order; then they run together in a thread
-pool, calls on the same path chained in call order. Results come back in call order, capped at
-`tool_output_chars`. Nothing raises out of `run_calls`: every failure is an `ERROR: …` result, and
-on cancellation unfinished calls get `interrupted by user`.
+A batch's calls are checked and approved one by one in call order, then run together in a thread pool
+(calls on one path chained in order). Nothing raises out of `run_calls`: every failure is a result.
 """
 
 from __future__ import annotations
@@ -68,15 +65,13 @@ class ToolRunner:
         shell_timeout: float = 120.0,
         sandbox: Sandbox | None = None,
         checkpoints: ChangeGuard | None = None,
-        files: FileTools | None = None,
+        files: FileTools | None = None,  # ACP: reading and writing through the editor
     ) -> None:
-        """`files`: file tools reading and writing elsewhere than the disk (ACP: the editor)."""
         self.workspace = Workspace(workspace)
         self.max_chars = tool_output_chars
         self.checkpoints = checkpoints
         self._approver = approver
-        self.hooks: HookRunner | None = None
-        """The pre_tool and post_tool hooks (set by whoever builds the agent)."""
+        self.hooks: HookRunner | None = None  # set by whoever builds the agent
         self._files = files or FileTools(self.workspace, max_chars=tool_output_chars)
         self._shell = ShellTool(
             self.workspace.root, timeout=shell_timeout, max_chars=tool_output_chars, sandbox=sandbox
@@ -109,15 +104,11 @@ class ToolRunner:
             for tool in MemoryTools(store).tools():
                 self.register(tool)
 
-    # -- what is offered ------------------------------------------------------------------------
-
     def register(self, tool: Tool) -> None:
-        """Add (or replace) a tool, e.g. the agent layer's `task`."""
         self._tools[tool.name] = tool
 
     def add_source(self, source: Callable[[], Iterable[Tool]]) -> None:
-        """Tools that come and go (MCP servers start, crash, restart): asked for at each use. A tool
-        `register`ed under the same name wins."""
+        """Tools that come and go (MCP servers restart): asked for at each use; `register`ed ones win."""
         self._sources.append(source)
 
     def _all_tools(self) -> dict[str, Tool]:
@@ -140,8 +131,6 @@ class ToolRunner:
 
     def names(self) -> set[str]:
         return {tool.name for tool in self._all_tools().values() if self._offered(tool)}
-
-    # -- one batch ------------------------------------------------------------------------------
 
     def run_calls(self, calls: list[ToolCall], cancel: CancelToken) -> Iterator[Event]:
         if not calls:
@@ -204,7 +193,7 @@ class ToolRunner:
     def _execute(
         self, prepared: _Prepared, cancel: CancelToken, after: Future[ToolResult] | None
     ) -> ToolResult:
-        """Run one call in a worker thread, after `after` (a call on the same path). Never raises."""
+        """Run one call in a worker thread, after `after` (a call on the same path)."""
         if after is not None:
             wait([after])
         call, tool = prepared.call, prepared.tool
@@ -220,11 +209,10 @@ class ToolRunner:
         content, ok, images = invoke(tool, kwargs)
         return make_result(call, cap_output(content, self.max_chars), ok, images)
 
-    # -- checks and approvals (in the calling thread, one call at a time) -----------------------
-
     def _prepare(
         self, call: ToolCall, previews: dict[Path, str], cancel: CancelToken, notes: list[Note]
     ) -> _Prepared | ToolResult:
+        """Check one call and ask its approval (in the calling thread, one call at a time)."""
         tool = self._all_tools().get(call.name)
         if tool is None:
             available = ", ".join(sorted(self.names()))
@@ -306,7 +294,6 @@ class ToolRunner:
     def _describe(
         self, tool: Tool, args: dict[str, Any], resolved: Path | None, previews: dict[Path, str]
     ) -> tuple[str, str, str | None]:
-        """(title, detail, file text after the call) for an approval request."""
         files = self._files
         if tool.func == files.write_file and resolved is not None:
             content = str(args["content"])
@@ -314,14 +301,7 @@ class ToolRunner:
             diff = files.preview_write(resolved, content, previews.get(resolved))
             return f"{verb} {self.workspace.relative(resolved)}", diff, content
         if tool.func == files.edit_file and resolved is not None:
-            diff, after = files.preview_edit(
-                resolved,
-                str(args["path"]),
-                args["old"],
-                args["new"],
-                bool(args.get("replace_all")),
-                previews.get(resolved),
-            )
+            diff, after = files.preview_edit(resolved, previews.get(resolved), **args)
             return f"Edit {self.workspace.relative(resolved)}", diff, after
         if tool.func == self._shell.run_shell:
             timeout = args.get("timeout")
@@ -350,8 +330,7 @@ def _interrupted(call: ToolCall) -> ToolResult:
 def _collect(
     calls: list[ToolCall], futures: list[Future[ToolResult]], cancel: CancelToken
 ) -> Iterator[tuple[ToolCall, ToolResult]]:
-    """Every call's result in call order, each as soon as it and those before it are done; on
-    cancellation at once, unfinished calls interrupted."""
+    """Every call's result in call order, as soon as it is done; on cancellation at once, interrupted."""
     stopped: Future[Any] = Future()  # done when the batch is cancelled
     unregister = cancel.on_cancel(lambda: stopped.set_result(None))
     try:

@@ -1,12 +1,8 @@
 """How `run_shell` commands are confined (SPEC §12): under bubblewrap, or plainly.
 
-Under bubblewrap a command sees the filesystem read-only except the workspace (its `.git` stays
-read-only), a private `/tmp` and an empty `/run`; nanohermes' own directories (memory, sessions,
-config, checkpoints) are covered, so no command can read a key or a memory; the network is cut unless
-`sandbox_network` is on; the key variables are not in its environment. It has no capabilities (also
-when nanohermes runs as root, which could otherwise undo every mount), its own PID namespace, and dies
-with nanohermes. Whether bubblewrap can run here is probed once, off the prompt's path
-(`Sandbox.detect`); `Sandbox.status` says it in one line.
+Under bubblewrap a command sees the filesystem read-only except the workspace (not its `.git`) and a
+private `/tmp`; nanohermes' own directories are covered, the network cut unless `sandbox_network`, the
+key variables gone. It has no capabilities (also run by root), its own PID namespace, and dies with us.
 """
 
 from __future__ import annotations
@@ -23,17 +19,13 @@ from pathlib import Path
 from nanohermes.core.errors import ToolError
 
 PROBE_TIMEOUT = 5.0
-SECRET_VARIABLES = ("NANOHERMES_API_KEY", "OPENAI_API_KEY")
-"""Environment variables that may hold the model key: never visible to a sandboxed command."""
+SECRET_VARIABLES = ("NANOHERMES_API_KEY", "OPENAI_API_KEY")  # never visible to a sandboxed command
 RUNTIME_DIR = Path("/run")
-"""Where daemons keep their sockets (session bus, ssh and gpg agents, docker). A socket on a read-only
-mount still takes connections, and through the bus (`systemd-run --user …`) or docker a command could
-have anything done outside the sandbox: so commands get an empty one."""
-NETWORK_RUNTIME = ("/run/systemd/resolve",)
-"""Kept from RUNTIME_DIR when the network is on: `/etc/resolv.conf` may point there (systemd-resolved)."""
-PROGRAM_RUNTIME = ("/run/current-system", "/run/wrappers")
-"""Kept from RUNTIME_DIR always (read-only): on NixOS PATH leads there, to every program of the system."""
-BLOCKED_MARKERS = (
+"""Daemons' sockets (session bus, ssh agent, docker): a socket on a read-only mount still takes
+connections, and through the bus or docker anything could be done outside: so commands get an empty one."""
+NETWORK_RUNTIME = ("/run/systemd/resolve",)  # kept with the network: /etc/resolv.conf may point there
+PROGRAM_RUNTIME = ("/run/current-system", "/run/wrappers")  # kept always: NixOS's PATH leads there
+BLOCKED_MARKERS = (  # what a command prints when the sandbox stopped it
     "read-only file system",
     "network is unreachable",
     "temporary failure in name resolution",
@@ -41,7 +33,6 @@ BLOCKED_MARKERS = (
     "name or service not known",
     "no address associated with hostname",
 )
-"""Error texts that a sandboxed command prints when the sandbox stopped it."""
 UNTRUSTED = "the only bubblewrap found is not used"
 
 
@@ -49,12 +40,10 @@ UNTRUSTED = "the only bubblewrap found is not used"
 class Sandbox:
     """The shell's confinement, decided once. `active`: commands run under bubblewrap."""
 
-    mode: str
-    """The setting: auto, bwrap or off."""
+    mode: str  # the setting: auto, bwrap or off
     active: bool
     network: bool
-    problem: str = ""
-    """Why bubblewrap is not used although wanted (missing, cannot start); empty otherwise."""
+    problem: str = ""  # why bubblewrap is not used although wanted
     bwrap: str = ""
     workspace: Path = Path()
     hidden: tuple[Path, ...] = ()
@@ -73,7 +62,7 @@ class Sandbox:
         hidden: Iterable[Path] = (),
         executable: str = "bwrap",
     ) -> Sandbox:
-        """Decide how to confine commands; probes bubblewrap once (a few milliseconds) unless `off`."""
+        """Probes bubblewrap once (a few milliseconds) unless `off`."""
         if mode == "off" or sys.platform == "win32":
             problem = "" if mode == "off" else "bubblewrap needs Linux"
             return cls(mode, active=False, network=True, problem=problem)
@@ -130,8 +119,8 @@ class Sandbox:
         return ""
 
     def argv(self, command: str) -> list[str] | None:
-        """bubblewrap around `/bin/sh -c command`, or None to run it plainly. Raises ToolError when
-        the setting demands bubblewrap and it cannot run."""
+        """bubblewrap around `/bin/sh -c command`, or None to run it plainly; ToolError when demanded
+        and unavailable."""
         if self.mode == "bwrap" and not self.active:
             raise ToolError(
                 f"shell command refused: sandbox = bwrap, but {self.problem} "
@@ -140,8 +129,7 @@ class Sandbox:
         return self._wrap(command) if self.active else None
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
-        """`base` without the key variables when confined. (bubblewrap's `--unsetenv` would leave them
-        to its own process, PID 1 in the sandbox, readable in `/proc/1/environ`.)"""
+        """Without the key variables when confined (`--unsetenv` would leave them in /proc/1/environ)."""
         if not self.active:
             return dict(base)
         return {name: value for name, value in base.items() if name not in SECRET_VARIABLES}
@@ -188,8 +176,8 @@ class Sandbox:
 
 
 def _git_dir_inside(workspace: Path) -> Path | None:
-    """The workspace's `.git` (after links) when it lies inside the workspace: a directory, or the
-    file of a worktree or submodule ("gitdir: …"), which a command could point at hooks of its own."""
+    """The workspace's `.git` (after links) when inside it: a directory, or a worktree's "gitdir: …"
+    file, which a command could point at hooks of its own."""
     try:
         git_dir = (workspace / ".git").resolve()
         inside = (git_dir.is_dir() or git_dir.is_file()) and git_dir.is_relative_to(workspace)
@@ -199,9 +187,8 @@ def _git_dir_inside(workspace: Path) -> Path | None:
 
 
 def find_program(name: str, workspace: Path) -> str | None:
-    """The absolute path of program `name` (or of the path `name`), never one inside the workspace:
-    it could be rewritten by the very commands it confines, and the probe at start-up would run it
-    unconfined. So only absolute PATH entries are searched (not "", `.` or `bin`)."""
+    """The absolute path of program `name`, never one inside the workspace (the commands it confines
+    could rewrite it, and the probe runs it unconfined): only absolute PATH entries are searched."""
     if os.sep in name:
         candidates = [os.path.abspath(name)]
     else:
@@ -215,7 +202,6 @@ def find_program(name: str, workspace: Path) -> str | None:
 
 
 def _missing(name: str) -> str:
-    """Why `find_program` found no bubblewrap: none at all, or only one it does not trust."""
     passed_over = shutil.which(name)
     if passed_over is None:
         return "bubblewrap (bwrap) is not installed"
@@ -223,9 +209,8 @@ def _missing(name: str) -> str:
 
 
 def _hideable(paths: Iterable[Path], workspace: Path) -> tuple[Path, ...]:
-    """The paths to cover, after `~` and links, outermost only, leaving out any that holds the
-    workspace. One that cannot be resolved (a link loop) names nothing that could be read, and
-    covering it would make bubblewrap fail: it is left out."""
+    """The paths to cover, resolved, outermost only, none holding the workspace. One that cannot be
+    resolved (a link loop) names nothing readable, and covering it would make bubblewrap fail."""
     resolved: set[Path] = set()
     for path in paths:
         with contextlib.suppress(OSError, RuntimeError):  # RuntimeError: a link loop before 3.13, ~nosuchuser

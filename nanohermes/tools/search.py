@@ -1,7 +1,6 @@
 """list_files and grep: walk the workspace the way git sees it (.gitignore honoured, .git skipped).
-
-Directories are walked through descriptors without following symlinks, so a symlink swapped in
-during the walk cannot lead outside the workspace; FIFOs, sockets and devices are never opened.
+Directories are walked through descriptors without following symlinks: a symlink swapped in meanwhile
+cannot lead outside the workspace. FIFOs, sockets and devices are never opened.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 from nanohermes.core.errors import ToolError
 from nanohermes.core.types import shorten
@@ -30,20 +29,16 @@ LIST_MAX_ENTRIES = 1000
 GREP_MAX_MATCHES = 200
 GREP_MAX_LINE_CHARS = 300
 GREP_MAX_FILE_BYTES = 16 * 1024 * 1024
-GREP_FILE_SECONDS = 3.0
-"""Time limit for searching one file: a pattern that backtracks catastrophically is stopped."""
-GREP_MAX_PATTERN_UNITS = 100_000
-"""A pattern whose counted repeats unroll past this many pieces is refused (memory)."""
+GREP_FILE_SECONDS = 3.0  # per file: a pattern that backtracks catastrophically is stopped
+GREP_MAX_PATTERN_UNITS = 100_000  # a pattern whose counted repeats unroll past this is refused (memory)
 GITIGNORE_MAX_BYTES = 1024 * 1024
-MAX_DEPTH = 100
-"""Deeper directories are not entered: a chain of hundreds would exhaust the stack."""
+MAX_DEPTH = 100  # deeper directories are not entered: a chain of hundreds would exhaust the stack
 TOO_DEEP = f"not entered, more than {MAX_DEPTH} directories deep"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
-Where = int | Path
-"""A directory being walked: its descriptor (SAFE_WALK), or its path where there are none."""
+Where = int | Path  # a directory being walked: its descriptor (SAFE_WALK), else its path
 
 
 class SearchTools:
@@ -110,8 +105,8 @@ class SearchTools:
         return "\n".join([found, *_note(deep, TOO_DEEP), *big_note])
 
     def _files(self, start: Path, glob: str | None, deep: list[str], ctx: CallContext) -> Iterator[str]:
-        """The workspace-relative paths of the files under `start` that git would not ignore and
-        that match `glob` (without `/` it matches file names, with `/` relative paths)."""
+        """The relative paths of the files under `start` that git would not ignore and `glob` matches
+        (without `/` it matches file names, with `/` relative paths)."""
         wanted = Glob(glob.lstrip("/"), anchored="/" in glob) if glob else None
         rules: list[Rule] = []
         if start.is_relative_to(self.workspace.root):  # the .gitignore files above `start` count too
@@ -140,32 +135,30 @@ class SearchTools:
             if os.fstat(fd).st_size > GREP_MAX_FILE_BYTES:
                 big.append(self.workspace.shown(real))  # said in the result: not "no matches"
                 return
-            if looks_binary(handle.read(SNIFF_BYTES)):
-                return
-            handle.seek(0)
-            deadline = time.monotonic() + GREP_FILE_SECONDS
-            for number, raw in enumerate(_lines_within(handle, GREP_MAX_FILE_BYTES), start=1):
-                if number % 1024 == 0:
-                    ctx.cancel.raise_if_cancelled()
-                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                try:
-                    left = max(0.0, deadline - time.monotonic())
-                    found = compiled.search(line, timeout=left, concurrent=True)
-                except TimeoutError:
-                    raise ToolError(
-                        f"pattern {pattern!r} took more than {GREP_FILE_SECONDS:g} s on "
-                        f"{self.workspace.shown(real)} (line {number}) and was stopped",
-                        hint="simplify it: nested repetition such as (a|aa)+ backtracks exponentially",
-                    ) from None
-                if found:
-                    yield number, line
+            data = handle.read(GREP_MAX_FILE_BYTES)  # no more, should it have grown since
+        if looks_binary(data[:SNIFF_BYTES]):
+            return
+        deadline = time.monotonic() + GREP_FILE_SECONDS
+        for number, raw in enumerate(data.removesuffix(b"\n").split(b"\n") if data else [], start=1):
+            if number % 1024 == 0:
+                ctx.cancel.raise_if_cancelled()
+            line = raw.decode("utf-8", errors="replace").rstrip("\r")
+            try:
+                found = compiled.search(line, timeout=max(0.0, deadline - time.monotonic()), concurrent=True)
+            except TimeoutError:
+                raise ToolError(
+                    f"pattern {pattern!r} took more than {GREP_FILE_SECONDS:g} s on "
+                    f"{self.workspace.shown(real)} (line {number}) and was stopped",
+                    hint="simplify it: nested repetition such as (a|aa)+ backtracks exponentially",
+                ) from None
+            if found:
+                yield number, line
 
 
 def _walk(
     where: Where, base: str, rules: list[Rule], deep: list[str], ctx: CallContext, depth: int
 ) -> Iterator[str]:
-    """The files under the directory `where` (relative path `base`) that the rules keep; directories
-    too deep to enter go to `deep`."""
+    """The files under `where` (relative path `base`) the rules keep; directories too deep go to `deep`."""
     ctx.cancel.raise_if_cancelled()
     rules = rules + _read_rules(where, base)
     try:
@@ -204,9 +197,8 @@ def _walk(
 
 
 def _read_rules(where: Where, base: str) -> list[Rule]:
-    """The rules of the .gitignore in the directory `where`. Like git, only a regular file counts: a
-    symlink is not followed and a FIFO or a device is never read (the open does not wait for a
-    writer), so a hostile .gitignore cannot block or flood the walk."""
+    """The rules of the .gitignore in `where`. Like git, only a regular file counts (not a symlink; a
+    FIFO is opened non-blocking and never read): a hostile .gitignore cannot block or flood the walk."""
     flags = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC
     try:
         if isinstance(where, int):
@@ -234,18 +226,8 @@ def _note(names: list[str], what: str, advice: str = "") -> list[str]:
     return [f"[{what}: {shorten(names[0], 120)}{more}{advice}]"]
 
 
-def _lines_within(handle: BinaryIO, limit: int) -> Iterator[bytes]:
-    """The lines of `handle` up to `limit` bytes in all: a file that grew after its size was checked
-    (a log being written, one huge line appended) is never read whole into memory."""
-    left = limit
-    while left > 0 and (line := handle.readline(left)):
-        left -= len(line)
-        yield line
-
-
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
-    """`pattern` compiled by the `regex` engine (Python `re` syntax), whose searches take a timeout
-    and release the GIL, so a catastrophic pattern can be stopped and never freezes Ctrl-C."""
+    """Compiled by `regex` (Python `re` syntax), whose searches take a timeout and release the GIL."""
     import regex  # imported on the first grep only
 
     if repeat_units(pattern) > GREP_MAX_PATTERN_UNITS:
@@ -296,7 +278,6 @@ def repeat_units(pattern: str) -> int:
 
 
 def _class_end(pattern: str, start: int) -> int:
-    """Index of the `]` closing the class opened at `start` (the pattern's end when there is none)."""
     i = start + 1
     i += pattern[i : i + 1] == "^"
     i += pattern[i : i + 1] == "]"

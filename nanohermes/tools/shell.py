@@ -1,10 +1,7 @@
 """run_shell (and hooks): a command in its own process group, with a timeout, killable, output capped.
 
-On timeout or cancellation the whole group gets SIGTERM, then SIGKILL (and `reaper` kills what left
-the group). Each stream is read by its own thread into a `CappedBuffer` keeping only a head and a
-tail, so 10 MB of output never sits in memory; when the call returns the readers stop and close the
-pipes, even where an escaped process still holds them. The report fits the cap as a whole, so the
-runner never cuts it again and its notes say how many bytes the command really printed.
+Each stream is read by its own thread into a `CappedBuffer` (head and tail only: 10 MB of output never
+sits in memory). The report fits the cap as a whole, so its notes say how many bytes really came.
 """
 
 from __future__ import annotations
@@ -24,13 +21,13 @@ from typing import IO
 
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ToolError
+from nanohermes.core.types import shorten
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.reaper import TAG_VAR, kill_tagged, new_tag
 from nanohermes.tools.sandbox import Sandbox
 
 KILL_GRACE = 0.5  # seconds between SIGTERM and SIGKILL of the process group
-PIPE_GRACE = 2.0
-"""After the shell exits, how long background processes may keep its output pipes open."""
+PIPE_GRACE = 2.0  # after the shell exits, how long background processes may hold its output pipes
 CHUNK = 64 * 1024
 POLL = 0.1  # how often a reader checks whether it was told to stop
 HELD_NOTES = {
@@ -39,13 +36,11 @@ HELD_NOTES = {
     "escaped": "(background processes kept the output open; one that left the process group and "
     "cleared its environment could not be stopped and may still run; output shown so far)",
 }
-STREAM_OVERHEAD = 48
-"""Characters of the report kept for each stream's label and its "[… N bytes omitted …]" note."""
+STREAM_OVERHEAD = 48  # characters kept for each stream's label and its "[… N bytes omitted …]" note
 
 
 class CappedBuffer:
-    """Keeps the first and last `limit // 2` bytes written, and counts the rest. Thread-safe: a
-    process that could not be stopped may still be writing while the report is read."""
+    """The first and last `limit // 2` bytes written. Locked: an unkillable writer may still write."""
 
     def __init__(self, limit: int) -> None:
         self.half = max(1, limit // 2)
@@ -70,8 +65,7 @@ class CappedBuffer:
         return min(self.total, 2 * self.half)
 
     def text(self, limit: int | None = None) -> str:
-        """What was written, cut to at most `limit` bytes (default: all it can show), head and tail
-        around a note of how many bytes were left out."""
+        """What was written, cut to at most `limit` bytes around a note of how many were left out."""
         with self._lock:
             limit = 2 * self.half if limit is None else max(0, min(limit, 2 * self.half))
             complete = self.total == len(self.head) + len(self.tail)  # nothing dropped while writing
@@ -87,10 +81,8 @@ class CappedBuffer:
 
 
 def _pump(stream: IO[bytes], sink: CappedBuffer, stop: threading.Event) -> None:
-    """Read `stream` into `sink` until its last writer closes it or `stop` is set, then close it.
-    Only this thread closes it: closing a pipe another thread is reading from waits for that read to
-    end. Stopping matters when a process that could not be killed holds the pipe: reading on would keep
-    a thread, two descriptors and a CPU of ours busy for as long as it runs; closed, its writes fail."""
+    """Read `stream` into `sink` until EOF or `stop`, then close it here (closing a pipe another thread
+    reads waits for that read). `stop` frees us from a pipe an unkillable process holds open."""
     try:
         with contextlib.suppress(OSError, ValueError):
             fd = stream.fileno()
@@ -135,19 +127,25 @@ class ShellTool:
         limit, note = self._timeout(timeout)
         out, err = CappedBuffer(self.max_chars), CappedBuffer(self.max_chars)
         code, timed_out, held = run_command(command, self.sandbox, self.cwd, limit, ctx.cancel, err, out)
-        return self._report(code, out, err, timed_out, limit, note, held)
+        if timed_out:
+            head = f"timed out after {limit:g} s: the command and its process group were killed"
+        elif code is not None and code < 0:
+            head = f"killed by signal {-code}"
+        else:
+            head = f"exit code: {code}"
+        lines = [" ".join(part for part in (head, note) if part)] + ([HELD_NOTES[held]] if held else [])
+        return self._report(lines, out, err, failed=bool(code))
 
     def _timeout(self, requested: float | None) -> tuple[float, str]:
-        """The limit for one call: the setting, or less when the model asks for less. NaN, infinite,
-        zero or negative values are refused; more than the setting is capped at it, never unbounded."""
+        """The setting, or less when the model asks for less: never more, never unbounded."""
         if requested is None:
             return self.default_timeout, ""
-        # No float() before the checks: a whole number past float's range (10**400) is merely huge.
+        # compared, not float()ed: a whole number past float's range (10**400) is merely huge
         number = isinstance(requested, int | float) and not isinstance(requested, bool)
-        if not number or (isinstance(requested, float) and not math.isfinite(requested)) or requested <= 0:
+        if not number or not 0 < requested < math.inf:  # also NaN
             raise ToolError(
                 f"timeout must be a positive, finite number of seconds (at most {self.default_timeout:g}), "
-                f"not {_brief(requested)}"
+                f"not {shorten(repr(requested), 40)}"
             )
         if requested > self.default_timeout:
             return (
@@ -156,27 +154,9 @@ class ShellTool:
             )
         return float(requested), ""
 
-    def _report(
-        self,
-        code: int | None,
-        out: CappedBuffer,
-        err: CappedBuffer,
-        timed_out: bool,
-        limit: float,
-        note: str,
-        held: str,
-    ) -> str:
-        """The report; `held`: "stopped" or "escaped" when background processes kept the output open."""
-        if timed_out:
-            head = f"timed out after {limit:g} s: the command and its process group were killed"
-        elif code is not None and code < 0:
-            head = f"killed by signal {-code}"
-        else:
-            head = f"exit code: {code}"
-        lines = [" ".join(part for part in (head, note) if part)]
-        if held:
-            lines.append(HELD_NOTES[held])
-        blocked = self.sandbox.blocked_note(err.text() + (out.text() if code else ""))
+    def _report(self, lines: list[str], out: CappedBuffer, err: CappedBuffer, *, failed: bool) -> str:
+        """`lines` and both streams, fitting the cap as a whole."""
+        blocked = self.sandbox.blocked_note(err.text() + (out.text() if failed else ""))
         used = sum(len(line) + 1 for line in (*lines, blocked) if line)
         room = max(0, self.max_chars - used - 2 * STREAM_OVERHEAD)
         # the smaller stream gets what it needs, up to half; the other one the rest
@@ -198,9 +178,8 @@ def run_command(
     out: CappedBuffer | None = None,
     stdin: int | IO[bytes] = subprocess.DEVNULL,
 ) -> tuple[int | None, bool, str]:
-    """Run `command` in its own process group, reading stderr (and stdout, else discarded) into the
-    buffers: (exit code, whether it ran past `limit`, "stopped" or "escaped" when background processes
-    kept its output open). Raises Cancelled, or ToolError when it cannot start."""
+    """(exit code, whether it ran past `limit`, "stopped"/"escaped" when background processes kept its
+    output open). stdout is discarded without `out`. Raises Cancelled, or ToolError."""
     cancel.raise_if_cancelled()
     tag = new_tag()
     process = _start(command, sandbox, cwd, tag, stdin, capture_out=out is not None)
@@ -282,23 +261,14 @@ def shown_seconds(value: float) -> str:
         return "more than 1e308"
 
 
-def _brief(value: object) -> str:
-    """`value` for a one-line message: its repr, cut short (an int of 5000 digits has none)."""
-    try:
-        text = repr(value)
-    except ValueError:
-        return "a number too long to show"
-    return text if len(text) <= 40 else f"{text[:37]}…"
-
-
 def start_readers(
     process: subprocess.Popen[bytes],
     tag: str,
     streams: tuple[tuple[IO[bytes] | None, CappedBuffer], ...],
     stop: threading.Event,
 ) -> list[threading.Thread]:
-    """One reader thread per stream, started. When one cannot start (no threads left: a runaway
-    command may have used up the user's processes), the command is killed and the call fails."""
+    """One reader thread per stream. When one cannot start (a runaway command used up the user's
+    processes), the command is killed and the call fails."""
     readers = [
         threading.Thread(target=_pump, args=(stream, sink, stop), name="nanohermes-shell-reader", daemon=True)
         for stream, sink in streams
@@ -344,8 +314,7 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
 
 
 def join_readers(threads: list[threading.Thread], timeout: float, cancel: CancelToken | None = None) -> bool:
-    """Join the threads within `timeout` seconds in all, or until `cancel` is cancelled; True when
-    some are still running."""
+    """Join within `timeout` seconds in all, or until cancelled; True when some are still running."""
     deadline = time.monotonic() + timeout
     for thread in threads:
         while thread.is_alive() and not (cancel is not None and cancel.cancelled):

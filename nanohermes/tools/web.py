@@ -1,8 +1,6 @@
 """web_fetch: one http(s) page as text for the model, HTML turned into Markdown by `markdownify`.
-
-Asked like a write in `ask` mode (it reaches the network), refused in `read-only`. Capped: FETCH_MAX_BYTES
-read, FETCH_SECONDS in all, MAX_REDIRECTS hops. Private, loopback and link-local addresses are refused
-(every address the host resolves to, again at each redirect) unless `web_fetch_private = true`.
+Non-public addresses are refused (every address the host resolves to, again at each redirect) unless
+`web_fetch_private = true`.
 """
 
 from __future__ import annotations
@@ -35,7 +33,6 @@ def web_fetch_tool(private: bool) -> Tool:
 
 
 def fetch(url: str, max_chars: int, *, private: bool, cancel: CancelToken) -> str:
-    """The text of `url` (see the module docstring). Raises ToolError with a one-line reason."""
     if max_chars < 1:
         raise ToolError("max_chars must be 1 or more")
     deadline = time.monotonic() + FETCH_SECONDS
@@ -76,7 +73,7 @@ def _check_target(url: str, private: bool) -> None:
 
 
 def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    """Every address `host` resolves to, an IPv4-mapped IPv6 one as its IPv4 address."""
+    """Every address `host` resolves to (an IPv4-mapped IPv6 one as IPv4)."""
     try:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as err:

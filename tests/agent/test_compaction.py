@@ -7,6 +7,7 @@ import pytest
 from nanohermes.agent.compaction import (
     DROPPED_PREFIX,
     SUMMARY_PREFIX,
+    TRANSCRIPT_CHARS,
     compact,
     split_point,
     summary_request,
@@ -129,13 +130,11 @@ def test_cancel_during_summary_propagates_and_nothing_to_compact_is_none() -> No
 
 def test_transcript_keeps_head_and_tail_and_request_shape() -> None:
     messages = [{"role": "user", "content": f"m{n} " + "y" * 500} for n in range(400)]
-    text = transcript(messages, max_chars=10_000)
+    text = transcript(messages)
     assert text.startswith("[user] m0 ")
     assert "m399" in text
-    assert "characters left out" in text
     whole = "\n".join(f"[user] m{n} " + "y" * 500 for n in range(400))
-    odd = transcript(messages, max_chars=10_001)  # shows 2 × 5,000 characters
-    assert f"[… {len(whole) - 10_000} characters left out …]" in odd
+    assert f"[… {len(whole) - TRANSCRIPT_CHARS} characters left out …]" in text
     request = summary_request(_session(1))
     assert [m["role"] for m in request] == ["system", "user"]
     assert "[tool result]" in request[1]["content"]

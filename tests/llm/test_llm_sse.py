@@ -55,5 +55,5 @@ def test_non_object_data_is_a_bad_response(payload: str) -> None:
 def test_line_breaks_split_across_pieces_are_one_break_each() -> None:
     from nanohermes.llm.sse import iter_lines
 
-    pieces = ["\ufeffa\r", "", "\nb\r", "\r\n", "c\u2028d\n", "tail"]
+    pieces = ["a\r", "", "\nb\r", "\r\n", "c\u2028d\n", "tail"]
     assert list(iter_lines(pieces)) == ["a", "b", "", "c\u2028d", "tail"]

@@ -22,7 +22,7 @@ import pytest
 from nanohermes.core.events import Retrying
 from nanohermes.core.types import ChatResult
 from nanohermes.llm import ChatClient
-from nanohermes.local.server import MODEL_NAME, TOOL_CHAT_FORMAT, local_endpoint
+from nanohermes.local.server import MODEL_NAME, find_model_file, serve, server_command
 
 pytestmark = [pytest.mark.local_model, pytest.mark.timeout(400)]
 RUN_LIMIT = 360.0  # a runaway small model can fill its whole 8k context before it stops
@@ -141,7 +141,13 @@ def test_client_recovers_when_the_server_ends_a_tool_stream_silently(isolated_ho
         {"role": "system", "content": "You are a coding agent."},
         {"role": "user", "content": "Read README.md"},
     ]
-    with local_endpoint(isolated_home / ".nanohermes", chat_format=TOOL_CHAT_FORMAT) as endpoint:
+    # llama-cpp-python's tool-calling template (not --local's: with it the model calls a tool every time).
+    model_file = find_model_file()
+    with serve(
+        lambda port: [*server_command(model_file, port), "--chat_format", "chatml-function-calling"],
+        log_dir=isolated_home / ".nanohermes" / "logs",
+        model=MODEL_NAME,
+    ) as endpoint:
         client = ChatClient(base_url=endpoint.base_url, model=MODEL_NAME)
         try:
             items = list(client.stream(messages, [_READ_FILE]))

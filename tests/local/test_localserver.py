@@ -24,7 +24,6 @@ from nanohermes.core.errors import ConfigError, EndpointUnreachable
 from nanohermes.local.server import (
     MISSING_EXTRA,
     MODEL_NAME,
-    TOOL_CHAT_FORMAT,
     LocalEndpoint,
     ServerProcess,
     find_model_file,
@@ -293,15 +292,11 @@ def test_missing_extra_without_site_packages() -> None:
 def test_server_command_serves_loopback_with_the_models_own_template(tmp_path: Path) -> None:
     command = server_command(tmp_path / "m.gguf", 4321)
     assert "--chat_format" not in command
-    tools_command = server_command(tmp_path / "m.gguf", 4321, chat_format=TOOL_CHAT_FORMAT)
-    assert tools_command[tools_command.index("--chat_format") + 1] == "chatml-function-calling"
-    command = tools_command
     assert command[:3] == [sys.executable, "-m", "llama_cpp.server"]
     pairs = dict(zip(command[3::2], command[4::2], strict=True))
     assert pairs["--model"] == str(tmp_path / "m.gguf")
     assert pairs["--host"] == "127.0.0.1"
     assert pairs["--port"] == "4321"
-    assert pairs["--chat_format"] == "chatml-function-calling"
     assert pairs["--model_alias"] == MODEL_NAME
     assert int(pairs["--n_ctx"]) >= 8192
 

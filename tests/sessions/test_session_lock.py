@@ -17,11 +17,11 @@ from nanohermes.sessions.lock import SessionLock, lock_path
 def test_a_held_session_cannot_be_locked_again_and_names_the_holder(tmp_path: Path) -> None:
     session = tmp_path / "sessions" / "work.json"
     with SessionLock.acquire(session) as held:
-        assert held.held
+        assert held.path.exists()
         assert (os.stat(lock_path(session)).st_mode & 0o777) == 0o600
         with pytest.raises(SessionInUse, match=rf"in use by another nanohermes \(pid {os.getpid()}\)"):
             SessionLock.acquire(session)
-    assert not held.held
+    assert not held.path.exists()  # released: the lock file goes with it
     SessionLock.acquire(session).release()  # free again
 
 

@@ -4,7 +4,6 @@ group, bounded stderr, stdin never blocking, the sandbox refusing; the ToolRunne
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_tool_shell import is_gone, wait_gone
 from tool_helpers import FakeApprover, args, call, results, run
 
 from nanohermes.config.hooks_config import Hooks
@@ -27,14 +27,6 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell")
 def hook_runner(workspace: Path, sandbox: Sandbox | None = None, **events: Any) -> HookRunner:
     session = workspace.parent / "sessions" / "s1.json"
     return HookRunner(Hooks(**events), sandbox or Sandbox.off(), workspace, session, verbose=False)
-
-
-def dead(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def test_tool_hooks_get_the_event_and_only_matching_ones_run(workspace: Path) -> None:
@@ -93,11 +85,7 @@ def test_a_timeout_kills_the_hook_and_everything_it_started(workspace: Path) -> 
         "hook stop 'sleep 60 & echo $! > child.pid; sleep 60' timed out after 0.5 s and was stopped",
         "warning",
     )
-    child = int((workspace / "child.pid").read_text())
-    deadline = time.monotonic() + 5
-    while not dead(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert dead(child)
+    assert wait_gone(int((workspace / "child.pid").read_text()), 5)
 
 
 def test_ctrl_c_stops_a_running_hook_at_once_and_says_nothing(workspace: Path) -> None:
@@ -109,7 +97,7 @@ def test_ctrl_c_stops_a_running_hook_at_once_and_says_nothing(workspace: Path) -
     assert time.monotonic() - started < 10
     assert (outcome.reason, outcome.notes) == ("", ())
     assert not (workspace / "not-reached").exists()
-    assert dead(int((workspace / "hook.pid").read_text()))
+    assert is_gone(int((workspace / "hook.pid").read_text()))
 
 
 def test_stderr_is_read_bounded_and_a_big_event_never_blocks_a_hook_that_ignores_stdin(

@@ -26,13 +26,17 @@ def detect(workspace: Path, home: Path, **options: object) -> Sandbox:
     return Sandbox.detect("auto", workspace=workspace, hidden=hidden, **options)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def sandboxed(workspace: Path, isolated_home: Path) -> Sandbox:
-    sandbox = detect(workspace, isolated_home, network=False)
+def running(sandbox: Sandbox) -> Sandbox:
+    """`sandbox`, or the test is skipped when bubblewrap cannot run here."""
     if not sandbox.active:
         print(f"skipping sandbox test: {sandbox.problem}")
         pytest.skip(f"bubblewrap cannot run here: {sandbox.problem}")
     return sandbox
+
+
+@pytest.fixture
+def sandboxed(workspace: Path, isolated_home: Path) -> Sandbox:
+    return running(detect(workspace, isolated_home, network=False))
 
 
 def shell(workspace: Path, sandbox: Sandbox, command: str, timeout: float | None = None) -> str:
@@ -83,9 +87,7 @@ def test_memory_sessions_and_keys_are_invisible(
     (state / "memory.json").write_text('{"memories": "private"}')
     (state / "sessions" / "s.json").write_text("{}")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-visible-outside")
-    sandbox = detect(workspace, isolated_home, network=False)
-    if not sandbox.active:
-        pytest.skip(f"bubblewrap cannot run here: {sandbox.problem}")
+    sandbox = running(detect(workspace, isolated_home, network=False))
     result = shell(workspace, sandbox, f"cat {state}/memory.json; ls -A {state}; echo key=$OPENAI_API_KEY.")
     assert "private" not in result
     assert "No such file or directory" in result
@@ -101,9 +103,7 @@ def test_no_process_in_the_sandbox_holds_the_keys(
 ) -> None:
     monkeypatch.setenv("NANOHERMES_API_KEY", "sk-nanohermes-visible-outside")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-visible-outside")
-    sandbox = detect(workspace, isolated_home, network=False)
-    if not sandbox.active:
-        pytest.skip(f"bubblewrap cannot run here: {sandbox.problem}")
+    sandbox = running(detect(workspace, isolated_home, network=False))
     # PID 1 in the sandbox is bubblewrap itself: its environment must not hold the keys either
     result = shell(workspace, sandbox, "cat /proc/1/environ /proc/self/environ | tr '\\0' '\\n'; echo end")
     assert "NANOHERMES_SHELL_CALL=" in result  # the environments were read
@@ -165,9 +165,7 @@ UNIX_CONNECT = (
 def test_daemon_sockets_cannot_be_reached(
     workspace: Path, isolated_home: Path, runtime_socket: Path, network: bool
 ) -> None:
-    sandbox = detect(workspace, isolated_home, network=network)
-    if not sandbox.active:
-        pytest.skip(f"bubblewrap cannot run here: {sandbox.problem}")
+    sandbox = running(detect(workspace, isolated_home, network=network))
     assert "connected" in shell(workspace, Sandbox.off(), UNIX_CONNECT.format(path=runtime_socket))
     result = shell(workspace, sandbox, UNIX_CONNECT.format(path=runtime_socket))
     assert "connected" not in result  # through such a socket a command could act outside the sandbox
@@ -248,11 +246,11 @@ def test_the_memory_file_is_hidden_even_when_its_folder_holds_the_workspace(outs
     workspace.mkdir(parents=True)
     (memory_dir / "memory.json").write_text('{"memories": "private"}')
     (memory_dir / "other.txt").write_text("visible\n")
-    sandbox = Sandbox.detect(
-        "auto", network=False, workspace=workspace, hidden=[memory_dir, memory_dir / "memory.json"]
+    sandbox = running(
+        Sandbox.detect(
+            "auto", network=False, workspace=workspace, hidden=[memory_dir, memory_dir / "memory.json"]
+        )
     )
-    if not sandbox.active:
-        pytest.skip(f"bubblewrap cannot run here: {sandbox.problem}")
     result = shell(workspace, sandbox, "cat ../memory.json; cat ../other.txt; echo w > here.txt")
     assert "private" not in result
     assert "visible" in result  # the folder itself stays: it holds the workspace

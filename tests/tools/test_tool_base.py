@@ -97,12 +97,12 @@ def test_arguments_are_checked_and_lightly_coerced() -> None:
 def test_docstring_without_args_section() -> None:
     assert parse_docstring("Just a line.") == ("Just a line.", {})
 
-    def bare(x: str) -> str:
+    def bare_tool(x: str) -> str:
         return x
 
-    tool = tool_from_function(bare, name="renamed")
-    assert tool.name == "renamed"
-    assert tool.description == "renamed"
+    tool = tool_from_function(bare_tool)
+    assert tool.name == "bare_tool"
+    assert tool.description == "bare tool"
 
 
 def test_unsupported_annotation_is_a_programming_error() -> None:

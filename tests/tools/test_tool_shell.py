@@ -15,7 +15,6 @@ import pytest
 
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ToolError
-from nanohermes.tools import reaper
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.shell import CappedBuffer, ShellTool
 
@@ -168,18 +167,25 @@ def test_timeout_override_is_bounded(workspace: Path) -> None:
         shell.run_shell("   ", ctx=CallContext())
 
 
-def test_cancellation_kills_the_group_at_once(workspace: Path) -> None:
-    cancel = CancelToken()
-    pidfile = workspace / "child.pid"
+def cancel_when_written(pidfile: Path, cancel: CancelToken) -> tuple[threading.Thread, list[float]]:
+    """Cancel once `pidfile` holds a pid (not after a fixed delay: the shell may start slowly); the
+    thread doing it, and the list that gets the time it did."""
     cancelled_at: list[float] = []
 
-    def cancel_once_started() -> None:  # not after a fixed delay: the shell may start slowly
+    def cancel_once_started() -> None:
         wait_for(lambda: pidfile.exists() and pidfile.read_text().strip())
         cancelled_at.append(time.monotonic())
         cancel.cancel()
 
     canceller = threading.Thread(target=cancel_once_started, daemon=True)
     canceller.start()
+    return canceller, cancelled_at
+
+
+def test_cancellation_kills_the_group_at_once(workspace: Path) -> None:
+    cancel = CancelToken()
+    pidfile = workspace / "child.pid"
+    canceller, cancelled_at = cancel_when_written(pidfile, cancel)
     with pytest.raises(Cancelled):
         ShellTool(workspace).run_shell(
             f"sleep {SLEEP} & echo $! > {pidfile}; sleep {SLEEP}", ctx=CallContext(cancel=cancel)
@@ -244,7 +250,7 @@ def _growth(path: Path, seconds: float) -> int:
     return (path.stat().st_size if path.exists() else 0) - before
 
 
-needs_proc = pytest.mark.skipif(not reaper.can_track(), reason="no /proc: only the process group is killed")
+needs_proc = pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="no /proc")
 
 
 @needs_proc

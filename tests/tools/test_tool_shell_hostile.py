@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_tool_shell import PROMPTLY, is_gone, pid_in, wait_for, wait_gone
+from test_tool_shell import PROMPTLY, cancel_when_written, is_gone, pid_in, wait_for, wait_gone
 
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ToolError
@@ -95,7 +95,7 @@ def test_a_command_too_long_for_the_system_says_what_to_do(workspace: Path) -> N
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.skipif(not reaper.can_track(), reason="no /proc: only the process group is killed")
+@pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="no /proc")
 @pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid (util-linux)")
 def test_cancelling_kills_a_child_that_left_the_group_at_once(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
@@ -105,15 +105,7 @@ def test_cancelling_kills_a_child_that_left_the_group_at_once(
     monkeypatch.setattr(shell, "PIPE_GRACE", 60.0)
     cancel = CancelToken()
     pidfile = workspace / "setsid.pid"
-    cancelled_at: list[float] = []
-
-    def cancel_once_started() -> None:
-        wait_for(lambda: pidfile.exists() and pidfile.read_text().strip())
-        cancelled_at.append(time.monotonic())
-        cancel.cancel()
-
-    canceller = threading.Thread(target=cancel_once_started, daemon=True)
-    canceller.start()
+    canceller, cancelled_at = cancel_when_written(pidfile, cancel)
     command = f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 1000' & sleep 1000"
     try:
         with pytest.raises(Cancelled):
