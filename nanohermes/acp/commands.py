@@ -4,22 +4,24 @@ custom commands (`.nanohermes/commands/NAME.md`), sent to the model as their exp
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import itertools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acp import schema
 
+from nanohermes.acp.session import EventSource
 from nanohermes.agent.custom_commands import CustomCommand, expand_command, load_commands
-from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import NanoHermesError
-from nanohermes.core.events import Event, TextDelta, TurnFinished
+from nanohermes.core.events import TextDelta, TurnFinished
 
 if TYPE_CHECKING:
     from nanohermes.agent.loop import Agent
     from nanohermes.memory import MemoryStore
 
 MEMORY_USAGE = "usage: /memory [list | search QUERY | forget ID | stats]"
+DONE = TurnFinished(True, "done")
 
 
 def available_commands(custom: Mapping[str, CustomCommand]) -> list[schema.AvailableCommand]:
@@ -51,36 +53,25 @@ def expanded(text: str, workspace: Path, state_dir: Path) -> str:
     return expand_command(load_commands(workspace, state_dir)[0], text) or text
 
 
-def command_source(text: str, agent: Agent, store: MemoryStore | None) -> Iterator[Event] | None:
-    """The events answering `text` when it is one of our commands (else None: a prompt for the
-    model). Each runs on the turn's thread, as it is iterated."""
+def command_source(text: str, agent: Agent, store: MemoryStore | None) -> EventSource | None:
+    """What answers `text` when it is one of our commands (None: a prompt for the model)."""
     name, _, rest = text.strip().partition(" ")
     if name == "/compact":
-        return _then_done(agent.compact(CancelToken()))
+        return lambda _: itertools.chain(agent.compact(), [DONE])
     if name == "/reset":
-        return _then_done(_reset(agent))
+        return lambda _: iter([TextDelta(_reset(agent)), DONE])
     if name == "/memory":
-        return _then_done(_memory(store, rest.strip()))
+        return lambda _: iter([TextDelta(memory_command(store, rest.strip())), DONE])
     return None
 
 
-def _then_done(events: Iterator[Event]) -> Iterator[Event]:
-    yield from events
-    yield TurnFinished(True, "done")
-
-
-def _reset(agent: Agent) -> Iterator[Event]:
+def _reset(agent: Agent) -> str:
     agent.reset()
     try:
         agent.save()
     except NanoHermesError as err:
-        yield TextDelta(f"conversation cleared, but {err.one_line()}")
-    else:
-        yield TextDelta("Conversation cleared (long-term memory kept).")
-
-
-def _memory(store: MemoryStore | None, arg: str) -> Iterator[Event]:
-    yield TextDelta(memory_command(store, arg))
+        return f"conversation cleared, but {err.one_line()}"
+    return "Conversation cleared (long-term memory kept)."
 
 
 def memory_command(store: MemoryStore | None, arg: str) -> str:

@@ -1,9 +1,10 @@
-"""Pure functions between nanohermes and ACP shapes: tool calls → `tool_call` updates, prompt blocks →
-the user's text, saved history → replayed `session/update`s."""
+"""Between nanohermes and ACP shapes: tool calls → `tool_call` updates, prompt blocks → the user's
+text, saved history → replayed `session/update`s, session files → `session/list` pages."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -24,6 +25,7 @@ from nanohermes.config.mcp_config import McpServerConfig, servers_from_acp
 from nanohermes.core.errors import INTERRUPTED
 from nanohermes.core.toolcalls import call_arguments, tool_title
 from nanohermes.core.types import Message, ToolCall, ToolResult, message_text
+from nanohermes.sessions.store import read_header
 
 KINDS: dict[str, schema.ToolKind] = {
     "read_file": "read",
@@ -38,6 +40,7 @@ KINDS: dict[str, schema.ToolKind] = {
 PATH_ARGS = {"read_file", "write_file", "edit_file", "list_files", "grep"}
 SHOWN_OUTPUT_CHARS = 8000
 """How much of a tool's result the editor shows (the model gets all of it)."""
+LIST_PAGE = 50
 
 PromptBlock = (
     schema.TextContentBlock
@@ -96,8 +99,7 @@ def permission_call(acp_id: str, call: ToolCall, workspace: Path, title: str) ->
 
 
 def finish(acp_id: str, name: str, result: ToolResult) -> schema.ToolCallProgress:
-    """The closing `tool_call_update`: completed or failed, with the result shown (a successful edit
-    keeps its diff instead)."""
+    """The closing `tool_call_update` (a successful edit keeps its diff instead of the result)."""
     failed = not result.ok or result.content == INTERRUPTED
     text = result.content
     if len(text) > SHOWN_OUTPUT_CHARS:
@@ -191,3 +193,24 @@ def _replay_assistant(
         acp_id = f"{index}-{call.id}"
         names[call.id] = (acp_id, call.name)
         yield announce(acp_id, call, workspace, "in_progress")
+
+
+def session_list(sessions_dir: Path, cwd: str | None, start: int) -> schema.ListSessionsResponse:
+    """A page of the saved sessions (REPL ones too), newest first, after the first `start`."""
+    from nanohermes.sessions.paths import recent_session_files
+
+    infos: list[schema.SessionInfo] = []
+    matched = 0
+    for path, mtime in recent_session_files(sessions_dir):
+        header = read_header(path)
+        if header is None or (cwd is not None and header.get("workspace") != cwd):
+            continue
+        matched += 1
+        if matched <= start:
+            continue
+        if len(infos) == LIST_PAGE:
+            return schema.ListSessionsResponse(sessions=infos, next_cursor=str(start + LIST_PAGE))
+        updated = datetime.fromtimestamp(mtime).astimezone().isoformat(timespec="seconds")
+        workspace, title = str(header.get("workspace") or ""), str(header.get("title") or "") or None
+        infos.append(schema.SessionInfo(session_id=path.stem, cwd=workspace, title=title, updated_at=updated))
+    return schema.ListSessionsResponse(sessions=infos)

@@ -44,8 +44,7 @@ class _OneLineFormatter(logging.Formatter):
 def serve(
     settings: Settings, factory: AgentFactory, stores: Callable[[Path], MemoryStore | None], *, verbose: bool
 ) -> int:
-    """Serve on stdin/stdout until stdin closes. `stores`: a workspace's memory store (one object per
-    project)."""
+    """Serve on stdin/stdout until stdin closes. `stores`: a workspace's memory store."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter((logging.Formatter if verbose else _OneLineFormatter)(LOG_FORMAT))
     root = logging.getLogger()

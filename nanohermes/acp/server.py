@@ -1,9 +1,5 @@
-"""`nanohermes acp`: the Agent Client Protocol server (SPEC §9) — many sessions, one process.
-
-The `acp` SDK routes JSON-RPC here. Each session's Agent is built by the composition root
-(`factory`), so a turn here is exactly a REPL turn (memory, tools confined to `cwd`, saving,
-distillation into the memory store its project's sessions share).
-"""
+"""The ACP agent the SDK routes JSON-RPC to (SPEC §9): many sessions, one process. Each session's
+Agent is built by the composition root (`factory`), so a turn here is exactly a REPL turn."""
 
 from __future__ import annotations
 
@@ -24,7 +20,6 @@ from acp.helpers import update_available_commands
 
 from nanohermes import __version__
 from nanohermes.acp import commands, convert
-from nanohermes.acp.listing import session_list
 from nanohermes.acp.session import AcpSession, Opened
 from nanohermes.agent.custom_commands import load_commands
 from nanohermes.core.errors import ConfigError, NanoHermesError, SessionInUse
@@ -54,14 +49,11 @@ MODES = [
 ]
 FilesFactory = Callable[[Path, int], "FileTools"]
 AgentFactory = Callable[[Path, Path, Approver, FilesFactory | None, Mapping[str, "McpServerConfig"]], Opened]
-"""Opens one session (the composition root's): (session file, workspace, approver, file tools, the
-client's MCP servers) → its file locked and read, its agent built, its MCP servers starting. Raises
-NanoHermesError (SessionInUse when another process holds the session)."""
+"""(session file, workspace, approver, file tools, the client's MCP servers) → the session opened.
+Raises NanoHermesError (SessionInUse when another process holds the session)."""
 
 
 class NanohermesAcpAgent:
-    """The `acp.interfaces.Agent` implementation."""
-
     def __init__(
         self, settings: Settings, factory: AgentFactory, stores: Callable[[Path], MemoryStore | None]
     ) -> None:
@@ -70,11 +62,9 @@ class NanohermesAcpAgent:
         self.client: Client | None = None
         self.fs_read = self.fs_write = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        # one opening or closing at a time per id (weak: ids tried and never opened do not pile up)
         self._id_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        """One opening or closing at a time per session id (a lock goes once nobody holds or awaits
-        it: ids a client tried and never opened do not pile up)."""
-        self._retired: list[Agent] = []
-        """Agents of closed sessions whose distillation may still run (waited for at exit)."""
+        self._retired: list[Agent] = []  # closed sessions' agents, their distillation maybe running
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
@@ -101,10 +91,9 @@ class NanohermesAcpAgent:
                 resume=schema.SessionResumeCapabilities(),
             ),
         )
+        version = PROTOCOL_VERSION if protocol_version < 1 else min(protocol_version, PROTOCOL_VERSION)
         return schema.InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION)
-            if protocol_version >= 1
-            else PROTOCOL_VERSION,
+            protocol_version=version,
             agent_capabilities=capabilities,
             agent_info=schema.Implementation(name="nanohermes", title="nanohermes", version=__version__),
             auth_methods=[],
@@ -140,8 +129,7 @@ class NanohermesAcpAgent:
         return schema.ResumeSessionResponse(modes=self._modes(session))
 
     async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
-        """Its prompt cancelled, its file saved, its MCP servers closed, its lock released (the
-        terminal may resume it now). Under the id's lock: a session/load still in flight opens it first."""
+        """Under the id's lock: a session/load still in flight opens it first."""
         async with self._id_locks.setdefault(session_id, asyncio.Lock()):
             await self._close(self._session(session_id))
         return schema.CloseSessionResponse()
@@ -151,7 +139,8 @@ class NanohermesAcpAgent:
     ) -> schema.ListSessionsResponse:
         if cursor and not CURSOR.fullmatch(cursor):
             raise RequestError.invalid_params({"details": f"bad cursor {shown(cursor)}"})
-        return await asyncio.to_thread(session_list, self.settings.sessions_dir, cwd, int(cursor or 0))
+        start = int(cursor or 0)
+        return await asyncio.to_thread(convert.session_list, self.settings.sessions_dir, cwd, start)
 
     async def set_session_mode(
         self, mode_id: str, session_id: str, **kwargs: Any
@@ -173,15 +162,12 @@ class NanohermesAcpAgent:
         text = convert.prompt_text(prompt)
         if not text:
             raise RequestError.invalid_params({"details": "the prompt is empty"})
-        command = commands.command_source(text, agent, self.stores(session.workspace))
-        if command is None:
-            text = await asyncio.to_thread(
-                commands.expanded, text, session.workspace, self.settings.state_dir
-            )
-        stop = await session.run(
-            (lambda _: command) if command is not None else (lambda c: agent.run(text, c))
-        )
-        return schema.PromptResponse(stop_reason=stop)
+        workspace = session.workspace
+        source = commands.command_source(text, agent, self.stores(workspace))
+        if source is None:
+            text = await asyncio.to_thread(commands.expanded, text, workspace, self.settings.state_dir)
+            source = functools.partial(agent.run, text)
+        return schema.PromptResponse(stop_reason=await session.run(source))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.get(session_id)
@@ -191,8 +177,8 @@ class NanohermesAcpAgent:
         session.cancel()
 
     async def shutdown(self, unanswered: Callable[[], int]) -> None:
-        """End of input: answer every request already read (running turns are cancelled), then
-        close every session (saved, MCP servers closed, lock released) and let distillations finish."""
+        """End of input: answer every request already read (running turns cancelled), close every
+        session, let distillations finish."""
         deadline = time.monotonic() + SHUTDOWN_TURN_GRACE
         while unanswered() and time.monotonic() < deadline:
             for session in self.sessions.values():
@@ -208,7 +194,6 @@ class NanohermesAcpAgent:
                 log.warning("a distillation of %s did not finish in time", agent.session_path.name)
 
     async def _close(self, session: AcpSession) -> None:
-        """Take `session` out of the table, stop its turn, save it and release what it holds."""
         if self.sessions.get(session.id) is session:
             del self.sessions[session.id]
         deadline = time.monotonic() + SHUTDOWN_TURN_GRACE
@@ -241,8 +226,8 @@ class NanohermesAcpAgent:
                 return session_id
 
     async def _resume(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
-        """The session `session_id`, open here already or opened from its file. A session open with
-        another workspace or other MCP servers is closed and opened again with the new ones."""
+        """The session, open here already or opened from its file (reopened when the workspace or
+        MCP servers differ)."""
         workspace = workspace_of(cwd)
         servers, skipped = mcp_servers_of(mcp_servers)
         not_saved = RequestError(
@@ -334,8 +319,7 @@ def _holder(err: SessionInUse) -> str:
 
 
 def mcp_servers_of(servers: Any) -> tuple[dict[str, McpServerConfig], list[str]]:
-    """A client's `mcpServers` as configs, and a note for each one not started; a bad entry is a
-    JSON-RPC invalid-params error."""
+    """A client's `mcpServers` as configs, and a note for each one not started."""
     try:
         return convert.mcp_configs(servers or [])
     except ConfigError as err:

@@ -1,9 +1,7 @@
-"""One ACP session: a nanohermes Agent (own messages, workspace, session file) driven by prompts.
+"""One ACP session: a nanohermes Agent driven by prompts, each run on a thread of its own.
 
-A prompt runs the agent on a thread of its own. That thread never touches the connection: it puts
-events and approval questions on the turn, and the prompt's coroutine sends them in order —
-so a `tool_call` is always announced before the permission request about it, and every update of a
-turn goes out before the prompt's answer.
+That thread never touches the connection: the prompt's coroutine sends what it hands over, in order
+(a `tool_call` is announced before the permission request about it, every update before the answer).
 """
 
 from __future__ import annotations
@@ -84,21 +82,16 @@ TEXT_INTERVAL = 0.008
 
 @dataclass
 class _Ask:
-    """A worker's approval question, answered by the prompt coroutine."""
-
     request: ApprovalRequest
     answer: concurrent.futures.Future[Decision] = field(default_factory=concurrent.futures.Future)
 
 
-_Item = Event | _Ask | BaseException | None
-"""What a turn's thread hands over: its events, its questions, then None (done) or what it raised."""
+_Item = Event | _Ask | BaseException | None  # the last item: None (done) or what the thread raised
 
 
 class _Turn:
-    """A running prompt: its cancel token, the errors it reported, and what its thread hands to the
-    prompt's coroutine, in order, with streamed text batched: at most one text update per
-    TEXT_INTERVAL (a fast model's burst costs a few messages, not hundreds; a slow stream is sent
-    piece by piece as it comes)."""
+    """A running prompt. Streamed text is batched to one update per TEXT_INTERVAL: a fast model's
+    burst costs a few messages, not hundreds."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.cancel = CancelToken()
@@ -109,7 +102,6 @@ class _Turn:
         self._last_text = 0.0
 
     def put(self, item: _Item) -> None:
-        """Called on the turn's thread. Raises RuntimeError when the event loop is closed."""
         self._items.append(item)
         self._loop.call_soon_threadsafe(self._ready.set)
 
@@ -132,32 +124,27 @@ class _Turn:
 
 @dataclass(frozen=True)
 class Opened:
-    """What the composition root built for one session: its agent, and `close` (idempotent) for
-    what the session holds besides — its MCP servers (stdio ones killed) and its session lock."""
+    """What the composition root built for one session; `close` (idempotent) closes its MCP servers
+    and releases its session lock."""
 
     agent: Agent
     close: Callable[[], None]
 
 
 class AcpSession:
-    """A session: the agent, its mode, its running turn (at most one) and its tool-call ids. Its
-    methods `approve`, `read_text` and `write_text` are called on the turn's thread."""
+    """`approve`, `read_text` and `write_text` are called on the turn's thread."""
 
     def __init__(self, session_id: str, workspace: Path, client: Client, mode: str) -> None:
         self.id, self.workspace, self.client, self.mode = session_id, workspace, client, mode
         self.loop = asyncio.get_running_loop()
         self.agent: Agent | None = None
-        self.release: Callable[[], None] = lambda: None
-        """Closes the session's MCP servers and releases its lock (Opened.close)."""
-        self.servers: object = None
-        """The MCP servers it was opened with (a load asking for others reopens it)."""
+        self.release: Callable[[], None] = lambda: None  # Opened.close
+        self.servers: object = None  # those it was opened with: a load asking for others reopens it
         self.turn: _Turn | None = None
         self._rejected: set[str] = set()
-        self._live: dict[str, str] = {}
-        """model call id → ACP tool call id, for calls shown and not yet finished."""
+        self._live: dict[str, str] = {}  # model call id → ACP id, for calls shown and not finished
         self._count = 0
-        self._title = ""
-        """The title last sent (`session_info_update`): the first user message, as session/list shows."""
+        self._title = ""  # the last sent
 
     def approve(self, request: ApprovalRequest) -> Decision:
         turn = self.turn
@@ -169,23 +156,20 @@ class AcpSession:
         turn.put(ask)
         return result_of(ask.answer, turn.cancel)
 
-    def read_text(self, path: Path, cancel: object | None = None) -> str:
-        """The editor's text of `path` (its unsaved buffer): `fs/read_text_file`."""
+    def read_text(self, path: Path, cancel: CancelToken | None = None) -> str:
         request = functools.partial(self.client.read_text_file, session_id=self.id, path=str(path))
         return str(self._call(request, "read", path, cancel).content)
 
-    def write_text(self, path: Path, content: str, cancel: object | None = None) -> None:
-        """`fs/write_text_file`: the edit lands in the editor's buffer."""
+    def write_text(self, path: Path, content: str) -> None:
         request = functools.partial(
             self.client.write_text_file, session_id=self.id, path=str(path), content=content
         )
-        self._call(request, "write", path, cancel)
+        self._call(request, "write", path)
 
-    def _call(self, make: Callable[[], Any], verb: str, path: Path, cancel: object | None) -> Any:
-        """Run the client request `make()` on the loop and wait for it, giving up at once when the
-        turn is cancelled (`cancel`, else the running turn's: the diff shown for an approval reads
-        the file through the editor too)."""
-        token = cancel if isinstance(cancel, CancelToken) else self.turn.cancel if self.turn else None
+    def _call(self, make: Callable[[], Any], verb: str, path: Path, cancel: CancelToken | None = None) -> Any:
+        """Wait for the client request `make()`, giving up when `cancel` (else the running turn's:
+        an approval's diff reads through the editor too) is cancelled."""
+        token = cancel or (self.turn.cancel if self.turn else None)
         if token is not None and token.cancelled:
             raise Cancelled()
         try:
@@ -194,7 +178,7 @@ class AcpSession:
             raise ToolError(f"the editor could not {verb} {path}: {reply_problem(err)}") from None
 
     async def run(self, source: EventSource) -> schema.StopReason:
-        """Run `source` (a turn, /compact, …) on a thread and stream its events; the stop reason."""
+        """Run `source` (a turn, /compact, …) on a thread and stream its events."""
         if self.turn is not None:
             raise RequestError.invalid_request({"details": f"session {self.id} is already running a prompt"})
         turn = self.turn = _Turn(self.loop)
@@ -349,8 +333,7 @@ class AcpSession:
             )
 
     async def _send_notes(self) -> None:
-        """What happened in the background (an MCP server that failed, an unreadable AGENTS.md, a
-        memory not saved) is shown in the turn; details go to the log."""
+        """What happened in the background (an MCP server that failed, a memory not saved)."""
         events = self.agent.drain_background_events() if self.agent is not None else []
         for note in events:
             if isinstance(note, Note):

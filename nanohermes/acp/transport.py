@@ -1,10 +1,9 @@
 """stdio for the ACP server: newline-delimited JSON-RPC that answers bad input instead of dropping it.
 
-The SDK's own framing skips a line that is not JSON, and a value that is not an object ends its
-receive loop. Here such a line gets a JSON-RPC error; what the SDK would trip on (a list id, a string
-error, deep nesting, a huge array) is refused or mended first. While the client does not read our
-output, its input is not read either.
-"""
+The SDK's framing skips a line that is not JSON, and a value that is not an object ends its receive
+loop; here such a line gets a JSON-RPC error, and what the SDK would trip on (a list id, a string
+error, a huge array) is refused or mended first. While the client does not read our output, its
+input is not read either."""
 
 from __future__ import annotations
 
@@ -32,16 +31,14 @@ NOTIFICATIONS = {"session/cancel"}
 MAX_ARRAY_ITEMS = 10_000
 """An array in a request's params longer than this is refused before the SDK validates it: pydantic
 builds one error per wrong item (a million wrong prompt blocks took 1.2 GB); no real request comes near."""
-ARRAY_CHECK_NODES = 100_000
-"""How many values of a request's params are looked at for such an array."""
+ARRAY_CHECK_NODES = 100_000  # values of a request's params looked at for such an array
 ERROR_DATA_CHARS = 4096
 """The most an error reply's `data` takes (as JSON): it never echoes a client's 40 MB param back."""
 ECHO_CHARS = 200
 """The most of a wrong value an invalid-params error quotes back (pydantic's `input`)."""
 ERROR_ENTRIES = 10
 """The most validation errors one reply lists (a list of a million wrong blocks has one each)."""
-SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
-"""How a surrogate code point gets into a string: only as an escape (the bytes are strict UTF-8)."""
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")  # the only way in: the bytes are strict UTF-8
 
 log = logging.getLogger("nanohermes.acp")
 
@@ -52,7 +49,7 @@ def error_reply(code: int, message: str, request_id: Any, details: str) -> dict[
 
 
 class InputReader(asyncio.StreamReader):
-    """A StreamReader that tells when its input has ended, while lines before the end are unread."""
+    """Tells when its input has ended, while lines before the end are unread."""
 
     def __init__(self, limit: int) -> None:
         super().__init__(limit=limit)
@@ -70,17 +67,14 @@ class LineTransport:
         self, reader: InputReader, writer: asyncio.StreamWriter, source: asyncio.BaseTransport | None = None
     ) -> None:
         self._reader, self._writer = reader, writer
-        self._source = source
-        """The pipe `reader` is fed from (None: a reader thread feeds it)."""
-        self._unanswered = 0
-        """Requests read from the client with no reply sent yet."""
+        self._source = source  # the pipe `reader` is fed from (None: a reader thread feeds it)
+        self._unanswered = 0  # requests read with no reply sent yet
 
     def unanswered(self) -> int:
         return self._unanswered
 
     def end_input(self) -> None:
-        """Read no more from the client (SIGTERM): what was read already is still handled, then the
-        server ends as at the end of its input."""
+        """SIGTERM: what was read already is still handled, then the server ends as at end of input."""
         if self._source is None:
             self._reader.feed_eof()
         else:
@@ -92,8 +86,8 @@ class LineTransport:
         await self._write(message)
 
     async def _write(self, message: dict[str, Any]) -> None:
-        """Write one message now, then wait only if the client reads slower than we write (no sender
-        task: each hop through the event loop is one more wait for the GIL while a turn runs)."""
+        """Write now, then wait only if the client reads slower (no sender task: each hop through the
+        loop is one more wait for the GIL while a turn runs)."""
         error = message.get("error")
         if isinstance(error, dict) and error.get("data") is not None:
             message = {**message, "error": {**error, "data": bounded_data(error["data"])}}
@@ -117,8 +111,8 @@ class LineTransport:
         return None
 
     async def _writable(self) -> bool:
-        """Wait while the client is not reading our replies, so that they cannot pile up; False once
-        our output is gone."""
+        """Wait while the client is not reading our replies (they must not pile up); False once our
+        output is gone."""
         await asyncio.sleep(0)  # the handlers of the messages read so far run (and write) first
         if self._writer.transport.get_write_buffer_size() and not self._reader.ended.is_set():
             drained = asyncio.ensure_future(self._writer.drain())
@@ -132,7 +126,6 @@ class LineTransport:
         return not self._writer.transport.is_closing()
 
     async def _parse(self, line: bytes) -> dict[str, Any] | None:
-        """The message on `line` for the connection to route; None when there is none."""
         try:
             value = decode(line)
         except JSON_ERRORS as err:
@@ -185,8 +178,8 @@ class LineTransport:
 
 
 def decode(text: bytes) -> Any:
-    """A JSON value without what cannot be written back (NaN, Infinity, 1e400 raise ValueError); a
-    lone surrogate becomes U+FFFD."""
+    """NaN, Infinity and 1e400 (which cannot be written back) raise ValueError; a lone surrogate
+    becomes U+FFFD."""
     value = json.loads(text, parse_constant=_finite, parse_float=_finite)
     return with_valid_text(value) if SURROGATE_ESCAPE.search(text) else value
 
@@ -199,7 +192,6 @@ def _finite(text: str) -> float:
 
 
 def _invalid(value: Any) -> str | None:
-    """Why `value` is not a JSON-RPC message the connection can route, if it is not."""
     if not isinstance(value, dict):
         return "batch requests are not supported" if isinstance(value, list) else "not a JSON object"
     if "method" in value and not isinstance(value["method"], str):
@@ -253,7 +245,7 @@ def _with_error_object(reply: dict[str, Any]) -> dict[str, Any]:
 
 
 def protocol_files() -> tuple[BinaryIO, BinaryIO]:
-    """(input, output): duplicates of fds 0 and 1, which are then pointed elsewhere."""
+    """Duplicates of fds 0 and 1, which are then pointed elsewhere (a stray print cannot break JSON-RPC)."""
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
     sys.stdout.flush()
@@ -285,8 +277,6 @@ async def open_transport(proto_in: BinaryIO, proto_out: BinaryIO) -> LineTranspo
 
 
 def _oversized_array(value: Any) -> bool:
-    """Whether `value` holds a list of more than MAX_ARRAY_ITEMS items (among its first
-    ARRAY_CHECK_NODES values)."""
     pending, seen = [value], 0
     while pending and seen < ARRAY_CHECK_NODES:
         item = pending.pop()

@@ -1,10 +1,7 @@
 """MCP client (SPEC §10): Model Context Protocol servers add tools, through the official `mcp` SDK.
 
-`manager.McpManager` runs every server on one asyncio loop thread and offers their tools as ordinary
-`Tool` objects; `connection` (one server's SDK client) and `stdio` (our bounded stdio transport) are
-imported on that thread only, so importing this package loads neither the SDK nor asyncio. The
-configuration (`McpServerConfig`) is `nanohermes.config.mcp_config`.
-"""
+`manager.McpManager` runs every server on one asyncio loop thread; `connection` and `stdio` are
+imported on that thread only, so importing this package loads neither the SDK nor asyncio."""
 
 from __future__ import annotations
 
@@ -24,8 +21,7 @@ def start_servers(
     log_dir: Path | None,
     on_notice: Callable[[str], None] | None = None,
 ) -> McpManager | None:
-    """A manager starting `servers` in the background, or None when none is enabled (nothing of the
-    manager or the SDK is imported then). See `McpManager` for the arguments."""
+    """A manager starting `servers` in the background, or None (nothing imported) when none is enabled."""
     if not any(server.enabled for server in servers.values()):
         return None
     from nanohermes.mcp.manager import McpManager

@@ -1,9 +1,7 @@
 """One MCP server's SDK client, driven on the manager's event loop.
 
 A holder task enters the SDK's `Client` and waits until `close()`: anyio context managers must be left
-by the task that entered them. SDK errors never leave this module: they become `ServerGone` (the
-connection ended) or `CallFailed` (an error answer), each with a one-line reason.
-"""
+by the task that entered them. SDK errors become `ServerGone` or `CallFailed`, with a one-line reason."""
 
 from __future__ import annotations
 
@@ -32,8 +30,7 @@ from nanohermes.mcp.tools import ListedTool
 CLOSE_SECONDS = 8.0
 """Bound on leaving the client: the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL."""
 LIST_PAGES = 100
-CLOSED_MESSAGE = "Connection closed"
-"""The message of the SDK's MCPError when the connection ends (its code, -32000, servers use too)."""
+CLOSED_MESSAGE = "Connection closed"  # the SDK's MCPError when the connection ends
 _CONNECTION_ENDED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 
@@ -66,7 +63,7 @@ class Connection:
         self._transport: StdioTransport | None = None
 
     async def open(self) -> list[ListedTool]:
-        """Connect and list the tools within `startup_timeout`; on failure the server is closed."""
+        """The tools, listed within `startup_timeout`; on failure the server is closed."""
         ready: asyncio.Future[list[ListedTool]] = asyncio.get_running_loop().create_future()
         self._holder = asyncio.create_task(self._hold(ready), name=f"mcp-{self.name}")
         try:
@@ -140,11 +137,10 @@ class Connection:
             self._on_tools_changed()
 
     def _failure(self) -> str | None:
-        """Why the transport ended the connection itself (a line over its limit), if it did."""
+        """Why the transport ended the connection itself (a line over its limit)."""
         return None if self._transport is None else self._transport.failure
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """The CallToolResult in its JSON form."""
         with self._one_line_errors() as client:
             result = await client.call_tool(tool, arguments)
         return result.model_dump(by_alias=True, mode="json")
@@ -155,7 +151,6 @@ class Connection:
 
     @contextlib.contextmanager
     def _one_line_errors(self) -> Iterator[Client]:
-        """The client, its errors for one request as ServerGone (the connection ended) or CallFailed."""
         if self._client is None:
             raise ServerGone("not connected")
         try:
@@ -184,14 +179,12 @@ class Connection:
 
 
 def connection_closed(err: MCPError) -> bool:
-    """Whether `err` is the SDK's own "Connection closed", not a server's error answer that uses the
-    same code (-32000 opens JSON-RPC's range for servers' own errors: many send it for a failed call)."""
+    """Not a server's error answer with the same code (-32000: many send it for a failed call)."""
     return err.code == mcp_types.CONNECTION_CLOSED and err.message == CLOSED_MESSAGE and err.data is None
 
 
 def invalid_reply(err: ValidationError) -> str:
-    """One line for a server reply that is not valid MCP: where, and what (pydantic's own text is a
-    dozen lines with links, one per branch of every union it tried)."""
+    """Where and what (pydantic's own text is a dozen lines, one per branch of every union it tried)."""
     problems = err.errors(include_url=False)
     if not problems:
         return f"the server sent an invalid {err.title}"

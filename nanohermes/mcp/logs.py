@@ -1,9 +1,7 @@
 """Where stdio MCP servers' stderr goes: `<log_dir>/<name>.log`, never the terminal.
 
-A chatty server floods neither the terminal nor the disk: each start's first MAX_LOG_BYTES characters
-are kept, and a bigger log is moved to `<name>.log.old` at the next start. A log that cannot be
-written (a full disk) never stops the server: its stderr is lost, and `hint` says why.
-"""
+Each start's first MAX_LOG_BYTES characters are kept, and a bigger log is moved to `<name>.log.old` at
+the next start. A log that cannot be written (a full disk) never stops the server: `hint` says why."""
 
 from __future__ import annotations
 
@@ -20,16 +18,14 @@ TAIL_BYTES = 8192
 
 
 class ServerLog:
-    """One start's stderr of a server: written to `file` until `limit` characters, then only its last
-    TAIL_BYTES are kept (in memory, for `last_line`), and the log says so once."""
+    """One start's stderr: written to `file` until MAX_LOG_BYTES characters; the last TAIL_BYTES are
+    kept in memory for `last_line`."""
 
-    def __init__(self, file: TextIO, limit: int = MAX_LOG_BYTES, error: str | None = None) -> None:
+    def __init__(self, file: TextIO, error: str | None = None) -> None:
         self._file = file
-        self._room = limit
-        self._limit = limit
+        self._room = MAX_LOG_BYTES
         self._recent = ""
-        self.error = error
-        """Why the log could not be written: what followed was lost."""
+        self.error = error  # why the log could not be written: what followed was lost
 
     def write(self, text: str) -> int:
         self._recent = (self._recent + text)[-TAIL_BYTES:]
@@ -39,7 +35,7 @@ class ServerLog:
         self._room -= len(text)
         if self._room < 0:
             end = "" if kept.endswith("\n") else "\n"
-            kept += f"{end}--- output past {self._limit:,} characters dropped until the next start\n"
+            kept += f"{end}--- output past {MAX_LOG_BYTES:,} characters dropped until the next start\n"
         try:
             self._file.write(kept)
         except (OSError, ValueError) as err:  # a full disk; a log closed meanwhile
@@ -66,7 +62,7 @@ class ServerLog:
 
 
 class ServerLogs:
-    """The logs of one manager's servers in `directory` (None: their stderr goes nowhere)."""
+    """One manager's servers' logs in `directory` (None: their stderr goes nowhere)."""
 
     def __init__(self, directory: Path | None) -> None:
         self._directory = directory
@@ -81,7 +77,7 @@ class ServerLogs:
         if old is not None:
             old.close()
         path = self.path(name)
-        file = None
+        file, error = None, None
         try:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,10 +88,9 @@ class ServerLogs:
             file.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {name}\n")
             file.flush()
         except OSError as err:
-            nowhere = file or open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
-            log = self._logs[name] = ServerLog(nowhere, error=err.strerror or str(err))
-            return log
-        log = self._logs[name] = ServerLog(file)
+            file = file or open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
+            error = err.strerror or str(err)
+        log = self._logs[name] = ServerLog(file, error=error)
         return log
 
     def hint(self, name: str) -> str:
@@ -108,7 +103,7 @@ class ServerLogs:
         return f" (its stderr is in {path})"
 
     def tail(self, name: str) -> str:
-        """The last line the server wrote to stderr since it last started (if logged)."""
+        """The last line written to stderr since the last start."""
         log = self._logs.get(name)
         return "" if log is None or log.error is not None or self._directory is None else log.last_line()
 

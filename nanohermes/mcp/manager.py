@@ -1,9 +1,7 @@
-"""McpManager: every configured MCP server of one runtime, on one asyncio event-loop thread.
+"""Every configured MCP server of one runtime, on one asyncio event-loop thread.
 
-Servers start in parallel in the background (the SDK is imported on the loop thread, never on the
-path to the prompt). One that fails, crashes or times out gives one notice; the others keep working.
-A crashed server is restarted (once) by its next call. Ctrl-C sends MCP's `notifications/cancelled`.
-"""
+Servers start in parallel in the background, off the prompt's path. One that fails, crashes or
+times out gives one notice; the others keep working. A crashed server is restarted by its next call."""
 
 from __future__ import annotations
 
@@ -33,8 +31,7 @@ from nanohermes.mcp.tools import (
 )
 from nanohermes.tools.base import Tool
 
-IMPORT_SLACK = 10.0
-"""Extra seconds a first turn waits for a starting server beyond its startup_timeout (the SDK import)."""
+IMPORT_SLACK = 10.0  # what a first turn waits for a starting server beyond its startup_timeout
 CLOSE_TIMEOUT = 10.0
 MAX_TOOLS = 100
 """MCP tools offered at most: OpenAI-compatible APIs refuse requests with more than 128 tools in all."""
@@ -49,9 +46,8 @@ class McpManager:
         log_dir: Path | None = None,
         on_notice: Callable[[str], None] | None = None,
     ) -> None:
-        """`cwd`: where stdio servers run; `log_dir`: where their stderr goes (`<name>.log`, else
-        nowhere); `on_notice`: called (on the loop thread) with one line when a server fails, crashes
-        or restarts."""
+        """`log_dir`: where stdio servers' stderr goes (else nowhere); `on_notice`: called on the loop
+        thread with one line when a server fails, crashes or restarts."""
         self._servers = {name: ServerEntry(name, config) for name, config in servers.items()}
         for server in self._servers.values():
             if not server.config.enabled:
@@ -70,16 +66,13 @@ class McpManager:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
-        with self._lock:
-            if self._thread is not None or self._closed:
-                return
-            enabled = [s for s in self._servers.values() if s.state == "starting"]
-            if not enabled:
-                return
+        """Called once, by the manager's creator."""
+        enabled = [s for s in self._servers.values() if s.state == "starting"]
+        if enabled:
             loop = self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._run_loop, args=(loop,), name="nh-mcp", daemon=True)
             self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start_all(enabled), loop)
+            asyncio.run_coroutine_threadsafe(self._start_all(enabled), loop)
 
     def _run_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         asyncio.set_event_loop(loop)
@@ -95,7 +88,7 @@ class McpManager:
             loop.close()
 
     def close(self) -> None:
-        """Close every server and stop the loop thread. Idempotent."""
+        """Idempotent."""
         with self._lock:
             if self._closed:
                 return
@@ -120,18 +113,14 @@ class McpManager:
 
     # -- what the rest of nanohermes sees -------------------------------------------------------
 
-    def wait_started(self, timeout: float | None = None) -> bool:
-        """Wait until every server has started or failed; True when none is still starting."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for server in list(self._servers.values()):
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not server.started.wait(left):
-                return False
-        return True
+    def wait_started(self, timeout: float) -> bool:
+        """True when no server is still starting."""
+        deadline = time.monotonic() + timeout
+        return all(s.started.wait(max(0.0, deadline - time.monotonic())) for s in self._servers.values())
 
     def tools(self) -> list[Tool]:
-        """Tools of the servers that are up (a crashed one's too: its next call restarts it). Waits for
-        servers still starting, each at most its startup_timeout (a first turn sees their tools)."""
+        """Tools of the servers up (a crashed one's too: its next call restarts it), once those still
+        starting are up or past their startup_timeout (a first turn sees their tools)."""
         if self._thread is not None and not self._closed:
             for server in list(self._servers.values()):
                 server.started.wait(server.config.startup_timeout + IMPORT_SLACK)
@@ -148,22 +137,11 @@ class McpManager:
 
     def status(self) -> list[ServerStatus]:
         with self._lock:
-            return [
-                ServerStatus(
-                    s.name,
-                    s.config.transport,
-                    s.config.target(),
-                    s.state,
-                    s.config.trusted,
-                    s.infos,
-                    s.last_error,
-                )
-                for s in self._servers.values()
-            ]
+            return [server.status() for server in self._servers.values()]
 
     def submit(self, server: str, tool: str, arguments: dict[str, Any]) -> concurrent.futures.Future[str]:
-        """One call started on the loop: its future gives the text or raises ToolError; cancelling it
-        cancels the call."""
+        """A call started on the loop: its future gives the text or raises ToolError (cancelling it sends
+        MCP's `notifications/cancelled`)."""
         loop = self._loop
         target = self._servers.get(server)
         if loop is None or target is None or self._closed:
@@ -184,14 +162,16 @@ class McpManager:
         logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
         await asyncio.gather(*(self._start(server) for server in servers))
 
-    async def _start(self, server: ServerEntry) -> None:
+    async def _start(self, server: ServerEntry, failed: str = "failed to start") -> bool:
         try:
             await self._connect(server)
         except Exception as err:
             self._fail(server, "failed", self._reason(server, err))
-            self._notice(f"MCP server {server.name} failed to start: {server.last_error}")
+            self._notice(f"MCP server {server.name} {failed}: {server.last_error}")
+            return False
         finally:
             server.started.set()
+        return True
 
     async def _connect(self, server: ServerEntry) -> None:
         from nanohermes.mcp.connection import Connection
@@ -221,8 +201,8 @@ class McpManager:
                 server.state, server.tools, server.infos, server.last_error = "ready", tools, infos, problem
 
     def _tell_left_out(self, server: ServerEntry, left_out: dict[str, str]) -> str:
-        """Why tools were left out ("" if none), for the status; noticed again only when it changes
-        (a flood of tools/list_changed must not flood the terminal)."""
+        """Why tools were left out ("" if none), noticed again only when it changes (a flood of
+        tools/list_changed must not flood the terminal)."""
         problems: list[str] = []
         for reason in dict.fromkeys(left_out.values()):
             names = sorted(name for name, why in left_out.items() if why == reason)
@@ -281,21 +261,14 @@ class McpManager:
         return render_result(result)
 
     async def _ensure_running(self, server: ServerEntry) -> None:
-        """A crashed server is restarted here, once per call; a failed or closed one is an error."""
         if _ready(server):  # the usual case: no lock to take
             return
         async with server.lock:
             if server.state == "crashed":
-                old = server.connection
-                if old is not None:
-                    await old.close()
-                try:
-                    await self._connect(server)
-                except Exception as err:
-                    self._fail(server, "failed", self._reason(server, err))
-                    message = f"MCP server {server.name} could not be restarted: {server.last_error}"
-                    self._notice(message)
-                    raise ToolError(message) from None
+                if server.connection is not None:
+                    await server.connection.close()
+                if not await self._start(server, "could not be restarted"):
+                    raise ToolError(f"MCP server {server.name} could not be restarted: {server.last_error}")
                 self._notice(f"MCP server {server.name} restarted after a crash")
             if server.state != "ready":
                 detail = f": {server.last_error}" if server.last_error else ""
@@ -329,5 +302,5 @@ class McpManager:
 
 
 def _ready(server: ServerEntry) -> bool:
-    """(A function: mypy would take the state it narrowed before an `await` for the state after it.)"""
+    # a function: mypy would take the state narrowed before an `await` for the state after it
     return server.state == "ready"

@@ -18,8 +18,7 @@ State = Literal["disabled", "starting", "ready", "crashed", "failed", "closed"]
 
 @dataclass(frozen=True)
 class ToolInfo:
-    name: str
-    """As the model sees it: mcp__server__tool."""
+    name: str  # as the model sees it: mcp__server__tool
     remote: str
     description: str
     read_only: bool
@@ -48,10 +47,13 @@ class ServerEntry:
     last_error: str = ""
     connection: Connection | None = None
     started: threading.Event = field(default_factory=threading.Event)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    """One restart at a time (asyncio's locks bind to the loop that first waits on them)."""
-    stale: bool = False
-    """The server said its tool list changed; not listed again yet."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one restart at a time
+    stale: bool = False  # its tool list changed and was not listed again yet
     refresh: asyncio.Task[None] | None = None
-    left_out: dict[str, str] = field(default_factory=dict)
-    """Tools left out for their input schema (name → why), as last told to the user."""
+    left_out: dict[str, str] = field(default_factory=dict)  # name → why, as last told to the user
+
+    def status(self) -> ServerStatus:
+        config, state = self.config, self.state
+        return ServerStatus(
+            self.name, config.transport, config.target(), state, config.trusted, self.infos, self.last_error
+        )

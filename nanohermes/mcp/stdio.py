@@ -1,13 +1,10 @@
-"""The stdio transport for MCP servers: the SDK's `stdio_client` on POSIX, with bounds where it has none.
+"""The SDK's `stdio_client` for MCP servers on POSIX, with bounds where it has none.
 - stdout lines are read in linear time, each at most MAX_LINE_BYTES (the SDK's cost a minute of CPU
-  and 500 MB for a 100 MB line). Over the limit, a reply is answered in the server's place with an
-  error; any other line ends the connection.
-- A line the SDK's parser refuses is not lost (its request would wait for its timeout): an escaped
-  lone surrogate becomes U+FFFD; any other reply is answered at once with an error.
-- stderr goes to the server's capped log: a chatty server never blocks on a full pipe nor fills the disk.
-- Once the server is stopped its process group is killed, so that no child it started lingers.
-On Windows the SDK's own transport runs (it kills the server's process tree with a Job Object).
-"""
+  and 500 MB for a 100 MB line). A reply over the limit or not parseable is answered in the server's
+  place with an error (else its request would wait for its timeout); an escaped lone surrogate
+  becomes U+FFFD; any other line over the limit ends the connection.
+- stderr goes to the server's capped log; once the server stops its process group is killed.
+On Windows the SDK's own transport runs (it kills the server's process tree with a Job Object)."""
 
 from __future__ import annotations
 
@@ -37,28 +34,23 @@ from nanohermes.mcp.logs import ServerLog
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """The longest line read from a server's stdout (a reply with a big file in it fits easily)."""
-HEAD_BYTES = 300
-"""What is kept of a line over the limit: enough for the `id` of the reply it starts."""
+HEAD_BYTES = 300  # what is kept of a line over the limit: enough for the `id` of the reply it starts
 READ_BYTES = 65536
-EXIT_SECONDS = 2.0
-"""The SDK's grace periods: for the server to exit once its stdin closes, then after SIGTERM."""
-FLUSH_SECONDS = 0.5
-"""For messages already accepted to reach stdin, and for stderr to reach its end after the exit."""
+EXIT_SECONDS = 2.0  # the SDK's grace periods: to exit once stdin closes, then after SIGTERM
+FLUSH_SECONDS = 0.5  # for accepted messages to reach stdin, and stderr its end after the exit
 _PIPE_ENDED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _REPLY_HEAD = re.compile(
     r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*,\s*"(?:result|error)"'
 )
-"""The start of a reply as servers write it (`{"jsonrpc": "2.0", "id": 7, "result": …`), for a line
-that is not JSON as a whole."""
+"""The start of a reply as servers write it, for a line that is not JSON as a whole."""
 
 
 class StdioTransport:
     def __init__(self, params: StdioServerParameters, errlog: ServerLog) -> None:
         self._params = params
         self._errlog = errlog
-        self.failure: str | None = None
-        """Why the transport ended the connection itself, if it did."""
+        self.failure: str | None = None  # why the transport ended the connection itself
 
     @contextlib.asynccontextmanager
     async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
@@ -131,8 +123,7 @@ class StdioTransport:
             return repaired(text, err)
 
     def _overlong(self, head: bytes) -> SessionMessage | None:
-        """What the session reads for a line over the limit, given its first bytes; None: the
-        connection ends (`failure`)."""
+        """What the session reads for a line over the limit; None: the connection ends (`failure`)."""
         limit = f"the {MAX_LINE_BYTES / 1024 / 1024:g} MiB line limit"
         request_id = reply_id(head.decode(self._params.encoding, "replace"))
         if request_id is None:
@@ -154,7 +145,6 @@ class StdioTransport:
             done.set()
 
     async def _drain_stderr(self, process: Process, done: anyio.Event) -> None:
-        """stderr to `errlog`; a log that cannot be written loses the text, never the draining."""
         assert process.stderr is not None
         decoder = codecs.getincrementaldecoder(self._params.encoding)("replace")
         try:
@@ -168,7 +158,6 @@ class StdioTransport:
 
 
 async def _skip_line(stdout: BufferedByteReceiveStream) -> None:
-    """Drop the rest of a line over the limit as it arrives, MAX_LINE_BYTES at a time at most."""
     while True:
         await stdout.receive(MAX_LINE_BYTES + 1)  # what receive_until held when it gave up
         with contextlib.suppress(anyio.DelimiterNotFound):
@@ -197,7 +186,7 @@ async def _exited(process: Process, timeout: float) -> bool:
 
 
 async def _close_all(*streams: Any) -> None:
-    """Close each stream (a pipe a kill survivor still holds too: the tasks reading it end)."""
+    """A pipe a kill survivor still holds too: the tasks reading it end."""
     for stream in streams:
         if stream is not None:
             with contextlib.suppress(*_PIPE_ENDED):
@@ -211,7 +200,7 @@ def _close_subprocess_transport(process: Process) -> None:
 
 
 def repaired(line: str, err: ValidationError) -> SessionMessage | Exception:
-    """What the session reads for a line the SDK's parser refused with `err` (see the module's doc)."""
+    """What the session reads for a line the SDK's parser refused with `err`."""
     problems = err.errors(include_url=False)
     if not problems or problems[0]["type"] != "json_invalid":
         return err  # JSON, but not a message: the SDK ignores it

@@ -20,9 +20,7 @@ MAX_DESCRIPTION_CHARS = 2000
 """A tool's description is cut here: every request to the model carries it."""
 MAX_SCHEMA_CHARS = 32_000
 """A tool whose input schema is longer (as JSON) is left out: cutting a schema would break it."""
-CANCEL_ARG = "__nanohermes_cancel"
-"""The keyword the runner passes the call's CancelToken in (no JSON schema property can clash: the
-runner sets it last)."""
+CANCEL_ARG = "__nanohermes_cancel"  # the runner passes the CancelToken in it (set last: nothing clashes)
 
 
 @dataclass(frozen=True)
@@ -33,13 +31,10 @@ class ListedTool:
     read_only: bool
 
 
-Starter = Callable[[str, dict[str, Any]], Future[str]]
-"""(remote tool name, arguments) → the call's future (`McpManager.submit`): cancelling it cancels the
-call (the SDK sends notifications/cancelled)."""
+Starter = Callable[[str, dict[str, Any]], Future[str]]  # McpManager.submit for one server
 
 
 def _call_remote(starter: Starter, remote: str, /, **arguments: Any) -> str:
-    """A tool's `func`: the model's arguments go to the server as they are."""
     cancel = arguments.pop(CANCEL_ARG, None)
     return result_of(starter(remote, arguments), cancel if isinstance(cancel, CancelToken) else None)
 
@@ -79,8 +74,7 @@ def build_tools(
 
 TOO_LONG = f"input schema over {MAX_SCHEMA_CHARS:,} characters"
 NOT_JSON = "input schema holds NaN or Infinity, which JSON cannot carry"
-"""The SDK's parser takes `NaN` and `Infinity`; a request carrying them is not JSON: the model's API
-would refuse every request (every turn) while the tool is offered."""
+"""The SDK's parser takes them; the model's API would refuse every request while the tool is offered."""
 
 
 def unusable(listed: Iterable[ListedTool]) -> dict[str, str]:
@@ -117,9 +111,8 @@ def offered(servers: Iterable[tuple[str, list[Tool]]], limit: int) -> tuple[list
 
 
 def render_result(result: dict[str, Any], empty: str = "(no output)") -> str:
-    """The text of a CallToolResult in its JSON form (the SDK's `model_dump(by_alias=True)`): binary
-    content is named with its type and size, never pasted as base64; structured content is JSON when
-    no text part carries it already."""
+    """The text of a CallToolResult's JSON form: binary content named with its type and size, never
+    pasted as base64; structured content as JSON when no text part carries it already."""
     content = result.get("content") or []
     text = "\n".join(rendered for rendered in map(render_part, content) if rendered)
     structured = result.get("structuredContent")
@@ -168,12 +161,10 @@ _SUBSCHEMA_LISTS = (*COMBINERS, "prefixItems")
 def normalize_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The server's input schema as a function's parameters: an object with `properties`.
 
-    OpenAI-compatible APIs refuse a whole request (every tool, the turn) over one tool's schema: the
-    top level must be `type: object` without `anyOf`/`oneOf`/`allOf`/`enum`/`not`, and every array
-    needs `items`. MCP servers send such schemas (a tool taking "either a path or a URL"; `list[Any]`),
-    so top-level `anyOf`/`oneOf`/`allOf` branches lend their properties to the top (only `allOf`'s stay
-    required), top-level `enum`/`not`/`$schema` are dropped, an array without `items` gets `items: {}`
-    and a boolean subschema (`true`) becomes `{}`. Everything else is passed on as the server wrote it."""
+    OpenAI-compatible APIs refuse a whole request over one tool's schema whose top level is not an
+    object or has `anyOf`/`oneOf`/`allOf`/`enum`/`not`, or with an array without `items`. So combiner
+    branches lend their properties to the top (only `allOf`'s stay required), an array gets
+    `items: {}`, a boolean subschema becomes `{}`; the rest is passed on as the server wrote it."""
     parameters = {key: value for key, value in schema.items() if key not in _DROPPED}
     parameters["type"] = "object"
     properties = dict(schema["properties"]) if isinstance(schema.get("properties"), dict) else {}
@@ -198,7 +189,6 @@ def normalize_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _subschema(schema: Any) -> Any:
-    """One nested schema, with the repairs above applied all the way down."""
     if not isinstance(schema, dict):
         return {}  # `true` (anything) or a malformed entry
     fixed = dict(schema)
