@@ -3,13 +3,12 @@ Paths are still confined to the workspace; listing, grep and the shell stay on d
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext
-from nanohermes.tools.files import EDIT_MAX_BYTES, READ_DEFAULT_LIMIT, FileTools
+from nanohermes.tools.files import EDIT_MAX_BYTES, READ_DEFAULT_LIMIT, READ_MAX_LINE_CHARS, FileTools
 from nanohermes.tools.paths import Workspace
 
 if TYPE_CHECKING:
@@ -46,11 +45,22 @@ class ClientReadTools(FileTools):
     ) -> str:
         if offset < 1 or limit < 1:  # the same argument errors
             return super().read_file(path, offset, limit, ctx=ctx)
-        text = self._client.read_text(self.workspace.resolve(path, ctx.granted), ctx.cancel)
-        with tempfile.TemporaryFile() as handle:  # numbered exactly as on disk (the file has no name)
-            handle.write(text.encode("utf-8", "surrogatepass"))
-            handle.seek(0)
-            return self._numbered(handle, path, offset, limit, ctx.cancel)
+        resolved = self.workspace.resolve(path, ctx.granted)
+        lines = self._client.read_text(resolved, ctx.cancel).splitlines()
+        shown: list[str] = []
+        used, last = 0, offset - 1
+        budget = max(200, self.max_chars - 200)
+        for number in range(offset, min(len(lines), offset + limit - 1) + 1):
+            if used > budget:
+                break
+            text = lines[number - 1]
+            if len(text) > READ_MAX_LINE_CHARS:
+                text = text[:READ_MAX_LINE_CHARS] + f" [… line cut at {READ_MAX_LINE_CHARS} characters]"
+            entry = f"{number:6}\t{text}"
+            shown.append(entry)
+            used += len(entry) + 1
+            last = number
+        return self._footer(shown, path, offset, last, len(lines), True)
 
     def _editable_text(self, resolved: Path, path: str) -> str:
         text = self._client.read_text(resolved)
