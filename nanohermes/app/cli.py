@@ -37,6 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if done.code not in (0, None):
                 raise
             return _flush_stdout()
+        except OSError as err:  # older 3.11 releases' argparse lets the error of its own write escape
+            return _stdout_failed(err)
         code = _dispatch(options)
     except UsageError as err:
         return _fail(f"{err} (see {err.command} --help)", EXIT_USAGE)
@@ -58,11 +60,16 @@ def _flush_stdout(text: str = "") -> int:
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
-    except BrokenPipeError:
-        return _stdout_closed()
-    except OSError as err:  # a full disk under `> file`
-        return _fail(_unwritable(sys.stdout, err).one_line(), EXIT_FAILURE)
+    except OSError as err:
+        return _stdout_failed(err)
     return EXIT_OK
+
+
+def _stdout_failed(err: OSError) -> int:
+    """A closed pipe ends quietly; a full disk under `> file` is one line."""
+    if isinstance(err, BrokenPipeError):
+        return _stdout_closed()
+    return _fail(_unwritable(sys.stdout, err).one_line(), EXIT_FAILURE)
 
 
 def _escape_unencodable() -> None:

@@ -4,10 +4,15 @@ is one line naming the fix (exit 2 for usage errors), never a traceback, never a
 
 from __future__ import annotations
 
+import argparse
+import errno
+import io
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_process import SCRIPT, one_error_line, run_nanohermes
@@ -15,6 +20,7 @@ from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
 from nanohermes.app.args import UsageError, parse_args
+from nanohermes.app.cli import main
 
 UNREACHABLE = "http://127.0.0.1:9/v1"  # never contacted: every run below stops before a request
 
@@ -157,6 +163,31 @@ def test_help_into_a_full_disk_is_not_a_success(workspace: Path, args: list[str]
         one_error_line(result)
         == "nanohermes: error: cannot write to standard output: No space left on device"
     )
+
+
+class _FullDisk(io.StringIO):
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--verbose", "--version"]])
+def test_help_into_a_full_disk_is_one_line_when_argparse_lets_the_error_escape(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    """Python 3.11.2's argparse does not drop the error of its own write (3.11.7's does): the
+    OSError came out of parse_args as «internal error: OSError», with a traceback under --verbose."""
+
+    def print_message(self: argparse.ArgumentParser, message: str, file: Any = None) -> None:
+        (file or sys.stderr).write(message)  # as 3.11.2 does: no try/except around the write
+
+    monkeypatch.setattr(argparse.ArgumentParser, "_print_message", print_message)
+    monkeypatch.setattr(sys, "stdout", _FullDisk())
+    assert main(args) == 1
+    error = capsys.readouterr().err
+    assert error == "nanohermes: error: cannot write to standard output: No space left on device\n"
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
