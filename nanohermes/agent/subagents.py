@@ -16,8 +16,7 @@ from nanohermes.agent.turns import Steps, Turn, TurnOver
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ToolError
 from nanohermes.core.events import Event, Note, ToolFinished
-from nanohermes.core.fileio import read_small_text
-from nanohermes.core.frontmatter import front_matter, markdown_files, skipped, unquote
+from nanohermes.core.frontmatter import front_matter, markdown_files, read_definition, skipped, unquote
 from nanohermes.core.types import Message, ToolCall, ToolResult, Usage, shorten
 from nanohermes.llm import ChatClient
 from nanohermes.memory import set_block
@@ -94,7 +93,7 @@ def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefini
         taken: dict[str, Path] = {}
         for path in markdown_files("*.md", directory):
             try:
-                text = read_small_text(path, DEFINITION_MAX_BYTES)
+                text = read_definition(path, DEFINITION_MAX_BYTES)  # as commands and skills are read
                 definition = parse_definition(text, path.stem)
                 if definition.name in taken:
                     raise ValueError(f"name '{definition.name}' is already taken by {taken[definition.name]}")
