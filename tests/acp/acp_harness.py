@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from acp import RequestError, schema, spawn_agent_process
+from acp import RequestError, schema, spawn_agent_process, text_block
 from acp.client.connection import ClientSideConnection
 
 SCRIPT = Path(sys.executable).with_name("nanohermes")
@@ -125,9 +125,23 @@ def stderr_text(process: Any) -> str:
 
 async def streaming_prompt(conn: ClientSideConnection, client: RecordingClient, sid: str, text: str) -> Any:
     """Start a prompt and return its future once its first text has arrived (the turn is running)."""
-    from acp import text_block
 
     future = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(text)]))
     while not client.texts(sid):
         await asyncio.sleep(0.02)
     return future
+
+
+def prompt_once(base_url: str, client: RecordingClient, workspace: Path, text: str) -> tuple[str, Any]:
+    """(session id, reply) of one prompt in a new session; the server then exits cleanly."""
+
+    async def body() -> tuple[str, Any]:
+        async with running_server(base_url, client) as (conn, process):
+            await conn.initialize(protocol_version=1, client_capabilities=capabilities(False))
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            reply = await conn.prompt(session_id=new.session_id, prompt=[text_block(text)])
+        assert process.returncode == 0, stderr_text(process)
+        return new.session_id, reply
+
+    result: tuple[str, Any] = asyncio.run(asyncio.wait_for(body(), 60))
+    return result

@@ -3,12 +3,9 @@ and running one sends its expanded body; a file that is skipped is said in the n
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
 
-from acp import text_block
-from acp_harness import RecordingClient, capabilities, running_server, stderr_text
+from acp_harness import RecordingClient, prompt_once
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 
@@ -25,15 +22,7 @@ def test_custom_commands_are_available_commands_and_send_their_body(
     fake_server.push_text("Reviewed.")
     client = RecordingClient()
 
-    async def body() -> tuple[str, Any]:
-        async with running_server(fake_server.url, client) as (conn, process):
-            await conn.initialize(protocol_version=1, client_capabilities=capabilities(False))
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            reply = await conn.prompt(session_id=new.session_id, prompt=[text_block("/review src/a.py")])
-        assert process.returncode == 0, stderr_text(process)
-        return new.session_id, reply
-
-    sid, reply = asyncio.run(asyncio.wait_for(body(), 60))
+    sid, reply = prompt_once(fake_server.url, client, workspace, "/review src/a.py")
     assert reply.stop_reason == "end_turn"
     [update] = client.of_kind(sid, "available_commands_update")
     offered = {c.name: c for c in update.available_commands}

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 from acp import RequestError, text_block
-from acp_harness import RecordingClient, capabilities, running_server, stderr_text, streaming_prompt
+from acp_harness import (
+    RecordingClient,
+    capabilities,
+    prompt_once,
+    running_server,
+    stderr_text,
+    streaming_prompt,
+)
 from cli_process import child_env, nanohermes_command, run_nanohermes
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
@@ -25,22 +32,6 @@ DISTILL = "durable long-term memories"
 
 def run(body: Callable[[], Awaitable[Any]], timeout: float = 60.0) -> Any:
     return asyncio.run(asyncio.wait_for(body(), timeout))
-
-
-def prompt_once(
-    fake_server: FakeServer, client: RecordingClient, workspace: Path, text: str
-) -> tuple[str, Any]:
-    """(session id, reply) of one prompt in a new session."""
-
-    async def body() -> tuple[str, Any]:
-        async with running_server(fake_server.url, client) as (conn, _):
-            await conn.initialize(protocol_version=1, client_capabilities=capabilities(False))
-            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            reply = await conn.prompt(session_id=new.session_id, prompt=[text_block(text)])
-        return new.session_id, reply
-
-    result: tuple[str, Any] = run(body)
-    return result
 
 
 def sessions_dir() -> Path:
@@ -102,7 +93,7 @@ def test_write_asks_permission_and_writes_when_allowed(
     fake_server.push_tool_calls([("write_file", {"path": "notes/out.txt", "content": "hello\n"})])
     fake_server.push_text("Written.")
     client = RecordingClient(choice)
-    sid, reply = prompt_once(fake_server, client, workspace, "write the note")
+    sid, reply = prompt_once(fake_server.url, client, workspace, "write the note")
     assert reply.stop_reason == "end_turn"
     assert (workspace / "notes" / "out.txt").read_text() == "hello\n"
     [asked] = client.permission_requests
@@ -125,7 +116,7 @@ def test_a_plan_reaches_the_client_as_plan_updates(fake_server: FakeServer, work
     fake_server.push_tool_calls([("update_plan", {"plan": [{"step": "x", "status": "done"}]})])
     fake_server.push_text("Planned.")
     client = RecordingClient()
-    sid, reply = prompt_once(fake_server, client, workspace, "plan it")
+    sid, reply = prompt_once(fake_server.url, client, workspace, "plan it")
     assert reply.stop_reason == "end_turn"
     [plan] = client.of_kind(sid, "plan")  # the refused second update sent none
     assert [(e.content, e.status, e.priority) for e in plan.entries] == [
@@ -140,7 +131,7 @@ def test_write_refused_writes_nothing(fake_server: FakeServer, workspace: Path, 
     fake_server.push_tool_calls([("write_file", {"path": "out.txt", "content": "nope\n"})])
     fake_server.push_text("Understood, not written.")
     client = RecordingClient(choice)
-    sid, reply = prompt_once(fake_server, client, workspace, "write it")
+    sid, reply = prompt_once(fake_server.url, client, workspace, "write it")
     assert reply.stop_reason == "end_turn"
     assert not (workspace / "out.txt").exists()
     assert tool_updates(client, sid)[-1].status == "failed"
