@@ -70,18 +70,6 @@ class RateLimited(LLMError):
     """429 after every retry."""
 
 
-class AuthError(LLMError):
-    """401 / 403."""
-
-
-class PaymentRequired(LLMError):
-    """402."""
-
-
-class ModelNotFound(LLMError):
-    """404."""
-
-
 class ContextOverflow(LLMError):
     """400/413 saying the prompt is too long."""
 
@@ -90,20 +78,12 @@ class IncompleteStream(LLMError):
     """The stream ended without finish reason or [DONE]."""
 
 
-class EmptyAnswer(LLMError):
-    """No text, no refusal, no tool call (even after a retry)."""
-
-
 class ServerError(LLMError):
     """5xx after every retry."""
 
 
 class BadResponse(LLMError):
-    """4xx not listed above, or a body that is not a chat completion."""
-
-
-class StreamError(LLMError):
-    """An {"error": ...} chunk inside an HTTP 200 stream."""
+    """A refused request (4xx), a body that is not a chat completion, or an error inside an HTTP 200."""
 
 
 class ToolError(NanoHermesError):

@@ -19,7 +19,6 @@ from nanohermes.core.errors import (
     Cancelled,
     ConfigError,
     ContextOverflow,
-    EmptyAnswer,
     EndpointUnreachable,
     IncompleteStream,
     LLMError,
@@ -294,14 +293,14 @@ class ChatClient:
         return EndpointUnreachable(message, hint)
 
 
-def _empty_answer(result: ChatResult) -> EmptyAnswer:
+def _empty_answer(result: ChatResult) -> LLMError:
     reason = result.finish_reason or "none"
     hints = {
         "length": "raise max_output_tokens: the reasoning used up the cap",
         "content_filter": "the provider's content filter withheld the answer; rephrase the request",
     }
     hint = hints.get(reason, "try again or rephrase; if it repeats, check the server's logs")
-    return EmptyAnswer(f"the model returned an empty answer (finish_reason: {reason})", hint)
+    return LLMError(f"the model returned an empty answer (finish_reason: {reason})", hint)
 
 
 # Errors raised by `send()` before any response byte arrived, so retrying cannot duplicate an answer.

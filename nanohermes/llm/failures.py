@@ -20,15 +20,11 @@ from typing import Any
 
 from nanohermes.core.errors import (
     JSON_ERRORS,
-    AuthError,
     BadResponse,
     ContextOverflow,
     LLMError,
-    ModelNotFound,
-    PaymentRequired,
     RateLimited,
     ServerError,
-    StreamError,
 )
 from nanohermes.core.types import shorten
 
@@ -219,7 +215,7 @@ def status_error(
     said = f": {detail}" if detail else ""
     if _is_web_page(body):  # a proxy's or a website's page: its markup says nothing useful
         if status == 404:
-            return ModelNotFound(
+            return BadResponse(
                 f"no API at {target.url} (404, a web page)",
                 "check that --base-url is the API root (often ending in /v1)",
                 status,
@@ -230,16 +226,16 @@ def status_error(
         return overflow
     if status == 402 or (status == 429 and _is_quota_exhausted(info, retry_after)):
         hint = "add credit or check billing at the provider"
-        return PaymentRequired(f"the account is out of credit ({status}){said}", hint, status)
+        return BadResponse(f"the account is out of credit ({status}){said}", hint, status)
     if status == 401:
         problem = "rejected the API key" if target.key else "needs an API key"
-        return AuthError(f"the endpoint {problem} (401){said}", KEY_HINT, status)
+        return BadResponse(f"the endpoint {problem} (401){said}", KEY_HINT, status)
     if status == 403:
         hint = f"{KEY_HINT}; make sure the key may use this model"
-        return AuthError(f"access to {target.model} was refused (403){said}", hint, status)
+        return BadResponse(f"access to {target.model} was refused (403){said}", hint, status)
     if status == 404:
         hint = "check --model, and that --base-url ends in the API root (often /v1)"
-        return ModelNotFound(f"model not found: {target.model} at {target.url} (404){said}", hint, status)
+        return BadResponse(f"model not found: {target.model} at {target.url} (404){said}", hint, status)
     after = after_retries(retries)
     if status == 429:
         hint = "wait a minute, or check your plan's limits"
@@ -271,8 +267,7 @@ def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     if code is not None and code in (401, 402, 403, 404, 429):
         return status_error(code, json.dumps({"error": detail}), target)
     where = "in the middle of the stream" if in_stream else "instead of an answer"
-    cls = StreamError if in_stream else BadResponse
-    return cls(
+    return BadResponse(
         f"the endpoint reported an error {where}: {detail}",
         "try again; if it repeats, check the server",
         code,

@@ -13,7 +13,7 @@ from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.loop import Agent
 from nanohermes.agent.prompts import base_system_prompt
 from nanohermes.core.cancel import CancelToken
-from nanohermes.core.errors import ContextOverflow, ModelNotFound, SessionError
+from nanohermes.core.errors import ContextOverflow, LLMError, SessionError
 from nanohermes.core.events import Compacted, Event, Note, StreamItem, TextDelta, ToolFinished, TurnFinished
 from nanohermes.core.types import ChatResult, Message
 from nanohermes.memory import BLOCK_START, MemoryStore
@@ -154,7 +154,7 @@ def test_distillation_after_a_tool_turn_saves_auto_memories(tmp_path: Path) -> N
 
 
 def test_small_talk_and_unfinished_turns_are_not_distilled(tmp_path: Path) -> None:
-    model = ScriptedModel([text("Hi!"), ModelNotFound("model 'x' not found"), calls(("list_files", {}))])
+    model = ScriptedModel([text("Hi!"), LLMError("model 'x' not found"), calls(("list_files", {}))])
     agent, _, _ = make_agent(tmp_path, model, max_iterations=1)
     run(agent, "hi")
     failed = run(agent, "please always use tabs for indentation")

@@ -23,7 +23,7 @@ from nanohermes.agent.subagents import (
     parse_definition,
 )
 from nanohermes.core.cancel import CancelToken
-from nanohermes.core.errors import Cancelled, ModelNotFound, ToolError
+from nanohermes.core.errors import Cancelled, LLMError, ToolError
 from nanohermes.core.events import ToolFinished
 from nanohermes.core.types import ChatResult, ToolCall
 from nanohermes.memory import BLOCK_START, MemoryStore, set_block
@@ -134,7 +134,7 @@ def test_task_tool_runs_its_own_loop_with_memory_for_the_task_and_restricted_too
 def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
     runner = _runner(tmp_path, None)
     model = ScriptedModel()
-    model.completions = [ModelNotFound("model 'sub' not found")]
+    model.completions = [LLMError("model 'sub' not found")]
     sub = SubAgentRunner(
         model,
         runner,
@@ -152,7 +152,7 @@ def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
     assert [(r.call_id, r.ok) for r in results] == [("t1", False), ("t2", False)]
     assert results[0].content.startswith("ERROR: sub-agent 'general' failed: model 'sub' not found")
     assert results[1].content == "ERROR: task: argument agent must be one of general, explore"
-    model.completions = [ModelNotFound("model 'sub' not found")]
+    model.completions = [LLMError("model 'sub' not found")]
     with pytest.raises(ToolError, match="unknown sub-agent 'nobody'; available: general, explore"):
         tool.func(agent="nobody", task="x", cancel=CancelToken())
     with pytest.raises(ToolError, match="model 'sub' not found"):

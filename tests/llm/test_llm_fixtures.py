@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from llm_helpers import Recorder, fixture_bytes, make_client, run_stream, sse_response
 
-from nanohermes.core.errors import ContextOverflow, StreamError
+from nanohermes.core.errors import BadResponse, ContextOverflow
 from nanohermes.core.events import ReasoningDelta, TextDelta
 from nanohermes.core.types import Usage
 
@@ -115,7 +115,7 @@ def test_reasoning_is_its_own_event(name: str, reasoning: str, content: str) -> 
 def test_error_chunk_inside_http_200_is_raised() -> None:
     client = make_client(Recorder(sse_response(fixture_bytes("openrouter_midstream_error.sse"))))
     seen: list[Any] = []
-    with pytest.raises(StreamError) as caught:
+    with pytest.raises(BadResponse) as caught:
         seen.extend(client.stream([{"role": "user", "content": "hi"}]))
     assert seen == [TextDelta("Partial")], "what came before the error was shown; no result followed"
     assert "Provider disconnected unexpectedly" in str(caught.value)

@@ -1,6 +1,6 @@
 """Odd but real replies (tests/llm/fixtures/replies/*.sse, each naming its origin) over a real socket.
 
-An empty answer is never a silent success: retried once without streaming, then EmptyAnswer. A stream
+An empty answer is never a silent success: retried once without streaming, then an LLMError. A stream
 of only [DONE] or only choiceless chunks is incomplete; llama.cpp's `error:` line and `event: error`
 are errors. Content parts, reasoning_details, refusals and several choices are read right.
 """
@@ -15,7 +15,7 @@ from fake_server import FakeServer
 from fake_server import fake_server as fake_server
 from llm_helpers import FakeSleep
 
-from nanohermes.core.errors import EmptyAnswer, StreamError
+from nanohermes.core.errors import BadResponse, LLMError
 from nanohermes.core.events import ReasoningDelta, Retrying, TextDelta
 from nanohermes.core.types import ChatResult
 from nanohermes.llm import ChatClient
@@ -75,14 +75,14 @@ def test_still_empty_after_the_retry_is_an_error_naming_the_finish_reason(
 ) -> None:
     push_fixture(fake_server, name)
     fake_server.push_status(200, completion({"content": ""}))
-    err = failing(fake_server, EmptyAnswer)
+    err = failing(fake_server, LLMError)
     assert "the model returned an empty answer (finish_reason: stop)" in str(err)
     assert len(fake_server.requests) == 2
 
 
 def test_empty_answer_cut_by_the_output_cap_is_not_retried(fake_server: FakeServer) -> None:
     fake_server.push_status(200, completion({"content": None, "reasoning_content": "Let me think"}, "length"))
-    err = failing(fake_server, EmptyAnswer)
+    err = failing(fake_server, LLMError)
     assert "(finish_reason: length)" in str(err)
     assert "max_output_tokens" in str(getattr(err, "hint", ""))
     assert len(fake_server.requests) == 1
@@ -97,7 +97,7 @@ def test_empty_answer_cut_by_the_output_cap_is_not_retried(fake_server: FakeServ
 )
 def test_error_events_are_errors(fake_server: FakeServer, name: str, words: str) -> None:
     push_fixture(fake_server, name)
-    err = failing(fake_server, StreamError)
+    err = failing(fake_server, BadResponse)
     assert words in str(err)
     assert len(fake_server.requests) == 1
 
@@ -175,7 +175,7 @@ def test_an_answer_stopped_part_way_keeps_its_text(
 
 def test_an_empty_answer_stopped_by_the_content_filter_is_not_retried(fake_server: FakeServer) -> None:
     push_fixture(fake_server, "azure_content_filter_empty.sse")
-    err = failing(fake_server, EmptyAnswer)
+    err = failing(fake_server, LLMError)
     assert "(finish_reason: content_filter)" in str(err)
     assert "content filter" in str(getattr(err, "hint", ""))
     assert len(fake_server.requests) == 1
