@@ -1,12 +1,9 @@
 """Tool calls: streamed deltas → complete calls, and calls written as text.
 
-Servers stream tool calls in many shapes. The accumulator assigns each delta to a call by, in order:
-a known `id`; a new `id` that only continues the current call (LM Studio sends a fresh id with an empty
-name on every chunk; some proxies repeat the name under fresh ids) while that call's arguments are not
-yet a complete JSON object; the `index` (or the last call when `index` is missing). A delta that names
-a tool while the call it would join already holds complete arguments starts a new call (several calls
-at index 0 without ids). Repeated names (llama-cpp-python, LiteLLM) are not doubled; name fragments
-are joined; arguments fragments are concatenated exactly as sent.
+A delta joins a call by its known `id`; else by a fresh `id` that continues the current call while its
+arguments are incomplete (LM Studio sends a fresh id and no name on every chunk); else by `index` (or
+the last call). A named delta after complete arguments starts a new call (several calls at index 0
+without ids). Repeated names (llama-cpp-python, LiteLLM) are not doubled.
 """
 
 from __future__ import annotations
@@ -32,16 +29,14 @@ _STRUCTURE = re.compile(r'\\.?|[{}"]', re.DOTALL)
 
 @dataclass
 class _Slot:
-    """One call being assembled. Its arguments are scanned as they arrive (braces outside strings),
-    so that asking whether they are complete parses them only when an object may just have closed:
-    joining and parsing the whole text on every delta is quadratic in the number of deltas."""
+    """One call being assembled. Its arguments are scanned as they arrive (braces outside strings), so
+    that they are parsed only when an object may have closed: parsing on every delta is quadratic."""
 
     id: str
     index: int | None
     name: str = ""
     parts: list[str] = field(default_factory=list)
-    begun: bool = False
-    """Whether the arguments hold anything but whitespace."""
+    begun: bool = False  # the arguments hold more than whitespace
     _depth: int = 0
     """Objects open; -1: the text can no longer become one object (a stray `}`, text after it).
     Begun text at depth 0 is one whole value: it is parsed (once), and anything more spoils it."""
@@ -76,13 +71,11 @@ class _Slot:
                     return
 
     def replace(self, text: str) -> None:
-        """Arguments sent whole (as an object): they replace whatever came before."""
         fresh = _Slot(self.id, self.index, self.name)
         fresh.append(text)
         self.__dict__.update(fresh.__dict__)
 
     def arguments_complete(self) -> bool:
-        """Whether the arguments parse as a JSON object (parsed once, when the object closes)."""
         if self._depth != 0 or not self.begun:
             return False
         if self._verdict is None:
@@ -146,9 +139,7 @@ class ToolCallAccumulator:
         return slot
 
     def calls(self) -> list[ToolCall]:
-        """The accumulated calls in order: one with neither a name nor arguments is dropped, a missing
-        or repeated id is synthesised (two results under one `tool_call_id` cannot be told apart by
-        the model, and strict servers refuse them), and empty arguments become `{}`."""
+        """The calls in order; a repeated id is replaced (strict servers refuse two results under one)."""
         calls: list[ToolCall] = []
         seen: set[str] = set()
         for slot in self._slots:
@@ -162,16 +153,15 @@ class ToolCallAccumulator:
 
 
 def _another(current: _Slot, name: str, has_arguments: bool) -> bool:
-    """Whether a delta that names a tool starts a new call although it would join `current`:
-    `current` already holds complete arguments, and the delta brings arguments or another name."""
+    """Whether a named delta starts a new call after `current`'s complete arguments."""
     if not (name and current.name and current.arguments_complete()):
         return False
     return has_arguments or name != current.name
 
 
 def _continues(current: _Slot, name: str) -> bool:
-    """Whether a delta under a new id continues `current` rather than starting a call: it has no
-    name (LM Studio) or repeats the name, while `current`'s arguments are begun and incomplete."""
+    """Whether a delta under a new id continues `current` (no name, or the same name, while its
+    arguments are begun and incomplete)."""
     if current.arguments_complete():
         return False
     if not name:
@@ -191,9 +181,8 @@ _FENCED = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.DOTALL)
 
 
 def extract_text_tool_calls(content: str, tool_names: set[str]) -> tuple[str, list[ToolCall]]:
-    """The text without its calls, and the calls: `<tool_call>{…}</tool_call>` blocks, or a message
-    that is only a bare (or fenced) `{"name": …, "arguments": …}` object or list, naming offered
-    tools. Blocks that are not JSON or name no offered tool stay in the text."""
+    """The text without its calls, and the calls: `<tool_call>` blocks, or a whole message that is a bare
+    or fenced `{"name": …, "arguments": …}` object or list naming offered tools. The rest stays text."""
     if "<tool_call>" in content:
         calls: list[ToolCall] = []
 

@@ -1,7 +1,6 @@
 """ChatClient: any OpenAI-compatible `/chat/completions` endpoint over httpx, no SDK.
 
-The httpx client, `sleep`, `clock`, `wall_clock` and `random` are injected by tests: nothing then waits.
-"""
+Tests inject the httpx client, `sleep`, the clocks and `random`: nothing then waits."""
 
 from __future__ import annotations
 
@@ -116,7 +115,6 @@ class ChatClient:
         )
 
     def close(self) -> None:
-        """Close the HTTP client if this object created it (an injected one is the caller's)."""
         if self._owns_http:
             self._http.close()
 
@@ -204,7 +202,6 @@ class ChatClient:
         return assembler.result(), ended
 
     def _hidden(self, err: LLMError) -> LLMError:
-        """`err` with the API key and the base URL's password hidden."""
         for secret in (self._api_key or "", self._url_password):
             err.args = (hide_key(str(err), secret), *err.args[1:])
             err.hint = hide_key(err.hint, secret)

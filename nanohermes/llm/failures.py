@@ -1,9 +1,7 @@
 """What went wrong, in one line: HTTP statuses and error payloads → the LLMError tree; retry rules.
 
-Providers word a context overflow in many ways; each phrase below comes from a real error body (the
-test fixtures in tests/llm/provider_errors.py name where each was recorded). The error's `code` and
-`type` are read first, then the words. Words about a *field* being too long (a tool description over
-1024 characters) are a bad request: summarising the conversation would not help. «Token limit» alone
+Each overflow phrase below comes from a real error body (tests/llm/provider_errors.py names where).
+Words about a *field* being too long are a bad request: compacting would not help. «Token limit» alone
 is the output cap, never an overflow.
 """
 
@@ -37,8 +35,7 @@ RETRY_AFTER_MAX = 120.0
 KEY_HINT = "check NANOHERMES_API_KEY/OPENAI_API_KEY"
 OVERFLOW_HINT = "run /compact or start a new session"
 REDACTED = "[redacted]"
-ONE_LINE = 300
-"""The most characters of an endpoint's own words an error line quotes."""
+ONE_LINE = 300  # the most characters of an endpoint's own words an error line quotes
 MIN_KEY_CHARS = 8
 """A key shorter than this (`none`, `dummy` for a local server) is no secret: error text keeps it."""
 
@@ -86,8 +83,6 @@ RATE_WORDS = re.compile(r"per ?(min|day)|\((tpm|rpm|tpd)\)|(retry|try again) in"
 
 @dataclass(frozen=True)
 class Target:
-    """Where a request went, for messages: the model name and the endpoint URL."""
-
     model: str
     url: str
     key: str = field(default="", repr=False, compare=False)
@@ -124,7 +119,7 @@ def is_retryable(err: LLMError) -> bool:
 
 @dataclass(frozen=True)
 class ErrorInfo:
-    """What an error body says: its human message, and the codes/types it carries (lower-cased)."""
+    """An error body's message, and the codes/types it carries (lower-cased)."""
 
     message: str
     codes: frozenset[str]
@@ -208,7 +203,6 @@ def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> Conte
 def status_error(
     status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
 ) -> LLMError:
-    """The error for a non-2xx answer; `retry_after`: the server asked to retry later."""
     body = hide_key(body, target.key)
     info = read_error(body)
     detail = shorten(info.message or body.strip(), ONE_LINE)
@@ -275,7 +269,6 @@ def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
-    """Seconds the server asks us to wait (`retry-after-ms`, then `Retry-After` seconds or HTTP date)."""
     for name, per_second in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         if name in headers:
             with contextlib.suppress(ValueError):
@@ -290,6 +283,6 @@ def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
 
 
 def backoff_delay(retry: int, random: Callable[[], float]) -> float:
-    """Exponential backoff with jitter for the `retry`-th retry (1-based): half fixed, half random."""
+    """Exponential, half of it random; `retry` counts from 1."""
     ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** (retry - 1))
     return ceiling / 2 + random() * ceiling / 2

@@ -22,14 +22,13 @@ _THINKING_TYPES = frozenset({"thinking", "reasoning"})
 
 
 def first_choice(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The choice with `index` 0 (or none)."""
     choices = data.get("choices")
     choices = [item for item in choices if isinstance(item, dict)] if isinstance(choices, list) else []
     return next((choice for choice in choices if choice.get("index", 0) in (0, None)), None)
 
 
 def split_content(content: Any) -> tuple[str, str]:
-    """(answer text, reasoning text) of a `content` field: a string, or a list of parts."""
+    """(answer, reasoning) of a `content` string or list of parts."""
     if not isinstance(content, list):
         return _texts(content), ""
     text: list[str] = []
@@ -143,8 +142,8 @@ class StreamAssembler:
 
 
 def _whole_call(call: dict[str, Any], position: int) -> dict[str, Any]:
-    """A call of a whole message as a delta: apart from the others whatever its index says, and a
-    `"function": "read_file"` (some models write the name alone) taken as the name."""
+    """A whole message's call as a delta: its own index whatever it says, and `"function": "read_file"`
+    (some models write the name alone) taken as the name."""
     function = call.get("function")
     if isinstance(function, str):
         function = {"name": function}
@@ -152,7 +151,7 @@ def _whole_call(call: dict[str, Any], position: int) -> dict[str, Any]:
 
 
 def parse_completion(body: str, assembler: StreamAssembler) -> list[StreamItem]:
-    """A non-streaming answer, fed to `assembler`: the deltas it would have streamed."""
+    """A non-streamed answer fed to `assembler`: the deltas it would have streamed."""
     data = json_object(body, "the endpoint's answer")
     if data.get("error"):
         raise payload_error(data["error"], assembler.target, in_stream=False)

@@ -16,17 +16,14 @@ from typing import Any, Final, Literal
 from nanohermes.core.errors import JSON_ERRORS, BadResponse
 from nanohermes.core.types import shorten
 
-DONE: Final = "[DONE]"
-"""What ends an OpenAI stream; `iter_chunks` passes it on in place of a chunk."""
+DONE: Final = "[DONE]"  # what ends an OpenAI stream; `iter_chunks` yields it in place of a chunk
 Chunk = dict[str, Any]
 
-MAX_LINE_CHARS = 16 * 1024 * 1024
-"""The longest stream line read (a whole tool call with a big file in one event fits easily)."""
+MAX_LINE_CHARS = 16 * 1024 * 1024  # a whole tool call with a big file in one event fits easily
 
 
 def iter_lines(pieces: Iterable[str]) -> Iterator[str]:
-    """The lines of a stream's text pieces. Lines end only at CR LF, CR or LF (U+2028 and the like are
-    text JSON may carry); a line over MAX_LINE_CHARS raises BadResponse."""
+    """Lines end only at CR LF, CR or LF (JSON may carry U+2028 and the like as text)."""
     newlines = io.IncrementalNewlineDecoder(None, translate=True)  # a CR LF split over pieces is one
     parts: list[str] = []
     size = 0
@@ -81,7 +78,7 @@ def as_error(data: list[str]) -> str:
 
 
 def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal["[DONE]"]]:
-    """Each event's JSON object, or DONE. Raises BadResponse for non-JSON data."""
+    """Each event's JSON object, or DONE."""
     for data in iter_sse_data(lines):
         joined = "\n".join(data)
         if not joined.strip():
@@ -101,7 +98,6 @@ def _decode(payload: str) -> Chunk | Literal["[DONE]"]:
 
 
 def json_object(text: str, what: str) -> Chunk:
-    """`text` as a JSON object, else BadResponse naming `what`."""
     hint = "check --base-url points at an OpenAI-compatible /v1 endpoint"
     try:
         value = json.loads(text)

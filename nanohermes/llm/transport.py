@@ -1,5 +1,4 @@
-"""The HTTP side of the client: the httpx client and the environment's proxy, a cancellable send, and
-reading a response's body (an error's text, a whole JSON answer, or an SSE stream).
+"""The HTTP side of the client: the httpx client and proxy, a cancellable send, reading a body.
 
 Ctrl-C ends a send or a read at once: the send runs on a daemon thread (a server may read a long prompt
 for minutes before its first byte), and a read is woken by shutting the socket down (closing the
@@ -26,11 +25,10 @@ from nanohermes.llm.failures import ONE_LINE, strip_userinfo
 from nanohermes.llm.response import StreamAssembler
 from nanohermes.llm.sse import DONE, iter_chunks, iter_lines
 
-ERROR_BODY_LIMIT = 64 * 1024
-"""At most this much of an error response is read: enough for any provider's error JSON."""
+ERROR_BODY_LIMIT = 64 * 1024  # enough for any provider's error JSON
 ANSWER_LIMIT = 128 * 1024 * 1024
-"""At most this many characters of an answer are read (a 128k-token answer streamed token by token is
-~40 MB): a server that streams without end must not fill the memory before the total deadline."""
+"""Characters of an answer read at most (a 128k-token answer streamed token by token is ~40 MB): a
+server that streams without end must not fill the memory before the total deadline."""
 _CUT = (httpx.HTTPError, httpx.StreamError, OSError, ValueError)
 _UNUSABLE = (ValueError, ImportError, httpx.InvalidURL)
 _PROXY_VARIABLES = {
@@ -57,7 +55,6 @@ def new_http_client(base_url: str) -> httpx.Client:
 
 
 def _usable(proxy: str) -> bool:
-    """Whether httpx can make a client with `proxy` (nothing is connected)."""
     try:
         httpx.Client(proxy=proxy, trust_env=False).close()
     except _UNUSABLE:
@@ -115,7 +112,7 @@ def abort_response(response: httpx.Response) -> None:
 
 
 class BodyReader:
-    """Reads the bodies of one endpoint's responses (`url` names it in errors)."""
+    """Reads the bodies of one endpoint's responses, within the total deadline."""
 
     def __init__(self, url: str, total_timeout: float, clock: Callable[[], float]) -> None:
         self.url = url
@@ -133,7 +130,6 @@ class BodyReader:
         return text
 
     def whole(self, response: httpx.Response, cancel: CancelToken) -> str:
-        """The whole body (a JSON answer to a streamed request, or to a plain one)."""
         try:
             with self._reading(response, cancel) as pieces:
                 text = "".join(pieces)
@@ -163,8 +159,7 @@ class BodyReader:
 
     @contextlib.contextmanager
     def _reading(self, response: httpx.Response, cancel: CancelToken) -> Iterator[Iterator[str]]:
-        """A read of `response`'s body: cancelling aborts it (a read cut that way raises Cancelled),
-        and the response is closed however the read ends."""
+        """Cancelling aborts the read (which then raises Cancelled); the response is always closed."""
         unregister = cancel.on_cancel(lambda: abort_response(response))
         try:
             yield self._text(response, cancel)
@@ -176,7 +171,7 @@ class BodyReader:
             response.close()
 
     def _text(self, response: httpx.Response, cancel: CancelToken) -> Iterator[str]:
-        """The body's text as it arrives (a leading BOM dropped), within the deadline and ANSWER_LIMIT."""
+        """The body's text as it arrives, a leading BOM dropped."""
         deadline = self._clock() + self.total_timeout
         size = 0
         for piece in response.iter_text():

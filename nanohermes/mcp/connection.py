@@ -27,15 +27,14 @@ from nanohermes.mcp.logs import ServerLog
 from nanohermes.mcp.stdio import StdioTransport
 from nanohermes.mcp.tools import ListedTool
 
-CLOSE_SECONDS = 8.0
-"""Bound on leaving the client: the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL."""
+CLOSE_SECONDS = 8.0  # the SDK waits 2 s for a stdio server to exit, then SIGTERM, 2 s, SIGKILL
 LIST_PAGES = 100
 CLOSED_MESSAGE = "Connection closed"  # the SDK's MCPError when the connection ends
 _CONNECTION_ENDED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 
 class ServerGone(Exception):
-    """The connection to the server ended (it crashed or exited, or the network dropped)."""
+    """The connection ended (the server crashed or exited, or the network dropped)."""
 
 
 class CallFailed(Exception):
@@ -63,7 +62,7 @@ class Connection:
         self._transport: StdioTransport | None = None
 
     async def open(self) -> list[ListedTool]:
-        """The tools, listed within `startup_timeout`; on failure the server is closed."""
+        """The tools, listed within `startup_timeout`; a failure closes the server."""
         ready: asyncio.Future[list[ListedTool]] = asyncio.get_running_loop().create_future()
         self._holder = asyncio.create_task(self._hold(ready), name=f"mcp-{self.name}")
         try:
@@ -137,7 +136,7 @@ class Connection:
             self._on_tools_changed()
 
     def _failure(self) -> str | None:
-        """Why the transport ended the connection itself (a line over its limit)."""
+        """Why the transport ended the connection itself (a line over its limit), or None."""
         return None if self._transport is None else self._transport.failure
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -18,8 +18,7 @@ TAIL_BYTES = 8192
 
 
 class ServerLog:
-    """One start's stderr: written to `file` until MAX_LOG_BYTES characters; the last TAIL_BYTES are
-    kept in memory for `last_line`."""
+    """One start's stderr: its first MAX_LOG_BYTES characters in `file`, its last TAIL_BYTES in memory."""
 
     def __init__(self, file: TextIO, error: str | None = None) -> None:
         self._file = file
@@ -62,7 +61,7 @@ class ServerLog:
 
 
 class ServerLogs:
-    """One manager's servers' logs in `directory` (None: their stderr goes nowhere)."""
+    """One manager's servers' logs in `directory` (None: nowhere)."""
 
     def __init__(self, directory: Path | None) -> None:
         self._directory = directory
@@ -72,7 +71,6 @@ class ServerLogs:
         return None if self._directory is None else self._directory / f"{sanitize(name)}.log"
 
     def open(self, name: str) -> ServerLog:
-        """The stderr for a (re)start of server `name`."""
         old = self._logs.pop(name, None)
         if old is not None:
             old.close()
@@ -103,7 +101,7 @@ class ServerLogs:
         return f" (its stderr is in {path})"
 
     def tail(self, name: str) -> str:
-        """The last line written to stderr since the last start."""
+        """The last line of stderr since the last start."""
         log = self._logs.get(name)
         return "" if log is None or log.error is not None or self._directory is None else log.last_line()
 

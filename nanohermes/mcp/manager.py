@@ -46,8 +46,7 @@ class McpManager:
         log_dir: Path | None = None,
         on_notice: Callable[[str], None] | None = None,
     ) -> None:
-        """`log_dir`: where stdio servers' stderr goes (else nowhere); `on_notice`: called on the loop
-        thread with one line when a server fails, crashes or restarts."""
+        """`on_notice` is called on the loop thread with one line when a server fails, crashes or restarts."""
         self._servers = {name: ServerEntry(name, config) for name, config in servers.items()}
         for server in self._servers.values():
             if not server.config.enabled:
@@ -63,10 +62,7 @@ class McpManager:
         self._told_too_many = False
         self._pending: set[Future[str]] = set()
 
-    # -- lifecycle ------------------------------------------------------------------------------
-
     def start(self) -> None:
-        """Called once, by the manager's creator."""
         enabled = [s for s in self._servers.values() if s.state == "starting"]
         if enabled:
             loop = self._loop = asyncio.new_event_loop()
@@ -88,7 +84,6 @@ class McpManager:
             loop.close()
 
     def close(self) -> None:
-        """Idempotent."""
         with self._lock:
             if self._closed:
                 return
@@ -110,8 +105,6 @@ class McpManager:
                 server.state = "disabled" if server.state == "disabled" else "closed"
                 server.tools = []
                 server.started.set()
-
-    # -- what the rest of nanohermes sees -------------------------------------------------------
 
     def wait_started(self, timeout: float) -> bool:
         """True when no server is still starting."""
@@ -156,7 +149,7 @@ class McpManager:
         future.add_done_callback(self._pending.discard)
         return future
 
-    # -- on the loop thread ---------------------------------------------------------------------
+    # -- on the loop thread
 
     async def _start_all(self, servers: list[ServerEntry]) -> None:
         logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
@@ -216,7 +209,7 @@ class McpManager:
         return problem
 
     def _tools_changed(self, server: ServerEntry) -> None:
-        """List the tools again (one listing at a time; another if they changed meanwhile)."""
+        """List the tools again: one listing at a time, another if they changed meanwhile."""
         server.stale = True
         if server.refresh is None or server.refresh.done():
             server.refresh = asyncio.get_running_loop().create_task(self._refresh(server))
@@ -277,8 +270,6 @@ class McpManager:
     async def _close_all(self) -> None:
         connections = [s.connection for s in self._servers.values() if s.connection is not None]
         await asyncio.gather(*(connection.close() for connection in connections))
-
-    # -- helpers --------------------------------------------------------------------------------
 
     def _notice(self, text: str) -> None:
         if self._on_notice is not None and not self._closed:

@@ -16,10 +16,8 @@ from nanohermes.config.mcp_config import McpServerConfig, tool_name, with_hash
 from nanohermes.core.cancel import CancelToken, result_of
 from nanohermes.tools.base import Tool
 
-MAX_DESCRIPTION_CHARS = 2000
-"""A tool's description is cut here: every request to the model carries it."""
-MAX_SCHEMA_CHARS = 32_000
-"""A tool whose input schema is longer (as JSON) is left out: cutting a schema would break it."""
+MAX_DESCRIPTION_CHARS = 2000  # cut there: every request to the model carries it
+MAX_SCHEMA_CHARS = 32_000  # a longer input schema (as JSON) leaves its tool out: a cut one would break
 CANCEL_ARG = "__nanohermes_cancel"  # the runner passes the CancelToken in it (set last: nothing clashes)
 
 
@@ -161,10 +159,10 @@ _SUBSCHEMA_LISTS = (*COMBINERS, "prefixItems")
 def normalize_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The server's input schema as a function's parameters: an object with `properties`.
 
-    OpenAI-compatible APIs refuse a whole request over one tool's schema whose top level is not an
-    object or has `anyOf`/`oneOf`/`allOf`/`enum`/`not`, or with an array without `items`. So combiner
-    branches lend their properties to the top (only `allOf`'s stay required), an array gets
-    `items: {}`, a boolean subschema becomes `{}`; the rest is passed on as the server wrote it."""
+    OpenAI-compatible APIs refuse a whole request over one schema whose top level is not an object or
+    has `anyOf`/`oneOf`/`allOf`/`enum`/`not`, or with an array without `items`: combiner branches lend
+    their properties to the top (only `allOf`'s stay required), an array gets `items: {}`, a boolean
+    subschema becomes `{}`."""
     parameters = {key: value for key, value in schema.items() if key not in _DROPPED}
     parameters["type"] = "object"
     properties = dict(schema["properties"]) if isinstance(schema.get("properties"), dict) else {}
