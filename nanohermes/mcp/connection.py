@@ -33,11 +33,11 @@ CLOSED_MESSAGE = "Connection closed"  # the SDK's MCPError when the connection e
 _CONNECTION_ENDED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
 
 
-class ServerGone(Exception):
+class ServerGone(NanoHermesError):
     """The connection ended (the server crashed or exited, or the network dropped)."""
 
 
-class CallFailed(Exception):
+class CallFailed(NanoHermesError):
     """The server answered one request with an error."""
 
 
@@ -238,7 +238,5 @@ def describe_error(err: BaseException) -> str:
         return f"cannot connect: {err}"
     if isinstance(err, httpx2.HTTPStatusError):
         return f"HTTP {err.response.status_code} from {err.request.url}"
-    if isinstance(err, ServerGone | CallFailed):
-        return str(err)
     text = " ".join(str(err).split())
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
