@@ -73,15 +73,9 @@ class McpManager:
     def _run_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         asyncio.set_event_loop(loop)
         loop.set_exception_handler(lambda _loop, _context: None)  # stray task errors: not the terminal's
-        try:
-            loop.run_forever()
-        finally:  # as asyncio.run ends: calls still running are cancelled, so their callers hear
-            tasks = asyncio.all_tasks(loop)
-            for task in tasks:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
+        # Leaving the runner cancels the calls still running (so their callers hear) and closes the loop.
+        with asyncio.Runner(loop_factory=lambda: loop) as runner:
+            runner.get_loop().run_forever()
 
     def close(self) -> None:
         with self._lock:
