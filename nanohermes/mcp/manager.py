@@ -21,14 +21,7 @@ from nanohermes.config.mcp_config import McpServerConfig, expand_variables
 from nanohermes.core.errors import ToolError
 from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.status import ServerEntry, ServerStatus, State, ToolInfo
-from nanohermes.mcp.tools import (
-    MAX_DESCRIPTION_CHARS,
-    ListedTool,
-    build_tools,
-    offered,
-    render_result,
-    unusable,
-)
+from nanohermes.mcp.tools import ListedTool, build_tools, offered, render_result, unusable
 from nanohermes.tools.base import Tool
 
 IMPORT_SLACK = 10.0  # what a first turn waits for a starting server beyond its startup_timeout
@@ -180,7 +173,7 @@ class McpManager:
         problem = self._tell_left_out(server, left_out)
         tools = build_tools(name, server.config, listed, functools.partial(self.submit, name))
         infos = tuple(
-            ToolInfo(tool.name, spec.name, spec.description[:MAX_DESCRIPTION_CHARS], spec.read_only)
+            ToolInfo(tool.name, spec.name, tool.description, spec.read_only)
             for tool, spec in zip(tools, listed, strict=True)
         )
         with self._lock:

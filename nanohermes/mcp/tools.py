@@ -48,7 +48,7 @@ def build_tools(
         taken.add(name)
         parameters = normalize_schema(spec.input_schema)
         props: dict[str, Any] = parameters["properties"]
-        required = [str(key) for key in parameters.get("required", [])]
+        required = parameters.get("required", [])
         description = spec.description.strip() or f"{spec.name} (MCP server {server})"
         if len(description) > MAX_DESCRIPTION_CHARS:
             description = description[: MAX_DESCRIPTION_CHARS - 1] + "…"
