@@ -37,16 +37,10 @@ class ServerLog:
             kept += f"{end}--- output past {MAX_LOG_BYTES:,} characters dropped until the next start\n"
         try:
             self._file.write(kept)
+            self._file.flush()  # the log is read while the server runs
         except (OSError, ValueError) as err:  # a full disk; a log closed meanwhile
             self.error = getattr(err, "strerror", None) or str(err)
         return len(text)
-
-    def flush(self) -> None:
-        if self.error is None:
-            try:
-                self._file.flush()
-            except (OSError, ValueError) as err:
-                self.error = getattr(err, "strerror", None) or str(err)
 
     def fileno(self) -> int:  # the SDK's transport on Windows gives it to the server
         return self._file.fileno()

@@ -150,7 +150,6 @@ class StdioTransport:
         try:
             while True:
                 self._errlog.write(decoder.decode(await process.stderr.receive(READ_BYTES)))
-                self._errlog.flush()
         except _PIPE_ENDED:
             pass
         finally:
