@@ -92,7 +92,6 @@ def test_an_mcp_log_that_cannot_be_written_stops_neither_the_server_nor_the_exit
     logs = ServerLogs(log_dir)
     stderr = logs.open("s")  # what the server gets as its stderr
     stderr.write("a line of the server\n")
-    stderr.flush()
     assert logs.hint("s") == f" (its stderr could not be logged in {log_dir / 's.log'}: {reason})"
     assert logs.tail("s") == ""
     logs.close()  # nanohermes' exit: no error
