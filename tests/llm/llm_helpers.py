@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from nanohermes.core.cancel import CancelToken
+from nanohermes.core.errors import LLMError
 from nanohermes.core.types import ChatResult
 from nanohermes.llm import ChatClient
 
@@ -90,6 +92,16 @@ def make_client(handler: Callable[[httpx.Request], httpx.Response], **options: A
         http_client=httpx.Client(transport=httpx.MockTransport(handler)),
         **options,
     )
+
+
+def stream_error(client: ChatClient) -> LLMError:
+    """The error `stream` raises for one user message; the client is closed after."""
+    try:
+        with pytest.raises(LLMError) as caught:
+            list(client.stream([{"role": "user", "content": "hi"}]))
+    finally:
+        client.close()
+    return caught.value
 
 
 def run_stream(client: ChatClient, **kwargs: Any) -> tuple[list[Any], ChatResult]:

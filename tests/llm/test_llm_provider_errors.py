@@ -13,7 +13,7 @@ import json
 import pytest
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
-from llm_helpers import FakeSleep
+from llm_helpers import FakeSleep, stream_error
 from provider_errors import FIELD_TOO_LONG, OVERFLOWS, QUOTA, RATE_LIMITS, TOO_LARGE, ProviderError
 
 from nanohermes.core.errors import BadResponse, ContextOverflow, LLMError, RateLimited
@@ -30,13 +30,7 @@ def _client(server: FakeServer, sleep: FakeSleep | None = None) -> ChatClient:
 
 def _fail(server: FakeServer, case: ProviderError, sleep: FakeSleep | None = None) -> LLMError:
     server.push_status(case.status, case.body, headers=case.headers)
-    client = _client(server, sleep)
-    try:
-        with pytest.raises(LLMError) as caught:
-            list(client.stream([{"role": "user", "content": "hi"}]))
-    finally:
-        client.close()
-    return caught.value
+    return stream_error(_client(server, sleep))
 
 
 @pytest.mark.parametrize("case", OVERFLOWS + TOO_LARGE, ids=lambda c: c.name)

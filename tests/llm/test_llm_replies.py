@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fake_server import FakeServer
 from fake_server import fake_server as fake_server
-from llm_helpers import FakeSleep
+from llm_helpers import FakeSleep, stream_error
 
 from nanohermes.core.errors import BadResponse, LLMError
 from nanohermes.core.events import ReasoningDelta, Retrying, TextDelta
@@ -49,14 +49,10 @@ def stream(server: FakeServer) -> tuple[list[Any], ChatResult]:
     return items[:-1], result
 
 
-def failing(server: FakeServer, kind: type[Exception]) -> Exception:
-    client = ChatClient(base_url=server.url, model="m", sleep=FakeSleep())
-    try:
-        with pytest.raises(kind) as caught:
-            list(client.stream([{"role": "user", "content": "hi"}]))
-    finally:
-        client.close()
-    return caught.value
+def failing(server: FakeServer, kind: type[LLMError]) -> LLMError:
+    err = stream_error(ChatClient(base_url=server.url, model="m", sleep=FakeSleep()))
+    assert isinstance(err, kind), type(err).__name__
+    return err
 
 
 @pytest.mark.parametrize("name", ["llamacpp_empty_stop.sse", "done_only.sse", "choiceless_usage_only.sse"])
