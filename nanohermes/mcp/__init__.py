@@ -21,7 +21,7 @@ def start_servers(
     log_dir: Path | None,
     on_notice: Callable[[str], None] | None = None,
 ) -> McpManager | None:
-    """A manager starting `servers` in the background, or None (nothing imported) if none is enabled."""
+    """A manager starting `servers` in the background, or None (nothing imported) when none is enabled."""
     if not any(server.enabled for server in servers.values()):
         return None
     from nanohermes.mcp.manager import McpManager

@@ -62,7 +62,7 @@ class Connection:
         self._transport: StdioTransport | None = None
 
     async def open(self) -> list[ListedTool]:
-        """The tools, listed within `startup_timeout`; a failure closes the server."""
+        """The tools, listed within `startup_timeout`; on failure the server is closed."""
         ready: asyncio.Future[list[ListedTool]] = asyncio.get_running_loop().create_future()
         self._holder = asyncio.create_task(self._hold(ready), name=f"mcp-{self.name}")
         try:
@@ -136,7 +136,7 @@ class Connection:
             self._on_tools_changed()
 
     def _failure(self) -> str | None:
-        """Why the transport ended the connection itself (a line over its limit), or None."""
+        """Why the transport ended the connection itself (a line over its limit)."""
         return None if self._transport is None else self._transport.failure
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
