@@ -28,7 +28,7 @@ from nanohermes.memory.distill import (
 )
 from nanohermes.memory.entry import Entry
 from nanohermes.memory.index import Explanation, TermScore
-from nanohermes.memory.kinds import KIND_NAMES, Kind
+from nanohermes.memory.kinds import Kind
 from nanohermes.memory.project import project_key
 from nanohermes.memory.security import redact
 from nanohermes.memory.store import MEMORY_FILE, MemoryStats, MemoryStore, recall_for_turn
@@ -47,7 +47,6 @@ __all__ = [
     "INJECT_CHAR_BUDGET",
     "INJECT_TOP_K",
     "K1",
-    "KIND_NAMES",
     "MAX_CONTEXT",
     "MAX_ENTRIES",
     "MAX_KEYS",

@@ -64,19 +64,10 @@ class SessionData:
     archive_bytes: int = 0
 
     def header(self) -> dict[str, Any]:
-        return {
-            "version": SESSION_VERSION,
-            "id": self.id,
-            "created": self.created,
-            "updated": self.updated,
-            "model": self.model,
-            "workspace": self.workspace,
-            "title": self.title,
-            "message_count": len(self.messages),
-            "archived": self.archived,
-            "archive_bytes": self.archive_bytes,
-            "usage": self.usage.to_dict(),
-        }
+        names = ("id", "created", "updated", "model", "workspace", "title")
+        header = {"version": SESSION_VERSION} | {name: getattr(self, name) for name in names}
+        header |= {"message_count": len(self.messages), "archived": self.archived}
+        return header | {"archive_bytes": self.archive_bytes, "usage": self.usage.to_dict()}
 
 
 @dataclass
