@@ -25,9 +25,10 @@ class Kind(StrEnum):
     @property
     def eviction_rank(self) -> int:
         """0 is evicted last (preference), 3 first (fact): the order of the kinds."""
-        return list(Kind).index(self)
+        return _RANKS[self]
 
 
+_RANKS = {kind: rank for rank, kind in enumerate(Kind)}
 _LABELS = {Kind.PREFERENCE: ("Preference", "偏好"), Kind.CORRECTION: ("Correction", "纠正")}
 _LABELS |= {Kind.LESSON: ("Lesson", "经验"), Kind.FACT: ("Fact", "事实")}
 _ALIASES = {kind.value: kind for kind in Kind} | {"pref": Kind.PREFERENCE, "feedback": Kind.CORRECTION}

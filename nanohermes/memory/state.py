@@ -22,9 +22,6 @@ from nanohermes.memory.text import is_duplicate, normalize, weight
 
 HEAD = 8
 REJOIN = 256
-Rank = tuple[bool, int, int, int]
-"""(live, −eviction rank, last use, order): the smallest is evicted first. A never-used entry counts
-from when it was saved, so a memory just learnt is not the first to go."""
 
 
 class Keys:
@@ -77,10 +74,6 @@ class Keys:
         return {order for order in found if order in self.key_of}
 
 
-def _rank(entry: Entry, order: int) -> Rank:
-    return (not entry.superseded_by, -entry.kind.eviction_rank, max(entry.used_ts, entry.ts), order)
-
-
 class State:
     """`entries`: {order: entry} in file order; `kept` the items this version cannot use (written
     back), `top` the unknown top-level fields. `adopt` takes each entry read, changed, or refuses it
@@ -120,7 +113,6 @@ class State:
         self._lines: dict[int, bytes] | None = None
         self._keys: Keys | None = None
         self._index: Index | None = None
-        self._heap: list[Rank] = []
 
     def get(self, entry_id: str) -> Entry | None:
         order = self.order_of.get(entry_id)
@@ -192,8 +184,6 @@ class State:
             self._index.add(order, entry, self.doc(entry))
         elif self._index is not None and order in self._index.docs:  # replaced: no longer searched
             self._index.remove(order)
-        if self._heap:
-            heapq.heappush(self._heap, _rank(entry, order))
         return order
 
     def remove(self, order: int) -> None:
@@ -206,15 +196,14 @@ class State:
             self._index.remove(order)
 
     def evict(self, limit: int) -> None:
-        """Remove entries in eviction order until at most `limit` remain (stale ranks skipped)."""
-        while len(self.entries) > limit:
-            if not self._heap or len(self._heap) > 2 * len(self.entries) + 64:
-                self._heap = [_rank(entry, order) for order, entry in self.entries.items()]
-                heapq.heapify(self._heap)
-            rank = heapq.heappop(self._heap)
-            entry = self.entries.get(rank[-1])
-            if entry is not None and _rank(entry, rank[-1]) == rank:
-                self.remove(rank[-1])
+        """Remove the entries first in eviction order until at most `limit` remain: replaced ones, then
+        the least protected kind, least recently used (a never-used one from when it was saved)."""
+        ranked = (
+            (not entry.superseded_by, -entry.kind.eviction_rank, max(entry.used_ts, entry.ts), order)
+            for order, entry in self.entries.items()
+        )
+        for *_, order in heapq.nsmallest(len(self.entries) - limit, ranked):
+            self.remove(order)
 
 
 def _line(entry: Entry) -> bytes:

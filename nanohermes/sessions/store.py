@@ -281,13 +281,7 @@ def read_header(path: Path) -> dict[str, Any] | None:
         data = SessionFile(path).load()
     except SessionError:
         return None
-    return {
-        "version": 1,
-        "updated": data.updated,
-        "workspace": data.workspace,
-        "title": title_of(data.messages),
-        "message_count": len(data.messages),
-    }
+    return data.header() | {"version": 1, "title": title_of(data.messages)}
 
 
 def nesting(value: Any) -> int:
