@@ -1,6 +1,6 @@
 """One version of memory.json as a store holds it, with what it derives from the entries (made when
 first needed, then changed in place). Every entry has an order number, increasing in file order and
-never reused, by which the index, the duplicate keys and the eviction heap name it.
+never reused, by which the index and the duplicate keys name it.
 
 `Keys` finds duplicate candidates (SPEC §3.4) without a Python loop over every key, so an import of
 5,000 stays about linear: equal keys by a dict; weighty stored keys inside the new key by their first

@@ -266,8 +266,7 @@ class SessionFile:
 
 
 def read_header(path: Path) -> dict[str, Any] | None:
-    """From the file's first few kilobytes, or a version 1 file's from the whole file; None when
-    unreadable."""
+    """From the file's first few kilobytes (a version 1 file's: the whole file); None when unreadable."""
     try:
         with path.open("rb") as handle:
             head = handle.read(HEADER_READ).decode("utf-8", "replace")
