@@ -57,10 +57,6 @@ MAX_KEY_INPUT = 400  # characters of one distilled search key that are checked (
 MAX_DISTILLED = 8  # memories one distillation may save: a hostile reply of hundreds would evict them all
 
 
-Distilled = NewMemory
-"""One memory proposed by the distiller: kind, text, keys and scope (None: the kind's default)."""
-
-
 def worth_distilling(user_text: str, had_tools: bool) -> bool:
     """Whether a completed turn deserves a distillation call (cheap, no model)."""
     text = user_text.strip()

@@ -17,10 +17,10 @@ from typing import Any
 from nanohermes.core.errors import JSON_ERRORS, SessionError, json_problem, reason
 from nanohermes.core.fileio import atomic_write, ensure_private_dir, read_regular, write_all, write_target
 from nanohermes.core.types import MAX_COUNT, Message, Usage, as_count, message_problem, message_text
+from nanohermes.memory.security import redact_secrets
 
 SESSION_VERSION = 2
 REDACTED = "[redacted]"
-MIN_SECRET_CHARS = 8  # a shorter key (`none`, `dummy` for a local server) is no secret
 ARCHIVE_SUFFIX = ".archive.jsonl"
 HEADER_READ = 16 * 1024
 _MESSAGES_KEY = ',"messages":'
@@ -81,7 +81,7 @@ class Snapshot:
 
     def text(self, archive_bytes: int) -> str:
         header = _json({**self.header, "archive_bytes": archive_bytes})
-        return redact(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets)
+        return redact_secrets(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets, REDACTED)
 
 
 def _json(value: Any) -> str:
@@ -92,15 +92,6 @@ def encode(text: str) -> bytes:
     """JSON text as UTF-8; a lone surrogate (a file name that is not UTF-8, half of a split emoji)
     is written as its JSON escape, which loads back as the same string."""
     return text.encode("utf-8", "backslashreplace")
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """Each secret replaced by REDACTED, also where it is written JSON-escaped."""
-    for secret in secrets:
-        if len(secret) >= MIN_SECRET_CHARS:
-            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
-            text = text.replace(secret, REDACTED).replace(escaped, REDACTED)
-    return text
 
 
 def title_of(messages: list[Message]) -> str:
@@ -216,7 +207,7 @@ class SessionFile:
                 os.ftruncate(fd, expected)
                 size = expected
             if lines:
-                data = encode(redact("".join(line + "\n" for line in lines), secrets))
+                data = encode(redact_secrets("".join(line + "\n" for line in lines), secrets, REDACTED))
                 os.lseek(fd, size, os.SEEK_SET)
                 write_all(fd, data)
                 os.fsync(fd)
