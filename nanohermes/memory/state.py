@@ -157,13 +157,8 @@ class State:
 
     def duplicate(self, text: str, skip: int | None = None) -> int | None:
         """The order of the entry `text` duplicates, those the store sees first; never `skip`."""
-        key = normalize(text)
-        found = [
-            order
-            for order in sorted(self.keys().candidates(key))
-            if order != skip
-            and is_duplicate(text, self.entries[order].text, key, normalize(self.entries[order].text))
-        ]
+        candidates = sorted(self.keys().candidates(normalize(text)))
+        found = [o for o in candidates if o != skip and is_duplicate(text, self.entries[o].text)]
         return next((o for o in found if self.sees(self.entries[o])), found[0] if found else None)
 
     def put(self, entry: Entry, order: int | None = None) -> int:
