@@ -117,14 +117,13 @@ class SessionFile:
         except FileNotFoundError:
             return False
         except OSError as err:
-            raise self._refused("a symlink loop" if err.errno == errno.ELOOP else reason(err)) from None
-        if not stat.S_ISREG(mode):
-            raise self._refused("a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device")
-        return True
-
-    def _refused(self, what: str) -> SessionError:
+            what = "a symlink loop" if err.errno == errno.ELOOP else reason(err)
+        else:
+            if stat.S_ISREG(mode):
+                return True
+            what = "a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device"
         problem = f"session file {self.path} is {what}, not a session file; it was left untouched"
-        return SessionError(problem, LINK_HINT)
+        raise SessionError(problem, LINK_HINT)
 
     def _corrupt(self, problem: str) -> SessionError:
         return SessionError(f"session file {self.path} {problem}; it was left untouched", FRESH_HINT)
