@@ -57,9 +57,7 @@ class Keys:
     def candidates(self, key: str) -> set[int]:
         """The orders of the entries whose key may equal, contain or lie inside `key`."""
         found = set(self._equal.get(key, ()))
-        if "\0" in key:  # the joined keys cannot tell where such a key is
-            found.update(order for order, theirs in self.key_of.items() if key in theirs)
-        elif weight(key) >= DUPLICATE_MIN_WEIGHT:
+        if weight(key) >= DUPLICATE_MIN_WEIGHT:  # (no new text holds a NUL: `prepare` refuses controls)
             position = self._joined.find(key)
             while position >= 0:
                 i = bisect.bisect_right(self._starts, position) - 1
