@@ -3,7 +3,7 @@ no UI. Every name of SPEC §3.0 is importable from here."""
 
 from __future__ import annotations
 
-from nanohermes.memory.block import BLOCK_END, BLOCK_START, Recall, render_block, set_block
+from nanohermes.memory.block import BLOCK_END, BLOCK_START, render_block, set_block
 from nanohermes.memory.constants import (
     CONTEXT_WEIGHT,
     EXCERPT_CHARS,
@@ -13,13 +13,11 @@ from nanohermes.memory.constants import (
     K1,
     MAX_CONTEXT,
     MAX_ENTRIES,
-    MAX_KEYS,
     MAX_TEXT,
     B,
 )
 from nanohermes.memory.distill import (
     DISTILL_SYSTEM_PROMPT,
-    Distilled,
     distill_messages,
     excerpt_from,
     parse_distill,
@@ -27,11 +25,10 @@ from nanohermes.memory.distill import (
     worth_distilling,
 )
 from nanohermes.memory.entry import Entry
-from nanohermes.memory.index import Explanation, TermScore
-from nanohermes.memory.kinds import KIND_NAMES, Kind
+from nanohermes.memory.kinds import Kind
 from nanohermes.memory.project import project_key
 from nanohermes.memory.security import redact
-from nanohermes.memory.store import MEMORY_FILE, MemoryStats, MemoryStore, recall_for_turn
+from nanohermes.memory.store import MemoryStore, recall_for_turn
 from nanohermes.memory.team import TeamStore, workspace_store
 from nanohermes.memory.text import analyze, normalize, tokenize
 from nanohermes.memory.tools import forget_memory, resolve_id, save_memory, search_memory
@@ -47,21 +44,13 @@ __all__ = [
     "INJECT_CHAR_BUDGET",
     "INJECT_TOP_K",
     "K1",
-    "KIND_NAMES",
     "MAX_CONTEXT",
     "MAX_ENTRIES",
-    "MAX_KEYS",
     "MAX_TEXT",
-    "MEMORY_FILE",
-    "Distilled",
     "Entry",
-    "Explanation",
     "Kind",
-    "MemoryStats",
     "MemoryStore",
-    "Recall",
     "TeamStore",
-    "TermScore",
     "analyze",
     "distill_messages",
     "excerpt_from",

@@ -6,19 +6,16 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nanohermes.core.errors import JSON_ERRORS, MemoryRejected
 from nanohermes.core.types import Message, message_text
 from nanohermes.memory.constants import EXCERPT_CHARS, EXCERPT_MESSAGE_CHARS, MAX_KEYS
-from nanohermes.memory.entry import clean_keys
+from nanohermes.memory.entry import Entry, clean_keys
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.security import checked_part
+from nanohermes.memory.store import MemoryStore
 from nanohermes.memory.writing import NewMemory, parse_scope, target_project
-
-if TYPE_CHECKING:
-    from nanohermes.memory.entry import Entry
-    from nanohermes.memory.store import MemoryStore
 
 DISTILL_SYSTEM_PROMPT = """\
 You extract durable long-term memories for a coding assistant from a finished conversation turn.
@@ -55,10 +52,6 @@ _MARKERS_EN = re.compile(
 WORTH_MIN_CHARS = 24
 MAX_KEY_INPUT = 400  # characters of one distilled search key that are checked (40 are kept)
 MAX_DISTILLED = 8  # memories one distillation may save: a hostile reply of hundreds would evict them all
-
-
-Distilled = NewMemory
-"""One memory proposed by the distiller: kind, text, keys and scope (None: the kind's default)."""
 
 
 def worth_distilling(user_text: str, had_tools: bool) -> bool:

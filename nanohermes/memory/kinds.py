@@ -25,17 +25,12 @@ class Kind(StrEnum):
     @property
     def eviction_rank(self) -> int:
         """0 is evicted last (preference), 3 first (fact): the order of the kinds."""
-        return list(Kind).index(self)
+        return _RANKS[self]
 
 
-KIND_NAMES: tuple[str, ...] = tuple(kind.value for kind in Kind)
+_RANKS = {kind: rank for rank, kind in enumerate(Kind)}
 _LABELS = {Kind.PREFERENCE: ("Preference", "偏好"), Kind.CORRECTION: ("Correction", "纠正")}
 _LABELS |= {Kind.LESSON: ("Lesson", "经验"), Kind.FACT: ("Fact", "事实")}
 _ALIASES = {kind.value: kind for kind in Kind} | {"pref": Kind.PREFERENCE, "feedback": Kind.CORRECTION}
 _ALIASES |= {"lesson-learned": Kind.LESSON, "lesson_learned": Kind.LESSON, "experience": Kind.LESSON}
 _ALIASES |= {"project": Kind.FACT}
-
-
-def unknown_kind_message(value: object) -> str:
-    """One line naming the four kinds, for a kind that does not parse."""
-    return f"unknown memory kind {str(value)!r}; use one of: {', '.join(KIND_NAMES)}"

@@ -140,8 +140,7 @@ class MemoryFile:
         return broken
 
     def acquire(self) -> contextlib.AbstractContextManager[object]:
-        """Take the cross-process lock in the memory directory (made 0700 if missing), or StoreError;
-        a context that releases it."""
+        """The cross-process lock, taken (the directory made 0700 if missing), as a context; or StoreError."""
         try:
             if self.shared:
                 self.dir.mkdir(exist_ok=True)

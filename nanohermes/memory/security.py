@@ -114,14 +114,18 @@ def controls_shown(text: str) -> str:
     return _CONTROL.sub(lambda found: repr(found.group(0))[1:-1], text)
 
 
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every secret replaced by [REDACTED]: each of `secrets` (the configured API key, also
-    JSON-escaped), then the shapes of SPEC §6."""
+def redact_secrets(text: str, secrets: Iterable[str], marker: str = REDACTED) -> str:
+    """`text` with each of `secrets` (the configured API key) replaced by `marker`, also JSON-escaped."""
     for secret in secrets:
         if len(secret) >= MIN_SECRET_CHARS:
             escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
-            text = text.replace(secret, REDACTED).replace(escaped, REDACTED)
-    text = _PEM.sub(REDACTED, text)
+            text = text.replace(secret, marker).replace(escaped, marker)
+    return text
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with every secret replaced by [REDACTED]: each of `secrets`, then the shapes of SPEC §6."""
+    text = _PEM.sub(REDACTED, redact_secrets(text, secrets))
     text = _TOKENS.sub(REDACTED, text)
     text = _AWS_SECRET.sub(_redact_aws, text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)

@@ -1,6 +1,6 @@
 """One version of memory.json as a store holds it, with what it derives from the entries (made when
 first needed, then changed in place). Every entry has an order number, increasing in file order and
-never reused, by which the index, the duplicate keys and the eviction heap name it.
+never reused, by which the index and the duplicate keys name it.
 
 `Keys` finds duplicate candidates (SPEC §3.4) without a Python loop over every key, so an import of
 5,000 stays about linear: equal keys by a dict; weighty stored keys inside the new key by their first
@@ -22,9 +22,6 @@ from nanohermes.memory.text import is_duplicate, normalize, weight
 
 HEAD = 8
 REJOIN = 256
-Rank = tuple[bool, int, int, int]
-"""(live, −eviction rank, last use, order): the smallest is evicted first. A never-used entry counts
-from when it was saved, so a memory just learnt is not the first to go."""
 
 
 class Keys:
@@ -60,9 +57,7 @@ class Keys:
     def candidates(self, key: str) -> set[int]:
         """The orders of the entries whose key may equal, contain or lie inside `key`."""
         found = set(self._equal.get(key, ()))
-        if "\0" in key:  # the joined keys cannot tell where such a key is
-            found.update(order for order, theirs in self.key_of.items() if key in theirs)
-        elif weight(key) >= DUPLICATE_MIN_WEIGHT:
+        if weight(key) >= DUPLICATE_MIN_WEIGHT:  # (no new text holds a NUL: `prepare` refuses controls)
             position = self._joined.find(key)
             while position >= 0:
                 i = bisect.bisect_right(self._starts, position) - 1
@@ -75,10 +70,6 @@ class Keys:
                     if key.startswith(self.key_of[order], position):
                         found.add(order)
         return {order for order in found if order in self.key_of}
-
-
-def _rank(entry: Entry, order: int) -> Rank:
-    return (not entry.superseded_by, -entry.kind.eviction_rank, max(entry.used_ts, entry.ts), order)
 
 
 class State:
@@ -120,7 +111,6 @@ class State:
         self._lines: dict[int, bytes] | None = None
         self._keys: Keys | None = None
         self._index: Index | None = None
-        self._heap: list[Rank] = []
 
     def get(self, entry_id: str) -> Entry | None:
         order = self.order_of.get(entry_id)
@@ -165,13 +155,8 @@ class State:
 
     def duplicate(self, text: str, skip: int | None = None) -> int | None:
         """The order of the entry `text` duplicates, those the store sees first; never `skip`."""
-        key = normalize(text)
-        found = [
-            order
-            for order in sorted(self.keys().candidates(key))
-            if order != skip
-            and is_duplicate(text, self.entries[order].text, key, normalize(self.entries[order].text))
-        ]
+        candidates = sorted(self.keys().candidates(normalize(text)))
+        found = [o for o in candidates if o != skip and is_duplicate(text, self.entries[o].text)]
         return next((o for o in found if self.sees(self.entries[o])), found[0] if found else None)
 
     def put(self, entry: Entry, order: int | None = None) -> int:
@@ -192,8 +177,6 @@ class State:
             self._index.add(order, entry, self.doc(entry))
         elif self._index is not None and order in self._index.docs:  # replaced: no longer searched
             self._index.remove(order)
-        if self._heap:
-            heapq.heappush(self._heap, _rank(entry, order))
         return order
 
     def remove(self, order: int) -> None:
@@ -206,15 +189,14 @@ class State:
             self._index.remove(order)
 
     def evict(self, limit: int) -> None:
-        """Remove entries in eviction order until at most `limit` remain (stale ranks skipped)."""
-        while len(self.entries) > limit:
-            if not self._heap or len(self._heap) > 2 * len(self.entries) + 64:
-                self._heap = [_rank(entry, order) for order, entry in self.entries.items()]
-                heapq.heapify(self._heap)
-            rank = heapq.heappop(self._heap)
-            entry = self.entries.get(rank[-1])
-            if entry is not None and _rank(entry, rank[-1]) == rank:
-                self.remove(rank[-1])
+        """Remove the entries first in eviction order until at most `limit` remain: replaced ones, then
+        the least protected kind, least recently used (a never-used one from when it was saved)."""
+        ranked = (
+            (not entry.superseded_by, -entry.kind.eviction_rank, max(entry.used_ts, entry.ts), order)
+            for order, entry in self.entries.items()
+        )
+        for *_, order in heapq.nsmallest(len(self.entries) - limit, ranked):
+            self.remove(order)
 
 
 def _line(entry: Entry) -> bytes:

@@ -271,10 +271,12 @@ class MemoryStore:
             return [item for item in checked if isinstance(item, MemoryRejected)]
         with self._writing() as state:
             pairs = zip(memories, checked, strict=True)
-            return [
+            outcomes = [
                 self._put(state, item, new.replaces) if isinstance(item, Entry) else item
                 for new, item in pairs
             ]
+            state.evict(self.max_entries)
+            return outcomes
 
     def forget(self, entry_id: str) -> bool:
         """Delete the entry with this id. False if there is none."""
@@ -311,7 +313,7 @@ class MemoryStore:
             return err
 
     def _put(self, state: State, new: Entry, replaces: str = "") -> bool | MemoryRejected:
-        """Add `new` or merge it into its duplicate (`last_id`), mark what it replaces, evict; added?"""
+        """Add `new` or merge it into its duplicate (`last_id`), mark what it replaces; added?"""
         at = state.order_of.get(replaces)
         old = state.get(replaces)
         if replaces and (old is None or not sees(self.project, old)):
@@ -328,7 +330,6 @@ class MemoryStore:
         state.put(entry, found)
         if old is not None and at is not None:
             state.put(dataclasses.replace(old, superseded_by=entry.id, superseded_ts=new.ts), at)
-        state.evict(self.max_entries)
         self.last_id = entry.id
         return found is None
 

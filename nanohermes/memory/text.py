@@ -60,12 +60,9 @@ def has_negation(text: str) -> bool:
     )
 
 
-def is_duplicate(
-    new_text: str, old_text: str, new_key: str | None = None, old_key: str | None = None
-) -> bool:
+def is_duplicate(new_text: str, old_text: str) -> bool:
     """Equal keys, or one contains the other and the shorter weighs ≥ 12 — unless exactly one negates."""
-    new_key = normalize(new_text) if new_key is None else new_key
-    old_key = normalize(old_text) if old_key is None else old_key
+    new_key, old_key = normalize(new_text), normalize(old_text)
     if new_key != old_key:
         shorter, longer = (new_key, old_key) if len(new_key) <= len(old_key) else (old_key, new_key)
         if not shorter or shorter not in longer or weight(shorter) < DUPLICATE_MIN_WEIGHT:

@@ -14,8 +14,7 @@ def save_memory(
     store: MemoryStore, kind: str, text: str, scope: str | None = None, replaces: str | None = None
 ) -> str:
     """memory_save: store one memory (source `tool`), perhaps replacing the memory `replaces`."""
-    if isinstance(text, str):
-        text = checked_part(text)  # what is stored comes from its head; _save_risk checked the same
+    text = checked_part(text)  # what is stored comes from its head; _save_risk checked the same
     old = resolve_id(store, replaces, "memory_search shows ids") if replaces else ""
     try:
         added = store.remember(kind, text, source="tool", scope=scope, replaces=old)
@@ -28,13 +27,10 @@ def save_memory(
 
 def search_memory(store: MemoryStore, query: str, k: int = 4) -> str:
     """memory_search: the best k memories for `query`, with id, kind, score and text."""
-    if not isinstance(query, str) or not query.strip():
+    if not query.strip():  # the tool layer has checked the types
         raise ToolError("memory_search needs a non-empty query")
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise ToolError(f"k must be an integer, not {k!r}")
-    k = max(1, min(k, MAX_SEARCH_K))
     try:
-        hits = store.search(query, top_k=k)
+        hits = store.search(query, top_k=max(1, min(k, MAX_SEARCH_K)))
     except StoreError as err:
         raise ToolError(err.one_line()) from None
     if not hits:
@@ -46,16 +42,15 @@ def search_memory(store: MemoryStore, query: str, k: int = 4) -> str:
 
 def forget_memory(store: MemoryStore, memory_id: str) -> str:
     """memory_forget: delete one memory by its id (as shown by memory_search)."""
-    if not isinstance(memory_id, str) or not memory_id.strip():
+    if not memory_id.strip():
         raise ToolError("memory_forget needs the id of a memory (memory_search shows ids)")
     memory_id = resolve_id(store, memory_id, "memory_search shows ids")
-    entry = store.get(memory_id)
     try:
-        removed = entry is not None and store.forget(memory_id)
+        entry = store.get(memory_id)
+        if entry is None or not store.forget(memory_id):  # forgotten by another process meanwhile
+            raise ToolError(f"no memory with id {memory_id!r}; memory_search shows ids")
     except StoreError as err:
         raise ToolError(err.one_line()) from None
-    if not removed or entry is None:
-        raise ToolError(f"no memory with id {memory_id!r}; memory_search shows ids")
     left = len(store.visible())
     return f"Forgot memory {memory_id} ({entry.kind.value}: {entry.text}); {left} memories left"
 

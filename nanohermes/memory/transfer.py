@@ -82,14 +82,13 @@ def _parse_json(text: str) -> list[Importable]:
     if not isinstance(items, list):
         raise MemoryRejected("JSON import needs a list of memories (or a memory.json with 'entries')")
     found: list[Importable] = []
-    for number, item in enumerate(items, start=1):
-        kind = Kind.parse(item.get("kind")) if isinstance(item, dict) else None
-        body = item.get("text") if isinstance(item, dict) else None
+    for number, raw in enumerate(items, start=1):
+        item = raw if isinstance(raw, dict) else {}
+        kind, body = Kind.parse(item.get("kind")), item.get("text")
         if kind is None or not isinstance(body, str) or not body.strip():
             if whole_file:
                 continue
             raise MemoryRejected(f"item {number}: needs a known kind and a non-empty text")
-        assert isinstance(item, dict)
         context, project = item.get("context"), item.get("project")
         keys = clean_keys(item.get("keys"), cut=False)  # `remember` redacts, then cuts
         project = project.strip() if isinstance(project, str) and project.strip() else None

@@ -11,7 +11,7 @@ from nanohermes.core.errors import MemoryRejected
 from nanohermes.core.types import valid_text
 from nanohermes.memory.constants import MAX_CONTEXT, MAX_TEXT
 from nanohermes.memory.entry import Entry, clean_keys
-from nanohermes.memory.kinds import Kind, unknown_kind_message
+from nanohermes.memory.kinds import Kind
 from nanohermes.memory.security import redact, refusal_reason, risky_instruction, unsafe_removed
 from nanohermes.memory.text import cut_text, normalize
 
@@ -36,7 +36,7 @@ def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: s
     line and cut; a risky distilled text refused (SPEC §3.7). Raises MemoryRejected."""
     kind, text = Kind.parse(memory.kind), memory.text
     if kind is None:
-        raise MemoryRejected(unknown_kind_message(memory.kind))
+        raise MemoryRejected(f"unknown memory kind {str(memory.kind)!r}; use one of: {', '.join(Kind)}")
     if not isinstance(text, str):
         raise MemoryRejected(f"memory text must be a string, not {type(text).__name__}")
     text = valid_text(text).strip()

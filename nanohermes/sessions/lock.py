@@ -1,7 +1,6 @@
 """One writer per session (SPEC §4.4): an OS lock on `<session file>.lock`, dropped by the OS when the
 holder dies. A release removes the file while still holding it, so a new holder checks that the file
-it locked is still the one at the path (else it tries again): two processes never both hold a session.
-"""
+it locked is still the one at the path (else it tries again): two processes never both hold a session."""
 
 from __future__ import annotations
 
@@ -53,8 +52,7 @@ class SessionLock:
 
     @classmethod
     def acquire(cls, session_path: Path) -> SessionLock:
-        """Raises SessionInUse when another process holds it, SessionError when the lock file cannot
-        be created."""
+        """SessionInUse when another process holds it, SessionError when the lock file cannot be made."""
         path = lock_path(session_path)
         for _ in range(LOCK_TRIES):
             fd = _open_lock_file(path, session_path)

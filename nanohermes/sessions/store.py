@@ -17,10 +17,10 @@ from typing import Any
 from nanohermes.core.errors import JSON_ERRORS, SessionError, json_problem, reason
 from nanohermes.core.fileio import atomic_write, ensure_private_dir, read_regular, write_all, write_target
 from nanohermes.core.types import MAX_COUNT, Message, Usage, as_count, message_problem, message_text
+from nanohermes.memory.security import redact_secrets
 
 SESSION_VERSION = 2
 REDACTED = "[redacted]"
-MIN_SECRET_CHARS = 8  # a shorter key (`none`, `dummy` for a local server) is no secret
 ARCHIVE_SUFFIX = ".archive.jsonl"
 HEADER_READ = 16 * 1024
 _MESSAGES_KEY = ',"messages":'
@@ -64,19 +64,10 @@ class SessionData:
     archive_bytes: int = 0
 
     def header(self) -> dict[str, Any]:
-        return {
-            "version": SESSION_VERSION,
-            "id": self.id,
-            "created": self.created,
-            "updated": self.updated,
-            "model": self.model,
-            "workspace": self.workspace,
-            "title": self.title,
-            "message_count": len(self.messages),
-            "archived": self.archived,
-            "archive_bytes": self.archive_bytes,
-            "usage": self.usage.to_dict(),
-        }
+        names = ("id", "created", "updated", "model", "workspace", "title")
+        header = {"version": SESSION_VERSION} | {name: getattr(self, name) for name in names}
+        header |= {"message_count": len(self.messages), "archived": self.archived}
+        return header | {"archive_bytes": self.archive_bytes, "usage": self.usage.to_dict()}
 
 
 @dataclass
@@ -90,7 +81,7 @@ class Snapshot:
 
     def text(self, archive_bytes: int) -> str:
         header = _json({**self.header, "archive_bytes": archive_bytes})
-        return redact(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets)
+        return redact_secrets(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets, REDACTED)
 
 
 def _json(value: Any) -> str:
@@ -101,15 +92,6 @@ def encode(text: str) -> bytes:
     """JSON text as UTF-8; a lone surrogate (a file name that is not UTF-8, half of a split emoji)
     is written as its JSON escape, which loads back as the same string."""
     return text.encode("utf-8", "backslashreplace")
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """Each secret replaced by REDACTED, also where it is written JSON-escaped."""
-    for secret in secrets:
-        if len(secret) >= MIN_SECRET_CHARS:
-            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
-            text = text.replace(secret, REDACTED).replace(escaped, REDACTED)
-    return text
 
 
 def title_of(messages: list[Message]) -> str:
@@ -135,14 +117,13 @@ class SessionFile:
         except FileNotFoundError:
             return False
         except OSError as err:
-            raise self._refused("a symlink loop" if err.errno == errno.ELOOP else reason(err)) from None
-        if not stat.S_ISREG(mode):
-            raise self._refused("a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device")
-        return True
-
-    def _refused(self, what: str) -> SessionError:
+            what = "a symlink loop" if err.errno == errno.ELOOP else reason(err)
+        else:
+            if stat.S_ISREG(mode):
+                return True
+            what = "a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device"
         problem = f"session file {self.path} is {what}, not a session file; it was left untouched"
-        return SessionError(problem, LINK_HINT)
+        raise SessionError(problem, LINK_HINT)
 
     def _corrupt(self, problem: str) -> SessionError:
         return SessionError(f"session file {self.path} {problem}; it was left untouched", FRESH_HINT)
@@ -225,7 +206,7 @@ class SessionFile:
                 os.ftruncate(fd, expected)
                 size = expected
             if lines:
-                data = encode(redact("".join(line + "\n" for line in lines), secrets))
+                data = encode(redact_secrets("".join(line + "\n" for line in lines), secrets, REDACTED))
                 os.lseek(fd, size, os.SEEK_SET)
                 write_all(fd, data)
                 os.fsync(fd)
@@ -275,8 +256,7 @@ class SessionFile:
 
 
 def read_header(path: Path) -> dict[str, Any] | None:
-    """From the file's first few kilobytes, or a version 1 file's from the whole file; None when
-    unreadable."""
+    """From the file's first few kilobytes (a version 1 file's: the whole file); None when unreadable."""
     try:
         with path.open("rb") as handle:
             head = handle.read(HEADER_READ).decode("utf-8", "replace")
@@ -290,13 +270,7 @@ def read_header(path: Path) -> dict[str, Any] | None:
         data = SessionFile(path).load()
     except SessionError:
         return None
-    return {
-        "version": 1,
-        "updated": data.updated,
-        "workspace": data.workspace,
-        "title": title_of(data.messages),
-        "message_count": len(data.messages),
-    }
+    return data.header() | {"version": 1, "title": title_of(data.messages)}
 
 
 def nesting(value: Any) -> int:

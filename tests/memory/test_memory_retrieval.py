@@ -21,9 +21,9 @@ from nanohermes.memory import (
     render_block,
     save_distilled,
 )
-from nanohermes.memory.distill import Distilled
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.text import is_stop_word, stem, tokenize
+from nanohermes.memory.writing import NewMemory
 
 
 @pytest.mark.parametrize(
@@ -188,7 +188,7 @@ def test_context_weighs_less_than_the_text(tmp_path: Path) -> None:
 
 def test_distillation_stores_the_user_message_as_context(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path)
-    items = [Distilled(Kind.PREFERENCE, "Answer in short bullet points")]
+    items = [NewMemory(Kind.PREFERENCE, "Answer in short bullet points")]
     assert save_distilled(store, items, context="please keep replies terse, I read them on my phone") == 1
     assert store.load()[0].context == "please keep replies terse, I read them on my phone"
     assert store.search("phone")[0][1].text == "Answer in short bullet points"

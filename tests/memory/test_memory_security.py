@@ -230,16 +230,17 @@ def test_keys_with_control_characters_are_dropped_and_context_is_cleaned(tmp_pat
 
 def test_memory_save_and_distillation_refuse_a_control_sequence(tmp_path: Path) -> None:
     from nanohermes.core.errors import ToolError
-    from nanohermes.memory.distill import Distilled, save_distilled
+    from nanohermes.memory.distill import save_distilled
     from nanohermes.memory.tools import save_memory
+    from nanohermes.memory.writing import NewMemory
 
     store = MemoryStore(tmp_path)
     with pytest.raises(ToolError, match="U\\+001B"):
         save_memory(store, "preference", "answer \x1b[8m hidden \x1b[0m briefly")
     rejected: list[tuple[str, str]] = []
     items = [
-        Distilled(Kind.FACT, "ci \x1b]8;;https://x.example\x1b\\runs\x1b]8;;\x1b\\ on push"),
-        Distilled(Kind.FACT, "CI runs on every push"),
+        NewMemory(Kind.FACT, "ci \x1b]8;;https://x.example\x1b\\runs\x1b]8;;\x1b\\ on push"),
+        NewMemory(Kind.FACT, "CI runs on every push"),
     ]
     assert save_distilled(store, items, on_rejected=lambda text, why: rejected.append((text, why))) == 1
     assert [why for _, why in rejected] == [
