@@ -27,7 +27,7 @@ def image_kind(head: bytes) -> str | None:
 
 
 def load_image(workspace: Workspace, path: str, granted: frozenset[Path] = frozenset()) -> str:
-    fd = workspace.open_file(workspace.resolve(path, granted), os.O_RDONLY)
+    fd = workspace.open_file(workspace.resolve(path, granted))
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > IMAGE_MAX_BYTES:
