@@ -94,12 +94,12 @@ class HookRunner:
 
     def _execute(self, hook: Hook, data: bytes, cancel: CancelToken) -> tuple[int | None, str]:
         """(exit code, None when it timed out; its stderr). Raises Cancelled on Ctrl-C."""
-        err = CappedBuffer(OUTPUT_CAP)
+        out, err = CappedBuffer(0), CappedBuffer(OUTPUT_CAP)  # stdout is ignored
         with tempfile.TemporaryFile() as stdin:  # not a pipe: a hook that never reads it cannot block us
             stdin.write(data)
             stdin.seek(0)
             code, timed_out, _ = run_command(
-                hook.command, self.sandbox, self.workspace, hook.timeout, cancel, err, stdin=stdin
+                hook.command, self.sandbox, self.workspace, hook.timeout, cancel, out, err, stdin=stdin
             )
         return None if timed_out else code, err.text()
 

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.config.settings import PERMISSION_MODES
 from nanohermes.core.cancel import CancelToken
-from nanohermes.core.errors import INTERRUPTED, Cancelled, ConfigError, NanoHermesError
+from nanohermes.core.errors import INTERRUPTED, Cancelled, NanoHermesError
 from nanohermes.core.events import Event, Note, ToolFinished, ToolStarted
 from nanohermes.core.protocols import ApprovalRequest, Approver, ChangeGuard, Decision
 from nanohermes.core.types import ToolCall, ToolResult, shorten
@@ -80,8 +79,7 @@ class ToolRunner:
         self._always: set[str] = set()
         self._granted: set[Path] = set()
         self._asking = threading.Lock()  # sub-agents in parallel `task` calls share this runner
-        self.permission = "ask"
-        self.set_permission(permission)
+        self.permission = permission
         search = SearchTools(self.workspace)
         self._tools: dict[str, Tool] = {
             tool.name: tool
@@ -112,15 +110,13 @@ class ToolRunner:
         self._sources.append(source)
 
     def _all_tools(self) -> dict[str, Tool]:
-        if not self._sources:
-            return self._tools
         tools = {tool.name: tool for source in self._sources for tool in source()}
         tools.update(self._tools)
         return tools
 
-    def set_permission(self, mode: str) -> None:
-        if mode not in PERMISSION_MODES:
-            raise ConfigError(f"unknown permission mode {mode!r}", hint="use read-only, ask or auto")
+    def set_permission(
+        self, mode: str
+    ) -> None:  # read-only, ask or auto: checked by the settings and commands
         self.permission = mode
 
     def _offered(self, tool: Tool) -> bool:

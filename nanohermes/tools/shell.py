@@ -126,7 +126,7 @@ class ShellTool:
             raise ToolError("command is empty")
         limit, note = self._timeout(timeout)
         out, err = CappedBuffer(self.max_chars), CappedBuffer(self.max_chars)
-        code, timed_out, held = run_command(command, self.sandbox, self.cwd, limit, ctx.cancel, err, out)
+        code, timed_out, held = run_command(command, self.sandbox, self.cwd, limit, ctx.cancel, out, err)
         if timed_out:
             head = f"timed out after {limit:g} s: the command and its process group were killed"
         elif code is not None and code < 0:
@@ -174,18 +174,17 @@ def run_command(
     cwd: Path,
     limit: float,
     cancel: CancelToken,
+    out: CappedBuffer,
     err: CappedBuffer,
-    out: CappedBuffer | None = None,
     stdin: int | IO[bytes] = subprocess.DEVNULL,
 ) -> tuple[int | None, bool, str]:
     """(exit code, whether it ran past `limit`, "stopped"/"escaped" when background processes kept its
-    output open). stdout is discarded without `out`. Raises Cancelled, or ToolError."""
+    output open). Raises Cancelled, or ToolError."""
     cancel.raise_if_cancelled()
     tag = new_tag()
-    process = _start(command, sandbox, cwd, tag, stdin, capture_out=out is not None)
+    process = _start(command, sandbox, cwd, tag, stdin)
     done_reading = threading.Event()
-    pipes = ((process.stdout, out),) if out is not None else ()
-    readers = start_readers(process, tag, (*pipes, (process.stderr, err)), done_reading)
+    readers = start_readers(process, tag, ((process.stdout, out), (process.stderr, err)), done_reading)
     # runs in the cancelling thread: signal only, never wait
     unregister = cancel.on_cancel(lambda: signal_group(process, signal.SIGTERM))
     timed_out = lingering = escaped = False
@@ -211,7 +210,7 @@ def run_command(
 
 
 def _start(
-    command: str, sandbox: Sandbox, cwd: Path, tag: str, stdin: int | IO[bytes], *, capture_out: bool
+    command: str, sandbox: Sandbox, cwd: Path, tag: str, stdin: int | IO[bytes]
 ) -> subprocess.Popen[bytes]:
     windows = sys.platform == "win32"
     argv = sandbox.argv(command)  # None: run it plainly
@@ -222,7 +221,7 @@ def _start(
             cwd=cwd,
             stdin=stdin,
             env=sandbox.environment({**os.environ, TAG_VAR: tag}),  # the tag: see tools/reaper.py
-            stdout=subprocess.PIPE if capture_out else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=not windows,
             creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if windows else 0,
