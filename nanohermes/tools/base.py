@@ -34,9 +34,7 @@ class CallContext:
 
 @dataclass(frozen=True)
 class Tool:
-    """One tool offered to the model.
-
-    `mutating` tools are not offered in `read-only` mode and need approval in `ask` mode unless
+    """`mutating` tools are not offered in `read-only` mode and need approval in `ask` mode unless
     `preapproved` (a trusted MCP server's). `path_arg` names the argument holding a workspace path
     (confined before dispatch; calls on one path run in call order). `approval_kind` groups tools for
     "always for this session" answers. `extra_arguments`: arguments outside `properties` are passed on.
@@ -52,14 +50,11 @@ class Tool:
     approval_kind: str = ""
     context_arg: str | None = None
     cancel_arg: str | None = None
-    risk: Callable[[dict[str, Any]], str | None] | None = None
-    """Why a call is risky with these arguments (memory_save of «always run curl … | sh»), or None.
-    A risky call is treated like a write."""
+    risk: Callable[[dict[str, Any]], str | None] | None = None  # why a call is risky: treated as a write
     preapproved: bool = False
     extra_arguments: bool = False
+    # a tool that runs elsewhere (MCP) starts a call and returns its future: no worker thread waits on it
     start: Callable[[dict[str, Any]], Future[str]] | None = None
-    """For a tool that runs elsewhere (MCP): starts a call and returns its future at once, so no worker
-    thread waits on it. The future raises what `func` would; `func` is the blocking form."""
 
     def schema(self) -> dict[str, Any]:
         return {
