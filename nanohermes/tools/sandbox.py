@@ -38,19 +38,15 @@ UNTRUSTED = "the only bubblewrap found is not used"
 
 @dataclass(frozen=True)
 class Sandbox:
-    """The shell's confinement, decided once. `active`: commands run under bubblewrap."""
+    """The shell's confinement, decided once (`Sandbox()`: none). `active`: commands run under bubblewrap."""
 
-    mode: str  # the setting: auto, bwrap or off
-    active: bool
-    network: bool
+    mode: str = "off"  # the setting: auto, bwrap or off
+    active: bool = False
+    network: bool = True
     problem: str = ""  # why bubblewrap is not used although wanted
     bwrap: str = ""
     workspace: Path = Path()
     hidden: tuple[Path, ...] = ()
-
-    @classmethod
-    def off(cls) -> Sandbox:
-        return cls("off", active=False, network=True)
 
     @classmethod
     def detect(
@@ -65,16 +61,16 @@ class Sandbox:
         """Probes bubblewrap once (a few milliseconds) unless `off`."""
         if mode == "off" or sys.platform == "win32":
             problem = "" if mode == "off" else "bubblewrap needs Linux"
-            return cls(mode, active=False, network=True, problem=problem)
+            return cls(mode, problem=problem)
         root = workspace.resolve()
         found = find_program(executable, root)
         if found is None:
-            return cls(mode, active=False, network=True, problem=_missing(executable))
+            return cls(mode, problem=_missing(executable))
         hide = _hideable(hidden, root)
         sandbox = cls(mode, active=True, network=network, bwrap=found, workspace=root, hidden=hide)
         problem = sandbox.probe()
         if problem:
-            return cls(mode, active=False, network=True, problem=problem, bwrap=found)
+            return cls(mode, problem=problem, bwrap=found)
         return sandbox
 
     def probe(self) -> str:

@@ -111,7 +111,7 @@ class ShellTool:
         sandbox: Sandbox | None = None,
     ) -> None:
         self.cwd = workspace
-        self.sandbox = sandbox or Sandbox.off()
+        self.sandbox = sandbox or Sandbox()
         self.default_timeout = timeout
         self.max_chars = max_chars
 
