@@ -116,8 +116,6 @@ def tool_from_function(
     required: list[str] = []
     context_arg = cancel_arg = None
     for param in inspect.signature(func).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
         annotation = hints.get(param.name, str)
         if annotation is CallContext:
             context_arg = param.name

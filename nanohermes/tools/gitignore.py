@@ -75,11 +75,8 @@ class Rule:
     def matches(self, rel: str, is_dir: bool) -> bool:
         if self.dir_only and not is_dir:
             return False
-        if self.base:
-            if not rel.startswith(self.base + "/"):
-                return False
-            rel = rel[len(self.base) + 1 :]
-        return self.glob.matches(rel)
+        # the walk tests only paths under the directory of the rule's .gitignore
+        return self.glob.matches(rel[len(self.base) + 1 :] if self.base else rel)
 
 
 def parse_gitignore(text: str, base: str = "") -> list[Rule]:

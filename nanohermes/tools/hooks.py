@@ -58,7 +58,8 @@ class HookRunner:
             "cwd": str(self.workspace),
         }
         if call is not None:
-            payload |= {"tool_name": call.name, "tool_input": _tool_input(call)}
+            # the runner parsed these arguments before any hook runs
+            payload |= {"tool_name": call.name, "tool_input": json.loads(call.arguments.strip() or "{}")}
         data = json.dumps({**payload, **fields}).encode()  # ASCII: lone surrogates cannot break it
         notes: list[Note] = []
         for hook in hooks:
@@ -111,10 +112,3 @@ def _described(event: str, hook: Hook, code: int | None, stderr: str, seconds: f
         return f"hook {event} {command!r} timed out after {hook.timeout:g} s and was stopped"
     said = f": {shorten(stderr, 200)}" if code and stderr.strip() else ""
     return f"hook {event} {command!r}: exit {code} in {seconds:.2f} s{said}"
-
-
-def _tool_input(call: ToolCall) -> Any:
-    try:
-        return json.loads(call.arguments or "{}")
-    except (ValueError, RecursionError):
-        return call.arguments

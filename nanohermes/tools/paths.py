@@ -129,16 +129,10 @@ def step_into(fd: int, part: str, here: Path, made: list[Path] | None = None) ->
     """Open the directory `part` (the path `here`) inside `fd`; with `made`, create it when missing."""
     flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
     try:
-        try:
-            return os.open(part, flags, dir_fd=fd)
-        except FileNotFoundError:
-            if made is None:
-                raise
-        try:
-            os.mkdir(part, 0o777, dir_fd=fd)
-            made.append(here)
-        except FileExistsError:
-            pass  # made meanwhile by someone else: theirs, never removed
+        if made is not None and _lstat_mode(part, fd) is None:
+            with contextlib.suppress(FileExistsError):  # made meanwhile by someone else: theirs, kept
+                os.mkdir(part, 0o777, dir_fd=fd)
+                made.append(here)
         return os.open(part, flags, dir_fd=fd)
     except OSError as err:
         raise _translate(err, here) from None

@@ -248,8 +248,7 @@ def _wait(process: subprocess.Popen[bytes], limit: float, cancel: CancelToken) -
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=min(remaining, 0.25))
             return False
-    kill_group(process)
-    return False
+    return False  # cancelled: run_command kills what is left
 
 
 def shown_seconds(value: float) -> str:
