@@ -114,10 +114,8 @@ class ToolRunner:
         tools.update(self._tools)
         return tools
 
-    def set_permission(
-        self, mode: str
-    ) -> None:  # read-only, ask or auto: checked by the settings and commands
-        self.permission = mode
+    def set_permission(self, mode: str) -> None:
+        self.permission = mode  # read-only, ask or auto: the settings and commands refuse others
 
     def _offered(self, tool: Tool) -> bool:
         return not (self.permission == "read-only" and tool.mutating)
