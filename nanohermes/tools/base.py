@@ -1,7 +1,6 @@
 """Tools as plain functions: the JSON schema the model sees comes from the signature and the
 docstring's `Args:` section. Parameters annotated `CallContext` or `CancelToken` are not shown to the
-model: the runner passes the call's context / cancel token in them.
-"""
+model: the runner fills them in."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The .gitignore subset that list_files and grep honour, and their glob patterns: comments, blank
 lines, `!` negation, trailing `/` (directories only), anchoring by a leading or inner `/`, `*`, `?`,
-`[...]`, `**`; in every .gitignore from the root down, the last matching rule wins (`is_ignored`).
-"""
+`[...]`, `**`; in every .gitignore from the root down, the last matching rule wins."""
 
 from __future__ import annotations
 

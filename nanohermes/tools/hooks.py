@@ -1,9 +1,6 @@
-"""Hooks (`[hooks]`, Claude Code's contract, SPEC): the user's commands, run at five agent events.
-
-Each gets one JSON event on stdin and runs as `run_shell` runs a command (sandbox, process group,
-timeout). Exit 2 blocks a pre_tool call or a user_prompt, or after post_tool tells the model, with
-stderr as the reason; any other failure is a one-line note and the action goes on.
-"""
+"""Hooks (`[hooks]`, Claude Code's contract): the user's commands at five agent events, each run like
+a `run_shell` command with one JSON event on stdin. Exit 2 blocks a pre_tool call or a user_prompt (or
+after post_tool tells the model), stderr the reason; any other failure is a note and the action goes on."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Images for a model that can see (`model_vision`): `@shot.png` in a user message and `view_image`
-send a workspace file as a data URL, when its first bytes (not its name) say PNG, JPEG, GIF or WebP.
-"""
+"""Images for a model that can see (`model_vision`): `@shot.png` in a user message and `view_image` send
+a workspace file as a data URL, when its first bytes (not its name) say PNG, JPEG, GIF or WebP."""
 
 from __future__ import annotations
 

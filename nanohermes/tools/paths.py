@@ -1,8 +1,7 @@
 """Workspace confinement: a tool path is resolved with every symlink followed, and refused when it
 lands outside unless granted. A symlink swapped in after that check is caught by opening the resolved
 path one component at a time from `/` with `O_NOFOLLOW`, each directory relative to its parent's
-descriptor (without `dir_fd`, on Windows, the opened file is compared with the path re-resolved).
-"""
+descriptor (without `dir_fd`, on Windows, the opened file is compared with the path re-resolved)."""
 
 from __future__ import annotations
 

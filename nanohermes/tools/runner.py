@@ -1,8 +1,6 @@
-"""ToolRunner: the agent's tool executor — which tools are offered, approvals, dispatch, results.
-
-A batch's calls are checked and approved one by one in call order, then run together in a thread pool
-(calls on one path chained in order). Nothing raises out of `run_calls`: every failure is a result.
-"""
+"""ToolRunner: which tools are offered, approvals, dispatch. A batch's calls are checked and approved
+one by one in call order, then run together in a thread pool (calls on one path chained in order).
+Nothing raises out of `run_calls`: every failure is a result."""
 
 from __future__ import annotations
 

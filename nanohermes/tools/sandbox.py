@@ -1,9 +1,6 @@
-"""How `run_shell` commands are confined (SPEC §12): under bubblewrap, or plainly.
-
-Under bubblewrap a command sees the filesystem read-only except the workspace (not its `.git`) and a
-private `/tmp`; nanohermes' own directories are covered, the network cut unless `sandbox_network`, the
-key variables gone. It has no capabilities (also run by root), its own PID namespace, and dies with us.
-"""
+"""How `run_shell` commands are confined (SPEC §12): under bubblewrap (the filesystem read-only but the
+workspace, not its `.git`, and a private `/tmp`; nanohermes' own directories covered, the network cut
+unless `sandbox_network`, no capabilities even for root, its own PID namespace), or plainly."""
 
 from __future__ import annotations
 

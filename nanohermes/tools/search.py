@@ -1,7 +1,6 @@
-"""list_files and grep: walk the workspace the way git sees it (.gitignore honoured, .git skipped).
-Directories are walked through descriptors without following symlinks: a symlink swapped in meanwhile
-cannot lead outside the workspace. FIFOs, sockets and devices are never opened.
-"""
+"""list_files and grep: walk the workspace the way git sees it (.gitignore honoured, .git skipped),
+through descriptors without following symlinks (one swapped in meanwhile cannot lead outside).
+FIFOs, sockets and devices are never opened."""
 
 from __future__ import annotations
 

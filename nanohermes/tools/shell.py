@@ -1,8 +1,6 @@
-"""run_shell (and hooks): a command in its own process group, with a timeout, killable, output capped.
-
-Each stream is read by its own thread into a `CappedBuffer` (head and tail only: 10 MB of output never
-sits in memory). The report fits the cap as a whole, so its notes say how many bytes really came.
-"""
+"""run_shell (and hooks): a command in its own process group, with a timeout, killable. Each stream
+is read by its own thread into a `CappedBuffer` (head and tail only: 10 MB of output never sits in
+memory); the report fits the cap as a whole, its notes saying how many bytes really came."""
 
 from __future__ import annotations
 
