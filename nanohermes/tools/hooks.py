@@ -46,8 +46,6 @@ class HookRunner:
         hooks: tuple[Hook, ...] = getattr(self.hooks, event)
         if call is not None:
             hooks = tuple(hook for hook in hooks if hook.matcher is None or hook.matcher.fullmatch(call.name))
-        if not hooks:
-            return HookOutcome()
         payload = {
             "hook_event_name": event,
             "session_id": self.session.stem,
