@@ -45,7 +45,6 @@ class _Prepared:
     args: dict[str, Any]
     resolved: Path | None
     granted: frozenset[Path]
-    summary: str
 
 
 class ToolRunner:
@@ -152,7 +151,7 @@ class ToolRunner:
                 if ready.resolved is not None:
                     chains[ready.resolved] = future
                 runs.append((future, True, began))
-                yield ToolStarted(call, ready.summary)
+                yield ToolStarted(call, _summary(tool, ready.args))
             results = _collect(calls, [future for future, _, _ in runs], cancel)
             for (call, result), (_, ran, began) in zip(results, runs, strict=True):
                 if ran and self.hooks is not None:
@@ -233,7 +232,7 @@ class ToolRunner:
             return _interrupted(call)
         except NanoHermesError as err:
             return make_result(call, f"ERROR: {err.one_line()}", ok=False)
-        return _Prepared(call, tool, args, resolved, granted, self._summary(tool, args))
+        return _Prepared(call, tool, args, resolved, granted)
 
     def _check_path(
         self, call: ToolCall, tool: Tool, args: dict[str, Any]
@@ -301,18 +300,18 @@ class ToolRunner:
             return f"Run a shell command in {self.workspace.root}{suffix}", str(args["command"]), None
         return f"Run {tool.name}", json.dumps(args, ensure_ascii=False, indent=2), None
 
-    @staticmethod
-    def _summary(tool: Tool, args: dict[str, Any]) -> str:
-        if not tool.summary_arg:
-            return ""
-        value = args.get(tool.summary_arg)
-        if value is None:
-            value = tool.parameters["properties"].get(tool.summary_arg, {}).get("default", "")
-        return shorten(str(value), 200)
-
 
 class _Refused(Exception):
     """A call refused before dispatch; its text is the whole result."""
+
+
+def _summary(tool: Tool, args: dict[str, Any]) -> str:
+    if not tool.summary_arg:
+        return ""
+    value = args.get(tool.summary_arg)
+    if value is None:
+        value = tool.parameters["properties"].get(tool.summary_arg, {}).get("default", "")
+    return shorten(str(value), 200)
 
 
 def _interrupted(call: ToolCall) -> ToolResult:
