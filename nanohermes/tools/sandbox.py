@@ -74,11 +74,7 @@ class Sandbox:
         """Run `true` in the sandbox; the first line of bubblewrap's complaint when it cannot start."""
         try:
             done = subprocess.run(
-                self._wrap("true"),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=PROBE_TIMEOUT,
-                check=False,
+                self._wrap("true"), stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT
             )
         except subprocess.TimeoutExpired:  # its message would hold the whole command line
             return f"bubblewrap cannot start: it did not finish within {PROBE_TIMEOUT:g} s"

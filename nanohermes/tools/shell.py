@@ -136,20 +136,18 @@ class ShellTool:
 
     def _timeout(self, requested: float | None) -> tuple[float, str]:
         """The setting, or less when the model asks for less: never more, never unbounded."""
+        cap = self.default_timeout
         if requested is None:
-            return self.default_timeout, ""
+            return cap, ""
         # compared, not float()ed: a whole number past float's range (10**400) is merely huge
         number = isinstance(requested, int | float) and not isinstance(requested, bool)
         if not number or not 0 < requested < math.inf:  # also NaN
             raise ToolError(
-                f"timeout must be a positive, finite number of seconds (at most {self.default_timeout:g}), "
+                f"timeout must be a positive, finite number of seconds (at most {cap:g}), "
                 f"not {shorten(repr(requested), 40)}"
             )
-        if requested > self.default_timeout:
-            return (
-                self.default_timeout,
-                f"(timeout capped at the shell_timeout setting, {self.default_timeout:g} s)",
-            )
+        if requested > cap:
+            return cap, f"(timeout capped at the shell_timeout setting, {cap:g} s)"
         return float(requested), ""
 
     def _report(self, lines: list[str], out: CappedBuffer, err: CappedBuffer, *, failed: bool) -> str:
@@ -287,9 +285,7 @@ def signal_group(process: subprocess.Popen[bytes], signum: int) -> bool:
     """Send `signum` to the command's process group; False when the group is gone. Never blocks."""
     if sys.platform == "win32":
         with contextlib.suppress(OSError):
-            subprocess.run(
-                ["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True, check=False
-            )
+            subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True)
         return False
     try:
         os.killpg(process.pid, signum)  # start_new_session: the shell leads its own group
