@@ -33,25 +33,19 @@ class CallContext:
 
 @dataclass(frozen=True)
 class Tool:
-    """`mutating` tools are not offered in `read-only` mode and need approval in `ask` mode unless
-    `preapproved` (a trusted MCP server's). `path_arg` names the argument holding a workspace path
-    (confined before dispatch; calls on one path run in call order). `approval_kind` groups tools for
-    "always for this session" answers. `extra_arguments`: arguments outside `properties` are passed on.
-    """
-
     name: str
     description: str
     parameters: dict[str, Any]
     func: Callable[..., str | Shown]
-    mutating: bool = False
-    path_arg: str | None = None
+    mutating: bool = False  # not offered in read-only mode; asks in ask mode unless preapproved
+    path_arg: str | None = None  # the argument naming a workspace path: confined; calls on one path in order
     summary_arg: str | None = None
-    approval_kind: str = ""
+    approval_kind: str = ""  # what an "always for this session" answer covers
     context_arg: str | None = None
     cancel_arg: str | None = None
     risk: Callable[[dict[str, Any]], str | None] | None = None  # why a call is risky: treated as a write
-    preapproved: bool = False
-    extra_arguments: bool = False
+    preapproved: bool = False  # a trusted MCP server's tool
+    extra_arguments: bool = False  # arguments outside `properties` are passed on
     # a tool that runs elsewhere (MCP) starts a call and returns its future: no worker thread waits on it
     start: Callable[[dict[str, Any]], Future[str]] | None = None
 
