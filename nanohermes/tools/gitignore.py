@@ -80,8 +80,7 @@ class Rule:
 
 def parse_gitignore(text: str, base: str = "") -> list[Rule]:
     rules: list[Rule] = []
-    for raw in text.splitlines():
-        line = raw.rstrip("\r")
+    for line in text.splitlines():  # CRLF and lone CR end lines too
         if not line.strip() or line.startswith("#"):
             continue
         line = _TRAILING_SPACES.sub("", line)
