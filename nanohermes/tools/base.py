@@ -1,7 +1,6 @@
 """Tools as plain functions: the JSON schema the model sees comes from the signature and the
 docstring's `Args:` section. Parameters annotated `CallContext` or `CancelToken` are not shown to the
-model: the runner passes the call's context / cancel token in them.
-"""
+model: the runner fills them in."""
 
 from __future__ import annotations
 
@@ -34,32 +33,21 @@ class CallContext:
 
 @dataclass(frozen=True)
 class Tool:
-    """One tool offered to the model.
-
-    `mutating` tools are not offered in `read-only` mode and need approval in `ask` mode unless
-    `preapproved` (a trusted MCP server's). `path_arg` names the argument holding a workspace path
-    (confined before dispatch; calls on one path run in call order). `approval_kind` groups tools for
-    "always for this session" answers. `extra_arguments`: arguments outside `properties` are passed on.
-    """
-
     name: str
     description: str
     parameters: dict[str, Any]
     func: Callable[..., str | Shown]
-    mutating: bool = False
-    path_arg: str | None = None
+    mutating: bool = False  # not offered in read-only mode; asks in ask mode unless preapproved
+    path_arg: str | None = None  # the argument naming a workspace path: confined; calls on one path in order
     summary_arg: str | None = None
-    approval_kind: str = ""
+    approval_kind: str = ""  # what an "always for this session" answer covers
     context_arg: str | None = None
     cancel_arg: str | None = None
-    risk: Callable[[dict[str, Any]], str | None] | None = None
-    """Why a call is risky with these arguments (memory_save of «always run curl … | sh»), or None.
-    A risky call is treated like a write."""
-    preapproved: bool = False
-    extra_arguments: bool = False
+    risk: Callable[[dict[str, Any]], str | None] | None = None  # why a call is risky: treated as a write
+    preapproved: bool = False  # a trusted MCP server's tool
+    extra_arguments: bool = False  # arguments outside `properties` are passed on
+    # a tool that runs elsewhere (MCP) starts a call and returns its future: no worker thread waits on it
     start: Callable[[dict[str, Any]], Future[str]] | None = None
-    """For a tool that runs elsewhere (MCP): starts a call and returns its future at once, so no worker
-    thread waits on it. The future raises what `func` would; `func` is the blocking form."""
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -121,8 +109,6 @@ def tool_from_function(
     required: list[str] = []
     context_arg = cancel_arg = None
     for param in inspect.signature(func).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
         annotation = hints.get(param.name, str)
         if annotation is CallContext:
             context_arg = param.name

@@ -103,7 +103,7 @@ class FileTools:
         if limit < 1:
             raise ToolError("limit must be 1 or more")
         resolved = self.workspace.resolve(path, ctx.granted)
-        with os.fdopen(self.workspace.open_file(resolved, os.O_RDONLY), "rb") as handle:
+        with os.fdopen(self.workspace.open_file(resolved), "rb") as handle:
             if looks_binary(handle.read(SNIFF_BYTES)):
                 size = os.fstat(handle.fileno()).st_size
                 raise ToolError(f"{path} is a binary file ({size} bytes); not shown")
@@ -197,7 +197,7 @@ class FileTools:
 
     def _read_whole(self, resolved: Path) -> bytes:
         """Up to EDIT_MAX_BYTES + 1 bytes: a longer file shows it is too long."""
-        with os.fdopen(self.workspace.open_file(resolved, os.O_RDONLY), "rb") as handle:
+        with os.fdopen(self.workspace.open_file(resolved), "rb") as handle:
             return handle.read(EDIT_MAX_BYTES + 1)
 
     def _editable_text(self, resolved: Path, path: str) -> str:

@@ -1,7 +1,6 @@
 """The .gitignore subset that list_files and grep honour, and their glob patterns: comments, blank
 lines, `!` negation, trailing `/` (directories only), anchoring by a leading or inner `/`, `*`, `?`,
-`[...]`, `**`; in every .gitignore from the root down, the last matching rule wins (`is_ignored`).
-"""
+`[...]`, `**`; in every .gitignore from the root down, the last matching rule wins."""
 
 from __future__ import annotations
 
@@ -75,17 +74,13 @@ class Rule:
     def matches(self, rel: str, is_dir: bool) -> bool:
         if self.dir_only and not is_dir:
             return False
-        if self.base:
-            if not rel.startswith(self.base + "/"):
-                return False
-            rel = rel[len(self.base) + 1 :]
-        return self.glob.matches(rel)
+        # the walk tests only paths under the directory of the rule's .gitignore
+        return self.glob.matches(rel[len(self.base) + 1 :] if self.base else rel)
 
 
 def parse_gitignore(text: str, base: str = "") -> list[Rule]:
     rules: list[Rule] = []
-    for raw in text.splitlines():
-        line = raw.rstrip("\r")
+    for line in text.splitlines():  # CRLF and lone CR end lines too
         if not line.strip() or line.startswith("#"):
             continue
         line = _TRAILING_SPACES.sub("", line)

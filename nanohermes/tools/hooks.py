@@ -1,9 +1,6 @@
-"""Hooks (`[hooks]`, Claude Code's contract, SPEC): the user's commands, run at five agent events.
-
-Each gets one JSON event on stdin and runs as `run_shell` runs a command (sandbox, process group,
-timeout). Exit 2 blocks a pre_tool call or a user_prompt, or after post_tool tells the model, with
-stderr as the reason; any other failure is a one-line note and the action goes on.
-"""
+"""Hooks (`[hooks]`, Claude Code's contract): the user's commands at five agent events, each run like
+a `run_shell` command with one JSON event on stdin. Exit 2 blocks a pre_tool call or a user_prompt (or
+after post_tool tells the model), stderr the reason; any other failure is a note and the action goes on."""
 
 from __future__ import annotations
 
@@ -49,8 +46,6 @@ class HookRunner:
         hooks: tuple[Hook, ...] = getattr(self.hooks, event)
         if call is not None:
             hooks = tuple(hook for hook in hooks if hook.matcher is None or hook.matcher.fullmatch(call.name))
-        if not hooks:
-            return HookOutcome()
         payload = {
             "hook_event_name": event,
             "session_id": self.session.stem,
@@ -58,7 +53,8 @@ class HookRunner:
             "cwd": str(self.workspace),
         }
         if call is not None:
-            payload |= {"tool_name": call.name, "tool_input": _tool_input(call)}
+            # the runner parsed these arguments before any hook runs
+            payload |= {"tool_name": call.name, "tool_input": json.loads(call.arguments.strip() or "{}")}
         data = json.dumps({**payload, **fields}).encode()  # ASCII: lone surrogates cannot break it
         notes: list[Note] = []
         for hook in hooks:
@@ -94,12 +90,12 @@ class HookRunner:
 
     def _execute(self, hook: Hook, data: bytes, cancel: CancelToken) -> tuple[int | None, str]:
         """(exit code, None when it timed out; its stderr). Raises Cancelled on Ctrl-C."""
-        err = CappedBuffer(OUTPUT_CAP)
+        out, err = CappedBuffer(0), CappedBuffer(OUTPUT_CAP)  # stdout is ignored
         with tempfile.TemporaryFile() as stdin:  # not a pipe: a hook that never reads it cannot block us
             stdin.write(data)
             stdin.seek(0)
             code, timed_out, _ = run_command(
-                hook.command, self.sandbox, self.workspace, hook.timeout, cancel, err, stdin=stdin
+                hook.command, self.sandbox, self.workspace, hook.timeout, cancel, out, err, stdin=stdin
             )
         return None if timed_out else code, err.text()
 
@@ -111,10 +107,3 @@ def _described(event: str, hook: Hook, code: int | None, stderr: str, seconds: f
         return f"hook {event} {command!r} timed out after {hook.timeout:g} s and was stopped"
     said = f": {shorten(stderr, 200)}" if code and stderr.strip() else ""
     return f"hook {event} {command!r}: exit {code} in {seconds:.2f} s{said}"
-
-
-def _tool_input(call: ToolCall) -> Any:
-    try:
-        return json.loads(call.arguments or "{}")
-    except (ValueError, RecursionError):
-        return call.arguments

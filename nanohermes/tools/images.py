@@ -1,6 +1,5 @@
-"""Images for a model that can see (`model_vision`): `@shot.png` in a user message and `view_image`
-send a workspace file as a data URL, when its first bytes (not its name) say PNG, JPEG, GIF or WebP.
-"""
+"""Images for a model that can see (`model_vision`): `@shot.png` in a user message and `view_image` send
+a workspace file as a data URL, when its first bytes (not its name) say PNG, JPEG, GIF or WebP."""
 
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ def image_kind(head: bytes) -> str | None:
 
 
 def load_image(workspace: Workspace, path: str, granted: frozenset[Path] = frozenset()) -> str:
-    fd = workspace.open_file(workspace.resolve(path, granted), os.O_RDONLY)
+    fd = workspace.open_file(workspace.resolve(path, granted))
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > IMAGE_MAX_BYTES:

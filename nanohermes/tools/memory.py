@@ -59,5 +59,4 @@ class MemoryTools:
 
 def _save_risk(args: dict[str, Any]) -> str | None:
     """A memory_save that runs fetched code, disables security or sends data away needs approval."""
-    text = args.get("text")
-    return risky_instruction(checked_part(text)) if isinstance(text, str) else None
+    return risky_instruction(checked_part(args["text"]))  # required, and a string once parsed

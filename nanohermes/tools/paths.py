@@ -1,8 +1,7 @@
 """Workspace confinement: a tool path is resolved with every symlink followed, and refused when it
 lands outside unless granted. A symlink swapped in after that check is caught by opening the resolved
 path one component at a time from `/` with `O_NOFOLLOW`, each directory relative to its parent's
-descriptor (without `dir_fd`, on Windows, the opened file is compared with the path re-resolved).
-"""
+descriptor (without `dir_fd`, on Windows, the opened file is compared with the path re-resolved)."""
 
 from __future__ import annotations
 
@@ -80,22 +79,14 @@ class Workspace:
     def shown(self, resolved: Path) -> str:
         return shown_path(self.relative(resolved))
 
-    def open_file(self, resolved: Path, flags: int) -> int:
+    def open_file(self, resolved: Path) -> int:
         """A raw fd of the existing regular file `resolved`, refusing any symlink met on the way."""
-        flags |= _NOFOLLOW | _CLOEXEC | _BINARY | _NONBLOCK  # a FIFO swapped in cannot block the open
-        if SAFE_WALK:
-            with self.dir_fd(resolved.parent) as parent:
-                fd = _open_at(resolved.name, flags, parent, resolved)
-        else:
-            fd = _open_at(str(resolved), flags, None, resolved)
+        if not SAFE_WALK:
+            fd = open_regular(str(resolved), None, resolved)
             _verify_same(fd, resolved)
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            os.close(fd)
-            raise _not_regular(resolved, mode)
-        if _NONBLOCK:
-            os.set_blocking(fd, True)
-        return fd
+            return fd
+        with self.dir_fd(resolved.parent) as parent:
+            return open_regular(resolved.name, parent, resolved)
 
     @contextlib.contextmanager
     def dir_fd(self, directory: Path, *, made: list[Path] | None = None) -> Iterator[int]:
@@ -104,7 +95,7 @@ class Workspace:
         fd = os.open(directory.anchor or "/", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
         try:
             for depth, part in enumerate(directory.parts[1:], start=2):
-                child = _step(fd, part, Path(*directory.parts[:depth]), made)
+                child = step_into(fd, part, Path(*directory.parts[:depth]), made)
                 os.close(fd)
                 fd = child
             yield fd
@@ -133,34 +124,38 @@ class Workspace:
             raise
 
 
-def _step(fd: int, part: str, here: Path, made: list[Path] | None) -> int:
+def step_into(fd: int, part: str, here: Path, made: list[Path] | None = None) -> int:
     """Open the directory `part` (the path `here`) inside `fd`; with `made`, create it when missing."""
     flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
     try:
-        try:
-            return os.open(part, flags, dir_fd=fd)
-        except FileNotFoundError:
-            if made is None:
-                raise
-        try:
-            os.mkdir(part, 0o777, dir_fd=fd)
-            made.append(here)
-        except FileExistsError:
-            pass  # made meanwhile by someone else: theirs, never removed
+        if made is not None and _lstat_mode(part, fd) is None:
+            with contextlib.suppress(FileExistsError):  # made meanwhile by someone else: theirs, kept
+                os.mkdir(part, 0o777, dir_fd=fd)
+                made.append(here)
         return os.open(part, flags, dir_fd=fd)
     except OSError as err:
         raise _translate(err, here) from None
 
 
-def _open_at(name: str, flags: int, parent: int | None, resolved: Path) -> int:
-    """Open `name`, refusing a FIFO, socket or device before opening it (opening some has effects)."""
+def open_regular(name: str, parent: int | None, path: Path) -> int:
+    """A raw read-only fd of the regular file `name` (in the directory fd `parent`), never through a
+    symlink. A FIFO, socket or device is refused before it is opened (opening some has effects); one
+    swapped in after that check cannot block the open (O_NONBLOCK). `path` names it in errors."""
+    flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _BINARY | _NONBLOCK
     try:
         mode = _lstat_mode(name, parent)
         if mode is not None and is_special(mode):
-            raise _not_regular(resolved, mode)
-        return os.open(name, flags, dir_fd=parent)
+            raise _not_regular(path, mode)
+        fd = os.open(name, flags, dir_fd=parent)
     except OSError as err:
-        raise _translate(err, resolved) from None
+        raise _translate(err, path) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _not_regular(path, mode)
+    if _NONBLOCK:
+        os.set_blocking(fd, True)
+    return fd
 
 
 def _lstat_mode(name: str, parent: int | None) -> int | None:

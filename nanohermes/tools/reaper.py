@@ -1,10 +1,7 @@
-"""Find and kill every process a shell command started, also those that left its process group.
-
-A child that called `setsid` survives the group's kill, so each command runs with a unique tag in its
-environment (`NANOHERMES_SHELL_CALL=<id>`), inherited by every descendant; `kill_tagged` finds them
-through `/proc/<pid>/environ`, stops them all (SIGSTOP: none can fork a replacement), then kills them.
-What escapes: `env -i …`, and everything without `/proc`; bubblewrap's PID namespace holds them all.
-"""
+"""Find and kill every process a shell command started, also those that left its process group
+(`setsid`): each command runs with a unique tag in its environment, inherited by every descendant;
+`kill_tagged` finds them through `/proc/<pid>/environ`, stops them all (SIGSTOP: none can fork a
+replacement), then kills them. What escapes: `env -i …`, and everything without `/proc`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""ToolRunner: the agent's tool executor — which tools are offered, approvals, dispatch, results.
-
-A batch's calls are checked and approved one by one in call order, then run together in a thread pool
-(calls on one path chained in order). Nothing raises out of `run_calls`: every failure is a result.
-"""
+"""ToolRunner: which tools are offered, approvals, dispatch. A batch's calls are checked and approved
+one by one in call order, then run together in a thread pool (calls on one path chained in order).
+Nothing raises out of `run_calls`: every failure is a result."""
 
 from __future__ import annotations
 
@@ -15,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.config.settings import PERMISSION_MODES
 from nanohermes.core.cancel import CancelToken
-from nanohermes.core.errors import INTERRUPTED, Cancelled, ConfigError, NanoHermesError
+from nanohermes.core.errors import INTERRUPTED, Cancelled, NanoHermesError
 from nanohermes.core.events import Event, Note, ToolFinished, ToolStarted
 from nanohermes.core.protocols import ApprovalRequest, Approver, ChangeGuard, Decision
 from nanohermes.core.types import ToolCall, ToolResult, shorten
@@ -48,7 +45,6 @@ class _Prepared:
     args: dict[str, Any]
     resolved: Path | None
     granted: frozenset[Path]
-    summary: str
 
 
 class ToolRunner:
@@ -80,8 +76,7 @@ class ToolRunner:
         self._always: set[str] = set()
         self._granted: set[Path] = set()
         self._asking = threading.Lock()  # sub-agents in parallel `task` calls share this runner
-        self.permission = "ask"
-        self.set_permission(permission)
+        self.permission = permission
         search = SearchTools(self.workspace)
         self._tools: dict[str, Tool] = {
             tool.name: tool
@@ -112,16 +107,12 @@ class ToolRunner:
         self._sources.append(source)
 
     def _all_tools(self) -> dict[str, Tool]:
-        if not self._sources:
-            return self._tools
         tools = {tool.name: tool for source in self._sources for tool in source()}
         tools.update(self._tools)
         return tools
 
     def set_permission(self, mode: str) -> None:
-        if mode not in PERMISSION_MODES:
-            raise ConfigError(f"unknown permission mode {mode!r}", hint="use read-only, ask or auto")
-        self.permission = mode
+        self.permission = mode  # read-only, ask or auto: the settings and commands refuse others
 
     def _offered(self, tool: Tool) -> bool:
         return not (self.permission == "read-only" and tool.mutating)
@@ -160,7 +151,7 @@ class ToolRunner:
                 if ready.resolved is not None:
                     chains[ready.resolved] = future
                 runs.append((future, True, began))
-                yield ToolStarted(call, ready.summary)
+                yield ToolStarted(call, _summary(tool, ready.args))
             results = _collect(calls, [future for future, _, _ in runs], cancel)
             for (call, result), (_, ran, began) in zip(results, runs, strict=True):
                 if ran and self.hooks is not None:
@@ -241,7 +232,7 @@ class ToolRunner:
             return _interrupted(call)
         except NanoHermesError as err:
             return make_result(call, f"ERROR: {err.one_line()}", ok=False)
-        return _Prepared(call, tool, args, resolved, granted, self._summary(tool, args))
+        return _Prepared(call, tool, args, resolved, granted)
 
     def _check_path(
         self, call: ToolCall, tool: Tool, args: dict[str, Any]
@@ -309,18 +300,18 @@ class ToolRunner:
             return f"Run a shell command in {self.workspace.root}{suffix}", str(args["command"]), None
         return f"Run {tool.name}", json.dumps(args, ensure_ascii=False, indent=2), None
 
-    @staticmethod
-    def _summary(tool: Tool, args: dict[str, Any]) -> str:
-        if not tool.summary_arg:
-            return ""
-        value = args.get(tool.summary_arg)
-        if value is None:
-            value = tool.parameters["properties"].get(tool.summary_arg, {}).get("default", "")
-        return shorten(str(value), 200)
-
 
 class _Refused(Exception):
     """A call refused before dispatch; its text is the whole result."""
+
+
+def _summary(tool: Tool, args: dict[str, Any]) -> str:
+    if not tool.summary_arg:
+        return ""
+    value = args.get(tool.summary_arg)
+    if value is None:
+        value = tool.parameters["properties"].get(tool.summary_arg, {}).get("default", "")
+    return shorten(str(value), 200)
 
 
 def _interrupted(call: ToolCall) -> ToolResult:

@@ -1,9 +1,6 @@
-"""How `run_shell` commands are confined (SPEC §12): under bubblewrap, or plainly.
-
-Under bubblewrap a command sees the filesystem read-only except the workspace (not its `.git`) and a
-private `/tmp`; nanohermes' own directories are covered, the network cut unless `sandbox_network`, the
-key variables gone. It has no capabilities (also run by root), its own PID namespace, and dies with us.
-"""
+"""How `run_shell` commands are confined (SPEC §12): under bubblewrap (the filesystem read-only but the
+workspace, not its `.git`, and a private `/tmp`; nanohermes' own directories covered, the network cut
+unless `sandbox_network`, no capabilities even for root, its own PID namespace), or plainly."""
 
 from __future__ import annotations
 
@@ -38,19 +35,15 @@ UNTRUSTED = "the only bubblewrap found is not used"
 
 @dataclass(frozen=True)
 class Sandbox:
-    """The shell's confinement, decided once. `active`: commands run under bubblewrap."""
+    """The shell's confinement, decided once (`Sandbox()`: none). `active`: commands run under bubblewrap."""
 
-    mode: str  # the setting: auto, bwrap or off
-    active: bool
-    network: bool
+    mode: str = "off"  # the setting: auto, bwrap or off
+    active: bool = False
+    network: bool = True
     problem: str = ""  # why bubblewrap is not used although wanted
     bwrap: str = ""
     workspace: Path = Path()
     hidden: tuple[Path, ...] = ()
-
-    @classmethod
-    def off(cls) -> Sandbox:
-        return cls("off", active=False, network=True)
 
     @classmethod
     def detect(
@@ -65,27 +58,23 @@ class Sandbox:
         """Probes bubblewrap once (a few milliseconds) unless `off`."""
         if mode == "off" or sys.platform == "win32":
             problem = "" if mode == "off" else "bubblewrap needs Linux"
-            return cls(mode, active=False, network=True, problem=problem)
+            return cls(mode, problem=problem)
         root = workspace.resolve()
         found = find_program(executable, root)
         if found is None:
-            return cls(mode, active=False, network=True, problem=_missing(executable))
+            return cls(mode, problem=_missing(executable))
         hide = _hideable(hidden, root)
         sandbox = cls(mode, active=True, network=network, bwrap=found, workspace=root, hidden=hide)
         problem = sandbox.probe()
         if problem:
-            return cls(mode, active=False, network=True, problem=problem, bwrap=found)
+            return cls(mode, problem=problem, bwrap=found)
         return sandbox
 
     def probe(self) -> str:
         """Run `true` in the sandbox; the first line of bubblewrap's complaint when it cannot start."""
         try:
             done = subprocess.run(
-                self._wrap("true"),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=PROBE_TIMEOUT,
-                check=False,
+                self._wrap("true"), stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT
             )
         except subprocess.TimeoutExpired:  # its message would hold the whole command line
             return f"bubblewrap cannot start: it did not finish within {PROBE_TIMEOUT:g} s"

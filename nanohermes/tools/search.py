@@ -1,7 +1,6 @@
-"""list_files and grep: walk the workspace the way git sees it (.gitignore honoured, .git skipped).
-Directories are walked through descriptors without following symlinks: a symlink swapped in meanwhile
-cannot lead outside the workspace. FIFOs, sockets and devices are never opened.
-"""
+"""list_files and grep: walk the workspace the way git sees it (.gitignore honoured, .git skipped),
+through descriptors without following symlinks (one swapped in meanwhile cannot lead outside).
+FIFOs, sockets and devices are never opened."""
 
 from __future__ import annotations
 
@@ -20,7 +19,15 @@ from nanohermes.core.types import shorten
 from nanohermes.tools.base import CallContext
 from nanohermes.tools.files import SNIFF_BYTES, looks_binary
 from nanohermes.tools.gitignore import Glob, Rule, is_ignored, parse_gitignore
-from nanohermes.tools.paths import SAFE_WALK, Workspace, existing_mode, is_special, shown_path
+from nanohermes.tools.paths import (
+    SAFE_WALK,
+    Workspace,
+    existing_mode,
+    is_special,
+    open_regular,
+    shown_path,
+    step_into,
+)
 
 if TYPE_CHECKING:
     import regex
@@ -34,9 +41,6 @@ GREP_MAX_PATTERN_UNITS = 100_000  # a pattern whose counted repeats unroll past 
 GITIGNORE_MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 100  # deeper directories are not entered: a chain of hundreds would exhaust the stack
 TOO_DEEP = f"not entered, more than {MAX_DEPTH} directories deep"
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 Where = int | Path  # a directory being walked: its descriptor (SAFE_WALK), else its path
 
@@ -83,7 +87,7 @@ class SearchTools:
         if stat.S_ISDIR(existing_mode(resolved) or 0):
             files = (self.workspace.root / rel for rel in self._files(resolved, glob, deep, ctx))
         else:
-            os.close(self.workspace.open_file(resolved, os.O_RDONLY))  # a FIFO or device: ERROR
+            os.close(self.workspace.open_file(resolved))  # a FIFO or device: ERROR
         hits: list[str] = []
         more = 0
         big: list[str] = []
@@ -128,7 +132,7 @@ class SearchTools:
             real = file.resolve()
             if not self.workspace.allows(real, ctx.granted):
                 return  # a symlink pointing out of the workspace
-            fd = self.workspace.open_file(real, os.O_RDONLY)
+            fd = self.workspace.open_file(real)
         except (ToolError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
             return
         with os.fdopen(fd, "rb") as handle:
@@ -187,8 +191,8 @@ def _walk(
             yield from _walk(where / name, rel, rules, deep, ctx, depth + 1)
         else:
             try:
-                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=where)
-            except OSError:
+                child = step_into(where, name, Path(rel))
+            except ToolError:
                 continue  # replaced by a symlink or removed meanwhile: not followed
             try:
                 yield from _walk(child, rel, rules, deep, ctx, depth + 1)
@@ -197,25 +201,14 @@ def _walk(
 
 
 def _read_rules(where: Where, base: str) -> list[Rule]:
-    """The rules of the .gitignore in `where`. Like git, only a regular file counts (not a symlink; a
-    FIFO is opened non-blocking and never read): a hostile .gitignore cannot block or flood the walk."""
-    flags = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC
+    """The rules of the .gitignore in `where`. Like git, only a regular file counts (not a symlink, and
+    a FIFO is never opened): a hostile .gitignore cannot block or flood the walk."""
+    parent, name = (where, ".gitignore") if isinstance(where, int) else (None, str(where / ".gitignore"))
     try:
-        if isinstance(where, int):
-            fd = os.open(".gitignore", flags, dir_fd=where)
-        else:
-            fd = os.open(where / ".gitignore", flags)
-    except OSError:
-        return []
-    with os.fdopen(fd, "rb") as handle:
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return []
-            if _NONBLOCK:
-                os.set_blocking(fd, True)
+        with os.fdopen(open_regular(name, parent, Path(name)), "rb") as handle:
             data = handle.read(GITIGNORE_MAX_BYTES)
-        except OSError:
-            return []
+    except (ToolError, OSError):
+        return []
     return parse_gitignore(data.decode("utf-8", errors="replace"), base)
 
 

@@ -1,8 +1,6 @@
-"""run_shell (and hooks): a command in its own process group, with a timeout, killable, output capped.
-
-Each stream is read by its own thread into a `CappedBuffer` (head and tail only: 10 MB of output never
-sits in memory). The report fits the cap as a whole, so its notes say how many bytes really came.
-"""
+"""run_shell (and hooks): a command in its own process group, with a timeout, killable. Each stream
+is read by its own thread into a `CappedBuffer` (head and tail only: 10 MB of output never sits in
+memory); the report fits the cap as a whole, its notes saying how many bytes really came."""
 
 from __future__ import annotations
 
@@ -111,7 +109,7 @@ class ShellTool:
         sandbox: Sandbox | None = None,
     ) -> None:
         self.cwd = workspace
-        self.sandbox = sandbox or Sandbox.off()
+        self.sandbox = sandbox or Sandbox()
         self.default_timeout = timeout
         self.max_chars = max_chars
 
@@ -126,7 +124,7 @@ class ShellTool:
             raise ToolError("command is empty")
         limit, note = self._timeout(timeout)
         out, err = CappedBuffer(self.max_chars), CappedBuffer(self.max_chars)
-        code, timed_out, held = run_command(command, self.sandbox, self.cwd, limit, ctx.cancel, err, out)
+        code, timed_out, held = run_command(command, self.sandbox, self.cwd, limit, ctx.cancel, out, err)
         if timed_out:
             head = f"timed out after {limit:g} s: the command and its process group were killed"
         elif code is not None and code < 0:
@@ -138,20 +136,18 @@ class ShellTool:
 
     def _timeout(self, requested: float | None) -> tuple[float, str]:
         """The setting, or less when the model asks for less: never more, never unbounded."""
+        cap = self.default_timeout
         if requested is None:
-            return self.default_timeout, ""
+            return cap, ""
         # compared, not float()ed: a whole number past float's range (10**400) is merely huge
         number = isinstance(requested, int | float) and not isinstance(requested, bool)
         if not number or not 0 < requested < math.inf:  # also NaN
             raise ToolError(
-                f"timeout must be a positive, finite number of seconds (at most {self.default_timeout:g}), "
+                f"timeout must be a positive, finite number of seconds (at most {cap:g}), "
                 f"not {shorten(repr(requested), 40)}"
             )
-        if requested > self.default_timeout:
-            return (
-                self.default_timeout,
-                f"(timeout capped at the shell_timeout setting, {self.default_timeout:g} s)",
-            )
+        if requested > cap:
+            return cap, f"(timeout capped at the shell_timeout setting, {cap:g} s)"
         return float(requested), ""
 
     def _report(self, lines: list[str], out: CappedBuffer, err: CappedBuffer, *, failed: bool) -> str:
@@ -174,18 +170,17 @@ def run_command(
     cwd: Path,
     limit: float,
     cancel: CancelToken,
+    out: CappedBuffer,
     err: CappedBuffer,
-    out: CappedBuffer | None = None,
     stdin: int | IO[bytes] = subprocess.DEVNULL,
 ) -> tuple[int | None, bool, str]:
     """(exit code, whether it ran past `limit`, "stopped"/"escaped" when background processes kept its
-    output open). stdout is discarded without `out`. Raises Cancelled, or ToolError."""
+    output open). Raises Cancelled, or ToolError."""
     cancel.raise_if_cancelled()
     tag = new_tag()
-    process = _start(command, sandbox, cwd, tag, stdin, capture_out=out is not None)
+    process = _start(command, sandbox, cwd, tag, stdin)
     done_reading = threading.Event()
-    pipes = ((process.stdout, out),) if out is not None else ()
-    readers = start_readers(process, tag, (*pipes, (process.stderr, err)), done_reading)
+    readers = start_readers(process, tag, ((process.stdout, out), (process.stderr, err)), done_reading)
     # runs in the cancelling thread: signal only, never wait
     unregister = cancel.on_cancel(lambda: signal_group(process, signal.SIGTERM))
     timed_out = lingering = escaped = False
@@ -211,7 +206,7 @@ def run_command(
 
 
 def _start(
-    command: str, sandbox: Sandbox, cwd: Path, tag: str, stdin: int | IO[bytes], *, capture_out: bool
+    command: str, sandbox: Sandbox, cwd: Path, tag: str, stdin: int | IO[bytes]
 ) -> subprocess.Popen[bytes]:
     windows = sys.platform == "win32"
     argv = sandbox.argv(command)  # None: run it plainly
@@ -222,7 +217,7 @@ def _start(
             cwd=cwd,
             stdin=stdin,
             env=sandbox.environment({**os.environ, TAG_VAR: tag}),  # the tag: see tools/reaper.py
-            stdout=subprocess.PIPE if capture_out else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=not windows,
             creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if windows else 0,
@@ -249,8 +244,7 @@ def _wait(process: subprocess.Popen[bytes], limit: float, cancel: CancelToken) -
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=min(remaining, 0.25))
             return False
-    kill_group(process)
-    return False
+    return False  # cancelled: run_command kills what is left
 
 
 def shown_seconds(value: float) -> str:
@@ -291,9 +285,7 @@ def signal_group(process: subprocess.Popen[bytes], signum: int) -> bool:
     """Send `signum` to the command's process group; False when the group is gone. Never blocks."""
     if sys.platform == "win32":
         with contextlib.suppress(OSError):
-            subprocess.run(
-                ["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True, check=False
-            )
+            subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True)
         return False
     try:
         os.killpg(process.pid, signum)  # start_new_session: the shell leads its own group

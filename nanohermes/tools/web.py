@@ -1,7 +1,5 @@
-"""web_fetch: one http(s) page as text for the model, HTML turned into Markdown by `markdownify`.
-Non-public addresses are refused (every address the host resolves to, again at each redirect) unless
-`web_fetch_private = true`.
-"""
+"""web_fetch: one http(s) page as text, HTML as Markdown (`markdownify`). Non-public addresses are
+refused (every address the host resolves to, again at each redirect) unless `web_fetch_private`."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell")
 
 def hook_runner(workspace: Path, sandbox: Sandbox | None = None, **events: Any) -> HookRunner:
     session = workspace.parent / "sessions" / "s1.json"
-    return HookRunner(Hooks(**events), sandbox or Sandbox.off(), workspace, session, verbose=False)
+    return HookRunner(Hooks(**events), sandbox or Sandbox(), workspace, session, verbose=False)
 
 
 def test_tool_hooks_get_the_event_and_only_matching_ones_run(workspace: Path) -> None:
@@ -68,7 +68,7 @@ def test_exit_2_decides_only_where_it_can_and_other_failures_are_notes(workspace
 
 
 def test_verbose_notes_each_run(workspace: Path) -> None:
-    hooks = HookRunner(Hooks(stop=["true"]), Sandbox.off(), workspace, workspace / "s.json", verbose=True)
+    hooks = HookRunner(Hooks(stop=["true"]), Sandbox(), workspace, workspace / "s.json", verbose=True)
     (note,) = hooks.run("stop", CancelToken()).notes
     assert note.level == "debug"
     assert note.text.startswith("hook stop 'true': exit 0 in ")

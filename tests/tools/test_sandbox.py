@@ -94,7 +94,7 @@ def test_memory_sessions_and_keys_are_invisible(
     assert "sessions" not in result
     assert "key=." in result
     assert "sk-visible-outside" not in result
-    plain = shell(workspace, Sandbox.off(), f"cat {state}/memory.json")
+    plain = shell(workspace, Sandbox(), f"cat {state}/memory.json")
     assert "private" in plain  # the same command unconfined does see it
 
 
@@ -166,7 +166,7 @@ def test_daemon_sockets_cannot_be_reached(
     workspace: Path, isolated_home: Path, runtime_socket: Path, network: bool
 ) -> None:
     sandbox = running(detect(workspace, isolated_home, network=network))
-    assert "connected" in shell(workspace, Sandbox.off(), UNIX_CONNECT.format(path=runtime_socket))
+    assert "connected" in shell(workspace, Sandbox(), UNIX_CONNECT.format(path=runtime_socket))
     result = shell(workspace, sandbox, UNIX_CONNECT.format(path=runtime_socket))
     assert "connected" not in result  # through such a socket a command could act outside the sandbox
     assert not result.startswith("exit code: 0")

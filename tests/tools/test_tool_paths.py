@@ -100,7 +100,7 @@ def test_path_swapped_for_a_symlink_after_the_check_is_refused(
         (workspace / swapped).rmdir()
     (workspace / swapped).symlink_to(outside / target)  # the swap, between check and open
     with pytest.raises(ToolError, match="symlink"):
-        ws.open_file(checked, os.O_RDONLY)
+        ws.open_file(checked)
     with pytest.raises(ToolError, match="symlink"):
         ws.replace_into(checked, b"pwned")
     assert (outside / "secret.txt").read_text() == "TOP-SECRET\n"
@@ -117,14 +117,14 @@ def test_fallback_check_compares_the_opened_file(
     (workspace / "d").mkdir()
     (workspace / "d" / "f.txt").write_text("inside\n")
     checked = ws.resolve("d/f.txt")
-    fd = ws.open_file(checked, os.O_RDONLY)
+    fd = ws.open_file(checked)
     os.close(fd)
     (workspace / "d" / "f.txt").unlink()
     (workspace / "d").rmdir()
     (workspace / "d").symlink_to(outside)
     (outside / "f.txt").write_text("outside\n")
     with pytest.raises(ToolError, match="swapped"):
-        ws.open_file(checked, os.O_RDONLY)
+        ws.open_file(checked)
 
 
 @needs_symlinks
