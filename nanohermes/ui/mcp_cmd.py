@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK
-from nanohermes.core.types import plural
+from nanohermes.core.types import plural, shorten
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -38,8 +38,7 @@ def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
         width = max((len(tool.name) for tool in status.tools), default=0)
         for tool in status.tools:
             access = "read" if tool.read_only else ("runs" if status.trusted else "asks")
-            summary = " ".join(tool.description.split())
-            summary = summary if len(summary) <= 70 else summary[:69] + "…"
+            summary = shorten(tool.description, 70)
             lines.append((f"  {tool.name:<{width}}  {access:<4}  {summary}".rstrip(), ""))
         if status.last_error:
             lines.append((f"  last error: {status.last_error}", "red"))

@@ -27,7 +27,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.toolcalls import key_argument
-from nanohermes.core.types import ToolResult, plural, shorten
+from nanohermes.core.types import shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine
 from nanohermes.ui.safe_console import print_plain
 from nanohermes.ui.safe_text import one_line, terminal_safe
@@ -48,19 +48,6 @@ MARKDOWN_MAX_CHARS = 50_000
 20,000-row table 6 s, 1 MB of code 11 s); 50,000 characters of table take under a second."""
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
 PLAN_MARKS = {"completed": ("☑", "green"), "in_progress": ("◐", "bold yellow"), "pending": ("☐", "")}
-
-
-def _outcome(result: ToolResult) -> str:
-    if result.ok:
-        return human_size(result.content)
-    return next((ln for ln in result.content.splitlines() if ln.strip()), "failed")
-
-
-def human_size(content: str) -> str:
-    size = len(content.encode("utf-8", errors="replace"))
-    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    amount = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
-    return f"{plural(lines, 'line')}, {amount}"
 
 
 def _tables_fit(console: Console, markdown: Markdown) -> bool:
@@ -230,7 +217,9 @@ class Renderer:
         self._flush()
         result = event.result
         argument = terminal_safe(self._running.pop(result.call_id, ("", ""))[1])
-        outcome = terminal_safe(event.summary.removeprefix("ok · ") if event.summary else _outcome(result))
+        # no summary: a sub-agent's refusal, whose first line says why
+        shown = event.summary or next((ln for ln in result.content.splitlines() if ln.strip()), "")
+        outcome = terminal_safe(shown.removeprefix("ok · "))
         interrupted = outcome == "interrupted"
         line = Text("  ")
         mark, style = ("✓ ", "green") if result.ok else ("⏹ ", "yellow") if interrupted else ("✗ ", "red")

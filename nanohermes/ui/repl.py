@@ -46,8 +46,7 @@ def run_repl(
     from nanohermes.ui.safe_console import safe_console
     from nanohermes.ui.seams import RuntimeLoader
 
-    no_key = None if options.local else missing_key_message(settings)
-    notes = [no_key] if no_key else []
+    notes = [no_key] if (no_key := missing_key_message(settings)) else []
     if options.yes:  # SPEC §5: --yes means auto (run_chat applied it); say so
         notes.append(
             "--yes: permission auto for this session: writes, edits and shell commands run without asking"
