@@ -25,8 +25,7 @@ LIST_SLACK = 15.0
 
 
 def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
-    """(text, style) lines: each server, its tools, its last error; terminal-safe (a server writes
-    its tools' descriptions and its errors)."""
+    """(text, style) lines, terminal-safe: a server writes its tools' descriptions and its errors."""
     lines: list[tuple[str, str]] = []
     for status in statuses:
         trusted = " · trusted" if status.trusted else ""

@@ -1,5 +1,4 @@
-"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10), export and import included; the REPL's `/memory`
-runs the same actions."""
+"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10); the REPL's `/memory` runs the same actions."""
 
 from __future__ import annotations
 

@@ -233,8 +233,7 @@ class _AnswerPrinter:
         self.problem = ""  # why it could not be written, when its reader did not close it
 
     def emit(self, text: str) -> None:
-        """Write and flush `text` unless stdout is closed. A lone surrogate (a reply's JSON `"\\ud800"`)
-        becomes U+FFFD: it has no UTF-8 bytes."""
+        """Write and flush `text` unless stdout is closed; a lone surrogate (`"\\ud800"`) becomes U+FFFD."""
         if self.closed:
             return
         try:

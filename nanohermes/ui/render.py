@@ -1,7 +1,5 @@
-"""Render the agent's events with rich: Markdown answers, dimmed reasoning and notes, one line per tool.
-
-Closed Markdown blocks are printed once; only the open one lives in a rate-limited `Live` region, so
-a long answer costs the same per token as a short one."""
+"""Render the agent's events with rich. Closed Markdown blocks are printed once; only the open one lives
+in a rate-limited `Live` region, so a long answer costs the same per token as a short one."""
 
 from __future__ import annotations
 

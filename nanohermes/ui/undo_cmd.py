@@ -1,5 +1,4 @@
-"""What the agent's turns changed, and taking it back (SPEC §11): `nanohermes undo` outside the REPL
-(plain text), /diff, /undo and /checkpoints in it."""
+"""`nanohermes undo` (plain text), and /diff, /undo and /checkpoints in the REPL (SPEC §11)."""
 
 from __future__ import annotations
 
