@@ -20,8 +20,7 @@ NONE_CONFIGURED = (
     "no MCP servers configured (add a [mcp_servers.NAME] table to ~/.nanohermes/config.toml, "
     "or give --mcp-config FILE)"
 )
-LIST_SLACK = 15.0
-"""`mcp list` waits this long beyond the largest startup_timeout (the SDK import, a slow machine)."""
+LIST_SLACK = 15.0  # `mcp list` waits beyond the largest startup_timeout: the SDK import, a slow machine
 
 
 def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:

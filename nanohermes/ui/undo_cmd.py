@@ -86,7 +86,7 @@ def turn_lines(turns: list[TurnRecord]) -> list[str]:
 
 def _say(line: str, stream: TextIO | None = None) -> None:
     """Print a line whose file names, prompts and diffs may hold terminal escape sequences."""
-    print(terminal_safe(line), file=stream or sys.stdout)
+    print(terminal_safe(line), file=stream)
 
 
 def _history(ctx: CommandContext) -> History:
