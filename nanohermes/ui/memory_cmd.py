@@ -221,18 +221,17 @@ def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
         raise ConfigError(
             f"unknown memory kind {echoed(args.kind)}; use preference, correction, lesson or fact"
         )
-    if args.team and store.team is None:
+    target = store.team if args.team else store
+    if target is None:
         raise ConfigError(
             "--team needs a git repository (the team memory is <top level>/.nanohermes/memory.json)"
         )
-    target = store.team if args.team and store.team is not None else store
     added = target.remember(kind, args.argument, source="user", scope="project" if args.project else "global")
     entry = target.get(target.last_id or "")
     where = escape(scope_label(entry, store.project)) if entry is not None else "?"
     ident = escape(entry.id) if entry is not None else "?"
     if added:
-        count = len(store.visible())
-        out.print(f"Saved {ident} ({kind.value}, {where}); {plural(count, 'memory')} here.")
+        out.print(f"Saved {ident} ({kind.value}, {where}); {plural(len(store.visible()), 'memory')} here.")
     else:
         out.print(f"Duplicate of {ident} ({where}), merged; nothing added.")
 
