@@ -348,12 +348,8 @@ def cancel_in_background(token: CancelToken) -> None:
 
 @contextlib.contextmanager
 def signals_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
-    """`handler` for SIGINT, SIGTERM and SIGHUP while the block runs; off the main thread, nothing."""
-    try:
-        previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
-    except ValueError:  # not the main thread: leave the signals alone
-        yield
-        return
+    """`handler` for SIGINT, SIGTERM and SIGHUP while the block runs (on the main thread: both callers)."""
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
     try:
         yield
     finally:

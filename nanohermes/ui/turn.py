@@ -71,9 +71,6 @@ class TurnDriver:
                         )
                         return
                 continue
-            except KeyboardInterrupt:  # no SIGINT handler here (not the main thread)
-                token.cancel()
-                continue
             if item is None:
                 return
             try:
