@@ -287,10 +287,10 @@ def drop_stdout(out: TextIO) -> None:
 def _wait_for_distillation(agent: Agent, budget: float) -> None:
     """Wait for the turn's distillation; say so after a moment. Ctrl-C skips it (the answer is out)."""
     try:
-        if agent.wait_for_distillation(min(DISTILL_NOTE_AFTER, budget)):
+        if agent.wait_for_distillation(DISTILL_NOTE_AFTER):
             return
         say("saving what to remember from this turn… (Ctrl-C skips)")
-        agent.wait_for_distillation(max(0.0, budget - DISTILL_NOTE_AFTER))
+        agent.wait_for_distillation(budget - DISTILL_NOTE_AFTER)
     except KeyboardInterrupt:
         agent.stop_distillation()
         say("memory distillation skipped")

@@ -148,10 +148,9 @@ class Renderer:
 
     def end_turn(self) -> None:
         """Safe to call twice, or after Ctrl-C."""
-        self._flush()
         self._waiting = False
         self._running.clear()
-        self._stop_live()
+        self.pause()
 
     def pause(self) -> None:
         """Release the terminal (for an approval question); `resume` takes it back."""
