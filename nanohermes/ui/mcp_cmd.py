@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.core.errors import EXIT_FAILURE, EXIT_OK
-from nanohermes.core.types import plural
+from nanohermes.core.types import plural, shorten
 from nanohermes.ui.safe_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -20,13 +20,11 @@ NONE_CONFIGURED = (
     "no MCP servers configured (add a [mcp_servers.NAME] table to ~/.nanohermes/config.toml, "
     "or give --mcp-config FILE)"
 )
-LIST_SLACK = 15.0
-"""`mcp list` waits this long beyond the largest startup_timeout (the SDK import, a slow machine)."""
+LIST_SLACK = 15.0  # `mcp list` waits beyond the largest startup_timeout: the SDK import, a slow machine
 
 
 def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
-    """(text, style) lines: each server, its tools, its last error; terminal-safe (a server writes
-    its tools' descriptions and its errors)."""
+    """(text, style) lines, terminal-safe: a server writes its tools' descriptions and its errors."""
     lines: list[tuple[str, str]] = []
     for status in statuses:
         trusted = " · trusted" if status.trusted else ""
@@ -38,8 +36,7 @@ def status_lines(statuses: Sequence[ServerStatus]) -> list[tuple[str, str]]:
         width = max((len(tool.name) for tool in status.tools), default=0)
         for tool in status.tools:
             access = "read" if tool.read_only else ("runs" if status.trusted else "asks")
-            summary = " ".join(tool.description.split())
-            summary = summary if len(summary) <= 70 else summary[:69] + "…"
+            summary = shorten(tool.description, 70)
             lines.append((f"  {tool.name:<{width}}  {access:<4}  {summary}".rstrip(), ""))
         if status.last_error:
             lines.append((f"  last error: {status.last_error}", "red"))

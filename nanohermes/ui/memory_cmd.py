@@ -1,5 +1,4 @@
-"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10), export and import included; the REPL's `/memory`
-runs the same actions."""
+"""`nanohermes memory ACTION` (SPEC §1, §3.9, §3.10); the REPL's `/memory` runs the same actions."""
 
 from __future__ import annotations
 
@@ -54,7 +53,7 @@ def run_memory_command(args: MemoryArgs, settings: Settings, console: Console | 
     )
     try:  # (argparse refused any other action)
         ACTIONS[args.action](out, store, args, settings.language)
-    except ConfigError as err:
+    except (ConfigError, MemoryRejected) as err:  # a refused text is the user's to change
         return fail(err.one_line(), EXIT_USAGE, MAX_LINE_CHARS)
     except StoreError as err:
         return fail(err.one_line(), EXIT_FAILURE, MAX_LINE_CHARS)
@@ -162,17 +161,22 @@ def _explain(out: Console, store: MemoryStore, query: str, entry: Entry, rank: i
     out.print(table)
 
 
-def _forget(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+def _find(store: MemoryStore, wanted: str) -> Entry:
     """By id, or by a unique id prefix of 4+ characters; any project's: the user names it on purpose."""
-    wanted = args.argument
-    if not wanted.strip():
-        raise ConfigError("memory forget needs an id (memory list shows them)")
     try:
         entry = store.get(resolve_id(store, wanted, "memory list --all shows the ids", everywhere=True))
     except ToolError as err:
-        raise ConfigError(str(err)) from None
-    if entry is None or not store.forget(entry.id):  # removed by another process in between
+        raise ConfigError(err.one_line()) from None
+    if entry is None:  # removed by another process in between
         raise ConfigError(f"no memory with id {echoed(wanted.strip())} (memory list shows the ids)")
+    return entry
+
+
+def _forget(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
+    if not args.argument.strip():
+        raise ConfigError("memory forget needs an id (memory list shows them)")
+    entry = _find(store, args.argument)
+    store.forget(entry.id)  # False: another process forgot it first; it is gone all the same
     out.print(f"Forgot {escape(entry.id)} [{escape(entry.kind.label(lang))}] {escape(entry.text)}")
     out.print(f"{plural(len(store), 'memory')} left.", style="dim")
 
@@ -217,23 +221,17 @@ def _add(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
         raise ConfigError(
             f"unknown memory kind {echoed(args.kind)}; use preference, correction, lesson or fact"
         )
-    if args.team and store.team is None:
+    target = store.team if args.team else store
+    if target is None:
         raise ConfigError(
             "--team needs a git repository (the team memory is <top level>/.nanohermes/memory.json)"
         )
-    target = store.team if args.team and store.team is not None else store
-    try:
-        added = target.remember(
-            kind, args.argument, source="user", scope="project" if args.project else "global"
-        )
-    except MemoryRejected as err:
-        raise ConfigError(err.one_line()) from None
+    added = target.remember(kind, args.argument, source="user", scope="project" if args.project else "global")
     entry = target.get(target.last_id or "")
     where = escape(scope_label(entry, store.project)) if entry is not None else "?"
     ident = escape(entry.id) if entry is not None else "?"
     if added:
-        count = len(store.visible())
-        out.print(f"Saved {ident} ({kind.value}, {where}); {plural(count, 'memory')} here.")
+        out.print(f"Saved {ident} ({kind.value}, {where}); {plural(len(store.visible()), 'memory')} here.")
     else:
         out.print(f"Duplicate of {ident} ({where}), merged; nothing added.")
 
@@ -243,13 +241,8 @@ def _replace(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> N
     target = store.for_project(None)
     if store.team is not None and not target.matching_ids(args.target, everywhere=True):
         target = store.team
-    try:
-        old = target.get(resolve_id(target, args.target, "memory list --all shows the ids", everywhere=True))
-        if old is None:  # forgotten by another process in between
-            raise ConfigError(f"no memory with id {echoed(args.target.strip())} (memory list shows the ids)")
-        target.remember(old.kind, args.argument, source="user", replaces=old.id)
-    except (ToolError, MemoryRejected) as err:
-        raise ConfigError(err.one_line() if isinstance(err, MemoryRejected) else str(err)) from None
+    old = _find(target, args.target)
+    target.remember(old.kind, args.argument, source="user", replaces=old.id)
     new = escape(target.last_id or "?")
     out.print(f"Replaced {escape(old.id)} by {new}; the old one is kept (memory list --history).")
 
@@ -279,7 +272,7 @@ def import_file(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -
         say(f"note: not imported: {line}")
     evicted = before + result.added - len(store.load())
     out.print(
-        f"Imported {plural(result.added, 'new memory', 'new memories')} from {escape_markup(name)}; "
+        f"Imported {plural(result.added, 'new memory')} from {escape_markup(name)}; "
         f"{result.merged} {'was' if result.merged == 1 else 'were'} already known (merged)"
         + (f"; {len(result.refused)} refused" if result.refused else "")
         + (f"; {plural(evicted, 'memory')} evicted at the cap (memory_max_entries)" if evicted > 0 else "")

@@ -1,5 +1,4 @@
-"""`/memory` in the REPL (SPEC §3.9, §3.10): the actions of `nanohermes memory` (list, search, forget,
-replace, stats, add) on the session's store, and `last`: what the last turn recalled."""
+"""`/memory` in the REPL (SPEC §3.9, §3.10): `nanohermes memory`'s actions on the session's store."""
 
 from __future__ import annotations
 

@@ -134,11 +134,10 @@ class _Outcome:
 
 def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
     """Run one turn for `-p`. Returns the exit code."""
-    if settings.model is None and not options.local:
+    if not settings.model:  # (--local set the model, and a loopback base_url that needs no key)
         print(missing_model_message(settings), file=sys.stderr)
         return EXIT_USAGE
-    no_key = None if options.local else missing_key_message(settings)
-    if no_key:
+    if no_key := missing_key_message(settings):
         return fail(no_key, EXIT_USAGE)
     if options.prompt == "-" and is_terminal(sys.stdin):  # else it seems to hang, saying nothing
         say("reading the prompt from the terminal; end it with Ctrl-D")
@@ -182,20 +181,20 @@ def _run_turn(options: CliOptions, settings: Settings, runtime: RuntimeLike, pro
         unsaved = f"could not save the session: {err.one_line()}"
     for event in agent.drain_background_events():
         _progress(event, options.verbose)
-    code = outcome.code
-    if code != EXIT_OK:
-        fail(outcome.error, code)
-    elif answer.closed:  # the turn is saved, but the answer reached no one
+    if outcome.code != EXIT_OK:
+        fail(outcome.error, outcome.code)
+        if unsaved:  # the turn's error is the one that matters
+            say(unsaved)
+        return outcome.code
+    if answer.closed:  # the turn is saved, but the answer reached no one
         where = f"; the answer is in {agent.session_path}" if not unsaved else ""
         what = "standard output was closed before the answer was written"
         if answer.problem:
             what = f"cannot write the answer to standard output: {answer.problem}"
         return fail(what + where, EXIT_FAILURE)
-    elif unsaved:  # the answer is printed, but the turn is lost: not a success
+    if unsaved:  # the answer is printed, but the turn is lost: not a success
         return fail(unsaved, EXIT_FAILURE)
-    if unsaved:
-        _progress(Note(unsaved, "warning"), options.verbose)
-    return code
+    return EXIT_OK
 
 
 def read_prompt(value: str, stdin: TextIO | None) -> str:
@@ -234,8 +233,7 @@ class _AnswerPrinter:
         self.problem = ""  # why it could not be written, when its reader did not close it
 
     def emit(self, text: str) -> None:
-        """Write and flush `text` unless stdout is closed. A lone surrogate (a reply's JSON `"\\ud800"`)
-        becomes U+FFFD: it has no UTF-8 bytes."""
+        """Write and flush `text` unless stdout is closed; a lone surrogate (`"\\ud800"`) becomes U+FFFD."""
         if self.closed:
             return
         try:
@@ -289,10 +287,10 @@ def drop_stdout(out: TextIO) -> None:
 def _wait_for_distillation(agent: Agent, budget: float) -> None:
     """Wait for the turn's distillation; say so after a moment. Ctrl-C skips it (the answer is out)."""
     try:
-        if agent.wait_for_distillation(min(DISTILL_NOTE_AFTER, budget)):
+        if agent.wait_for_distillation(DISTILL_NOTE_AFTER):
             return
         say("saving what to remember from this turn… (Ctrl-C skips)")
-        agent.wait_for_distillation(max(0.0, budget - DISTILL_NOTE_AFTER))
+        agent.wait_for_distillation(budget - DISTILL_NOTE_AFTER)
     except KeyboardInterrupt:
         agent.stop_distillation()
         say("memory distillation skipped")
@@ -350,12 +348,8 @@ def cancel_in_background(token: CancelToken) -> None:
 
 @contextlib.contextmanager
 def signals_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
-    """`handler` for SIGINT, SIGTERM and SIGHUP while the block runs; off the main thread, nothing."""
-    try:
-        previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
-    except ValueError:  # not the main thread: leave the signals alone
-        yield
-        return
+    """`handler` for SIGINT, SIGTERM and SIGHUP while the block runs (on the main thread: both callers)."""
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
     try:
         yield
     finally:

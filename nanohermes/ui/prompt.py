@@ -119,8 +119,7 @@ def key_bindings(window: ExitWindow) -> KeyBindings:
 
 
 class RedactingHistory(FileHistory):
-    """The input history file, minus secrets (the API key and what `memory.redact` knows); up-arrow
-    in this session still recalls what was typed."""
+    """The input history file minus secrets; up-arrow in this session still recalls what was typed."""
 
     def __init__(self, path: Path, secrets: Iterable[str] = ()) -> None:
         super().__init__(str(path))

@@ -1,7 +1,5 @@
-"""Render the agent's events with rich: Markdown answers, dimmed reasoning and notes, one line per tool.
-
-Closed Markdown blocks are printed once; only the open one lives in a rate-limited `Live` region, so
-a long answer costs the same per token as a short one."""
+"""Render the agent's events with rich. Closed Markdown blocks are printed once; only the open one lives
+in a rate-limited `Live` region, so a long answer costs the same per token as a short one."""
 
 from __future__ import annotations
 
@@ -27,7 +25,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.toolcalls import key_argument
-from nanohermes.core.types import ToolResult, plural, shorten
+from nanohermes.core.types import shorten
 from nanohermes.ui.markdown_stream import MarkdownSplitter, PartialLine
 from nanohermes.ui.safe_console import print_plain
 from nanohermes.ui.safe_text import one_line, terminal_safe
@@ -48,19 +46,6 @@ MARKDOWN_MAX_CHARS = 50_000
 20,000-row table 6 s, 1 MB of code 11 s); 50,000 characters of table take under a second."""
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
 PLAN_MARKS = {"completed": ("☑", "green"), "in_progress": ("◐", "bold yellow"), "pending": ("☐", "")}
-
-
-def _outcome(result: ToolResult) -> str:
-    if result.ok:
-        return human_size(result.content)
-    return next((ln for ln in result.content.splitlines() if ln.strip()), "failed")
-
-
-def human_size(content: str) -> str:
-    size = len(content.encode("utf-8", errors="replace"))
-    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    amount = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
-    return f"{plural(lines, 'line')}, {amount}"
 
 
 def _tables_fit(console: Console, markdown: Markdown) -> bool:
@@ -163,10 +148,9 @@ class Renderer:
 
     def end_turn(self) -> None:
         """Safe to call twice, or after Ctrl-C."""
-        self._flush()
         self._waiting = False
         self._running.clear()
-        self._stop_live()
+        self.pause()
 
     def pause(self) -> None:
         """Release the terminal (for an approval question); `resume` takes it back."""
@@ -230,7 +214,9 @@ class Renderer:
         self._flush()
         result = event.result
         argument = terminal_safe(self._running.pop(result.call_id, ("", ""))[1])
-        outcome = terminal_safe(event.summary.removeprefix("ok · ") if event.summary else _outcome(result))
+        # no summary: a sub-agent's refusal, whose first line says why
+        shown = event.summary or next((ln for ln in result.content.splitlines() if ln.strip()), "")
+        outcome = terminal_safe(shown.removeprefix("ok · "))
         interrupted = outcome == "interrupted"
         line = Text("  ")
         mark, style = ("✓ ", "green") if result.ok else ("⏹ ", "yellow") if interrupted else ("✗ ", "red")

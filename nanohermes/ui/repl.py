@@ -1,7 +1,5 @@
-"""The interactive loop: read a line, run a slash command or a turn, render, repeat; save on the way out.
-
-Start-up stays fast: the prompt is drawn before the core (agent, model client, memory, tools) is even
-imported; it is built in the background while the user types (SPEC §1)."""
+"""The interactive loop. Start-up stays fast: the prompt is drawn before the core (agent, model client,
+memory, tools) is even imported; it is built in the background while the user types (SPEC §1)."""
 
 from __future__ import annotations
 
@@ -46,8 +44,7 @@ def run_repl(
     from nanohermes.ui.safe_console import safe_console
     from nanohermes.ui.seams import RuntimeLoader
 
-    no_key = None if options.local else missing_key_message(settings)
-    notes = [no_key] if no_key else []
+    notes = [no_key] if (no_key := missing_key_message(settings)) else []
     if options.yes:  # SPEC §5: --yes means auto (run_chat applied it); say so
         notes.append(
             "--yes: permission auto for this session: writes, edits and shell commands run without asking"
@@ -69,7 +66,6 @@ class Repl:
         terminal: tuple[Input, Output] | None = None,
         notes: Sequence[str] = (),
     ) -> None:
-        """`terminal`: the prompt's input and output (tests pass a pipe). `notes`: shown under the banner."""
         from nanohermes.agent.custom_commands import load_commands
         from nanohermes.config.settings import PERMISSION_MODES
         from nanohermes.ui.command_context import CommandContext

@@ -1,10 +1,6 @@
-"""A rich `Console` that never writes a control character it was given as text, and plain printing
-of huge text.
-
-Each output path already passes text through `terminal_safe` (so widths are right); the render hook
-is the net under all of them: every rendered segment's text is made safe, while rich's own control
-segments (a live region's cursor moves) pass. Long plain text is printed in pieces: rich's `Text`
-grows faster than linearly (4 MB of short lines took 15 s)."""
+"""A rich `Console` that never writes a control character it was given as text (a net under the
+`terminal_safe` of each output path), and plain printing of huge text in pieces: rich's `Text` grows
+faster than linearly (4 MB of short lines took 15 s)."""
 
 from __future__ import annotations
 

@@ -54,8 +54,7 @@ def speaks_utf8(stream: TextIO) -> bool:
 
 
 def one_line(text: str, limit: int = 0) -> str:
-    """`text` on one line and terminal-safe; over `limit` characters (when given), its start and its
-    end, where a hint is."""
+    """`text` on one line and terminal-safe; over `limit`, its start and its end (where a hint is)."""
     line = terminal_safe(" ".join(text.split()))
     if not limit or len(line) <= limit:
         return line

@@ -30,8 +30,7 @@ def missing_model_message(settings: Settings) -> str:
 
 
 def missing_key_message(settings: Settings) -> str | None:
-    """One line when the endpoint is a remote https one and no API key is set (local servers and plain
-    http endpoints usually need none); else None."""
+    """One line when a remote https endpoint has no API key (local and plain http ones usually need none)."""
     parts = urlsplit(settings.base_url)
     if settings.api_key_value() or parts.scheme != "https" or _is_local(parts.hostname or ""):
         return None

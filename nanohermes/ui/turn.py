@@ -1,7 +1,5 @@
-"""Run one agent operation (a turn, /compact) in a worker thread and render its events in this one.
-
-The main thread keeps the terminal: it renders, answers the worker's approval questions, and turns
-Ctrl-C into a cancel, then drains the worker's last events for a bounded time."""
+"""Run one agent operation (a turn, /compact) in a worker thread; the main thread keeps the terminal:
+it renders, answers the worker's approval questions, and turns Ctrl-C into a cancel."""
 
 from __future__ import annotations
 
@@ -73,9 +71,6 @@ class TurnDriver:
                         )
                         return
                 continue
-            except KeyboardInterrupt:  # no SIGINT handler here (not the main thread)
-                token.cancel()
-                continue
             if item is None:
                 return
             try:
@@ -99,8 +94,7 @@ class TurnDriver:
             self.renderer.resume()
 
     def _cancel_on_signal(self, token: CancelToken) -> Callable[[int, FrameType | None], None]:
-        """Ctrl-C cancels the turn instead of raising mid-render; SIGTERM and SIGHUP also set
-        `exit_signal`."""
+        """Ctrl-C cancels the turn instead of raising mid-render; SIGTERM and SIGHUP also end the REPL."""
 
         def handler(signum: int, frame: FrameType | None) -> None:
             if signum != signal.SIGINT:

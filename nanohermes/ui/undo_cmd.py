@@ -1,5 +1,4 @@
-"""What the agent's turns changed, and taking it back (SPEC §11): `nanohermes undo` outside the REPL
-(plain text), /diff, /undo and /checkpoints in it."""
+"""`nanohermes undo` (plain text), and /diff, /undo and /checkpoints in the REPL (SPEC §11)."""
 
 from __future__ import annotations
 
@@ -87,7 +86,7 @@ def turn_lines(turns: list[TurnRecord]) -> list[str]:
 
 def _say(line: str, stream: TextIO | None = None) -> None:
     """Print a line whose file names, prompts and diffs may hold terminal escape sequences."""
-    print(terminal_safe(line), file=stream or sys.stdout)
+    print(terminal_safe(line), file=stream)
 
 
 def _history(ctx: CommandContext) -> History:

@@ -19,7 +19,7 @@ from nanohermes.core.events import (
 )
 from nanohermes.core.types import ToolCall, ToolResult
 from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
-from nanohermes.ui.render import Renderer, human_size, key_argument
+from nanohermes.ui.render import Renderer, key_argument
 
 ANSWER = "# Plan\n\nFirst **bold** words\nwrap here.\n\n```python\ndef f():\n\n    return 1\n```\nDone.\n"
 
@@ -102,7 +102,7 @@ def test_tool_lines_are_compact_with_name_argument_outcome_and_size() -> None:
         "  ✗ run_shell make test · ERROR: exit 2",
         "  ✗ write_file · refused · the user declined",
         "  ⏹ grep · interrupted",
-        "  ✓ list_files · 2 lines, 3 B",
+        "  ✓ list_files · x",
     ]
 
 
@@ -129,13 +129,11 @@ def test_reasoning_is_printed_before_the_answer() -> None:
     assert [line.rstrip() for line in text.splitlines()] == ["weigh option A", "then B", "Answer"]
 
 
-def test_key_argument_and_size_helpers() -> None:
+def test_key_argument() -> None:
     assert key_argument(ToolCall("1", "run_shell", '{"command": "ls -la", "timeout": 5}')) == "ls -la"
     assert key_argument(ToolCall("1", "grep", '{"pattern": "x", "path": "src"}')) == "src"
     assert key_argument(ToolCall("1", "x", "not json")) == "not json"
     assert key_argument(ToolCall("1", "x", "[1]")) == ""
-    assert human_size("") == "0 lines, 0 B"
-    assert human_size("x" * 2048) == "1 line, 2.0 KB"
 
 
 def test_running_tools_show_in_the_live_region_with_their_key_argument() -> None:
