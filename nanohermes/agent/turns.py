@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nanohermes.agent.compaction import compact, summary_request, total_chars
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.plan import plan_updates
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import (
@@ -27,6 +26,9 @@ from nanohermes.core.errors import (
 from nanohermes.core.events import Compacted, Event, Note, TextDelta, ToolFinished
 from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shown_images
 from nanohermes.llm import ChatClient, extract_text_tool_calls
+
+if TYPE_CHECKING:
+    from nanohermes.config.settings import Settings
 
 CUT_SHORT = frozenset({"length", "insufficient_system_resource"})
 """Finish reasons of a reply stopped mid-way, so a tool call may be cut mid-arguments (the second is
@@ -124,7 +126,7 @@ class Steps:
         self,
         model: ChatClient,
         tools: ToolSet,
-        config: AgentConfig,
+        config: Settings,
         messages: list[Message],
         *,
         add_usage: Callable[[Usage], None],
@@ -135,7 +137,7 @@ class Steps:
         """`archive` gets what compaction takes out; `pinned` leading messages are never compacted
         (the system prompt, and a sub-agent's task)."""
         self._model, self._tools, self._config = model, tools, config
-        self.model = config.model
+        self.model = config.model or ""
         self.messages = messages
         self._count_usage = add_usage
         self._archive = [] if archive is None else archive

@@ -142,7 +142,6 @@ def _agent(
     checkpoints: Checkpoints | None,
 ) -> Agent:
     """The agent, its system prompt holding AGENTS.md and the skills (whose problems are notes)."""
-    from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.loop import Agent
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
     from nanohermes.agent.skills import load_skills, make_skill_tool, skills_prompt
@@ -157,7 +156,7 @@ def _agent(
     agent = Agent(
         parts.client,
         runner,
-        AgentConfig.from_settings(settings, verbose=parts.verbose, save_each_turn=parts.save_each_turn),
+        settings,
         prompt,
         session=session,
         store=parts.store,
@@ -167,6 +166,8 @@ def _agent(
         checkpoints=checkpoints,
         hooks=runner.hooks,
         attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
+        verbose=parts.verbose,
+        save_each_turn=parts.save_each_turn,
     )
     for problem in [agents_note, *skill_problems]:
         if problem:
@@ -202,7 +203,6 @@ def _sandbox(settings: Settings, workspace: Path, secret_files: tuple[Path, ...]
 def _add_task_tool(
     agent: Agent, parts: AgentParts, runner: ToolRunner, settings: Settings, workspace: Path
 ) -> None:
-    from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.subagents import SubAgentRunner, load_definitions, make_task_tool
 
     definitions, problems = load_definitions([EXAMPLE_AGENTS_DIR, settings.agents_dir])
@@ -213,7 +213,7 @@ def _add_task_tool(
         runner,
         workspace=workspace,
         model_name=lambda: agent.model,
-        config=AgentConfig.from_settings(settings),
+        config=settings,
         store=parts.store,
         add_usage=agent.add_turn_usage,
     )
