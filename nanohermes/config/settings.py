@@ -1,9 +1,6 @@
 """Settings (SPEC §2): one pydantic-settings model. Flags > environment > config file > defaults.
-
-`load_settings` is called once, by `nanohermes.app.cli`, and the `Settings` it returns is passed down;
-nothing else reads `os.environ`. A bad value is a ConfigError of one line naming where it came from:
-the flag, the variable, or the file and line.
-"""
+`load_settings` is called once, by `app.cli`; nothing else reads `os.environ`. A bad value is one line
+naming where it came from: the flag, the variable, or the file and line."""
 
 from __future__ import annotations
 
@@ -155,12 +152,8 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
     mcp_config: Sequence[Path] = (),
 ) -> Settings:
-    """Build Settings from all layers. Raises ConfigError with one line naming the culprit and fix.
-
-    `cli` holds only the flags the user gave (None values are ignored). `config_file` is `--config`;
-    without it `~/.nanohermes/config.toml` is read when it exists. `mcp_config`: `--mcp-config` JSON
-    files, whose servers join the config file's (a JSON server replaces a TOML one of the same name).
-    """
+    """Raises ConfigError. `cli`: the flags given (None is not given); `mcp_config`: `--mcp-config` files,
+    whose servers join the config file's (a JSON server replaces a TOML one of the same name)."""
     environ = os.environ if environ is None else environ
     home = Path(environ.get("HOME") or environ.get("USERPROFILE") or Path.home())
     flags = {key: value for key, value in (cli or {}).items() if value is not None}
@@ -187,9 +180,7 @@ def load_settings(
         raise ConfigError(f"invalid value for --mcp-config: {problem}")
     changes: dict[str, Any] = {name: _expand_user(getattr(settings, name), home) for name in FOLDERS}
     changes["mcp_servers"] = {
-        name: server.model_copy(update={"cwd": _expand_user(server.cwd, home)})
-        if server.cwd is not None
-        else server
+        name: server.model_copy(update={"cwd": server.cwd and _expand_user(server.cwd, home)})
         for name, server in servers.items()
     }
     return settings.model_copy(update=changes)
