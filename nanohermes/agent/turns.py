@@ -1,6 +1,5 @@
-"""The steps of a turn, shared by the agent and its sub-agents: compact if needed → call the model
-(on a context overflow: compact, call once more) → read tool calls written as text → drop cut calls →
-append the reply → no tool calls? raise TurnOver : run the calls, append their results in order."""
+"""The steps of a turn, shared by the agent and its sub-agents: model calls, compaction (also on a
+context overflow, then one call more), tool calls, until a reply without calls raises TurnOver."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Composition root: the REPL and `-p` (`run_chat`) and `nanohermes acp` (`run_acp`). The UI gets
-`build_runtime` as a callable (it never imports this module), so tests can hand it fakes.
-"""
+`build_runtime` as a callable (it never imports this module), so tests can hand it fakes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """MCP server configuration (SPEC §10): the `[mcp_servers.NAME]` TOML table, the JSON `mcpServers`
-form (`--mcp-config`) and ACP's list. It lives beside settings, which validate the TOML form with it.
-"""
+form (`--mcp-config`) and ACP's list. It lives beside settings, which validate the TOML form with it."""
 
 from __future__ import annotations
 
@@ -166,7 +165,7 @@ def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
 
 
 def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfig:
-    where = f"{path}{json_line(text, name)}"
+    where = f"{path}{_json_line(text, name)}"
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: server {name!r} must be an object with command or url")
     values = dict(entry)
@@ -189,22 +188,19 @@ def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfi
     except ValidationError as err:
         first = err.errors()[0]
         key = str(first["loc"][0]) if first["loc"] else ""
-        line = json_line(text, key, after=name) if key else ""
+        line = _json_line(text, name, key) if key else ""
         place = f"{path}{line}" if line else where
         raise ConfigError(f"{place}: {describe_problem(name, first)}") from None
 
 
-def json_line(text: str, key: str, *, after: str | None = None) -> str:
-    """`, line N` of the first `"key":` in a JSON text (after the line holding `"after":`), or ""."""
-    lines = text.splitlines()
-    start = (_find_line(lines, after, 0) or 0) if after is not None else 0
-    number = _find_line(lines, key, start)
+def _json_line(text: str, *keys: str) -> str:
+    """`, line N` of the last key's `"KEY":` in a JSON text, each key searched from the one before, or ""."""
+    lines, start, number = text.splitlines(), 0, None
+    for key in keys:
+        pattern = re.compile(rf'"{re.escape(json.dumps(key)[1:-1])}"\s*:')
+        number = next((n for n in range(start, len(lines)) if pattern.search(lines[n])), None)
+        start = start if number is None else number
     return f", line {number + 1}" if number is not None else ""
-
-
-def _find_line(lines: list[str], key: str, start: int) -> int | None:
-    pattern = re.compile(rf'"{re.escape(json.dumps(key)[1:-1])}"\s*:')
-    return next((number for number in range(start, len(lines)) if pattern.search(lines[number])), None)
 
 
 def describe_problem(server: str, error: Mapping[str, Any]) -> str:

@@ -1,7 +1,5 @@
-"""What the command line asked for, as plain data (SPEC §1). Stdlib only.
-
-Parsed by `nanohermes.app.args`; it lives below the UI, so the UI never imports the layer that calls it.
-"""
+"""What the command line asked for, as plain data (SPEC §1), parsed by `app.args`. Stdlib only: it
+lives below the UI, so the UI never imports the layer that calls it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """The value types of the settings (SPEC §2): pydantic types, plus the checks pydantic has no type for.
-
-`reason` words pydantic's errors as nanohermes' messages always have ("must be a whole number").
-"""
+`reason` words pydantic's errors as nanohermes' messages always have ("must be a whole number")."""
 
 from __future__ import annotations
 
