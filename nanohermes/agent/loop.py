@@ -88,8 +88,6 @@ class Agent(Steps):
             verbose=verbose,
         )
 
-    # -- state -----------------------------------------------------------------------------------
-
     @property
     def usage(self) -> Usage:
         return self._data.usage  # frozen: replaced whole, never changed in place
@@ -116,8 +114,6 @@ class Agent(Steps):
         with self._lock:
             events, self._background = self._background, []
         return events
-
-    # -- a turn ----------------------------------------------------------------------------------
 
     def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """One user turn (SPEC §4.1); ends with exactly one TurnFinished."""
@@ -173,8 +169,6 @@ class Agent(Steps):
     def _end_checkpoint(self) -> TurnChanges:
         return self._checkpoints.end_turn() if self._checkpoints is not None else TurnChanges()
 
-    # -- memory ----------------------------------------------------------------------------------
-
     def _inject_memory(self, query: str) -> Iterator[Event]:
         if self._store is None:
             return
@@ -196,8 +190,6 @@ class Agent(Steps):
 
     def stop_distillation(self) -> None:
         self._distiller.cancel.cancel()
-
-    # -- compaction, reset, persistence ----------------------------------------------------------
 
     def compact(self, cancel: CancelToken | None = None) -> Iterator[Event]:
         done = yield from self._compact(cancel or CancelToken(), threshold=None)

@@ -161,11 +161,9 @@ def _leave(code: int) -> None:
         sys.stderr.flush()
     except OSError:  # a closed pipe: let the interpreter's own exit report it as usual
         return
-    shutdown = getattr(threading, "_shutdown", None)
-    if shutdown is None:
-        return
     _ctrl_c_while_leaving(code)
-    shutdown()  # joins non-daemon threads and runs threading's exit hooks (ThreadPoolExecutor's)
+    # as the interpreter does: join non-daemon threads, run threading's exit hooks (ThreadPoolExecutor's)
+    threading._shutdown()  # type: ignore[attr-defined]
     import atexit
 
     atexit._run_exitfuncs()
