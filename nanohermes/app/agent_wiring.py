@@ -232,7 +232,7 @@ def _add_task_tool(
 ) -> None:
     from nanohermes.agent.subagents import SubAgentRunner, load_definitions, make_task_tool
 
-    definitions, problems = load_definitions([EXAMPLE_AGENTS_DIR, settings.agents_dir])
+    definitions, problems = load_definitions([EXAMPLE_AGENTS_DIR, settings.state_dir / "agents"])
     for problem in problems:
         agent.post_note(Note(problem, "warning"))
     sub = SubAgentRunner(

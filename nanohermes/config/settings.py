@@ -108,10 +108,6 @@ class Settings(BaseSettings):
     def history_file(self) -> Path:
         return self.state_dir / "history"
 
-    @property
-    def agents_dir(self) -> Path:
-        return self.state_dir / "agents"
-
     def api_key_value(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key is not None else None
 
