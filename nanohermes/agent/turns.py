@@ -19,7 +19,6 @@ from nanohermes.core.errors import (
     LENGTH_NOTE,
     Cancelled,
     ContextOverflow,
-    IncompleteStream,
     LLMError,
 )
 from nanohermes.core.events import Compacted, Event, Note, TextDelta, ToolFinished
@@ -201,8 +200,7 @@ class Steps:
             if isinstance(item, TextDelta):
                 turn.partial.append(item.text)
             yield item
-        if streamed is None:
-            raise IncompleteStream("the model stream ended without a result", "try again")
+        assert streamed is not None, "ChatClient.stream ends with a ChatResult or raises"
         self._count_usage(streamed.counted_usage(self.messages, tools))
         return streamed
 

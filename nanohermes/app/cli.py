@@ -30,9 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             options = parse_args(args)
-        except SystemExit as done:  # --help was printed: a full disk under `> file` is no success
-            if done.code not in (0, None):
-                raise
+        except SystemExit:  # --help was printed (errors raise UsageError): a full disk is no success
             return _flush_stdout()
         except OSError as err:  # older 3.11 releases' argparse lets the error of its own write escape
             return _stdout_failed(err)

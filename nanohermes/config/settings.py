@@ -94,11 +94,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _strip_text(cls, data: Any) -> Any:
+    def _strip_text(cls, data: dict[str, Any]) -> dict[str, Any]:
         """Text from a flag, a variable or the file is read without the blanks around it."""
-        if isinstance(data, dict):
-            return {key: value.strip() if isinstance(value, str) else value for key, value in data.items()}
-        return data
+        return {key: value.strip() if isinstance(value, str) else value for key, value in data.items()}
 
     @property
     def memory_file(self) -> Path:
@@ -204,9 +202,7 @@ def _describe(
     for layer in variables:
         if field in layer.values:
             return _problem(error, layer.names[field])
-    if field in file.toml_data:
-        return _problem(error, f"{'.'.join(loc)} in {file.path}{file.line_of(*loc)}")
-    return _problem(error, field)
+    return _problem(error, f"{'.'.join(loc)} in {file.path}{file.line_of(*loc)}")  # defaults are valid
 
 
 def _problem(error: ErrorDetails, origin: str) -> str:
