@@ -192,8 +192,6 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         return SUB_COMMANDS[argv[at]](rest[:end] + argv[:at] + rest[end:])
     ns = _parse(build_parser(), argv, tuple(SUB_COMMANDS))
     overrides = _run_overrides(ns, "nanohermes")
-    if ns.yes and ns.permission == "read-only":
-        raise UsageError("--yes cannot widen --permission read-only; drop one of them")
     output = _output_format(ns)
     if output != "text" and ns.prompt is None:
         raise UsageError(f"{'--json' if ns.json_output else '--output-format'} needs -p PROMPT")

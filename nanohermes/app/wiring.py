@@ -116,11 +116,8 @@ def apply_yes(options: CliOptions, settings: Settings) -> Settings:
     """`--yes` means permission `auto` for this run; it never widens a configured `read-only`."""
     if not options.yes:
         return settings
-    if settings.permission == "read-only":
-        raise ConfigError(
-            "--yes cannot widen permission read-only (set in the config file or environment)",
-            "drop --yes, or give --permission auto",
-        )
+    if settings.permission == "read-only":  # given as a flag, in the config file or the environment
+        raise ConfigError("--yes cannot widen permission read-only", "drop --yes, or give --permission auto")
     return settings.with_changes(permission="auto")
 
 
