@@ -8,9 +8,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from nanohermes.config.config_file import read_text
 from nanohermes.core.errors import JSON_ERRORS, ConfigError, json_problem
@@ -23,16 +23,28 @@ TOOL_NAME_MAX = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+def _http_url(value: str) -> str:
+    if not value.strip().startswith(("http://", "https://")):
+        raise ValueError("must start with http:// or https://")
+    return value.strip()
+
+
 class McpServerConfig(BaseModel):
     """One MCP server: `command` (stdio) or `url` (streamable HTTP), plus the common options."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    command: str | None = None
+    command: Annotated[str, AfterValidator(_not_blank)] | None = None
     args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
     cwd: Path | None = None
-    url: str | None = None
+    url: Annotated[str, AfterValidator(_http_url)] | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
     startup_timeout: float = Field(10.0, gt=0, le=3600, allow_inf_nan=False)
@@ -40,20 +52,6 @@ class McpServerConfig(BaseModel):
     trusted: bool = False
     enabled_tools: tuple[str, ...] | None = None  # only these are offered (Codex's key); None: all
     disabled_tools: tuple[str, ...] = ()  # not offered (applied after enabled_tools)
-
-    @field_validator("command")
-    @classmethod
-    def _command(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("must not be empty")
-        return value
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip().startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.strip() if value is not None else None
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

@@ -25,8 +25,6 @@ class MemoryArgs:
 
 @dataclass(frozen=True)
 class UndoArgs:
-    """`nanohermes undo [--session S] [--list] [--to N] [--force]`."""
-
     session: str | None = None
     list_only: bool = False
     to: int | None = None
@@ -35,8 +33,6 @@ class UndoArgs:
 
 @dataclass(frozen=True)
 class CliOptions:
-    """Everything the command line said, beyond the settings it overrides."""
-
     session: str | None = None
     continue_last: bool = False
     config: Path | None = None
