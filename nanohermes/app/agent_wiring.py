@@ -108,7 +108,8 @@ def build_agent(
     mcp_servers: Mapping[str, McpServerConfig] | None = None,
 ) -> Runtime:
     """One agent on `workspace` and the `opened` session; whoever built it closes the runtime.
-    `mcp_servers` (default: the settings') start in the background, their tools joining when ready."""
+    The settings' MCP servers and `mcp_servers` (an ACP client's, winning a name clash) start in the
+    background, their tools joining when ready."""
     from nanohermes.agent.plan import make_plan_tool
     from nanohermes.core.cancel import CancelToken
     from nanohermes.mcp import start_servers
@@ -128,7 +129,7 @@ def build_agent(
     _add_task_tool(agent, parts, runner, settings, workspace)
     runner.register(make_plan_tool())
     mcp = start_servers(
-        settings.mcp_servers if mcp_servers is None else mcp_servers,
+        {**settings.mcp_servers, **(mcp_servers or {})},
         cwd=workspace,
         log_dir=settings.state_dir / "mcp",
         on_notice=lambda text: agent.post_note(Note(text, "warning")),

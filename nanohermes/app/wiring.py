@@ -244,13 +244,12 @@ class _Sessions:
         """A session's agent, holding the session's lock until its close is called."""
         from nanohermes.acp.session import Opened
 
-        settings, options = self.settings, self.options
+        options = self.options
         opened = open_locked(session_path)
         try:
             store = self.store_for(workspace)
             parts = AgentParts(self.client, store, approver, options.verbose, options.secret_files, files)
-            servers = {**settings.mcp_servers, **mcp_servers}  # the client's win a name clash
-            runtime = build_agent(settings, parts, opened, workspace=workspace, mcp_servers=servers)
+            runtime = build_agent(self.settings, parts, opened, workspace=workspace, mcp_servers=mcp_servers)
         except BaseException:
             opened.lock.release()
             raise

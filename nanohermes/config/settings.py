@@ -174,8 +174,8 @@ def load_settings(
         raise ConfigError(f"invalid value for --mcp-config: {problem}")
     changes: dict[str, Any] = {name: _expand_user(getattr(settings, name), home) for name in FOLDERS}
     changes["mcp_servers"] = {
-        name: server.model_copy(update={"cwd": server.cwd and _expand_user(server.cwd, home)})
-        for name, server in servers.items()
+        name: server.model_copy(update={"cwd": _expand_user(server.cwd, home)}) if server.cwd else server
+        for name, server in servers.items()  # (an update of cwd marks it as set, wrong for a url server)
     }
     return settings.model_copy(update=changes)
 
