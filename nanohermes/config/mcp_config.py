@@ -153,13 +153,8 @@ def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f'{path}: no "mcpServers" object', 'the form is {"mcpServers": {"NAME": {...}}}')
-    configs: dict[str, McpServerConfig] = {}
-    for name, entry in servers.items():
-        configs[name] = _json_server(name, entry, path, text)
-    problem = check_server_names(list(configs))
-    if problem:
-        raise ConfigError(f"{path}: {problem}", "rename one of them")
-    return configs
+    # the names are checked with the config file's, by load_settings
+    return {name: _json_server(name, entry, path, text) for name, entry in servers.items()}
 
 
 def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfig:
