@@ -35,11 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from acp import schema, spawn_agent_process, text_block  # noqa: E402
 from fake_server import FakeServer  # noqa: E402
 
-from nanohermes.app.agent_wiring import AgentParts, build_agent  # noqa: E402
+from nanohermes.app.agent_wiring import AgentParts, build_agent, open_locked  # noqa: E402
 from nanohermes.config.settings import load_settings  # noqa: E402
 from nanohermes.core.cancel import CancelToken  # noqa: E402
 from nanohermes.core.events import TurnFinished  # noqa: E402
-from nanohermes.sessions.store import SessionFile  # noqa: E402
 
 ANSWER = "Sure. " + "This answer streams in small pieces like a real model would. " * 4
 PROMPT = "hi"  # short: no distillation, so only the turn itself is timed
@@ -62,9 +61,9 @@ class Baseline:
 
         settings = load_settings({"base_url": server.url, "model": "fake-model", "permission": "auto"})
         self.client = ChatClient.from_settings(settings)
-        session = SessionFile(settings.sessions_dir / "bench-baseline.json")
+        opened = open_locked(settings.sessions_dir / "bench-baseline.json")
         parts = AgentParts(self.client, MemoryStore(settings.memory_dir), None)
-        self.agent = build_agent(settings, parts, workspace=workspace, session=session, resumed=None).agent
+        self.agent = build_agent(settings, parts, opened, workspace=workspace).agent
         self.cpu: list[float] = []
         """CPU seconds of each turn on its thread (the loop, the HTTP client, the SSE parser)."""
 

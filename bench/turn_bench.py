@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.agent.compaction import total_chars
-from nanohermes.agent.loop import Agent, AgentConfig
+from nanohermes.agent.loop import Agent
 from nanohermes.agent.prompts import base_system_prompt
+from nanohermes.config.settings import Settings
 from nanohermes.core.events import StreamItem
 from nanohermes.core.types import ChatResult, Message, Usage
 from nanohermes.memory import MemoryStore, recall_for_turn
@@ -142,7 +143,7 @@ def build_agent(root: Path, memory: bool, messages: int, rng: random.Random) -> 
     session = SessionFile(root / "sessions" / f"bench-{memory}.json")
     data = SessionData(messages=session_messages(messages, rng))
     runner = ToolRunner(workspace, permission="auto", approver=None, store=store)
-    config = AgentConfig(model="instant")
+    config = Settings(model="instant")
     prompt = base_system_prompt(workspace, memory=memory)
     return Agent(InstantModel(), runner, config, prompt, session=session, store=store, resumed=data)
 

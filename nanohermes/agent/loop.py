@@ -8,7 +8,6 @@ import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING
 
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.distiller import Distiller
 from nanohermes.agent.turns import Steps, Turn
 from nanohermes.core.cancel import CancelToken
@@ -23,6 +22,7 @@ from nanohermes.sessions.store import SessionData, SessionFile
 
 if TYPE_CHECKING:
     from nanohermes.checkpoints import Checkpoints
+    from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
     from nanohermes.tools import ToolRunner
     from nanohermes.tools.hooks import HookRunner
@@ -37,7 +37,7 @@ class Agent(Steps):
         self,
         model: ChatClient,
         tools: ToolRunner,
-        config: AgentConfig,
+        config: Settings,
         system_prompt: str,
         *,
         session: SessionFile,
@@ -48,8 +48,11 @@ class Agent(Steps):
         checkpoints: Checkpoints | None = None,
         hooks: HookRunner | None = None,
         attach_images: Callable[[str], tuple[list[str], list[str]]] | None = None,
+        verbose: bool = False,
+        save_each_turn: bool = True,
     ) -> None:
-        """`attach_images`: the images a message names (`@shot.png`) as data URLs, and notes."""
+        """`attach_images`: the images a message names (`@shot.png`) as data URLs, and notes.
+        `save_each_turn` is False in `-p`: its one save comes after distillation."""
         self._store, self._checkpoints = store, checkpoints
         self.session_path = session.path
         self._attach_images = attach_images
@@ -58,7 +61,8 @@ class Agent(Steps):
         # The session file's content; its messages, archive and usage are the live state (no copies).
         self._data = resumed or SessionData()
         self._data.workspace = workspace or self._data.workspace
-        self._data.model = config.model
+        self._data.model = config.model or ""
+        self._save_each_turn = save_each_turn
         history = [m for m in self._data.messages if m.get("role") != "system"]
         self._data.messages = [{"role": "system", "content": system_prompt}, *history]
         super().__init__(
@@ -81,10 +85,8 @@ class Agent(Steps):
             model_name=lambda: config.distill_model or self.model,
             post_note=self.post_note,
             add_usage=functools.partial(self.add_turn_usage, in_turn=False),
-            verbose=config.verbose,
+            verbose=verbose,
         )
-
-    # -- state -----------------------------------------------------------------------------------
 
     @property
     def usage(self) -> Usage:
@@ -112,8 +114,6 @@ class Agent(Steps):
         with self._lock:
             events, self._background = self._background, []
         return events
-
-    # -- a turn ----------------------------------------------------------------------------------
 
     def run(self, user_content: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """One user turn (SPEC §4.1); ends with exactly one TurnFinished."""
@@ -145,7 +145,7 @@ class Agent(Steps):
             yield over.note
         changes = self._end_checkpoint()
         yield from checkpoint_notes(changes)
-        if self._config.save_each_turn:
+        if self._save_each_turn:
             self._saver.in_background()
         if over.completed:
             excerpt = messages_of_turn(self.messages, turn.user_message)
@@ -169,8 +169,6 @@ class Agent(Steps):
     def _end_checkpoint(self) -> TurnChanges:
         return self._checkpoints.end_turn() if self._checkpoints is not None else TurnChanges()
 
-    # -- memory ----------------------------------------------------------------------------------
-
     def _inject_memory(self, query: str) -> Iterator[Event]:
         if self._store is None:
             return
@@ -192,8 +190,6 @@ class Agent(Steps):
 
     def stop_distillation(self) -> None:
         self._distiller.cancel.cancel()
-
-    # -- compaction, reset, persistence ----------------------------------------------------------
 
     def compact(self, cancel: CancelToken | None = None) -> Iterator[Event]:
         done = yield from self._compact(cancel or CancelToken(), threshold=None)

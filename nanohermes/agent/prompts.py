@@ -66,13 +66,13 @@ def load_agents_md(workspace: Path) -> tuple[str, str]:
     try:
         real = path.resolve(strict=True)
         if not real.is_relative_to(workspace.resolve(strict=True)):
-            return "", _ignored(f"it links to {real}, outside the workspace")
+            return "", f"{AGENTS_FILE} ignored: it links to {real}, outside the workspace"
         # UTF-8: at most 4 bytes a character
         data, size = read_regular(real, 4 * AGENTS_MAX_CHARS + 4, follow=False)
     except FileNotFoundError:  # AGENTS.md is there (lexists), so it is a link to nothing
-        return "", _ignored("it is a link to a file that does not exist")
+        return "", f"{AGENTS_FILE} ignored: it is a link to a file that does not exist"
     except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop on older Pythons
-        return "", _ignored(reason(err))
+        return "", f"{AGENTS_FILE} ignored: {reason(err)}"
     # surrogateescape: one character per undecodable byte, so the bytes kept are counted exactly
     text = data.decode("utf-8", errors="surrogateescape")
     if len(text) <= AGENTS_MAX_CHARS and len(data) == size:
@@ -89,7 +89,3 @@ def _replaced(text: str) -> str:
         .decode("utf-8", errors="replace")
         .removeprefix("\ufeff")
     )
-
-
-def _ignored(why: str) -> str:
-    return f"{AGENTS_FILE} ignored: {why}"

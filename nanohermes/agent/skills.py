@@ -72,7 +72,6 @@ def make_skill_tool(skills: Mapping[str, Skill]) -> Tool:
 
 
 def _other_files(folder: Path) -> list[str]:
-    """Not hidden ones; at most FILES_LISTED."""
     names: list[str] = []
     for top, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.plan import PLAN_TOOL
 from nanohermes.agent.prompts import base_system_prompt
 from nanohermes.agent.turns import Steps, Turn, TurnOver
@@ -23,6 +22,7 @@ from nanohermes.memory import set_block
 from nanohermes.tools import Tool, ToolRunner, tool_from_function
 
 if TYPE_CHECKING:
+    from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
 
 TASK_TOOL = "task"
@@ -116,7 +116,7 @@ class SubAgentRunner:
         *,
         workspace: Path,
         model_name: Callable[[], str],
-        config: AgentConfig,
+        config: Settings,
         store: MemoryStore | None = None,
         add_usage: Callable[[Usage], None] | None = None,
     ) -> None:
@@ -136,7 +136,7 @@ class SubAgentRunner:
         steps = Steps(
             self._model,
             _AllowedTools(self._tools, self.allowed(definition), definition.name),
-            dataclasses.replace(self._config, model=self._model_name()),
+            self._config.model_copy(update={"model": self._model_name()}),
             [{"role": "system", "content": system}, task_message],
             add_usage=self._add_usage,
             stream=False,

@@ -1,16 +1,14 @@
-"""The steps of a turn, shared by the agent and its sub-agents: compact if needed → call the model
-(on a context overflow: compact, call once more) → read tool calls written as text → drop cut calls →
-append the reply → no tool calls? raise TurnOver : run the calls, append their results in order."""
+"""The steps of a turn, shared by the agent and its sub-agents: model calls, compaction (also on a
+context overflow, then one call more), tool calls, until a reply without calls raises TurnOver."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nanohermes.agent.compaction import compact, summary_request, total_chars
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.plan import plan_updates
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import (
@@ -21,12 +19,14 @@ from nanohermes.core.errors import (
     LENGTH_NOTE,
     Cancelled,
     ContextOverflow,
-    IncompleteStream,
     LLMError,
 )
 from nanohermes.core.events import Compacted, Event, Note, TextDelta, ToolFinished
 from nanohermes.core.types import ChatResult, Message, ToolCall, ToolResult, Usage, shown_images
 from nanohermes.llm import ChatClient, extract_text_tool_calls
+
+if TYPE_CHECKING:
+    from nanohermes.config.settings import Settings
 
 CUT_SHORT = frozenset({"length", "insufficient_system_resource"})
 """Finish reasons of a reply stopped mid-way, so a tool call may be cut mid-arguments (the second is
@@ -124,7 +124,7 @@ class Steps:
         self,
         model: ChatClient,
         tools: ToolSet,
-        config: AgentConfig,
+        config: Settings,
         messages: list[Message],
         *,
         add_usage: Callable[[Usage], None],
@@ -135,7 +135,7 @@ class Steps:
         """`archive` gets what compaction takes out; `pinned` leading messages are never compacted
         (the system prompt, and a sub-agent's task)."""
         self._model, self._tools, self._config = model, tools, config
-        self.model = config.model
+        self.model = config.model or ""
         self.messages = messages
         self._count_usage = add_usage
         self._archive = [] if archive is None else archive
@@ -200,8 +200,7 @@ class Steps:
             if isinstance(item, TextDelta):
                 turn.partial.append(item.text)
             yield item
-        if streamed is None:
-            raise IncompleteStream("the model stream ended without a result", "try again")
+        assert streamed is not None, "ChatClient.stream ends with a ChatResult or raises"
         self._count_usage(streamed.counted_usage(self.messages, tools))
         return streamed
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from nanohermes.tools.files import FileTools
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.tools.sandbox import Sandbox
+    from nanohermes.ui.seams import ResumePreview
 
 SAVE_WAIT = 10.0
 """How long closing waits for a session write still under way before it lets the session go."""
@@ -44,6 +45,36 @@ class AgentParts:
     save_each_turn: bool = True  # False in `-p`: its one save comes after distillation
 
 
+@dataclass(frozen=True)
+class OpenedSession:
+    """A session locked and read before the runtime is built (the REPL resuming shows it first)."""
+
+    session: SessionFile
+    data: SessionData | None
+    lock: SessionLock
+    notices: tuple[str, ...] = ()
+
+    def preview(self) -> ResumePreview:
+        from nanohermes.ui.seams import ResumePreview
+
+        messages = tuple(self.data.messages) if self.data else ()
+        return ResumePreview(self.session.path.stem, messages, self.notices)
+
+
+def open_locked(path: Path, notices: tuple[str, ...] = ()) -> OpenedSession:
+    """The session file under its lock, taken before the file is read."""
+    from nanohermes.sessions.lock import SessionLock
+    from nanohermes.sessions.store import SessionFile
+
+    session = SessionFile(path)
+    lock = SessionLock.acquire(path)
+    try:
+        return OpenedSession(session, session.load() if session.exists() else None, lock, notices)
+    except BaseException:
+        lock.release()
+        raise
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -52,7 +83,7 @@ class Runtime:
     checkpoints: Checkpoints | None
     sandbox: Sandbox
     mcp: McpManager | None
-    session_lock: SessionLock | None = None  # held for the life of the runtime (SPEC §4.4)
+    session_lock: SessionLock  # held for the life of the runtime (SPEC §4.4)
 
     def close(self) -> None:
         """The session is released last, after a session write still under way (at most SAVE_WAIT)."""
@@ -64,50 +95,48 @@ class Runtime:
             if self.checkpoints is not None:
                 self.checkpoints.settle()
         finally:
-            if self.session_lock is not None:
-                self.agent.flush(SAVE_WAIT)
-                self.session_lock.release()
+            self.agent.flush(SAVE_WAIT)
+            self.session_lock.release()
 
 
 def build_agent(
     settings: Settings,
     parts: AgentParts,
+    opened: OpenedSession,
     *,
     workspace: Path,
-    session: SessionFile,
-    resumed: SessionData | None,
-    lock: SessionLock | None = None,
     mcp_servers: Mapping[str, McpServerConfig] | None = None,
 ) -> Runtime:
-    """One agent on `workspace` and `session` (held by `lock`); whoever built it closes the runtime.
-    `mcp_servers` (default: the settings') start in the background, their tools joining when ready."""
+    """One agent on `workspace` and the `opened` session; whoever built it closes the runtime.
+    The settings' MCP servers and `mcp_servers` (an ACP client's, winning a name clash) start in the
+    background, their tools joining when ready."""
     from nanohermes.agent.plan import make_plan_tool
     from nanohermes.core.cancel import CancelToken
     from nanohermes.mcp import start_servers
     from nanohermes.tools.hooks import HookRunner
 
-    checkpoints = _checkpoints(settings, workspace, session.path)
+    checkpoints = _checkpoints(settings, workspace, opened.session.path)
     sandbox = _sandbox(settings, workspace, parts.secret_files)
     runner = _runner(settings, parts, workspace, sandbox, checkpoints)
-    hooks = runner.hooks = HookRunner(settings.hooks, sandbox, workspace, session.path, parts.verbose)
-    agent = _agent(settings, parts, runner, workspace, session, resumed, checkpoints)
+    hooks = runner.hooks = HookRunner(settings.hooks, sandbox, workspace, opened.session.path, parts.verbose)
+    agent = _agent(settings, parts, runner, workspace, opened, checkpoints)
     if sandbox.startup_warning:
         # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
         agent.post_note(Note(sandbox.startup_warning, "warning" if sandbox.mode == "bwrap" else "info"))
-    source = "resume" if resumed is not None else "startup"
+    source = "resume" if opened.data is not None else "startup"
     for note in hooks.run("session_start", CancelToken(), source=source).notes:
         agent.post_note(note)
     _add_task_tool(agent, parts, runner, settings, workspace)
     runner.register(make_plan_tool())
     mcp = start_servers(
-        settings.mcp_servers if mcp_servers is None else mcp_servers,
+        {**settings.mcp_servers, **(mcp_servers or {})},
         cwd=workspace,
         log_dir=settings.state_dir / "mcp",
         on_notice=lambda text: agent.post_note(Note(text, "warning")),
     )
     if mcp is not None:
         runner.add_source(mcp.tools)
-    return Runtime(settings, agent, parts.store, checkpoints, sandbox, mcp, lock)
+    return Runtime(settings, agent, parts.store, checkpoints, sandbox, mcp, opened.lock)
 
 
 def _runner(
@@ -137,12 +166,10 @@ def _agent(
     parts: AgentParts,
     runner: ToolRunner,
     workspace: Path,
-    session: SessionFile,
-    resumed: SessionData | None,
+    opened: OpenedSession,
     checkpoints: Checkpoints | None,
 ) -> Agent:
     """The agent, its system prompt holding AGENTS.md and the skills (whose problems are notes)."""
-    from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.loop import Agent
     from nanohermes.agent.prompts import base_system_prompt, load_agents_md
     from nanohermes.agent.skills import load_skills, make_skill_tool, skills_prompt
@@ -157,16 +184,18 @@ def _agent(
     agent = Agent(
         parts.client,
         runner,
-        AgentConfig.from_settings(settings, verbose=parts.verbose, save_each_turn=parts.save_each_turn),
+        settings,
         prompt,
-        session=session,
+        session=opened.session,
         store=parts.store,
-        resumed=resumed,
+        resumed=opened.data,
         workspace=str(workspace),
         secrets=(secret,) if secret else (),
         checkpoints=checkpoints,
         hooks=runner.hooks,
         attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
+        verbose=parts.verbose,
+        save_each_turn=parts.save_each_turn,
     )
     for problem in [agents_note, *skill_problems]:
         if problem:
@@ -202,10 +231,9 @@ def _sandbox(settings: Settings, workspace: Path, secret_files: tuple[Path, ...]
 def _add_task_tool(
     agent: Agent, parts: AgentParts, runner: ToolRunner, settings: Settings, workspace: Path
 ) -> None:
-    from nanohermes.agent.config import AgentConfig
     from nanohermes.agent.subagents import SubAgentRunner, load_definitions, make_task_tool
 
-    definitions, problems = load_definitions([EXAMPLE_AGENTS_DIR, settings.agents_dir])
+    definitions, problems = load_definitions([EXAMPLE_AGENTS_DIR, settings.state_dir / "agents"])
     for problem in problems:
         agent.post_note(Note(problem, "warning"))
     sub = SubAgentRunner(
@@ -213,7 +241,7 @@ def _add_task_tool(
         runner,
         workspace=workspace,
         model_name=lambda: agent.model,
-        config=AgentConfig.from_settings(settings),
+        config=settings,
         store=parts.store,
         add_usage=agent.add_turn_usage,
     )

@@ -45,8 +45,7 @@ class _Parser(argparse.ArgumentParser):
 def _parse(
     parser: argparse.ArgumentParser, argv: Sequence[str], commands: Sequence[str] = ()
 ) -> argparse.Namespace:
-    """`parser.parse_args(argv)`, with the closest known option (or sub-command among `commands`) named
-    for an argument it does not know: `--modle` → «did you mean --model?»."""
+    """`parser.parse_args(argv)`, naming the closest option or sub-command: «did you mean --model?»."""
     ns, extras = parser.parse_known_args(list(argv))
     if extras:
         parser.error(f"unrecognized arguments: {' '.join(extras)}{_suggestion(extras[0], parser, commands)}")
@@ -76,8 +75,7 @@ def _option_names(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def _add_run_options(add: Callable[..., object], permission_help: str) -> None:
-    """The options that choose the model, the permission mode and the memory: `nanohermes` and
-    `nanohermes acp` take the same ones (read back by `_run_overrides`)."""
+    """`nanohermes` and `nanohermes acp` take the same ones (read back by `_run_overrides`)."""
     add("--model", metavar="M", help="model name sent to the endpoint")
     add("--base-url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8080/v1")
     add("--permission", metavar="MODE", help=permission_help)
@@ -85,9 +83,16 @@ def _add_run_options(add: Callable[..., object], permission_help: str) -> None:
     add("--memory-dir", metavar="DIR", help="directory holding memory.json (default: ~/.nanohermes)")
 
 
-def _add_common_options(add: Callable[..., object], verbose_help: str = "show details") -> None:
-    add("--config", metavar="FILE", help="config TOML file (default: ~/.nanohermes/config.toml)")
-    add("--verbose", action="store_true", help=verbose_help)
+def _add_common_options(
+    add: Callable[..., object], verbose_help: str = "show details", default: object = None
+) -> None:
+    add(
+        "--config",
+        metavar="FILE",
+        default=default,
+        help="config TOML file (default: ~/.nanohermes/config.toml)",
+    )
+    add("--verbose", action="store_true", default=False if default is None else default, help=verbose_help)
 
 
 def _run_overrides(ns: argparse.Namespace, command: str) -> dict[str, object]:
@@ -138,9 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_memory_options(parser: argparse.ArgumentParser, default: object = None) -> None:
     parser.add_argument("--memory-dir", metavar="DIR", default=default, help="directory holding memory.json")
-    parser.add_argument("--config", metavar="FILE", default=default, help="config TOML file")
-    verbose = False if default is None else default
-    parser.add_argument("--verbose", action="store_true", default=verbose, help="show details")
+    _add_common_options(parser.add_argument, default=default)
 
 
 def build_memory_parser() -> argparse.ArgumentParser:
@@ -189,8 +192,6 @@ def parse_args(argv: Sequence[str]) -> CliOptions:
         return SUB_COMMANDS[argv[at]](rest[:end] + argv[:at] + rest[end:])
     ns = _parse(build_parser(), argv, tuple(SUB_COMMANDS))
     overrides = _run_overrides(ns, "nanohermes")
-    if ns.yes and ns.permission == "read-only":
-        raise UsageError("--yes cannot widen --permission read-only; drop one of them")
     output = _output_format(ns)
     if output != "text" and ns.prompt is None:
         raise UsageError(f"{'--json' if ns.json_output else '--output-format'} needs -p PROMPT")
@@ -230,19 +231,16 @@ def _output_format(ns: argparse.Namespace) -> str:
 def _common(ns: argparse.Namespace, command: str) -> dict[str, Any]:
     """`--config`, `--verbose` and any `--mcp-config` as CliOptions fields. An empty FILE (`--config
     "$UNSET"`) is a mistake, not "none given": another file (or `.`) would be read than the one meant."""
-    configs = [] if ns.config is None else [ns.config]
-    if any(not name.strip() for name in configs):
-        raise UsageError("--config needs a file path, not an empty one", command)
     mcp_configs = getattr(ns, "mcp_config", None) or ()
-    if any(not name.strip() for name in mcp_configs):
-        raise UsageError("--mcp-config needs a file path, not an empty one", command)
-    config = Path(configs[0]) if configs else None
+    for flag, name in [("--config", ns.config), *(("--mcp-config", name) for name in mcp_configs)]:
+        if name is not None and not name.strip():
+            raise UsageError(f"{flag} needs a file path, not an empty one", command)
+    config = Path(ns.config) if ns.config is not None else None
     return {"config": config, "verbose": ns.verbose, "mcp_config": tuple(map(Path, mcp_configs))}
 
 
 def _sub_command_at(argv: list[str]) -> int | None:
-    """Where a sub-command (`memory`, …) stands in `argv`, skipping global options and their values
-    (`nanohermes --memory-dir X memory list`); None when there is none."""
+    """Where a sub-command stands in `argv`, past global options and their values (or None)."""
     takes_value = {
         option: action.nargs != 0 for action in build_parser()._actions for option in action.option_strings
     }
@@ -266,11 +264,7 @@ def _parse_memory(argv: list[str]) -> CliOptions:
     memory = MemoryArgs(**{f.name: getattr(ns, f.name) for f in fields(MemoryArgs)})
     # `is not None`: an empty --memory-dir ("$UNSET") is refused by the settings, not read as the default
     overrides: dict[str, object] = {"memory_dir": ns.memory_dir} if ns.memory_dir is not None else {}
-    return CliOptions(
-        **_common(ns, "nanohermes memory"),
-        memory=memory,
-        overrides=overrides,
-    )
+    return CliOptions(**_common(ns, "nanohermes memory"), memory=memory, overrides=overrides)
 
 
 def _parse_undo(argv: list[str]) -> CliOptions:
@@ -304,9 +298,7 @@ def _parse_acp(argv: list[str]) -> CliOptions:
     _add_common_options(parser.add_argument, "log details to stderr")
     ns = _parse(parser, argv)
     return CliOptions(
-        **_common(ns, "nanohermes acp"),
-        acp=True,
-        overrides=_run_overrides(ns, "nanohermes acp"),
+        **_common(ns, "nanohermes acp"), acp=True, overrides=_run_overrides(ns, "nanohermes acp")
     )
 
 
@@ -320,10 +312,7 @@ def _parse_mcp(argv: list[str]) -> CliOptions:
     ns = _parse(parser, argv)
     if ns.action is None:
         raise UsageError("mcp needs an action: list", "nanohermes mcp")
-    return CliOptions(
-        **_common(ns, "nanohermes mcp"),
-        mcp_action=ns.action,
-    )
+    return CliOptions(**_common(ns, "nanohermes mcp"), mcp_action=ns.action)
 
 
 SUB_COMMANDS: dict[str, Callable[[list[str]], CliOptions]] = {

@@ -1,8 +1,5 @@
 """Command line: parse arguments, build Settings once, dispatch. Errors end in one line, never a traceback.
-
-Only `sys` is imported up front: `--version` answers before argparse, pydantic, httpx, rich or
-prompt_toolkit load, and every other path imports what it needs after parsing.
-"""
+Only `sys` is imported up front: `--version` answers before argparse or pydantic load."""
 
 from __future__ import annotations
 
@@ -33,9 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             options = parse_args(args)
-        except SystemExit as done:  # --help was printed: a full disk under `> file` is no success
-            if done.code not in (0, None):
-                raise
+        except SystemExit:  # --help was printed (errors raise UsageError): a full disk is no success
             return _flush_stdout()
         except OSError as err:  # older 3.11 releases' argparse lets the error of its own write escape
             return _stdout_failed(err)
@@ -55,8 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _flush_stdout(text: str = "") -> int:
-    """Write `text` and flush stdout (the version, --help): argparse drops the error of its own
-    writes, and --help > /dev/full exited 0."""
+    """argparse drops the error of its own writes: --help > /dev/full exited 0."""
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -109,8 +103,7 @@ class _GuardedStdout:
 
 
 def _unwritable(out: TextIO, err: OSError) -> NanoHermesError:
-    """The error for a stdout that cannot be written; it is pointed at /dev/null first, so that what
-    it still buffers does not fail the interpreter's exit again."""
+    """`out` goes to /dev/null first, so that what it still buffers does not fail the exit again."""
     from nanohermes.core.errors import NanoHermesError
     from nanohermes.ui.oneshot import drop_stdout
 
@@ -118,11 +111,11 @@ def _unwritable(out: TextIO, err: OSError) -> NanoHermesError:
     return NanoHermesError(f"cannot write to standard output: {err.strerror or err}")
 
 
-def _guarded(command: Callable[[], int]) -> int:
+def _guarded(command: Callable[..., int], *args: object) -> int:
     real = sys.stdout
     sys.stdout = _GuardedStdout(real)  # duck-typed: write, flush, the rest
     try:
-        code = command()
+        code = command(*args)
         sys.stdout.flush()
         return code
     finally:
@@ -130,7 +123,7 @@ def _guarded(command: Callable[[], int]) -> int:
 
 
 def _stdout_closed() -> int:
-    """The reader of stdout is gone: exit non-zero, quietly, like other commands in a pipe."""
+    """Exit non-zero, quietly, like other commands in a pipe."""
     from nanohermes.ui.oneshot import drop_stdout
 
     drop_stdout(sys.stdout)
@@ -166,11 +159,9 @@ def _leave(code: int) -> None:
         sys.stderr.flush()
     except OSError:  # a closed pipe: let the interpreter's own exit report it as usual
         return
-    shutdown = getattr(threading, "_shutdown", None)
-    if shutdown is None:
-        return
     _ctrl_c_while_leaving(code)
-    shutdown()  # joins non-daemon threads and runs threading's exit hooks (ThreadPoolExecutor's)
+    # as the interpreter does: join non-daemon threads, run threading's exit hooks (ThreadPoolExecutor's)
+    threading._shutdown()  # type: ignore[attr-defined]
     import atexit
 
     atexit._run_exitfuncs()
@@ -188,17 +179,15 @@ def _dispatch(options: CliOptions) -> int:
     if options.mcp_action is not None:
         from nanohermes.ui.mcp_cmd import run_mcp_command
 
-        return _guarded(lambda: run_mcp_command(options, settings))
+        return _guarded(run_mcp_command, options, settings)
     if options.memory is not None:
         from nanohermes.ui.memory_cmd import run_memory_command
 
-        memory = options.memory
-        return _guarded(lambda: run_memory_command(memory, settings))
+        return _guarded(run_memory_command, options.memory, settings)
     if options.undo is not None:
         from nanohermes.ui.undo_cmd import run_undo_command
 
-        undo = options.undo
-        return _guarded(lambda: run_undo_command(undo, settings))
+        return _guarded(run_undo_command, options.undo, settings)
     if options.acp:
         from nanohermes.app.wiring import run_acp
 

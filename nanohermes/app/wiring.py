@@ -1,6 +1,5 @@
 """Composition root: the REPL and `-p` (`run_chat`) and `nanohermes acp` (`run_acp`). The UI gets
-`build_runtime` as a callable (it never imports this module), so tests can hand it fakes.
-"""
+`build_runtime` as a callable (it never imports this module), so tests can hand it fakes."""
 
 from __future__ import annotations
 
@@ -10,11 +9,10 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes.app.agent_wiring import AgentParts, Runtime, build_agent
+from nanohermes.app.agent_wiring import AgentParts, OpenedSession, Runtime, build_agent, open_locked
 from nanohermes.core.errors import ConfigError
 from nanohermes.core.events import Note
 
@@ -27,10 +25,8 @@ if TYPE_CHECKING:
     from nanohermes.llm import ChatClient
     from nanohermes.local.server import LocalEndpoint
     from nanohermes.memory import MemoryStore
-    from nanohermes.sessions.lock import SessionLock
-    from nanohermes.sessions.store import SessionData, SessionFile
     from nanohermes.tools.files import FileTools
-    from nanohermes.ui.seams import ResumePreview, RuntimeBuilder
+    from nanohermes.ui.seams import RuntimeBuilder
 
 LOCAL_COMPACT_THRESHOLD = 16_000
 """The bundled model has an 8k-token context: compact much earlier than the 120,000-char default."""
@@ -69,22 +65,6 @@ class _NoticeRelay:
             target(note)
 
 
-@dataclass(frozen=True)
-class OpenedSession:
-    """A session locked and read before the runtime is built (the REPL resuming shows it first)."""
-
-    session: SessionFile
-    data: SessionData | None
-    lock: SessionLock
-    notices: tuple[str, ...] = ()
-
-    def preview(self) -> ResumePreview:
-        from nanohermes.ui.seams import ResumePreview
-
-        messages = tuple(self.data.messages) if self.data else ()
-        return ResumePreview(self.session.path.stem, messages, self.notices)
-
-
 def open_session(options: CliOptions, settings: Settings) -> OpenedSession:
     """Lock and read the session to use (`--session`'s, `--continue`'s or a new one), so that a bad
     or busy session file is reported before any prompt. Raises SessionError or ConfigError."""
@@ -99,22 +79,7 @@ def open_session(options: CliOptions, settings: Settings) -> OpenedSession:
         path = latest_session(sessions_dir, Path.cwd())
         if path is None:
             notices = (f"no earlier session in this workspace ({Path.cwd()}); starting a new one",)
-    session, data, lock = open_locked(path or new_session_path(sessions_dir))
-    return OpenedSession(session, data, lock, notices)
-
-
-def open_locked(path: Path) -> tuple[SessionFile, SessionData | None, SessionLock]:
-    """The session file under its lock, taken before the file is read."""
-    from nanohermes.sessions.lock import SessionLock
-    from nanohermes.sessions.store import SessionFile
-
-    session = SessionFile(path)
-    lock = SessionLock.acquire(path)
-    try:
-        return session, (session.load() if session.exists() else None), lock
-    except BaseException:
-        lock.release()
-        raise
+    return open_locked(path or new_session_path(sessions_dir), notices)
 
 
 def build_runtime(
@@ -142,9 +107,7 @@ def build_runtime(
         options.secret_files,
         save_each_turn=options.prompt is None,
     )
-    runtime = build_agent(
-        settings, parts, workspace=Path.cwd(), session=opened.session, resumed=opened.data, lock=opened.lock
-    )
+    runtime = build_agent(settings, parts, opened, workspace=Path.cwd())
     relay.attach(runtime.agent.post_note)
     return runtime
 
@@ -153,11 +116,8 @@ def apply_yes(options: CliOptions, settings: Settings) -> Settings:
     """`--yes` means permission `auto` for this run; it never widens a configured `read-only`."""
     if not options.yes:
         return settings
-    if settings.permission == "read-only":
-        raise ConfigError(
-            "--yes cannot widen permission read-only (set in the config file or environment)",
-            "drop --yes, or give --permission auto",
-        )
+    if settings.permission == "read-only":  # given as a flag, in the config file or the environment
+        raise ConfigError("--yes cannot widen permission read-only", "drop --yes, or give --permission auto")
     return settings.with_changes(permission="auto")
 
 
@@ -284,23 +244,14 @@ class _Sessions:
         """A session's agent, holding the session's lock until its close is called."""
         from nanohermes.acp.session import Opened
 
-        settings, options = self.settings, self.options
-        session, resumed, lock = open_locked(session_path)
+        options = self.options
+        opened = open_locked(session_path)
         try:
             store = self.store_for(workspace)
             parts = AgentParts(self.client, store, approver, options.verbose, options.secret_files, files)
-            servers = {**settings.mcp_servers, **mcp_servers}  # the client's win a name clash
-            runtime = build_agent(
-                settings,
-                parts,
-                workspace=workspace,
-                session=session,
-                resumed=resumed,
-                lock=lock,
-                mcp_servers=servers,
-            )
+            runtime = build_agent(self.settings, parts, opened, workspace=workspace, mcp_servers=mcp_servers)
         except BaseException:
-            lock.release()
+            opened.lock.release()
             raise
 
         def close() -> None:

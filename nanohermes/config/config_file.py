@@ -1,8 +1,5 @@
 """The TOML config file (SPEC §2), `--config FILE` or `~/.nanohermes/config.toml`: a pydantic-settings source.
-
-Every problem is a ConfigError naming the file and, where there is one, the line: a file that cannot
-be read, is not UTF-8 or not TOML, or names a setting that does not exist (a typo is never ignored).
-"""
+Every problem is a ConfigError naming the file and line; an unknown setting (a typo) is never ignored."""
 
 from __future__ import annotations
 
@@ -28,8 +25,7 @@ _PART = re.compile(r""""([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+)""")
 
 
 def read_text(path: Path, what: str, flag: str, *, required: bool = True) -> str:
-    """The text of the `what` at `path` ("" when it is missing and not `required`; a link to a missing
-    file is an error either way)."""
+    """ "" when it is missing and not `required` (a link to a missing file is an error either way)."""
     try:
         return read_small_text(path, CONFIG_MAX_BYTES).removeprefix("\ufeff")  # Notepad's BOM
     except FileNotFoundError:
@@ -62,15 +58,9 @@ class ConfigFile(TomlConfigSettingsSource):
     def _read_files(self, files: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Read here, not skipped as pydantic-settings skips them: a missing `--config`, a link to
         nowhere, a FIFO (that would hang) are errors."""
-        return self._read_file(self.path)
-
-    def _read_file(self, file_path: Any) -> dict[str, Any]:
         self.text = read_text(self.path, "config file", "--config", required=self.required)
-        return self._settings(self._parsed())
-
-    def _parsed(self) -> dict[str, Any]:
         try:
-            return tomllib.loads(self.text)
+            data = tomllib.loads(self.text)
         except tomllib.TOMLDecodeError as err:
             raise ConfigError(f"config file {self.path} is not valid TOML: {err}", "fix that line") from None
         except RecursionError:  # tomllib recurses per nested array or inline table
@@ -79,6 +69,7 @@ class ConfigFile(TomlConfigSettingsSource):
             raise ConfigError(
                 f"config file {self.path} holds a number too long to read", "fix that value"
             ) from None
+        return self._settings(data)
 
     def _settings(self, data: dict[str, Any]) -> dict[str, Any]:
         """The top level and the `[nanohermes]` table together: neither is silently dropped for the other."""

@@ -1,7 +1,5 @@
-"""The `[hooks]` setting: commands run at five agent events (Claude Code's hooks contract).
-
-A command is a string or a table (`command`, `matcher`, `timeout`); `nanohermes.tools.hooks` runs them.
-"""
+"""The `[hooks]` setting: commands run at five agent events (Claude Code's hooks contract), each a
+string or a table (`command`, `matcher`, `timeout`); `nanohermes.tools.hooks` runs them."""
 
 from __future__ import annotations
 

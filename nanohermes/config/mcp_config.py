@@ -1,6 +1,5 @@
 """MCP server configuration (SPEC §10): the `[mcp_servers.NAME]` TOML table, the JSON `mcpServers`
-form (`--mcp-config`) and ACP's list. It lives beside settings, which validate the TOML form with it.
-"""
+form (`--mcp-config`) and ACP's list. It lives beside settings, which validate the TOML form with it."""
 
 from __future__ import annotations
 
@@ -9,9 +8,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from nanohermes.config.config_file import read_text
 from nanohermes.core.errors import JSON_ERRORS, ConfigError, json_problem
@@ -24,16 +23,28 @@ TOOL_NAME_MAX = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+def _http_url(value: str) -> str:
+    if not value.strip().startswith(("http://", "https://")):
+        raise ValueError("must start with http:// or https://")
+    return value.strip()
+
+
 class McpServerConfig(BaseModel):
     """One MCP server: `command` (stdio) or `url` (streamable HTTP), plus the common options."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    command: str | None = None
+    command: Annotated[str, AfterValidator(_not_blank)] | None = None
     args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
     cwd: Path | None = None
-    url: str | None = None
+    url: Annotated[str, AfterValidator(_http_url)] | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
     startup_timeout: float = Field(10.0, gt=0, le=3600, allow_inf_nan=False)
@@ -41,20 +52,6 @@ class McpServerConfig(BaseModel):
     trusted: bool = False
     enabled_tools: tuple[str, ...] | None = None  # only these are offered (Codex's key); None: all
     disabled_tools: tuple[str, ...] = ()  # not offered (applied after enabled_tools)
-
-    @field_validator("command")
-    @classmethod
-    def _command(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("must not be empty")
-        return value
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip().startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.strip() if value is not None else None
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -156,17 +153,12 @@ def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f'{path}: no "mcpServers" object', 'the form is {"mcpServers": {"NAME": {...}}}')
-    configs: dict[str, McpServerConfig] = {}
-    for name, entry in servers.items():
-        configs[name] = _json_server(name, entry, path, text)
-    problem = check_server_names(list(configs))
-    if problem:
-        raise ConfigError(f"{path}: {problem}", "rename one of them")
-    return configs
+    # the names are checked with the config file's, by load_settings
+    return {name: _json_server(name, entry, path, text) for name, entry in servers.items()}
 
 
 def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfig:
-    where = f"{path}{json_line(text, name)}"
+    where = f"{path}{_json_line(text, name)}"
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: server {name!r} must be an object with command or url")
     values = dict(entry)
@@ -189,22 +181,19 @@ def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfi
     except ValidationError as err:
         first = err.errors()[0]
         key = str(first["loc"][0]) if first["loc"] else ""
-        line = json_line(text, key, after=name) if key else ""
+        line = _json_line(text, name, key) if key else ""
         place = f"{path}{line}" if line else where
         raise ConfigError(f"{place}: {describe_problem(name, first)}") from None
 
 
-def json_line(text: str, key: str, *, after: str | None = None) -> str:
-    """`, line N` of the first `"key":` in a JSON text (after the line holding `"after":`), or ""."""
-    lines = text.splitlines()
-    start = (_find_line(lines, after, 0) or 0) if after is not None else 0
-    number = _find_line(lines, key, start)
+def _json_line(text: str, *keys: str) -> str:
+    """`, line N` of the last key's `"KEY":` in a JSON text, each key searched from the one before, or ""."""
+    lines, start, number = text.splitlines(), 0, None
+    for key in keys:
+        pattern = re.compile(rf'"{re.escape(json.dumps(key)[1:-1])}"\s*:')
+        number = next((n for n in range(start, len(lines)) if pattern.search(lines[n])), None)
+        start = start if number is None else number
     return f", line {number + 1}" if number is not None else ""
-
-
-def _find_line(lines: list[str], key: str, start: int) -> int | None:
-    pattern = re.compile(rf'"{re.escape(json.dumps(key)[1:-1])}"\s*:')
-    return next((number for number in range(start, len(lines)) if pattern.search(lines[number])), None)
 
 
 def describe_problem(server: str, error: Mapping[str, Any]) -> str:
@@ -227,9 +216,7 @@ def servers_from_acp(items: Sequence[Mapping[str, Any]]) -> dict[str, McpServerC
     for item in items:
         name = str(item.get("name") or "")
         values: dict[str, Any] = {}
-        if item.get("url") is not None:
-            if item.get("type") == "sse":
-                raise ConfigError(f"MCP server {name!r}: the SSE transport is not supported; use http")
+        if item.get("url") is not None:  # (SSE servers were left out by acp.convert, with a note)
             values["url"] = item["url"]
             values["headers"] = _pairs(item.get("headers"))
         else:

@@ -1,7 +1,5 @@
-"""What the command line asked for, as plain data (SPEC §1). Stdlib only.
-
-Parsed by `nanohermes.app.args`; it lives below the UI, so the UI never imports the layer that calls it.
-"""
+"""What the command line asked for, as plain data (SPEC §1), parsed by `app.args`. Stdlib only: it
+lives below the UI, so the UI never imports the layer that calls it."""
 
 from __future__ import annotations
 
@@ -27,8 +25,6 @@ class MemoryArgs:
 
 @dataclass(frozen=True)
 class UndoArgs:
-    """`nanohermes undo [--session S] [--list] [--to N] [--force]`."""
-
     session: str | None = None
     list_only: bool = False
     to: int | None = None
@@ -37,8 +33,6 @@ class UndoArgs:
 
 @dataclass(frozen=True)
 class CliOptions:
-    """Everything the command line said, beyond the settings it overrides."""
-
     session: str | None = None
     continue_last: bool = False
     config: Path | None = None

@@ -1,7 +1,5 @@
 """The value types of the settings (SPEC §2): pydantic types, plus the checks pydantic has no type for.
-
-`reason` words pydantic's errors as nanohermes' messages always have ("must be a whole number").
-"""
+`reason` words pydantic's errors as nanohermes' messages always have ("must be a whole number")."""
 
 from __future__ import annotations
 
@@ -45,11 +43,11 @@ def reason(error: ErrorDetails) -> str:
     template = _REASONS.get(error["type"])
     if template is None:  # a ValueError of the checks below
         return error["msg"].removeprefix("Value error, ")
-    context = {key: _number(value) for key, value in error.get("ctx", {}).items()}
+    context = {key: _bound(value) for key, value in error.get("ctx", {}).items()}
     return template.format(**context)
 
 
-def _number(value: Any) -> str:
+def _bound(value: Any) -> str:
     """A bound as the messages print it (86,400), or pydantic's `'a', 'b' or 'c'` as `'a', 'b', 'c'`."""
     if isinstance(value, int | float):
         return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
@@ -143,17 +141,15 @@ def _host_problem(host: str) -> str | None:
     return None
 
 
-def _whole(value: Any) -> Any:
-    """pydantic reads `true` as 1, and says "finite number" of `inf`: neither is a whole number."""
-    if isinstance(value, bool) or (isinstance(value, float) and not math.isfinite(value)):
-        raise ValueError("must be a whole number")
-    return value
+def _number(reason: str) -> BeforeValidator:
+    """pydantic reads `true` as 1, and says "finite number" of `inf`: neither is a number here."""
 
+    def check(value: Any) -> Any:
+        if isinstance(value, bool) or (isinstance(value, float) and not math.isfinite(value)):
+            raise ValueError(reason)
+        return value
 
-def _seconds(value: Any) -> Any:
-    if isinstance(value, bool):  # pydantic reads `true` as 1.0
-        raise ValueError("must be a number of seconds")
-    return value
+    return BeforeValidator(check)
 
 
 def _folder(value: Any) -> Any:
@@ -174,8 +170,7 @@ def _servers(value: Any) -> Any:
 Name = Annotated[str | None, BeforeValidator(optional_name)]
 ApiKey = Annotated[SecretStr | None, BeforeValidator(_api_key)]
 BaseUrl = Annotated[str, AfterValidator(_base_url)]
-Whole = Annotated[int, BeforeValidator(_whole)]
-# the constraints before the validator: pydantic then checks NaN before "greater than 0"
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False), BeforeValidator(_seconds)]
+Whole = Annotated[int, _number("must be a whole number")]
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False), _number("must be a number of seconds")]
 Folder = Annotated[Path, BeforeValidator(_folder)]
 McpServers = Annotated[dict[str, McpServerConfig], BeforeValidator(_servers)]

@@ -1,9 +1,6 @@
 """Settings (SPEC §2): one pydantic-settings model. Flags > environment > config file > defaults.
-
-`load_settings` is called once, by `nanohermes.app.cli`, and the `Settings` it returns is passed down;
-nothing else reads `os.environ`. A bad value is a ConfigError of one line naming where it came from:
-the flag, the variable, or the file and line.
-"""
+`load_settings` is called once, by `app.cli`; nothing else reads `os.environ`. A bad value is one line
+naming where it came from: the flag, the variable, or the file and line."""
 
 from __future__ import annotations
 
@@ -97,11 +94,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _strip_text(cls, data: Any) -> Any:
+    def _strip_text(cls, data: dict[str, Any]) -> dict[str, Any]:
         """Text from a flag, a variable or the file is read without the blanks around it."""
-        if isinstance(data, dict):
-            return {key: value.strip() if isinstance(value, str) else value for key, value in data.items()}
-        return data
+        return {key: value.strip() if isinstance(value, str) else value for key, value in data.items()}
 
     @property
     def memory_file(self) -> Path:
@@ -110,10 +105,6 @@ class Settings(BaseSettings):
     @property
     def history_file(self) -> Path:
         return self.state_dir / "history"
-
-    @property
-    def agents_dir(self) -> Path:
-        return self.state_dir / "agents"
 
     def api_key_value(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key is not None else None
@@ -155,12 +146,8 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
     mcp_config: Sequence[Path] = (),
 ) -> Settings:
-    """Build Settings from all layers. Raises ConfigError with one line naming the culprit and fix.
-
-    `cli` holds only the flags the user gave (None values are ignored). `config_file` is `--config`;
-    without it `~/.nanohermes/config.toml` is read when it exists. `mcp_config`: `--mcp-config` JSON
-    files, whose servers join the config file's (a JSON server replaces a TOML one of the same name).
-    """
+    """Raises ConfigError. `cli`: the flags given (None is not given); `mcp_config`: `--mcp-config` files,
+    whose servers join the config file's (a JSON server replaces a TOML one of the same name)."""
     environ = os.environ if environ is None else environ
     home = Path(environ.get("HOME") or environ.get("USERPROFILE") or Path.home())
     flags = {key: value for key, value in (cli or {}).items() if value is not None}
@@ -187,10 +174,8 @@ def load_settings(
         raise ConfigError(f"invalid value for --mcp-config: {problem}")
     changes: dict[str, Any] = {name: _expand_user(getattr(settings, name), home) for name in FOLDERS}
     changes["mcp_servers"] = {
-        name: server.model_copy(update={"cwd": _expand_user(server.cwd, home)})
-        if server.cwd is not None
-        else server
-        for name, server in servers.items()
+        name: server.model_copy(update={"cwd": _expand_user(server.cwd, home)}) if server.cwd else server
+        for name, server in servers.items()  # (an update of cwd marks it as set, wrong for a url server)
     }
     return settings.model_copy(update=changes)
 
@@ -217,9 +202,7 @@ def _describe(
     for layer in variables:
         if field in layer.values:
             return _problem(error, layer.names[field])
-    if field in file.toml_data:
-        return _problem(error, f"{'.'.join(loc)} in {file.path}{file.line_of(*loc)}")
-    return _problem(error, field)
+    return _problem(error, f"{'.'.join(loc)} in {file.path}{file.line_of(*loc)}")  # defaults are valid
 
 
 def _problem(error: ErrorDetails, origin: str) -> str:

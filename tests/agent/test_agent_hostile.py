@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from agent_scripted import ScriptedModel, assert_valid_history, text
 
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.loop import Agent
 from nanohermes.agent.prompts import base_system_prompt
 from nanohermes.agent.turns import drop_cut_calls
+from nanohermes.config.settings import Settings
 from nanohermes.core.events import ToolFinished, TurnFinished
 from nanohermes.core.toolcalls import call_arguments, key_argument
 from nanohermes.core.types import ChatResult, ToolCall, Usage
@@ -31,7 +31,7 @@ def _agent(tmp_path: Path, model: ScriptedModel) -> Agent:
     return Agent(
         model,
         runner,
-        AgentConfig(model="m"),
+        Settings(model="m"),
         base_system_prompt(workspace, memory=False),
         session=SessionFile(tmp_path / "s.json"),
         workspace=str(workspace),

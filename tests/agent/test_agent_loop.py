@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from agent_scripted import ScriptedModel, assert_valid_history, calls, text
 
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.loop import Agent
 from nanohermes.agent.prompts import base_system_prompt
+from nanohermes.config.settings import Settings
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import ContextOverflow, LLMError, SessionError
 from nanohermes.core.events import Compacted, Event, Note, StreamItem, TextDelta, ToolFinished, TurnFinished
@@ -37,7 +37,7 @@ def make_agent(
     agent = Agent(
         model,
         runner,
-        AgentConfig(model="main-model", **config),  # type: ignore[arg-type]
+        Settings(model="main-model", **config),  # type: ignore[arg-type]
         base_system_prompt(workspace, memory=memory),
         session=SessionFile(tmp_path / "sessions" / "s.json"),
         store=store,
@@ -311,7 +311,7 @@ def test_threshold_compaction_keeps_system_summary_recent_and_archive(tmp_path: 
     agent = Agent(
         model,
         ToolRunner(workspace, permission="auto", approver=None, store=None),
-        AgentConfig(model="m", compact_threshold_chars=120_000, compact_keep_messages=10),
+        Settings(model="m", compact_threshold_chars=120_000, compact_keep_messages=10),
         "NEW SYSTEM",
         session=session,
         resumed=session.load(),
@@ -389,7 +389,7 @@ def test_session_writes_stay_off_the_turn_flush_waits_and_failures_become_notes(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     runner = ToolRunner(workspace, permission="auto", approver=None, store=None)
-    agent = Agent(model, runner, AgentConfig(model="m"), "SYSTEM", session=session)
+    agent = Agent(model, runner, Settings(model="m"), "SYSTEM", session=session)
     assert finished(run(agent, "first")).completed  # the turn did not wait for the blocked disk
     assert not agent.flush(0.05)
     assert not session.path.exists()
@@ -416,13 +416,18 @@ class _CountingSession(SessionFile):
         super().write(snapshot)
 
 
-def _counting_agent(tmp_path: Path, model: ScriptedModel, **config: object) -> tuple[Agent, _CountingSession]:
+def _counting_agent(
+    tmp_path: Path, model: ScriptedModel, *, save_each_turn: bool = True
+) -> tuple[Agent, _CountingSession]:
     session = _CountingSession(tmp_path / "sessions" / "count.json")
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     runner = ToolRunner(workspace, permission="auto", approver=None, store=None)
     resumed = session.load() if session.exists() else None
-    agent = Agent(model, runner, AgentConfig(model="m", **config), "S", session=session, resumed=resumed)  # type: ignore[arg-type]
+    settings = Settings(model="m")
+    agent = Agent(
+        model, runner, settings, "S", session=session, resumed=resumed, save_each_turn=save_each_turn
+    )
     return agent, session
 
 

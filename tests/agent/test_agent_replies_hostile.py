@@ -8,10 +8,10 @@ from pathlib import Path
 
 from agent_scripted import ScriptedModel, assert_valid_history, text
 
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.loop import Agent
 from nanohermes.agent.prompts import base_system_prompt
 from nanohermes.agent.turns import MAX_CALLS_PER_REPLY, drop_cut_calls
+from nanohermes.config.settings import Settings
 from nanohermes.core.events import Note, ToolFinished, TurnFinished
 from nanohermes.core.protocols import ApprovalRequest, Decision
 from nanohermes.core.types import ChatResult, ToolCall, Usage
@@ -23,7 +23,7 @@ def _agent(tmp_path: Path, model: ScriptedModel, runner: ToolRunner) -> Agent:
     return Agent(
         model,
         runner,
-        AgentConfig(model="m"),
+        Settings(model="m"),
         base_system_prompt(runner.workspace.root, memory=False),
         session=SessionFile(tmp_path / "s.json"),
         workspace=str(runner.workspace.root),

@@ -7,8 +7,8 @@ from pathlib import Path
 from agent_scripted import ScriptedModel, assert_valid_history, calls, text
 
 from nanohermes.agent.compaction import SUMMARY_PREFIX
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.loop import Agent
+from nanohermes.config.settings import Settings
 from nanohermes.core.events import Compacted, TurnFinished
 from nanohermes.memory import MemoryStore
 from nanohermes.sessions.store import SessionFile
@@ -25,7 +25,7 @@ def test_distillation_after_a_compaction_mid_turn_starts_with_the_users_message(
     agent = Agent(
         model,
         ToolRunner(workspace, permission="auto", approver=None, store=store),
-        AgentConfig(model="m", compact_threshold_chars=1_000, compact_keep_messages=3),
+        Settings(model="m", compact_threshold_chars=1_000, compact_keep_messages=3),
         "SYSTEM",
         session=SessionFile(tmp_path / "s.json"),
         store=store,

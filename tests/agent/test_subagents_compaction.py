@@ -10,8 +10,8 @@ from agent_scripted import ScriptedModel, assert_valid_history, calls, text
 from test_agent_loop import make_agent
 
 from nanohermes.agent.compaction import SUMMARY_PREFIX, SUMMARY_SYSTEM_PROMPT
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.subagents import BUILTIN_AGENTS, SubAgentRunner, make_task_tool
+from nanohermes.config.settings import Settings
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import ContextOverflow, ToolError
 from nanohermes.core.events import TurnFinished
@@ -34,7 +34,7 @@ def _sub(
         tools,
         workspace=workspace,
         model_name=lambda: "sub",
-        config=AgentConfig("sub", compact_threshold_chars=threshold, compact_keep_messages=keep),
+        config=Settings(model="sub", compact_threshold_chars=threshold, compact_keep_messages=keep),
         add_usage=None if spent is None else spent.append,
     )
 
@@ -104,7 +104,7 @@ def test_a_sub_agents_tokens_count_in_its_turn_and_in_the_session(tmp_path: Path
         runner,
         workspace=tmp_path / "ws",
         model_name=lambda: "sub",
-        config=AgentConfig("sub"),
+        config=Settings(model="sub"),
         add_usage=agent.add_turn_usage,
     )
     runner.register(make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub))

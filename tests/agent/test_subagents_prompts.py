@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from agent_scripted import ScriptedModel, calls, text
 
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.plan import make_plan_tool
 from nanohermes.agent.prompts import AGENTS_MAX_CHARS, base_system_prompt, load_agents_md
 from nanohermes.agent.subagents import (
@@ -22,6 +21,7 @@ from nanohermes.agent.subagents import (
     make_task_tool,
     parse_definition,
 )
+from nanohermes.config.settings import Settings
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, LLMError, ToolError
 from nanohermes.core.events import ToolFinished
@@ -29,7 +29,7 @@ from nanohermes.core.types import ChatResult, ToolCall
 from nanohermes.memory import BLOCK_START, MemoryStore, set_block
 from nanohermes.tools.runner import ToolRunner
 
-CONFIG = AgentConfig("sub")
+CONFIG = Settings(model="sub")
 REPO_AGENTS = Path(__file__).resolve().parents[2] / "config" / "agents"
 
 
@@ -140,7 +140,7 @@ def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
         runner,
         workspace=tmp_path / "ws",
         model_name=lambda: "sub",
-        config=AgentConfig("sub", max_iterations=1),
+        config=Settings(model="sub", max_iterations=1),
     )
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
     runner.register(tool)

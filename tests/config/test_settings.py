@@ -88,13 +88,11 @@ def test_bad_api_key_type_does_not_echo_the_value(tmp_path: Path) -> None:
     assert "12345678" not in str(err.value)
 
 
-def test_distill_model_is_passed_to_the_agent_unset_or_set(tmp_path: Path) -> None:
-    from nanohermes.agent.config import AgentConfig
-
+def test_distill_model_is_unset_or_set(tmp_path: Path) -> None:
     settings = load_settings({"model": "m1"}, environ={"HOME": str(tmp_path)})
-    assert AgentConfig.from_settings(settings).distill_model is None  # the agent then uses `model`
+    assert settings.distill_model is None  # the agent then uses `model`
     settings = load_settings({"model": "m1", "distill_model": "small"}, environ={"HOME": str(tmp_path)})
-    assert AgentConfig.from_settings(settings).distill_model == "small"
+    assert settings.distill_model == "small"
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nanohermes.agent.config import AgentConfig
 from nanohermes.agent.loop import Agent
+from nanohermes.config.settings import Settings
 from nanohermes.core.errors import ServerStopped
 from nanohermes.core.events import Note, TurnFinished
 from nanohermes.llm import ChatClient
@@ -73,7 +73,7 @@ def test_the_agent_turn_after_the_crash_ends_with_that_line(tmp_path: Path) -> N
         client = _client(endpoint, [])
         runner = ToolRunner(workspace, permission="auto", approver=None, store=None)
         session = SessionFile(tmp_path / "s.json")
-        agent = Agent(client, runner, AgentConfig(model="fake"), "S", session=session)
+        agent = Agent(client, runner, Settings(model="fake"), "S", session=session)
         try:
             assert [e for e in agent.run("ping") if isinstance(e, TurnFinished)][0].completed
             _kill(endpoint)
