@@ -25,7 +25,7 @@ _PART = re.compile(r""""([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+)""")
 
 
 def read_text(path: Path, what: str, flag: str, *, required: bool = True) -> str:
-    """ "" when it is missing and not `required` (a link to a missing file is an error either way)."""
+    """The file's text; "" when it is missing and not `required` (a link to nothing is an error)."""
     try:
         return read_small_text(path, CONFIG_MAX_BYTES).removeprefix("\ufeff")  # Notepad's BOM
     except FileNotFoundError:
