@@ -184,17 +184,14 @@ class Checkpoints:
     def _decide(self) -> str:
         if self.store:
             return self.store
-        reason = ""
         try:
             repo = self.repo()
             repo.ensure([path for path in map(self._relative, self._private) if path not in (None, ".")])
             if repo.count_files() > self._file_limit:
-                reason = f"the workspace holds more than {self._file_limit:,} files"
+                raise CheckpointError(f"the workspace holds more than {self._file_limit:,} files")
+            self.store = "git"
         except CheckpointError as err:
-            reason = err.one_line()
-        self.store = "git"
-        if reason:
-            self._fall_back(reason)
+            self._fall_back(err.one_line())
         return self.store
 
     def _snapshot(self) -> str:
@@ -225,30 +222,27 @@ class Checkpoints:
         """Record what the turn changed (nothing, at no cost, when nothing tried to change anything)."""
         with self._lock:
             turn, self._turn = self._turn, None
-            notes, self._notes = tuple(self._notes), []
+            notes, self._notes = self._notes, []
         if turn is None or turn.failed or not (turn.tree or turn.copies):
             self._active.release()
-            return TurnChanges(notes=notes)
-        late: list[str] = []
+            return TurnChanges(notes=tuple(notes))
         with self._work:
             try:
                 with self.lock():
-                    record = self._record(turn, late)
-                    notes = (*notes, *late)
+                    record = self._record(turn, notes)
                     if record is not None and not self._pruned:
                         self._pruned = True
                         self._prune()
             except Exception as err:  # the turn is over either way: say so
                 if isinstance(err, GitTimeout):  # the next turn would wait as long again
                     self.store = "copies"
-                return TurnChanges(
-                    notes=(*notes, f"checkpoint failed ({_why(err)}): this turn cannot be undone")
-                )
+                notes.append(f"checkpoint failed ({_why(err)}): this turn cannot be undone")
+                record = None
             finally:
                 self._active.release()  # whatever failed: other sessions must not see it running
         if record is None:
-            return TurnChanges(notes=notes)
-        return TurnChanges(record.number, tuple(change.shown for change in record.files), notes)
+            return TurnChanges(notes=tuple(notes))
+        return TurnChanges(record.number, tuple(change.shown for change in record.files), tuple(notes))
 
     def _record(self, turn: _Turn, notes: list[str]) -> TurnRecord | None:
         """The turn's record, saved in the journal (None: it changed nothing); `notes`: what to say."""

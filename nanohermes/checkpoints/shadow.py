@@ -41,28 +41,22 @@ class GitTimeout(CheckpointError):
     """git did not finish within GIT_TIMEOUT seconds (a workspace holding huge files)."""
 
 
-def git_environment(base: dict[str, str], git_dir: Path, workspace: Path) -> dict[str, str]:
-    """`base` (the process environment) without any GIT_* variable, plus the shadow repository's."""
-    env = {key: value for key, value in base.items() if not key.startswith("GIT_")}
-    env.update(
-        GIT_DIR=str(git_dir),
-        GIT_WORK_TREE=str(workspace),
-        GIT_INDEX_FILE=str(git_dir / INDEX_NAME),
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_LITERAL_PATHSPECS="1",
-        GIT_TERMINAL_PROMPT="0",
-        LC_ALL="C",
-    )
-    return env
-
-
 class ShadowRepo:
     def __init__(self, git: str, git_dir: Path, workspace: Path) -> None:
         self.git = git
         self.git_dir = git_dir
         self.workspace = workspace
-        self.env = git_environment(dict(os.environ), git_dir, workspace)
+        self.env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+        self.env.update(
+            GIT_DIR=str(git_dir),
+            GIT_WORK_TREE=str(workspace),
+            GIT_INDEX_FILE=str(git_dir / INDEX_NAME),
+            GIT_CONFIG_GLOBAL=os.devnull,
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_LITERAL_PATHSPECS="1",
+            GIT_TERMINAL_PROMPT="0",
+            LC_ALL="C",
+        )
 
     def run(
         self, *args: str, stdin: bytes | None = None, ok_codes: tuple[int, ...] = (0,), timeout: float = 0
@@ -180,8 +174,6 @@ class ShadowRepo:
         changes: list[FileChange] = []
         nested: list[str] = []
         for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
-            if not meta.startswith(b":"):
-                continue
             old_mode, new_mode, old_id, new_id, _status = meta[1:].decode().split(" ")
             path = raw_path.decode("utf-8", "surrogateescape")
             if GITLINK in (int(old_mode, 8), int(new_mode, 8)):
@@ -194,8 +186,6 @@ class ShadowRepo:
 
     def read_blobs(self, ids: list[str]) -> dict[str, bytes]:
         """The contents of blobs by id, in one `git cat-file --batch` run."""
-        if not ids:
-            return {}
         unique = list(dict.fromkeys(ids))
         out = self.run("cat-file", "--batch", stdin="".join(f"{i}\n" for i in unique).encode())
         blobs: dict[str, bytes] = {}
