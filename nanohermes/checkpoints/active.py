@@ -31,14 +31,12 @@ class ActiveTurns:
             for path in self.directory.glob("*.lock"):
                 if path.stem == self.key:
                     continue
-                probe = FileLock(str(path), timeout=0)
                 try:
-                    probe.acquire()
+                    with FileLock(str(path), timeout=0):  # free: that session's turn has ended
+                        pass
                 except Timeout:  # held: that session's turn is running
                     shared = True
                     self._flag(path.stem).touch()
-                    continue
-                probe.release()
             held = FileLock(str(self.directory / f"{self.key}.lock"), timeout=0)
             held.acquire()
         except (OSError, Timeout) as err:

@@ -201,14 +201,12 @@ class NoCheckpoints(CheckpointError):
     """No turn of the session (or the workspace) recorded any checkpoint."""
 
 
-def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Checkpoints:
+def for_session(state_dir: Path, session: Path, here: Path) -> Checkpoints:
     """The checkpoints of `session` in `here` when it changed files there, else where it last did (a
     session resumed elsewhere has one journal per workspace). Raises CheckpointError."""
-    session = session.expanduser().absolute()
-    name = f"{path_key(session)}.json"
-    found = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name if here else None
-    if found is None or not found.is_file():
-        found = _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
+    name = f"{path_key(session.expanduser().absolute())}.json"
+    mine = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name
+    found = mine if mine.is_file() else _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
     if found is None:
         raise NoCheckpoints(
             f"no checkpoints for session {session}", "nanohermes undo --list shows this workspace's"

@@ -20,7 +20,6 @@ GIT_TIMEOUT = 120.0
 COUNT_TIMEOUT = 15.0
 """Listing the workspace (to choose git or copies) normally takes well under a second."""
 INDEX_NAME = "nanohermes-index"
-EMPTY_MODE = 0
 GITLINK = 0o160000
 ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding -diff\n"
 CONFIG = (
@@ -126,8 +125,9 @@ class ShadowRepo:
         """Record the workspace as it is now; returns the tree id. The caller holds the checkpoints'
         file lock, so an index lock left by a killed git is stale and removed."""
         self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
+        add_all = ("add", "--all", "--ignore-errors", "--", ".")
         try:
-            self._add_all()
+            self.run(*add_all, ok_codes=(0, 1))
         except GitTimeout:
             raise  # rebuilding the index would only take longer
         except CheckpointError:
@@ -136,13 +136,10 @@ class ShadowRepo:
             # The index only caches what earlier snapshots read; one left broken (a full disk, a
             # truncated copy) would fail every later snapshot of every session here: rebuild it.
             self.index.unlink()
-            self._add_all()
+            self.run(*add_all, ok_codes=(0, 1))
         tree = self.run("write-tree").decode().strip()
         self._forget_nested_repositories()
         return tree
-
-    def _add_all(self) -> None:
-        self.run("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
 
     def _forget_nested_repositories(self) -> None:
         """Drop nested repositories (gitlinks) from the index: for one in the index, `git add` runs
@@ -176,12 +173,11 @@ class ShadowRepo:
         for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
             old_mode, new_mode, old_id, new_id, _status = meta[1:].decode().split(" ")
             path = raw_path.decode("utf-8", "surrogateescape")
-            if GITLINK in (int(old_mode, 8), int(new_mode, 8)):
+            old, new = FileState(int(old_mode, 8), old_id), FileState(int(new_mode, 8), new_id)
+            if GITLINK in (old.mode, new.mode):
                 nested.append(path + "/")
-                continue
-            changes.append(
-                FileChange(path, _state(int(old_mode, 8), old_id), _state(int(new_mode, 8), new_id))
-            )
+            else:  # mode 0: absent
+                changes.append(FileChange(path, old if old.mode else None, new if new.mode else None))
         return [change for change in changes if not change.path.startswith(tuple(nested))]
 
     def read_blobs(self, ids: list[str]) -> dict[str, bytes]:
@@ -199,10 +195,6 @@ class ShadowRepo:
             blobs[blob_id] = out[end + 1 : end + 1 + size]
             position = end + 1 + size + 1
         return blobs
-
-
-def _state(mode: int, blob_id: str) -> FileState | None:
-    return None if mode == EMPTY_MODE else FileState(mode, blob_id)
 
 
 def _literal(path: str) -> str:
