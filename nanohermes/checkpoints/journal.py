@@ -103,9 +103,6 @@ class Journal:
             if state is not None
         }
 
-    def next_number(self) -> int:
-        return max((turn.number for turn in self.turns), default=0) + 1
-
     @classmethod
     def load(cls, path: Path, session: str = "", workspace: str = "") -> Journal:
         """The journal at `path`, or an empty one when there is none. Raises CheckpointError."""

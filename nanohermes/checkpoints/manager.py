@@ -141,13 +141,9 @@ class Checkpoints:
     def warm_up(self) -> None:
         """Decide git or copies, and build the shadow index of a new workspace, so the first change only
         re-reads what changed. Never raises (a failure shows at the first change)."""
-        with self._work:
-            try:
-                with self.lock():
-                    if self._decide() == "git" and not self.repo().index.exists():
-                        self._snapshot()
-            except (CheckpointError, OSError, TimeoutError):
-                return
+        with self._work, contextlib.suppress(CheckpointError, OSError), self.lock():
+            if self._decide() == "git" and not self.repo().index.exists():
+                self._snapshot()
 
     def begin_turn(self, prompt: str) -> None:
         with self._lock:
@@ -248,7 +244,7 @@ class Checkpoints:
         """The turn's record, saved in the journal (None: it changed nothing); `notes`: what to say."""
         shared = bool(turn.tree) and (self._active.leave() or turn.shared)  # before the "after" snapshot
         journal = self._journal_to_record(notes)
-        number = journal.next_number()
+        number = max((turn.number for turn in journal.turns), default=0) + 1
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         if turn.tree:
             repo = self.repo()
@@ -301,12 +297,11 @@ class Checkpoints:
 
     def _copied(self, turn: _Turn, store: str) -> list[FileChange]:
         """The changes of the files the turn kept copies of (`store`: how the journal names it)."""
-        changes = []
-        for relative, before in turn.copies.items():
-            after = self.copies.capture(self.workspace / relative)
-            if after != before:
-                changes.append(FileChange(relative, before, after, store))
-        return changes
+        changes = [
+            FileChange(relative, before, self.copies.capture(self.workspace / relative), store)
+            for relative, before in turn.copies.items()
+        ]
+        return [change for change in changes if change.before != change.after]
 
     def _prune(self) -> None:
         """Forget the checkpoints of sessions whose session file is gone (they live as long as it),
@@ -343,7 +338,7 @@ class Checkpoints:
                 for turn in untold:
                     turn.told = True
                 journal.save()
-        except (CheckpointError, OSError, TimeoutError):
+        except (CheckpointError, OSError):
             return []
         return [undo_note(turn) for turn in untold]
 

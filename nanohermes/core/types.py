@@ -149,8 +149,7 @@ class ChatResult:
         return self.usage if self.usage.total_tokens else Usage.estimate(sent, self.to_message(), tools)
 
     def to_message(self) -> Message:
-        """A refusal is kept as the content; the model client decides whether to send the reasoning
-        back."""
+        """A refusal is kept as the content; the model client decides whether to send the reasoning back."""
         message: Message = {"role": "assistant", "content": self.content or self.refusal}
         if self.tool_calls:
             message["tool_calls"] = [call.to_dict() for call in self.tool_calls]
