@@ -1,8 +1,5 @@
-"""Files on disk as checkpoint states: read one, compare it, put one back.
-
-Two ways to name contents: the git blob id (`sha1("blob N\\0" + bytes)`, the shadow repository's) and
-the sha256 of a kept copy (the fallback store, `copies/<sha256>` beside the journals).
-"""
+"""Files on disk as checkpoint states: read one, compare it, put one back. Contents are named by their
+git blob id (the shadow repository's) or by the sha256 of a kept copy (`copies/<sha256>`)."""
 
 from __future__ import annotations
 

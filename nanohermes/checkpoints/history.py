@@ -1,8 +1,6 @@
-"""Reading and reverting recorded turns (/diff, undo), and finding a session's checkpoints.
-
-Undo puts back every file the turns touched as it was before the earliest of them, after checking each
-is still as the last left it: a file edited since is a conflict, and nothing is touched unless forced.
-"""
+"""Reading and reverting recorded turns (/diff, undo), and finding a session's checkpoints. Undo puts
+back every file the turns touched as it was before the earliest of them; a file edited since the last
+is a conflict, and nothing is touched unless forced."""
 
 from __future__ import annotations
 
@@ -145,7 +143,7 @@ class History:
             lines.append(f"{'restored' if existed else 'recreated'} {shown(path)}")
 
     def _stage_undone(self, plan: UndoPlan) -> StagedWrite:
-        journal: Journal = self.cp.journal()
+        journal = self.cp.journal()
         numbers = {turn.number for turn in plan.turns}
         for turn in journal.turns:
             if turn.number in numbers:

@@ -32,8 +32,7 @@ class CheckpointError(NanoHermesError):
 
 
 class CorruptJournal(CheckpointError):
-    """A journal file whose content is not a journal (truncated, overwritten): unlike one that cannot
-    be read (permissions), it will never be readable again."""
+    """Content that is not a journal (truncated, overwritten): unlike an unreadable file, never readable."""
 
 
 class FileState(NamedTuple):  # saved as `[mode, ref]`

@@ -1,8 +1,6 @@
-"""Checkpoints of one session in one workspace (SPEC §11), taken during its turns.
-
-The first change of a turn snapshots the workspace; its end snapshots again and records what changed.
-A failure never stops a turn: it becomes a note, and that turn cannot be undone.
-"""
+"""Checkpoints of one session in one workspace (SPEC §11): the first change of a turn snapshots the
+workspace, its end snapshots again and records what changed. A failure never stops a turn: it becomes
+a note, and that turn cannot be undone."""
 
 from __future__ import annotations
 
@@ -283,9 +281,8 @@ class Checkpoints:
             return self.journal()
 
     def _own(self, turn: _Turn, changes: list[FileChange], notes: list[str]) -> list[FileChange]:
-        """Of the changes seen while another session's turn ran in this workspace, those of files this
-        turn's own tools wrote or edited: the others may be that session's, and undoing them here would
-        revert its work."""
+        """Of the changes seen while another session's turn ran here, those of files this turn's own tools
+        wrote or edited: the others may be that session's."""
         own = [change for change in changes if change.path in turn.seen]
         if len(own) < len(changes) and turn.shell:
             notes.append(

@@ -1,12 +1,9 @@
-"""The shadow git repository: snapshots of the workspace kept outside it.
+"""The shadow git repository (SPEC §11): the workspace as its work tree, its own GIT_DIR and index.
 
-git runs with `GIT_DIR` under `<state_dir>/checkpoints/<workspace-key>/git` and `GIT_WORK_TREE` = the
-workspace, so `.gitignore` is honoured and shell commands' changes are seen, while the user's own
-`.git` is never read or written: hooks point at /dev/null, no user or system config is read, other
-`GIT_*` variables are dropped, and `info/attributes` turns off line-ending conversion and filters so
-the bytes stored are the bytes on disk. A snapshot is `git add -A` + `git write-tree`; a turn's two
-snapshots become commits under `refs/nanohermes/…`, kept while the session's journal lists them.
-"""
+The user's own `.git` is never read or written: hooks point at /dev/null, no user or system config is
+read, other `GIT_*` variables are dropped, and `info/attributes` turns off line-ending conversion and
+filters so the bytes stored are the bytes on disk. A turn's two snapshots become commits under
+`refs/nanohermes/…`, kept while the session's journal lists them."""
 
 from __future__ import annotations
 
