@@ -228,10 +228,9 @@ def message_problem(message: Any) -> str | None:
             return "content holds a part that is not an object"
         if any(part.get("type") == "text" and not isinstance(part.get("text"), str) for part in content):
             return "content holds a text part whose text is not a string"
-    if "name" in message and not isinstance(message["name"], str):
-        return "name is not a string"
-    if "tool_call_id" in message and not isinstance(message["tool_call_id"], str):
-        return "tool_call_id is not a string"
+    for key in ("name", "tool_call_id"):
+        if key in message and not isinstance(message[key], str):
+            return f"{key} is not a string"
     calls = message.get("tool_calls")
     if calls is None:
         return None
