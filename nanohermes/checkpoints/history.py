@@ -4,13 +4,14 @@ is a conflict, and nothing is touched unless forced."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nanohermes.checkpoints.files import put_back, remove, same_as
+from nanohermes.checkpoints.files import put_back, read_copy, remove, same_as
 from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord, shown, status
 from nanohermes.checkpoints.manager import Checkpoints, checkpoints_root, path_key
 from nanohermes.core.fileio import StagedWrite
@@ -58,7 +59,7 @@ class History:
         contents = self.cp.repo().read_blobs(git_ids) if git_ids else {}
         for state, store in states:
             if state is not None and store == "copies":
-                contents[state.ref] = self.cp.copies.read(state.ref)
+                contents[state.ref] = read_copy(self.cp.copies, state.ref)
         return lambda state: b"" if state is None else contents[state.ref]
 
     def plan(self, to: int | None = None) -> UndoPlan:
@@ -226,12 +227,10 @@ def _newest(paths: Iterable[Path]) -> Path | None:
     """The most recently written of the journal files `paths` (one pruned meanwhile is passed over)."""
     dated: list[tuple[int, Path]] = []
     for path in paths:
-        try:
+        with contextlib.suppress(OSError):
             info = path.stat()
-        except OSError:
-            continue
-        if stat.S_ISREG(info.st_mode):
-            dated.append((info.st_mtime_ns, path))
+            if stat.S_ISREG(info.st_mode):
+                dated.append((info.st_mtime_ns, path))
     return max(dated)[1] if dated else None
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from nanohermes.checkpoints.active import ActiveTurns
-from nanohermes.checkpoints.files import CopyStore
+from nanohermes.checkpoints.files import prune_copies, state_of
 from nanohermes.checkpoints.journal import (
     CheckpointError,
     CorruptJournal,
@@ -80,7 +80,7 @@ class Checkpoints:
         self.session = session.expanduser().absolute()
         self.dir = checkpoints_root(state_dir) / path_key(self.workspace)
         self.journal_path = self.dir / "journals" / f"{path_key(self.session)}.json"
-        self.copies = CopyStore(self.dir / "copies")
+        self.copies = self.dir / "copies"  # kept copies of files by sha256, shared by all sessions
         self._git = git
         self._file_limit = file_limit
         self._repo: ShadowRepo | None = None
@@ -173,7 +173,7 @@ class Checkpoints:
         if any(resolved(path).is_relative_to(p) for p in self._private):
             return
         if self.store == "copies" or self.repo().ignores(relative):  # .env, build output: git skips them
-            turn.copies[relative] = self.copies.capture(path)
+            turn.copies[relative] = state_of(path, "copies", self.copies)
 
     def _decide(self) -> str:
         if self.store:
@@ -295,7 +295,7 @@ class Checkpoints:
     def _copied(self, turn: _Turn, store: str) -> list[FileChange]:
         """The changes of the files the turn kept copies of (`store`: how the journal names it)."""
         changes = [
-            FileChange(relative, before, self.copies.capture(self.workspace / relative), store)
+            FileChange(relative, before, state_of(self.workspace / relative, "copies", self.copies), store)
             for relative, before in turn.copies.items()
         ]
         return [change for change in changes if change.before != change.after]
@@ -321,7 +321,7 @@ class Checkpoints:
             self._active.forget(path.stem)
             path.unlink(missing_ok=True)
         if not unreadable:
-            self.copies.prune(keep)
+            prune_copies(self.copies, keep)
 
     def model_notes(self) -> list[str]:
         """Lines for the model about turns the user undid since it last heard (read without the lock
