@@ -80,9 +80,7 @@ def remove(path: Path, root: Path) -> None:
     """Remove a file (or symlink) the turn created, then parent directories left empty by it."""
     _refuse_in_the_way(path, root)
     try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
+        path.unlink(missing_ok=True)
     except OSError as err:
         raise CheckpointError(f"cannot remove {path}: {err.strerror}") from None
     parent = path.parent
@@ -100,8 +98,7 @@ def put_back(path: Path, root: Path, state: FileState, data: bytes, exact_mode: 
     try:
         if state.is_link:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            path.unlink(missing_ok=True)
             os.symlink(os.fsdecode(data), path)
             return
         if path.is_symlink():

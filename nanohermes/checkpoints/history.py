@@ -67,13 +67,10 @@ class History:
         live = self.cp.journal().live
         if not live:
             raise CheckpointError("nothing to undo: no recorded turn changed files in this session")
-        if to is None:
-            targets = live[-1:]
-        else:
-            targets = [turn for turn in live if turn.number >= to]
-            if not any(turn.number == to for turn in live):
-                numbers = ", ".join(str(turn.number) for turn in live)
-                raise CheckpointError(f"no turn {to} to undo (turns that can be undone: {numbers})")
+        if to is not None and not any(turn.number == to for turn in live):
+            numbers = ", ".join(str(turn.number) for turn in live)
+            raise CheckpointError(f"no turn {to} to undo (turns that can be undone: {numbers})")
+        targets = live[-1:] if to is None else [turn for turn in live if turn.number >= to]
         final, expected = _span(targets)
         for path in final:
             _check_path(path)

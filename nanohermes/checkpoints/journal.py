@@ -1,15 +1,6 @@
-"""What a session's checkpoints record: per turn, each file's state before and after (JSON on disk).
-
-    {"version": 1, "session": "/path/to/session.json", "workspace": "/path/to/workspace",
-     "turns": [{"number": 3, "when": "...", "prompt": "...", "store": "git" | "copies",
-                "before": "<commit>", "after": "<commit>", "undone": false, "told": true,
-                "files": [{"path": "src/a.py", "before": [mode, ref] | null, "after": [mode, ref] | null,
-                           "store": "copies" (only where it differs from the turn's)}]}]}
-
-A file state is its mode (git style: 0o100644, 0o100755, 0o120000 for a symlink; the copy store keeps
-the exact permission bits) and a reference to its bytes (a git blob id, or the sha256 of a kept copy);
-null means the file did not exist. Written atomically, mode 0600.
-"""
+"""What a session's checkpoints record: per turn, each file's state before and after (JSON, the
+dataclasses below, written atomically, mode 0600). A state is `[mode, ref]`: git's mode (the copy store
+keeps the exact permission bits) and a git blob id or the sha256 of a kept copy; null: no such file."""
 
 from __future__ import annotations
 
