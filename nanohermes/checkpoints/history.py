@@ -200,7 +200,8 @@ class NoCheckpoints(CheckpointError):
 def for_session(state_dir: Path, session: Path, here: Path) -> Checkpoints:
     """The checkpoints of `session` in `here` when it changed files there, else where it last did (a
     session resumed elsewhere has one journal per workspace). Raises CheckpointError."""
-    name = f"{path_key(session.expanduser().absolute())}.json"
+    session = session.expanduser().absolute()
+    name = f"{path_key(session)}.json"
     mine = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name
     found = mine if mine.is_file() else _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
     if found is None:
