@@ -85,7 +85,7 @@ class Checkpoints:
         self._file_limit = file_limit
         self._repo: ShadowRepo | None = None
         self.store = ""  # "git" or "copies" once the first change decided it
-        self._lock = threading.RLock()  # the turn's state and notes: held briefly, never across git work
+        self._lock = threading.RLock()  # the turn's state and notes (the warm-up takes it only briefly)
         self._work = threading.Lock()  # held across git work; taken before `_lock`
         self._warming: threading.Thread | None = None
         self._turn: _Turn | None = None
