@@ -267,8 +267,7 @@ class Checkpoints:
         return record
 
     def _journal_to_record(self, notes: list[str]) -> Journal:
-        """The journal, or a new one when it is corrupt: kept aside, it would otherwise fail the
-        recording of every later turn of this session."""
+        """The journal, or a new one when it is corrupt (set aside: it would fail every later record)."""
         try:
             return self.journal()
         except CorruptJournal as err:

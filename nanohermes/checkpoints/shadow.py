@@ -80,8 +80,7 @@ class ShadowRepo:
         return done.stdout
 
     def ensure(self, excluded: list[str]) -> None:
-        """Create the shadow repository on first use; `excluded`: workspace-relative directories
-        never snapshotted (nanohermes' own state, when it lives inside the workspace)."""
+        """Create the shadow repository on first use; `excluded`: workspace folders never snapshotted."""
         try:
             # `objects/` is made last: a `git init` cut short (a full disk) leaves HEAD without it, and
             # such a repository fails every later command until `git init` runs again and completes it
@@ -107,8 +106,7 @@ class ShadowRepo:
             raise CheckpointError(f"git took over {COUNT_TIMEOUT:g} s to list the workspace") from None
 
     def ignores(self, relative: str) -> bool:
-        """Whether a snapshot leaves out the workspace file `relative` (.gitignore, info/exclude);
-        a file the shadow index already tracks is never ignored."""
+        """Whether a snapshot leaves out `relative` (.gitignore, info/exclude; never a file it tracks)."""
         try:
             return bool(self.run("check-ignore", "--", relative, ok_codes=(0, 1)).strip())
         except CheckpointError:
@@ -160,9 +158,8 @@ class ShadowRepo:
             self.run("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in listed).encode())
 
     def changes(self, before: str, after: str) -> list[FileChange]:
-        """Files that differ between two trees (a rename: a deletion and an addition). Nothing in a
-        directory that is, became or stopped being a nested repository is a change (undo must not
-        remove its files, nor recreate them over what is there)."""
+        """Files that differ between two trees (a rename: a deletion and an addition), none in a folder that
+        is, was or became a nested repository (undo must neither remove its files nor overwrite them)."""
         raw = self.run("diff-tree", "-r", "-z", "--no-renames", "--raw", before, after)
         fields = raw.split(b"\0")
         changes: list[FileChange] = []
