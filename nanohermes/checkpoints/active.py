@@ -1,11 +1,9 @@
 """Which sessions have a turn changing the workspace right now (two nanohermes in one workspace).
 
-The shadow repository is shared by the sessions of a workspace, so a turn's "after" snapshot also
-holds what another session's turn changed meanwhile: an undo here would revert that work. So a turn
-that overlapped another is *shared*, and records only the files its own tools wrote or edited.
+A turn's "after" snapshot also holds what another session's turn changed meanwhile (an undo would revert
+that work), so a turn that overlapped another records only the files its own tools wrote or edited.
 `active/<session-key>.lock` is held (an OS lock, gone with the process) from a turn's first snapshot
-to its end; a session that finds another's held creates that one's `<session-key>.shared` to tell it.
-"""
+to its end; a session that finds another's held creates that one's `<session-key>.shared` to tell it."""
 
 from __future__ import annotations
 
@@ -31,14 +29,12 @@ class ActiveTurns:
             for path in self.directory.glob("*.lock"):
                 if path.stem == self.key:
                     continue
-                probe = FileLock(str(path), timeout=0)
                 try:
-                    probe.acquire()
+                    with FileLock(str(path), timeout=0):  # free: that session's turn has ended
+                        pass
                 except Timeout:  # held: that session's turn is running
                     shared = True
                     self._flag(path.stem).touch()
-                    continue
-                probe.release()
             held = FileLock(str(self.directory / f"{self.key}.lock"), timeout=0)
             held.acquire()
         except (OSError, Timeout) as err:

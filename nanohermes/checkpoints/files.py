@@ -1,8 +1,5 @@
-"""Files on disk as checkpoint states: read one, compare it, put one back.
-
-Two ways to name contents: the git blob id (`sha1("blob N\\0" + bytes)`, the shadow repository's) and
-the sha256 of a kept copy (the fallback store, `copies/<sha256>` beside the journals).
-"""
+"""Files on disk as checkpoint states: read one, compare it, put one back. Contents are named by their
+git blob id (the shadow repository's) or by the sha256 of a kept copy (`copies/<sha256>`)."""
 
 from __future__ import annotations
 
@@ -26,31 +23,22 @@ def git_blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
-def read_current(path: Path) -> tuple[int, bytes] | None:
-    """(st_mode, bytes) of a regular file or symlink (its target), None when absent. Raises
-    CheckpointError for something that is neither (a directory, a FIFO, a device)."""
+def state_of(path: Path, store: str, keep_in: Path | None = None) -> FileState | None:
+    """The state `store` records for the file or symlink `path` now (None when absent): git's mode and
+    blob id, or ("copies") the exact permission bits and the sha256 of its bytes, a copy of them kept in
+    `keep_in` when given. Raises CheckpointError for anything else (a directory, a FIFO, a device)."""
     try:
         info = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode):
-            return info.st_mode, os.fsencode(os.readlink(path))
-        if not stat.S_ISREG(info.st_mode):
+        link = stat.S_ISLNK(info.st_mode)
+        if not link and not stat.S_ISREG(info.st_mode):
             raise CheckpointError(f"{path} is not a regular file")
-        return info.st_mode, path.read_bytes()
+        data = os.fsencode(os.readlink(path)) if link else path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as err:
         raise CheckpointError(f"cannot read {path}: {err.strerror}") from None
-
-
-def state_of(path: Path, store: str, keep_in: Path | None = None) -> FileState | None:
-    """The state `store` records for `path` now: git's mode and blob id, or ("copies") the exact
-    permission bits and the sha256 of its bytes, a copy of them kept in `keep_in` when given."""
-    current = read_current(path)
-    if current is None:
-        return None
-    st_mode, data = current
     if store == "git":
-        mode = LINK_MODE if stat.S_ISLNK(st_mode) else EXEC_MODE if st_mode & stat.S_IXUSR else FILE_MODE
+        mode = LINK_MODE if link else EXEC_MODE if info.st_mode & stat.S_IXUSR else FILE_MODE
         return FileState(mode, git_blob_id(data))
     digest = hashlib.sha256(data).hexdigest()
     target = None if keep_in is None else keep_in / digest[:2] / digest
@@ -60,7 +48,7 @@ def state_of(path: Path, store: str, keep_in: Path | None = None) -> FileState |
             atomic_write(target, data)
         except OSError as err:
             raise CheckpointError(f"cannot keep a copy of {path}: {err.strerror}") from None
-    return FileState(LINK_MODE if stat.S_ISLNK(st_mode) else 0o100000 | stat.S_IMODE(st_mode), digest)
+    return FileState(LINK_MODE if link else 0o100000 | stat.S_IMODE(info.st_mode), digest)
 
 
 def same_as(path: Path, root: Path, state: FileState | None, store: str) -> bool:
@@ -74,36 +62,25 @@ def same_as(path: Path, root: Path, state: FileState | None, store: str) -> bool
         return False
 
 
-class CopyStore:
-    """Kept copies of files, named by the sha256 of their bytes (shared by all sessions)."""
+def read_copy(copies: Path, digest: str) -> bytes:
+    try:
+        return (copies / digest[:2] / digest).read_bytes()
+    except OSError as err:
+        raise CheckpointError(f"a kept copy is missing ({digest[:12]}): {err.strerror}") from None
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
 
-    def capture(self, path: Path) -> FileState | None:
-        """Keep a copy of `path` as it is now; its state (None when absent)."""
-        return state_of(path, "copies", self.directory)
-
-    def read(self, digest: str) -> bytes:
-        try:
-            return (self.directory / digest[:2] / digest).read_bytes()
-        except OSError as err:
-            raise CheckpointError(f"a kept copy is missing ({digest[:12]}): {err.strerror}") from None
-
-    def prune(self, keep: set[str]) -> None:
-        for copy in self.directory.glob("*/*"):
-            if copy.name not in keep:
-                with contextlib.suppress(OSError):
-                    copy.unlink()
+def prune_copies(copies: Path, keep: set[str]) -> None:
+    for copy in copies.glob("*/*"):
+        if copy.name not in keep:
+            with contextlib.suppress(OSError):
+                copy.unlink()
 
 
 def remove(path: Path, root: Path) -> None:
     """Remove a file (or symlink) the turn created, then parent directories left empty by it."""
     _refuse_in_the_way(path, root)
     try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
+        path.unlink(missing_ok=True)
     except OSError as err:
         raise CheckpointError(f"cannot remove {path}: {err.strerror}") from None
     parent = path.parent
@@ -121,8 +98,7 @@ def put_back(path: Path, root: Path, state: FileState, data: bytes, exact_mode: 
     try:
         if state.is_link:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            path.unlink(missing_ok=True)
             os.symlink(os.fsdecode(data), path)
             return
         if path.is_symlink():

@@ -1,18 +1,17 @@
-"""Reading and reverting recorded turns (/diff, undo), and finding a session's checkpoints.
-
-Undo puts back every file the turns touched as it was before the earliest of them, after checking each
-is still as the last left it: a file edited since is a conflict, and nothing is touched unless forced.
-"""
+"""Reading and reverting recorded turns (/diff, undo), and finding a session's checkpoints. Undo puts
+back every file the turns touched as it was before the earliest of them; a file edited since the last
+is a conflict, and nothing is touched unless forced."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nanohermes.checkpoints.files import put_back, remove, same_as
+from nanohermes.checkpoints.files import put_back, read_copy, remove, same_as
 from nanohermes.checkpoints.journal import CheckpointError, FileState, Journal, TurnRecord, shown, status
 from nanohermes.checkpoints.manager import Checkpoints, checkpoints_root, path_key
 from nanohermes.core.fileio import StagedWrite
@@ -48,37 +47,30 @@ class History:
         live = self.cp.journal().live
         chosen = live if all_turns else live[-1:]
         first, last = _span(chosen)
-        contents = self._contents([*first.values(), *last.values()])
-        diffs = []
-        for path in sorted(first):
-            before, after = first[path][0], last[path][0]
-            if before == after:
-                continue
-            old = contents.get(before.ref, b"") if before else b""
-            new = contents.get(after.ref, b"") if after else b""
-            diffs.append(FileDiff(shown(path), status(before, after), render_diff(shown(path), old, new)))
-        return chosen, diffs
+        read = self._reader([*first.values(), *last.values()])
+        spans = [(path, first[path][0], last[path][0]) for path in sorted(first)]
+        return chosen, [
+            file_diff(path, status(old, new), read(old), read(new)) for path, old, new in spans if old != new
+        ]
 
-    def _contents(self, states: list[State]) -> dict[str, bytes]:
+    def _reader(self, states: list[State]) -> Callable[[FileState | None], bytes]:
+        """The bytes of each of `states` (all read at once), b"" for an absent file."""
         git_ids = [state.ref for state, store in states if state is not None and store == "git"]
         contents = self.cp.repo().read_blobs(git_ids) if git_ids else {}
         for state, store in states:
             if state is not None and store == "copies":
-                contents[state.ref] = self.cp.copies.read(state.ref)
-        return contents
+                contents[state.ref] = read_copy(self.cp.copies, state.ref)
+        return lambda state: b"" if state is None else contents[state.ref]
 
     def plan(self, to: int | None = None) -> UndoPlan:
         """What undoing the last live turn (or every live turn from number `to` on) would do."""
         live = self.cp.journal().live
         if not live:
             raise CheckpointError("nothing to undo: no recorded turn changed files in this session")
-        if to is None:
-            targets = live[-1:]
-        else:
-            targets = [turn for turn in live if turn.number >= to]
-            if not any(turn.number == to for turn in live):
-                numbers = ", ".join(str(turn.number) for turn in live)
-                raise CheckpointError(f"no turn {to} to undo (turns that can be undone: {numbers})")
+        if to is not None and not any(turn.number == to for turn in live):
+            numbers = ", ".join(str(turn.number) for turn in live)
+            raise CheckpointError(f"no turn {to} to undo (turns that can be undone: {numbers})")
+        targets = live[-1:] if to is None else [turn for turn in live if turn.number >= to]
         final, expected = _span(targets)
         for path in final:
             _check_path(path)
@@ -90,19 +82,16 @@ class History:
 
     def conflict_diffs(self, plan: UndoPlan) -> list[FileDiff]:
         """For each conflict: how the file differs now from what the turn left."""
-        states = [plan.expected[path] for path in plan.conflicts]
-        contents = self._contents(states)
+        read = self._reader([plan.expected[path] for path in plan.conflicts])
         diffs = []
         for path in plan.conflicts:
-            state = plan.expected[path][0]
-            left = contents.get(state.ref, b"") if state else b""
             target = self.cp.workspace / path
             try:
                 now = target.read_bytes() if target.is_file() else b""
             except OSError:
                 now = b""
             status = "deleted" if not target.exists() and not target.is_symlink() else "modified"
-            diffs.append(FileDiff(shown(path), status, render_diff(shown(path), left, now)))
+            diffs.append(file_diff(path, status, read(plan.expected[path][0]), now))
         return diffs
 
     def undo(self, plan: UndoPlan, *, force: bool = False) -> list[str]:
@@ -113,11 +102,11 @@ class History:
                 f"changed since the turn: {names}; nothing was restored", "pass --force to overwrite them"
             )
         with self.cp.lock():
-            contents = self._contents(list(plan.final.values()))
+            read = self._reader(list(plan.final.values()))
             staged = self._stage_undone(plan)  # before any file changes: a full disk restores nothing
             lines: list[str] = []
             try:
-                self._restore(plan, contents, lines)
+                self._restore(plan, read, lines)
                 staged.commit()
             except CheckpointError as err:
                 if not lines:
@@ -137,7 +126,7 @@ class History:
                 staged.discard()
         return lines
 
-    def _restore(self, plan: UndoPlan, contents: dict[str, bytes], lines: list[str]) -> None:
+    def _restore(self, plan: UndoPlan, read: Callable[[FileState | None], bytes], lines: list[str]) -> None:
         """Put the plan's files back, appending one line per file done (removals first, deepest first)."""
         root = self.cp.workspace
         removals = sorted((p for p, (s, _) in plan.final.items() if s is None), key=_depth, reverse=True)
@@ -148,11 +137,11 @@ class History:
             state, store = plan.final[path]
             assert state is not None
             existed = (root / path).exists() or (root / path).is_symlink()
-            put_back(root / path, root, state, contents[state.ref], exact_mode=store == "copies")
+            put_back(root / path, root, state, read(state), exact_mode=store == "copies")
             lines.append(f"{'restored' if existed else 'recreated'} {shown(path)}")
 
     def _stage_undone(self, plan: UndoPlan) -> StagedWrite:
-        journal: Journal = self.cp.journal()
+        journal = self.cp.journal()
         numbers = {turn.number for turn in plan.turns}
         for turn in journal.turns:
             if turn.number in numbers:
@@ -174,16 +163,16 @@ def _span(turns: list[TurnRecord]) -> tuple[dict[str, State], dict[str, State]]:
     return before, after
 
 
-def render_diff(path: str, old: bytes, new: bytes) -> list[str]:
+def file_diff(path: str, status: str, old: bytes, new: bytes) -> FileDiff:
+    name = shown(path)
     if _binary(old) or _binary(new):
-        return [f"binary file: {len(old):,} → {len(new):,} bytes"]
+        return FileDiff(name, status, [f"binary file: {len(old):,} → {len(new):,} bytes"])
     before = old.decode("utf-8").splitlines()
     after = new.decode("utf-8").splitlines()
-    lines = list(difflib.unified_diff(before, after, f"a/{path}", f"b/{path}", lineterm="", n=3))[2:]
+    lines = list(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}", lineterm="", n=3))[2:]
     if len(lines) > MAX_DIFF_LINES:
-        hidden = len(lines) - MAX_DIFF_LINES
-        lines = [*lines[:MAX_DIFF_LINES], f"… {hidden} more lines"]
-    return lines
+        lines = [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more lines"]
+    return FileDiff(name, status, lines)
 
 
 def _binary(data: bytes) -> bool:
@@ -208,14 +197,13 @@ class NoCheckpoints(CheckpointError):
     """No turn of the session (or the workspace) recorded any checkpoint."""
 
 
-def for_session(state_dir: Path, session: Path, here: Path | None = None) -> Checkpoints:
+def for_session(state_dir: Path, session: Path, here: Path) -> Checkpoints:
     """The checkpoints of `session` in `here` when it changed files there, else where it last did (a
     session resumed elsewhere has one journal per workspace). Raises CheckpointError."""
     session = session.expanduser().absolute()
     name = f"{path_key(session)}.json"
-    found = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name if here else None
-    if found is None or not found.is_file():
-        found = _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
+    mine = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name
+    found = mine if mine.is_file() else _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
     if found is None:
         raise NoCheckpoints(
             f"no checkpoints for session {session}", "nanohermes undo --list shows this workspace's"
@@ -237,12 +225,10 @@ def _newest(paths: Iterable[Path]) -> Path | None:
     """The most recently written of the journal files `paths` (one pruned meanwhile is passed over)."""
     dated: list[tuple[int, Path]] = []
     for path in paths:
-        try:
+        with contextlib.suppress(OSError):
             info = path.stat()
-        except OSError:
-            continue
-        if stat.S_ISREG(info.st_mode):
-            dated.append((info.st_mtime_ns, path))
+            if stat.S_ISREG(info.st_mode):
+                dated.append((info.st_mtime_ns, path))
     return max(dated)[1] if dated else None
 
 

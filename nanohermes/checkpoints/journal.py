@@ -1,15 +1,6 @@
-"""What a session's checkpoints record: per turn, each file's state before and after (JSON on disk).
-
-    {"version": 1, "session": "/path/to/session.json", "workspace": "/path/to/workspace",
-     "turns": [{"number": 3, "when": "...", "prompt": "...", "store": "git" | "copies",
-                "before": "<commit>", "after": "<commit>", "undone": false, "told": true,
-                "files": [{"path": "src/a.py", "before": [mode, ref] | null, "after": [mode, ref] | null,
-                           "store": "copies" (only where it differs from the turn's)}]}]}
-
-A file state is its mode (git style: 0o100644, 0o100755, 0o120000 for a symlink; the copy store keeps
-the exact permission bits) and a reference to its bytes (a git blob id, or the sha256 of a kept copy);
-null means the file did not exist. Written atomically, mode 0600.
-"""
+"""What a session's checkpoints record: per turn, each file's state before and after (JSON, the
+dataclasses below, written atomically, mode 0600). A state is `[mode, ref]`: git's mode (the copy store
+keeps the exact permission bits) and a git blob id or the sha256 of a kept copy; null: no such file."""
 
 from __future__ import annotations
 
@@ -32,8 +23,7 @@ class CheckpointError(NanoHermesError):
 
 
 class CorruptJournal(CheckpointError):
-    """A journal file whose content is not a journal (truncated, overwritten): unlike one that cannot
-    be read (permissions), it will never be readable again."""
+    """Content that is not a journal (truncated, overwritten): unlike an unreadable file, never readable."""
 
 
 class FileState(NamedTuple):  # saved as `[mode, ref]`
@@ -102,9 +92,6 @@ class Journal:
             for state in (change.before, change.after)
             if state is not None
         }
-
-    def next_number(self) -> int:
-        return max((turn.number for turn in self.turns), default=0) + 1
 
     @classmethod
     def load(cls, path: Path, session: str = "", workspace: str = "") -> Journal:

@@ -1,8 +1,6 @@
-"""Checkpoints of one session in one workspace (SPEC §11), taken during its turns.
-
-The first change of a turn snapshots the workspace; its end snapshots again and records what changed.
-A failure never stops a turn: it becomes a note, and that turn cannot be undone.
-"""
+"""Checkpoints of one session in one workspace (SPEC §11): the first change of a turn snapshots the
+workspace, its end snapshots again and records what changed. A failure never stops a turn: it becomes
+a note, and that turn cannot be undone."""
 
 from __future__ import annotations
 
@@ -19,7 +17,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from nanohermes.checkpoints.active import ActiveTurns
-from nanohermes.checkpoints.files import CopyStore
+from nanohermes.checkpoints.files import prune_copies, state_of
 from nanohermes.checkpoints.journal import (
     CheckpointError,
     CorruptJournal,
@@ -82,12 +80,12 @@ class Checkpoints:
         self.session = session.expanduser().absolute()
         self.dir = checkpoints_root(state_dir) / path_key(self.workspace)
         self.journal_path = self.dir / "journals" / f"{path_key(self.session)}.json"
-        self.copies = CopyStore(self.dir / "copies")
+        self.copies = self.dir / "copies"  # kept copies of files by sha256, shared by all sessions
         self._git = git
         self._file_limit = file_limit
         self._repo: ShadowRepo | None = None
         self.store = ""  # "git" or "copies" once the first change decided it
-        self._lock = threading.RLock()  # the turn's state and notes: held briefly, never across git work
+        self._lock = threading.RLock()  # the turn's state and notes (the warm-up takes it only briefly)
         self._work = threading.Lock()  # held across git work; taken before `_lock`
         self._warming: threading.Thread | None = None
         self._turn: _Turn | None = None
@@ -141,13 +139,9 @@ class Checkpoints:
     def warm_up(self) -> None:
         """Decide git or copies, and build the shadow index of a new workspace, so the first change only
         re-reads what changed. Never raises (a failure shows at the first change)."""
-        with self._work:
-            try:
-                with self.lock():
-                    if self._decide() == "git" and not self.repo().index.exists():
-                        self._snapshot()
-            except (CheckpointError, OSError, TimeoutError):
-                return
+        with self._work, contextlib.suppress(CheckpointError, OSError), self.lock():
+            if self._decide() == "git" and not self.repo().index.exists():
+                self._snapshot()
 
     def begin_turn(self, prompt: str) -> None:
         with self._lock:
@@ -179,22 +173,19 @@ class Checkpoints:
         if any(resolved(path).is_relative_to(p) for p in self._private):
             return
         if self.store == "copies" or self.repo().ignores(relative):  # .env, build output: git skips them
-            turn.copies[relative] = self.copies.capture(path)
+            turn.copies[relative] = state_of(path, "copies", self.copies)
 
     def _decide(self) -> str:
         if self.store:
             return self.store
-        reason = ""
         try:
             repo = self.repo()
             repo.ensure([path for path in map(self._relative, self._private) if path not in (None, ".")])
             if repo.count_files() > self._file_limit:
-                reason = f"the workspace holds more than {self._file_limit:,} files"
+                raise CheckpointError(f"the workspace holds more than {self._file_limit:,} files")
+            self.store = "git"
         except CheckpointError as err:
-            reason = err.one_line()
-        self.store = "git"
-        if reason:
-            self._fall_back(reason)
+            self._fall_back(err.one_line())
         return self.store
 
     def _snapshot(self) -> str:
@@ -225,36 +216,33 @@ class Checkpoints:
         """Record what the turn changed (nothing, at no cost, when nothing tried to change anything)."""
         with self._lock:
             turn, self._turn = self._turn, None
-            notes, self._notes = tuple(self._notes), []
+            notes, self._notes = self._notes, []
         if turn is None or turn.failed or not (turn.tree or turn.copies):
             self._active.release()
-            return TurnChanges(notes=notes)
-        late: list[str] = []
+            return TurnChanges(notes=tuple(notes))
         with self._work:
             try:
                 with self.lock():
-                    record = self._record(turn, late)
-                    notes = (*notes, *late)
+                    record = self._record(turn, notes)
                     if record is not None and not self._pruned:
                         self._pruned = True
                         self._prune()
             except Exception as err:  # the turn is over either way: say so
                 if isinstance(err, GitTimeout):  # the next turn would wait as long again
                     self.store = "copies"
-                return TurnChanges(
-                    notes=(*notes, f"checkpoint failed ({_why(err)}): this turn cannot be undone")
-                )
+                notes.append(f"checkpoint failed ({_why(err)}): this turn cannot be undone")
+                record = None
             finally:
                 self._active.release()  # whatever failed: other sessions must not see it running
         if record is None:
-            return TurnChanges(notes=notes)
-        return TurnChanges(record.number, tuple(change.shown for change in record.files), notes)
+            return TurnChanges(notes=tuple(notes))
+        return TurnChanges(record.number, tuple(change.shown for change in record.files), tuple(notes))
 
     def _record(self, turn: _Turn, notes: list[str]) -> TurnRecord | None:
         """The turn's record, saved in the journal (None: it changed nothing); `notes`: what to say."""
         shared = bool(turn.tree) and (self._active.leave() or turn.shared)  # before the "after" snapshot
         journal = self._journal_to_record(notes)
-        number = journal.next_number()
+        number = max((turn.number for turn in journal.turns), default=0) + 1
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         if turn.tree:
             repo = self.repo()
@@ -279,8 +267,7 @@ class Checkpoints:
         return record
 
     def _journal_to_record(self, notes: list[str]) -> Journal:
-        """The journal, or a new one when it is corrupt: kept aside, it would otherwise fail the
-        recording of every later turn of this session."""
+        """The journal, or a new one when it is corrupt (set aside: it would fail every later record)."""
         try:
             return self.journal()
         except CorruptJournal as err:
@@ -293,9 +280,8 @@ class Checkpoints:
             return self.journal()
 
     def _own(self, turn: _Turn, changes: list[FileChange], notes: list[str]) -> list[FileChange]:
-        """Of the changes seen while another session's turn ran in this workspace, those of files this
-        turn's own tools wrote or edited: the others may be that session's, and undoing them here would
-        revert its work."""
+        """Of the changes seen while another session's turn ran here, those of files this turn's own tools
+        wrote or edited: the others may be that session's."""
         own = [change for change in changes if change.path in turn.seen]
         if len(own) < len(changes) and turn.shell:
             notes.append(
@@ -307,12 +293,11 @@ class Checkpoints:
 
     def _copied(self, turn: _Turn, store: str) -> list[FileChange]:
         """The changes of the files the turn kept copies of (`store`: how the journal names it)."""
-        changes = []
-        for relative, before in turn.copies.items():
-            after = self.copies.capture(self.workspace / relative)
-            if after != before:
-                changes.append(FileChange(relative, before, after, store))
-        return changes
+        changes = [
+            FileChange(relative, before, state_of(self.workspace / relative, "copies", self.copies), store)
+            for relative, before in turn.copies.items()
+        ]
+        return [change for change in changes if change.before != change.after]
 
     def _prune(self) -> None:
         """Forget the checkpoints of sessions whose session file is gone (they live as long as it),
@@ -335,7 +320,7 @@ class Checkpoints:
             self._active.forget(path.stem)
             path.unlink(missing_ok=True)
         if not unreadable:
-            self.copies.prune(keep)
+            prune_copies(self.copies, keep)
 
     def model_notes(self) -> list[str]:
         """Lines for the model about turns the user undid since it last heard (read without the lock
@@ -349,7 +334,7 @@ class Checkpoints:
                 for turn in untold:
                     turn.told = True
                 journal.save()
-        except (CheckpointError, OSError, TimeoutError):
+        except (CheckpointError, OSError):
             return []
         return [undo_note(turn) for turn in untold]
 

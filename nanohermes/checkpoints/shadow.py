@@ -1,12 +1,9 @@
-"""The shadow git repository: snapshots of the workspace kept outside it.
+"""The shadow git repository (SPEC §11): the workspace as its work tree, its own GIT_DIR and index.
 
-git runs with `GIT_DIR` under `<state_dir>/checkpoints/<workspace-key>/git` and `GIT_WORK_TREE` = the
-workspace, so `.gitignore` is honoured and shell commands' changes are seen, while the user's own
-`.git` is never read or written: hooks point at /dev/null, no user or system config is read, other
-`GIT_*` variables are dropped, and `info/attributes` turns off line-ending conversion and filters so
-the bytes stored are the bytes on disk. A snapshot is `git add -A` + `git write-tree`; a turn's two
-snapshots become commits under `refs/nanohermes/…`, kept while the session's journal lists them.
-"""
+The user's own `.git` is never read or written: hooks point at /dev/null, no user or system config is
+read, other `GIT_*` variables are dropped, and `info/attributes` turns off line-ending conversion and
+filters so the bytes stored are the bytes on disk. A turn's two snapshots become commits under
+`refs/nanohermes/…`, kept while the session's journal lists them."""
 
 from __future__ import annotations
 
@@ -20,7 +17,6 @@ GIT_TIMEOUT = 120.0
 COUNT_TIMEOUT = 15.0
 """Listing the workspace (to choose git or copies) normally takes well under a second."""
 INDEX_NAME = "nanohermes-index"
-EMPTY_MODE = 0
 GITLINK = 0o160000
 ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding -diff\n"
 CONFIG = (
@@ -41,28 +37,22 @@ class GitTimeout(CheckpointError):
     """git did not finish within GIT_TIMEOUT seconds (a workspace holding huge files)."""
 
 
-def git_environment(base: dict[str, str], git_dir: Path, workspace: Path) -> dict[str, str]:
-    """`base` (the process environment) without any GIT_* variable, plus the shadow repository's."""
-    env = {key: value for key, value in base.items() if not key.startswith("GIT_")}
-    env.update(
-        GIT_DIR=str(git_dir),
-        GIT_WORK_TREE=str(workspace),
-        GIT_INDEX_FILE=str(git_dir / INDEX_NAME),
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_LITERAL_PATHSPECS="1",
-        GIT_TERMINAL_PROMPT="0",
-        LC_ALL="C",
-    )
-    return env
-
-
 class ShadowRepo:
     def __init__(self, git: str, git_dir: Path, workspace: Path) -> None:
         self.git = git
         self.git_dir = git_dir
         self.workspace = workspace
-        self.env = git_environment(dict(os.environ), git_dir, workspace)
+        self.env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+        self.env.update(
+            GIT_DIR=str(git_dir),
+            GIT_WORK_TREE=str(workspace),
+            GIT_INDEX_FILE=str(git_dir / INDEX_NAME),
+            GIT_CONFIG_GLOBAL=os.devnull,
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_LITERAL_PATHSPECS="1",
+            GIT_TERMINAL_PROMPT="0",
+            LC_ALL="C",
+        )
 
     def run(
         self, *args: str, stdin: bytes | None = None, ok_codes: tuple[int, ...] = (0,), timeout: float = 0
@@ -90,8 +80,7 @@ class ShadowRepo:
         return done.stdout
 
     def ensure(self, excluded: list[str]) -> None:
-        """Create the shadow repository on first use; `excluded`: workspace-relative directories
-        never snapshotted (nanohermes' own state, when it lives inside the workspace)."""
+        """Create the shadow repository on first use; `excluded`: workspace folders never snapshotted."""
         try:
             # `objects/` is made last: a `git init` cut short (a full disk) leaves HEAD without it, and
             # such a repository fails every later command until `git init` runs again and completes it
@@ -117,8 +106,7 @@ class ShadowRepo:
             raise CheckpointError(f"git took over {COUNT_TIMEOUT:g} s to list the workspace") from None
 
     def ignores(self, relative: str) -> bool:
-        """Whether a snapshot leaves out the workspace file `relative` (.gitignore, info/exclude);
-        a file the shadow index already tracks is never ignored."""
+        """Whether a snapshot leaves out `relative` (.gitignore, info/exclude; never a file it tracks)."""
         try:
             return bool(self.run("check-ignore", "--", relative, ok_codes=(0, 1)).strip())
         except CheckpointError:
@@ -132,8 +120,9 @@ class ShadowRepo:
         """Record the workspace as it is now; returns the tree id. The caller holds the checkpoints'
         file lock, so an index lock left by a killed git is stale and removed."""
         self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
+        add_all = ("add", "--all", "--ignore-errors", "--", ".")
         try:
-            self._add_all()
+            self.run(*add_all, ok_codes=(0, 1))
         except GitTimeout:
             raise  # rebuilding the index would only take longer
         except CheckpointError:
@@ -142,13 +131,10 @@ class ShadowRepo:
             # The index only caches what earlier snapshots read; one left broken (a full disk, a
             # truncated copy) would fail every later snapshot of every session here: rebuild it.
             self.index.unlink()
-            self._add_all()
+            self.run(*add_all, ok_codes=(0, 1))
         tree = self.run("write-tree").decode().strip()
         self._forget_nested_repositories()
         return tree
-
-    def _add_all(self) -> None:
-        self.run("add", "--all", "--ignore-errors", "--", ".", ok_codes=(0, 1))
 
     def _forget_nested_repositories(self) -> None:
         """Drop nested repositories (gitlinks) from the index: for one in the index, `git add` runs
@@ -172,30 +158,24 @@ class ShadowRepo:
             self.run("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in listed).encode())
 
     def changes(self, before: str, after: str) -> list[FileChange]:
-        """Files that differ between two trees (a rename: a deletion and an addition). Nothing in a
-        directory that is, became or stopped being a nested repository is a change (undo must not
-        remove its files, nor recreate them over what is there)."""
+        """Files that differ between two trees (a rename: a deletion and an addition), none in a folder that
+        is, was or became a nested repository (undo must neither remove its files nor overwrite them)."""
         raw = self.run("diff-tree", "-r", "-z", "--no-renames", "--raw", before, after)
         fields = raw.split(b"\0")
         changes: list[FileChange] = []
         nested: list[str] = []
         for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
-            if not meta.startswith(b":"):
-                continue
             old_mode, new_mode, old_id, new_id, _status = meta[1:].decode().split(" ")
             path = raw_path.decode("utf-8", "surrogateescape")
-            if GITLINK in (int(old_mode, 8), int(new_mode, 8)):
+            old, new = FileState(int(old_mode, 8), old_id), FileState(int(new_mode, 8), new_id)
+            if GITLINK in (old.mode, new.mode):
                 nested.append(path + "/")
-                continue
-            changes.append(
-                FileChange(path, _state(int(old_mode, 8), old_id), _state(int(new_mode, 8), new_id))
-            )
+            else:  # mode 0: absent
+                changes.append(FileChange(path, old if old.mode else None, new if new.mode else None))
         return [change for change in changes if not change.path.startswith(tuple(nested))]
 
     def read_blobs(self, ids: list[str]) -> dict[str, bytes]:
         """The contents of blobs by id, in one `git cat-file --batch` run."""
-        if not ids:
-            return {}
         unique = list(dict.fromkeys(ids))
         out = self.run("cat-file", "--batch", stdin="".join(f"{i}\n" for i in unique).encode())
         blobs: dict[str, bytes] = {}
@@ -209,10 +189,6 @@ class ShadowRepo:
             blobs[blob_id] = out[end + 1 : end + 1 + size]
             position = end + 1 + size + 1
         return blobs
-
-
-def _state(mode: int, blob_id: str) -> FileState | None:
-    return None if mode == EMPTY_MODE else FileState(mode, blob_id)
 
 
 def _literal(path: str) -> str:

@@ -7,8 +7,6 @@ from typing import Literal
 
 from nanohermes.core.types import ToolCall, ToolResult, Usage
 
-NoteLevel = Literal["info", "warning", "error", "debug"]
-
 
 @dataclass(frozen=True)
 class TextDelta:
@@ -47,7 +45,7 @@ class ToolFinished:
 @dataclass(frozen=True)
 class Note:
     text: str
-    level: NoteLevel = "info"
+    level: Literal["info", "warning", "error", "debug"] = "info"
 
 
 @dataclass(frozen=True)

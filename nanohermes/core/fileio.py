@@ -79,10 +79,8 @@ class StagedWrite:
 
 def _write_temp(path: Path, data: bytes | Sequence[bytes], prefix: str = "") -> str:
     """A new fsynced temp file (0600) beside `path`; on failure nothing is left behind."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix or f".{path.name}.", suffix=".tmp")
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix or f".{path.name}.", suffix=".tmp")  # 0600
     try:
-        if os.name == "posix":
-            os.fchmod(fd, 0o600)
         write_all(fd, data)
         os.fsync(fd)
     except BaseException:
@@ -99,17 +97,13 @@ def _put_in_place(temp: str, path: Path) -> None:
     except BaseException:
         _unlink_quietly(temp)
         raise
-    if os.name != "posix":
-        return
-    try:  # the directory's fsync makes the rename durable, where the platform can
-        fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
+    if os.name == "posix":  # the directory's fsync makes the rename durable, where the platform can
         with contextlib.suppress(OSError):  # EINVAL where the file system cannot; the data is synced
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+            fd = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
 
 def _unlink_quietly(temp: str) -> None:

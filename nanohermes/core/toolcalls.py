@@ -49,8 +49,8 @@ def tool_title(name: str, args: dict[str, Any]) -> str:
         "run_shell": f"`{' '.join(str(args.get('command', '')).split())[:200]}`",
         "memory_save": "Save a memory",
         "memory_search": f"Search memory: {args.get('query', '')}",
-        "memory_forget": f"Forget memory {args.get('id', args.get('memory_id', ''))}",
-        "task": f"Task: {args.get('description') or args.get('agent') or ''}".rstrip(": "),
+        "memory_forget": f"Forget memory {args.get('id', '')}",
+        "task": f"Task: {args.get('agent') or ''}".rstrip(": "),
     }
     if name in titles:
         return titles[name]

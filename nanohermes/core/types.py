@@ -149,8 +149,7 @@ class ChatResult:
         return self.usage if self.usage.total_tokens else Usage.estimate(sent, self.to_message(), tools)
 
     def to_message(self) -> Message:
-        """A refusal is kept as the content; the model client decides whether to send the reasoning
-        back."""
+        """A refusal is kept as the content; the model client decides whether to send the reasoning back."""
         message: Message = {"role": "assistant", "content": self.content or self.refusal}
         if self.tool_calls:
             message["tool_calls"] = [call.to_dict() for call in self.tool_calls]
@@ -229,10 +228,9 @@ def message_problem(message: Any) -> str | None:
             return "content holds a part that is not an object"
         if any(part.get("type") == "text" and not isinstance(part.get("text"), str) for part in content):
             return "content holds a text part whose text is not a string"
-    if "name" in message and not isinstance(message["name"], str):
-        return "name is not a string"
-    if "tool_call_id" in message and not isinstance(message["tool_call_id"], str):
-        return "tool_call_id is not a string"
+    for key in ("name", "tool_call_id"):
+        if key in message and not isinstance(message[key], str):
+            return f"{key} is not a string"
     calls = message.get("tool_calls")
     if calls is None:
         return None

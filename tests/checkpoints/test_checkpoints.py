@@ -268,13 +268,13 @@ def test_pruning_keeps_the_copies_of_a_journal_it_cannot_read(workspace: Path, i
     other = Checkpoints(workspace, isolated_home / ".nanohermes", sessions / "other.json", git=None)
     (sessions / "other.json").write_text("{}")
     turn(other, runner_for(workspace, other), ("write_file", {"path": "keep.txt", "content": "new"}))
-    copies = sorted(p.name for p in other.copies.directory.glob("*/*"))
+    copies = sorted(p.name for p in other.copies.glob("*/*"))
     assert copies
     other.journal_path.write_text('{"turns": [{"number": "written by a newer version"')
     _age(other.journal_path)
     mine = make(workspace, isolated_home, git=None)
     turn(mine, runner_for(workspace, mine), ("write_file", {"path": "m.txt", "content": "m"}))
-    assert set(copies) <= {p.name for p in other.copies.directory.glob("*/*")}
+    assert set(copies) <= {p.name for p in other.copies.glob("*/*")}
 
 
 def _age(path: Path, seconds: float = 2 * 3600) -> None:

@@ -14,7 +14,6 @@ import pytest
 from cp_helpers import make, picture, runner_for, turn
 
 from nanohermes.checkpoints import CheckpointError, History
-from nanohermes.checkpoints.shadow import git_environment
 
 
 def full_disk(*_: object) -> None:
@@ -86,8 +85,7 @@ def test_a_shadow_repository_left_half_made_by_a_full_disk_is_completed(
     checkpoints = make(workspace, isolated_home)
     git_dir = checkpoints.dir / "git"
     git_dir.mkdir(parents=True)
-    env = git_environment(dict(os.environ), git_dir, workspace)
-    subprocess.run(["git", "init", "--quiet"], env=env, cwd=workspace, check=True)
+    subprocess.run(["git", "init", "--quiet"], env=checkpoints.repo().env, cwd=workspace, check=True)
     # What `git init` leaves when the disk fills while it writes its config: HEAD, no config, no objects
     (git_dir / "config").unlink()
     shutil.rmtree(git_dir / "objects")
