@@ -20,24 +20,18 @@ if TYPE_CHECKING:
     from nanohermes.agent.loop import Agent
     from nanohermes.memory import MemoryStore
 
-MEMORY_USAGE = "usage: /memory [list | search QUERY | forget ID | stats]"
+MEMORY_HINT = "list | search QUERY | forget ID | stats"
+MEMORY_USAGE = f"usage: /memory [{MEMORY_HINT}]"
 DONE = TurnFinished(True, "done")
+BUILTINS = (
+    CustomCommand("compact", "summarise the conversation so far to free context (memory is kept)", ""),
+    CustomCommand("memory", "long-term memory: list, search QUERY, forget ID, stats", "", MEMORY_HINT),
+    CustomCommand("reset", "clear the conversation; long-term memory stays", ""),
+)
 
 
 def available_commands(custom: Mapping[str, CustomCommand]) -> list[schema.AvailableCommand]:
-    memory_hint = schema.UnstructuredCommandInput(hint="list | search QUERY | forget ID | stats")
-    return [
-        schema.AvailableCommand(
-            name="compact", description="summarise the conversation so far to free context (memory is kept)"
-        ),
-        schema.AvailableCommand(
-            name="memory",
-            description="long-term memory: list, search QUERY, forget ID, stats",
-            input=schema.AvailableCommandInput(root=memory_hint),
-        ),
-        schema.AvailableCommand(name="reset", description="clear the conversation; long-term memory stays"),
-        *(_offered(command) for command in custom.values()),
-    ]
+    return [_offered(command) for command in (*BUILTINS, *custom.values())]
 
 
 def _offered(command: CustomCommand) -> schema.AvailableCommand:

@@ -76,8 +76,7 @@ async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> in
 
 
 def _exit_signal(loop: asyncio.AbstractEventLoop, transport: LineTransport, signum: int) -> None:
-    """SIGTERM or SIGHUP: end as at the end of input (turns cancelled and answered, sessions saved); a
-    second one ends the process at once."""
+    """End as at the end of input (turns cancelled and answered, sessions saved); a second one kills."""
     name = signal.Signals(signum).name
     logging.getLogger("nanohermes.acp").warning("%s: saving every session, then exiting", name)
     for other in EXIT_SIGNALS:

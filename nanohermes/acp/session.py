@@ -1,8 +1,5 @@
-"""One ACP session: a nanohermes Agent driven by prompts, each run on a thread of its own.
-
-That thread never touches the connection: the prompt's coroutine sends what it hands over, in order
-(a `tool_call` is announced before the permission request about it, every update before the answer).
-"""
+"""One ACP session: an Agent whose prompts each run on a thread of its own. That thread never
+touches the connection: the prompt's coroutine sends what it hands over, in order."""
 
 from __future__ import annotations
 
@@ -62,7 +59,6 @@ STOP_REASONS: dict[str, schema.StopReason] = {
     "max_iterations": "max_turn_requests",
     "interrupted": "cancelled",
     "length": "max_tokens",
-    "max_tokens": "max_tokens",
     "refusal": "refusal",
 }
 PERMISSION_OPTIONS = [
@@ -90,8 +86,7 @@ _Item = Event | _Ask | BaseException | None  # the last item: None (done) or wha
 
 
 class _Turn:
-    """A running prompt. Streamed text is batched to one update per TEXT_INTERVAL: a fast model's
-    burst costs a few messages, not hundreds."""
+    """A running prompt; streamed text is batched (a fast model's burst is a few messages, not hundreds)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.cancel = CancelToken()
@@ -124,8 +119,7 @@ class _Turn:
 
 @dataclass(frozen=True)
 class Opened:
-    """What the composition root built for one session; `close` (idempotent) closes its MCP servers
-    and releases its session lock."""
+    """The composition root's session; `close` (idempotent) closes its MCP servers and session lock."""
 
     agent: Agent
     close: Callable[[], None]
@@ -167,8 +161,7 @@ class AcpSession:
         self._call(request, "write", path)
 
     def _call(self, make: Callable[[], Any], verb: str, path: Path, cancel: CancelToken | None = None) -> Any:
-        """Wait for the client request `make()`, giving up when `cancel` (else the running turn's:
-        an approval's diff reads through the editor too) is cancelled."""
+        """`make()`'s reply; `cancel` defaults to the turn's (an approval's diff reads the editor too)."""
         token = cancel or (self.turn.cancel if self.turn else None)
         if token is not None and token.cancelled:
             raise Cancelled()
@@ -334,13 +327,11 @@ class AcpSession:
 
     async def _send_notes(self) -> None:
         """What happened in the background (an MCP server that failed, a memory not saved)."""
-        events = self.agent.drain_background_events() if self.agent is not None else []
-        for note in events:
-            if isinstance(note, Note):
-                if note.level in ("warning", "error"):
-                    log.warning("session %s: %s", self.id, note.text)
-                for update in self._note(note):
-                    await self.send(update)
+        for note in self.agent.drain_background_events() if self.agent is not None else []:
+            if isinstance(note, Note) and note.level in ("warning", "error"):
+                log.warning("session %s: %s", self.id, note.text)
+            for update in self._note(note) if isinstance(note, Note) else ():
+                await self.send(update)
 
 
 def reply_problem(err: BaseException | None) -> str:

@@ -1,9 +1,6 @@
-"""`--local`: run the bundled SmolLM2 model behind llama-cpp-python's OpenAI-compatible server.
-
-Stdlib only. The server is a child in its own process group on a free loopback port, stopped on every
-way out of nanohermes: the context manager, atexit, SIGTERM/SIGHUP, and on Linux (even after `kill -9`)
-a parent-death signal.
-"""
+"""`--local`: the bundled SmolLM2 model behind llama-cpp-python's OpenAI-compatible server (stdlib only).
+The server, in its own process group on a free loopback port, is stopped on every way out of
+nanohermes: the `with` block, atexit, SIGTERM/SIGHUP, and on Linux (even `kill -9`) a parent-death signal."""
 
 from __future__ import annotations
 
@@ -57,8 +54,6 @@ _PR_SET_PDEATHSIG = 1
 
 @dataclass(frozen=True)
 class LocalEndpoint:
-    """A running local server: where to send requests and which model name to use."""
-
     base_url: str
     model: str
     log_path: Path
@@ -106,7 +101,6 @@ def server_command(model_file: Path, port: int, *, verbose: bool = False) -> lis
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -230,7 +224,7 @@ class ServerProcess:
         return "address already in use" in self.log_tail().lower()
 
     def log_tail(self) -> str:
-        text = self._log.tail().decode("utf-8", "replace")
+        text = self._log.tail.decode("utf-8", "replace")
         lines = [shorten(line, LOG_LINE_CHARS) for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
 
