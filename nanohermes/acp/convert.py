@@ -55,8 +55,7 @@ def locations(name: str, args: dict[str, Any], workspace: Path) -> list[schema.T
     path = args.get("path")
     if name not in PATH_ARGS or not isinstance(path, str) or not path.strip():
         return None
-    full = Path(path.strip()).expanduser()
-    full = full if full.is_absolute() else workspace / full
+    full = workspace / Path(path.strip()).expanduser()  # an absolute path stays as it is
     offset = args.get("offset") if name == "read_file" else None
     line = offset if isinstance(offset, int) and not isinstance(offset, bool) and offset > 0 else None
     return [schema.ToolCallLocation(path=str(full), line=line)]
@@ -119,14 +118,13 @@ def mcp_configs(servers: Sequence[Any]) -> tuple[dict[str, McpServerConfig], lis
     notes: list[str] = []
     for server in servers:
         item = server if isinstance(server, dict) else server.model_dump(by_alias=True, exclude_none=True)
-        kind = item.get("type")
-        if kind in ("sse", "acp"):
+        if (kind := item.get("type")) not in ("sse", "acp"):
+            items.append(item)
+        else:
             notes.append(
                 f"MCP server {item.get('name')!r} not started: its {kind.upper()} transport is not "
                 "supported (use stdio or streamable HTTP)"
             )
-            continue
-        items.append(item)
     return servers_from_acp(items), notes
 
 
@@ -183,13 +181,9 @@ def _replay_assistant(
     text = message_text(message)
     if text.strip():
         yield update_agent_message_text(text)
-    for raw in message.get("tool_calls") or ():
-        function = raw.get("function") if isinstance(raw, dict) else None
-        if not isinstance(function, dict):
-            continue
-        call = ToolCall(
-            str(raw.get("id") or ""), str(function.get("name") or ""), str(function.get("arguments") or "")
-        )
+    for raw in message.get("tool_calls") or ():  # their shape was checked as the session was read
+        function = raw["function"]
+        call = ToolCall(str(raw.get("id") or ""), function["name"], str(function.get("arguments") or ""))
         acp_id = f"{index}-{call.id}"
         names[call.id] = (acp_id, call.name)
         yield announce(acp_id, call, workspace, "in_progress")

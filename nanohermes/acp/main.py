@@ -66,7 +66,7 @@ async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> in
     )
     try:
         await connection.listen()
-        await agent.shutdown(transport.unanswered)
+        await agent.shutdown(lambda: transport.unanswered)
     finally:
         try:
             await asyncio.shield(connection.close())

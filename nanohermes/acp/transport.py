@@ -61,10 +61,7 @@ class LineTransport:
     ) -> None:
         self._reader, self._writer = reader, writer
         self._source = source  # the pipe `reader` is fed from (None: a reader thread feeds it)
-        self._unanswered = 0  # requests read with no reply sent yet
-
-    def unanswered(self) -> int:
-        return self._unanswered
+        self.unanswered = 0  # requests read with no reply sent yet
 
     def end_input(self) -> None:
         """SIGTERM: what was read already is still handled, then the server ends as at end of input."""
@@ -75,7 +72,7 @@ class LineTransport:
 
     async def send(self, message: dict[str, Any]) -> None:
         if "method" not in message:
-            self._unanswered -= 1
+            self.unanswered -= 1
         await self._write(message)
 
     async def _write(self, message: dict[str, Any]) -> None:
@@ -140,7 +137,7 @@ class LineTransport:
                 await self._write(error_reply(-32602, "Invalid params", value["id"], too_long))
         else:
             if "id" in value:  # a request, not a notification
-                self._unanswered += 1
+                self.unanswered += 1
             return cast("dict[str, Any]", value)
         return None
 
