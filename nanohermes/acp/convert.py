@@ -38,8 +38,7 @@ KINDS: dict[str, schema.ToolKind] = {
     "task": "think",
 }
 PATH_ARGS = {"read_file", "write_file", "edit_file", "list_files", "grep"}
-SHOWN_OUTPUT_CHARS = 8000
-"""How much of a tool's result the editor shows (the model gets all of it)."""
+SHOWN_OUTPUT_CHARS = 8000  # of a tool's result the editor shows (the model gets all of it)
 LIST_PAGE = 50
 
 PromptBlock = (

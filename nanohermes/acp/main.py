@@ -15,7 +15,7 @@ from acp.agent.connection import AgentSideConnection
 from pydantic import ValidationError
 
 from nanohermes.acp.server import AgentFactory, NanohermesAcpAgent
-from nanohermes.acp.session import first_validation_error
+from nanohermes.acp.session import one_line
 from nanohermes.acp.transport import LineTransport, open_transport, protocol_files
 from nanohermes.core.cancel import EXIT_SIGNALS
 
@@ -34,11 +34,8 @@ class _OneLineFormatter(logging.Formatter):
     def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
         if not ei[0]:
             return super().formatException(ei)
-        error = ei[1]
-        if isinstance(error, ValidationError) and error.errors():  # its own report is several lines
-            return f"  ValidationError: {first_validation_error(error, error.title)}"
-        lines = str(error).strip().splitlines()
-        return f"  {ei[0].__name__}: {lines[0] if lines else ''}"
+        title = ei[1].title if isinstance(ei[1], ValidationError) else ""
+        return f"  {ei[0].__name__}: {one_line(ei[1], title)}"
 
 
 def serve(
@@ -47,9 +44,7 @@ def serve(
     """Serve on stdin/stdout until stdin closes. `stores`: a workspace's memory store."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter((logging.Formatter if verbose else _OneLineFormatter)(LOG_FORMAT))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    logging.basicConfig(handlers=[handler], level=logging.INFO if verbose else logging.WARNING, force=True)
     proto_in, proto_out = protocol_files()
     return asyncio.run(_serve(NanohermesAcpAgent(settings, factory, stores), proto_in, proto_out))
 

@@ -103,9 +103,7 @@ class NanohermesAcpAgent:
     ) -> schema.NewSessionResponse:
         workspace = workspace_of(cwd)
         servers, skipped = mcp_servers_of(mcp_servers)
-        session_id = self._new_id()
-        async with self._id_locks.setdefault(session_id, asyncio.Lock()):
-            session = await self._open(session_id, workspace, servers, skipped)
+        session = await self._open(self._new_id(), workspace, servers, skipped)  # fresh: nothing to lock
         self._announce_commands(session)
         return schema.NewSessionResponse(session_id=session.id, modes=self._modes(session))
 

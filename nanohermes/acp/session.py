@@ -70,10 +70,8 @@ PERMISSION_OPTIONS = [
         ("reject_always", "Always reject"),
     ]
 ]
-DECISIONS = {"allow_once": Decision.YES, "allow_always": Decision.ALWAYS}
-"""The options that allow; any other answer (a cancelled request too) rejects."""
-TEXT_INTERVAL = 0.008
-"""Seconds between two text updates of a turn (about one editor frame)."""
+DECISIONS = {"allow_once": Decision.YES, "allow_always": Decision.ALWAYS}  # any other answer rejects
+TEXT_INTERVAL = 0.008  # seconds between two text updates of a turn (about one editor frame)
 
 
 @dataclass
@@ -335,15 +333,16 @@ class AcpSession:
 
 
 def reply_problem(err: BaseException | None) -> str:
-    """One line for a client's failed or malformed reply (pydantic's report spans several)."""
+    """One line for a client's failed or malformed reply."""
+    text = one_line(err, "the reply")
+    return f"malformed reply ({text})" if isinstance(err, ValidationError) else text or type(err).__name__
+
+
+def one_line(err: BaseException | None, whole: str) -> str:
+    """The first line of `err`; of pydantic's report, whose lines are several, `where: what` of its first
+    complaint (`whole` when it is about the value itself)."""
     if isinstance(err, ValidationError) and err.errors():
-        return f"malformed reply ({first_validation_error(err, 'the reply')})"
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
-
-
-def first_validation_error(err: ValidationError, whole: str) -> str:
-    """`where: what` of pydantic's first complaint (`whole` when it is about the value itself)."""
-    first = err.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or whole
-    return f"{where}: {first['msg']}"
+        first = err.errors()[0]
+        return f"{'.'.join(str(part) for part in first['loc']) or whole}: {first['msg']}"
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else ""

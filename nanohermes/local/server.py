@@ -41,14 +41,11 @@ MODEL_NAME = "smollm2-135m-instruct"
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context; the server's default of 2048 is too small for tools
 STARTUP_TIMEOUT = 90.0
-START_ATTEMPTS = 3
-"""Starts tried when the free port found was taken before the server bound it."""
+START_ATTEMPTS = 3  # starts tried when the free port found was taken before the server bound it
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 3
-LOG_LINE_CHARS = 300
-"""Each of those last lines is cut to this in an error (a flooding server's lines are long)."""
-KEPT_LOGS = 20
-"""Server logs kept in ~/.nanohermes/logs (those of crashed runs and of --verbose ones), newest first."""
+LOG_LINE_CHARS = 300  # each of those lines is cut to this in an error (a flooding server's are long)
+KEPT_LOGS = 20  # server logs of crashed and --verbose runs kept in ~/.nanohermes/logs, newest first
 _PR_SET_PDEATHSIG = 1
 
 
@@ -107,7 +104,6 @@ def free_port() -> int:
 
 
 def local_endpoint(state_dir: Path, verbose: bool) -> contextlib.AbstractContextManager[LocalEndpoint]:
-    """The bundled model's server, served for the length of a `with` block."""
     factory = functools.partial(server_command, find_model_file(), verbose=verbose)
     return serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose)
 

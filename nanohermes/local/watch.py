@@ -9,8 +9,7 @@ import threading
 from pathlib import Path
 from typing import BinaryIO
 
-LOG_HEAD_BYTES = 1_000_000
-"""Of the server's output the log keeps this much from the start, then only its last TAIL_BYTES."""
+LOG_HEAD_BYTES = 1_000_000  # of the server's output the log keeps this much, then its last TAIL_BYTES
 TAIL_BYTES = 8192
 
 
@@ -27,7 +26,6 @@ class LogPump:
         self._thread.start()
 
     def finish(self, timeout: float) -> None:
-        """Wait (at most `timeout` s) for the output to end and the log to be complete."""
         self._thread.join(timeout)
 
     def _run(self) -> None:
