@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
 
 LOG_FORMAT = "nanohermes acp: %(levelname)s: %(message)s"
+log = logging.getLogger("nanohermes.acp")
 
 
 class _OneLineFormatter(logging.Formatter):
@@ -66,14 +67,13 @@ async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> in
         try:
             await asyncio.shield(connection.close())
         except ConnectionError as err:  # a reply that failed as our output went (the SDK logged it)
-            logging.getLogger("nanohermes.acp").info("connection closed: %s", err)
+            log.info("connection closed: %s", err)
     return 0
 
 
 def _exit_signal(loop: asyncio.AbstractEventLoop, transport: LineTransport, signum: int) -> None:
     """End as at the end of input (turns cancelled and answered, sessions saved); a second one kills."""
-    name = signal.Signals(signum).name
-    logging.getLogger("nanohermes.acp").warning("%s: saving every session, then exiting", name)
+    log.warning("%s: saving every session, then exiting", signal.Signals(signum).name)
     for other in EXIT_SIGNALS:
         loop.remove_signal_handler(other)  # back to the default: a second signal ends it at once
     transport.end_input()

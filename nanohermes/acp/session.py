@@ -230,9 +230,9 @@ class AcpSession:
     async def _ask(self, turn: _Turn, ask: _Ask) -> None:
         request = ask.request
         call = request.call or ToolCall(f"ask{self._count}", request.tool)
-        acp_id, fresh = self._tool_id(call)
-        if fresh:
-            await self.send(convert.announce(acp_id, call, self.workspace, "pending"))
+        acp_id, shown = self._show(call, "pending")
+        for update in shown:
+            await self.send(update)
         tool_call = convert.permission_call(acp_id, call, self.workspace, request.title)
         asking = asyncio.ensure_future(
             self.client.request_permission(
@@ -260,13 +260,14 @@ class AcpSession:
     async def send(self, update: Any) -> None:
         await self.client.session_update(session_id=self.id, update=update)
 
-    def _tool_id(self, call: ToolCall) -> tuple[str, bool]:
-        """(ACP id, first time shown): ids are unique per session (models reuse `call_1` every turn)."""
+    def _show(self, call: ToolCall, status: schema.ToolCallStatus) -> tuple[str, list[Any]]:
+        """The call's ACP id (unique per session: models reuse `call_1` every turn), and the update
+        announcing it when it is new."""
         if call.id in self._live:
-            return self._live[call.id], False
+            return self._live[call.id], []
         self._count += 1
         acp_id = self._live[call.id] = f"{self._count}-{call.id}"
-        return acp_id, True
+        return acp_id, [convert.announce(acp_id, call, self.workspace, status)]
 
     def _updates(self, event: Event, turn: _Turn) -> Iterator[Any]:
         if isinstance(event, TextDelta):
@@ -274,20 +275,14 @@ class AcpSession:
         elif isinstance(event, ReasoningDelta):
             yield update_agent_thought_text(event.text)
         elif isinstance(event, ToolStarted):
-            acp_id, fresh = self._tool_id(event.call)
-            yield (
-                convert.announce(acp_id, event.call, self.workspace, "in_progress")
-                if fresh
-                else update_tool_call(acp_id, status="in_progress")
-            )
+            acp_id, shown = self._show(event.call, "in_progress")
+            yield from shown or [update_tool_call(acp_id, status="in_progress")]
         elif isinstance(event, ToolFinished):
-            result = event.result
-            call = ToolCall(result.call_id, result.name)
-            acp_id, fresh = self._tool_id(call)
-            if fresh:  # refused or invalid before dispatch: show it, then its outcome
-                yield convert.announce(acp_id, call, self.workspace, "pending")
-            del self._live[result.call_id]
-            yield convert.finish(acp_id, result.name, result)
+            call = ToolCall(event.result.call_id, event.result.name)
+            acp_id, shown = self._show(call, "pending")  # new: refused or invalid before dispatch
+            yield from shown
+            del self._live[call.id]
+            yield convert.finish(acp_id, call.name, event.result)
         elif isinstance(event, Note) and event.level == "error":
             turn.errors.append(event.text)
         elif isinstance(event, Note):

@@ -65,10 +65,9 @@ class LineTransport:
 
     def end_input(self) -> None:
         """SIGTERM: what was read already is still handled, then the server ends as at end of input."""
-        if self._source is None:
-            self._reader.feed_eof()
-        else:
-            self._source.close()  # the reader gets its end of input once the pipe is closed
+        if self._source is not None:
+            self._source.close()  # no more data reaches the reader
+        self._reader.feed_eof()
 
     async def send(self, message: dict[str, Any]) -> None:
         if "method" not in message:
