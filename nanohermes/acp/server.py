@@ -250,9 +250,10 @@ class NanohermesAcpAgent:
         try:
             opened = await asyncio.to_thread(self.factory, path, workspace, session.approve, files, servers)
         except SessionInUse as err:
+            holder = str(err).rpartition("(")[2].rstrip(")")  # `pid N`, as the lock's message ends
             raise RequestError(
                 -32603,
-                f"session {session_id} is open in another nanohermes ({_holder(err)}): "
+                f"session {session_id} is open in another nanohermes ({holder}): "
                 "quit it there (or close that thread), then open this one again",
                 {"reason": "session_in_use", "path": str(path)},
             ) from None
@@ -302,11 +303,6 @@ def _save_and_release(agent: Agent, release: Callable[[], None]) -> None:
         log.error("%s", err.one_line())
     finally:
         release()
-
-
-def _holder(err: SessionInUse) -> str:
-    found = re.search(r"pid \d+", str(err))
-    return found.group(0) if found else "pid unknown"
 
 
 def mcp_servers_of(servers: Any) -> tuple[dict[str, McpServerConfig], list[str]]:
