@@ -128,9 +128,8 @@ def serve(
             break
         except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
             server.stop()
-            if not (
-                isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS and server.port_was_taken()
-            ):
+            retry = isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS
+            if not (retry and server.port_was_taken()):
                 raise
     try:
         with _exit_signals_raise():
