@@ -54,8 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("nanohermes.acp")
 EventSource = Callable[[CancelToken], Iterator[Event]]
 
-STOP_REASONS: dict[str, schema.StopReason] = {
-    "done": "end_turn",
+STOP_REASONS: dict[str, schema.StopReason] = {  # any other reason (done) is end_turn
     "max_iterations": "max_turn_requests",
     "interrupted": "cancelled",
     "length": "max_tokens",

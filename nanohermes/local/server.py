@@ -129,7 +129,7 @@ def serve(
         except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
             server.stop()
             retry = isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS
-            if not (retry and server.port_was_taken()):
+            if not (retry and "address already in use" in server.log_tail().lower()):  # a port taken
                 raise
     try:
         with _exit_signals_raise():
@@ -168,6 +168,7 @@ class ServerProcess:
             os.close(write_end)
         self._log = LogPump(read_end, log_path)
         self.pid = self._proc.pid
+        self.exit_code = self._proc.poll
         atexit.register(self.stop)
 
     def wait_ready(self, timeout: float) -> None:
@@ -211,12 +212,6 @@ class ServerProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(STOP_GRACE)
             self._log.finish(1.0)
-
-    def exit_code(self) -> int | None:
-        return self._proc.poll()
-
-    def port_was_taken(self) -> bool:
-        return "address already in use" in self.log_tail().lower()
 
     def log_tail(self) -> str:
         text = self._log.tail.decode("utf-8", "replace")
