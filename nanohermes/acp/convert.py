@@ -113,18 +113,14 @@ def finish(acp_id: str, name: str, result: ToolResult) -> schema.ToolCallProgres
 
 def mcp_configs(servers: Sequence[Any]) -> tuple[dict[str, McpServerConfig], list[str]]:
     """`mcpServers` as configs, and a note for each server left out (SSE or ACP transport)."""
-    items: list[dict[str, Any]] = []
-    notes: list[str] = []
-    for server in servers:
-        item = server if isinstance(server, dict) else server.model_dump(by_alias=True, exclude_none=True)
-        if (kind := item.get("type")) not in ("sse", "acp"):
-            items.append(item)
-        else:
-            notes.append(
-                f"MCP server {item.get('name')!r} not started: its {kind.upper()} transport is not "
-                "supported (use stdio or streamable HTTP)"
-            )
-    return servers_from_acp(items), notes
+    items = [server.model_dump(by_alias=True, exclude_none=True) for server in servers]
+    notes = [
+        f"MCP server {item.get('name')!r} not started: its {item['type'].upper()} transport is not "
+        "supported (use stdio or streamable HTTP)"
+        for item in items
+        if item.get("type") in ("sse", "acp")
+    ]
+    return servers_from_acp([item for item in items if item.get("type") not in ("sse", "acp")]), notes
 
 
 def prompt_text(blocks: Sequence[PromptBlock]) -> str:
