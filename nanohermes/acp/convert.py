@@ -3,6 +3,7 @@ text, saved history → replayed `session/update`s, session files → `session/l
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -188,18 +189,20 @@ def session_list(sessions_dir: Path, cwd: str | None, start: int) -> schema.List
     """A page of the saved sessions (REPL ones too), newest first, after the first `start`."""
     from nanohermes.sessions.paths import recent_session_files
 
-    infos: list[schema.SessionInfo] = []
-    matched = 0
-    for path, mtime in recent_session_files(sessions_dir):
-        header = read_header(path)
-        if header is None or (cwd is not None and header.get("workspace") != cwd):
-            continue
-        matched += 1
-        if matched <= start:
-            continue
-        if len(infos) == LIST_PAGE:
-            return schema.ListSessionsResponse(sessions=infos, next_cursor=str(start + LIST_PAGE))
-        updated = datetime.fromtimestamp(mtime).astimezone().isoformat(timespec="seconds")
-        workspace, title = str(header.get("workspace") or ""), str(header.get("title") or "") or None
-        infos.append(schema.SessionInfo(session_id=path.stem, cwd=workspace, title=title, updated_at=updated))
-    return schema.ListSessionsResponse(sessions=infos)
+    found = (
+        (path, mtime, header)
+        for path, mtime in recent_session_files(sessions_dir)
+        if (header := read_header(path)) is not None and cwd in (None, header.get("workspace"))
+    )
+    page = list(itertools.islice(found, start, start + LIST_PAGE + 1))  # one more: is there a next page?
+    infos = [
+        schema.SessionInfo(
+            session_id=path.stem,
+            cwd=str(header.get("workspace") or ""),
+            title=str(header.get("title") or "") or None,
+            updated_at=datetime.fromtimestamp(mtime).astimezone().isoformat(timespec="seconds"),
+        )
+        for path, mtime, header in page[:LIST_PAGE]
+    ]
+    more = str(start + LIST_PAGE) if len(page) > LIST_PAGE else None
+    return schema.ListSessionsResponse(sessions=infos, next_cursor=more)
