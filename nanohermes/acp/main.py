@@ -72,7 +72,7 @@ async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> in
 
 
 def _exit_signal(loop: asyncio.AbstractEventLoop, transport: LineTransport, signum: int) -> None:
-    """End as at the end of input (turns cancelled and answered, sessions saved); a second one kills."""
+    """End as at the end of input (turns cancelled and answered, sessions saved); a second: at once."""
     log.warning("%s: saving every session, then exiting", signal.Signals(signum).name)
     for other in EXIT_SIGNALS:
         loop.remove_signal_handler(other)  # back to the default: a second signal ends it at once

@@ -319,10 +319,11 @@ class AcpSession:
 
     async def _send_notes(self) -> None:
         """What happened in the background (an MCP server that failed, a memory not saved)."""
-        for note in self.agent.drain_background_events() if self.agent is not None else []:
-            if isinstance(note, Note) and note.level in ("warning", "error"):
+        events = self.agent.drain_background_events() if self.agent is not None else []
+        for note in (event for event in events if isinstance(event, Note)):
+            if note.level in ("warning", "error"):
                 log.warning("session %s: %s", self.id, note.text)
-            for update in self._note(note) if isinstance(note, Note) else ():
+            for update in self._note(note):
                 await self.send(update)
 
 
