@@ -47,7 +47,7 @@ def command_source(
     """What answers `text`: our command, else the model (a custom command expanded, read afresh)."""
     name, _, rest = text.strip().partition(" ")
     if name == "/compact":
-        return lambda cancel: itertools.chain(agent.compact(cancel), [DONE])
+        return lambda _: itertools.chain(agent.compact(), [DONE])
     if name == "/reset":
         return lambda _: iter([TextDelta(_reset(agent)), DONE])
     if name == "/memory":
