@@ -149,7 +149,6 @@ class ServerProcess:
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = log_path
         self._stopped = threading.Lock()
-        guard = _parent_death_guard()
         read_end, write_end = os.pipe()  # not a file: a server printing without end fills no disk
         try:
             self._proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
@@ -159,7 +158,7 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 process_group=0,
                 close_fds=True,
-                preexec_fn=guard,
+                preexec_fn=_parent_death_guard(),
             )
         except BaseException:
             os.close(read_end)
@@ -174,8 +173,7 @@ class ServerProcess:
     def wait_ready(self, timeout: float) -> None:
         """Return once this server answers GET /v1/models; raise with its log tail if it dies or hangs."""
         deadline = time.monotonic() + timeout
-        delay = 0.05
-        foreign = False
+        delay, foreign = 0.05, False
         while True:
             code = self._proc.poll()
             if code is not None:
