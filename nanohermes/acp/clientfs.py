@@ -48,19 +48,15 @@ class ClientReadTools(FileTools):
         resolved = self.workspace.resolve(path, ctx.granted)
         lines = self._client.read_text(resolved, ctx.cancel).splitlines()
         shown: list[str] = []
-        used, last = 0, offset - 1
-        budget = max(200, self.max_chars - 200)
-        for number in range(offset, min(len(lines), offset + limit - 1) + 1):
+        used, budget = 0, max(200, self.max_chars - 200)
+        for number, text in enumerate(lines[offset - 1 : offset - 1 + limit], offset):
             if used > budget:
                 break
-            text = lines[number - 1]
             if len(text) > READ_MAX_LINE_CHARS:
                 text = text[:READ_MAX_LINE_CHARS] + f" [… line cut at {READ_MAX_LINE_CHARS} characters]"
-            entry = f"{number:6}\t{text}"
-            shown.append(entry)
-            used += len(entry) + 1
-            last = number
-        return self._footer(shown, path, offset, last, len(lines), True)
+            shown.append(f"{number:6}\t{text}")
+            used += len(shown[-1]) + 1
+        return self._footer(shown, path, offset, offset - 1 + len(shown), len(lines), True)
 
     def _editable_text(self, resolved: Path, path: str) -> str:
         text = self._client.read_text(resolved)

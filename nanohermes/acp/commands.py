@@ -5,7 +5,7 @@ custom commands (`.nanohermes/commands/NAME.md`), sent to the model as their exp
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,31 +13,26 @@ from acp import schema
 
 from nanohermes.acp.session import EventSource
 from nanohermes.agent.custom_commands import CustomCommand, expand_command, load_commands
+from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import NanoHermesError
-from nanohermes.core.events import TextDelta, TurnFinished
+from nanohermes.core.events import Event, TextDelta, TurnFinished
 
 if TYPE_CHECKING:
     from nanohermes.agent.loop import Agent
     from nanohermes.memory import MemoryStore
 
-MEMORY_USAGE = "usage: /memory [list | search QUERY | forget ID | stats]"
+MEMORY_HINT = "list | search QUERY | forget ID | stats"
+MEMORY_USAGE = f"usage: /memory [{MEMORY_HINT}]"
 DONE = TurnFinished(True, "done")
+BUILTINS = (
+    CustomCommand("compact", "summarise the conversation so far to free context (memory is kept)", ""),
+    CustomCommand("memory", "long-term memory: list, search QUERY, forget ID, stats", "", MEMORY_HINT),
+    CustomCommand("reset", "clear the conversation; long-term memory stays", ""),
+)
 
 
 def available_commands(custom: Mapping[str, CustomCommand]) -> list[schema.AvailableCommand]:
-    memory_hint = schema.UnstructuredCommandInput(hint="list | search QUERY | forget ID | stats")
-    return [
-        schema.AvailableCommand(
-            name="compact", description="summarise the conversation so far to free context (memory is kept)"
-        ),
-        schema.AvailableCommand(
-            name="memory",
-            description="long-term memory: list, search QUERY, forget ID, stats",
-            input=schema.AvailableCommandInput(root=memory_hint),
-        ),
-        schema.AvailableCommand(name="reset", description="clear the conversation; long-term memory stays"),
-        *(_offered(command) for command in custom.values()),
-    ]
+    return [_offered(command) for command in (*BUILTINS, *custom.values())]
 
 
 def _offered(command: CustomCommand) -> schema.AvailableCommand:
@@ -46,23 +41,23 @@ def _offered(command: CustomCommand) -> schema.AvailableCommand:
     return schema.AvailableCommand(name=command.name, description=command.description, input=given)
 
 
-def expanded(text: str, workspace: Path, state_dir: Path) -> str:
-    """`text`, or the message of the custom command it starts with (`/NAME args`), read afresh."""
-    if not text.startswith("/"):
-        return text
-    return expand_command(load_commands(workspace, state_dir)[0], text) or text
-
-
-def command_source(text: str, agent: Agent, store: MemoryStore | None) -> EventSource | None:
-    """What answers `text` when it is one of our commands (None: a prompt for the model)."""
+def command_source(
+    text: str, agent: Agent, workspace: Path, state_dir: Path, stores: Callable[[Path], MemoryStore | None]
+) -> EventSource:
+    """What answers `text`: our command, else the model (a custom command expanded, read afresh)."""
     name, _, rest = text.strip().partition(" ")
     if name == "/compact":
         return lambda _: itertools.chain(agent.compact(), [DONE])
     if name == "/reset":
         return lambda _: iter([TextDelta(_reset(agent)), DONE])
     if name == "/memory":
-        return lambda _: iter([TextDelta(memory_command(store, rest.strip())), DONE])
-    return None
+        return lambda _: iter([TextDelta(memory_command(stores(workspace), rest.strip())), DONE])
+
+    def turn(cancel: CancelToken) -> Iterator[Event]:
+        custom = load_commands(workspace, state_dir)[0] if text.startswith("/") else {}
+        return agent.run(expand_command(custom, text) or text, cancel)
+
+    return turn
 
 
 def _reset(agent: Agent) -> str:

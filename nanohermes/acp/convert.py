@@ -3,6 +3,7 @@ text, saved history → replayed `session/update`s, session files → `session/l
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -38,8 +39,7 @@ KINDS: dict[str, schema.ToolKind] = {
     "task": "think",
 }
 PATH_ARGS = {"read_file", "write_file", "edit_file", "list_files", "grep"}
-SHOWN_OUTPUT_CHARS = 8000
-"""How much of a tool's result the editor shows (the model gets all of it)."""
+SHOWN_OUTPUT_CHARS = 8000  # of a tool's result the editor shows (the model gets all of it)
 LIST_PAGE = 50
 
 PromptBlock = (
@@ -55,8 +55,7 @@ def locations(name: str, args: dict[str, Any], workspace: Path) -> list[schema.T
     path = args.get("path")
     if name not in PATH_ARGS or not isinstance(path, str) or not path.strip():
         return None
-    full = Path(path.strip()).expanduser()
-    full = full if full.is_absolute() else workspace / full
+    full = workspace / Path(path.strip()).expanduser()  # an absolute path stays as it is
     offset = args.get("offset") if name == "read_file" else None
     line = offset if isinstance(offset, int) and not isinstance(offset, bool) and offset > 0 else None
     return [schema.ToolCallLocation(path=str(full), line=line)]
@@ -115,19 +114,14 @@ def finish(acp_id: str, name: str, result: ToolResult) -> schema.ToolCallProgres
 
 def mcp_configs(servers: Sequence[Any]) -> tuple[dict[str, McpServerConfig], list[str]]:
     """`mcpServers` as configs, and a note for each server left out (SSE or ACP transport)."""
-    items: list[dict[str, Any]] = []
-    notes: list[str] = []
-    for server in servers:
-        item = server if isinstance(server, dict) else server.model_dump(by_alias=True, exclude_none=True)
-        kind = item.get("type")
-        if kind in ("sse", "acp"):
-            notes.append(
-                f"MCP server {item.get('name')!r} not started: its {kind.upper()} transport is not "
-                "supported (use stdio or streamable HTTP)"
-            )
-            continue
-        items.append(item)
-    return servers_from_acp(items), notes
+    items = [server.model_dump(by_alias=True, exclude_none=True) for server in servers]
+    notes = [
+        f"MCP server {item.get('name')!r} not started: its {item['type'].upper()} transport is not "
+        "supported (use stdio or streamable HTTP)"
+        for item in items
+        if item.get("type") in ("sse", "acp")
+    ]
+    return servers_from_acp([item for item in items if item.get("type") not in ("sse", "acp")]), notes
 
 
 def prompt_text(blocks: Sequence[PromptBlock]) -> str:
@@ -183,13 +177,9 @@ def _replay_assistant(
     text = message_text(message)
     if text.strip():
         yield update_agent_message_text(text)
-    for raw in message.get("tool_calls") or ():
-        function = raw.get("function") if isinstance(raw, dict) else None
-        if not isinstance(function, dict):
-            continue
-        call = ToolCall(
-            str(raw.get("id") or ""), str(function.get("name") or ""), str(function.get("arguments") or "")
-        )
+    for raw in message.get("tool_calls") or ():  # their shape was checked as the session was read
+        function = raw["function"]
+        call = ToolCall(str(raw.get("id") or ""), function["name"], str(function.get("arguments") or ""))
         acp_id = f"{index}-{call.id}"
         names[call.id] = (acp_id, call.name)
         yield announce(acp_id, call, workspace, "in_progress")
@@ -199,18 +189,20 @@ def session_list(sessions_dir: Path, cwd: str | None, start: int) -> schema.List
     """A page of the saved sessions (REPL ones too), newest first, after the first `start`."""
     from nanohermes.sessions.paths import recent_session_files
 
-    infos: list[schema.SessionInfo] = []
-    matched = 0
-    for path, mtime in recent_session_files(sessions_dir):
-        header = read_header(path)
-        if header is None or (cwd is not None and header.get("workspace") != cwd):
-            continue
-        matched += 1
-        if matched <= start:
-            continue
-        if len(infos) == LIST_PAGE:
-            return schema.ListSessionsResponse(sessions=infos, next_cursor=str(start + LIST_PAGE))
-        updated = datetime.fromtimestamp(mtime).astimezone().isoformat(timespec="seconds")
-        workspace, title = str(header.get("workspace") or ""), str(header.get("title") or "") or None
-        infos.append(schema.SessionInfo(session_id=path.stem, cwd=workspace, title=title, updated_at=updated))
-    return schema.ListSessionsResponse(sessions=infos)
+    found = (
+        (path, mtime, header)
+        for path, mtime in recent_session_files(sessions_dir)
+        if (header := read_header(path)) is not None and cwd in (None, header.get("workspace"))
+    )
+    page = list(itertools.islice(found, start, start + LIST_PAGE + 1))  # one more: is there a next page?
+    infos = [
+        schema.SessionInfo(
+            session_id=path.stem,
+            cwd=str(header.get("workspace") or ""),
+            title=str(header.get("title") or "") or None,
+            updated_at=datetime.fromtimestamp(mtime).astimezone().isoformat(timespec="seconds"),
+        )
+        for path, mtime, header in page[:LIST_PAGE]
+    ]
+    more = str(start + LIST_PAGE) if len(page) > LIST_PAGE else None
+    return schema.ListSessionsResponse(sessions=infos, next_cursor=more)

@@ -15,7 +15,7 @@ from acp.agent.connection import AgentSideConnection
 from pydantic import ValidationError
 
 from nanohermes.acp.server import AgentFactory, NanohermesAcpAgent
-from nanohermes.acp.session import first_validation_error
+from nanohermes.acp.session import one_line
 from nanohermes.acp.transport import LineTransport, open_transport, protocol_files
 from nanohermes.core.cancel import EXIT_SIGNALS
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
 
 LOG_FORMAT = "nanohermes acp: %(levelname)s: %(message)s"
+log = logging.getLogger("nanohermes.acp")
 
 
 class _OneLineFormatter(logging.Formatter):
@@ -34,11 +35,8 @@ class _OneLineFormatter(logging.Formatter):
     def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
         if not ei[0]:
             return super().formatException(ei)
-        error = ei[1]
-        if isinstance(error, ValidationError) and error.errors():  # its own report is several lines
-            return f"  ValidationError: {first_validation_error(error, error.title)}"
-        lines = str(error).strip().splitlines()
-        return f"  {ei[0].__name__}: {lines[0] if lines else ''}"
+        title = ei[1].title if isinstance(ei[1], ValidationError) else ""
+        return f"  {ei[0].__name__}: {one_line(ei[1], title)}"
 
 
 def serve(
@@ -47,9 +45,7 @@ def serve(
     """Serve on stdin/stdout until stdin closes. `stores`: a workspace's memory store."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter((logging.Formatter if verbose else _OneLineFormatter)(LOG_FORMAT))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    logging.basicConfig(handlers=[handler], level=logging.INFO if verbose else logging.WARNING, force=True)
     proto_in, proto_out = protocol_files()
     return asyncio.run(_serve(NanohermesAcpAgent(settings, factory, stores), proto_in, proto_out))
 
@@ -66,20 +62,18 @@ async def _serve(agent: NanohermesAcpAgent, proto_in: Any, proto_out: Any) -> in
     )
     try:
         await connection.listen()
-        await agent.shutdown(transport.unanswered)
+        await agent.shutdown(lambda: transport.unanswered)
     finally:
         try:
             await asyncio.shield(connection.close())
         except ConnectionError as err:  # a reply that failed as our output went (the SDK logged it)
-            logging.getLogger("nanohermes.acp").info("connection closed: %s", err)
+            log.info("connection closed: %s", err)
     return 0
 
 
 def _exit_signal(loop: asyncio.AbstractEventLoop, transport: LineTransport, signum: int) -> None:
-    """SIGTERM or SIGHUP: end as at the end of input (turns cancelled and answered, sessions saved); a
-    second one ends the process at once."""
-    name = signal.Signals(signum).name
-    logging.getLogger("nanohermes.acp").warning("%s: saving every session, then exiting", name)
+    """End as at the end of input (turns cancelled and answered, sessions saved); a second: at once."""
+    log.warning("%s: saving every session, then exiting", signal.Signals(signum).name)
     for other in EXIT_SIGNALS:
         loop.remove_signal_handler(other)  # back to the default: a second signal ends it at once
     transport.end_input()

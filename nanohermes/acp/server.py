@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nanohermes.acp")
 SESSION_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
-CURSOR = re.compile(r"[0-9]{1,9}")
-"""A session/list cursor: the number of sessions before the page (what next_cursor gives)."""
+CURSOR = re.compile(r"[0-9]{1,9}")  # session/list's: the number of sessions before the page
 SHOWN_CHARS = 100
 SHUTDOWN_TURN_GRACE = 10.0
 MODES = [
@@ -104,9 +103,7 @@ class NanohermesAcpAgent:
     ) -> schema.NewSessionResponse:
         workspace = workspace_of(cwd)
         servers, skipped = mcp_servers_of(mcp_servers)
-        session_id = self._new_id()
-        async with self._id_locks.setdefault(session_id, asyncio.Lock()):
-            session = await self._open(session_id, workspace, servers, skipped)
+        session = await self._open(self._new_id(), workspace, servers, skipped)  # fresh: nothing to lock
         self._announce_commands(session)
         return schema.NewSessionResponse(session_id=session.id, modes=self._modes(session))
 
@@ -157,16 +154,12 @@ class NanohermesAcpAgent:
         self, prompt: list[convert.PromptBlock], session_id: str, **kwargs: Any
     ) -> schema.PromptResponse:
         session = self._session(session_id)
-        agent = session.agent
-        assert agent is not None  # _session checked it
+        assert session.agent is not None  # _session checked it
         text = convert.prompt_text(prompt)
         if not text:
             raise RequestError.invalid_params({"details": "the prompt is empty"})
-        workspace = session.workspace
-        source = commands.command_source(text, agent, self.stores(workspace))
-        if source is None:
-            text = await asyncio.to_thread(commands.expanded, text, workspace, self.settings.state_dir)
-            source = functools.partial(agent.run, text)
+        state_dir = self.settings.state_dir
+        source = commands.command_source(text, session.agent, session.workspace, state_dir, self.stores)
         return schema.PromptResponse(stop_reason=await session.run(source))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -177,8 +170,7 @@ class NanohermesAcpAgent:
         session.cancel()
 
     async def shutdown(self, unanswered: Callable[[], int]) -> None:
-        """End of input: answer every request already read (running turns cancelled), close every
-        session, let distillations finish."""
+        """End of input: every request read is answered (turns cancelled), sessions closed, distilled."""
         deadline = time.monotonic() + SHUTDOWN_TURN_GRACE
         while unanswered() and time.monotonic() < deadline:
             for session in self.sessions.values():
@@ -226,8 +218,7 @@ class NanohermesAcpAgent:
                 return session_id
 
     async def _resume(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
-        """The session, open here already or opened from its file (reopened when the workspace or
-        MCP servers differ)."""
+        """The session open here, or opened from its file (again if its workspace or MCP servers differ)."""
         workspace = workspace_of(cwd)
         servers, skipped = mcp_servers_of(mcp_servers)
         not_saved = RequestError(
@@ -259,9 +250,10 @@ class NanohermesAcpAgent:
         try:
             opened = await asyncio.to_thread(self.factory, path, workspace, session.approve, files, servers)
         except SessionInUse as err:
+            holder = str(err).rpartition("(")[2].rstrip(")")  # `pid N`, as the lock's message ends
             raise RequestError(
                 -32603,
-                f"session {session_id} is open in another nanohermes ({_holder(err)}): "
+                f"session {session_id} is open in another nanohermes ({holder}): "
                 "quit it there (or close that thread), then open this one again",
                 {"reason": "session_in_use", "path": str(path)},
             ) from None
@@ -313,13 +305,7 @@ def _save_and_release(agent: Agent, release: Callable[[], None]) -> None:
         release()
 
 
-def _holder(err: SessionInUse) -> str:
-    found = re.search(r"pid \d+", str(err))
-    return found.group(0) if found else "pid unknown"
-
-
 def mcp_servers_of(servers: Any) -> tuple[dict[str, McpServerConfig], list[str]]:
-    """A client's `mcpServers` as configs, and a note for each one not started."""
     try:
         return convert.mcp_configs(servers or [])
     except ConfigError as err:

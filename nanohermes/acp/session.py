@@ -1,8 +1,5 @@
-"""One ACP session: a nanohermes Agent driven by prompts, each run on a thread of its own.
-
-That thread never touches the connection: the prompt's coroutine sends what it hands over, in order
-(a `tool_call` is announced before the permission request about it, every update before the answer).
-"""
+"""One ACP session: an Agent whose prompts each run on a thread of its own. That thread never
+touches the connection: the prompt's coroutine sends what it hands over, in order."""
 
 from __future__ import annotations
 
@@ -57,12 +54,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("nanohermes.acp")
 EventSource = Callable[[CancelToken], Iterator[Event]]
 
-STOP_REASONS: dict[str, schema.StopReason] = {
-    "done": "end_turn",
+STOP_REASONS: dict[str, schema.StopReason] = {  # any other reason (done) is end_turn
     "max_iterations": "max_turn_requests",
     "interrupted": "cancelled",
     "length": "max_tokens",
-    "max_tokens": "max_tokens",
     "refusal": "refusal",
 }
 PERMISSION_OPTIONS = [
@@ -74,10 +69,8 @@ PERMISSION_OPTIONS = [
         ("reject_always", "Always reject"),
     ]
 ]
-DECISIONS = {"allow_once": Decision.YES, "allow_always": Decision.ALWAYS}
-"""The options that allow; any other answer (a cancelled request too) rejects."""
-TEXT_INTERVAL = 0.008
-"""Seconds between two text updates of a turn (about one editor frame)."""
+DECISIONS = {"allow_once": Decision.YES, "allow_always": Decision.ALWAYS}  # any other answer rejects
+TEXT_INTERVAL = 0.008  # seconds between two text updates of a turn (about one editor frame)
 
 
 @dataclass
@@ -90,8 +83,7 @@ _Item = Event | _Ask | BaseException | None  # the last item: None (done) or wha
 
 
 class _Turn:
-    """A running prompt. Streamed text is batched to one update per TEXT_INTERVAL: a fast model's
-    burst costs a few messages, not hundreds."""
+    """A running prompt; streamed text is batched (a fast model's burst is a few messages, not hundreds)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.cancel = CancelToken()
@@ -124,8 +116,7 @@ class _Turn:
 
 @dataclass(frozen=True)
 class Opened:
-    """What the composition root built for one session; `close` (idempotent) closes its MCP servers
-    and releases its session lock."""
+    """The composition root's session; `close` (idempotent) closes its MCP servers and session lock."""
 
     agent: Agent
     close: Callable[[], None]
@@ -167,8 +158,7 @@ class AcpSession:
         self._call(request, "write", path)
 
     def _call(self, make: Callable[[], Any], verb: str, path: Path, cancel: CancelToken | None = None) -> Any:
-        """Wait for the client request `make()`, giving up when `cancel` (else the running turn's:
-        an approval's diff reads through the editor too) is cancelled."""
+        """`make()`'s reply; `cancel` defaults to the turn's (an approval's diff reads the editor too)."""
         token = cancel or (self.turn.cancel if self.turn else None)
         if token is not None and token.cancelled:
             raise Cancelled()
@@ -239,9 +229,9 @@ class AcpSession:
     async def _ask(self, turn: _Turn, ask: _Ask) -> None:
         request = ask.request
         call = request.call or ToolCall(f"ask{self._count}", request.tool)
-        acp_id, fresh = self._tool_id(call)
-        if fresh:
-            await self.send(convert.announce(acp_id, call, self.workspace, "pending"))
+        acp_id, shown = self._show(call, "pending")
+        for update in shown:
+            await self.send(update)
         tool_call = convert.permission_call(acp_id, call, self.workspace, request.title)
         asking = asyncio.ensure_future(
             self.client.request_permission(
@@ -269,13 +259,14 @@ class AcpSession:
     async def send(self, update: Any) -> None:
         await self.client.session_update(session_id=self.id, update=update)
 
-    def _tool_id(self, call: ToolCall) -> tuple[str, bool]:
-        """(ACP id, first time shown): ids are unique per session (models reuse `call_1` every turn)."""
+    def _show(self, call: ToolCall, status: schema.ToolCallStatus) -> tuple[str, list[Any]]:
+        """The call's ACP id (unique per session: models reuse `call_1` every turn), and the update
+        announcing it when it is new."""
         if call.id in self._live:
-            return self._live[call.id], False
+            return self._live[call.id], []
         self._count += 1
         acp_id = self._live[call.id] = f"{self._count}-{call.id}"
-        return acp_id, True
+        return acp_id, [convert.announce(acp_id, call, self.workspace, status)]
 
     def _updates(self, event: Event, turn: _Turn) -> Iterator[Any]:
         if isinstance(event, TextDelta):
@@ -283,20 +274,14 @@ class AcpSession:
         elif isinstance(event, ReasoningDelta):
             yield update_agent_thought_text(event.text)
         elif isinstance(event, ToolStarted):
-            acp_id, fresh = self._tool_id(event.call)
-            yield (
-                convert.announce(acp_id, event.call, self.workspace, "in_progress")
-                if fresh
-                else update_tool_call(acp_id, status="in_progress")
-            )
+            acp_id, shown = self._show(event.call, "in_progress")
+            yield from shown or [update_tool_call(acp_id, status="in_progress")]
         elif isinstance(event, ToolFinished):
-            result = event.result
-            call = ToolCall(result.call_id, result.name)
-            acp_id, fresh = self._tool_id(call)
-            if fresh:  # refused or invalid before dispatch: show it, then its outcome
-                yield convert.announce(acp_id, call, self.workspace, "pending")
-            del self._live[result.call_id]
-            yield convert.finish(acp_id, result.name, result)
+            call = ToolCall(event.result.call_id, event.result.name)
+            acp_id, shown = self._show(call, "pending")  # new: refused or invalid before dispatch
+            yield from shown
+            del self._live[call.id]
+            yield convert.finish(acp_id, call.name, event.result)
         elif isinstance(event, Note) and event.level == "error":
             turn.errors.append(event.text)
         elif isinstance(event, Note):
@@ -335,24 +320,24 @@ class AcpSession:
     async def _send_notes(self) -> None:
         """What happened in the background (an MCP server that failed, a memory not saved)."""
         events = self.agent.drain_background_events() if self.agent is not None else []
-        for note in events:
-            if isinstance(note, Note):
-                if note.level in ("warning", "error"):
-                    log.warning("session %s: %s", self.id, note.text)
-                for update in self._note(note):
-                    await self.send(update)
+        for note in (event for event in events if isinstance(event, Note)):
+            if note.level in ("warning", "error"):
+                log.warning("session %s: %s", self.id, note.text)
+            for update in self._note(note):
+                await self.send(update)
 
 
 def reply_problem(err: BaseException | None) -> str:
-    """One line for a client's failed or malformed reply (pydantic's report spans several)."""
+    """One line for a client's failed or malformed reply."""
+    text = one_line(err, "the reply")
+    return f"malformed reply ({text})" if isinstance(err, ValidationError) else text or type(err).__name__
+
+
+def one_line(err: BaseException | None, whole: str) -> str:
+    """The first line of `err`; of pydantic's report, whose lines are several, `where: what` of its first
+    complaint (`whole` when it is about the value itself)."""
     if isinstance(err, ValidationError) and err.errors():
-        return f"malformed reply ({first_validation_error(err, 'the reply')})"
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
-
-
-def first_validation_error(err: ValidationError, whole: str) -> str:
-    """`where: what` of pydantic's first complaint (`whole` when it is about the value itself)."""
-    first = err.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or whole
-    return f"{where}: {first['msg']}"
+        first = err.errors()[0]
+        return f"{'.'.join(str(part) for part in first['loc']) or whole}: {first['msg']}"
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else ""

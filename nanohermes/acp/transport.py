@@ -1,9 +1,8 @@
 """stdio for the ACP server: newline-delimited JSON-RPC that answers bad input instead of dropping it.
 
-The SDK's framing skips a line that is not JSON, and a value that is not an object ends its receive
-loop; here such a line gets a JSON-RPC error, and what the SDK would trip on (a list id, a string
-error, a huge array) is refused or mended first. While the client does not read our output, its
-input is not read either."""
+The SDK's framing skips a line that is not JSON and trips on some values (a list id, a string error, a
+huge array); here those get a JSON-RPC error or are mended first. While the client does not read our
+output, its input is not read either."""
 
 from __future__ import annotations
 
@@ -22,22 +21,16 @@ from typing import Any, BinaryIO, cast
 from nanohermes.core.errors import JSON_ERRORS, json_problem
 from nanohermes.core.types import with_valid_text
 
-LINE_LIMIT = 50 * 1024 * 1024
-"""The longest message read (an embedded file in a prompt can be large)."""
-FLUSH_SECONDS = 10.0
-"""How long the replies still buffered at exit may take to be read by the client."""
-NOTIFICATIONS = {"session/cancel"}
-"""The notifications the server handles; others (extensions' `_…` too) are logged and dropped."""
+LINE_LIMIT = 50 * 1024 * 1024  # the longest message read (an embedded file in a prompt can be large)
+FLUSH_SECONDS = 10.0  # how long the client may take to read the replies still buffered at exit
+NOTIFICATIONS = {"session/cancel"}  # others (extensions' `_…` too) are logged and dropped
 MAX_ARRAY_ITEMS = 10_000
 """An array in a request's params longer than this is refused before the SDK validates it: pydantic
 builds one error per wrong item (a million wrong prompt blocks took 1.2 GB); no real request comes near."""
 ARRAY_CHECK_NODES = 100_000  # values of a request's params looked at for such an array
-ERROR_DATA_CHARS = 4096
-"""The most an error reply's `data` takes (as JSON): it never echoes a client's 40 MB param back."""
-ECHO_CHARS = 200
-"""The most of a wrong value an invalid-params error quotes back (pydantic's `input`)."""
-ERROR_ENTRIES = 10
-"""The most validation errors one reply lists (a list of a million wrong blocks has one each)."""
+ERROR_DATA_CHARS = 4096  # of an error reply's `data` (as JSON): a client's 40 MB param is not echoed
+ECHO_CHARS = 200  # of a wrong value an invalid-params error quotes back (pydantic's `input`)
+ERROR_ENTRIES = 10  # validation errors one reply lists (a million wrong blocks have one each)
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")  # the only way in: the bytes are strict UTF-8
 
 log = logging.getLogger("nanohermes.acp")
@@ -68,26 +61,21 @@ class LineTransport:
     ) -> None:
         self._reader, self._writer = reader, writer
         self._source = source  # the pipe `reader` is fed from (None: a reader thread feeds it)
-        self._unanswered = 0  # requests read with no reply sent yet
-
-    def unanswered(self) -> int:
-        return self._unanswered
+        self.unanswered = 0  # requests read with no reply sent yet
 
     def end_input(self) -> None:
         """SIGTERM: what was read already is still handled, then the server ends as at end of input."""
-        if self._source is None:
-            self._reader.feed_eof()
-        else:
-            self._source.close()  # the reader gets its end of input once the pipe is closed
+        if self._source is not None:
+            self._source.close()  # no more data reaches the reader
+        self._reader.feed_eof()
 
     async def send(self, message: dict[str, Any]) -> None:
         if "method" not in message:
-            self._unanswered -= 1
+            self.unanswered -= 1
         await self._write(message)
 
     async def _write(self, message: dict[str, Any]) -> None:
-        """Write now, then wait only if the client reads slower (no sender task: each hop through the
-        loop is one more wait for the GIL while a turn runs)."""
+        # written at once, with no sender task: each hop through the loop waits for the GIL while a turn runs
         error = message.get("error")
         if isinstance(error, dict) and error.get("data") is not None:
             message = {**message, "error": {**error, "data": bounded_data(error["data"])}}
@@ -111,8 +99,7 @@ class LineTransport:
         return None
 
     async def _writable(self) -> bool:
-        """Wait while the client is not reading our replies (they must not pile up); False once our
-        output is gone."""
+        """Wait while the client reads none of our replies (they must not pile up); False: output gone."""
         await asyncio.sleep(0)  # the handlers of the messages read so far run (and write) first
         if self._writer.transport.get_write_buffer_size() and not self._reader.ended.is_set():
             drained = asyncio.ensure_future(self._writer.drain())
@@ -149,7 +136,7 @@ class LineTransport:
                 await self._write(error_reply(-32602, "Invalid params", value["id"], too_long))
         else:
             if "id" in value:  # a request, not a notification
-                self._unanswered += 1
+                self.unanswered += 1
             return cast("dict[str, Any]", value)
         return None
 
@@ -178,8 +165,7 @@ class LineTransport:
 
 
 def decode(text: bytes) -> Any:
-    """NaN, Infinity and 1e400 (which cannot be written back) raise ValueError; a lone surrogate
-    becomes U+FFFD."""
+    """NaN, Infinity and 1e400 (not writable back) raise ValueError; a lone surrogate becomes U+FFFD."""
     value = json.loads(text, parse_constant=_finite, parse_float=_finite)
     return with_valid_text(value) if SURROGATE_ESCAPE.search(text) else value
 
@@ -211,8 +197,7 @@ def _valid_id(request_id: Any) -> bool:
 
 
 def bounded_data(data: Any) -> Any:
-    """An error reply's `data` in at most ERROR_DATA_CHARS of JSON: the SDK's invalid-params reply
-    lists pydantic's errors, each quoting the wrong value whole."""
+    """An error reply's `data`, bounded: the SDK's invalid-params reply quotes each wrong value whole."""
     if isinstance(data, dict) and isinstance(data.get("errors"), list):
         errors = data["errors"]
         brief: list[Any] = [_brief(entry) for entry in errors[:ERROR_ENTRIES]]

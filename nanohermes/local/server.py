@@ -1,9 +1,6 @@
-"""`--local`: run the bundled SmolLM2 model behind llama-cpp-python's OpenAI-compatible server.
-
-Stdlib only. The server is a child in its own process group on a free loopback port, stopped on every
-way out of nanohermes: the context manager, atexit, SIGTERM/SIGHUP, and on Linux (even after `kill -9`)
-a parent-death signal.
-"""
+"""`--local`: the bundled SmolLM2 model behind llama-cpp-python's OpenAI-compatible server (stdlib only).
+The server, in its own process group on a free loopback port, is stopped on every way out of
+nanohermes: the `with` block, atexit, SIGTERM/SIGHUP, and on Linux (even `kill -9`) a parent-death signal."""
 
 from __future__ import annotations
 
@@ -44,21 +41,16 @@ MODEL_NAME = "smollm2-135m-instruct"
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context; the server's default of 2048 is too small for tools
 STARTUP_TIMEOUT = 90.0
-START_ATTEMPTS = 3
-"""Starts tried when the free port found was taken before the server bound it."""
+START_ATTEMPTS = 3  # starts tried when the free port found was taken before the server bound it
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 3
-LOG_LINE_CHARS = 300
-"""Each of those last lines is cut to this in an error (a flooding server's lines are long)."""
-KEPT_LOGS = 20
-"""Server logs kept in ~/.nanohermes/logs (those of crashed runs and of --verbose ones), newest first."""
+LOG_LINE_CHARS = 300  # each of those lines is cut to this in an error (a flooding server's are long)
+KEPT_LOGS = 20  # server logs of crashed and --verbose runs kept in ~/.nanohermes/logs, newest first
 _PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
 class LocalEndpoint:
-    """A running local server: where to send requests and which model name to use."""
-
     base_url: str
     model: str
     log_path: Path
@@ -106,14 +98,12 @@ def server_command(model_file: Path, port: int, *, verbose: bool = False) -> lis
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 def local_endpoint(state_dir: Path, verbose: bool) -> contextlib.AbstractContextManager[LocalEndpoint]:
-    """The bundled model's server, served for the length of a `with` block."""
     factory = functools.partial(server_command, find_model_file(), verbose=verbose)
     return serve(factory, log_dir=state_dir / "logs", model=MODEL_NAME, keep_log=verbose)
 
@@ -138,9 +128,8 @@ def serve(
             break
         except BaseException as err:  # also Ctrl-C while waiting: never leave the child behind
             server.stop()
-            if not (
-                isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS and server.port_was_taken()
-            ):
+            retry = isinstance(err, EndpointUnreachable) and attempt < START_ATTEMPTS
+            if not (retry and "address already in use" in server.log_tail().lower()):  # a port taken
                 raise
     try:
         with _exit_signals_raise():
@@ -160,7 +149,6 @@ class ServerProcess:
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = log_path
         self._stopped = threading.Lock()
-        guard = _parent_death_guard()
         read_end, write_end = os.pipe()  # not a file: a server printing without end fills no disk
         try:
             self._proc = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
@@ -170,7 +158,7 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 process_group=0,
                 close_fds=True,
-                preexec_fn=guard,
+                preexec_fn=_parent_death_guard(),
             )
         except BaseException:
             os.close(read_end)
@@ -179,13 +167,13 @@ class ServerProcess:
             os.close(write_end)
         self._log = LogPump(read_end, log_path)
         self.pid = self._proc.pid
+        self.exit_code = self._proc.poll
         atexit.register(self.stop)
 
     def wait_ready(self, timeout: float) -> None:
         """Return once this server answers GET /v1/models; raise with its log tail if it dies or hangs."""
         deadline = time.monotonic() + timeout
-        delay = 0.05
-        foreign = False
+        delay, foreign = 0.05, False
         while True:
             code = self._proc.poll()
             if code is not None:
@@ -223,14 +211,8 @@ class ServerProcess:
                 self._proc.wait(STOP_GRACE)
             self._log.finish(1.0)
 
-    def exit_code(self) -> int | None:
-        return self._proc.poll()
-
-    def port_was_taken(self) -> bool:
-        return "address already in use" in self.log_tail().lower()
-
     def log_tail(self) -> str:
-        text = self._log.tail().decode("utf-8", "replace")
+        text = self._log.tail.decode("utf-8", "replace")
         lines = [shorten(line, LOG_LINE_CHARS) for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-LOG_TAIL_LINES:]) or "(empty log)"
 

@@ -9,30 +9,23 @@ import threading
 from pathlib import Path
 from typing import BinaryIO
 
-LOG_HEAD_BYTES = 1_000_000
-"""Of the server's output the log keeps this much from the start, then only its last TAIL_BYTES."""
+LOG_HEAD_BYTES = 1_000_000  # of the server's output the log keeps this much, then its last TAIL_BYTES
 TAIL_BYTES = 8192
 
 
 class LogPump:
     """Copies the server's output to its log: the first LOG_HEAD_BYTES, then, once it ends, how much was
-    left out and the last TAIL_BYTES (also kept in memory, for error messages). The pipe is always
-    drained, so the server never blocks on it, not even when the log cannot be written (a full disk)."""
+    left out and the last TAIL_BYTES (`tail`, also for error messages). The pipe is always drained, so
+    the server never blocks on it, not even when the log cannot be written (a full disk)."""
 
     def __init__(self, read_end: int, log_path: Path) -> None:
         self._fd = read_end
         self._path = log_path
-        self._recent = bytearray()
-        self._lock = threading.Lock()
+        self.tail = b""  # replaced whole, never changed in place: readers need no lock
         self._thread = threading.Thread(target=self._run, name="local-server-log", daemon=True)
         self._thread.start()
 
-    def tail(self) -> bytes:
-        with self._lock:
-            return bytes(self._recent)
-
     def finish(self, timeout: float) -> None:
-        """Wait (at most `timeout` s) for the output to end and the log to be complete."""
         self._thread.join(timeout)
 
     def _run(self) -> None:
@@ -47,9 +40,7 @@ class LogPump:
     def _copy(self, log: BinaryIO | None) -> None:
         room, dropped = LOG_HEAD_BYTES, 0
         while chunk := os.read(self._fd, 1 << 16):
-            with self._lock:
-                self._recent += chunk
-                del self._recent[:-TAIL_BYTES]
+            self.tail = (self.tail + chunk)[-TAIL_BYTES:]
             dropped += max(0, len(chunk) - room)
             if room > 0 and log is not None:
                 try:
@@ -58,7 +49,7 @@ class LogPump:
                     log = None
             room = max(0, room - len(chunk))
         if dropped and log is not None:
-            shown = self.tail()[-dropped:]
+            shown = self.tail[-dropped:]
             note = f"\n--- {dropped - len(shown):,} bytes of output left out; the last {len(shown):,}:\n"
             with contextlib.suppress(OSError):
                 log.write(note.encode() + shown)
@@ -79,10 +70,8 @@ def listens(pid: int, port: int) -> bool:
     }
     try:
         fds = os.listdir(f"/proc/{pid}/fd") if listeners else []
-    except FileNotFoundError:  # it has exited
+    except OSError:  # it has exited (our own child: its fds are ours to read)
         return False
-    except OSError:
-        return True
     return not listeners or any(_link(f"/proc/{pid}/fd/{fd}") in listeners for fd in fds)
 
 
