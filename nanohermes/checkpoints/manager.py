@@ -303,7 +303,7 @@ class Checkpoints:
         """Forget the checkpoints of sessions whose session file is gone (they live as long as it),
         unless written in the last PRUNE_GRACE seconds (a session still running, not saved yet)."""
         keep: set[str] = set()
-        unreadable = False
+        unreadable = dropped = False
         recent = time.time() - PRUNE_GRACE
         for path in sorted((self.dir / "journals").glob("*.json")):
             try:
@@ -316,11 +316,16 @@ class Checkpoints:
                 keep.update(journal.copied_refs())
                 continue
             if self._repo is not None:
-                self._repo.drop_refs(f"refs/nanohermes/{path.stem}/")
+                dropped = self._repo.drop_refs(f"refs/nanohermes/{path.stem}/") or dropped
             self._active.forget(path.stem)
             path.unlink(missing_ok=True)
         if not unreadable:
             prune_copies(self.copies, keep)
+        if dropped and self._repo is not None:
+            # gc.auto is off, so without this a deleted session's snapshots would fill the disk for
+            # good; objects younger than the grace may belong to a turn another session is recording
+            with contextlib.suppress(CheckpointError):  # housekeeping: failing leaves the disk as it was
+                self._repo.run("prune", f"--expire={int(PRUNE_GRACE)}.seconds.ago")
 
     def model_notes(self) -> list[str]:
         """Lines for the model about turns the user undid since it last heard (read without the lock

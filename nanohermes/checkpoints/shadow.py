@@ -152,10 +152,11 @@ class ShadowRepo:
             args += ["-p", parent]
         return self.run(*args).decode().strip()
 
-    def drop_refs(self, prefix: str) -> None:
+    def drop_refs(self, prefix: str) -> bool:
         listed = self.run("for-each-ref", "--format=%(refname)", prefix).decode().split()
         if listed:
             self.run("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in listed).encode())
+        return bool(listed)
 
     def changes(self, before: str, after: str) -> list[FileChange]:
         """Files that differ between two trees (a rename: a deletion and an addition), none in a folder that

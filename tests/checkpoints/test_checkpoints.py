@@ -253,9 +253,20 @@ def test_checkpoints_of_a_deleted_session_are_pruned(workspace: Path, isolated_h
     turn(running, runner_for(workspace, running), ("write_file", {"path": "r.txt", "content": "r"}))
     assert not (sessions / "running.json").exists()  # not saved yet: its turn has just ended
     _age(gone.journal_path)
+    repo = gone.repo()
+    refs = f"refs/nanohermes/{gone.journal_path.stem}/"
+    gone_commits = repo.run("for-each-ref", "--format=%(objectname)", refs).decode().split()
+    assert gone_commits
+    for folder, _, names in os.walk(repo.git_dir / "objects"):  # old enough for git prune's grace
+        for name in names:
+            _age(Path(folder) / name)
+    in_flight = repo.run("hash-object", "-w", "--stdin", stdin=b"another session's snapshot").decode().strip()
     kept = make(workspace, isolated_home)
     turn(kept, runner_for(workspace, kept), ("write_file", {"path": "k.txt", "content": "k"}))
     assert not gone.journal_path.exists()
+    for commit in gone_commits:  # its snapshots no longer take disk space
+        assert not (repo.git_dir / "objects" / commit[:2] / commit[2:]).exists()
+    assert (repo.git_dir / "objects" / in_flight[:2] / in_flight[2:]).exists()  # too young to be pruned
     assert kept.journal_path.exists()
     assert running.journal_path.exists()  # a fresh journal of a session not saved yet stays
     History(running).undo(History(running).plan())
