@@ -226,7 +226,10 @@ class Checkpoints:
                     record = self._record(turn, notes)
                     if record is not None and not self._pruned:
                         self._pruned = True
-                        self._prune()
+                        try:
+                            self._prune()
+                        except (CheckpointError, OSError) as err:  # the turn is recorded all the same
+                            notes.append(f"old checkpoints were not pruned ({_why(err)})")
             except Exception as err:  # the turn is over either way: say so
                 if isinstance(err, GitTimeout):  # the next turn would wait as long again
                     self.store = "copies"

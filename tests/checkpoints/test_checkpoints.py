@@ -273,6 +273,23 @@ def test_checkpoints_of_a_deleted_session_are_pruned(workspace: Path, isolated_h
     assert not (workspace / "r.txt").exists()
 
 
+def test_a_failed_prune_is_a_note_and_the_turn_can_still_be_undone(
+    workspace: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail() -> None:
+        raise CheckpointError("git for-each-ref failed: disk I/O error")
+
+    checkpoints = make(workspace, isolated_home)
+    monkeypatch.setattr(checkpoints, "_prune", fail)
+    changes, _ = turn(
+        checkpoints, runner_for(workspace, checkpoints), ("write_file", {"path": "p.txt", "content": "p"})
+    )
+    assert changes.turn == 1
+    assert changes.notes == ("old checkpoints were not pruned (git for-each-ref failed: disk I/O error)",)
+    History(checkpoints).undo(History(checkpoints).plan())
+    assert not (workspace / "p.txt").exists()
+
+
 def test_pruning_keeps_the_copies_of_a_journal_it_cannot_read(workspace: Path, isolated_home: Path) -> None:
     sessions = isolated_home / "sessions"
     sessions.mkdir()
