@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -179,6 +180,19 @@ def _plural_of(noun: str) -> str:
     if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
         return noun[:-1] + "ies"
     return noun + "es" if noun.endswith(("s", "sh", "ch", "x")) else noun + "s"
+
+
+MIN_SECRET_CHARS = 8  # a shorter configured key (`none`, `dummy` for a local server) is no secret
+
+
+def hide_secrets(text: str, secrets: Iterable[str], marker: str) -> str:
+    """`text` with each of `secrets` replaced by `marker`, also JSON-escaped (as an endpoint echoing it
+    in an error, or a JSON file, holds it) — before any cut, so no prefix survives."""
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET_CHARS:
+            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+            text = text.replace(secret, marker).replace(escaped, marker)
+    return text
 
 
 def shorten(text: str, width: int) -> str:

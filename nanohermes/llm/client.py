@@ -25,13 +25,13 @@ from nanohermes.core.errors import (
     ServerStopped,
 )
 from nanohermes.core.events import Retrying, StreamItem
-from nanohermes.core.types import ChatResult, Message
+from nanohermes.core.types import ChatResult, Message, hide_secrets
 from nanohermes.llm.failures import (
+    REDACTED,
     RETRY_AFTER_MAX,
     Target,
     after_retries,
     backoff_delay,
-    hide_key,
     is_retryable,
     parse_retry_after,
     status_error,
@@ -202,9 +202,9 @@ class ChatClient:
         return assembler.result(), ended
 
     def _hidden(self, err: LLMError) -> LLMError:
-        for secret in (self._api_key or "", self._url_password):
-            err.args = (hide_key(str(err), secret), *err.args[1:])
-            err.hint = hide_key(err.hint, secret)
+        secrets = (self._api_key or "", self._url_password)
+        err.args = (hide_secrets(str(err), secrets, REDACTED), *err.args[1:])
+        err.hint = hide_secrets(err.hint, secrets, REDACTED)
         return err
 
     def _target(self, model: str | None) -> Target:

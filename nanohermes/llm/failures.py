@@ -24,7 +24,7 @@ from nanohermes.core.errors import (
     RateLimited,
     ServerError,
 )
-from nanohermes.core.types import shorten
+from nanohermes.core.types import hide_secrets, shorten
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 OVERFLOW_STATUSES = frozenset({400, 413, 422, 500})
@@ -36,8 +36,6 @@ KEY_HINT = "check NANOHERMES_API_KEY/OPENAI_API_KEY"
 OVERFLOW_HINT = "run /compact or start a new session"
 REDACTED = "[redacted]"
 ONE_LINE = 300  # the most characters of an endpoint's own words an error line quotes
-MIN_KEY_CHARS = 8
-"""A key shorter than this (`none`, `dummy` for a local server) is no secret: error text keeps it."""
 
 
 OVERFLOW_CODES = frozenset(
@@ -88,15 +86,6 @@ class Target:
     key: str = field(default="", repr=False, compare=False)
     """The API key ("" if none), also to hide it: an endpoint may echo it back in an error («Incorrect
     API key provided: sk-…»), and error lines reach the terminal, `--json` and the session file."""
-
-
-def hide_key(text: str, key: str) -> str:
-    """`text` with the API key (also JSON-escaped) redacted — before any cut, so no prefix survives."""
-    if len(key) < MIN_KEY_CHARS:
-        return text
-    text = text.replace(key, REDACTED)
-    escaped = json.dumps(key, ensure_ascii=False)[1:-1]
-    return text.replace(escaped, REDACTED) if escaped != key else text
 
 
 def strip_userinfo(url: str) -> tuple[str, str]:
@@ -203,7 +192,7 @@ def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> Conte
 def status_error(
     status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
 ) -> LLMError:
-    body = hide_key(body, target.key)
+    body = hide_secrets(body, [target.key], REDACTED)
     info = read_error(body)
     detail = shorten(info.message or body.strip(), ONE_LINE)
     said = f": {detail}" if detail else ""
@@ -250,7 +239,7 @@ def _is_web_page(body: str) -> bool:
 
 def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     """The error for an `{"error": …}` object sent inside an HTTP 200 answer."""
-    error = json.loads(hide_key(json.dumps(error, ensure_ascii=False), target.key))
+    error = json.loads(hide_secrets(json.dumps(error, ensure_ascii=False), [target.key], REDACTED))
     info = read_error(error)
     detail = shorten(info.message or json.dumps(error, ensure_ascii=False), ONE_LINE)
     statuses = sorted(int(code) for code in info.codes if code.isdecimal() and 100 <= int(code) < 600)

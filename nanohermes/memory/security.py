@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Iterable
+
+from nanohermes.core.types import hide_secrets
 
 REDACTED = "[REDACTED]"
 MAX_CHECKED_CHARS = 4000  # ten times what is stored: redaction can shrink the head and leave a full memory
@@ -51,7 +52,6 @@ _B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 _AWS_SECRET = re.compile(
     rf"(?i)(?:\baws|secret)[^\n]{{0,60}}?({_B64_40})|({_B64_40})[^\n]{{0,60}}?(?:\baws|secret)"
 )
-MIN_SECRET_CHARS = 8  # a shorter configured key (`none`, `dummy` for a local server) is no secret
 # `scheme://user:password@`, found from its `://` (a scheme matched from every `\b` of a long
 # `a.b.c.…` ran to its end again: quadratic).
 _URL_CREDENTIALS = re.compile(r"([a-z0-9+.-]://[^\s:/@]+:)([^\s@/]+)(@)", re.IGNORECASE)
@@ -114,18 +114,9 @@ def controls_shown(text: str) -> str:
     return _CONTROL.sub(lambda found: repr(found.group(0))[1:-1], text)
 
 
-def redact_secrets(text: str, secrets: Iterable[str], marker: str = REDACTED) -> str:
-    """`text` with each of `secrets` (the configured API key) replaced by `marker`, also JSON-escaped."""
-    for secret in secrets:
-        if len(secret) >= MIN_SECRET_CHARS:
-            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
-            text = text.replace(secret, marker).replace(escaped, marker)
-    return text
-
-
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with every secret replaced by [REDACTED]: each of `secrets`, then the shapes of SPEC §6."""
-    text = _PEM.sub(REDACTED, redact_secrets(text, secrets))
+    text = _PEM.sub(REDACTED, hide_secrets(text, secrets, REDACTED))
     text = _TOKENS.sub(REDACTED, text)
     text = _AWS_SECRET.sub(_redact_aws, text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)

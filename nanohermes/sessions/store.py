@@ -16,8 +16,15 @@ from typing import Any
 
 from nanohermes.core.errors import JSON_ERRORS, SessionError, json_problem, reason
 from nanohermes.core.fileio import atomic_write, ensure_private_dir, read_regular, write_all, write_target
-from nanohermes.core.types import MAX_COUNT, Message, Usage, as_count, message_problem, message_text
-from nanohermes.memory.security import redact_secrets
+from nanohermes.core.types import (
+    MAX_COUNT,
+    Message,
+    Usage,
+    as_count,
+    hide_secrets,
+    message_problem,
+    message_text,
+)
 
 SESSION_VERSION = 2
 REDACTED = "[redacted]"
@@ -81,7 +88,7 @@ class Snapshot:
 
     def text(self, archive_bytes: int) -> str:
         header = _json({**self.header, "archive_bytes": archive_bytes})
-        return redact_secrets(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets, REDACTED)
+        return hide_secrets(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets, REDACTED)
 
 
 def _json(value: Any) -> str:
@@ -206,7 +213,7 @@ class SessionFile:
                 os.ftruncate(fd, expected)
                 size = expected
             if lines:
-                data = encode(redact_secrets("".join(line + "\n" for line in lines), secrets, REDACTED))
+                data = encode(hide_secrets("".join(line + "\n" for line in lines), secrets, REDACTED))
                 os.lseek(fd, size, os.SEEK_SET)
                 write_all(fd, data)
                 os.fsync(fd)
