@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import TypeVar
 
 from nanohermes.core.errors import Cancelled
@@ -72,3 +74,20 @@ def result_of(future: concurrent.futures.Future[T], token: CancelToken | None) -
         raise Cancelled() from None
     finally:
         unregister()
+
+
+def cancel_in_background(token: CancelToken) -> None:
+    """Cancel on a thread of its own: a signal handler runs on the thread it interrupted, which may
+    hold the token's lock (or a lock a callback needs: closing the stream, killing a process group)."""
+    threading.Thread(target=token.cancel, name="nh-cancel", daemon=True).start()
+
+
+@contextlib.contextmanager
+def signals_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """`handler` for SIGINT, SIGTERM and SIGHUP while the block runs (on the main thread: both callers)."""
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)

@@ -8,14 +8,13 @@ import json
 import os
 import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from nanohermes.core.cancel import EXIT_SIGNALS, CancelToken
+from nanohermes.core.cancel import CancelToken, cancel_in_background, signals_handled
 from nanohermes.core.errors import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -338,20 +337,3 @@ def _cancel_on_signal(cancel: CancelToken) -> Callable[[int, FrameType | None], 
         cancel_in_background(cancel)
 
     return handler
-
-
-def cancel_in_background(token: CancelToken) -> None:
-    """Cancel on a thread of its own: a signal handler runs on the thread it interrupted, which may
-    hold the token's lock (or a lock a callback needs: closing the stream, killing a process group)."""
-    threading.Thread(target=token.cancel, name="nh-cancel", daemon=True).start()
-
-
-@contextlib.contextmanager
-def signals_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
-    """`handler` for SIGINT, SIGTERM and SIGHUP while the block runs (on the main thread: both callers)."""
-    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, *EXIT_SIGNALS)}
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)

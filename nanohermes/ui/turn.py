@@ -13,12 +13,11 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from nanohermes.core.cancel import CancelToken
+from nanohermes.core.cancel import CancelToken, cancel_in_background, signals_handled
 from nanohermes.core.errors import Cancelled, NanoHermesError
 from nanohermes.core.events import Event, Note, ReasoningDelta, TextDelta
 from nanohermes.core.protocols import Decision
 from nanohermes.ui.approve import PendingApproval
-from nanohermes.ui.oneshot import cancel_in_background, signals_handled
 from nanohermes.ui.safe_text import is_terminal
 
 if TYPE_CHECKING:
