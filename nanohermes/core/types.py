@@ -185,7 +185,7 @@ def _plural_of(noun: str) -> str:
 MIN_SECRET_CHARS = 8  # a shorter configured key (`none`, `dummy` for a local server) is no secret
 
 
-def hide_secrets(text: str, secrets: Iterable[str], marker: str) -> str:
+def hide_secrets(text: str, secrets: Iterable[str], marker: str = "[redacted]") -> str:
     """`text` with each of `secrets` replaced by `marker`, also JSON-escaped (as an endpoint echoing it
     in an error, or a JSON file, holds it) — before any cut, so no prefix survives."""
     for secret in secrets:

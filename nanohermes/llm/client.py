@@ -27,7 +27,6 @@ from nanohermes.core.errors import (
 from nanohermes.core.events import Retrying, StreamItem
 from nanohermes.core.types import ChatResult, Message, hide_secrets
 from nanohermes.llm.failures import (
-    REDACTED,
     RETRY_AFTER_MAX,
     Target,
     after_retries,
@@ -203,8 +202,8 @@ class ChatClient:
 
     def _hidden(self, err: LLMError) -> LLMError:
         secrets = (self._api_key or "", self._url_password)
-        err.args = (hide_secrets(str(err), secrets, REDACTED), *err.args[1:])
-        err.hint = hide_secrets(err.hint, secrets, REDACTED)
+        err.args = (hide_secrets(str(err), secrets), *err.args[1:])
+        err.hint = hide_secrets(err.hint, secrets)
         return err
 
     def _target(self, model: str | None) -> Target:

@@ -34,7 +34,6 @@ BACKOFF_CAP = 30.0
 RETRY_AFTER_MAX = 120.0
 KEY_HINT = "check NANOHERMES_API_KEY/OPENAI_API_KEY"
 OVERFLOW_HINT = "run /compact or start a new session"
-REDACTED = "[redacted]"
 ONE_LINE = 300  # the most characters of an endpoint's own words an error line quotes
 
 
@@ -192,7 +191,7 @@ def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> Conte
 def status_error(
     status: int, body: str, target: Target, retries: int = 0, *, retry_after: bool = False
 ) -> LLMError:
-    body = hide_secrets(body, [target.key], REDACTED)
+    body = hide_secrets(body, [target.key])
     info = read_error(body)
     detail = shorten(info.message or body.strip(), ONE_LINE)
     said = f": {detail}" if detail else ""
@@ -239,7 +238,7 @@ def _is_web_page(body: str) -> bool:
 
 def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     """The error for an `{"error": …}` object sent inside an HTTP 200 answer."""
-    error = json.loads(hide_secrets(json.dumps(error, ensure_ascii=False), [target.key], REDACTED))
+    error = json.loads(hide_secrets(json.dumps(error, ensure_ascii=False), [target.key]))
     info = read_error(error)
     detail = shorten(info.message or json.dumps(error, ensure_ascii=False), ONE_LINE)
     statuses = sorted(int(code) for code in info.codes if code.isdecimal() and 100 <= int(code) < 600)

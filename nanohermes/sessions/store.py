@@ -27,7 +27,6 @@ from nanohermes.core.types import (
 )
 
 SESSION_VERSION = 2
-REDACTED = "[redacted]"
 ARCHIVE_SUFFIX = ".archive.jsonl"
 HEADER_READ = 16 * 1024
 _MESSAGES_KEY = ',"messages":'
@@ -88,7 +87,7 @@ class Snapshot:
 
     def text(self, archive_bytes: int) -> str:
         header = _json({**self.header, "archive_bytes": archive_bytes})
-        return hide_secrets(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets, REDACTED)
+        return hide_secrets(header[:-1] + _MESSAGES_KEY + self.messages_json + "}", self.secrets)
 
 
 def _json(value: Any) -> str:
@@ -213,7 +212,7 @@ class SessionFile:
                 os.ftruncate(fd, expected)
                 size = expected
             if lines:
-                data = encode(hide_secrets("".join(line + "\n" for line in lines), secrets, REDACTED))
+                data = encode(hide_secrets("".join(line + "\n" for line in lines), secrets))
                 os.lseek(fd, size, os.SEEK_SET)
                 write_all(fd, data)
                 os.fsync(fd)
