@@ -21,6 +21,7 @@ from nanohermes.core.errors import (
     EndpointUnreachable,
     IncompleteStream,
     LLMError,
+    RateLimited,
     ServerError,
     ServerStopped,
 )
@@ -28,10 +29,10 @@ from nanohermes.core.events import Retrying, StreamItem
 from nanohermes.core.types import ChatResult, Message, hide_secrets
 from nanohermes.llm.failures import (
     RETRY_AFTER_MAX,
+    RETRY_STATUSES,
     Target,
     after_retries,
     backoff_delay,
-    is_retryable,
     parse_retry_after,
     status_error,
     strip_userinfo,
@@ -126,32 +127,29 @@ class ChatClient:
         cancel: CancelToken | None = None,
     ) -> Iterator[StreamItem | ChatResult]:
         target, cancel = self._target(model), cancel or CancelToken()
+        result, ended = yield from self._exchange(messages, tools, target, cancel, stream=True)
+        if ended and not result.is_empty():
+            yield result
+            return
+        if result.finish_reason in ("length", "content_filter"):
+            raise _empty_answer(result)  # the output cap or a filter: asking again cannot help
+        # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
+        problem = "the answer was empty" if ended else "the stream ended early"
+        yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
         try:
-            result, ended = yield from self._exchange(messages, tools, target, cancel, stream=True)
-            if ended and not result.is_empty():
-                yield result
-                return
-            if result.finish_reason in ("length", "content_filter"):
-                raise _empty_answer(result)  # the output cap or a filter: asking again cannot help
-            # Cut short, or nothing at all: its calls are not trusted; ask once more, without streaming.
-            problem = "the answer was empty" if ended else "the stream ended early"
-            yield Retrying(1, 0.0, f"{problem}; retrying once without streaming")
-            try:
-                fallback, _ = yield from self._exchange(messages, tools, target, cancel, stream=False)
-            except (IncompleteStream, ContextOverflow, ServerStopped):
-                raise
-            except LLMError as err:
-                raise IncompleteStream(
-                    f"the stream from {self.url} ended before the answer was complete, "
-                    f"and the retry without streaming failed: {err.one_line()}",
-                    "try again; if it repeats, check the server's logs",
-                    err.status,
-                ) from err
-            if fallback.is_empty():
-                raise _empty_answer(fallback)
-            yield fallback
-        except LLMError as err:  # whatever the endpoint sent back, the key never leaves in an error
-            raise self._hidden(err) from err.__cause__
+            fallback, _ = yield from self._exchange(messages, tools, target, cancel, stream=False)
+        except (IncompleteStream, ContextOverflow, ServerStopped):
+            raise
+        except LLMError as err:
+            raise IncompleteStream(
+                f"the stream from {self.url} ended before the answer was complete, "
+                f"and the retry without streaming failed: {err.one_line()}",
+                "try again; if it repeats, check the server's logs",
+                err.status,
+            ) from err
+        if fallback.is_empty():
+            raise _empty_answer(fallback)
+        yield fallback
 
     def complete(
         self,
@@ -168,8 +166,6 @@ class ChatClient:
         except StopIteration as done:
             result: ChatResult = done.value[0]
             return result
-        except LLMError as err:
-            raise self._hidden(err) from err.__cause__
 
     def _exchange(
         self,
@@ -183,19 +179,22 @@ class ChatClient:
         """One request, read as JSON or as a stream (whichever the server chose): the result, and whether
         it ended properly. A request not streamed must end properly: a half call must not run."""
         body = build_body(target.model, messages, tools, stream, self.send_reasoning, self.max_tokens)
-        response = yield from self._open(body, target, cancel)
-        kind = response.headers.get("content-type", "").lower()
-        if "html" in kind:
-            response.close()
-            raise BadResponse(
-                f"{self.url} answered with a web page, not a chat completion",
-                "check --base-url: it should be the API root, often ending in /v1",
-            )
-        assembler = StreamAssembler(target)
-        if "event-stream" not in kind and ("json" in kind or not stream):
-            yield from parse_completion(self._bodies.whole(response, cancel), assembler)
-            return assembler.result(), True
-        ended = yield from self._bodies.stream(response, assembler, cancel)
+        try:  # whatever the endpoint sent back, the key never leaves in an error
+            response = yield from self._open(body, target, cancel)
+            kind = response.headers.get("content-type", "").lower()
+            if "html" in kind:
+                response.close()
+                raise BadResponse(
+                    f"{self.url} answered with a web page, not a chat completion",
+                    "check --base-url: it should be the API root, often ending in /v1",
+                )
+            assembler = StreamAssembler(target)
+            if "event-stream" not in kind and ("json" in kind or not stream):
+                yield from parse_completion(self._bodies.whole(response, cancel), assembler)
+                return assembler.result(), True
+            ended = yield from self._bodies.stream(response, assembler, cancel)
+        except LLMError as err:
+            raise self._hidden(err) from err.__cause__
         if not (ended or stream):
             raise IncompleteStream(f"the answer from {self.url} ended before it was complete", "try again")
         return assembler.result(), ended
@@ -234,18 +233,21 @@ class ChatClient:
             delay: float | None = None
             try:  # cancelling need not wait for the first byte (a local model's prompt may take minutes)
                 response = send_cancellable(self._http, self._request(body), cancel)
-            except _RETRYABLE_TRANSPORT as err:
-                self._raise_if_stopped()
-                failure: LLMError = self._unreachable(err, retries)
-                reason = f"cannot reach the endpoint ({describe(err)})"
-            except httpx.TimeoutException as err:
+            except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as err:
                 raise ServerError(
                     f"{self.url} sent no answer within {self._timeout.read:g} s ({describe(err)})",
                     "raise request_timeout, or check the server is not overloaded",
                 ) from None
             except httpx.HTTPError as err:
-                self._raise_if_stopped()
-                raise self._unreachable(err, retries) from None
+                stopped = self._stopped() if self._stopped is not None else None
+                if stopped:
+                    raise ServerStopped(
+                        stopped, "restart nanohermes --local; the log says why it stopped"
+                    ) from None
+                failure: LLMError = self._unreachable(err, retries)
+                if not isinstance(err, _RETRYABLE_TRANSPORT):
+                    raise failure from None
+                reason = f"cannot reach the endpoint ({describe(err)})"
             else:
                 if response.status_code < 300:
                     return response
@@ -257,7 +259,7 @@ class ChatClient:
                     continue
                 delay = parse_retry_after(response.headers, self._wall_clock())
                 failure = status_error(status, text, target, retries, retry_after=delay is not None)
-                if not is_retryable(failure):
+                if status not in RETRY_STATUSES or not isinstance(failure, RateLimited | ServerError):
                     raise failure
                 if delay is not None and delay > RETRY_AFTER_MAX:
                     raise type(failure)(
@@ -273,11 +275,6 @@ class ChatClient:
             yield Retrying(retries, wait, reason)
             if self._sleep(wait, cancel):
                 raise Cancelled()
-
-    def _raise_if_stopped(self) -> None:
-        reason = self._stopped() if self._stopped is not None else None
-        if reason:
-            raise ServerStopped(reason, "restart nanohermes --local; the log says why it stopped") from None
 
     def _unreachable(self, err: httpx.HTTPError, retries: int) -> EndpointUnreachable:
         proxy = proxy_for(self._post_url) if self._owns_http else ""

@@ -101,10 +101,6 @@ def after_retries(retries: int) -> str:
     return f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
 
 
-def is_retryable(err: LLMError) -> bool:
-    return isinstance(err, RateLimited | ServerError) and err.status in RETRY_STATUSES
-
-
 @dataclass(frozen=True)
 class ErrorInfo:
     """An error body's message, and the codes/types it carries (lower-cased)."""
