@@ -34,14 +34,11 @@ def split_content(content: Any) -> tuple[str, str]:
     text: list[str] = []
     thinking: list[str] = []
     for part in content:
-        if isinstance(part, str):
-            text.append(part)
-        elif isinstance(part, dict):
-            kind = part.get("type")
-            if kind in _THINKING_TYPES:
-                thinking.append(_texts(part.get(kind) or part.get("text")))
-            elif kind in (None, "text", "output_text"):
-                text.append(_texts(part.get("text")))
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in _THINKING_TYPES:
+            thinking.append(_texts(part.get(kind) or part.get("text")))
+        elif kind in (None, "text", "output_text"):
+            text.append(_texts([part]))  # a string, or a part's text
     return "".join(text), "".join(thinking)
 
 

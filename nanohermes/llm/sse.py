@@ -32,9 +32,8 @@ def iter_lines(pieces: Iterable[str]) -> Iterator[str]:
         for index, part in enumerate(lines):
             size += len(part)
             if size > MAX_LINE_CHARS:
-                mib = MAX_LINE_CHARS // (1024 * 1024)
                 raise BadResponse(
-                    f"the endpoint sent a stream line of over {mib} MiB; reading stopped",
+                    f"the endpoint sent a stream line of over {MAX_LINE_CHARS // 2**20} MiB; reading stopped",
                     "check --base-url points at an OpenAI-compatible /v1 endpoint",
                 )
             parts.append(part)
@@ -72,8 +71,6 @@ def as_error(data: list[str]) -> str:
         value = json.loads(text)
     except JSON_ERRORS:  # not JSON: the text itself
         value = text
-    if isinstance(value, dict) and "error" in value:
-        return json.dumps(value)
     return json.dumps({"error": value or "the server reported an error without details"})
 
 

@@ -185,9 +185,8 @@ class BodyReader:
             piece = piece if size else piece.removeprefix("\ufeff")
             size += len(piece)
             if size > ANSWER_LIMIT:
-                mib = ANSWER_LIMIT // (1024 * 1024)
                 raise IncompleteStream(
-                    f"the answer from {self.url} is over {mib} MiB; reading stopped",
+                    f"the answer from {self.url} is over {ANSWER_LIMIT // 2**20} MiB; reading stopped",
                     "check the server: no chat answer is that large",
                 )
             yield piece

@@ -57,12 +57,9 @@ def _clean_call(call: dict[str, Any]) -> dict[str, Any]:
     function = call.get("function")
     function = dict(function) if isinstance(function, dict) else {}
     arguments = function.get("arguments")
-    if isinstance(arguments, str):
-        function["arguments"] = arguments if arguments.strip() else "{}"
-    elif arguments is None:
-        function["arguments"] = "{}"
-    else:
-        function["arguments"] = json.dumps(arguments, ensure_ascii=False)
+    if not isinstance(arguments, str):
+        arguments = "{}" if arguments is None else json.dumps(arguments, ensure_ascii=False)
+    function["arguments"] = arguments if arguments.strip() else "{}"
     function["name"] = function.get("name") if isinstance(function.get("name"), str) else ""
     return {**call, "id": str(call.get("id") or ""), "type": "function", "function": function}
 
