@@ -7,7 +7,7 @@ from __future__ import annotations
 import random as _random
 import time
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
@@ -164,8 +164,7 @@ class ChatClient:
             while True:  # its events (retries, deltas of a server that streamed anyway) have no reader
                 next(exchange)
         except StopIteration as done:
-            result: ChatResult = done.value[0]
-            return result
+            return cast(ChatResult, done.value[0])
 
     def _exchange(
         self,
@@ -262,11 +261,8 @@ class ChatClient:
                 if status not in RETRY_STATUSES or not isinstance(failure, RateLimited | ServerError):
                     raise failure
                 if delay is not None and delay > RETRY_AFTER_MAX:
-                    raise type(failure)(
-                        f"{failure} (the server asks to wait {delay:.0f} s before retrying)",
-                        failure.hint,
-                        status,
-                    )
+                    failure.args = (f"{failure} (the server asks to wait {delay:.0f} s before retrying)",)
+                    raise failure
                 reason = f"HTTP {status}"
             if retries >= self.max_retries:
                 raise failure

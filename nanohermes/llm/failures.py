@@ -29,7 +29,6 @@ from nanohermes.core.types import hide_secrets, shorten
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 OVERFLOW_STATUSES = frozenset({400, 413, 422, 500})
 TOO_LARGE_STATUSES = frozenset({413, 429})
-BACKOFF_BASE = 1.0
 BACKOFF_CAP = 30.0
 RETRY_AFTER_MAX = 120.0
 KEY_HINT = "check NANOHERMES_API_KEY/OPENAI_API_KEY"
@@ -267,6 +266,6 @@ def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
 
 
 def backoff_delay(retry: int, random: Callable[[], float]) -> float:
-    """Exponential, half of it random; `retry` counts from 1."""
-    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** (retry - 1))
+    """Exponential from 1 s, half of it random; `retry` counts from 1."""
+    ceiling = min(BACKOFF_CAP, 2.0 ** (retry - 1))
     return ceiling / 2 + random() * ceiling / 2
