@@ -166,9 +166,7 @@ def _is_quota_exhausted(info: ErrorInfo, retry_after: bool) -> bool:
     return any(phrase in info.lowered for phrase in QUOTA_PHRASES)
 
 
-def overflow_error(info: ErrorInfo, status: int | None, target: Target) -> ContextOverflow | None:
-    detail = shorten(info.message, ONE_LINE)
-    said = f": {detail}" if detail else ""
+def overflow_error(info: ErrorInfo, status: int | None, target: Target, said: str) -> ContextOverflow | None:
     if status in TOO_LARGE_STATUSES and REQUEST_TOO_LARGE in info.lowered:
         return ContextOverflow(
             f"the request is larger than {target.model}'s per-minute token limit at this endpoint "
@@ -198,8 +196,7 @@ def status_error(
                 status,
             )
         said = ": a web page, not an API answer"
-    overflow = overflow_error(info, status, target)
-    if overflow is not None:
+    if overflow := overflow_error(info, status, target, said):
         return overflow
     if status == 402 or (status == 429 and _is_quota_exhausted(info, retry_after)):
         hint = "add credit or check billing at the provider"
@@ -238,10 +235,9 @@ def payload_error(error: Any, target: Target, *, in_stream: bool) -> LLMError:
     detail = shorten(info.message or json.dumps(error, ensure_ascii=False), ONE_LINE)
     statuses = sorted(int(code) for code in info.codes if code.isdecimal() and 100 <= int(code) < 600)
     code = statuses[0] if statuses else None
-    overflow = overflow_error(info, code, target)
-    if overflow is not None:
+    if overflow := overflow_error(info, code, target, f": {detail}"):
         return overflow
-    if code is not None and code in (401, 402, 403, 404, 429):
+    if code in (401, 402, 403, 404, 429):
         return status_error(code, json.dumps({"error": detail}), target)
     where = "in the middle of the stream" if in_stream else "instead of an answer"
     return BadResponse(
