@@ -164,9 +164,7 @@ def _continues(current: _Slot, name: str) -> bool:
     arguments are begun and incomplete)."""
     if current.arguments_complete():
         return False
-    if not name:
-        return True
-    return name == current.name and current.begun
+    return not name or (name == current.name and current.begun)
 
 
 def _text(value: Any) -> str:

@@ -76,14 +76,13 @@ class ChatClient:
         random: Callable[[], float] = _random.random,
         stopped: Callable[[], str | None] | None = None,
     ) -> None:
-        base_url = base_url.rstrip("/")
-        self._post_url = f"{base_url}/chat/completions"
+        self._post_url = f"{base_url.rstrip('/')}/chat/completions"
         self.url, self._url_password = strip_userinfo(self._post_url)
         """`url` names the endpoint in messages: a password in the base URL never shows there."""
         self.model = model
         self._api_key = api_key
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else new_http_client(base_url)
+        self._http = http_client if http_client is not None else new_http_client(self._post_url)
         self.max_retries = max_retries
         self._timeout = httpx.Timeout(request_timeout, connect=CONNECT_TIMEOUT, pool=CONNECT_TIMEOUT)
         self.total_timeout = total_timeout or max(MIN_TOTAL_DEADLINE, 5 * request_timeout)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from nanohermes.core.cancel import EXIT_SIGNALS
 from nanohermes.core.errors import ConfigError, EndpointUnreachable
 from nanohermes.core.types import shorten
 from nanohermes.local.watch import LogPump, listens
@@ -174,26 +175,20 @@ class ServerProcess:
         """Return once this server answers GET /v1/models; raise with its log tail if it dies or hangs."""
         deadline = time.monotonic() + timeout
         delay, foreign = 0.05, False
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                self._log.finish(1.0)  # its last words, usually why it stopped
-                raise EndpointUnreachable(
-                    f"the local model server exited with code {code} before answering: {self.log_tail()}",
-                    f"full log: {self.log_path}",
-                )
+        while (code := self._proc.poll()) is None and time.monotonic() < deadline:
             if _answers(self.port):
                 if listens(self.pid, self.port):
                     return
                 foreign = True  # another process took the port: ours fails to bind, then is retried
-            if time.monotonic() >= deadline:
-                what = f"another process answers on port {self.port}" if foreign else self.log_tail()
-                raise EndpointUnreachable(
-                    f"the local model server did not answer within {timeout:.0f} s: {what}",
-                    f"full log: {self.log_path}",
-                )
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
+        if code is not None:
+            self._log.finish(1.0)  # its last words, usually why it stopped
+            problem = f"exited with code {code} before answering: {self.log_tail()}"
+        else:
+            what = f"another process answers on port {self.port}" if foreign else self.log_tail()
+            problem = f"did not answer within {timeout:.0f} s: {what}"
+        raise EndpointUnreachable(f"the local model server {problem}", f"full log: {self.log_path}")
 
     def stop(self) -> None:
         """SIGTERM the process group, then SIGKILL it after a grace period. Safe to call twice."""
@@ -284,9 +279,7 @@ def _exit_signals_raise() -> Iterator[None]:
     """While the server runs, SIGTERM/SIGHUP unwind the stack (so `finally` stops it) instead of
     killing nanohermes outright: only in the main thread, and only where no handler is set."""
     main = threading.current_thread() is threading.main_thread()
-    replaced = [
-        sig for sig in (signal.SIGTERM, signal.SIGHUP) if main and signal.getsignal(sig) is signal.SIG_DFL
-    ]
+    replaced = [sig for sig in EXIT_SIGNALS if main and signal.getsignal(sig) is signal.SIG_DFL]
     for signum in replaced:
         signal.signal(signum, _raise_exit)
     try:
