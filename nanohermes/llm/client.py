@@ -44,20 +44,16 @@ from nanohermes.llm.wire import body_bytes, build_body, rejected_optional_field
 if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
 
-SleepFn = Callable[[float, CancelToken], bool]
-"""Wait `seconds`; return True when `cancel` fired meanwhile (the wait must then end at once)."""
-
 CONNECT_TIMEOUT = 10.0
 MIN_TOTAL_DEADLINE = 600.0
 
 
 def real_sleep(seconds: float, cancel: CancelToken) -> bool:
+    """Wait `seconds`; True when `cancel` fired meanwhile (an injected sleep must then end at once too)."""
     return cancel.wait(seconds)
 
 
 class ChatClient:
-    """The agent's model client: streamed and plain chat completions, with retries."""
-
     def __init__(
         self,
         *,
@@ -70,7 +66,7 @@ class ChatClient:
         total_timeout: float | None = None,
         send_reasoning: bool = False,
         max_tokens: int | None = None,
-        sleep: SleepFn = real_sleep,
+        sleep: Callable[[float, CancelToken], bool] = real_sleep,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         random: Callable[[], float] = _random.random,
@@ -274,11 +270,10 @@ class ChatClient:
     def _unreachable(self, err: httpx.HTTPError, retries: int) -> EndpointUnreachable:
         proxy = proxy_for(self._post_url) if self._owns_http else ""
         via = f" through the proxy in {proxy}" if proxy else ""
-        hint = (
-            "check the proxy, then --base-url" if via else "check --base-url and that the server is running"
-        )
         message = f"cannot reach {self.url}{via}{after_retries(retries)}: {describe(err)}"
-        return EndpointUnreachable(message, hint)
+        if proxy:
+            return EndpointUnreachable(message, "check the proxy, then --base-url")
+        return EndpointUnreachable(message, "check --base-url and that the server is running")
 
 
 def _empty_answer(result: ChatResult) -> LLMError:

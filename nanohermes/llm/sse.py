@@ -75,7 +75,6 @@ def as_error(data: list[str]) -> str:
 
 
 def iter_chunks(lines: Iterable[str]) -> Iterator[Chunk | Literal["[DONE]"]]:
-    """Each event's JSON object, or DONE."""
     for data in iter_sse_data(lines):
         joined = "\n".join(data)
         if not joined.strip():

@@ -112,8 +112,6 @@ def abort_response(response: httpx.Response) -> None:
 
 
 class BodyReader:
-    """Reads the bodies of one endpoint's responses, within the total deadline."""
-
     def __init__(self, url: str, total_timeout: float, clock: Callable[[], float]) -> None:
         self.url = url
         self.total_timeout = total_timeout
@@ -171,7 +169,6 @@ class BodyReader:
             response.close()
 
     def _text(self, response: httpx.Response, cancel: CancelToken) -> Iterator[str]:
-        """The body's text as it arrives, a leading BOM dropped."""
         deadline = self._clock() + self.total_timeout
         size = 0
         for piece in response.iter_text():
@@ -182,7 +179,7 @@ class BodyReader:
                     "total deadline",
                     "raise request_timeout, or check the server is not stuck sending keep-alives",
                 )
-            piece = piece if size else piece.removeprefix("\ufeff")
+            piece = piece if size else piece.removeprefix("\ufeff")  # a leading BOM
             size += len(piece)
             if size > ANSWER_LIMIT:
                 raise IncompleteStream(
