@@ -183,7 +183,7 @@ class ServerProcess:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
         if code is not None:
-            self._log.finish(1.0)  # its last words, usually why it stopped
+            self._log.finish()  # its last words, usually why it stopped
             problem = f"exited with code {code} before answering: {self.log_tail()}"
         else:
             what = f"another process answers on port {self.port}" if foreign else self.log_tail()
@@ -204,7 +204,7 @@ class ServerProcess:
             _signal_group(self.pid, signal.SIGKILL)  # also ends anything the server left in its group
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(STOP_GRACE)
-            self._log.finish(1.0)
+            self._log.finish()
 
     def log_tail(self) -> str:
         text = self._log.tail.decode("utf-8", "replace")

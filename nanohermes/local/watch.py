@@ -25,8 +25,8 @@ class LogPump:
         self._thread = threading.Thread(target=self._run, name="local-server-log", daemon=True)
         self._thread.start()
 
-    def finish(self, timeout: float) -> None:
-        self._thread.join(timeout)
+    def finish(self) -> None:
+        self._thread.join(1.0)  # bounded: a process still holding the pipe open must not hold up nanohermes
 
     def _run(self) -> None:
         try:
