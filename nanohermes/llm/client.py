@@ -90,7 +90,7 @@ class ChatClient:
         self._wall_clock = wall_clock
         self._random = random
         self._stopped = stopped
-        """Why the --local server is gone, or None: a dead server is named at once, not retried."""
+        """Why the --local server is gone, or None."""
 
     @classmethod
     def from_settings(
@@ -233,13 +233,8 @@ class ChatClient:
                     "raise request_timeout, or check the server is not overloaded",
                 ) from None
             except httpx.HTTPError as err:
-                stopped = self._stopped() if self._stopped is not None else None
-                if stopped:
-                    raise ServerStopped(
-                        stopped, "restart nanohermes --local; the log says why it stopped"
-                    ) from None
                 failure: LLMError = self._unreachable(err, retries)
-                if not isinstance(err, _RETRYABLE_TRANSPORT):
+                if isinstance(failure, ServerStopped) or not isinstance(err, _RETRYABLE_TRANSPORT):
                     raise failure from None
                 reason = f"cannot reach the endpoint ({describe(err)})"
             else:
@@ -268,6 +263,9 @@ class ChatClient:
                 raise Cancelled()
 
     def _unreachable(self, err: httpx.HTTPError, retries: int) -> EndpointUnreachable:
+        stopped = self._stopped() if self._stopped is not None else None
+        if stopped:  # a dead --local server is named at once, not retried
+            return ServerStopped(stopped, "restart nanohermes --local; the log says why it stopped")
         proxy = proxy_for(self._post_url) if self._owns_http else ""
         via = f" through the proxy in {proxy}" if proxy else ""
         message = f"cannot reach {self.url}{via}{after_retries(retries)}: {describe(err)}"
