@@ -143,7 +143,7 @@ class ChatClient:
                 err.status,
             ) from err
         if fallback.is_empty():
-            raise _empty_answer(fallback)
+            raise self._hidden(_empty_answer(fallback))  # its finish_reason is the server's own text
         yield fallback
 
     def complete(
