@@ -147,7 +147,11 @@ class BodyReader:
                 lines = iter_lines(pieces)
                 for chunk in iter_chunks(lines):
                     if chunk == DONE:
-                        _drain(lines)
+                        # Read what follows, bounded like any read: the connection goes back to the pool
+                        # (breaking off would cost a new TLS handshake next request).
+                        with contextlib.suppress(*_CUT, NanoHermesError):
+                            for _ in lines:
+                                pass
                         return True
                     yield from assembler.feed(chunk)
         except _CUT:
@@ -187,14 +191,6 @@ class BodyReader:
                     "check the server: no chat answer is that large",
                 )
             yield piece
-
-
-def _drain(lines: Iterator[str]) -> None:
-    """Read what follows `[DONE]` so that the connection goes back to the pool (breaking off would
-    cost a new TLS handshake next request), bounded like any read."""
-    with contextlib.suppress(*_CUT, NanoHermesError):
-        for _ in lines:
-            pass
 
 
 def describe(err: BaseException) -> str:
