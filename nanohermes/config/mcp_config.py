@@ -214,26 +214,20 @@ def servers_from_acp(items: Sequence[Mapping[str, Any]]) -> dict[str, McpServerC
     """ACP's `mcpServers` list (env and headers as `[{name, value}]`) as configs. Raises ConfigError."""
     configs: dict[str, McpServerConfig] = {}
     for item in items:
-        name = str(item.get("name") or "")
-        values: dict[str, Any] = {}
         if item.get("url") is not None:  # (SSE servers were left out by acp.convert, with a note)
-            values["url"] = item["url"]
-            values["headers"] = _pairs(item.get("headers"))
+            values: dict[str, Any] = {"url": item["url"], "headers": _pairs(item.get("headers"))}
         else:
-            values["command"] = item.get("command")
-            values["args"] = list(item.get("args") or [])
-            values["env"] = _pairs(item.get("env"))
+            values = {"command": item.get("command"), "env": _pairs(item.get("env"))}
+            values["args"] = item.get("args") or []
         try:
-            configs[name] = McpServerConfig.model_validate(values)
+            configs[item["name"]] = McpServerConfig.model_validate(values)
         except ValidationError as err:
-            raise ConfigError(describe_problem(name, err.errors()[0])) from None
+            raise ConfigError(describe_problem(item["name"], err.errors()[0])) from None
     problem = check_server_names(list(configs))
     if problem or len(configs) != len(items):
         raise ConfigError(f"MCP servers: {problem or 'two servers have the same name'}")
     return configs
 
 
-def _pairs(value: Any) -> dict[str, str]:
-    if isinstance(value, Mapping):
-        return {str(k): str(v) for k, v in value.items()}
-    return {str(pair["name"]): str(pair["value"]) for pair in value or [] if isinstance(pair, Mapping)}
+def _pairs(pairs: Sequence[Mapping[str, str]] | None) -> dict[str, str]:
+    return {pair["name"]: pair["value"] for pair in pairs or []}
