@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, model_validator
-from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from nanohermes.config.config_file import ConfigFile
 from nanohermes.config.hooks_config import Hooks
@@ -120,25 +119,6 @@ class Settings(BaseSettings):
 SETTING_NAMES: tuple[str, ...] = tuple(Settings.model_fields)
 
 
-class _Layer(PydanticBaseSettingsSource):
-    """Values read from the environment, and the variable to name when one is bad."""
-
-    def __init__(self, values: dict[str, str], names: Mapping[str, str]) -> None:
-        super().__init__(Settings)
-        self.values, self.names = values, names
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self.values.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.values)
-
-
-def _variables(environ: Mapping[str, str], names: Mapping[str, str]) -> _Layer:
-    """The settings given by the variables `names` (setting → variable); an empty one is unset."""
-    return _Layer({field: environ[name] for field, name in names.items() if environ.get(name)}, names)
-
-
 def load_settings(
     cli: Mapping[str, Any] | None = None,
     *,
@@ -153,17 +133,18 @@ def load_settings(
     flags = {key: value for key, value in (cli or {}).items() if value is not None}
     path = config_file if config_file is not None else home / ".nanohermes" / "config.toml"
     file = ConfigFile(Settings, path, required=config_file is not None)
-    layers = (
-        _variables(environ, {name: ENV_PREFIX + name.upper() for name in SETTING_NAMES}),
-        _variables(environ, ENV_FALLBACKS),
+    variables = ({name: ENV_PREFIX + name.upper() for name in SETTING_NAMES}, ENV_FALLBACKS)
+    given = [{key: environ[var] for key, var in names.items() if environ.get(var)} for names in variables]
+    layers = (  # an empty variable is unset; `_describe` names the variable of a bad value
+        *(InitSettingsSource(Settings, values) for values in given),
         file,
-        _Layer({"language": _language_from_locale(environ)}, {}),
+        InitSettingsSource(Settings, {"language": _language_from_locale(environ)}),
     )
     token = _LAYERS.set(layers)
     try:
         settings = Settings(**flags)
     except ValidationError as err:
-        raise ConfigError(_describe(err.errors()[0], flags, layers[:2], file)) from None
+        raise ConfigError(_describe(err.errors()[0], flags, environ, file)) from None
     finally:
         _LAYERS.reset(token)
     servers = dict(settings.mcp_servers)
@@ -189,7 +170,7 @@ def _language_from_locale(environ: Mapping[str, str]) -> str:
 
 
 def _describe(
-    error: ErrorDetails, flags: Mapping[str, Any], variables: Sequence[_Layer], file: ConfigFile
+    error: ErrorDetails, flags: Mapping[str, Any], environ: Mapping[str, str], file: ConfigFile
 ) -> str:
     """The error line for the first bad value, naming the layer it came from (the highest holding it)."""
     loc = tuple(str(part) for part in error["loc"])
@@ -199,9 +180,9 @@ def _describe(
         return f"{file.path}{file.line_of(*loc)}: {problem}"
     if field in flags:
         return _problem(error, "--" + field.replace("_", "-"))
-    for layer in variables:
-        if field in layer.values:
-            return _problem(error, layer.names[field])
+    for variable in (ENV_PREFIX + field.upper(), ENV_FALLBACKS.get(field)):
+        if variable and environ.get(variable):
+            return _problem(error, variable)
     return _problem(error, f"{'.'.join(loc)} in {file.path}{file.line_of(*loc)}")  # defaults are valid
 
 
