@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import os
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -86,11 +87,10 @@ class History:
         diffs = []
         for path in plan.conflicts:
             target = self.cp.workspace / path
-            try:
-                now = target.read_bytes() if target.is_file() else b""
-            except OSError:
-                now = b""
-            status = "deleted" if not target.exists() and not target.is_symlink() else "modified"
+            now = b""
+            with contextlib.suppress(OSError):
+                now = target.read_bytes() if target.is_file() else b""  # (not a FIFO: that would hang)
+            status = "modified" if os.path.lexists(target) else "deleted"
             diffs.append(file_diff(path, status, read(plan.expected[path][0]), now))
         return diffs
 

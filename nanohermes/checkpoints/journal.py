@@ -111,9 +111,8 @@ class Journal:
         return journal
 
     def save(self) -> None:
-        staged = self.stage()
         try:
-            staged.commit()
+            self.stage().commit()  # (stage raises CheckpointError itself)
         except OSError as err:
             raise self._unwritable(err) from None
 

@@ -147,10 +147,8 @@ class ShadowRepo:
             )
 
     def commit(self, tree: str, message: str, parent: str = "") -> str:
-        args = ["commit-tree", tree, "-m", message]
-        if parent:
-            args += ["-p", parent]
-        return self.run(*args).decode().strip()
+        parents = ("-p", parent) if parent else ()
+        return self.run("commit-tree", tree, "-m", message, *parents).decode().strip()
 
     def drop_refs(self, prefix: str) -> bool:
         listed = self.run("for-each-ref", "--format=%(refname)", prefix).decode().split()

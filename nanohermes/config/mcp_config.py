@@ -163,14 +163,13 @@ def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfi
         raise ConfigError(f"{where}: server {name!r} must be an object with command or url")
     values = dict(entry)
     kind = values.pop("type", None)
-    if kind is not None:
-        if kind == "sse":
-            raise ConfigError(
-                f"{where}: server {name!r} uses the old SSE transport, which nanohermes does not speak",
-                "use the server's streamable HTTP endpoint (type http)",
-            )
-        if kind not in JSON_TYPES:
-            raise ConfigError(f"{where}: server {name!r} has unknown type {kind!r}", "use stdio or http")
+    if kind == "sse":
+        raise ConfigError(
+            f"{where}: server {name!r} uses the old SSE transport, which nanohermes does not speak",
+            "use the server's streamable HTTP endpoint (type http)",
+        )
+    if kind is not None and kind not in JSON_TYPES:
+        raise ConfigError(f"{where}: server {name!r} has unknown type {kind!r}", "use stdio or http")
     if "disabled" in values:  # the form some editors write
         disabled = values.pop("disabled")
         if not isinstance(disabled, bool):  # `not "false"` would disable the server

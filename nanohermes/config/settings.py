@@ -34,7 +34,6 @@ ENV_PREFIX = "NANOHERMES_"
 ENV_FALLBACKS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
 PermissionMode = Literal["read-only", "ask", "auto"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
-SandboxMode = Literal["auto", "bwrap", "off"]
 REQUEST_TIMEOUT_MAX = 86_400
 """A day: longer waits overflow the clock arithmetic below the HTTP library (an OverflowError)."""
 FOLDERS = ("memory_dir", "sessions_dir", "state_dir")
@@ -72,7 +71,7 @@ class Settings(BaseSettings):
     send_reasoning: bool = False
     max_output_tokens: Annotated[Whole, Field(ge=1)] | None = None
     checkpoints: bool = True
-    sandbox: SandboxMode = "auto"
+    sandbox: Literal["auto", "bwrap", "off"] = "auto"
     sandbox_network: bool = False
     web_fetch_private: bool = False
     model_vision: bool = False
