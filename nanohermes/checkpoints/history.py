@@ -165,22 +165,21 @@ def _span(turns: list[TurnRecord]) -> tuple[dict[str, State], dict[str, State]]:
 
 def file_diff(path: str, status: str, old: bytes, new: bytes) -> FileDiff:
     name = shown(path)
-    if _binary(old) or _binary(new):
+    before, after = _text_lines(old), _text_lines(new)
+    if before is None or after is None:
         return FileDiff(name, status, [f"binary file: {len(old):,} → {len(new):,} bytes"])
-    before = old.decode("utf-8").splitlines()
-    after = new.decode("utf-8").splitlines()
     lines = list(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}", lineterm="", n=3))[2:]
     if len(lines) > MAX_DIFF_LINES:
         lines = [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more lines"]
     return FileDiff(name, status, lines)
 
 
-def _binary(data: bytes) -> bool:
+def _text_lines(data: bytes) -> list[str] | None:
+    """The lines of UTF-8 text; None for binary data (not UTF-8, or a NUL early on)."""
     try:
-        data.decode("utf-8")
+        return None if b"\0" in data[:8192] else data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
-        return True
-    return b"\0" in data[:8192]
+        return None
 
 
 def _depth(path: str) -> int:
