@@ -199,13 +199,13 @@ class NoCheckpoints(CheckpointError):
 def for_session(state_dir: Path, session: Path, here: Path) -> Checkpoints:
     """The checkpoints of `session` in `here` when it changed files there, else where it last did (a
     session resumed elsewhere has one journal per workspace). Raises CheckpointError."""
-    session = session.expanduser().absolute()
-    name = f"{path_key(session)}.json"
-    mine = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name
-    found = mine if mine.is_file() else _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
+    mine = Checkpoints(here, state_dir, session)
+    if mine.journal_path.is_file():
+        return mine
+    found = _newest(checkpoints_root(state_dir).glob(f"*/journals/{mine.journal_path.name}"))
     if found is None:
         raise NoCheckpoints(
-            f"no checkpoints for session {session}", "nanohermes undo --list shows this workspace's"
+            f"no checkpoints for session {mine.session}", "nanohermes undo --list shows this workspace's"
         )
     return _open(state_dir, found)
 
