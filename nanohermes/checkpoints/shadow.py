@@ -42,11 +42,12 @@ class ShadowRepo:
         self.git = git
         self.git_dir = git_dir
         self.workspace = workspace
+        self.index = git_dir / INDEX_NAME
         self.env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
         self.env.update(
             GIT_DIR=str(git_dir),
             GIT_WORK_TREE=str(workspace),
-            GIT_INDEX_FILE=str(git_dir / INDEX_NAME),
+            GIT_INDEX_FILE=str(self.index),
             GIT_CONFIG_GLOBAL=os.devnull,
             GIT_CONFIG_NOSYSTEM="1",
             GIT_LITERAL_PATHSPECS="1",
@@ -111,10 +112,6 @@ class ShadowRepo:
             return bool(self.run("check-ignore", "--", relative, ok_codes=(0, 1)).strip())
         except CheckpointError:
             return True  # unsure: the caller keeps a copy, which restores it either way
-
-    @property
-    def index(self) -> Path:
-        return self.git_dir / INDEX_NAME
 
     def snapshot(self) -> str:
         """Record the workspace as it is now; returns the tree id. The caller holds the checkpoints'

@@ -15,7 +15,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from nanohermes.config.config_file import read_text
 from nanohermes.core.errors import JSON_ERRORS, ConfigError, json_problem
 
-Transport = Literal["stdio", "http"]
 SECRET_KEYS = ("env", "headers")
 """Values under these keys are never shown in an error (tokens live there)."""
 JSON_TYPES = ("stdio", "http", "streamable-http", "streamable_http", "streamableHttp")
@@ -70,7 +69,7 @@ class McpServerConfig(BaseModel):
         return allowed and tool not in self.disabled_tools
 
     @property
-    def transport(self) -> Transport:
+    def transport(self) -> Literal["stdio", "http"]:
         return "stdio" if self.command is not None else "http"
 
     def target(self) -> str:
