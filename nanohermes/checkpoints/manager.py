@@ -52,7 +52,6 @@ def checkpoints_root(state_dir: Path) -> Path:
 @dataclass
 class _Turn:
     prompt: str
-    failed: bool = False
     tree: str = ""
     copies: dict[str, FileState | None] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)  # paths a write or edit of this turn was checked for
@@ -150,13 +149,13 @@ class Checkpoints:
         the "before" snapshot is complete. Never raises."""
         with self._work, self._lock:
             turn = self._turn
-            if turn is None or turn.failed:
+            if turn is None:  # no turn, or its checkpoint failed
                 return
             try:
                 with self.lock():
                     self._before(turn, path)
             except Exception as err:  # never stop the turn: say so, and leave this turn unrecorded
-                turn.failed = True
+                self._turn = None
                 self._notes.append(f"checkpoint failed ({_why(err)}): this turn's changes cannot be undone")
 
     def _before(self, turn: _Turn, path: Path | None) -> None:
@@ -217,7 +216,7 @@ class Checkpoints:
             notes, self._notes = self._notes, []
         record = None
         try:
-            if turn is not None and not turn.failed and (turn.tree or turn.copies):
+            if turn is not None and (turn.tree or turn.copies):
                 with self._work, self.lock():
                     record = self._record(turn, notes)
                     if record is not None and not self._pruned:
