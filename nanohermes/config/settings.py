@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
-from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from nanohermes.config.config_file import ConfigFile
 from nanohermes.config.hooks_config import Hooks
@@ -40,7 +40,7 @@ FOLDERS = ("memory_dir", "sessions_dir", "state_dir")
 """The settings whose `~` is the user's home (from HOME, else USERPROFILE)."""
 
 _LAYERS: ContextVar[tuple[PydanticBaseSettingsSource, ...]] = ContextVar("settings_layers", default=())
-"""The layers below the flags while `load_settings` builds a `Settings` (none otherwise)."""
+"""The layers below the init values while `load_settings` builds a `Settings` (the config file)."""
 
 
 class Settings(BaseSettings):
@@ -87,7 +87,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """The flags (the init values) over the layers `load_settings` read."""
+        """The init values (the flags over the variables) over the layers `load_settings` read."""
         return (init_settings, *_LAYERS.get())
 
     @model_validator(mode="before")
@@ -132,16 +132,12 @@ def load_settings(
     flags = {key: value for key, value in (cli or {}).items() if value is not None}
     path = config_file if config_file is not None else home / ".nanohermes" / "config.toml"
     file = ConfigFile(Settings, path, required=config_file is not None)
-    variables = ({name: ENV_PREFIX + name.upper() for name in SETTING_NAMES}, ENV_FALLBACKS)
-    given = [{key: environ[var] for key, var in names.items() if environ.get(var)} for names in variables]
-    layers = (  # an empty variable is unset; `_describe` names the variable of a bad value
-        *(InitSettingsSource(Settings, values) for values in given),
-        file,
-        InitSettingsSource(Settings, {"language": _language_from_locale(environ)}),
-    )
-    token = _LAYERS.set(layers)
+    pairs = [*ENV_FALLBACKS.items(), *((name, ENV_PREFIX + name.upper()) for name in SETTING_NAMES)]
+    # an empty variable is unset; NANOHERMES_API_KEY, later, wins over OPENAI_API_KEY
+    variables = {field: environ[var] for field, var in pairs if environ.get(var)}
+    token = _LAYERS.set((file,))
     try:
-        settings = Settings(**flags)
+        settings = Settings(**{**variables, **flags})  # the flags over the variables, both over the file
     except ValidationError as err:
         raise ConfigError(_describe(err.errors()[0], flags, environ, file)) from None
     finally:
@@ -153,6 +149,8 @@ def load_settings(
     if problem:
         raise ConfigError(f"invalid value for --mcp-config: {problem}")
     changes: dict[str, Any] = {name: _expand_user(getattr(settings, name), home) for name in FOLDERS}
+    if "language" not in settings.model_fields_set:  # set nowhere: the locale's, not the default
+        changes["language"] = _language_from_locale(environ)
     changes["mcp_servers"] = {
         name: server.model_copy(update={"cwd": _expand_user(server.cwd, home)}) if server.cwd else server
         for name, server in servers.items()  # (an update of cwd marks it as set, wrong for a url server)
