@@ -296,26 +296,22 @@ def _wait_for_distillation(agent: Agent, budget: float) -> None:
 
 
 def _progress(event: Event, verbose: bool) -> None:
-    if line := _progress_line(event, verbose):
-        print(terminal_safe(line), file=sys.stderr, flush=True)
-
-
-def _progress_line(event: Event, verbose: bool) -> str:
-    if isinstance(event, Note) and event.text == INTERRUPTED:
-        return ""  # said once, by the closing error line
+    line = ""
     if isinstance(event, ToolStarted):
-        return f"· {event.call.name} {event.summary}".rstrip()
-    if isinstance(event, ToolFinished):
-        return f"  {event.result.name}: {event.summary}" if verbose or not event.result.ok else ""
-    if isinstance(event, Note) and event.level != "error" and (verbose or event.level != "debug"):
-        return f"nanohermes: {event.text}"
-    if isinstance(event, Compacted):
-        return f"nanohermes: context compacted, {event.saved}"
-    if isinstance(event, MemoryRecalled) and verbose:
-        return f"nanohermes: memory: {len(event.memories)} recalled"
-    if isinstance(event, Retrying) and verbose:
-        return f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
-    return ""
+        line = f"· {event.call.name} {event.summary}".rstrip()
+    elif isinstance(event, ToolFinished) and (verbose or not event.result.ok):
+        line = f"  {event.result.name}: {event.summary}"
+    elif isinstance(event, Note) and event.level != "error" and (verbose or event.level != "debug"):
+        # an interruption is said once, by the closing error line
+        line = f"nanohermes: {event.text}" if event.text != INTERRUPTED else ""
+    elif isinstance(event, Compacted):
+        line = f"nanohermes: context compacted, {event.saved}"
+    elif isinstance(event, MemoryRecalled) and verbose:
+        line = f"nanohermes: memory: {len(event.memories)} recalled"
+    elif isinstance(event, Retrying) and verbose:
+        line = f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
+    if line:
+        print(terminal_safe(line), file=sys.stderr, flush=True)
 
 
 def _arguments(text: str) -> Any:

@@ -276,9 +276,6 @@ def exchange_lines(messages: Sequence[Message], width: int) -> list[str]:
 
 
 def _tools_called(message: Message) -> str:
-    calls = message.get("tool_calls")
-    if not isinstance(calls, list):
-        return ""
-    names = [c.get("function", {}).get("name", "") for c in calls if isinstance(c, dict)]
-    named = [n for n in names if isinstance(n, str) and n]
-    return f"(called {', '.join(named)})" if named else ""
+    """(the session store checked the shape of each call: `core.types.message_problem`)"""
+    names = [call["function"]["name"] for call in message.get("tool_calls") or ()]
+    return f"(called {', '.join(filter(None, names))})" if any(names) else ""
