@@ -61,7 +61,7 @@ class Repl:
         loader: RuntimeLoader,
         settings: Settings,
         console: Console,
-        approver: TerminalApprover | None,
+        approver: TerminalApprover,
         *,
         terminal: tuple[Input, Output] | None = None,
         notes: Sequence[str] = (),
@@ -129,8 +129,9 @@ class Repl:
         return self._shutdown()
 
     def _handle(self, text: str) -> None:
+        from nanohermes.agent.compaction import total_chars
         from nanohermes.agent.custom_commands import expand_command
-        from nanohermes.ui.commands import context_chars, dispatch, is_command
+        from nanohermes.ui.commands import dispatch, is_command
 
         if not text.strip():
             return
@@ -145,7 +146,7 @@ class Repl:
         if self.loader.ready:  # the context fill after a turn or a command (/reset, /compact)
             runtime = self.loader.get()
             threshold = max(1, runtime.settings.compact_threshold_chars)
-            self._fill = min(999, context_chars(runtime) * 100 // threshold)
+            self._fill = min(999, total_chars(runtime.agent.messages) * 100 // threshold)
 
     def _runtime(self) -> RuntimeLike:
         if self.loader.ready:
