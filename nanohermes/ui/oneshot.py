@@ -36,6 +36,7 @@ from nanohermes.core.events import (
     ToolStarted,
     TurnFinished,
 )
+from nanohermes.core.toolcalls import call_arguments
 from nanohermes.core.types import valid_text
 from nanohermes.ui.safe_text import fail, is_terminal, say, speaks_utf8, terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
@@ -69,9 +70,7 @@ class _Outcome:
             return {"type": "text", "text": event.text}
         if isinstance(event, ToolStarted):
             call = event.call
-            self.tool_calls.append(
-                {"id": call.id, "name": call.name, "arguments": _arguments(call.arguments)}
-            )
+            self.tool_calls.append({"id": call.id, "name": call.name, "arguments": call_arguments(call)})
             return {"type": "tool_start", **self.tool_calls[-1], "summary": event.summary}
         if isinstance(event, ToolFinished):
             result = event.result
@@ -132,7 +131,6 @@ class _Outcome:
 
 
 def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
-    """Run one turn for `-p`. Returns the exit code."""
     if not settings.model:  # (--local set the model, and a loopback base_url that needs no key)
         print(missing_model_message(settings), file=sys.stderr)
         return EXIT_USAGE
@@ -312,13 +310,6 @@ def _progress(event: Event, verbose: bool) -> None:
         line = f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
     if line:
         print(terminal_safe(line), file=sys.stderr, flush=True)
-
-
-def _arguments(text: str) -> Any:
-    try:
-        return json.loads(text or "{}")
-    except ValueError:
-        return text
 
 
 def _cancel_on_signal(cancel: CancelToken) -> Callable[[int, FrameType | None], None]:

@@ -105,14 +105,11 @@ class TurnDriver:
 def quiet_terminal() -> Iterator[None]:
     """While a turn streams, keys typed are not echoed (nor `^C`: they would break the live region);
     they stay buffered for the next prompt."""
-    try:
-        import termios
-    except ImportError:  # Windows
+    if sys.platform == "win32" or not is_terminal(sys.stdin):  # (Windows has no termios)
         yield
         return
-    if not is_terminal(sys.stdin):
-        yield
-        return
+    import termios
+
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     quiet = list(saved)

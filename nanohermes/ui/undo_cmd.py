@@ -99,7 +99,6 @@ def _history(ctx: CommandContext) -> History:
 
 
 def show_diff(ctx: CommandContext, arg: str) -> None:
-    """/diff: the last turn's changes; /diff all: every turn's since the session began."""
     which = arg.strip()
     if which not in ("", "all"):
         ctx.fail("usage: /diff [all]")
@@ -125,7 +124,6 @@ def print_diffs(ctx: CommandContext, diffs: list[FileDiff]) -> None:
 
 
 def undo(ctx: CommandContext, arg: str) -> None:
-    """/undo: revert the last turn that changed files."""
     if arg.strip():
         ctx.fail("usage: /undo (reverts one turn per call; `nanohermes undo --to N` goes further)")
         return
@@ -152,7 +150,6 @@ def undo(ctx: CommandContext, arg: str) -> None:
 
 
 def list_checkpoints(ctx: CommandContext, arg: str) -> None:
-    """/checkpoints: the turns that changed files, with their files."""
     turns = _history(ctx).turns()
     if not turns:
         ctx.say("no turn has changed files in this session yet", "dim")
