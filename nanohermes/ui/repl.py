@@ -145,7 +145,7 @@ class Repl:
                 self.ctx.exit_requested = True
         if self.loader.ready:  # the context fill after a turn or a command (/reset, /compact)
             runtime = self.loader.get()
-            threshold = max(1, runtime.settings.compact_threshold_chars)
+            threshold = runtime.settings.compact_threshold_chars  # at least 1,000
             self._fill = min(999, total_chars(runtime.agent.messages) * 100 // threshold)
 
     def _runtime(self) -> RuntimeLike:
