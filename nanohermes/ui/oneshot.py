@@ -250,18 +250,14 @@ class _AnswerPrinter:
             self._end_line()
             self.segment = []
         elif isinstance(event, TurnFinished):
-            self._finish(event)
-
-    def _finish(self, event: TurnFinished) -> None:
-        # a refusal or a cut answer is still shown; the exit code says the turn failed
-        shown = event.completed or bool(event.answer and event.reason in ("refusal", "length"))
-        if self.stream:
-            if shown and event.answer.strip() != "".join(self.segment).strip():
+            # a refusal or a cut answer is still shown; the exit code says the turn failed
+            shown = event.completed or bool(event.answer and event.reason in ("refusal", "length"))
+            if shown and not self.stream:
+                self._write(event.answer + "\n")
+            elif shown and event.answer.strip() != "".join(self.segment).strip():
                 self._end_line()  # the answer differs from what streamed (e.g. a text tool call)
                 self._write(event.answer)
             self._end_line()
-        elif shown:
-            self._write(event.answer + "\n")
 
     def _write(self, text: str) -> None:
         # only a terminal acts on escape sequences; piped, the answer is passed on byte for byte
