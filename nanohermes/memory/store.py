@@ -280,7 +280,7 @@ class MemoryStore:
 
     def forget(self, entry_id: str) -> bool:
         """Delete the entry with this id. False if there is none."""
-        if not isinstance(entry_id, str) or not self.path.exists():
+        if not self.path.exists():
             return False
         with self._locked():
             order = self._current().order_of.get(entry_id.strip())
