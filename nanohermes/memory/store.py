@@ -328,7 +328,7 @@ class MemoryStore:
         else:
             entry = dataclasses.replace(new, id=derive_id(new.kind, new.text, state.order_of))
         state.put(entry, found)
-        if old is not None and at is not None:
+        if old is not None:
             state.put(dataclasses.replace(old, superseded_by=entry.id, superseded_ts=new.ts), at)
         self.last_id = entry.id
         return found is None
