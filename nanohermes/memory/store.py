@@ -63,7 +63,7 @@ class MemoryStore:
         history: bool = False,
     ) -> None:
         """`secrets`: texts never written whatever their shape; `project`: None sees every entry."""
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+        if max_entries < 1:
             raise StoreError(f"memory_max_entries must be a positive integer, not {max_entries!r}")
         self.dir = Path(dir).expanduser()
         self.path = self.dir / MEMORY_FILE
