@@ -71,7 +71,7 @@ class MemoryStore:
         self.secrets = tuple(secret for secret in secrets if secret)
         self.project, self.team, self.team_distill, self.history = project, team, team_distill, history
         self.last_id: str | None = None  # the entry the last `remember` added or merged into
-        self._on_notice = on_notice
+        self._on_notice = on_notice or (lambda notice: None)
         self._file = MemoryFile(self.dir)
         self._mutex = threading.RLock()  # guards everything below
         self._state: State | None = None
@@ -161,7 +161,7 @@ class MemoryStore:
             size,
             len(entries),
             self.max_entries,
-            {kind: kinds.get(kind, 0) for kind in Kind},
+            {kind: kinds[kind] for kind in Kind},
             dict(sources.most_common()),
             min(stamps, default=None),
             max(stamps, default=None),
@@ -230,10 +230,9 @@ class MemoryStore:
                     f"{err.strerror or err}",
                     "move or repair the file by hand",
                 ) from None
-        if self._on_notice is not None:
-            self._on_notice(
-                f"memory.json was unreadable ({reason}), moved to {broken}; starting with an empty memory"
-            )
+        self._on_notice(
+            f"memory.json was unreadable ({reason}), moved to {broken}; starting with an empty memory"
+        )
         return self._fresh()
 
     @contextlib.contextmanager
@@ -270,10 +269,9 @@ class MemoryStore:
         if all(isinstance(item, MemoryRejected) for item in checked):
             return [item for item in checked if isinstance(item, MemoryRejected)]
         with self._writing() as state:
-            pairs = zip(memories, checked, strict=True)
             outcomes = [
                 self._put(state, item, new.replaces) if isinstance(item, Entry) else item
-                for new, item in pairs
+                for new, item in zip(memories, checked, strict=True)
             ]
             state.evict(self.max_entries)
             return outcomes
