@@ -140,7 +140,7 @@ class MemoryStore:
             index = state.index()
             if order not in index.docs:
                 raise StoreError(f"no memory with id {entry_id!r}")
-            return index.explain(list(words), order, words)
+            return index.explain(order, words)
 
     def retrieve_block(self, query: str, lang: str = "en") -> str:
         """The memory block for `query` ("" when nothing matches); its memories count as used."""
