@@ -176,17 +176,14 @@ def normalize_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 properties.setdefault(name, subschema)
             if combiner == "allOf" and isinstance(branch.get("required"), list):
                 required += [name for name in branch["required"] if name not in required]
-    parameters["properties"] = {str(name): _subschema(value) for name, value in properties.items()}
+    parameters["properties"] = {str(name): value for name, value in properties.items()}
     parameters.pop("required", None)
     if required:
         parameters["required"] = [str(name) for name in required]
-    for key in ("$defs", "definitions"):
-        if isinstance(parameters.get(key), dict):
-            parameters[key] = {name: _subschema(value) for name, value in parameters[key].items()}
-    return parameters
+    return _subschema(parameters)
 
 
-def _subschema(schema: Any) -> Any:
+def _subschema(schema: Any) -> dict[str, Any]:
     if not isinstance(schema, dict):
         return {}  # `true` (anything) or a malformed entry
     fixed = dict(schema)

@@ -250,7 +250,7 @@ def test_memory_ids_with_markup_are_shown_literally(tmp_path: Path) -> None:
 
 
 def test_mcp_shows_each_server_state_tools_and_last_error() -> None:
-    from nanohermes.mcp.status import ServerStatus, ToolInfo
+    from nanohermes.mcp.manager import ServerStatus, ToolInfo
 
     class FakeMcp:
         def status(self) -> list[ServerStatus]:
