@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from nanohermes.config.mcp_config import McpServerConfig, expand_variables
 from nanohermes.core.errors import ToolError
+from nanohermes.core.types import plural
 from nanohermes.mcp.logs import ServerLogs
 from nanohermes.mcp.tools import ListedTool, build_tools, offered, render_result, unusable
 from nanohermes.tools.base import Tool
@@ -105,10 +106,12 @@ class McpManager:
     def start(self) -> None:
         enabled = [s for s in self._servers.values() if s.state == "starting"]
         if enabled:
+            logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
             loop = self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._run_loop, args=(loop,), name="nh-mcp", daemon=True)
             self._thread.start()
-            asyncio.run_coroutine_threadsafe(self._start_all(enabled), loop)
+            for server in enabled:  # in parallel
+                asyncio.run_coroutine_threadsafe(self._start(server), loop)
 
     def _run_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         asyncio.set_event_loop(loop)
@@ -185,10 +188,6 @@ class McpManager:
 
     # -- on the loop thread
 
-    async def _start_all(self, servers: list[ServerEntry]) -> None:
-        logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
-        await asyncio.gather(*(self._start(server) for server in servers))
-
     async def _start(self, server: ServerEntry, failed: str = "failed to start") -> bool:
         from nanohermes.mcp.connection import Connection, describe_error
 
@@ -237,8 +236,7 @@ class McpManager:
         for reason in dict.fromkeys(left_out.values()):
             names = sorted(name for name, why in left_out.items() if why == reason)
             shown = ", ".join(name[:64] for name in names[:3]) + (", …" if len(names) > 3 else "")
-            tools = "1 tool" if len(names) == 1 else f"{len(names)} tools"
-            problems.append(f"left out {tools} ({reason}): {shown}")
+            problems.append(f"left out {plural(len(names), 'tool')} ({reason}): {shown}")
         problem = "; ".join(problems)
         if problem and left_out != server.left_out:
             self._notice(f"MCP server {server.name}: {problem}")
