@@ -47,8 +47,6 @@ def build_tools(
         name = with_hash(name, spec.name) if name in taken else name  # two cut or sanitized alike
         taken.add(name)
         parameters = normalize_schema(spec.input_schema)
-        props: dict[str, Any] = parameters["properties"]
-        required = parameters.get("required", [])
         description = spec.description.strip() or f"{spec.name} (MCP server {server})"
         if len(description) > MAX_DESCRIPTION_CHARS:
             description = description[: MAX_DESCRIPTION_CHARS - 1] + "…"
@@ -60,7 +58,7 @@ def build_tools(
                 func=functools.partial(_call_remote, starter, spec.name),
                 start=functools.partial(starter, spec.name),
                 mutating=not spec.read_only,
-                summary_arg=required[0] if required else next(iter(props), None),
+                summary_arg=next(iter(parameters.get("required") or parameters["properties"]), None),
                 approval_kind=name,
                 cancel_arg=CANCEL_ARG,
                 extra_arguments=parameters.get("additionalProperties") is not False,
@@ -80,12 +78,10 @@ def unusable(listed: Iterable[ListedTool]) -> dict[str, str]:
     found: dict[str, str] = {}
     for spec in listed:
         try:
-            size = len(json.dumps(spec.input_schema, allow_nan=False))
+            if len(json.dumps(spec.input_schema, allow_nan=False)) > MAX_SCHEMA_CHARS:
+                found[spec.name] = TOO_LONG
         except ValueError:
             found[spec.name] = NOT_JSON
-            continue
-        if size > MAX_SCHEMA_CHARS:
-            found[spec.name] = TOO_LONG
     return found
 
 
