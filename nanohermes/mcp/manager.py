@@ -38,7 +38,6 @@ State = Literal["disabled", "starting", "ready", "crashed", "failed", "closed"]
 @dataclass(frozen=True)
 class ToolInfo:
     name: str  # as the model sees it: mcp__server__tool
-    remote: str
     description: str
     read_only: bool
 
@@ -62,7 +61,6 @@ class ServerEntry:
     config: McpServerConfig
     state: State = "starting"
     tools: list[Tool] = field(default_factory=list)
-    infos: tuple[ToolInfo, ...] = ()
     last_error: str = ""
     connection: Connection | None = None
     started: threading.Event = field(default_factory=threading.Event)
@@ -72,9 +70,10 @@ class ServerEntry:
     left_out: dict[str, str] = field(default_factory=dict)  # name → why, as last told to the user
 
     def status(self) -> ServerStatus:
-        config, state = self.config, self.state
+        config = self.config
+        tools = tuple(ToolInfo(tool.name, tool.description, not tool.mutating) for tool in self.tools)
         return ServerStatus(
-            self.name, config.transport, config.target(), state, config.trusted, self.infos, self.last_error
+            self.name, config.transport, config.target(), self.state, config.trusted, tools, self.last_error
         )
 
 
@@ -221,13 +220,9 @@ class McpManager:
         listed = [spec for spec in listed if spec.name not in left_out]
         problem = self._tell_left_out(server, left_out)
         tools = build_tools(name, server.config, listed, functools.partial(self.submit, name))
-        infos = tuple(
-            ToolInfo(tool.name, spec.name, tool.description, spec.read_only)
-            for tool, spec in zip(tools, listed, strict=True)
-        )
         with self._lock:
             if not self._closed:
-                server.state, server.tools, server.infos, server.last_error = "ready", tools, infos, problem
+                server.state, server.tools, server.last_error = "ready", tools, problem
 
     def _tell_left_out(self, server: ServerEntry, left_out: dict[str, str]) -> str:
         """Why tools were left out ("" if none), noticed again only when it changes (a flood of
@@ -314,7 +309,7 @@ class McpManager:
         with self._lock:
             server.state, server.last_error = state, reason
             if state == "failed":
-                server.tools, server.infos = [], ()
+                server.tools = []
 
 
 def _ready(server: ServerEntry) -> bool:

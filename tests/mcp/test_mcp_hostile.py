@@ -79,7 +79,7 @@ def test_descriptions_are_cut_and_a_tool_with_a_huge_schema_is_left_out_with_one
     assert len(echo.description) == MAX_DESCRIPTION_CHARS
     assert echo.description.endswith("d…")
     [status] = manager.status()
-    assert [tool.remote for tool in status.tools] == ["echo"]
+    assert [tool.name for tool in status.tools] == ["mcp__h__echo"]
     assert len(status.tools[0].description) == MAX_DESCRIPTION_CHARS
     expected = f"left out 1 tool (input schema over {MAX_SCHEMA_CHARS:,} characters): huge"
     assert status.last_error == expected  # what `mcp list` shows: it hears no notices
