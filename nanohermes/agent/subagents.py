@@ -19,7 +19,7 @@ from nanohermes.core.frontmatter import front_matter, markdown_files, read_defin
 from nanohermes.core.types import Message, ToolCall, ToolResult, Usage, shorten
 from nanohermes.llm import ChatClient
 from nanohermes.memory import set_block
-from nanohermes.tools import Tool, ToolRunner, tool_from_function
+from nanohermes.tools import CallContext, Tool, ToolRunner, tool_from_function
 
 if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
@@ -198,7 +198,7 @@ def _final_answer(definition: AgentDefinition, over: TurnOver, notes: list[str])
 
 def make_task_tool(definitions: dict[str, AgentDefinition], runner: SubAgentRunner) -> Tool:
 
-    def task(agent: str, task: str, cancel: CancelToken) -> str:
+    def task(agent: str, task: str, ctx: CallContext) -> str:
         """Run a sub-agent.
 
         Args:
@@ -210,7 +210,7 @@ def make_task_tool(definitions: dict[str, AgentDefinition], runner: SubAgentRunn
             raise ToolError(f"unknown sub-agent '{agent}'; available: {', '.join(definitions)}")
         if not task.strip():
             raise ToolError("task is empty; describe what the sub-agent should do")
-        return runner.run(definition, task, cancel)
+        return runner.run(definition, task, ctx.cancel)
 
     tool = tool_from_function(task, summary_arg="agent")
     tool.parameters["properties"]["agent"]["enum"] = list(definitions)

@@ -1,6 +1,6 @@
 """Tools as plain functions: the JSON schema the model sees comes from the signature and the
-docstring's `Args:` section. Parameters annotated `CallContext` or `CancelToken` are not shown to the
-model: the runner fills them in."""
+docstring's `Args:` section. A parameter annotated `CallContext` is not shown to the model: the runner
+fills it in."""
 
 from __future__ import annotations
 
@@ -42,7 +42,6 @@ class Tool:
     summary_arg: str | None = None
     approval_kind: str = ""  # what an "always for this session" answer covers
     context_arg: str | None = None
-    cancel_arg: str | None = None
     risk: Callable[[dict[str, Any]], str | None] | None = None  # why a call is risky: treated as a write
     preapproved: bool = False  # a trusted MCP server's tool
     extra_arguments: bool = False  # arguments outside `properties` are passed on
@@ -107,14 +106,11 @@ def tool_from_function(
     hints = typing.get_type_hints(func)
     properties: dict[str, Any] = {}
     required: list[str] = []
-    context_arg = cancel_arg = None
+    context_arg = None
     for param in inspect.signature(func).parameters.values():
         annotation = hints.get(param.name, str)
         if annotation is CallContext:
             context_arg = param.name
-            continue
-        if annotation is CancelToken:
-            cancel_arg = param.name
             continue
         prop = json_schema_for(annotation)
         if param.name in arg_docs:
@@ -135,7 +131,6 @@ def tool_from_function(
         summary_arg=summary_arg or (required[0] if required else next(iter(properties), None)),
         approval_kind=approval_kind or name,
         context_arg=context_arg,
-        cancel_arg=cancel_arg,
         risk=risk,
     )
 

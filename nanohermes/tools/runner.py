@@ -195,8 +195,6 @@ class ToolRunner:
         kwargs = dict(prepared.args)
         if tool.context_arg:
             kwargs[tool.context_arg] = CallContext(cancel, prepared.granted)
-        if tool.cancel_arg:
-            kwargs[tool.cancel_arg] = cancel
         content, ok, images = invoke(tool, kwargs)
         return make_result(call, cap_output(content, self.max_chars), ok, images)
 

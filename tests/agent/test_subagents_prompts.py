@@ -27,6 +27,7 @@ from nanohermes.core.errors import Cancelled, LLMError, ToolError
 from nanohermes.core.events import ToolFinished
 from nanohermes.core.types import ChatResult, ToolCall
 from nanohermes.memory import BLOCK_START, MemoryStore, set_block
+from nanohermes.tools.base import CallContext
 from nanohermes.tools.runner import ToolRunner
 
 CONFIG = Settings(model="sub")
@@ -154,12 +155,12 @@ def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
     assert results[1].content == "ERROR: task: argument agent must be one of general, explore"
     model.completions = [LLMError("model 'sub' not found")]
     with pytest.raises(ToolError, match="unknown sub-agent 'nobody'; available: general, explore"):
-        tool.func(agent="nobody", task="x", cancel=CancelToken())
+        tool.func(agent="nobody", task="x", ctx=CallContext())
     with pytest.raises(ToolError, match="model 'sub' not found"):
-        tool.func(agent="general", task="do it", cancel=CancelToken())
+        tool.func(agent="general", task="do it", ctx=CallContext())
     model.completions = [calls(("list_files", {}))]
     with pytest.raises(ToolError, match="stopped after 1 model calls"):
-        tool.func(agent="general", task="do it", cancel=CancelToken())
+        tool.func(agent="general", task="do it", ctx=CallContext())
     assert not {"task", "update_plan"} & sub.allowed(BUILTIN_AGENTS[0])  # the plan is the main agent's
 
 
@@ -171,7 +172,7 @@ def test_a_sub_agent_call_cut_by_the_token_cap_is_not_run(tmp_path: Path) -> Non
     sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", config=CONFIG)
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
     with pytest.raises(ToolError, match="1 tool call\\(s\\) cut by the output-token cap were not run"):
-        tool.func(agent="general", task="write it", cancel=CancelToken())
+        tool.func(agent="general", task="write it", ctx=CallContext())
     assert not (tmp_path / "ws" / "half.txt").exists()
     assert len(model.complete_requests) == 1
 
@@ -185,7 +186,7 @@ def test_an_interrupted_sub_agent_is_an_interrupted_task(tmp_path: Path) -> None
     cancel = CancelToken()
     cancel.cancel()
     with pytest.raises(Cancelled):
-        tool.func(agent="general", task="look", cancel=cancel)
+        tool.func(agent="general", task="look", ctx=CallContext(cancel))
     assert len(model.complete_requests) == 1
 
 
@@ -297,7 +298,7 @@ def test_a_sub_agent_calling_a_tool_it_lacks_by_a_huge_name_gets_a_short_error(t
     model.completions = [calls(("write_" + "x" * 100_000, {})), text("done")]
     sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", config=CONFIG)
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
-    assert tool.func(agent="explore", task="look", cancel=CancelToken()) == "done"
+    assert tool.func(agent="explore", task="look", ctx=CallContext()) == "done"
     [result] = [m for m in model.complete_requests[1]["messages"] if m["role"] == "tool"]
     assert result["content"].startswith("ERROR: tool 'write_xxx")
     assert len(result["content"]) < 200
