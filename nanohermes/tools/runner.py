@@ -17,10 +17,10 @@ from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import INTERRUPTED, Cancelled, NanoHermesError
 from nanohermes.core.events import Event, Note, ToolFinished, ToolStarted
 from nanohermes.core.protocols import ApprovalRequest, Approver, ChangeGuard, Decision
-from nanohermes.core.types import ToolCall, ToolResult, shorten
+from nanohermes.core.types import Shown, ToolCall, ToolResult, shorten
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.files import FileTools
-from nanohermes.tools.outcomes import cap_output, done, finish_summary, invoke, make_result, start_remote
+from nanohermes.tools.outcomes import cap_output, done, failure, finish_summary, make_result, start_remote
 from nanohermes.tools.paths import OutsideWorkspace, Workspace
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.search import SearchTools
@@ -173,8 +173,6 @@ class ToolRunner:
                 prepared.append(_interrupted(call))
                 continue
             ready = self._prepare(call, previews, cancel, notes)
-            if isinstance(ready, ToolResult):  # an error that echoes the model's arguments: capped too
-                ready = make_result(call, cap_output(ready.content, self.max_chars), ok=ready.ok)
             # Ctrl-C at an approval (the approver raised Cancelled) may reach the token only later:
             # the later calls are not asked, and get the interrupted result, not a refusal
             stopped = isinstance(ready, ToolResult) and ready.content == INTERRUPTED
@@ -195,21 +193,25 @@ class ToolRunner:
         kwargs = dict(prepared.args)
         if tool.context_arg:
             kwargs[tool.context_arg] = CallContext(cancel, prepared.granted)
-        content, ok, images = invoke(tool, kwargs)
-        return make_result(call, cap_output(content, self.max_chars), ok, images)
+        try:
+            value = tool.func(**kwargs)
+        except Exception as err:  # a bug in a tool must not end the turn either: it is reported
+            return make_result(call, cap_output(failure(tool, err), self.max_chars), ok=False)
+        shown = value if isinstance(value, Shown) else Shown(str(value), ())
+        return make_result(call, cap_output(shown.text, self.max_chars), True, shown.images)
 
     def _prepare(
         self, call: ToolCall, previews: dict[Path, str], cancel: CancelToken, notes: list[Note]
     ) -> _Prepared | ToolResult:
         """Check one call and ask its approval (in the calling thread, one call at a time)."""
         tool = self._all_tools().get(call.name)
-        if tool is None:
-            available = ", ".join(sorted(self.names()))
-            name = shorten(call.name, 80)  # a model may send a name of any length: it is not echoed whole
-            return make_result(call, f"ERROR: unknown tool {name!r}; available: {available}", ok=False)
-        if not self._offered(tool):
-            return make_result(call, f"ERROR: {tool.name} is not available in read-only mode", ok=False)
         try:
+            if tool is None:
+                available = ", ".join(sorted(self.names()))
+                name = shorten(call.name, 80)  # a model may send a name of any length: not echoed whole
+                raise _Refused(f"ERROR: unknown tool {name!r}; available: {available}")
+            if not self._offered(tool):
+                raise _Refused(f"ERROR: {tool.name} is not available in read-only mode")
             args = tool.parse_arguments(call.arguments)
             if self.hooks is not None:  # before any question: a blocked call is never asked
                 outcome = self.hooks.run("pre_tool", cancel, call)
@@ -224,13 +226,15 @@ class ToolRunner:
             asks = ((tool.mutating and not tool.preapproved) or risk) and self.permission == "ask"
             if asks and tool.approval_kind not in self._always:
                 self._approve(call, tool, args, resolved, previews, risk)
-        except _Refused as refused:
-            return make_result(call, str(refused), ok=False)
         except Cancelled:
             return _interrupted(call)
+        except _Refused as refused:
+            error = str(refused)
         except NanoHermesError as err:
-            return make_result(call, f"ERROR: {err.one_line()}", ok=False)
-        return _Prepared(call, tool, args, resolved, granted)
+            error = f"ERROR: {err.one_line()}"
+        else:
+            return _Prepared(call, tool, args, resolved, granted)
+        return make_result(call, cap_output(error, self.max_chars), ok=False)  # it may echo the arguments
 
     def _check_path(
         self, call: ToolCall, tool: Tool, args: dict[str, Any]
@@ -277,8 +281,7 @@ class ToolRunner:
     def _ask(self, request: ApprovalRequest) -> Decision:
         assert self._approver is not None
         with self._asking:
-            decision = self._approver(request)
-        return decision if isinstance(decision, Decision) else Decision.NO
+            return self._approver(request)
 
     def _describe(
         self, tool: Tool, args: dict[str, Any], resolved: Path | None, previews: dict[Path, str]
