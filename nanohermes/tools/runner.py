@@ -94,10 +94,9 @@ class ToolRunner:
             )
         }
         if store is not None:
-            from nanohermes.tools.memory import MemoryTools
+            from nanohermes.tools.memory import memory_tools
 
-            for tool in MemoryTools(store).tools():
-                self.register(tool)
+            self._tools |= {tool.name: tool for tool in memory_tools(store)}
 
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
