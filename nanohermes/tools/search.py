@@ -166,18 +166,17 @@ def _walk(
     ctx.cancel.raise_if_cancelled()
     rules = rules + _read_rules(where, base)
     try:
-        names = sorted(os.listdir(where))
+        with os.scandir(where) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
     except OSError:
         return
-    for name in names:
+    for entry in entries:
+        name = entry.name
         if name == ".git":
             continue
         rel = f"{base}/{name}" if base else name
         try:
-            if isinstance(where, int):
-                mode = os.stat(name, dir_fd=where, follow_symlinks=False).st_mode
-            else:
-                mode = os.lstat(where / name).st_mode
+            mode = entry.stat(follow_symlinks=False).st_mode  # from the directory's descriptor
         except OSError:
             continue
         is_dir = stat.S_ISDIR(mode)
