@@ -248,10 +248,7 @@ class ToolRunner:
             if self.permission != "ask" or self._approver is None:
                 raise
             title = f"{tool.name} wants a path outside the workspace: {err.resolved}"
-            decision = self._ask(ApprovalRequest(tool.name, title, str(err.resolved), call))
-            if decision is Decision.NO:
-                raise _Refused(f"ERROR: {err.one_line()}") from None
-            if decision is Decision.ALWAYS:
+            if self._ask(call, title, str(err.resolved), f"ERROR: {err.one_line()}"):
                 self._granted.add(err.resolved)
             return err.resolved, frozenset(self._granted | {err.resolved})
 
@@ -269,18 +266,19 @@ class ToolRunner:
         title, detail, after = self._describe(tool, args, resolved, previews)
         if risk:
             title = f"{tool.name}: {risk}"
-        decision = self._ask(ApprovalRequest(tool.name, title, detail, call))
-        if decision is Decision.NO:
-            raise _Refused(DECLINED.format(tool=tool.name))
-        if decision is Decision.ALWAYS:
+        if self._ask(call, title, detail, DECLINED.format(tool=tool.name)):
             self._always.add(tool.approval_kind)
         if resolved is not None and after is not None:
             previews[resolved] = after
 
-    def _ask(self, request: ApprovalRequest) -> Decision:
+    def _ask(self, call: ToolCall, title: str, detail: str, refusal: str) -> bool:
+        """True when the user answered "always"; a "no" raises _Refused with `refusal`."""
         assert self._approver is not None
         with self._asking:
-            return self._approver(request)
+            decision = self._approver(ApprovalRequest(call.name, title, detail, call))
+        if decision is Decision.NO:
+            raise _Refused(refusal)
+        return decision is Decision.ALWAYS
 
     def _describe(
         self, tool: Tool, args: dict[str, Any], resolved: Path | None, previews: dict[Path, str]
