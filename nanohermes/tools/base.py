@@ -38,7 +38,7 @@ class Tool:
     parameters: dict[str, Any]
     func: Callable[..., str | Shown]
     mutating: bool = False  # not offered in read-only mode; asks in ask mode unless preapproved
-    path_arg: str | None = None  # the argument naming a workspace path: confined; calls on one path in order
+    path_arg: str | None = None  # a workspace path (`path`): confined; calls on one path run in order
     summary_arg: str | None = None
     approval_kind: str = ""  # what an "always for this session" answer covers
     context_arg: str | None = None
@@ -96,12 +96,12 @@ def tool_from_function(
     func: Callable[..., str | Shown],
     *,
     mutating: bool = False,
-    path_arg: str | None = None,
     summary_arg: str | None = None,
     approval_kind: str | None = None,
     risk: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> Tool:
-    """Build a Tool from a function's signature (types, defaults) and docstring (description, Args:)."""
+    """Build a Tool from a function's signature (types, defaults) and docstring (description, Args:).
+    An argument named `path` names a workspace path: the runner confines it."""
     description, arg_docs = parse_docstring(inspect.getdoc(func) or "")
     hints = typing.get_type_hints(func)
     properties: dict[str, Any] = {}
@@ -127,7 +127,7 @@ def tool_from_function(
         parameters={"type": "object", "properties": properties, "required": required},
         func=func,
         mutating=mutating,
-        path_arg=path_arg,
+        path_arg="path" if "path" in properties else None,
         summary_arg=summary_arg or (required[0] if required else next(iter(properties), None)),
         approval_kind=approval_kind or name,
         context_arg=context_arg,

@@ -62,4 +62,4 @@ def view_image_tool(workspace: Path, vision: bool) -> Tool:
             raise ToolError(NO_VISION)
         return Shown(f"{path}: the image follows", (load_image(root, path, ctx.granted),))
 
-    return tool_from_function(view_image, path_arg="path")
+    return tool_from_function(view_image)

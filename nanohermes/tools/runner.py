@@ -81,15 +81,11 @@ class ToolRunner:
         self._tools: dict[str, Tool] = {
             tool.name: tool
             for tool in (
-                tool_from_function(self._files.read_file, path_arg="path"),
-                tool_from_function(
-                    self._files.write_file, mutating=True, path_arg="path", approval_kind="edit"
-                ),
-                tool_from_function(
-                    self._files.edit_file, mutating=True, path_arg="path", approval_kind="edit"
-                ),
-                tool_from_function(search.list_files, path_arg="path"),
-                tool_from_function(search.grep, path_arg="path"),
+                tool_from_function(self._files.read_file),
+                tool_from_function(self._files.write_file, mutating=True, approval_kind="edit"),
+                tool_from_function(self._files.edit_file, mutating=True, approval_kind="edit"),
+                tool_from_function(search.list_files),
+                tool_from_function(search.grep),
                 tool_from_function(self._shell.run_shell, mutating=True, approval_kind="shell"),
             )
         }
