@@ -162,16 +162,12 @@ class ToolRunner:
         (so the user sees the whole plan, and a "no" stops a call before any of its batch runs)."""
         previews: dict[Path, str] = {}
         prepared: list[_Prepared | ToolResult] = []
-        stopped = False
-        for call in calls:
-            if stopped or cancel.cancelled:
-                prepared.append(_interrupted(call))
-                continue
-            ready = self._prepare(call, previews, cancel, notes)
-            # Ctrl-C at an approval (the approver raised Cancelled) may reach the token only later:
-            # the later calls are not asked, and get the interrupted result, not a refusal
-            stopped = isinstance(ready, ToolResult) and ready.content == INTERRUPTED
-            prepared.append(ready)
+        for index, call in enumerate(calls):
+            try:
+                cancel.raise_if_cancelled()
+                prepared.append(self._prepare(call, previews, cancel, notes))
+            except Cancelled:  # also Ctrl-C at an approval (the approver raised), before it reaches the token
+                return prepared + [_interrupted(later) for later in calls[index:]]
         return prepared
 
     def _execute(
@@ -198,7 +194,7 @@ class ToolRunner:
     def _prepare(
         self, call: ToolCall, previews: dict[Path, str], cancel: CancelToken, notes: list[Note]
     ) -> _Prepared | ToolResult:
-        """Check one call and ask its approval (in the calling thread, one call at a time)."""
+        """Check one call and ask its approval (in the calling thread, one at a time); raises Cancelled."""
         tool = self._all_tools().get(call.name)
         try:
             if tool is None:
@@ -222,7 +218,7 @@ class ToolRunner:
             if asks and tool.approval_kind not in self._always:
                 self._approve(call, tool, args, resolved, previews, risk)
         except Cancelled:
-            return _interrupted(call)
+            raise
         except _Refused as refused:
             error = str(refused)
         except NanoHermesError as err:
