@@ -22,6 +22,8 @@ from nanohermes.core.types import Shown, shorten
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+SHOWN_NAMES = 5  # unknown argument names echoed, each shortened: a model may send 100,000 of them
+
 
 @dataclass(frozen=True)
 class CallContext:
@@ -74,7 +76,9 @@ class Tool:
         unknown = sorted(set(args) - set(props))
         if unknown and not self.extra_arguments:
             allowed = ", ".join(props) or "none"
-            raise ToolError(f"{self.name} got unknown argument(s) {_names(unknown)}; allowed: {allowed}")
+            named = ", ".join(shorten(name, 40) for name in unknown[:SHOWN_NAMES])
+            more = f" and {len(unknown) - SHOWN_NAMES:,} more" if len(unknown) > SHOWN_NAMES else ""
+            raise ToolError(f"{self.name} got unknown argument(s) {named}{more}; allowed: {allowed}")
         missing = [name for name in self.parameters.get("required", []) if args.get(name) is None]
         if missing:
             raise ToolError(f"{self.name} is missing required argument(s): {', '.join(missing)}")
@@ -82,14 +86,6 @@ class Tool:
             name: _coerce(self.name, name, value, props[name]) if name in props else value
             for name, value in args.items()
         }
-
-
-SHOWN_NAMES = 5  # unknown argument names echoed, each shortened: a model may send 100,000 of them
-
-
-def _names(names: list[str]) -> str:
-    shown = ", ".join(shorten(name, 40) for name in names[:SHOWN_NAMES])
-    return shown + (f" and {len(names) - SHOWN_NAMES:,} more" if len(names) > SHOWN_NAMES else "")
 
 
 def tool_from_function(

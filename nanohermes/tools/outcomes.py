@@ -58,11 +58,10 @@ def start_remote(
     outer: concurrent.futures.Future[ToolResult] = concurrent.futures.Future()
 
     def finish(finished: concurrent.futures.Future[str]) -> None:
-        error = None if finished.cancelled() else finished.exception()
-        if finished.cancelled() or error is not None:
-            content, ok = (INTERRUPTED if error is None else failure(tool, error)), False
-        else:
+        try:
             content, ok = str(finished.result()), True
+        except BaseException as error:  # cancelled too: failure() says interrupted
+            content, ok = failure(tool, error), False
         with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled meanwhile
             outer.set_result(make_result(call, cap_output(content, limit), ok))
 
