@@ -228,17 +228,16 @@ class FileTools:
 def _read_line(handle: BinaryIO, cancel: CancelToken, max_bytes: int = 64 * 1024) -> bytes | None:
     """The next line (cut at max_bytes, its rest skipped), or None at the end. Ctrl-C is checked at
     each chunk: skipping to a far offset of a huge (sparse, 10 GB) file takes minutes."""
-    readline = handle.readline
-    line = readline(max_bytes)
+    line = handle.readline(max_bytes)
     if not line:
         return None
     if not line.endswith(b"\n"):
-        rest = readline(max_bytes)
+        rest = handle.readline(max_bytes)
         if rest:  # cut mid-line, so maybe mid-character: that is no sign of bytes that are not UTF-8
             line = _whole_characters(line)
         while rest and not rest.endswith(b"\n"):
             cancel.raise_if_cancelled()
-            rest = readline(max_bytes)
+            rest = handle.readline(max_bytes)
     return line
 
 

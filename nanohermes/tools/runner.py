@@ -132,9 +132,8 @@ class ToolRunner:
             for call, ready in zip(calls, prepared, strict=True):
                 began = time.monotonic()
                 if isinstance(ready, ToolResult) or cancel.cancelled:
-                    runs.append(
-                        (done(ready if isinstance(ready, ToolResult) else _interrupted(call)), False, began)
-                    )
+                    result = ready if isinstance(ready, ToolResult) else _interrupted(call)
+                    runs.append((done(result), False, began))
                     continue
                 tool = ready.tool
                 after = chains.get(ready.resolved) if ready.resolved else None

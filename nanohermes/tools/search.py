@@ -41,6 +41,7 @@ GREP_MAX_PATTERN_UNITS = 100_000  # a pattern whose counted repeats unroll past 
 GITIGNORE_MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 100  # deeper directories are not entered: a chain of hundreds would exhaust the stack
 TOO_DEEP = f"not entered, more than {MAX_DEPTH} directories deep"
+TOO_BIG = f"not searched, larger than {GREP_MAX_FILE_BYTES // 2**20} MB"
 
 Where = int | Path  # a directory being walked: its descriptor (SAFE_WALK), else its path
 
@@ -102,11 +103,8 @@ class SearchTools:
         if more:
             hits.append(f"[… {more} more matches not shown; narrow the pattern, path or glob]")
         found = "\n".join(hits) or f"no matches for {pattern!r}"
-        limit = GREP_MAX_FILE_BYTES // (1024 * 1024)
-        big_note = _note(
-            big, f"not searched, larger than {limit} MB", "; run_shell with grep can search them"
-        )
-        return "\n".join([found, *_note(deep, TOO_DEEP), *big_note])
+        advice = "; run_shell with grep can search them"
+        return "\n".join([found, *_note(deep, TOO_DEEP), *_note(big, TOO_BIG, advice)])
 
     def _files(self, start: Path, glob: str | None, deep: list[str], ctx: CallContext) -> Iterator[str]:
         """The relative paths of the files under `start` that git would not ignore and `glob` matches
