@@ -60,13 +60,11 @@ def encode(text: str, what: str) -> bytes:
 
 
 def unified_diff(before: str | None, after: str, label: str) -> str:
-    lines = list(
-        difflib.unified_diff(
-            (before or "").splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile="/dev/null" if before is None else f"a/{label}",
-            tofile=f"b/{label}",
-        )
+    lines = difflib.unified_diff(
+        (before or "").splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile="/dev/null" if before is None else f"a/{label}",
+        tofile=f"b/{label}",
     )
     text = "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
@@ -314,6 +312,5 @@ def closest_match(text: str, old: str, max_windows: int = 20_000) -> str:
     snippet = "\n".join(lines[best_at : best_at + size])
     if len(snippet) > 1500:
         snippet = snippet[:1500] + " […]"
-    end = best_at + size
     hint = " (it differs in whitespace only)" if "".join(snippet.split()) == "".join(old.split()) else ""
-    return f"Closest match{hint}, lines {best_at + 1}-{end} ({best:.0%} similar):\n{snippet}"
+    return f"Closest match{hint}, lines {best_at + 1}-{best_at + size} ({best:.0%} similar):\n{snippet}"
