@@ -73,7 +73,7 @@ class Workspace:
 
     def relative(self, resolved: Path) -> str:
         if resolved.is_relative_to(self.root):
-            return resolved.relative_to(self.root).as_posix() or "."
+            return resolved.relative_to(self.root).as_posix()  # "." for the root
         return str(resolved)
 
     def shown(self, resolved: Path) -> str:

@@ -102,9 +102,7 @@ class ToolRunner:
         self._sources.append(source)
 
     def _all_tools(self) -> dict[str, Tool]:
-        tools = {tool.name: tool for source in self._sources for tool in source()}
-        tools.update(self._tools)
-        return tools
+        return {tool.name: tool for source in self._sources for tool in source()} | self._tools
 
     def set_permission(self, mode: str) -> None:
         self.permission = mode  # read-only, ask or auto: the settings and commands refuse others
