@@ -63,9 +63,8 @@ class HookRunner:
             except Cancelled:
                 break
             except (NanoHermesError, OSError) as err:  # refused by the sandbox, no shell, a NUL, no temp file
-                notes.append(
-                    Note(f"hook {event} {shorten(hook.command, 60)!r} not run: {reason(err)}", "warning")
-                )
+                text = f"hook {event} {shorten(hook.command, 60)!r} not run: {reason(err)}"
+                notes.append(Note(text, "warning"))
                 continue
             blocked = code == BLOCK and event in DECIDING
             failed = code != 0 and not blocked

@@ -272,14 +272,13 @@ class ToolRunner:
     def _describe(
         self, tool: Tool, args: dict[str, Any], resolved: Path | None, previews: dict[Path, str]
     ) -> tuple[str, str, str | None]:
-        files = self._files
-        if tool.func == files.write_file and resolved is not None:
+        if tool.func == self._files.write_file and resolved is not None:
             content = str(args["content"])
             verb = "Overwrite" if resolved in previews or resolved.exists() else "Create"
-            diff = files.preview_write(resolved, content, previews.get(resolved))
+            diff = self._files.preview_write(resolved, content, previews.get(resolved))
             return f"{verb} {self.workspace.relative(resolved)}", diff, content
-        if tool.func == files.edit_file and resolved is not None:
-            diff, after = files.preview_edit(resolved, previews.get(resolved), **args)
+        if tool.func == self._files.edit_file and resolved is not None:
+            diff, after = self._files.preview_edit(resolved, previews.get(resolved), **args)
             return f"Edit {self.workspace.relative(resolved)}", diff, after
         if tool.func == self._shell.run_shell:
             timeout = args.get("timeout")

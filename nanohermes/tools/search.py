@@ -114,8 +114,7 @@ class SearchTools:
         if start.is_relative_to(self.workspace.root):  # the .gitignore files above `start` count too
             parts = start.relative_to(self.workspace.root).parts
             for index in range(len(parts)):
-                above = self.workspace.root.joinpath(*parts[:index])
-                rules += _read_rules(above, "/".join(parts[:index]))
+                rules += _read_rules(self.workspace.root.joinpath(*parts[:index]), "/".join(parts[:index]))
         base = self.workspace.relative(start) if start != self.workspace.root else ""
         opened = self.workspace.dir_fd(start) if SAFE_WALK else contextlib.nullcontext(start)
         with opened as where:
