@@ -43,6 +43,7 @@ def test_schema_from_signature_and_docstring() -> None:
     assert tool.description == "Do a sample thing.\n\nSecond paragraph of the description."
     assert tool.mutating
     assert tool.context_arg == "ctx"
+    assert tool.path_arg is None  # only an argument named `path` is a workspace path
     assert tool.summary_arg == "name"
     assert tool.parameters == {
         "type": "object",
