@@ -106,8 +106,8 @@ def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefini
 
 
 class SubAgentRunner:
-    """Runs a sub-agent task to its final answer: no streaming, the task pinned through compaction,
-    the allowed tools only, errors as ToolError."""
+    """Runs a sub-agent task to its final answer (its stream has no reader): the task pinned through
+    compaction, the allowed tools only, errors as ToolError."""
 
     def __init__(
         self,
@@ -139,7 +139,6 @@ class SubAgentRunner:
             self._config.model_copy(update={"model": self._model_name()}),
             [{"role": "system", "content": system}, task_message],
             add_usage=self._add_usage,
-            stream=False,
             pinned=2,
         )
         loop = steps.run_steps(Turn(task_message), cancel)

@@ -129,7 +129,6 @@ class Steps:
         *,
         add_usage: Callable[[Usage], None],
         archive: list[Message] | None = None,
-        stream: bool = True,
         pinned: int = 1,
     ) -> None:
         """`archive` gets what compaction takes out; `pinned` leading messages are never compacted
@@ -139,7 +138,7 @@ class Steps:
         self.messages = messages
         self._count_usage = add_usage
         self._archive = [] if archive is None else archive
-        self._streaming, self._pinned = stream, pinned
+        self._pinned = pinned
 
     def run_steps(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, TurnOver]:
         try:
@@ -188,10 +187,6 @@ class Steps:
     def _request(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
         turn.partial = []
         tools = self._tools.schemas() or None
-        if not self._streaming:
-            result = self._model.complete(self.messages, tools, model=self.model, cancel=cancel)
-            self._count_usage(result.counted_usage(self.messages, tools))
-            return result
         streamed: ChatResult | None = None
         for item in self._model.stream(self.messages, tools, model=self.model, cancel=cancel):
             if isinstance(item, ChatResult):
