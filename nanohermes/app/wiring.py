@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.app.agent_wiring import AgentParts, OpenedSession, Runtime, build_agent, open_locked
-from nanohermes.core.errors import ConfigError
+from nanohermes.core.errors import ConfigError, StoreError
 from nanohermes.core.events import Note
 
 if TYPE_CHECKING:
@@ -126,7 +126,6 @@ def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path
     («memory.json was unreadable, moved to …») shows at start-up, not after the first answer."""
     if not settings.memory:
         return None
-    from nanohermes.core.errors import StoreError
     from nanohermes.memory import workspace_store
 
     secret = settings.api_key_value()

@@ -126,13 +126,6 @@ class Usage:
         total = as_count(data.get("total_tokens")) or prompt + completion
         return cls(prompt, completion, total, data.get("estimated") is True)
 
-    @classmethod
-    def estimate(cls, sent: list[Message], reply: Message, tools: Any = None) -> Usage:
-        prompt = sum(map(message_chars, sent)) + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
-        prompt_tokens = -(-prompt // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * len(sent)
-        completion_tokens = -(-message_chars(reply) // CHARS_PER_TOKEN)
-        return cls(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, estimated=True)
-
 
 @dataclass
 class ChatResult:
@@ -147,7 +140,12 @@ class ChatResult:
         return not self.content.strip() and not self.refusal.strip() and not self.tool_calls
 
     def counted_usage(self, sent: list[Message], tools: Any = None) -> Usage:
-        return self.usage if self.usage.total_tokens else Usage.estimate(sent, self.to_message(), tools)
+        if self.usage.total_tokens:
+            return self.usage
+        prompt = sum(map(message_chars, sent)) + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
+        prompt_tokens = -(-prompt // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * len(sent)
+        completion_tokens = -(-message_chars(self.to_message()) // CHARS_PER_TOKEN)
+        return Usage(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, estimated=True)
 
     def to_message(self) -> Message:
         """A refusal is kept as the content; the model client decides whether to send the reasoning back."""
