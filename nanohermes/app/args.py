@@ -11,8 +11,6 @@ from typing import Any, NoReturn
 from nanohermes import __version__
 from nanohermes.config.options import CliOptions, MemoryArgs, UndoArgs
 
-__all__ = ["CliOptions", "MemoryArgs", "UndoArgs", "UsageError", "build_parser", "parse_args"]
-
 
 class UsageError(Exception):
     """A bad command line; reported as one line with exit code 2, pointing at `command --help`."""
