@@ -167,17 +167,13 @@ def message_text(message: Message) -> str:
     return ""
 
 
-def plural(count: int, singular: str, several: str = "") -> str:
+def plural(count: int, noun: str) -> str:
     """`1 memory`, `2 memories`, `0 best matches`."""
     if count == 1:
-        return f"1 {singular}"
-    return f"{count:,} {several or _plural_of(singular)}"
-
-
-def _plural_of(noun: str) -> str:
+        return f"1 {noun}"
     if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
-        return noun[:-1] + "ies"
-    return noun + "es" if noun.endswith(("s", "sh", "ch", "x")) else noun + "s"
+        return f"{count:,} {noun[:-1]}ies"
+    return f"{count:,} {noun}es" if noun.endswith(("s", "sh", "ch", "x")) else f"{count:,} {noun}s"
 
 
 MIN_SECRET_CHARS = 8  # a shorter configured key (`none`, `dummy` for a local server) is no secret
