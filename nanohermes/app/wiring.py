@@ -9,6 +9,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -214,16 +215,16 @@ def run_acp(options: CliOptions, settings: Settings) -> int:
         client.close()
 
 
+@dataclass
 class _Sessions:
     """The server's open sessions and its memory stores, shared by the server's threads."""
 
-    def __init__(self, options: CliOptions, settings: Settings, client: ChatClient) -> None:
-        self.options = options
-        self.settings = settings
-        self.client = client
-        self.stores: dict[Path, MemoryStore | None] = {}
-        self.guard = threading.Lock()
-        self.opened: set[Callable[[], None]] = set()  # the close of every open session: run at exit
+    options: CliOptions
+    settings: Settings
+    client: ChatClient
+    stores: dict[Path, MemoryStore | None] = field(default_factory=dict)
+    guard: threading.Lock = field(default_factory=threading.Lock)
+    opened: set[Callable[[], None]] = field(default_factory=set)  # each open session's close: run at exit
 
     def store_for(self, workspace: Path) -> MemoryStore | None:
         with self.guard:
