@@ -44,7 +44,6 @@ class Agent(Steps):
         store: MemoryStore | None = None,
         resumed: SessionData | None = None,
         workspace: str = "",
-        secrets: tuple[str, ...] = (),
         checkpoints: Checkpoints | None = None,
         hooks: HookRunner | None = None,
         attach_images: Callable[[str], tuple[list[str], list[str]]] | None = None,
@@ -78,6 +77,7 @@ class Agent(Steps):
         self._lock = threading.Lock()
         self._turn: Turn | None = None  # the running turn, whose usage sub-agents add to
         self._background: list[Event] = []
+        secrets = (config.api_key_value() or "",)  # a short or empty key is no secret (hide_secrets)
         self._saver = SessionSaver(session, self._data, secrets=secrets, post_note=self.post_note)
         self._distiller = Distiller(
             model,

@@ -175,7 +175,6 @@ def _agent(
     from nanohermes.agent.skills import load_skills, make_skill_tool, skills_prompt
     from nanohermes.tools.images import attached_images
 
-    secret = settings.api_key_value()
     agents_md, agents_note = load_agents_md(workspace)
     skills, skill_problems = load_skills(workspace, settings.state_dir)
     prompt = base_system_prompt(
@@ -190,7 +189,6 @@ def _agent(
         store=parts.store,
         resumed=opened.data,
         workspace=str(workspace),
-        secrets=(secret,) if secret else (),
         checkpoints=checkpoints,
         hooks=runner.hooks,
         attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
