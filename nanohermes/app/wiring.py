@@ -129,13 +129,12 @@ def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path
         return None
     from nanohermes.memory import workspace_store
 
-    secret = settings.api_key_value()
     store = workspace_store(
         settings.memory_dir,
         workspace,
         max_entries=settings.memory_max_entries,
         on_notice=relay,
-        secrets=(secret,) if secret else (),
+        secrets=(settings.api_key_value() or "",),  # the store drops an empty one
         team_distill=settings.memory_team_distill,
     )
     try:
