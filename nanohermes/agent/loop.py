@@ -50,8 +50,7 @@ class Agent(Steps):
         verbose: bool = False,
         save_each_turn: bool = True,
     ) -> None:
-        """`attach_images`: the images a message names (`@shot.png`) as data URLs, and notes.
-        `save_each_turn` is False in `-p`: its one save comes after distillation."""
+        """`attach_images`: the images a message names (`@shot.png`) as data URLs, and notes."""
         self._store, self._checkpoints = store, checkpoints
         self.session_path = session.path
         self._attach_images = attach_images

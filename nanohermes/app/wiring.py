@@ -90,7 +90,7 @@ def build_runtime(
     local: LocalEndpoint | None = None,
     opened: OpenedSession | None = None,
 ) -> Runtime:
-    """The runtime on the session `opened` (else opened here). `-p` never asks: `approver` is ignored."""
+    """The runtime on the session `opened` (else opened here)."""
     import_httpx()  # before the model client: without httpx's command-line client
     from nanohermes.llm import ChatClient
 
@@ -103,7 +103,7 @@ def build_runtime(
     parts = AgentParts(
         ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None),
         store,
-        approver if options.prompt is None else None,
+        approver,
         options.verbose,
         options.secret_files,
         save_each_turn=options.prompt is None,
