@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from nanohermes.tools.files import FileTools
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.tools.sandbox import Sandbox
-    from nanohermes.ui.seams import ResumePreview
 
 SAVE_WAIT = 10.0
 """How long closing waits for a session write still under way before it lets the session go."""
@@ -53,12 +52,6 @@ class OpenedSession:
     data: SessionData | None
     lock: SessionLock
     notices: tuple[str, ...] = ()
-
-    def preview(self) -> ResumePreview:
-        from nanohermes.ui.seams import ResumePreview
-
-        messages = tuple(self.data.messages) if self.data else ()
-        return ResumePreview(self.session.path.stem, messages, self.notices)
 
 
 def open_locked(path: Path, notices: tuple[str, ...] = ()) -> OpenedSession:

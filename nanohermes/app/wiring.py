@@ -177,13 +177,17 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
             # `local`: names the server if it dies
             return run_oneshot(options, settings, functools.partial(build_runtime, local=endpoint))
         from nanohermes.ui.repl import run_repl
+        from nanohermes.ui.seams import ResumePreview
 
-        opened = None
+        opened: OpenedSession | None = None
+        preview: ResumePreview | None = None  # shown while the runtime is built
         if options.session is not None or options.continue_last:
             opened = open_session(options, settings)
             stack.callback(opened.lock.release)  # also when the background build fails
+            messages = tuple(opened.data.messages) if opened.data else ()
+            preview = ResumePreview(opened.session.path.stem, messages, opened.notices)
         builder: RuntimeBuilder = functools.partial(build_runtime, local=endpoint, opened=opened)
-        return run_repl(options, settings, builder, preview=opened.preview() if opened else None)
+        return run_repl(options, settings, builder, preview=preview)
 
 
 def _require_terminal(options: CliOptions, settings: Settings) -> None:
