@@ -183,7 +183,6 @@ def _agent(
         resumed=opened.data,
         workspace=str(workspace),
         checkpoints=checkpoints,
-        hooks=runner.hooks,
         attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
         verbose=parts.verbose,
         save_each_turn=parts.save_each_turn,
