@@ -61,9 +61,8 @@ BUILTIN_AGENTS = (
 
 
 def parse_definition(text: str, fallback_name: str) -> AgentDefinition:
-    """Raises ValueError with a one-line reason."""
-    text = text.lstrip("\ufeff").strip()  # a BOM (Windows editors) is no text
-    meta, body = front_matter(text, FRONT_MATTER_KEYS)
+    """`text` as `read_definition` reads it. Raises ValueError with a one-line reason."""
+    meta, body = front_matter(text.strip(), FRONT_MATTER_KEYS)
     name = unquote(meta.get("name", "")) or fallback_name
     if len(name) > NAME_MAX_CHARS:
         raise ValueError(f"agent name is {len(name):,} characters long; at most {NAME_MAX_CHARS}")
