@@ -209,9 +209,8 @@ class Steps:
                 if isinstance(event, ToolFinished):
                     yield from plan_updates(calls[len(results) - 1], event.result)
         finally:
-            for index, call in enumerate(calls):
-                got = results[index] if index < len(results) else None
-                result = got or ToolResult(call.id, call.name, INTERRUPTED, ok=False)
+            unanswered = [ToolResult(c.id, c.name, INTERRUPTED, ok=False) for c in calls[len(results) :]]
+            for call, result in zip(calls, results + unanswered, strict=False):
                 self.messages.append({**result.to_message(), "tool_call_id": call.id})
             self.messages.extend(shown_images(results))
 
