@@ -39,7 +39,7 @@ NOTHING_TO_COMPACT_HINT = (
 
 
 class TurnOver(Exception):
-    """An early (or normal) exit from the loop, caught in one place in `run`."""
+    """An early (or normal) exit from the loop, caught in one place in `run_steps`."""
 
     def __init__(self, completed: bool, reason: str, note: Note | None = None, answer: str = "") -> None:
         super().__init__(reason)
@@ -103,7 +103,7 @@ class Turn:
     user_message: Message
     had_tools: bool = False
     usage: Usage = field(default_factory=Usage)
-    partial: list[str] | None = None  # text streamed by the current model call; None: not streaming
+    partial: list[str] | None = None  # text streamed by the current model call; None: no call under way
 
 
 class ToolSet(Protocol):
