@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from nanohermes.agent.loop import Agent
     from nanohermes.checkpoints import Checkpoints
     from nanohermes.config.mcp_config import McpServerConfig
+    from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import Settings
     from nanohermes.core.protocols import Approver
     from nanohermes.llm import ChatClient
@@ -38,10 +39,8 @@ class AgentParts:
     client: ChatClient
     store: MemoryStore | None
     approver: Approver | None
-    verbose: bool = False
-    secret_files: tuple[Path, ...] = ()
+    options: CliOptions
     files: Callable[[Path, int], FileTools] | None = None
-    save_each_turn: bool = True  # False in `-p`: its one save comes after distillation
 
 
 @dataclass(frozen=True)
@@ -109,9 +108,10 @@ def build_agent(
     from nanohermes.tools.hooks import HookRunner
 
     checkpoints = _checkpoints(settings, workspace, opened.session.path)
-    sandbox = _sandbox(settings, workspace, parts.secret_files)
+    sandbox = _sandbox(settings, workspace, parts.options.secret_files)
     runner = _runner(settings, parts, workspace, sandbox, checkpoints)
-    hooks = runner.hooks = HookRunner(settings.hooks, sandbox, workspace, opened.session.path, parts.verbose)
+    hooks = HookRunner(settings.hooks, sandbox, workspace, opened.session.path, parts.options.verbose)
+    runner.hooks = hooks
     agent = _agent(settings, parts, runner, workspace, opened, checkpoints)
     if sandbox.startup_warning:
         # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
@@ -184,8 +184,8 @@ def _agent(
         workspace=str(workspace),
         checkpoints=checkpoints,
         attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
-        verbose=parts.verbose,
-        save_each_turn=parts.save_each_turn,
+        verbose=parts.options.verbose,
+        save_each_turn=parts.options.prompt is None,  # `-p` saves once, after distillation
     )
     for problem in [agents_note, *skill_problems]:
         if problem:

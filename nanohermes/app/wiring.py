@@ -100,14 +100,8 @@ def build_runtime(
         for notice in opened.notices:
             relay(notice)
     store = open_store(settings, relay, Path.cwd())
-    parts = AgentParts(
-        ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None),
-        store,
-        approver,
-        options.verbose,
-        options.secret_files,
-        save_each_turn=options.prompt is None,
-    )
+    client = ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None)
+    parts = AgentParts(client, store, approver, options)
     runtime = build_agent(settings, parts, opened, workspace=Path.cwd())
     relay.attach(runtime.agent.post_note)
     return runtime
@@ -247,11 +241,10 @@ class _Sessions:
         """A session's agent, holding the session's lock until its close is called."""
         from nanohermes.acp.session import Opened
 
-        options = self.options
         opened = open_locked(session_path)
         try:
             store = self.store_for(workspace)
-            parts = AgentParts(self.client, store, approver, options.verbose, options.secret_files, files)
+            parts = AgentParts(self.client, store, approver, self.options, files)
             runtime = build_agent(self.settings, parts, opened, workspace=workspace, mcp_servers=mcp_servers)
         except BaseException:
             opened.lock.release()
