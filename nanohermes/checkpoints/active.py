@@ -24,7 +24,7 @@ class ActiveTurns:
         """Mark this session's turn as running; True when another session's turn is running too."""
         try:
             self.directory.mkdir(exist_ok=True, mode=0o700)
-            self._flag(self.key).unlink(missing_ok=True)  # left by an earlier turn that did not end
+            self._flag(self.key).unlink(missing_ok=True)  # set during an earlier turn
             shared = False
             for path in self.directory.glob("*.lock"):
                 if path.stem == self.key:
@@ -42,15 +42,9 @@ class ActiveTurns:
         self._held = held
         return shared
 
-    def leave(self) -> bool:
-        """End this session's turn; True when another session's turn ran while it did."""
-        try:
-            flag = self._flag(self.key)
-            shared = flag.exists()
-            flag.unlink(missing_ok=True)
-        finally:
-            self.release()
-        return shared
+    def shared(self) -> bool:
+        """Whether another session's turn ran while this one did (`release` ends it)."""
+        return self._flag(self.key).exists()
 
     def release(self) -> None:
         """Stop marking this session's turn as running (its flag is cleared at the next join)."""

@@ -83,13 +83,11 @@ def remove(path: Path, root: Path) -> None:
         path.unlink(missing_ok=True)
     except OSError as err:
         raise CheckpointError(f"cannot remove {path}: {err.strerror}") from None
-    parent = path.parent
-    while parent != root and parent.is_relative_to(root):
+    for folder in (parent for parent in path.parents if parent != root and parent.is_relative_to(root)):
         try:
-            parent.rmdir()
-        except OSError:
+            folder.rmdir()
+        except OSError:  # not empty: neither is any above it
             break
-        parent = parent.parent
 
 
 def put_back(path: Path, root: Path, state: FileState, data: bytes, exact_mode: bool) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import os
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -86,11 +87,10 @@ class History:
         diffs = []
         for path in plan.conflicts:
             target = self.cp.workspace / path
-            try:
-                now = target.read_bytes() if target.is_file() else b""
-            except OSError:
-                now = b""
-            status = "deleted" if not target.exists() and not target.is_symlink() else "modified"
+            now = b""
+            with contextlib.suppress(OSError):
+                now = target.read_bytes() if target.is_file() else b""  # (not a FIFO: that would hang)
+            status = "modified" if os.path.lexists(target) else "deleted"
             diffs.append(file_diff(path, status, read(plan.expected[path][0]), now))
         return diffs
 
@@ -165,22 +165,21 @@ def _span(turns: list[TurnRecord]) -> tuple[dict[str, State], dict[str, State]]:
 
 def file_diff(path: str, status: str, old: bytes, new: bytes) -> FileDiff:
     name = shown(path)
-    if _binary(old) or _binary(new):
+    before, after = _text_lines(old), _text_lines(new)
+    if before is None or after is None:
         return FileDiff(name, status, [f"binary file: {len(old):,} → {len(new):,} bytes"])
-    before = old.decode("utf-8").splitlines()
-    after = new.decode("utf-8").splitlines()
     lines = list(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}", lineterm="", n=3))[2:]
     if len(lines) > MAX_DIFF_LINES:
         lines = [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more lines"]
     return FileDiff(name, status, lines)
 
 
-def _binary(data: bytes) -> bool:
+def _text_lines(data: bytes) -> list[str] | None:
+    """The lines of UTF-8 text; None for binary data (not UTF-8, or a NUL early on)."""
     try:
-        data.decode("utf-8")
+        return None if b"\0" in data[:8192] else data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
-        return True
-    return b"\0" in data[:8192]
+        return None
 
 
 def _depth(path: str) -> int:
@@ -200,13 +199,13 @@ class NoCheckpoints(CheckpointError):
 def for_session(state_dir: Path, session: Path, here: Path) -> Checkpoints:
     """The checkpoints of `session` in `here` when it changed files there, else where it last did (a
     session resumed elsewhere has one journal per workspace). Raises CheckpointError."""
-    session = session.expanduser().absolute()
-    name = f"{path_key(session)}.json"
-    mine = checkpoints_root(state_dir) / path_key(here.resolve()) / "journals" / name
-    found = mine if mine.is_file() else _newest(checkpoints_root(state_dir).glob(f"*/journals/{name}"))
+    mine = Checkpoints(here, state_dir, session)
+    if mine.journal_path.is_file():
+        return mine
+    found = _newest(checkpoints_root(state_dir).glob(f"*/journals/{mine.journal_path.name}"))
     if found is None:
         raise NoCheckpoints(
-            f"no checkpoints for session {session}", "nanohermes undo --list shows this workspace's"
+            f"no checkpoints for session {mine.session}", "nanohermes undo --list shows this workspace's"
         )
     return _open(state_dir, found)
 

@@ -104,16 +104,18 @@ class Journal:
         except OSError as err:
             raise CheckpointError(f"checkpoint journal {path} is unreadable ({err})") from None
         except ValidationError as err:  # before ValueError: it is one
-            raise _malformed(path, err) from None
+            first = err.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            problem = f"{where}: {first['msg']}" if where else first["msg"]
+            raise CorruptJournal(f"checkpoint journal {path} is malformed ({problem})") from None
         except ValueError as err:  # not JSON, not UTF-8
             raise CorruptJournal(f"checkpoint journal {path} is unreadable ({err})") from None
         journal.path = path
         return journal
 
     def save(self) -> None:
-        staged = self.stage()
         try:
-            staged.commit()
+            self.stage().commit()  # (stage raises CheckpointError itself)
         except OSError as err:
             raise self._unwritable(err) from None
 
@@ -135,12 +137,6 @@ class Journal:
 def _format() -> TypeAdapter[Journal]:
     """Built on first use (a few ms): a turn that changes nothing never reads or writes a journal."""
     return TypeAdapter(Journal)
-
-
-def _malformed(path: Path, err: ValidationError) -> CorruptJournal:
-    first = err.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    return CorruptJournal(f"checkpoint journal {path} is malformed ({where}{where and ': '}{first['msg']})")
 
 
 def shown(path: str) -> str:

@@ -52,7 +52,6 @@ def checkpoints_root(state_dir: Path) -> Path:
 @dataclass
 class _Turn:
     prompt: str
-    failed: bool = False
     tree: str = ""
     copies: dict[str, FileState | None] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)  # paths a write or edit of this turn was checked for
@@ -70,7 +69,6 @@ class Checkpoints:
         session: Path,
         *,
         git: str | None = "",
-        file_limit: int = FILE_LIMIT,
         private: tuple[Path, ...] = (),
     ) -> None:
         """`git`: the git executable ("" finds it on PATH; None: do without git). `private`:
@@ -82,7 +80,6 @@ class Checkpoints:
         self.journal_path = self.dir / "journals" / f"{path_key(self.session)}.json"
         self.copies = self.dir / "copies"  # kept copies of files by sha256, shared by all sessions
         self._git = git
-        self._file_limit = file_limit
         self._repo: ShadowRepo | None = None
         self.store = ""  # "git" or "copies" once the first change decided it
         self._lock = threading.RLock()  # the turn's state and notes (the warm-up takes it only briefly)
@@ -152,13 +149,13 @@ class Checkpoints:
         the "before" snapshot is complete. Never raises."""
         with self._work, self._lock:
             turn = self._turn
-            if turn is None or turn.failed:
+            if turn is None:  # no turn, or its checkpoint failed
                 return
             try:
                 with self.lock():
                     self._before(turn, path)
             except Exception as err:  # never stop the turn: say so, and leave this turn unrecorded
-                turn.failed = True
+                self._turn = None
                 self._notes.append(f"checkpoint failed ({_why(err)}): this turn's changes cannot be undone")
 
     def _before(self, turn: _Turn, path: Path | None) -> None:
@@ -181,8 +178,8 @@ class Checkpoints:
         try:
             repo = self.repo()
             repo.ensure([path for path in map(self._relative, self._private) if path not in (None, ".")])
-            if repo.count_files() > self._file_limit:
-                raise CheckpointError(f"the workspace holds more than {self._file_limit:,} files")
+            if repo.count_files() > FILE_LIMIT:
+                raise CheckpointError(f"the workspace holds more than {FILE_LIMIT:,} files")
             self.store = "git"
         except CheckpointError as err:
             self._fall_back(err.one_line())
@@ -217,12 +214,10 @@ class Checkpoints:
         with self._lock:
             turn, self._turn = self._turn, None
             notes, self._notes = self._notes, []
-        if turn is None or turn.failed or not (turn.tree or turn.copies):
-            self._active.release()
-            return TurnChanges(notes=tuple(notes))
-        with self._work:
-            try:
-                with self.lock():
+        record = None
+        try:
+            if turn is not None and (turn.tree or turn.copies):
+                with self._work, self.lock():
                     record = self._record(turn, notes)
                     if record is not None and not self._pruned:
                         self._pruned = True
@@ -230,20 +225,20 @@ class Checkpoints:
                             self._prune()
                         except (CheckpointError, OSError) as err:  # the turn is recorded all the same
                             notes.append(f"old checkpoints were not pruned ({_why(err)})")
-            except Exception as err:  # the turn is over either way: say so
-                if isinstance(err, GitTimeout):  # the next turn would wait as long again
-                    self.store = "copies"
-                notes.append(f"checkpoint failed ({_why(err)}): this turn cannot be undone")
-                record = None
-            finally:
-                self._active.release()  # whatever failed: other sessions must not see it running
+        except Exception as err:  # the turn is over either way: say so
+            if isinstance(err, GitTimeout):  # the next turn would wait as long again
+                self.store = "copies"
+            notes.append(f"checkpoint failed ({_why(err)}): this turn cannot be undone")
+            record = None
+        finally:
+            self._active.release()  # whatever failed: other sessions must not see it running
         if record is None:
             return TurnChanges(notes=tuple(notes))
         return TurnChanges(record.number, tuple(change.shown for change in record.files), tuple(notes))
 
     def _record(self, turn: _Turn, notes: list[str]) -> TurnRecord | None:
         """The turn's record, saved in the journal (None: it changed nothing); `notes`: what to say."""
-        shared = bool(turn.tree) and (self._active.leave() or turn.shared)  # before the "after" snapshot
+        shared = bool(turn.tree) and (self._active.shared() or turn.shared)  # before the "after" snapshot
         journal = self._journal_to_record(notes)
         number = max((turn.number for turn in journal.turns), default=0) + 1
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

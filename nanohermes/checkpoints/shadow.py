@@ -42,11 +42,12 @@ class ShadowRepo:
         self.git = git
         self.git_dir = git_dir
         self.workspace = workspace
+        self.index = git_dir / INDEX_NAME
         self.env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
         self.env.update(
             GIT_DIR=str(git_dir),
             GIT_WORK_TREE=str(workspace),
-            GIT_INDEX_FILE=str(git_dir / INDEX_NAME),
+            GIT_INDEX_FILE=str(self.index),
             GIT_CONFIG_GLOBAL=os.devnull,
             GIT_CONFIG_NOSYSTEM="1",
             GIT_LITERAL_PATHSPECS="1",
@@ -112,10 +113,6 @@ class ShadowRepo:
         except CheckpointError:
             return True  # unsure: the caller keeps a copy, which restores it either way
 
-    @property
-    def index(self) -> Path:
-        return self.git_dir / INDEX_NAME
-
     def snapshot(self) -> str:
         """Record the workspace as it is now; returns the tree id. The caller holds the checkpoints'
         file lock, so an index lock left by a killed git is stale and removed."""
@@ -147,10 +144,8 @@ class ShadowRepo:
             )
 
     def commit(self, tree: str, message: str, parent: str = "") -> str:
-        args = ["commit-tree", tree, "-m", message]
-        if parent:
-            args += ["-p", parent]
-        return self.run(*args).decode().strip()
+        parents = ("-p", parent) if parent else ()
+        return self.run("commit-tree", tree, "-m", message, *parents).decode().strip()
 
     def drop_refs(self, prefix: str) -> bool:
         listed = self.run("for-each-ref", "--format=%(refname)", prefix).decode().split()

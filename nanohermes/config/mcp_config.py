@@ -15,7 +15,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from nanohermes.config.config_file import read_text
 from nanohermes.core.errors import JSON_ERRORS, ConfigError, json_problem
 
-Transport = Literal["stdio", "http"]
 SECRET_KEYS = ("env", "headers")
 """Values under these keys are never shown in an error (tokens live there)."""
 JSON_TYPES = ("stdio", "http", "streamable-http", "streamable_http", "streamableHttp")
@@ -70,7 +69,7 @@ class McpServerConfig(BaseModel):
         return allowed and tool not in self.disabled_tools
 
     @property
-    def transport(self) -> Transport:
+    def transport(self) -> Literal["stdio", "http"]:
         return "stdio" if self.command is not None else "http"
 
     def target(self) -> str:
@@ -163,14 +162,13 @@ def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfi
         raise ConfigError(f"{where}: server {name!r} must be an object with command or url")
     values = dict(entry)
     kind = values.pop("type", None)
-    if kind is not None:
-        if kind == "sse":
-            raise ConfigError(
-                f"{where}: server {name!r} uses the old SSE transport, which nanohermes does not speak",
-                "use the server's streamable HTTP endpoint (type http)",
-            )
-        if kind not in JSON_TYPES:
-            raise ConfigError(f"{where}: server {name!r} has unknown type {kind!r}", "use stdio or http")
+    if kind == "sse":
+        raise ConfigError(
+            f"{where}: server {name!r} uses the old SSE transport, which nanohermes does not speak",
+            "use the server's streamable HTTP endpoint (type http)",
+        )
+    if kind is not None and kind not in JSON_TYPES:
+        raise ConfigError(f"{where}: server {name!r} has unknown type {kind!r}", "use stdio or http")
     if "disabled" in values:  # the form some editors write
         disabled = values.pop("disabled")
         if not isinstance(disabled, bool):  # `not "false"` would disable the server
@@ -214,26 +212,20 @@ def servers_from_acp(items: Sequence[Mapping[str, Any]]) -> dict[str, McpServerC
     """ACP's `mcpServers` list (env and headers as `[{name, value}]`) as configs. Raises ConfigError."""
     configs: dict[str, McpServerConfig] = {}
     for item in items:
-        name = str(item.get("name") or "")
-        values: dict[str, Any] = {}
         if item.get("url") is not None:  # (SSE servers were left out by acp.convert, with a note)
-            values["url"] = item["url"]
-            values["headers"] = _pairs(item.get("headers"))
+            values: dict[str, Any] = {"url": item["url"], "headers": _pairs(item.get("headers"))}
         else:
-            values["command"] = item.get("command")
-            values["args"] = list(item.get("args") or [])
-            values["env"] = _pairs(item.get("env"))
+            values = {"command": item.get("command"), "env": _pairs(item.get("env"))}
+            values["args"] = item.get("args") or []
         try:
-            configs[name] = McpServerConfig.model_validate(values)
+            configs[item["name"]] = McpServerConfig.model_validate(values)
         except ValidationError as err:
-            raise ConfigError(describe_problem(name, err.errors()[0])) from None
+            raise ConfigError(describe_problem(item["name"], err.errors()[0])) from None
     problem = check_server_names(list(configs))
     if problem or len(configs) != len(items):
         raise ConfigError(f"MCP servers: {problem or 'two servers have the same name'}")
     return configs
 
 
-def _pairs(value: Any) -> dict[str, str]:
-    if isinstance(value, Mapping):
-        return {str(k): str(v) for k, v in value.items()}
-    return {str(pair["name"]): str(pair["value"]) for pair in value or [] if isinstance(pair, Mapping)}
+def _pairs(pairs: Sequence[Mapping[str, str]] | None) -> dict[str, str]:
+    return {pair["name"]: pair["value"] for pair in pairs or []}

@@ -22,7 +22,6 @@ _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2
 _KEY = re.compile("[!-~]+")
 """What an API key may hold: it travels in an HTTP header, where anything else is refused (and the
 HTTP library's error would quote the whole header, key included)."""
-TABLE_REASON = "must be a table of MCP servers ([mcp_servers.NAME] in the config file)"
 
 _REASONS = {
     **dict.fromkeys(
@@ -160,7 +159,7 @@ def _folder(value: Any) -> Any:
 
 def _servers(value: Any) -> Any:
     if not isinstance(value, Mapping):
-        raise ValueError(TABLE_REASON)
+        raise ValueError("must be a table of MCP servers ([mcp_servers.NAME] in the config file)")
     problem = check_server_names(list(value))
     if problem:
         raise ValueError(problem)

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, model_validator
-from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -35,14 +34,13 @@ ENV_PREFIX = "NANOHERMES_"
 ENV_FALLBACKS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
 PermissionMode = Literal["read-only", "ask", "auto"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
-SandboxMode = Literal["auto", "bwrap", "off"]
 REQUEST_TIMEOUT_MAX = 86_400
 """A day: longer waits overflow the clock arithmetic below the HTTP library (an OverflowError)."""
 FOLDERS = ("memory_dir", "sessions_dir", "state_dir")
 """The settings whose `~` is the user's home (from HOME, else USERPROFILE)."""
 
 _LAYERS: ContextVar[tuple[PydanticBaseSettingsSource, ...]] = ContextVar("settings_layers", default=())
-"""The layers below the flags while `load_settings` builds a `Settings` (none otherwise)."""
+"""The layers below the init values while `load_settings` builds a `Settings` (the config file)."""
 
 
 class Settings(BaseSettings):
@@ -73,7 +71,7 @@ class Settings(BaseSettings):
     send_reasoning: bool = False
     max_output_tokens: Annotated[Whole, Field(ge=1)] | None = None
     checkpoints: bool = True
-    sandbox: SandboxMode = "auto"
+    sandbox: Literal["auto", "bwrap", "off"] = "auto"
     sandbox_network: bool = False
     web_fetch_private: bool = False
     model_vision: bool = False
@@ -89,7 +87,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """The flags (the init values) over the layers `load_settings` read."""
+        """The init values (the flags over the variables) over the layers `load_settings` read."""
         return (init_settings, *_LAYERS.get())
 
     @model_validator(mode="before")
@@ -120,25 +118,6 @@ class Settings(BaseSettings):
 SETTING_NAMES: tuple[str, ...] = tuple(Settings.model_fields)
 
 
-class _Layer(PydanticBaseSettingsSource):
-    """Values read from the environment, and the variable to name when one is bad."""
-
-    def __init__(self, values: dict[str, str], names: Mapping[str, str]) -> None:
-        super().__init__(Settings)
-        self.values, self.names = values, names
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self.values.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.values)
-
-
-def _variables(environ: Mapping[str, str], names: Mapping[str, str]) -> _Layer:
-    """The settings given by the variables `names` (setting → variable); an empty one is unset."""
-    return _Layer({field: environ[name] for field, name in names.items() if environ.get(name)}, names)
-
-
 def load_settings(
     cli: Mapping[str, Any] | None = None,
     *,
@@ -153,17 +132,14 @@ def load_settings(
     flags = {key: value for key, value in (cli or {}).items() if value is not None}
     path = config_file if config_file is not None else home / ".nanohermes" / "config.toml"
     file = ConfigFile(Settings, path, required=config_file is not None)
-    layers = (
-        _variables(environ, {name: ENV_PREFIX + name.upper() for name in SETTING_NAMES}),
-        _variables(environ, ENV_FALLBACKS),
-        file,
-        _Layer({"language": _language_from_locale(environ)}, {}),
-    )
-    token = _LAYERS.set(layers)
+    pairs = [*ENV_FALLBACKS.items(), *((name, ENV_PREFIX + name.upper()) for name in SETTING_NAMES)]
+    # an empty variable is unset; NANOHERMES_API_KEY, later, wins over OPENAI_API_KEY
+    variables = {field: environ[var] for field, var in pairs if environ.get(var)}
+    token = _LAYERS.set((file,))
     try:
-        settings = Settings(**flags)
+        settings = Settings(**{**variables, **flags})  # the flags over the variables, both over the file
     except ValidationError as err:
-        raise ConfigError(_describe(err.errors()[0], flags, layers[:2], file)) from None
+        raise ConfigError(_describe(err.errors()[0], flags, environ, file)) from None
     finally:
         _LAYERS.reset(token)
     servers = dict(settings.mcp_servers)
@@ -173,6 +149,8 @@ def load_settings(
     if problem:
         raise ConfigError(f"invalid value for --mcp-config: {problem}")
     changes: dict[str, Any] = {name: _expand_user(getattr(settings, name), home) for name in FOLDERS}
+    if "language" not in settings.model_fields_set:  # set nowhere: the locale's, not the default
+        changes["language"] = _language_from_locale(environ)
     changes["mcp_servers"] = {
         name: server.model_copy(update={"cwd": _expand_user(server.cwd, home)}) if server.cwd else server
         for name, server in servers.items()  # (an update of cwd marks it as set, wrong for a url server)
@@ -189,7 +167,7 @@ def _language_from_locale(environ: Mapping[str, str]) -> str:
 
 
 def _describe(
-    error: ErrorDetails, flags: Mapping[str, Any], variables: Sequence[_Layer], file: ConfigFile
+    error: ErrorDetails, flags: Mapping[str, Any], environ: Mapping[str, str], file: ConfigFile
 ) -> str:
     """The error line for the first bad value, naming the layer it came from (the highest holding it)."""
     loc = tuple(str(part) for part in error["loc"])
@@ -199,9 +177,9 @@ def _describe(
         return f"{file.path}{file.line_of(*loc)}: {problem}"
     if field in flags:
         return _problem(error, "--" + field.replace("_", "-"))
-    for layer in variables:
-        if field in layer.values:
-            return _problem(error, layer.names[field])
+    for variable in (ENV_PREFIX + field.upper(), ENV_FALLBACKS.get(field)):
+        if variable and environ.get(variable):
+            return _problem(error, variable)
     return _problem(error, f"{'.'.join(loc)} in {file.path}{file.line_of(*loc)}")  # defaults are valid
 
 

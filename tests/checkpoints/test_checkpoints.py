@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cp_helpers import EVERY_CHANGE, git_state, init_git, make, picture, runner_for, turn
 
-from nanohermes.checkpoints import CheckpointError, Checkpoints, History
+from nanohermes.checkpoints import CheckpointError, Checkpoints, History, manager
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.types import ToolCall
 
@@ -137,10 +137,12 @@ def test_a_file_edited_after_the_turn_is_not_overwritten_without_force(
 
 @pytest.mark.parametrize("why", ["no-git", "too-many-files"])
 def test_fallback_keeps_copies_of_written_files_and_says_shell_is_not_covered(
-    workspace: Path, isolated_home: Path, why: str
+    workspace: Path, isolated_home: Path, why: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     original = picture(workspace)
-    options: dict[str, object] = {"git": None} if why == "no-git" else {"file_limit": 3}
+    options: dict[str, object] = {"git": None} if why == "no-git" else {}
+    if why == "too-many-files":
+        monkeypatch.setattr(manager, "FILE_LIMIT", 3)
     checkpoints = make(workspace, isolated_home, **options)
     runner = runner_for(workspace, checkpoints)
     changes, _ = turn(

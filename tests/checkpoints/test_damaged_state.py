@@ -28,19 +28,21 @@ def test_a_broken_shadow_index_is_rebuilt(workspace: Path, isolated_home: Path, 
     assert (workspace / "keep.txt").read_text() == "v1\n"
 
 
+@pytest.mark.parametrize(("damage", "said"), [("cut short", "unreadable"), ("wrong shape", "malformed (")])
 def test_a_corrupt_journal_is_set_aside_and_later_turns_can_be_undone(
-    workspace: Path, isolated_home: Path
+    workspace: Path, isolated_home: Path, damage: str, said: str
 ) -> None:
     first = make(workspace, isolated_home)
     turn(first, runner_for(workspace, first), ("write_file", {"path": "keep.txt", "content": "v1\n"}))
-    first.journal_path.write_bytes(first.journal_path.read_bytes()[:40])  # cut short
+    data = first.journal_path.read_bytes()
+    first.journal_path.write_bytes(data[:40] if damage == "cut short" else b'{"session": "s"}')
 
     later = make(workspace, isolated_home)
     changes, _ = turn(
         later, runner_for(workspace, later), ("write_file", {"path": "keep.txt", "content": "v2\n"})
     )
     assert changes.files == ("keep.txt",)
-    assert any("moved to" in note for note in changes.notes)
+    assert any("moved to" in note and said in note for note in changes.notes)
     assert first.journal_path.with_name(first.journal_path.name + ".corrupt").is_file()
     history = History(later)
     history.undo(history.plan())

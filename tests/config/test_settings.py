@@ -43,11 +43,11 @@ def test_defaults_follow_the_spec(tmp_path: Path) -> None:
 def test_each_layer_overrides_the_next(tmp_path: Path) -> None:
     config = _config(tmp_path, 'model = "from-file"\nmax_retries = 1\nshell_timeout = 7\nlanguage = "zh"\n')
     environ = {"HOME": str(tmp_path), "NANOHERMES_MODEL": "from-env", "NANOHERMES_MAX_RETRIES": "2"}
-    settings = load_settings({"model": "from-cli"}, config_file=config, environ=environ)
+    settings = load_settings({"model": "from-cli"}, config_file=config, environ={**environ, "LANG": "en_US"})
     assert settings.model == "from-cli"  # cli beats env
     assert settings.max_retries == 2  # env beats file
     assert settings.shell_timeout == 7  # file beats default
-    assert settings.language == "zh"
+    assert settings.language == "zh"  # file beats the locale
     assert settings.max_iterations == 50  # default
 
 
