@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from nanohermes.config.mcp_config import McpServerConfig, tool_name, with_hash
-from nanohermes.core.cancel import CancelToken, result_of
-from nanohermes.tools.base import Tool
+from nanohermes.core.cancel import result_of
+from nanohermes.tools.base import CallContext, Tool
 
 MAX_DESCRIPTION_CHARS = 2000  # cut there: every request to the model carries it
 MAX_SCHEMA_CHARS = 32_000  # a longer input schema (as JSON) leaves its tool out: a cut one would break
-CANCEL_ARG = "__nanohermes_cancel"  # the runner passes the CancelToken in it (set last: nothing clashes)
+CONTEXT_ARG = "__nanohermes_context"  # the runner passes the CallContext in it (set last: nothing clashes)
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,8 @@ Starter = Callable[[str, dict[str, Any]], Future[str]]  # McpManager.submit for 
 
 
 def _call_remote(starter: Starter, remote: str, /, **arguments: Any) -> str:
-    cancel = arguments.pop(CANCEL_ARG, None)
-    return result_of(starter(remote, arguments), cancel if isinstance(cancel, CancelToken) else None)
+    context = arguments.pop(CONTEXT_ARG, None)
+    return result_of(starter(remote, arguments), context.cancel if isinstance(context, CallContext) else None)
 
 
 def build_tools(
@@ -60,7 +60,7 @@ def build_tools(
                 mutating=not spec.read_only,
                 summary_arg=next(iter(parameters.get("required") or parameters["properties"]), None),
                 approval_kind=name,
-                cancel_arg=CANCEL_ARG,
+                context_arg=CONTEXT_ARG,
                 extra_arguments=parameters.get("additionalProperties") is not False,
                 preapproved=config.trusted,
             )

@@ -15,7 +15,7 @@ from mcp_helpers import DEMO, Managers, demo_stdio, process_gone, wait_for
 from nanohermes.config.mcp_config import McpServerConfig
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ToolError
-from nanohermes.tools.base import Tool
+from nanohermes.tools.base import CallContext, Tool
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -25,8 +25,8 @@ def tools_by_name(tools: list[Tool]) -> dict[str, Tool]:
 
 
 def call(tool: Tool, cancel: CancelToken | None = None, **arguments: object) -> str:
-    assert tool.cancel_arg is not None
-    return str(tool.func(**arguments, **{tool.cancel_arg: cancel or CancelToken()}))
+    assert tool.context_arg is not None
+    return str(tool.func(**arguments, **{tool.context_arg: CallContext(cancel or CancelToken())}))
 
 
 def test_tools_offered_with_names_schemas_and_access(managers: Managers) -> None:
