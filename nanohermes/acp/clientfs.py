@@ -3,13 +3,12 @@ Paths are still confined to the workspace; listing, grep and the shell stay on d
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext
-from nanohermes.tools.files import EDIT_MAX_BYTES, READ_DEFAULT_LIMIT, FileTools
+from nanohermes.tools.files import EDIT_MAX_BYTES, READ_DEFAULT_LIMIT, READ_MAX_LINE_CHARS, FileTools
 from nanohermes.tools.paths import Workspace
 
 if TYPE_CHECKING:
@@ -47,10 +46,17 @@ class ClientReadTools(FileTools):
         if offset < 1 or limit < 1:  # the same argument errors
             return super().read_file(path, offset, limit, ctx=ctx)
         resolved = self.workspace.resolve(path, ctx.granted)
-        with tempfile.TemporaryFile() as buffer:  # numbered as a file on disk is, by the same code
-            buffer.write(self._client.read_text(resolved, ctx.cancel).encode("utf-8", "replace"))
-            buffer.seek(0)
-            return self._numbered(buffer, path, offset, limit, ctx.cancel)
+        lines = self._client.read_text(resolved, ctx.cancel).splitlines()
+        shown: list[str] = []
+        used, budget = 0, max(200, self.max_chars - 200)
+        for number, text in enumerate(lines[offset - 1 : offset - 1 + limit], offset):
+            if used > budget:
+                break
+            if len(text) > READ_MAX_LINE_CHARS:
+                text = text[:READ_MAX_LINE_CHARS] + f" [… line cut at {READ_MAX_LINE_CHARS} characters]"
+            shown.append(f"{number:6}\t{text}")
+            used += len(shown[-1]) + 1
+        return self._footer(shown, path, offset, offset - 1 + len(shown), len(lines), True)
 
     def _editable_text(self, resolved: Path, path: str) -> str:
         text = self._client.read_text(resolved)
