@@ -15,6 +15,7 @@ from pathlib import Path
 
 from nanohermes.core.errors import MemoryRejected, StoreError
 from nanohermes.core.events import RecalledMemory
+from nanohermes.core.types import shorten
 from nanohermes.memory.block import Recall, block_lines, render_block
 from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES, SHORT_MESSAGE_CHARS
 from nanohermes.memory.entry import Entry, derive_id
@@ -230,8 +231,9 @@ class MemoryStore:
                     f"{err.strerror or err}",
                     "move or repair the file by hand",
                 ) from None
+        why = shorten(reason, 80)  # the parser's detail is long; where the file went must stay on the line
         self._on_notice(
-            f"memory.json was unreadable ({reason}), moved to {broken}; starting with an empty memory"
+            f"memory.json was unreadable ({why}), moved to {broken}; starting with an empty memory"
         )
         return self._fresh()
 

@@ -257,12 +257,12 @@ def test_memory_ids_with_markup_are_shown_literally(tmp_path: Path) -> None:
 
 
 def test_mcp_shows_each_server_state_tools_and_last_error() -> None:
-    from nanohermes.mcp.status import ServerStatus, ToolInfo
+    from nanohermes.mcp.manager import ServerStatus, ToolInfo
 
     class FakeMcp:
         def status(self) -> list[ServerStatus]:
-            echo = ToolInfo("mcp__demo__echo", "echo", "Echo the text back.", True)
-            write = ToolInfo("mcp__demo__write_note", "write_note", "Write a note.", False)
+            echo = ToolInfo("mcp__demo__echo", "Echo the text back.", True)
+            write = ToolInfo("mcp__demo__write_note", "Write a note.", False)
             return [
                 ServerStatus("demo", "stdio", "python demo.py", "ready", False, (echo, write), ""),
                 ServerStatus("web", "http", "http://h/mcp", "failed", False, (), "cannot connect: refused"),
