@@ -85,7 +85,12 @@ def memory_command(store: MemoryStore | None, arg: str) -> str:
             lines = [f"- {score:.2f} `{e.id}` {e.kind.value}: {e.text}" for score, e in hits]
             return "\n".join(lines) or "No matching memories."
         if action == "forget" and rest:
-            return _forget(store, rest)
+            matches = store.matching_ids(rest)
+            if len(matches) > 1:
+                return f"id prefix {rest!r} matches {len(matches)} memories; give more characters"
+            if matches and store.forget(matches[0]):
+                return f"Forgot {matches[0]}."
+            return f"No memory with id {rest} (/memory list shows the ids)."
         if action == "stats":
             stats = store.stats()
             counts = ", ".join(f"{k.value} {n}" for k, n in sorted(stats.per_kind.items(), key=str) if n)
@@ -93,12 +98,3 @@ def memory_command(store: MemoryStore | None, arg: str) -> str:
     except NanoHermesError as err:
         return err.one_line()
     return MEMORY_USAGE
-
-
-def _forget(store: MemoryStore, wanted: str) -> str:
-    matches = store.matching_ids(wanted)
-    if len(matches) > 1:
-        return f"id prefix {wanted!r} matches {len(matches)} memories; give more characters"
-    if matches and store.forget(matches[0]):
-        return f"Forgot {matches[0]}."
-    return f"No memory with id {wanted} (/memory list shows the ids)."

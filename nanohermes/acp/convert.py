@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from acp import schema
+from acp import RequestError, schema
 from acp.helpers import (
     start_tool_call,
     text_block,
@@ -23,7 +23,7 @@ from acp.helpers import (
 )
 
 from nanohermes.config.mcp_config import McpServerConfig, servers_from_acp
-from nanohermes.core.errors import INTERRUPTED
+from nanohermes.core.errors import INTERRUPTED, ConfigError
 from nanohermes.core.toolcalls import call_arguments, tool_title
 from nanohermes.core.types import Message, ToolCall, ToolResult, message_text
 from nanohermes.sessions.store import read_header
@@ -113,7 +113,8 @@ def finish(acp_id: str, name: str, result: ToolResult) -> schema.ToolCallProgres
 
 
 def mcp_configs(servers: Sequence[Any]) -> tuple[dict[str, McpServerConfig], list[str]]:
-    """`mcpServers` as configs, and a note for each server left out (SSE or ACP transport)."""
+    """`mcpServers` as configs, and a note for each server left out (SSE or ACP transport); a bad
+    entry is the request's invalid params."""
     items = [server.model_dump(by_alias=True, exclude_none=True) for server in servers]
     notes = [
         f"MCP server {item.get('name')!r} not started: its {item['type'].upper()} transport is not "
@@ -121,7 +122,10 @@ def mcp_configs(servers: Sequence[Any]) -> tuple[dict[str, McpServerConfig], lis
         for item in items
         if item.get("type") in ("sse", "acp")
     ]
-    return servers_from_acp([item for item in items if item.get("type") not in ("sse", "acp")]), notes
+    try:
+        return servers_from_acp([item for item in items if item.get("type") not in ("sse", "acp")]), notes
+    except ConfigError as err:
+        raise RequestError(-32602, err.one_line()) from None
 
 
 def prompt_text(blocks: Sequence[PromptBlock]) -> str:

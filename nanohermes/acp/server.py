@@ -22,7 +22,7 @@ from nanohermes import __version__
 from nanohermes.acp import commands, convert
 from nanohermes.acp.session import AcpSession, Opened
 from nanohermes.agent.custom_commands import load_commands
-from nanohermes.core.errors import ConfigError, NanoHermesError, SessionInUse
+from nanohermes.core.errors import NanoHermesError, SessionInUse
 from nanohermes.core.events import Note
 from nanohermes.core.protocols import Approver
 from nanohermes.sessions.store import EDITOR_HINTS
@@ -102,7 +102,7 @@ class NanohermesAcpAgent:
         self, cwd: str, mcp_servers: Any = None, **kwargs: Any
     ) -> schema.NewSessionResponse:
         workspace = workspace_of(cwd)
-        servers, skipped = mcp_servers_of(mcp_servers)
+        servers, skipped = convert.mcp_configs(mcp_servers or [])
         session = await self._open(self._new_id(), workspace, servers, skipped)  # fresh: nothing to lock
         self._announce_commands(session)
         return schema.NewSessionResponse(session_id=session.id, modes=self._modes(session))
@@ -220,7 +220,7 @@ class NanohermesAcpAgent:
     async def _resume(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         """The session open here, or opened from its file (again if its workspace or MCP servers differ)."""
         workspace = workspace_of(cwd)
-        servers, skipped = mcp_servers_of(mcp_servers)
+        servers, skipped = convert.mcp_configs(mcp_servers or [])
         not_saved = RequestError(
             -32602, f"no saved session {shown(session_id)} in {self.settings.sessions_dir}"
         )
@@ -303,13 +303,6 @@ def _save_and_release(agent: Agent, release: Callable[[], None]) -> None:
         log.error("%s", err.one_line())
     finally:
         release()
-
-
-def mcp_servers_of(servers: Any) -> tuple[dict[str, McpServerConfig], list[str]]:
-    try:
-        return convert.mcp_configs(servers or [])
-    except ConfigError as err:
-        raise RequestError(-32602, err.one_line()) from None
 
 
 def shown(text: str) -> str:

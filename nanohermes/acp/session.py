@@ -148,22 +148,21 @@ class AcpSession:
         return result_of(ask.answer, turn.cancel)
 
     def read_text(self, path: Path, cancel: CancelToken | None = None) -> str:
-        request = functools.partial(self.client.read_text_file, session_id=self.id, path=str(path))
-        return str(self._call(request, "read", path, cancel).content)
+        return str(self._call(self.client.read_text_file, "read", path, cancel).content)
 
     def write_text(self, path: Path, content: str) -> None:
-        request = functools.partial(
-            self.client.write_text_file, session_id=self.id, path=str(path), content=content
-        )
-        self._call(request, "write", path)
+        self._call(functools.partial(self.client.write_text_file, content=content), "write", path)
 
-    def _call(self, make: Callable[[], Any], verb: str, path: Path, cancel: CancelToken | None = None) -> Any:
-        """`make()`'s reply; `cancel` defaults to the turn's (an approval's diff reads the editor too)."""
+    def _call(
+        self, request: Callable[..., Any], verb: str, path: Path, cancel: CancelToken | None = None
+    ) -> Any:
+        """`request`'s reply; `cancel` defaults to the turn's (an approval's diff reads the editor too)."""
         token = cancel or (self.turn.cancel if self.turn else None)
         if token is not None and token.cancelled:
             raise Cancelled()
         try:
-            return result_of(asyncio.run_coroutine_threadsafe(make(), self.loop), token)
+            asked = asyncio.run_coroutine_threadsafe(request(session_id=self.id, path=str(path)), self.loop)
+            return result_of(asked, token)
         except (RequestError, ValidationError) as err:
             raise ToolError(f"the editor could not {verb} {path}: {reply_problem(err)}") from None
 

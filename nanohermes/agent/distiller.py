@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING
 
 from nanohermes.core.cancel import CancelToken
@@ -18,26 +19,22 @@ if TYPE_CHECKING:
     from nanohermes.memory import MemoryStore
 
 
+@dataclass
 class Distiller:
-    def __init__(
-        self,
-        model: ChatClient,
-        store: MemoryStore | None,
-        *,
-        model_name: Callable[[], str],
-        post_note: Callable[[Note], None],
-        add_usage: Callable[[Usage], None],
-        verbose: bool = False,
-    ) -> None:
-        self._model, self._store, self._model_name = model, store, model_name
-        self._post, self._add_usage, self._verbose = post_note, add_usage, verbose
-        self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self.cancel = CancelToken()
+    model: ChatClient
+    store: MemoryStore | None
+    _: KW_ONLY
+    model_name: Callable[[], str]
+    post_note: Callable[[Note], None]
+    add_usage: Callable[[Usage], None]
+    verbose: bool = False
+    cancel: CancelToken = field(default_factory=CancelToken, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _threads: list[threading.Thread] = field(default_factory=list, init=False)
 
     def start(self, excerpt: list[Message], *, had_tools: bool) -> None:
         """Distil `excerpt` (the turn, from its user message) when it is worth it."""
-        store = self._store
+        store = self.store
         if store is None or not excerpt or not worth_distilling(message_text(excerpt[0]), had_tools):
             return
         thread = threading.Thread(
@@ -62,22 +59,22 @@ class Distiller:
             context = message_text(excerpt[0]) if excerpt[0].get("role") == "user" else ""
             known = [entry for _, entry in store.search(context, top_k=8) if not entry.team]
             request = distill_messages(excerpt, known)  # (an item may replace one of `known`)
-            result = self._model.complete(request, None, model=self._model_name(), cancel=self.cancel)
-            self._add_usage(result.counted_usage(request))  # spent, whatever happens to the answer
+            result = self.model.complete(request, None, model=self.model_name(), cancel=self.cancel)
+            self.add_usage(result.counted_usage(request))  # spent, whatever happens to the answer
             items = parse_distill(result.content)
             saved = save_distilled(store, items, "auto", self._refused, context=context)
         except StoreError as err:  # disk full, read-only directory, lock timeout: never silent
-            self._post(Note(f"memory not saved: {err.one_line()}", "warning"))
+            self.post_note(Note(f"memory not saved: {err.one_line()}", "warning"))
             return
         except Exception as err:  # background thread: failures are silent unless --verbose
-            if self._verbose:
-                self._post(Note(f"distillation failed: {type(err).__name__}: {err}", "debug"))
+            if self.verbose:
+                self.post_note(Note(f"distillation failed: {type(err).__name__}: {err}", "debug"))
             return
         if saved:
-            self._post(Note(f"{plural(saved, 'memory')} saved"))
-        elif self._verbose:
-            self._post(Note("distillation found nothing durable to remember", "debug"))
+            self.post_note(Note(f"{plural(saved, 'memory')} saved"))
+        elif self.verbose:
+            self.post_note(Note("distillation found nothing durable to remember", "debug"))
 
     def _refused(self, text: str, reason: str) -> None:
-        if self._verbose:
-            self._post(Note(f"distilled memory refused: {reason}: {text!r}", "debug"))
+        if self.verbose:
+            self.post_note(Note(f"distilled memory refused: {reason}: {text!r}", "debug"))

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
     from nanohermes.memory import MemoryStore
     from nanohermes.tools import ToolRunner
-    from nanohermes.tools.hooks import HookRunner
 
 
 class Agent(Steps):
@@ -44,20 +43,16 @@ class Agent(Steps):
         store: MemoryStore | None = None,
         resumed: SessionData | None = None,
         workspace: str = "",
-        secrets: tuple[str, ...] = (),
         checkpoints: Checkpoints | None = None,
-        hooks: HookRunner | None = None,
         attach_images: Callable[[str], tuple[list[str], list[str]]] | None = None,
         verbose: bool = False,
         save_each_turn: bool = True,
     ) -> None:
-        """`attach_images`: the images a message names (`@shot.png`) as data URLs, and notes.
-        `save_each_turn` is False in `-p`: its one save comes after distillation."""
+        """`attach_images`: the images a message names (`@shot.png`) as data URLs, and notes."""
         self._store, self._checkpoints = store, checkpoints
         self.session_path = session.path
         self._attach_images = attach_images
         self._system = system_prompt
-        self._hooks = hooks  # user_prompt and stop (the tools run pre_tool and post_tool)
         # The session file's content; its messages, archive and usage are the live state (no copies).
         self._data = resumed or SessionData()
         self._data.workspace = workspace or self._data.workspace
@@ -78,6 +73,7 @@ class Agent(Steps):
         self._lock = threading.Lock()
         self._turn: Turn | None = None  # the running turn, whose usage sub-agents add to
         self._background: list[Event] = []
+        secrets = (config.api_key_value() or "",)  # a short or empty key is no secret (hide_secrets)
         self._saver = SessionSaver(session, self._data, secrets=secrets, post_note=self.post_note)
         self._distiller = Distiller(
             model,
@@ -150,15 +146,15 @@ class Agent(Steps):
         if over.completed:
             excerpt = messages_of_turn(self.messages, turn.user_message)
             self._distiller.start(excerpt, had_tools=turn.had_tools)
-        if self._hooks is not None:
-            yield from self._hooks.run("stop", cancel, last_assistant_message=over.answer).notes
+        if self._tools.hooks is not None:  # the agent runs user_prompt and stop; the tools the rest
+            yield from self._tools.hooks.run("stop", cancel, last_assistant_message=over.answer).notes
         yield TurnFinished(over.completed, over.reason, turn.usage, over.answer, changes.files)
 
     def _prompt_blocked(self, prompt: str, cancel: CancelToken) -> Generator[Event, None, bool]:
         """True when a user_prompt hook blocked the prompt (the turn is then over)."""
-        if self._hooks is None:
+        if self._tools.hooks is None:
             return False
-        outcome = self._hooks.run("user_prompt", cancel, prompt=prompt)
+        outcome = self._tools.hooks.run("user_prompt", cancel, prompt=prompt)
         yield from outcome.notes
         if not outcome.reason:
             return False

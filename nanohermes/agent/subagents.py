@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from nanohermes.core.frontmatter import front_matter, markdown_files, read_defin
 from nanohermes.core.types import Message, ToolCall, ToolResult, Usage, shorten
 from nanohermes.llm import ChatClient
 from nanohermes.memory import set_block
-from nanohermes.tools import Tool, ToolRunner, tool_from_function
+from nanohermes.tools import CallContext, Tool, ToolRunner, tool_from_function
 
 if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
@@ -61,9 +61,8 @@ BUILTIN_AGENTS = (
 
 
 def parse_definition(text: str, fallback_name: str) -> AgentDefinition:
-    """Raises ValueError with a one-line reason."""
-    text = text.lstrip("\ufeff").strip()  # a BOM (Windows editors) is no text
-    meta, body = front_matter(text, FRONT_MATTER_KEYS)
+    """`text` as `read_definition` reads it. Raises ValueError with a one-line reason."""
+    meta, body = front_matter(text.strip(), FRONT_MATTER_KEYS)
     name = unquote(meta.get("name", "")) or fallback_name
     if len(name) > NAME_MAX_CHARS:
         raise ValueError(f"agent name is {len(name):,} characters long; at most {NAME_MAX_CHARS}")
@@ -105,41 +104,35 @@ def load_definitions(directories: Iterable[Path]) -> tuple[dict[str, AgentDefini
     return found, problems
 
 
+@dataclass(frozen=True)
 class SubAgentRunner:
-    """Runs a sub-agent task to its final answer: no streaming, the task pinned through compaction,
-    the allowed tools only, errors as ToolError."""
+    """Runs a sub-agent task to its final answer (its stream has no reader): the task pinned through
+    compaction, the allowed tools only, errors as ToolError."""
 
-    def __init__(
-        self,
-        model: ChatClient,
-        tools: ToolRunner,
-        *,
-        workspace: Path,
-        model_name: Callable[[], str],
-        config: Settings,
-        store: MemoryStore | None = None,
-        add_usage: Callable[[Usage], None] | None = None,
-    ) -> None:
-        self._model, self._tools, self._store, self._config = model, tools, store, config
-        self._workspace, self._model_name = workspace, model_name
-        self._add_usage = add_usage or (lambda usage: None)
+    model: ChatClient
+    tools: ToolRunner
+    _: KW_ONLY
+    workspace: Path
+    model_name: Callable[[], str]
+    config: Settings
+    store: MemoryStore | None = None
+    add_usage: Callable[[Usage], None] | None = None
 
     def allowed(self, definition: AgentDefinition) -> set[str]:
-        names = self._tools.names() - {TASK_TOOL, PLAN_TOOL}  # the plan is the main agent's
+        names = self.tools.names() - {TASK_TOOL, PLAN_TOOL}  # the plan is the main agent's
         return names if definition.tools is None else names & set(definition.tools)
 
     def run(self, definition: AgentDefinition, task: str, cancel: CancelToken) -> str:
-        system = base_system_prompt(self._workspace, memory=self._store is not None, extra=definition.prompt)
-        if self._store is not None:
-            system = set_block(system, self._store.retrieve_block(task, lang=self._config.language))
+        system = base_system_prompt(self.workspace, memory=self.store is not None, extra=definition.prompt)
+        if self.store is not None:
+            system = set_block(system, self.store.retrieve_block(task, lang=self.config.language))
         task_message: Message = {"role": "user", "content": task}
         steps = Steps(
-            self._model,
-            _AllowedTools(self._tools, self.allowed(definition), definition.name),
-            self._config.model_copy(update={"model": self._model_name()}),
+            self.model,
+            _AllowedTools(self.tools, self.allowed(definition), definition.name),
+            self.config.model_copy(update={"model": self.model_name()}),
             [{"role": "system", "content": system}, task_message],
-            add_usage=self._add_usage,
-            stream=False,
+            add_usage=self.add_usage or (lambda usage: None),
             pinned=2,
         )
         loop = steps.run_steps(Turn(task_message), cancel)
@@ -198,7 +191,7 @@ def _final_answer(definition: AgentDefinition, over: TurnOver, notes: list[str])
 
 def make_task_tool(definitions: dict[str, AgentDefinition], runner: SubAgentRunner) -> Tool:
 
-    def task(agent: str, task: str, cancel: CancelToken) -> str:
+    def task(agent: str, task: str, ctx: CallContext) -> str:
         """Run a sub-agent.
 
         Args:
@@ -210,7 +203,7 @@ def make_task_tool(definitions: dict[str, AgentDefinition], runner: SubAgentRunn
             raise ToolError(f"unknown sub-agent '{agent}'; available: {', '.join(definitions)}")
         if not task.strip():
             raise ToolError("task is empty; describe what the sub-agent should do")
-        return runner.run(definition, task, cancel)
+        return runner.run(definition, task, ctx.cancel)
 
     tool = tool_from_function(task, summary_arg="agent")
     tool.parameters["properties"]["agent"]["enum"] = list(definitions)

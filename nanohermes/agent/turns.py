@@ -39,7 +39,7 @@ NOTHING_TO_COMPACT_HINT = (
 
 
 class TurnOver(Exception):
-    """An early (or normal) exit from the loop, caught in one place in `run`."""
+    """An early (or normal) exit from the loop, caught in one place in `run_steps`."""
 
     def __init__(self, completed: bool, reason: str, note: Note | None = None, answer: str = "") -> None:
         super().__init__(reason)
@@ -103,7 +103,7 @@ class Turn:
     user_message: Message
     had_tools: bool = False
     usage: Usage = field(default_factory=Usage)
-    partial: list[str] | None = None  # text streamed by the current model call; None: not streaming
+    partial: list[str] | None = None  # text streamed by the current model call; None: no call under way
 
 
 class ToolSet(Protocol):
@@ -129,7 +129,6 @@ class Steps:
         *,
         add_usage: Callable[[Usage], None],
         archive: list[Message] | None = None,
-        stream: bool = True,
         pinned: int = 1,
     ) -> None:
         """`archive` gets what compaction takes out; `pinned` leading messages are never compacted
@@ -139,7 +138,7 @@ class Steps:
         self.messages = messages
         self._count_usage = add_usage
         self._archive = [] if archive is None else archive
-        self._streaming, self._pinned = stream, pinned
+        self._pinned = pinned
 
     def run_steps(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, TurnOver]:
         try:
@@ -188,10 +187,6 @@ class Steps:
     def _request(self, turn: Turn, cancel: CancelToken) -> Generator[Event, None, ChatResult]:
         turn.partial = []
         tools = self._tools.schemas() or None
-        if not self._streaming:
-            result = self._model.complete(self.messages, tools, model=self.model, cancel=cancel)
-            self._count_usage(result.counted_usage(self.messages, tools))
-            return result
         streamed: ChatResult | None = None
         for item in self._model.stream(self.messages, tools, model=self.model, cancel=cancel):
             if isinstance(item, ChatResult):
@@ -214,9 +209,8 @@ class Steps:
                 if isinstance(event, ToolFinished):
                     yield from plan_updates(calls[len(results) - 1], event.result)
         finally:
-            for index, call in enumerate(calls):
-                got = results[index] if index < len(results) else None
-                result = got or ToolResult(call.id, call.name, INTERRUPTED, ok=False)
+            unanswered = [ToolResult(c.id, c.name, INTERRUPTED, ok=False) for c in calls[len(results) :]]
+            for call, result in zip(calls, results + unanswered, strict=False):
                 self.messages.append({**result.to_message(), "tool_call_id": call.id})
             self.messages.extend(shown_images(results))
 

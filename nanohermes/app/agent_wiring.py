@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from nanohermes.agent.loop import Agent
     from nanohermes.checkpoints import Checkpoints
     from nanohermes.config.mcp_config import McpServerConfig
+    from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import Settings
     from nanohermes.core.protocols import Approver
     from nanohermes.llm import ChatClient
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from nanohermes.tools.files import FileTools
     from nanohermes.tools.runner import ToolRunner
     from nanohermes.tools.sandbox import Sandbox
-    from nanohermes.ui.seams import ResumePreview
 
 SAVE_WAIT = 10.0
 """How long closing waits for a session write still under way before it lets the session go."""
@@ -39,10 +39,8 @@ class AgentParts:
     client: ChatClient
     store: MemoryStore | None
     approver: Approver | None
-    verbose: bool = False
-    secret_files: tuple[Path, ...] = ()
+    options: CliOptions
     files: Callable[[Path, int], FileTools] | None = None
-    save_each_turn: bool = True  # False in `-p`: its one save comes after distillation
 
 
 @dataclass(frozen=True)
@@ -53,12 +51,6 @@ class OpenedSession:
     data: SessionData | None
     lock: SessionLock
     notices: tuple[str, ...] = ()
-
-    def preview(self) -> ResumePreview:
-        from nanohermes.ui.seams import ResumePreview
-
-        messages = tuple(self.data.messages) if self.data else ()
-        return ResumePreview(self.session.path.stem, messages, self.notices)
 
 
 def open_locked(path: Path, notices: tuple[str, ...] = ()) -> OpenedSession:
@@ -116,9 +108,10 @@ def build_agent(
     from nanohermes.tools.hooks import HookRunner
 
     checkpoints = _checkpoints(settings, workspace, opened.session.path)
-    sandbox = _sandbox(settings, workspace, parts.secret_files)
+    sandbox = _sandbox(settings, workspace, parts.options.secret_files)
     runner = _runner(settings, parts, workspace, sandbox, checkpoints)
-    hooks = runner.hooks = HookRunner(settings.hooks, sandbox, workspace, opened.session.path, parts.verbose)
+    hooks = HookRunner(settings.hooks, sandbox, workspace, opened.session.path, parts.options.verbose)
+    runner.hooks = hooks
     agent = _agent(settings, parts, runner, workspace, opened, checkpoints)
     if sandbox.startup_warning:
         # bwrap demanded: a warning; auto falling back to plain commands: a line (also in -p)
@@ -175,7 +168,6 @@ def _agent(
     from nanohermes.agent.skills import load_skills, make_skill_tool, skills_prompt
     from nanohermes.tools.images import attached_images
 
-    secret = settings.api_key_value()
     agents_md, agents_note = load_agents_md(workspace)
     skills, skill_problems = load_skills(workspace, settings.state_dir)
     prompt = base_system_prompt(
@@ -190,12 +182,10 @@ def _agent(
         store=parts.store,
         resumed=opened.data,
         workspace=str(workspace),
-        secrets=(secret,) if secret else (),
         checkpoints=checkpoints,
-        hooks=runner.hooks,
         attach_images=functools.partial(attached_images, workspace=workspace, vision=settings.model_vision),
-        verbose=parts.verbose,
-        save_each_turn=parts.save_each_turn,
+        verbose=parts.options.verbose,
+        save_each_turn=parts.options.prompt is None,  # `-p` saves once, after distillation
     )
     for problem in [agents_note, *skill_problems]:
         if problem:

@@ -11,8 +11,6 @@ from typing import Any, NoReturn
 from nanohermes import __version__
 from nanohermes.config.options import CliOptions, MemoryArgs, UndoArgs
 
-__all__ = ["CliOptions", "MemoryArgs", "UndoArgs", "UsageError", "build_parser", "parse_args"]
-
 
 class UsageError(Exception):
     """A bad command line; reported as one line with exit code 2, pointing at `command --help`."""
@@ -48,17 +46,18 @@ def _parse(
     """`parser.parse_args(argv)`, naming the closest option or sub-command: «did you mean --model?»."""
     ns, extras = parser.parse_known_args(list(argv))
     if extras:
-        parser.error(f"unrecognized arguments: {' '.join(extras)}{_suggestion(extras[0], parser, commands)}")
+        word = extras[0].split("=", 1)[0]
+        hint = _closest(word, _option_names(parser) if word.startswith("-") else commands)
+        parser.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
     return ns
 
 
-def _suggestion(word: str, parser: argparse.ArgumentParser, commands: Sequence[str]) -> str:
-    import difflib  # only on this error path
+def _closest(word: str, known: Sequence[str], cutoff: float = 0.7) -> str:
+    """«; did you mean X?» naming the one of `known` closest to `word`, or "" (only on error paths)."""
+    import difflib
 
-    word = word.split("=", 1)[0]
-    known = _option_names(parser) if word.startswith("-") else list(commands)
     bare = {name.lstrip("-"): name for name in known}  # the dashes they share would make `--bogus` close
-    close = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1, cutoff=0.7)
+    close = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1, cutoff=cutoff)
     if not close or bare[close[0]] == word:  # `memory stats --explain`: another action's option
         return ""
     return f"; did you mean {bare[close[0]]}?"
@@ -153,14 +152,13 @@ def build_memory_parser() -> argparse.ArgumentParser:
     parser.set_defaults(**{f.name: f.default for f in fields(MemoryArgs) if f.name != "action"})
     actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     listing = actions.add_parser("list", help="list the global memories and this project's")
-    listing.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
-    listing.add_argument("--history", action="store_true", help="replaced memories too")
     listing.add_argument("--stale", type=int, metavar="DAYS", help="only those unused for DAYS days")
     search = actions.add_parser("search", help="search memories with BM25")
     search.add_argument("argument", metavar="query", nargs="+", help="words to search for")
     search.add_argument("--explain", action="store_true", help="show each term's BM25 contribution")
-    search.add_argument("--all", dest="all_projects", action="store_true", help="search every project")
-    search.add_argument("--history", action="store_true", help="search replaced memories too")
+    for sub in (listing, search):
+        sub.add_argument("--all", dest="all_projects", action="store_true", help="every project's too")
+        sub.add_argument("--history", action="store_true", help="replaced memories too")
     add = actions.add_parser("add", help="save a memory typed by you (global unless --project)")
     add.add_argument("kind", help="preference | correction | lesson | fact")
     add.add_argument("argument", metavar="text", nargs="+", help="the memory, one sentence")
@@ -218,10 +216,7 @@ def _output_format(ns: argparse.Namespace) -> str:
     if given is None:
         return "json" if ns.json_output else "text"
     if given not in OUTPUT_FORMATS:
-        import difflib  # only on this error path
-
-        close = difflib.get_close_matches(given, OUTPUT_FORMATS, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]}?" if close else ""
+        hint = _closest(given, OUTPUT_FORMATS, cutoff=0.6)
         raise UsageError(f"unknown output format '{given}': use text, json or stream-json{hint}")
     if ns.json_output and given != "json":
         raise UsageError(f"--json means --output-format json, not {given}; drop one of them")

@@ -112,14 +112,12 @@ def _unwritable(out: TextIO, err: OSError) -> NanoHermesError:
 
 
 def _guarded(command: Callable[..., int], *args: object) -> int:
-    real = sys.stdout
-    sys.stdout = _GuardedStdout(real)  # duck-typed: write, flush, the rest
-    try:
+    import contextlib
+
+    with contextlib.redirect_stdout(_GuardedStdout(sys.stdout)):  # duck-typed: write, flush, the rest
         code = command(*args)
         sys.stdout.flush()
-        return code
-    finally:
-        sys.stdout = real
+    return code
 
 
 def _stdout_closed() -> int:

@@ -9,11 +9,12 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.app.agent_wiring import AgentParts, OpenedSession, Runtime, build_agent, open_locked
-from nanohermes.core.errors import ConfigError
+from nanohermes.core.errors import ConfigError, StoreError
 from nanohermes.core.events import Note
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def build_runtime(
     local: LocalEndpoint | None = None,
     opened: OpenedSession | None = None,
 ) -> Runtime:
-    """The runtime on the session `opened` (else opened here). `-p` never asks: `approver` is ignored."""
+    """The runtime on the session `opened` (else opened here)."""
     import_httpx()  # before the model client: without httpx's command-line client
     from nanohermes.llm import ChatClient
 
@@ -99,14 +100,8 @@ def build_runtime(
         for notice in opened.notices:
             relay(notice)
     store = open_store(settings, relay, Path.cwd())
-    parts = AgentParts(
-        ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None),
-        store,
-        approver if options.prompt is None else None,
-        options.verbose,
-        options.secret_files,
-        save_each_turn=options.prompt is None,
-    )
+    client = ChatClient.from_settings(settings, stopped=local.stopped if local is not None else None)
+    parts = AgentParts(client, store, approver, options)
     runtime = build_agent(settings, parts, opened, workspace=Path.cwd())
     relay.attach(runtime.agent.post_note)
     return runtime
@@ -126,16 +121,14 @@ def open_store(settings: Settings, relay: Callable[[str], None], workspace: Path
     («memory.json was unreadable, moved to …») shows at start-up, not after the first answer."""
     if not settings.memory:
         return None
-    from nanohermes.core.errors import StoreError
     from nanohermes.memory import workspace_store
 
-    secret = settings.api_key_value()
     store = workspace_store(
         settings.memory_dir,
         workspace,
         max_entries=settings.memory_max_entries,
         on_notice=relay,
-        secrets=(secret,) if secret else (),
+        secrets=(settings.api_key_value() or "",),  # the store drops an empty one
         team_distill=settings.memory_team_distill,
     )
     try:
@@ -178,13 +171,17 @@ def run_chat(options: CliOptions, settings: Settings) -> int:
             # `local`: names the server if it dies
             return run_oneshot(options, settings, functools.partial(build_runtime, local=endpoint))
         from nanohermes.ui.repl import run_repl
+        from nanohermes.ui.seams import ResumePreview
 
-        opened = None
+        opened: OpenedSession | None = None
+        preview: ResumePreview | None = None  # shown while the runtime is built
         if options.session is not None or options.continue_last:
             opened = open_session(options, settings)
             stack.callback(opened.lock.release)  # also when the background build fails
+            messages = tuple(opened.data.messages) if opened.data else ()
+            preview = ResumePreview(opened.session.path.stem, messages, opened.notices)
         builder: RuntimeBuilder = functools.partial(build_runtime, local=endpoint, opened=opened)
-        return run_repl(options, settings, builder, preview=opened.preview() if opened else None)
+        return run_repl(options, settings, builder, preview=preview)
 
 
 def _require_terminal(options: CliOptions, settings: Settings) -> None:
@@ -215,16 +212,16 @@ def run_acp(options: CliOptions, settings: Settings) -> int:
         client.close()
 
 
+@dataclass
 class _Sessions:
     """The server's open sessions and its memory stores, shared by the server's threads."""
 
-    def __init__(self, options: CliOptions, settings: Settings, client: ChatClient) -> None:
-        self.options = options
-        self.settings = settings
-        self.client = client
-        self.stores: dict[Path, MemoryStore | None] = {}
-        self.guard = threading.Lock()
-        self.opened: set[Callable[[], None]] = set()  # the close of every open session: run at exit
+    options: CliOptions
+    settings: Settings
+    client: ChatClient
+    stores: dict[Path, MemoryStore | None] = field(default_factory=dict)
+    guard: threading.Lock = field(default_factory=threading.Lock)
+    opened: set[Callable[[], None]] = field(default_factory=set)  # each open session's close: run at exit
 
     def store_for(self, workspace: Path) -> MemoryStore | None:
         with self.guard:
@@ -244,11 +241,10 @@ class _Sessions:
         """A session's agent, holding the session's lock until its close is called."""
         from nanohermes.acp.session import Opened
 
-        options = self.options
         opened = open_locked(session_path)
         try:
             store = self.store_for(workspace)
-            parts = AgentParts(self.client, store, approver, options.verbose, options.secret_files, files)
+            parts = AgentParts(self.client, store, approver, self.options, files)
             runtime = build_agent(self.settings, parts, opened, workspace=workspace, mcp_servers=mcp_servers)
         except BaseException:
             opened.lock.release()

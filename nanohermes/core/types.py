@@ -126,13 +126,6 @@ class Usage:
         total = as_count(data.get("total_tokens")) or prompt + completion
         return cls(prompt, completion, total, data.get("estimated") is True)
 
-    @classmethod
-    def estimate(cls, sent: list[Message], reply: Message, tools: Any = None) -> Usage:
-        prompt = sum(map(message_chars, sent)) + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
-        prompt_tokens = -(-prompt // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * len(sent)
-        completion_tokens = -(-message_chars(reply) // CHARS_PER_TOKEN)
-        return cls(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, estimated=True)
-
 
 @dataclass
 class ChatResult:
@@ -147,7 +140,12 @@ class ChatResult:
         return not self.content.strip() and not self.refusal.strip() and not self.tool_calls
 
     def counted_usage(self, sent: list[Message], tools: Any = None) -> Usage:
-        return self.usage if self.usage.total_tokens else Usage.estimate(sent, self.to_message(), tools)
+        if self.usage.total_tokens:
+            return self.usage
+        prompt = sum(map(message_chars, sent)) + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
+        prompt_tokens = -(-prompt // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * len(sent)
+        completion_tokens = -(-message_chars(self.to_message()) // CHARS_PER_TOKEN)
+        return Usage(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, estimated=True)
 
     def to_message(self) -> Message:
         """A refusal is kept as the content; the model client decides whether to send the reasoning back."""
@@ -169,17 +167,13 @@ def message_text(message: Message) -> str:
     return ""
 
 
-def plural(count: int, singular: str, several: str = "") -> str:
+def plural(count: int, noun: str) -> str:
     """`1 memory`, `2 memories`, `0 best matches`."""
     if count == 1:
-        return f"1 {singular}"
-    return f"{count:,} {several or _plural_of(singular)}"
-
-
-def _plural_of(noun: str) -> str:
+        return f"1 {noun}"
     if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
-        return noun[:-1] + "ies"
-    return noun + "es" if noun.endswith(("s", "sh", "ch", "x")) else noun + "s"
+        return f"{count:,} {noun[:-1]}ies"
+    return f"{count:,} {noun}es" if noun.endswith(("s", "sh", "ch", "x")) else f"{count:,} {noun}s"
 
 
 MIN_SECRET_CHARS = 8  # a shorter configured key (`none`, `dummy` for a local server) is no secret

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from nanohermes.config.mcp_config import sanitize
+from nanohermes.core.errors import reason
 
 MAX_LOG_BYTES = 1_000_000
 TAIL_BYTES = 8192
@@ -39,7 +40,7 @@ class ServerLog:
             self._file.write(kept)
             self._file.flush()  # the log is read while the server runs
         except (OSError, ValueError) as err:  # a full disk; a log closed meanwhile
-            self.error = getattr(err, "strerror", None) or str(err)
+            self.error = reason(err)
         return len(text)
 
     def fileno(self) -> int:  # the SDK's transport on Windows gives it to the server
@@ -81,7 +82,7 @@ class ServerLogs:
             file.flush()
         except OSError as err:
             file = file or open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
-            error = err.strerror or str(err)
+            error = reason(err)
         log = self._logs[name] = ServerLog(file, error=error)
         return log
 

@@ -14,20 +14,67 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from nanohermes.config.mcp_config import McpServerConfig, expand_variables
 from nanohermes.core.errors import ToolError
+from nanohermes.core.types import plural
 from nanohermes.mcp.logs import ServerLogs
-from nanohermes.mcp.status import ServerEntry, ServerStatus, State, ToolInfo
 from nanohermes.mcp.tools import ListedTool, build_tools, offered, render_result, unusable
 from nanohermes.tools.base import Tool
+
+if TYPE_CHECKING:
+    from nanohermes.mcp.connection import Connection
 
 IMPORT_SLACK = 10.0  # what a first turn waits for a starting server beyond its startup_timeout
 CLOSE_TIMEOUT = 10.0
 MAX_TOOLS = 100
 """MCP tools offered at most: OpenAI-compatible APIs refuse requests with more than 128 tools in all."""
+State = Literal["disabled", "starting", "ready", "crashed", "failed", "closed"]
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    name: str  # as the model sees it: mcp__server__tool
+    description: str
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    name: str
+    transport: str
+    target: str
+    state: State
+    trusted: bool
+    tools: tuple[ToolInfo, ...]
+    last_error: str
+
+
+@dataclass
+class ServerEntry:
+    """One configured server, as the manager tracks it (mutated on the loop, under its lock)."""
+
+    name: str
+    config: McpServerConfig
+    state: State = "starting"
+    tools: list[Tool] = field(default_factory=list)
+    last_error: str = ""
+    connection: Connection | None = None
+    started: threading.Event = field(default_factory=threading.Event)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one restart at a time
+    stale: bool = False  # its tool list changed and was not listed again yet
+    refresh: asyncio.Task[None] | None = None
+    left_out: dict[str, str] = field(default_factory=dict)  # name → why, as last told to the user
+
+    def status(self) -> ServerStatus:
+        config = self.config
+        tools = tuple(ToolInfo(tool.name, tool.description, not tool.mutating) for tool in self.tools)
+        return ServerStatus(
+            self.name, config.transport, config.target(), self.state, config.trusted, tools, self.last_error
+        )
 
 
 class McpManager:
@@ -58,10 +105,12 @@ class McpManager:
     def start(self) -> None:
         enabled = [s for s in self._servers.values() if s.state == "starting"]
         if enabled:
+            logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
             loop = self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._run_loop, args=(loop,), name="nh-mcp", daemon=True)
             self._thread.start()
-            asyncio.run_coroutine_threadsafe(self._start_all(enabled), loop)
+            for server in enabled:  # in parallel
+                asyncio.run_coroutine_threadsafe(self._start(server), loop)
 
     def _run_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         asyncio.set_event_loop(loop)
@@ -138,32 +187,31 @@ class McpManager:
 
     # -- on the loop thread
 
-    async def _start_all(self, servers: list[ServerEntry]) -> None:
-        logging.getLogger("mcp").addHandler(logging.NullHandler())  # no SDK tracebacks on the terminal
-        await asyncio.gather(*(self._start(server) for server in servers))
-
     async def _start(self, server: ServerEntry, failed: str = "failed to start") -> bool:
+        from nanohermes.mcp.connection import Connection, describe_error
+
         try:
-            await self._connect(server)
+            config = expand_variables(server.config, os.environ)
+            errlog = self._logs.open(server.name)
+            changed = functools.partial(self._tools_changed, server)
+            connection = Connection(
+                server.name, config, cwd=self._cwd, errlog=errlog, on_tools_changed=changed
+            )
+            server.connection, server.stale = connection, False
+            self._set_tools(server, await connection.open())
+            if server.stale:  # it changed while the first list was on its way
+                self._tools_changed(server)
         except Exception as err:
-            self._fail(server, "failed", self._reason(server, err))
+            timeout = server.config.startup_timeout
+            timed_out = f"did not answer within {timeout:g} s (raise startup_timeout)"
+            reason = timed_out if isinstance(err, TimeoutError) else describe_error(err)
+            tail = self._logs.tail(server.name)
+            self._fail(server, "failed", f"{reason}; stderr: {tail}" if tail else reason)
             self._notice(f"MCP server {server.name} {failed}: {server.last_error}")
             return False
         finally:
             server.started.set()
         return True
-
-    async def _connect(self, server: ServerEntry) -> None:
-        from nanohermes.mcp.connection import Connection
-
-        config = expand_variables(server.config, os.environ)
-        errlog = self._logs.open(server.name)
-        changed = functools.partial(self._tools_changed, server)
-        connection = Connection(server.name, config, cwd=self._cwd, errlog=errlog, on_tools_changed=changed)
-        server.connection, server.stale = connection, False
-        self._set_tools(server, await connection.open())
-        if server.stale:  # it changed while the first list was on its way
-            self._tools_changed(server)
 
     def _set_tools(self, server: ServerEntry, listed: list[ListedTool]) -> None:
         name = server.name
@@ -172,13 +220,9 @@ class McpManager:
         listed = [spec for spec in listed if spec.name not in left_out]
         problem = self._tell_left_out(server, left_out)
         tools = build_tools(name, server.config, listed, functools.partial(self.submit, name))
-        infos = tuple(
-            ToolInfo(tool.name, spec.name, tool.description, spec.read_only)
-            for tool, spec in zip(tools, listed, strict=True)
-        )
         with self._lock:
             if not self._closed:
-                server.state, server.tools, server.infos, server.last_error = "ready", tools, infos, problem
+                server.state, server.tools, server.last_error = "ready", tools, problem
 
     def _tell_left_out(self, server: ServerEntry, left_out: dict[str, str]) -> str:
         """Why tools were left out ("" if none), noticed again only when it changes (a flood of
@@ -187,8 +231,7 @@ class McpManager:
         for reason in dict.fromkeys(left_out.values()):
             names = sorted(name for name, why in left_out.items() if why == reason)
             shown = ", ".join(name[:64] for name in names[:3]) + (", …" if len(names) > 3 else "")
-            tools = "1 tool" if len(names) == 1 else f"{len(names)} tools"
-            problems.append(f"left out {tools} ({reason}): {shown}")
+            problems.append(f"left out {plural(len(names), 'tool')} ({reason}): {shown}")
         problem = "; ".join(problems)
         if problem and left_out != server.left_out:
             self._notice(f"MCP server {server.name}: {problem}")
@@ -266,17 +309,7 @@ class McpManager:
         with self._lock:
             server.state, server.last_error = state, reason
             if state == "failed":
-                server.tools, server.infos = [], ()
-
-    def _reason(self, server: ServerEntry, err: BaseException) -> str:
-        from nanohermes.mcp.connection import describe_error
-
-        if isinstance(err, TimeoutError):
-            reason = f"did not answer within {server.config.startup_timeout:g} s (raise startup_timeout)"
-        else:
-            reason = describe_error(err)
-        tail = self._logs.tail(server.name)
-        return f"{reason}; stderr: {tail}" if tail else reason
+                server.tools = []
 
 
 def _ready(server: ServerEntry) -> bool:

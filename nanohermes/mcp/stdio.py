@@ -204,11 +204,9 @@ def repaired(line: str, err: ValidationError) -> SessionMessage | Exception:
     if not problems or problems[0]["type"] != "json_invalid":
         return err  # JSON, but not a message: the SDK ignores it
     if _ESCAPED_SURROGATE.search(line):
-        try:
+        with contextlib.suppress(*JSON_ERRORS):  # not (only) a surrogate
             value = with_valid_text(json.loads(line))
             return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(value, by_name=False))
-        except JSON_ERRORS:  # not (only) a surrogate
-            pass
     request_id = reply_id(line)
     if request_id is None:
         return err

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from nanohermes.config.mcp_config import McpServerConfig, tool_name, with_hash
-from nanohermes.core.cancel import CancelToken, result_of
-from nanohermes.tools.base import Tool
+from nanohermes.core.cancel import result_of
+from nanohermes.tools.base import CallContext, Tool
 
 MAX_DESCRIPTION_CHARS = 2000  # cut there: every request to the model carries it
 MAX_SCHEMA_CHARS = 32_000  # a longer input schema (as JSON) leaves its tool out: a cut one would break
-CANCEL_ARG = "__nanohermes_cancel"  # the runner passes the CancelToken in it (set last: nothing clashes)
+CONTEXT_ARG = "__nanohermes_context"  # the runner passes the CallContext in it (set last: nothing clashes)
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,8 @@ Starter = Callable[[str, dict[str, Any]], Future[str]]  # McpManager.submit for 
 
 
 def _call_remote(starter: Starter, remote: str, /, **arguments: Any) -> str:
-    cancel = arguments.pop(CANCEL_ARG, None)
-    return result_of(starter(remote, arguments), cancel if isinstance(cancel, CancelToken) else None)
+    context = arguments.pop(CONTEXT_ARG, None)
+    return result_of(starter(remote, arguments), context.cancel if isinstance(context, CallContext) else None)
 
 
 def build_tools(
@@ -47,8 +47,6 @@ def build_tools(
         name = with_hash(name, spec.name) if name in taken else name  # two cut or sanitized alike
         taken.add(name)
         parameters = normalize_schema(spec.input_schema)
-        props: dict[str, Any] = parameters["properties"]
-        required = parameters.get("required", [])
         description = spec.description.strip() or f"{spec.name} (MCP server {server})"
         if len(description) > MAX_DESCRIPTION_CHARS:
             description = description[: MAX_DESCRIPTION_CHARS - 1] + "…"
@@ -60,9 +58,9 @@ def build_tools(
                 func=functools.partial(_call_remote, starter, spec.name),
                 start=functools.partial(starter, spec.name),
                 mutating=not spec.read_only,
-                summary_arg=required[0] if required else next(iter(props), None),
+                summary_arg=next(iter(parameters.get("required") or parameters["properties"]), None),
                 approval_kind=name,
-                cancel_arg=CANCEL_ARG,
+                context_arg=CONTEXT_ARG,
                 extra_arguments=parameters.get("additionalProperties") is not False,
                 preapproved=config.trusted,
             )
@@ -80,12 +78,10 @@ def unusable(listed: Iterable[ListedTool]) -> dict[str, str]:
     found: dict[str, str] = {}
     for spec in listed:
         try:
-            size = len(json.dumps(spec.input_schema, allow_nan=False))
+            if len(json.dumps(spec.input_schema, allow_nan=False)) > MAX_SCHEMA_CHARS:
+                found[spec.name] = TOO_LONG
         except ValueError:
             found[spec.name] = NOT_JSON
-            continue
-        if size > MAX_SCHEMA_CHARS:
-            found[spec.name] = TOO_LONG
     return found
 
 
@@ -176,17 +172,14 @@ def normalize_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 properties.setdefault(name, subschema)
             if combiner == "allOf" and isinstance(branch.get("required"), list):
                 required += [name for name in branch["required"] if name not in required]
-    parameters["properties"] = {str(name): _subschema(value) for name, value in properties.items()}
+    parameters["properties"] = {str(name): value for name, value in properties.items()}
     parameters.pop("required", None)
     if required:
         parameters["required"] = [str(name) for name in required]
-    for key in ("$defs", "definitions"):
-        if isinstance(parameters.get(key), dict):
-            parameters[key] = {name: _subschema(value) for name, value in parameters[key].items()}
-    return parameters
+    return _subschema(parameters)
 
 
-def _subschema(schema: Any) -> Any:
+def _subschema(schema: Any) -> dict[str, Any]:
     if not isinstance(schema, dict):
         return {}  # `true` (anything) or a malformed entry
     fixed = dict(schema)

@@ -117,11 +117,9 @@ def parse_distill(text: object) -> list[NewMemory]:
     if not isinstance(text, str):
         return []
     trimmed = text.strip()
-    candidates = [_span(trimmed, "[", "]"), _span(trimmed, "{", "}"), trimmed]
-    if 0 <= trimmed.find("{") < trimmed.find("["):
-        candidates[0], candidates[1] = candidates[1], candidates[0]  # an object wrapping the array
+    spans = filter(None, (_span(trimmed, "[", "]"), _span(trimmed, "{", "}")))
     value: Any = None
-    for part in filter(None, candidates):
+    for part in [*sorted(spans, key=trimmed.find), trimmed]:  # the outer first: an object may wrap the array
         try:
             value = json.loads(part)
             break

@@ -41,10 +41,7 @@ class Entry:
         data: dict[str, Any] = {"id": self.id, "kind": self.kind.value, "text": self.text}
         data |= {"source": self.source, "ts": self.ts}
         data |= {name: getattr(self, name) for name in OPTIONAL_FIELDS if getattr(self, name)}
-        if self.extra:
-            for name, value in json.loads(self.extra).items():
-                data.setdefault(name, value)
-        return data
+        return data | (json.loads(self.extra) if self.extra else {})  # (entry_from took the known fields out)
 
 
 def json_text(value: object) -> str:

@@ -135,7 +135,7 @@ class Index:
         best.sort(key=lambda item: (-item[0], -self.docs[item[1]][0].ts, item[1]))
         return [(score, self.docs[order][0]) for score, order in best[:k]]
 
-    def explain(self, terms: Sequence[str], order: int, words: dict[str, list[str]]) -> Explanation:
+    def explain(self, order: int, words: dict[str, list[str]]) -> Explanation:
         doc = self.docs[order][1]
         parts = tuple(
             TermScore(
@@ -144,9 +144,9 @@ class Index:
                 len(self.postings[term]),
                 self.idf(term),
                 self.contributions(term)[order],
-                tuple(dict.fromkeys(words.get(term, ()))),
+                tuple(dict.fromkeys(found)),
             )
-            for term in terms
+            for term, found in words.items()
             if doc.tf.get(term)
         )
         return Explanation(sum(p.contribution for p in parts), parts, doc.length, self.avgdl, len(self.docs))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from nanohermes.core.errors import MemoryRejected, StoreError
 from nanohermes.core.events import RecalledMemory
+from nanohermes.core.types import shorten
 from nanohermes.memory.block import Recall, block_lines, render_block
 from nanohermes.memory.constants import INJECT_TOP_K, MAX_ENTRIES, SHORT_MESSAGE_CHARS
 from nanohermes.memory.entry import Entry, derive_id
@@ -63,7 +64,7 @@ class MemoryStore:
         history: bool = False,
     ) -> None:
         """`secrets`: texts never written whatever their shape; `project`: None sees every entry."""
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+        if max_entries < 1:
             raise StoreError(f"memory_max_entries must be a positive integer, not {max_entries!r}")
         self.dir = Path(dir).expanduser()
         self.path = self.dir / MEMORY_FILE
@@ -71,7 +72,7 @@ class MemoryStore:
         self.secrets = tuple(secret for secret in secrets if secret)
         self.project, self.team, self.team_distill, self.history = project, team, team_distill, history
         self.last_id: str | None = None  # the entry the last `remember` added or merged into
-        self._on_notice = on_notice
+        self._on_notice = on_notice or (lambda notice: None)
         self._file = MemoryFile(self.dir)
         self._mutex = threading.RLock()  # guards everything below
         self._state: State | None = None
@@ -140,7 +141,7 @@ class MemoryStore:
             index = state.index()
             if order not in index.docs:
                 raise StoreError(f"no memory with id {entry_id!r}")
-            return index.explain(list(words), order, words)
+            return index.explain(order, words)
 
     def retrieve_block(self, query: str, lang: str = "en") -> str:
         """The memory block for `query` ("" when nothing matches); its memories count as used."""
@@ -161,7 +162,7 @@ class MemoryStore:
             size,
             len(entries),
             self.max_entries,
-            {kind: kinds.get(kind, 0) for kind in Kind},
+            {kind: kinds[kind] for kind in Kind},
             dict(sources.most_common()),
             min(stamps, default=None),
             max(stamps, default=None),
@@ -230,10 +231,10 @@ class MemoryStore:
                     f"{err.strerror or err}",
                     "move or repair the file by hand",
                 ) from None
-        if self._on_notice is not None:
-            self._on_notice(
-                f"memory.json was unreadable ({reason}), moved to {broken}; starting with an empty memory"
-            )
+        why = shorten(reason, 80)  # the parser's detail is long; where the file went must stay on the line
+        self._on_notice(
+            f"memory.json was unreadable ({why}), moved to {broken}; starting with an empty memory"
+        )
         return self._fresh()
 
     @contextlib.contextmanager
@@ -270,17 +271,16 @@ class MemoryStore:
         if all(isinstance(item, MemoryRejected) for item in checked):
             return [item for item in checked if isinstance(item, MemoryRejected)]
         with self._writing() as state:
-            pairs = zip(memories, checked, strict=True)
             outcomes = [
                 self._put(state, item, new.replaces) if isinstance(item, Entry) else item
-                for new, item in pairs
+                for new, item in zip(memories, checked, strict=True)
             ]
             state.evict(self.max_entries)
             return outcomes
 
     def forget(self, entry_id: str) -> bool:
         """Delete the entry with this id. False if there is none."""
-        if not isinstance(entry_id, str) or not self.path.exists():
+        if not self.path.exists():
             return False
         with self._locked():
             order = self._current().order_of.get(entry_id.strip())
@@ -328,7 +328,7 @@ class MemoryStore:
         else:
             entry = dataclasses.replace(new, id=derive_id(new.kind, new.text, state.order_of))
         state.put(entry, found)
-        if old is not None and at is not None:
+        if old is not None:
             state.put(dataclasses.replace(old, superseded_by=entry.id, superseded_ts=new.ts), at)
         self.last_id = entry.id
         return found is None

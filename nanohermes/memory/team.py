@@ -60,7 +60,7 @@ class TeamStore(MemoryStore):
             reason = err.one_line() if isinstance(err, StoreError) else str(err)
         state = self._fresh()
         state.problem = f"team memory {self.path} refused: {reason}"
-        if reason != self._refusal and self._on_notice is not None:
+        if reason != self._refusal:
             self._on_notice(state.problem)
         self._refusal = reason
         return state
@@ -78,7 +78,7 @@ class TeamStore(MemoryStore):
         if len(parsed.items) > MAX_ENTRIES:
             raise FormatError(f"it holds {len(parsed.items):,} entries, over the limit of {MAX_ENTRIES:,}")
         state = self._fresh(parsed, found[0])
-        if state.skipped and self._on_notice is not None:
+        if state.skipped:
             skipped = plural(len(state.skipped), "entry")
             self._on_notice(f"team memory {self.path}: {skipped} skipped ({state.skipped[0]})")
         self._refusal = ""

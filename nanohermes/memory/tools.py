@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nanohermes.core.errors import StoreError, ToolError
+from nanohermes.core.types import plural
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.security import checked_part
 from nanohermes.memory.store import MIN_ID_PREFIX, MemoryStore
@@ -35,7 +36,7 @@ def search_memory(store: MemoryStore, query: str, k: int = 4) -> str:
         raise ToolError(err.one_line()) from None
     if not hits:
         return "no matching memories"
-    lines = [f"{len(hits)} matching memor{'y' if len(hits) == 1 else 'ies'}:"]
+    lines = [f"{plural(len(hits), 'matching memory')}:"]
     lines += [f"- id={e.id} kind={e.kind.value} score={score:.2f}: {e.text}" for score, e in hits]
     return "\n".join(lines)
 

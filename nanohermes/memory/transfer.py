@@ -34,12 +34,9 @@ class Importable(NewMemory):
 def export_markdown(entries: Sequence[Entry], source: str = "") -> str:
     """Every entry as Markdown, global first, then each project; kinds in eviction order."""
     projects = sorted({entry.project for entry in entries if entry.project is not None})
-    lines = [TITLE, ""]
     where = f" from {_one_line(source)}" if source else ""
-    lines += [
-        f"{len(entries)} memories{where}. Edit freely; `nanohermes memory import FILE` reads this back.",
-        "",
-    ]
+    intro = f"{len(entries)} memories{where}. Edit freely; `nanohermes memory import FILE` reads this back."
+    lines = [TITLE, "", intro, ""]
     for project in (None, *projects):
         scoped = [entry for entry in entries if entry.project == project]
         if not scoped:

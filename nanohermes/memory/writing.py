@@ -37,8 +37,6 @@ def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: s
     kind, text = Kind.parse(memory.kind), memory.text
     if kind is None:
         raise MemoryRejected(f"unknown memory kind {str(memory.kind)!r}; use one of: {', '.join(Kind)}")
-    if not isinstance(text, str):
-        raise MemoryRejected(f"memory text must be a string, not {type(text).__name__}")
     text = valid_text(text).strip()
     if not text:
         raise MemoryRejected("memory text is empty; nothing to remember")
@@ -50,26 +48,21 @@ def prepare(memory: NewMemory, source: str, secrets: tuple[str, ...], project: s
     text = cut_text(" ".join(redact(text, secrets).split()), MAX_TEXT)  # the block shows one line each
     if not normalize(text):
         raise MemoryRejected("text holds no words, only punctuation or spaces; nothing to remember")
-    context = ""
-    if isinstance(memory.context, str):  # never shown, so cleaned rather than refused
-        cleaned = unsafe_removed(valid_text(memory.context))
-        context = cut_text(" ".join(redact(cleaned, secrets).split()), MAX_CONTEXT).rstrip("…")
+    cleaned = unsafe_removed(valid_text(memory.context))  # never shown, so cleaned rather than refused
+    context = cut_text(" ".join(redact(cleaned, secrets).split()), MAX_CONTEXT).rstrip("…")
     where = target_project(memory.scope, kind, project)
     return Entry("", kind, text, source, int(time.time()), prepare_keys(memory.keys, secrets), context, where)
 
 
 def prepare_keys(keys: Iterable[str], secrets: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Search keys redacted, without unsafe ones (never shown, so dropped rather than refused)."""
-    return clean_keys(
-        [redact(key, secrets) for key in keys if isinstance(key, str) and not refusal_reason(key)]
-    )
+    return clean_keys([redact(key, secrets) for key in keys if not refusal_reason(key)])
 
 
 def parse_scope(value: object) -> str | None:
     """ "global" or "project" (case-insensitive), else None."""
-    if isinstance(value, str) and value.strip().lower() in (GLOBAL, PROJECT):
-        return value.strip().lower()
-    return None
+    chosen = value.strip().lower() if isinstance(value, str) else None
+    return chosen if chosen in (GLOBAL, PROJECT) else None
 
 
 def target_project(scope: str | None, kind: Kind, project: str | None) -> str | None:

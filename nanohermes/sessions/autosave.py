@@ -45,11 +45,8 @@ class SessionSaver:
         self.submit().add_done_callback(self._report)
 
     def flush(self, timeout: float | None = None) -> bool:
-        try:  # one thread, first in first out: a no-op runs after every earlier write
-            self._writer.submit(lambda: None).result(timeout)
-        except concurrent.futures.TimeoutError:
-            return False
-        return True
+        # one thread, first in first out: a no-op runs after every earlier write
+        return not concurrent.futures.wait([self._writer.submit(lambda: None)], timeout).not_done
 
     def _write(self, snapshot: Snapshot) -> None:
         try:

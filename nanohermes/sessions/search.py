@@ -69,9 +69,7 @@ def _exchanges(messages: list[Message]) -> list[tuple[str, str]]:
 
 
 def _bm25(documents: list[list[str]], wanted: set[str]) -> list[float]:
-    if not documents:
-        return []
-    average = sum(map(len, documents)) / len(documents) or 1.0
+    average = sum(map(len, documents)) / max(len(documents), 1) or 1.0
     frequency = Counter(term for terms in documents for term in set(terms) & wanted)
     idf = {term: math.log(1 + (len(documents) - n + 0.5) / (n + 0.5)) for term, n in frequency.items()}
     scores: list[float] = []

@@ -1,6 +1,6 @@
 """Tools as plain functions: the JSON schema the model sees comes from the signature and the
-docstring's `Args:` section. Parameters annotated `CallContext` or `CancelToken` are not shown to the
-model: the runner fills them in."""
+docstring's `Args:` section. A parameter annotated `CallContext` is not shown to the model: the runner
+fills it in."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from nanohermes.core.types import Shown, shorten
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+SHOWN_NAMES = 5  # unknown argument names echoed, each shortened: a model may send 100,000 of them
+
 
 @dataclass(frozen=True)
 class CallContext:
@@ -38,11 +40,10 @@ class Tool:
     parameters: dict[str, Any]
     func: Callable[..., str | Shown]
     mutating: bool = False  # not offered in read-only mode; asks in ask mode unless preapproved
-    path_arg: str | None = None  # the argument naming a workspace path: confined; calls on one path in order
+    path_arg: str | None = None  # a workspace path (`path`): confined; calls on one path run in order
     summary_arg: str | None = None
     approval_kind: str = ""  # what an "always for this session" answer covers
     context_arg: str | None = None
-    cancel_arg: str | None = None
     risk: Callable[[dict[str, Any]], str | None] | None = None  # why a call is risky: treated as a write
     preapproved: bool = False  # a trusted MCP server's tool
     extra_arguments: bool = False  # arguments outside `properties` are passed on
@@ -75,7 +76,9 @@ class Tool:
         unknown = sorted(set(args) - set(props))
         if unknown and not self.extra_arguments:
             allowed = ", ".join(props) or "none"
-            raise ToolError(f"{self.name} got unknown argument(s) {_names(unknown)}; allowed: {allowed}")
+            named = ", ".join(shorten(name, 40) for name in unknown[:SHOWN_NAMES])
+            more = f" and {len(unknown) - SHOWN_NAMES:,} more" if len(unknown) > SHOWN_NAMES else ""
+            raise ToolError(f"{self.name} got unknown argument(s) {named}{more}; allowed: {allowed}")
         missing = [name for name in self.parameters.get("required", []) if args.get(name) is None]
         if missing:
             raise ToolError(f"{self.name} is missing required argument(s): {', '.join(missing)}")
@@ -85,36 +88,25 @@ class Tool:
         }
 
 
-SHOWN_NAMES = 5  # unknown argument names echoed, each shortened: a model may send 100,000 of them
-
-
-def _names(names: list[str]) -> str:
-    shown = ", ".join(shorten(name, 40) for name in names[:SHOWN_NAMES])
-    return shown + (f" and {len(names) - SHOWN_NAMES:,} more" if len(names) > SHOWN_NAMES else "")
-
-
 def tool_from_function(
     func: Callable[..., str | Shown],
     *,
     mutating: bool = False,
-    path_arg: str | None = None,
     summary_arg: str | None = None,
     approval_kind: str | None = None,
     risk: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> Tool:
-    """Build a Tool from a function's signature (types, defaults) and docstring (description, Args:)."""
+    """Build a Tool from a function's signature (types, defaults) and docstring (description, Args:).
+    An argument named `path` names a workspace path: the runner confines it."""
     description, arg_docs = parse_docstring(inspect.getdoc(func) or "")
     hints = typing.get_type_hints(func)
     properties: dict[str, Any] = {}
     required: list[str] = []
-    context_arg = cancel_arg = None
+    context_arg = None
     for param in inspect.signature(func).parameters.values():
         annotation = hints.get(param.name, str)
         if annotation is CallContext:
             context_arg = param.name
-            continue
-        if annotation is CancelToken:
-            cancel_arg = param.name
             continue
         prop = json_schema_for(annotation)
         if param.name in arg_docs:
@@ -131,11 +123,10 @@ def tool_from_function(
         parameters={"type": "object", "properties": properties, "required": required},
         func=func,
         mutating=mutating,
-        path_arg=path_arg,
+        path_arg="path" if "path" in properties else None,
         summary_arg=summary_arg or (required[0] if required else next(iter(properties), None)),
         approval_kind=approval_kind or name,
         context_arg=context_arg,
-        cancel_arg=cancel_arg,
         risk=risk,
     )
 

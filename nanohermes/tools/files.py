@@ -60,13 +60,11 @@ def encode(text: str, what: str) -> bytes:
 
 
 def unified_diff(before: str | None, after: str, label: str) -> str:
-    lines = list(
-        difflib.unified_diff(
-            (before or "").splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile="/dev/null" if before is None else f"a/{label}",
-            tofile=f"b/{label}",
-        )
+    lines = difflib.unified_diff(
+        (before or "").splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile="/dev/null" if before is None else f"a/{label}",
+        tofile=f"b/{label}",
     )
     text = "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
@@ -228,17 +226,16 @@ class FileTools:
 def _read_line(handle: BinaryIO, cancel: CancelToken, max_bytes: int = 64 * 1024) -> bytes | None:
     """The next line (cut at max_bytes, its rest skipped), or None at the end. Ctrl-C is checked at
     each chunk: skipping to a far offset of a huge (sparse, 10 GB) file takes minutes."""
-    readline = handle.readline
-    line = readline(max_bytes)
+    line = handle.readline(max_bytes)
     if not line:
         return None
     if not line.endswith(b"\n"):
-        rest = readline(max_bytes)
+        rest = handle.readline(max_bytes)
         if rest:  # cut mid-line, so maybe mid-character: that is no sign of bytes that are not UTF-8
             line = _whole_characters(line)
         while rest and not rest.endswith(b"\n"):
             cancel.raise_if_cancelled()
-            rest = readline(max_bytes)
+            rest = handle.readline(max_bytes)
     return line
 
 
@@ -315,6 +312,5 @@ def closest_match(text: str, old: str, max_windows: int = 20_000) -> str:
     snippet = "\n".join(lines[best_at : best_at + size])
     if len(snippet) > 1500:
         snippet = snippet[:1500] + " […]"
-    end = best_at + size
     hint = " (it differs in whitespace only)" if "".join(snippet.split()) == "".join(old.split()) else ""
-    return f"Closest match{hint}, lines {best_at + 1}-{end} ({best:.0%} similar):\n{snippet}"
+    return f"Closest match{hint}, lines {best_at + 1}-{best_at + size} ({best:.0%} similar):\n{snippet}"

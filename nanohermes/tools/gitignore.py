@@ -65,8 +65,7 @@ def _segment_regex(part: str) -> str:
 
 @dataclass(frozen=True)
 class Rule:
-    base: str
-    """Directory of the .gitignore, relative to the root ("" for the root)."""
+    base: str  # the directory of the .gitignore, relative to the root ("" for the root)
     glob: Glob
     negate: bool
     dir_only: bool

@@ -44,8 +44,6 @@ class HookRunner:
     ) -> HookOutcome:
         """Run `event`'s hooks (those matching `call`'s tool) in turn until one blocks."""
         hooks: tuple[Hook, ...] = getattr(self.hooks, event)
-        if call is not None:
-            hooks = tuple(hook for hook in hooks if hook.matcher is None or hook.matcher.fullmatch(call.name))
         payload = {
             "hook_event_name": event,
             "session_id": self.session.stem,
@@ -53,9 +51,10 @@ class HookRunner:
             "cwd": str(self.workspace),
         }
         if call is not None:
+            hooks = tuple(hook for hook in hooks if hook.matcher is None or hook.matcher.fullmatch(call.name))
             # the runner parsed these arguments before any hook runs
             payload |= {"tool_name": call.name, "tool_input": json.loads(call.arguments.strip() or "{}")}
-        data = json.dumps({**payload, **fields}).encode()  # ASCII: lone surrogates cannot break it
+        data = json.dumps(payload | fields).encode()  # ASCII: lone surrogates cannot break it
         notes: list[Note] = []
         for hook in hooks:
             started = time.monotonic()
@@ -64,9 +63,8 @@ class HookRunner:
             except Cancelled:
                 break
             except (NanoHermesError, OSError) as err:  # refused by the sandbox, no shell, a NUL, no temp file
-                notes.append(
-                    Note(f"hook {event} {shorten(hook.command, 60)!r} not run: {reason(err)}", "warning")
-                )
+                text = f"hook {event} {shorten(hook.command, 60)!r} not run: {reason(err)}"
+                notes.append(Note(text, "warning"))
                 continue
             blocked = code == BLOCK and event in DECIDING
             failed = code != 0 and not blocked

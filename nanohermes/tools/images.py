@@ -26,8 +26,7 @@ def image_kind(head: bytes) -> str | None:
 
 
 def load_image(workspace: Workspace, path: str, granted: frozenset[Path] = frozenset()) -> str:
-    fd = workspace.open_file(workspace.resolve(path, granted))
-    with os.fdopen(fd, "rb") as handle:
+    with os.fdopen(workspace.open_file(workspace.resolve(path, granted)), "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > IMAGE_MAX_BYTES:
             raise ToolError(f"{path} is {size / 2**20:.1f} MB, over the {IMAGE_MAX_BYTES // 2**20} MB limit")
@@ -62,4 +61,4 @@ def view_image_tool(workspace: Path, vision: bool) -> Tool:
             raise ToolError(NO_VISION)
         return Shown(f"{path}: the image follows", (load_image(root, path, ctx.granted),))
 
-    return tool_from_function(view_image, path_arg="path")
+    return tool_from_function(view_image)

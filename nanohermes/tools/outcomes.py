@@ -8,7 +8,7 @@ import contextlib
 from typing import Any
 
 from nanohermes.core.errors import INTERRUPTED, Cancelled, NanoHermesError
-from nanohermes.core.types import Shown, ToolCall, ToolResult, shorten
+from nanohermes.core.types import ToolCall, ToolResult, shorten
 from nanohermes.tools.base import Tool
 
 
@@ -31,15 +31,6 @@ def done(result: ToolResult) -> concurrent.futures.Future[ToolResult]:
     future: concurrent.futures.Future[ToolResult] = concurrent.futures.Future()
     future.set_result(result)
     return future
-
-
-def invoke(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, bool, tuple[str, ...]]:
-    """(content, ok, images) of one blocking call; every failure is an `ERROR: …` content."""
-    try:
-        value = tool.func(**kwargs)
-    except Exception as err:  # a bug in a tool must not end the turn either: it is reported
-        return failure(tool, err), False, ()
-    return (value.text, True, value.images) if isinstance(value, Shown) else (str(value), True, ())
 
 
 def failure(tool: Tool, err: BaseException) -> str:
@@ -67,11 +58,10 @@ def start_remote(
     outer: concurrent.futures.Future[ToolResult] = concurrent.futures.Future()
 
     def finish(finished: concurrent.futures.Future[str]) -> None:
-        error = None if finished.cancelled() else finished.exception()
-        if finished.cancelled() or error is not None:
-            content, ok = (INTERRUPTED if error is None else failure(tool, error)), False
-        else:
+        try:
             content, ok = str(finished.result()), True
+        except BaseException as error:  # cancelled too: failure() says interrupted
+            content, ok = failure(tool, error), False
         with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled meanwhile
             outer.set_result(make_result(call, cap_output(content, limit), ok))
 

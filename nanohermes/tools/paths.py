@@ -41,7 +41,7 @@ class Workspace:
 
     def resolve(self, path: str, granted: frozenset[Path] = frozenset()) -> Path:
         """The absolute, symlink-free path `path` names. Raises OutsideWorkspace or ToolError."""
-        if not isinstance(path, str) or not path.strip():
+        if not path.strip():
             raise ToolError("path is empty")
         path = self._as_named(path)
         if "\x00" in path:
@@ -73,7 +73,7 @@ class Workspace:
 
     def relative(self, resolved: Path) -> str:
         if resolved.is_relative_to(self.root):
-            return resolved.relative_to(self.root).as_posix() or "."
+            return resolved.relative_to(self.root).as_posix()  # "." for the root
         return str(resolved)
 
     def shown(self, resolved: Path) -> str:

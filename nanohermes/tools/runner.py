@@ -17,10 +17,10 @@ from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import INTERRUPTED, Cancelled, NanoHermesError
 from nanohermes.core.events import Event, Note, ToolFinished, ToolStarted
 from nanohermes.core.protocols import ApprovalRequest, Approver, ChangeGuard, Decision
-from nanohermes.core.types import ToolCall, ToolResult, shorten
+from nanohermes.core.types import Shown, ToolCall, ToolResult, shorten
 from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.files import FileTools
-from nanohermes.tools.outcomes import cap_output, done, finish_summary, invoke, make_result, start_remote
+from nanohermes.tools.outcomes import cap_output, done, failure, finish_summary, make_result, start_remote
 from nanohermes.tools.paths import OutsideWorkspace, Workspace
 from nanohermes.tools.sandbox import Sandbox
 from nanohermes.tools.search import SearchTools
@@ -81,23 +81,18 @@ class ToolRunner:
         self._tools: dict[str, Tool] = {
             tool.name: tool
             for tool in (
-                tool_from_function(self._files.read_file, path_arg="path"),
-                tool_from_function(
-                    self._files.write_file, mutating=True, path_arg="path", approval_kind="edit"
-                ),
-                tool_from_function(
-                    self._files.edit_file, mutating=True, path_arg="path", approval_kind="edit"
-                ),
-                tool_from_function(search.list_files, path_arg="path"),
-                tool_from_function(search.grep, path_arg="path"),
+                tool_from_function(self._files.read_file),
+                tool_from_function(self._files.write_file, mutating=True, approval_kind="edit"),
+                tool_from_function(self._files.edit_file, mutating=True, approval_kind="edit"),
+                tool_from_function(search.list_files),
+                tool_from_function(search.grep),
                 tool_from_function(self._shell.run_shell, mutating=True, approval_kind="shell"),
             )
         }
         if store is not None:
-            from nanohermes.tools.memory import MemoryTools
+            from nanohermes.tools.memory import memory_tools
 
-            for tool in MemoryTools(store).tools():
-                self.register(tool)
+            self._tools |= {tool.name: tool for tool in memory_tools(store)}
 
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
@@ -107,9 +102,7 @@ class ToolRunner:
         self._sources.append(source)
 
     def _all_tools(self) -> dict[str, Tool]:
-        tools = {tool.name: tool for source in self._sources for tool in source()}
-        tools.update(self._tools)
-        return tools
+        return {tool.name: tool for source in self._sources for tool in source()} | self._tools
 
     def set_permission(self, mode: str) -> None:
         self.permission = mode  # read-only, ask or auto: the settings and commands refuse others
@@ -137,9 +130,8 @@ class ToolRunner:
             for call, ready in zip(calls, prepared, strict=True):
                 began = time.monotonic()
                 if isinstance(ready, ToolResult) or cancel.cancelled:
-                    runs.append(
-                        (done(ready if isinstance(ready, ToolResult) else _interrupted(call)), False, began)
-                    )
+                    result = ready if isinstance(ready, ToolResult) else _interrupted(call)
+                    runs.append((done(result), False, began))
                     continue
                 tool = ready.tool
                 after = chains.get(ready.resolved) if ready.resolved else None
@@ -167,18 +159,12 @@ class ToolRunner:
         (so the user sees the whole plan, and a "no" stops a call before any of its batch runs)."""
         previews: dict[Path, str] = {}
         prepared: list[_Prepared | ToolResult] = []
-        stopped = False
-        for call in calls:
-            if stopped or cancel.cancelled:
-                prepared.append(_interrupted(call))
-                continue
-            ready = self._prepare(call, previews, cancel, notes)
-            if isinstance(ready, ToolResult):  # an error that echoes the model's arguments: capped too
-                ready = make_result(call, cap_output(ready.content, self.max_chars), ok=ready.ok)
-            # Ctrl-C at an approval (the approver raised Cancelled) may reach the token only later:
-            # the later calls are not asked, and get the interrupted result, not a refusal
-            stopped = isinstance(ready, ToolResult) and ready.content == INTERRUPTED
-            prepared.append(ready)
+        for index, call in enumerate(calls):
+            try:
+                cancel.raise_if_cancelled()
+                prepared.append(self._prepare(call, previews, cancel, notes))
+            except Cancelled:  # also Ctrl-C at an approval (the approver raised), before it reaches the token
+                return prepared + [_interrupted(later) for later in calls[index:]]
         return prepared
 
     def _execute(
@@ -195,23 +181,25 @@ class ToolRunner:
         kwargs = dict(prepared.args)
         if tool.context_arg:
             kwargs[tool.context_arg] = CallContext(cancel, prepared.granted)
-        if tool.cancel_arg:
-            kwargs[tool.cancel_arg] = cancel
-        content, ok, images = invoke(tool, kwargs)
-        return make_result(call, cap_output(content, self.max_chars), ok, images)
+        try:
+            value = tool.func(**kwargs)
+        except Exception as err:  # a bug in a tool must not end the turn either: it is reported
+            return make_result(call, cap_output(failure(tool, err), self.max_chars), ok=False)
+        shown = value if isinstance(value, Shown) else Shown(str(value), ())
+        return make_result(call, cap_output(shown.text, self.max_chars), True, shown.images)
 
     def _prepare(
         self, call: ToolCall, previews: dict[Path, str], cancel: CancelToken, notes: list[Note]
     ) -> _Prepared | ToolResult:
-        """Check one call and ask its approval (in the calling thread, one call at a time)."""
+        """Check one call and ask its approval (in the calling thread, one at a time); raises Cancelled."""
         tool = self._all_tools().get(call.name)
-        if tool is None:
-            available = ", ".join(sorted(self.names()))
-            name = shorten(call.name, 80)  # a model may send a name of any length: it is not echoed whole
-            return make_result(call, f"ERROR: unknown tool {name!r}; available: {available}", ok=False)
-        if not self._offered(tool):
-            return make_result(call, f"ERROR: {tool.name} is not available in read-only mode", ok=False)
         try:
+            if tool is None:
+                available = ", ".join(sorted(self.names()))
+                name = shorten(call.name, 80)  # a model may send a name of any length: not echoed whole
+                raise _Refused(f"ERROR: unknown tool {name!r}; available: {available}")
+            if not self._offered(tool):
+                raise _Refused(f"ERROR: {tool.name} is not available in read-only mode")
             args = tool.parse_arguments(call.arguments)
             if self.hooks is not None:  # before any question: a blocked call is never asked
                 outcome = self.hooks.run("pre_tool", cancel, call)
@@ -226,13 +214,15 @@ class ToolRunner:
             asks = ((tool.mutating and not tool.preapproved) or risk) and self.permission == "ask"
             if asks and tool.approval_kind not in self._always:
                 self._approve(call, tool, args, resolved, previews, risk)
-        except _Refused as refused:
-            return make_result(call, str(refused), ok=False)
         except Cancelled:
-            return _interrupted(call)
+            raise
+        except _Refused as refused:
+            error = str(refused)
         except NanoHermesError as err:
-            return make_result(call, f"ERROR: {err.one_line()}", ok=False)
-        return _Prepared(call, tool, args, resolved, granted)
+            error = f"ERROR: {err.one_line()}"
+        else:
+            return _Prepared(call, tool, args, resolved, granted)
+        return make_result(call, cap_output(error, self.max_chars), ok=False)  # it may echo the arguments
 
     def _check_path(
         self, call: ToolCall, tool: Tool, args: dict[str, Any]
@@ -247,10 +237,7 @@ class ToolRunner:
             if self.permission != "ask" or self._approver is None:
                 raise
             title = f"{tool.name} wants a path outside the workspace: {err.resolved}"
-            decision = self._ask(ApprovalRequest(tool.name, title, str(err.resolved), call))
-            if decision is Decision.NO:
-                raise _Refused(f"ERROR: {err.one_line()}") from None
-            if decision is Decision.ALWAYS:
+            if self._ask(call, title, str(err.resolved), f"ERROR: {err.one_line()}"):
                 self._granted.add(err.resolved)
             return err.resolved, frozenset(self._granted | {err.resolved})
 
@@ -268,31 +255,30 @@ class ToolRunner:
         title, detail, after = self._describe(tool, args, resolved, previews)
         if risk:
             title = f"{tool.name}: {risk}"
-        decision = self._ask(ApprovalRequest(tool.name, title, detail, call))
-        if decision is Decision.NO:
-            raise _Refused(DECLINED.format(tool=tool.name))
-        if decision is Decision.ALWAYS:
+        if self._ask(call, title, detail, DECLINED.format(tool=tool.name)):
             self._always.add(tool.approval_kind)
         if resolved is not None and after is not None:
             previews[resolved] = after
 
-    def _ask(self, request: ApprovalRequest) -> Decision:
+    def _ask(self, call: ToolCall, title: str, detail: str, refusal: str) -> bool:
+        """True when the user answered "always"; a "no" raises _Refused with `refusal`."""
         assert self._approver is not None
         with self._asking:
-            decision = self._approver(request)
-        return decision if isinstance(decision, Decision) else Decision.NO
+            decision = self._approver(ApprovalRequest(call.name, title, detail, call))
+        if decision is Decision.NO:
+            raise _Refused(refusal)
+        return decision is Decision.ALWAYS
 
     def _describe(
         self, tool: Tool, args: dict[str, Any], resolved: Path | None, previews: dict[Path, str]
     ) -> tuple[str, str, str | None]:
-        files = self._files
-        if tool.func == files.write_file and resolved is not None:
+        if tool.func == self._files.write_file and resolved is not None:
             content = str(args["content"])
             verb = "Overwrite" if resolved in previews or resolved.exists() else "Create"
-            diff = files.preview_write(resolved, content, previews.get(resolved))
+            diff = self._files.preview_write(resolved, content, previews.get(resolved))
             return f"{verb} {self.workspace.relative(resolved)}", diff, content
-        if tool.func == files.edit_file and resolved is not None:
-            diff, after = files.preview_edit(resolved, previews.get(resolved), **args)
+        if tool.func == self._files.edit_file and resolved is not None:
+            diff, after = self._files.preview_edit(resolved, previews.get(resolved), **args)
             return f"Edit {self.workspace.relative(resolved)}", diff, after
         if tool.func == self._shell.run_shell:
             timeout = args.get("timeout")

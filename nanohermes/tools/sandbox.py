@@ -62,7 +62,10 @@ class Sandbox:
         root = workspace.resolve()
         found = find_program(executable, root)
         if found is None:
-            return cls(mode, problem=_missing(executable))
+            passed_over = shutil.which(executable)
+            where = "in the workspace, or found through a relative PATH entry"
+            untrusted = f"{UNTRUSTED}: {passed_over} ({where})"
+            return cls(mode, problem=untrusted if passed_over else "bubblewrap (bwrap) is not installed")
         hide = _hideable(hidden, root)
         sandbox = cls(mode, active=True, network=network, bwrap=found, workspace=root, hidden=hide)
         problem = sandbox.probe()
@@ -188,13 +191,6 @@ def find_program(name: str, workspace: Path) -> str | None:
         if found is not None and not Path(os.path.realpath(found)).is_relative_to(workspace):
             return found
     return None
-
-
-def _missing(name: str) -> str:
-    passed_over = shutil.which(name)
-    if passed_over is None:
-        return "bubblewrap (bwrap) is not installed"
-    return f"{UNTRUSTED}: {passed_over} (in the workspace, or found through a relative PATH entry)"
 
 
 def _hideable(paths: Iterable[Path], workspace: Path) -> tuple[Path, ...]:

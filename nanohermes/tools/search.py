@@ -41,6 +41,7 @@ GREP_MAX_PATTERN_UNITS = 100_000  # a pattern whose counted repeats unroll past 
 GITIGNORE_MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 100  # deeper directories are not entered: a chain of hundreds would exhaust the stack
 TOO_DEEP = f"not entered, more than {MAX_DEPTH} directories deep"
+TOO_BIG = f"not searched, larger than {GREP_MAX_FILE_BYTES // 2**20} MB"
 
 Where = int | Path  # a directory being walked: its descriptor (SAFE_WALK), else its path
 
@@ -102,11 +103,8 @@ class SearchTools:
         if more:
             hits.append(f"[… {more} more matches not shown; narrow the pattern, path or glob]")
         found = "\n".join(hits) or f"no matches for {pattern!r}"
-        limit = GREP_MAX_FILE_BYTES // (1024 * 1024)
-        big_note = _note(
-            big, f"not searched, larger than {limit} MB", "; run_shell with grep can search them"
-        )
-        return "\n".join([found, *_note(deep, TOO_DEEP), *big_note])
+        advice = "; run_shell with grep can search them"
+        return "\n".join([found, *_note(deep, TOO_DEEP), *_note(big, TOO_BIG, advice)])
 
     def _files(self, start: Path, glob: str | None, deep: list[str], ctx: CallContext) -> Iterator[str]:
         """The relative paths of the files under `start` that git would not ignore and `glob` matches
@@ -116,8 +114,7 @@ class SearchTools:
         if start.is_relative_to(self.workspace.root):  # the .gitignore files above `start` count too
             parts = start.relative_to(self.workspace.root).parts
             for index in range(len(parts)):
-                above = self.workspace.root.joinpath(*parts[:index])
-                rules += _read_rules(above, "/".join(parts[:index]))
+                rules += _read_rules(self.workspace.root.joinpath(*parts[:index]), "/".join(parts[:index]))
         base = self.workspace.relative(start) if start != self.workspace.root else ""
         opened = self.workspace.dir_fd(start) if SAFE_WALK else contextlib.nullcontext(start)
         with opened as where:
@@ -166,18 +163,17 @@ def _walk(
     ctx.cancel.raise_if_cancelled()
     rules = rules + _read_rules(where, base)
     try:
-        names = sorted(os.listdir(where))
+        with os.scandir(where) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
     except OSError:
         return
-    for name in names:
+    for entry in entries:
+        name = entry.name
         if name == ".git":
             continue
         rel = f"{base}/{name}" if base else name
         try:
-            if isinstance(where, int):
-                mode = os.stat(name, dir_fd=where, follow_symlinks=False).st_mode
-            else:
-                mode = os.lstat(where / name).st_mode
+            mode = entry.stat(follow_symlinks=False).st_mode  # from the directory's descriptor
         except OSError:
             continue
         is_dir = stat.S_ISDIR(mode)

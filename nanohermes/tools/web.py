@@ -12,7 +12,7 @@ import httpx
 from nanohermes import __version__
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import ToolError
-from nanohermes.tools.base import Tool, tool_from_function
+from nanohermes.tools.base import CallContext, Tool, tool_from_function
 from nanohermes.tools.files import SNIFF_BYTES, looks_binary
 
 FETCH_MAX_BYTES = 2 * 1024 * 1024
@@ -23,9 +23,9 @@ TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javas
 
 
 def web_fetch_tool(private: bool) -> Tool:
-    def web_fetch(url: str, max_chars: int = 20_000, *, cancel: CancelToken) -> str:
+    def web_fetch(url: str, max_chars: int = 20_000, *, ctx: CallContext) -> str:
         """Fetch an http(s) URL as text (HTML as Markdown)."""
-        return fetch(url, max_chars, private=private, cancel=cancel)
+        return fetch(url, max_chars, private=private, cancel=ctx.cancel)
 
     return tool_from_function(web_fetch, risk=lambda args: "it reaches the network")
 

@@ -27,8 +27,8 @@ class CommandContext:
     console: Console
     run_events: Callable[[EventSource], object]
     permission: str
+    approver: Approver  # asks a yes/no question (/undo over later edits)
     exit_requested: bool = False
-    approver: Approver | None = None  # asks a yes/no question (/undo over later edits)
     custom: Mapping[str, CustomCommand] = field(default_factory=dict)  # `.nanohermes/commands/NAME.md`
 
     @property

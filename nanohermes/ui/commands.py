@@ -6,7 +6,6 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -21,9 +20,6 @@ from nanohermes.ui.mcp_cmd import NONE_CONFIGURED, status_lines
 from nanohermes.ui.safe_text import ECHO_CHARS, echoed, terminal_safe
 from nanohermes.ui.undo_cmd import list_checkpoints, show_diff, undo
 
-if TYPE_CHECKING:
-    from nanohermes.ui.seams import RuntimeLike
-
 SESSIONS_SHOWN = 15
 
 
@@ -32,10 +28,6 @@ class Command:
     usage: str
     description: str
     handler: Handler
-
-
-def context_chars(runtime: RuntimeLike) -> int:
-    return total_chars(runtime.agent.messages)
 
 
 def resume_hint(session_path: Path, sessions_dir: Path) -> str:
@@ -99,7 +91,7 @@ def cmd_session(ctx: CommandContext, arg: str) -> None:
     agent = ctx.runtime.agent
     ctx.say(f"session {agent.session_path}")
     ctx.say(
-        f"{plural(len(agent.messages), 'message')} · {context_chars(ctx.runtime):,} characters of context · "
+        f"{plural(len(agent.messages), 'message')} · {total_chars(agent.messages):,} characters of context · "
         f"model {agent.model}",
         "dim",
     )
@@ -182,7 +174,7 @@ def cmd_tokens(ctx: CommandContext, arg: str) -> None:
         + (" (estimated, about 4 characters a token: the server reports no usage)" if usage.estimated else "")
     )
     threshold = ctx.runtime.settings.compact_threshold_chars
-    chars = context_chars(ctx.runtime)
+    chars = total_chars(ctx.runtime.agent.messages)
     ctx.say(f"context: {chars:,} characters ({100 * chars // threshold}% of the compaction threshold)", "dim")
 
 

@@ -14,7 +14,7 @@ from nanohermes.ui.safe_text import terminal_safe
 if TYPE_CHECKING:
     from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import Settings
-    from nanohermes.mcp.status import ServerStatus
+    from nanohermes.mcp.manager import ServerStatus
 
 NONE_CONFIGURED = (
     "no MCP servers configured (add a [mcp_servers.NAME] table to ~/.nanohermes/config.toml, "

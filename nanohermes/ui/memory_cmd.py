@@ -82,10 +82,6 @@ def _text(entry: Entry) -> str:
     return f"{escape(entry.text)} [dim]({replaced})[/dim]"
 
 
-def _used(entry: Entry) -> str:
-    return f"{entry.uses}× {_when(entry.used_ts)}" if entry.uses else "never"
-
-
 def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None:
     """This project's and the global memories (every project's with --all), then the team's."""
     every = store.for_project(None, history=args.history).visible()
@@ -109,7 +105,7 @@ def _list(out: Console, store: MemoryStore, args: MemoryArgs, lang: str) -> None
         style = "cyan" if column == "id" else "" if column in ("kind", "text") else "dim"
         table.add_column(column, no_wrap=column not in ("scope", "text"), overflow="fold", style=style)
     for e in entries:
-        last = [_used(e)] if used else []
+        last = [f"{e.uses}× {_when(e.used_ts)}" if e.uses else "never"] if used else []
         scope, source = escape(scope_label(e, store.project)), escape(e.source)
         table.add_row(escape(e.id), e.kind.label(lang), scope, source, _when(e.ts), *last, _text(e))
     out.print(table)

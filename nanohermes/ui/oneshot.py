@@ -36,6 +36,7 @@ from nanohermes.core.events import (
     ToolStarted,
     TurnFinished,
 )
+from nanohermes.core.toolcalls import call_arguments
 from nanohermes.core.types import valid_text
 from nanohermes.ui.safe_text import fail, is_terminal, say, speaks_utf8, terminal_safe
 from nanohermes.ui.setup_hint import missing_key_message, missing_model_message
@@ -69,9 +70,7 @@ class _Outcome:
             return {"type": "text", "text": event.text}
         if isinstance(event, ToolStarted):
             call = event.call
-            self.tool_calls.append(
-                {"id": call.id, "name": call.name, "arguments": _arguments(call.arguments)}
-            )
+            self.tool_calls.append({"id": call.id, "name": call.name, "arguments": call_arguments(call)})
             return {"type": "tool_start", **self.tool_calls[-1], "summary": event.summary}
         if isinstance(event, ToolFinished):
             result = event.result
@@ -132,7 +131,6 @@ class _Outcome:
 
 
 def run_oneshot(options: CliOptions, settings: Settings, build_runtime: RuntimeBuilder) -> int:
-    """Run one turn for `-p`. Returns the exit code."""
     if not settings.model:  # (--local set the model, and a loopback base_url that needs no key)
         print(missing_model_message(settings), file=sys.stderr)
         return EXIT_USAGE
@@ -252,18 +250,14 @@ class _AnswerPrinter:
             self._end_line()
             self.segment = []
         elif isinstance(event, TurnFinished):
-            self._finish(event)
-
-    def _finish(self, event: TurnFinished) -> None:
-        # a refusal or a cut answer is still shown; the exit code says the turn failed
-        shown = event.completed or bool(event.answer and event.reason in ("refusal", "length"))
-        if self.stream:
-            if shown and event.answer.strip() != "".join(self.segment).strip():
+            # a refusal or a cut answer is still shown; the exit code says the turn failed
+            shown = event.completed or bool(event.answer and event.reason in ("refusal", "length"))
+            if shown and not self.stream:
+                self._write(event.answer + "\n")
+            elif shown and event.answer.strip() != "".join(self.segment).strip():
                 self._end_line()  # the answer differs from what streamed (e.g. a text tool call)
                 self._write(event.answer)
             self._end_line()
-        elif shown:
-            self._write(event.answer + "\n")
 
     def _write(self, text: str) -> None:
         # only a terminal acts on escape sequences; piped, the answer is passed on byte for byte
@@ -296,33 +290,22 @@ def _wait_for_distillation(agent: Agent, budget: float) -> None:
 
 
 def _progress(event: Event, verbose: bool) -> None:
-    if line := _progress_line(event, verbose):
-        print(terminal_safe(line), file=sys.stderr, flush=True)
-
-
-def _progress_line(event: Event, verbose: bool) -> str:
-    if isinstance(event, Note) and event.text == INTERRUPTED:
-        return ""  # said once, by the closing error line
+    line = ""
     if isinstance(event, ToolStarted):
-        return f"· {event.call.name} {event.summary}".rstrip()
-    if isinstance(event, ToolFinished):
-        return f"  {event.result.name}: {event.summary}" if verbose or not event.result.ok else ""
-    if isinstance(event, Note) and event.level != "error" and (verbose or event.level != "debug"):
-        return f"nanohermes: {event.text}"
-    if isinstance(event, Compacted):
-        return f"nanohermes: context compacted, {event.saved}"
-    if isinstance(event, MemoryRecalled) and verbose:
-        return f"nanohermes: memory: {len(event.memories)} recalled"
-    if isinstance(event, Retrying) and verbose:
-        return f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
-    return ""
-
-
-def _arguments(text: str) -> Any:
-    try:
-        return json.loads(text or "{}")
-    except ValueError:
-        return text
+        line = f"· {event.call.name} {event.summary}".rstrip()
+    elif isinstance(event, ToolFinished) and (verbose or not event.result.ok):
+        line = f"  {event.result.name}: {event.summary}"
+    elif isinstance(event, Note) and event.level != "error" and (verbose or event.level != "debug"):
+        # an interruption is said once, by the closing error line
+        line = f"nanohermes: {event.text}" if event.text != INTERRUPTED else ""
+    elif isinstance(event, Compacted):
+        line = f"nanohermes: context compacted, {event.saved}"
+    elif isinstance(event, MemoryRecalled) and verbose:
+        line = f"nanohermes: memory: {len(event.memories)} recalled"
+    elif isinstance(event, Retrying) and verbose:
+        line = f"nanohermes: retrying in {event.delay:.1f}s ({event.reason})"
+    if line:
+        print(terminal_safe(line), file=sys.stderr, flush=True)
 
 
 def _cancel_on_signal(cancel: CancelToken) -> Callable[[int, FrameType | None], None]:

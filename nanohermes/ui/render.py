@@ -144,7 +144,7 @@ class Renderer:
     def begin_turn(self) -> None:
         self._waiting = True
         self._printed_answer = False
-        self._start_live()
+        self.resume()
 
     def end_turn(self) -> None:
         """Safe to call twice, or after Ctrl-C."""
@@ -155,10 +155,25 @@ class Renderer:
     def pause(self) -> None:
         """Release the terminal (for an approval question); `resume` takes it back."""
         self._flush()
-        self._stop_live()
+        live, self._live = self._live, None
+        if live is not None:
+            live.update(Text(""))
+            live.stop()
 
     def resume(self) -> None:
-        self._start_live()
+        if self._live is not None or not self.console.is_terminal:
+            return
+        from rich.live import Live
+
+        self._live = Live(
+            self._live_renderable(),
+            console=self.console,
+            refresh_per_second=REFRESH_PER_SECOND,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._live.start()
 
     def handle(self, event: Event) -> None:
         if isinstance(event, TextDelta):
@@ -281,24 +296,3 @@ class Renderer:
             return
         self._built_at, self._stale = now, False
         self._live.update(self._live_renderable())
-
-    def _start_live(self) -> None:
-        if self._live is not None or not self.console.is_terminal:
-            return
-        from rich.live import Live
-
-        self._live = Live(
-            self._live_renderable(),
-            console=self.console,
-            refresh_per_second=REFRESH_PER_SECOND,
-            transient=True,
-            redirect_stdout=False,
-            redirect_stderr=False,
-        )
-        self._live.start()
-
-    def _stop_live(self) -> None:
-        live, self._live = self._live, None
-        if live is not None:
-            live.update(Text(""))
-            live.stop()

@@ -61,7 +61,7 @@ class Repl:
         loader: RuntimeLoader,
         settings: Settings,
         console: Console,
-        approver: TerminalApprover | None,
+        approver: TerminalApprover,
         *,
         terminal: tuple[Input, Output] | None = None,
         notes: Sequence[str] = (),
@@ -129,8 +129,9 @@ class Repl:
         return self._shutdown()
 
     def _handle(self, text: str) -> None:
+        from nanohermes.agent.compaction import total_chars
         from nanohermes.agent.custom_commands import expand_command
-        from nanohermes.ui.commands import context_chars, dispatch, is_command
+        from nanohermes.ui.commands import dispatch, is_command
 
         if not text.strip():
             return
@@ -144,8 +145,8 @@ class Repl:
                 self.ctx.exit_requested = True
         if self.loader.ready:  # the context fill after a turn or a command (/reset, /compact)
             runtime = self.loader.get()
-            threshold = max(1, runtime.settings.compact_threshold_chars)
-            self._fill = min(999, context_chars(runtime) * 100 // threshold)
+            threshold = runtime.settings.compact_threshold_chars  # at least 1,000
+            self._fill = min(999, total_chars(runtime.agent.messages) * 100 // threshold)
 
     def _runtime(self) -> RuntimeLike:
         if self.loader.ready:
@@ -276,9 +277,6 @@ def exchange_lines(messages: Sequence[Message], width: int) -> list[str]:
 
 
 def _tools_called(message: Message) -> str:
-    calls = message.get("tool_calls")
-    if not isinstance(calls, list):
-        return ""
-    names = [c.get("function", {}).get("name", "") for c in calls if isinstance(c, dict)]
-    named = [n for n in names if isinstance(n, str) and n]
-    return f"(called {', '.join(named)})" if named else ""
+    """(the session store checked the shape of each call: `core.types.message_problem`)"""
+    names = [call["function"]["name"] for call in message.get("tool_calls") or ()]
+    return f"(called {', '.join(filter(None, names))})" if any(names) else ""

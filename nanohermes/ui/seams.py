@@ -25,23 +25,14 @@ if TYPE_CHECKING:
 class RuntimeLike(Protocol):
     """`app.wiring.Runtime` as the UI sees it (tests pass small fakes)."""
 
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def agent(self) -> Agent: ...
-
-    @property
-    def store(self) -> MemoryStore | None: ...
-
-    @property
-    def checkpoints(self) -> Checkpoints | None: ...
+    settings: Settings
+    agent: Agent
+    store: MemoryStore | None
+    checkpoints: Checkpoints | None
+    mcp: McpManager | None
 
     @property
     def sandbox(self) -> Sandbox | None: ...
-
-    @property
-    def mcp(self) -> McpManager | None: ...
 
     def close(self) -> None: ...
 

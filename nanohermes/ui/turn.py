@@ -31,7 +31,7 @@ _Item = Event | PendingApproval | None  # None: the worker is done
 
 
 class TurnDriver:
-    def __init__(self, renderer: Renderer, approver: TerminalApprover | None) -> None:
+    def __init__(self, renderer: Renderer, approver: TerminalApprover) -> None:
         self.renderer = renderer
         self.approver = approver
         self.exit_signal: int | None = None  # SIGTERM or SIGHUP cancelled a turn: the REPL should end
@@ -40,8 +40,7 @@ class TurnDriver:
         """True when `source` finished without being interrupted."""
         token = CancelToken()
         items: queue.Queue[_Item] = queue.Queue()
-        if self.approver is not None:
-            self.approver.attach(items.put, token)
+        self.approver.attach(items.put, token)
         worker = threading.Thread(target=_work, args=(source, token, items), name="nh-turn", daemon=True)
         self.renderer.begin_turn()
         try:
@@ -50,8 +49,7 @@ class TurnDriver:
                 self._pump(items, token)
         finally:
             self.renderer.end_turn()
-            if self.approver is not None:
-                self.approver.detach()
+            self.approver.detach()
         return not token.cancelled
 
     def _pump(self, items: queue.Queue[_Item], token: CancelToken) -> None:
@@ -83,7 +81,7 @@ class TurnDriver:
         if not isinstance(item, PendingApproval):
             self.renderer.handle(item)
             return
-        if token.cancelled or self.approver is None:
+        if token.cancelled:
             item.resolve(Decision.NO)
             return
         self.renderer.pause()
@@ -107,14 +105,11 @@ class TurnDriver:
 def quiet_terminal() -> Iterator[None]:
     """While a turn streams, keys typed are not echoed (nor `^C`: they would break the live region);
     they stay buffered for the next prompt."""
-    try:
-        import termios
-    except ImportError:  # Windows
+    if sys.platform == "win32" or not is_terminal(sys.stdin):  # (Windows has no termios)
         yield
         return
-    if not is_terminal(sys.stdin):
-        yield
-        return
+    import termios
+
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     quiet = list(saved)

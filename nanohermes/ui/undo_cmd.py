@@ -99,7 +99,6 @@ def _history(ctx: CommandContext) -> History:
 
 
 def show_diff(ctx: CommandContext, arg: str) -> None:
-    """/diff: the last turn's changes; /diff all: every turn's since the session began."""
     which = arg.strip()
     if which not in ("", "all"):
         ctx.fail("usage: /diff [all]")
@@ -125,7 +124,6 @@ def print_diffs(ctx: CommandContext, diffs: list[FileDiff]) -> None:
 
 
 def undo(ctx: CommandContext, arg: str) -> None:
-    """/undo: revert the last turn that changed files."""
     if arg.strip():
         ctx.fail("usage: /undo (reverts one turn per call; `nanohermes undo --to N` goes further)")
         return
@@ -136,9 +134,6 @@ def undo(ctx: CommandContext, arg: str) -> None:
         diffs = history.conflict_diffs(plan)
         ctx.say(f"edited after turn {number} (shown: the turn's version → yours now):", "yellow")
         print_diffs(ctx, diffs)
-        if ctx.approver is None:
-            ctx.fail("cannot ask here: nothing was undone")
-            return
         from nanohermes.checkpoints.journal import shown
 
         title = (
@@ -155,7 +150,6 @@ def undo(ctx: CommandContext, arg: str) -> None:
 
 
 def list_checkpoints(ctx: CommandContext, arg: str) -> None:
-    """/checkpoints: the turns that changed files, with their files."""
     turns = _history(ctx).turns()
     if not turns:
         ctx.say("no turn has changed files in this session yet", "dim")

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from acp import schema
+from acp import RequestError, schema
 
 from nanohermes.acp.convert import announce, mcp_configs, prompt_text
-from nanohermes.core.errors import ConfigError
 from nanohermes.core.toolcalls import tool_title
 from nanohermes.core.types import ToolCall
 
@@ -45,8 +44,8 @@ def test_stdio_and_http_servers_become_configs_and_sse_is_left_out_with_a_note()
         ([schema.McpServerStdio(name=" ", command="x", args=[], env=[])], "a server name is empty"),
     ],
 )
-def test_a_bad_server_entry_is_a_config_error(servers: list[schema.McpServerStdio], message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
+def test_a_bad_server_entry_is_invalid_params(servers: list[schema.McpServerStdio], message: str) -> None:
+    with pytest.raises(RequestError, match=message):
         mcp_configs(servers)
 
 

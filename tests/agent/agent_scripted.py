@@ -28,7 +28,7 @@ def calls(*specs: tuple[str, dict[str, Any]], content: str = "") -> ChatResult:
 
 class ScriptedModel:
     """`stream` answers from `steps` in order; `complete` answers distillation requests from
-    `distill` (default "[]") and any other request (summaries, sub-agents) from `completions`."""
+    `distill` (default "[]") and any other request (summaries) from `completions`."""
 
     def __init__(self, steps: list[Step] | None = None) -> None:
         self.steps: list[Step] = list(steps or [])

@@ -37,12 +37,11 @@ def make_agent(
     agent = Agent(
         model,
         runner,
-        Settings(model="main-model", **config),  # type: ignore[arg-type]
+        Settings(model="main-model", api_key="sk-SECRET-key-0123456789", **config),  # type: ignore[arg-type]
         base_system_prompt(workspace, memory=memory),
         session=SessionFile(tmp_path / "sessions" / "s.json"),
         store=store,
         workspace=str(workspace),
-        secrets=("sk-SECRET-key-0123456789",),
     )
     return agent, runner, store
 

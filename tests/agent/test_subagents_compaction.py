@@ -40,14 +40,14 @@ def _sub(
 
 
 def test_a_sub_agent_over_the_threshold_summarises_and_keeps_its_task(tmp_path: Path) -> None:
-    model = ScriptedModel()
     read = ("read_file", {"path": "big.txt"})
-    model.completions = [calls(read), calls(read), text("Read big.txt; it starts with alpha."), text("alpha")]
+    model = ScriptedModel([calls(read), calls(read), text("alpha")])
+    model.completions = [text("Read big.txt; it starts with alpha.")]
     sub = _sub(tmp_path, model, threshold=3_000, keep=2)
     assert sub.run(GENERAL, TASK, CancelToken()) == "alpha"
-    summary_request = model.complete_requests[2]["messages"]
+    [summary_request] = [r["messages"] for r in model.complete_requests]
     assert summary_request[0]["content"] == SUMMARY_SYSTEM_PROMPT
-    last = model.complete_requests[3]["messages"]
+    last = model.stream_requests[2]["messages"]
     assert last[1] == {"role": "user", "content": TASK}  # the task itself is never summarised away
     assert last[2]["content"].startswith(SUMMARY_PREFIX)
     assert last[2]["content"].endswith("Read big.txt; it starts with alpha.")
@@ -57,36 +57,30 @@ def test_a_sub_agent_over_the_threshold_summarises_and_keeps_its_task(tmp_path: 
 
 
 def test_a_sub_agent_whose_context_overflows_compacts_and_tries_again(tmp_path: Path) -> None:
-    model = ScriptedModel()
     read = ("read_file", {"path": "big.txt"})
-    model.completions = [
-        calls(read),
-        calls(read),
-        ContextOverflow("maximum context length is 4096 tokens"),
-        text("Read big.txt twice."),
-        text("alpha"),
-    ]
+    overflow = ContextOverflow("maximum context length is 4096 tokens")
+    model = ScriptedModel([calls(read), calls(read), overflow, text("alpha")])
+    model.completions = [text("Read big.txt twice.")]
     sub = _sub(tmp_path, model, threshold=1_000_000, keep=1)
     assert sub.run(GENERAL, TASK, CancelToken()) == "alpha"
-    retried = model.complete_requests[4]["messages"]
+    retried = model.stream_requests[3]["messages"]
     assert retried[1]["content"] == TASK
     assert retried[2]["content"].startswith(SUMMARY_PREFIX)
     assert_valid_history(retried)
 
 
 def test_a_sub_agent_with_nothing_to_compact_reports_the_overflow(tmp_path: Path) -> None:
-    model = ScriptedModel()
-    model.completions = [ContextOverflow("maximum context length is 4096 tokens")]
+    model = ScriptedModel([ContextOverflow("maximum context length is 4096 tokens")])
     sub = _sub(tmp_path, model, threshold=1_000_000, keep=1)
     with pytest.raises(ToolError, match="sub-agent 'general' failed: maximum context length"):
         sub.run(GENERAL, TASK, CancelToken())
-    assert len(model.complete_requests) == 1
+    assert (len(model.stream_requests), model.complete_requests) == (1, [])
 
 
 def test_a_sub_agents_tokens_count_in_the_session_totals(tmp_path: Path) -> None:
-    model = ScriptedModel()
     read = ("read_file", {"path": "big.txt"})
-    model.completions = [calls(read), calls(read), text("Read big.txt; it starts with alpha."), text("alpha")]
+    model = ScriptedModel([calls(read), calls(read), text("alpha")])
+    model.completions = [text("Read big.txt; it starts with alpha.")]
     spent: list[Usage] = []
     sub = _sub(tmp_path, model, threshold=3_000, keep=2, spent=spent)
     assert sub.run(GENERAL, TASK, CancelToken()) == "alpha"
@@ -96,8 +90,7 @@ def test_a_sub_agents_tokens_count_in_the_session_totals(tmp_path: Path) -> None
 
 def test_a_sub_agents_tokens_count_in_its_turn_and_in_the_session(tmp_path: Path) -> None:
     delegate = calls(("task", {"agent": "general", "task": TASK}))
-    model = ScriptedModel([delegate, text("It starts with alpha.")])
-    model.completions = [text("alpha")]  # the sub-agent's one call
+    model = ScriptedModel([delegate, text("alpha"), text("It starts with alpha.")])  # the sub-agent's: 2nd
     agent, runner, _ = make_agent(tmp_path, model, memory=False)
     sub = SubAgentRunner(
         model,

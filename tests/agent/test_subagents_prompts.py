@@ -27,6 +27,7 @@ from nanohermes.core.errors import Cancelled, LLMError, ToolError
 from nanohermes.core.events import ToolFinished
 from nanohermes.core.types import ChatResult, ToolCall
 from nanohermes.memory import BLOCK_START, MemoryStore, set_block
+from nanohermes.tools.base import CallContext
 from nanohermes.tools.runner import ToolRunner
 
 CONFIG = Settings(model="sub")
@@ -97,11 +98,12 @@ def test_task_tool_runs_its_own_loop_with_memory_for_the_task_and_restricted_too
     store = MemoryStore(tmp_path / "mem")
     store.remember("preference", "Report numbers in hexadecimal", source="user")
     runner = _runner(tmp_path, store)
-    model = ScriptedModel()
-    model.completions = [
-        calls(("read_file", {"path": "notes.txt"}), ("write_file", {"path": "x", "content": "y"})),
-        text("Found it: 0x2a."),
-    ]
+    model = ScriptedModel(
+        [
+            calls(("read_file", {"path": "notes.txt"}), ("write_file", {"path": "x", "content": "y"})),
+            text("Found it: 0x2a."),
+        ]
+    )
     workspace = tmp_path / "ws"
     sub = SubAgentRunner(
         model, runner, workspace=workspace, model_name=lambda: "sub-model", config=CONFIG, store=store
@@ -118,7 +120,7 @@ def test_task_tool_runs_its_own_loop_with_memory_for_the_task_and_restricted_too
         if hasattr(e, "result")
     ]
     assert result.content == "Found it: 0x2a."
-    first, second = model.complete_requests
+    first, second = model.stream_requests
     assert first["model"] == "sub-model"
     assert "read-only exploration sub-agent" in first["messages"][0]["content"]
     assert "hexadecimal" in first["messages"][0]["content"].split(BLOCK_START)[1]  # memory for the task text
@@ -133,8 +135,7 @@ def test_task_tool_runs_its_own_loop_with_memory_for_the_task_and_restricted_too
 
 def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
     runner = _runner(tmp_path, None)
-    model = ScriptedModel()
-    model.completions = [LLMError("model 'sub' not found")]
+    model = ScriptedModel([LLMError("model 'sub' not found")])
     sub = SubAgentRunner(
         model,
         runner,
@@ -152,41 +153,39 @@ def test_task_tool_errors_are_results_not_exceptions(tmp_path: Path) -> None:
     assert [(r.call_id, r.ok) for r in results] == [("t1", False), ("t2", False)]
     assert results[0].content.startswith("ERROR: sub-agent 'general' failed: model 'sub' not found")
     assert results[1].content == "ERROR: task: argument agent must be one of general, explore"
-    model.completions = [LLMError("model 'sub' not found")]
+    model.steps = [LLMError("model 'sub' not found")]
     with pytest.raises(ToolError, match="unknown sub-agent 'nobody'; available: general, explore"):
-        tool.func(agent="nobody", task="x", cancel=CancelToken())
+        tool.func(agent="nobody", task="x", ctx=CallContext())
     with pytest.raises(ToolError, match="model 'sub' not found"):
-        tool.func(agent="general", task="do it", cancel=CancelToken())
-    model.completions = [calls(("list_files", {}))]
+        tool.func(agent="general", task="do it", ctx=CallContext())
+    model.steps = [calls(("list_files", {}))]
     with pytest.raises(ToolError, match="stopped after 1 model calls"):
-        tool.func(agent="general", task="do it", cancel=CancelToken())
+        tool.func(agent="general", task="do it", ctx=CallContext())
     assert not {"task", "update_plan"} & sub.allowed(BUILTIN_AGENTS[0])  # the plan is the main agent's
 
 
 def test_a_sub_agent_call_cut_by_the_token_cap_is_not_run(tmp_path: Path) -> None:
     runner = _runner(tmp_path, None)
-    model = ScriptedModel()
     cut = ToolCall("c1", "write_file", '{"path": "half.txt", "content": "the file wou')
-    model.completions = [ChatResult(content="", tool_calls=[cut], finish_reason="length")]
+    model = ScriptedModel([ChatResult(content="", tool_calls=[cut], finish_reason="length")])
     sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", config=CONFIG)
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
     with pytest.raises(ToolError, match="1 tool call\\(s\\) cut by the output-token cap were not run"):
-        tool.func(agent="general", task="write it", cancel=CancelToken())
+        tool.func(agent="general", task="write it", ctx=CallContext())
     assert not (tmp_path / "ws" / "half.txt").exists()
-    assert len(model.complete_requests) == 1
+    assert len(model.stream_requests) == 1
 
 
 def test_an_interrupted_sub_agent_is_an_interrupted_task(tmp_path: Path) -> None:
     runner = _runner(tmp_path, None)
-    model = ScriptedModel()
-    model.completions = [calls(("list_files", {})), text("never asked")]
+    model = ScriptedModel([calls(("list_files", {})), text("never asked")])
     sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", config=CONFIG)
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
     cancel = CancelToken()
     cancel.cancel()
     with pytest.raises(Cancelled):
-        tool.func(agent="general", task="look", cancel=cancel)
-    assert len(model.complete_requests) == 1
+        tool.func(agent="general", task="look", ctx=CallContext(cancel))
+    assert len(model.stream_requests) == 1
 
 
 def test_agents_md_with_undecodable_bytes_counts_the_cut_bytes(tmp_path: Path) -> None:
@@ -282,8 +281,7 @@ def test_a_sub_agent_answer_cut_short_or_refused_says_so(
     tmp_path: Path, reply: ChatResult, expected: str
 ) -> None:
     runner = _runner(tmp_path, None)
-    model = ScriptedModel()
-    model.completions = [reply]
+    model = ScriptedModel([reply])
     sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", config=CONFIG)
     runner.register(make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub))
     call = ToolCall("t1", "task", '{"agent": "general", "task": "report"}')
@@ -293,11 +291,10 @@ def test_a_sub_agent_answer_cut_short_or_refused_says_so(
 
 def test_a_sub_agent_calling_a_tool_it_lacks_by_a_huge_name_gets_a_short_error(tmp_path: Path) -> None:
     runner = _runner(tmp_path, None)
-    model = ScriptedModel()
-    model.completions = [calls(("write_" + "x" * 100_000, {})), text("done")]
+    model = ScriptedModel([calls(("write_" + "x" * 100_000, {})), text("done")])
     sub = SubAgentRunner(model, runner, workspace=tmp_path / "ws", model_name=lambda: "sub", config=CONFIG)
     tool = make_task_tool({d.name: d for d in BUILTIN_AGENTS}, sub)
-    assert tool.func(agent="explore", task="look", cancel=CancelToken()) == "done"
-    [result] = [m for m in model.complete_requests[1]["messages"] if m["role"] == "tool"]
+    assert tool.func(agent="explore", task="look", ctx=CallContext()) == "done"
+    [result] = [m for m in model.stream_requests[1]["messages"] if m["role"] == "tool"]
     assert result["content"].startswith("ERROR: tool 'write_xxx")
     assert len(result["content"]) < 200

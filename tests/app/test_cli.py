@@ -158,8 +158,8 @@ def test_verbose_may_show_details_but_still_ends_with_the_line(isolated_home: Pa
 
 
 def test_yes_means_auto_in_every_mode_and_never_widens_read_only(isolated_home: Path) -> None:
-    from nanohermes.app.args import CliOptions
     from nanohermes.app.wiring import apply_yes
+    from nanohermes.config.options import CliOptions
     from nanohermes.config.settings import load_settings
     from nanohermes.core.errors import ConfigError
 

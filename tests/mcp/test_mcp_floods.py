@@ -10,9 +10,9 @@ import pytest
 from mcp_helpers import Managers, process_gone, wait_for
 
 from nanohermes.config.mcp_config import McpServerConfig
-from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import ToolError
 from nanohermes.mcp.logs import MAX_LOG_BYTES, ServerLog, ServerLogs
+from nanohermes.tools.base import CallContext
 
 pytestmark = pytest.mark.timeout(120)  # a hang guard: each test takes seconds
 HOSTILE = Path(__file__).with_name("hostile_server.py")
@@ -37,20 +37,20 @@ def processes_in(cwd: Path) -> list[int]:
 def test_a_reply_over_the_line_limit_fails_its_call_and_the_server_keeps_serving(managers: Managers) -> None:
     manager = managers({"h": hostile("huge-reply", OVER_LIMIT)})
     [echo] = manager.tools()
-    assert echo.cancel_arg is not None
+    assert echo.context_arg is not None
     with pytest.raises(ToolError) as caught:
-        echo.func(text="hi", **{echo.cancel_arg: CancelToken()})
+        echo.func(text="hi", **{echo.context_arg: CallContext()})
     assert caught.value.one_line() == "MCP server h: the server sent a reply over the 16 MiB line limit"
-    assert echo.func(text="again", **{echo.cancel_arg: CancelToken()}) == "echo: again"
+    assert echo.func(text="again", **{echo.context_arg: CallContext()}) == "echo: again"
     assert [status.state for status in manager.status()] == ["ready"]
 
 
 def test_another_line_over_the_limit_ends_the_connection_with_one_clear_line(managers: Managers) -> None:
     manager = managers({"h": hostile("huge-line", OVER_LIMIT)})
     [echo] = manager.tools()
-    assert echo.cancel_arg is not None
+    assert echo.context_arg is not None
     with pytest.raises(ToolError) as caught:
-        echo.func(text="hi", **{echo.cancel_arg: CancelToken()})
+        echo.func(text="hi", **{echo.context_arg: CallContext()})
     log = managers.tmp_path / "mcp-logs" / "h.log"
     reason = f"the server wrote a line over the 16 MiB line limit to stdout (its stderr is in {log})"
     assert caught.value.one_line() == f"MCP server h stopped: {reason} (it restarts on the next call)"
@@ -63,9 +63,9 @@ def test_another_line_over_the_limit_ends_the_connection_with_one_clear_line(man
 def test_a_stderr_flood_is_cut_in_the_log_and_the_server_keeps_serving(managers: Managers) -> None:
     manager = managers({"h": hostile("stderr-flood", 5_000_000)})
     [echo] = manager.tools()
-    assert echo.cancel_arg is not None
+    assert echo.context_arg is not None
     for text in ("one", "two"):  # past the pipe's buffer: a server nobody drains would block
-        assert echo.func(text=text, **{echo.cancel_arg: CancelToken()}) == f"echo: {text}"
+        assert echo.func(text=text, **{echo.context_arg: CallContext()}) == f"echo: {text}"
     manager.close()
     log = (managers.tmp_path / "mcp-logs" / "h.log").read_text(encoding="utf-8")
     assert MAX_LOG_BYTES < len(log) < MAX_LOG_BYTES + 1000

@@ -9,9 +9,9 @@ import pytest
 from mcp_helpers import Managers
 
 from nanohermes.config.mcp_config import McpServerConfig
-from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import ToolError
 from nanohermes.mcp.tools import MAX_DESCRIPTION_CHARS, MAX_SCHEMA_CHARS
+from nanohermes.tools.base import CallContext
 
 pytestmark = pytest.mark.timeout(60)
 HOSTILE = Path(__file__).with_name("hostile_server.py")
@@ -24,15 +24,15 @@ def hostile(mode: str, tool_timeout: float = 20) -> McpServerConfig:
 def test_an_invalid_result_is_a_one_line_tool_error_and_the_server_keeps_serving(managers: Managers) -> None:
     manager = managers({"h": hostile("bad-content")})
     [echo] = manager.tools()
-    assert echo.cancel_arg is not None
+    assert echo.context_arg is not None
     for where in ("content: Input should be a valid list", "content.1: matches none of the kinds"):
         with pytest.raises(ToolError) as caught:
-            echo.func(text="hi", **{echo.cancel_arg: CancelToken()})
+            echo.func(text="hi", **{echo.context_arg: CallContext()})
         message = caught.value.one_line()
         assert message.startswith("MCP server h: the server sent an invalid CallToolResult: ")
         assert where in message
         assert "pydantic.dev" not in message
-    assert echo.func(text="again", **{echo.cancel_arg: CancelToken()}) == "echo: again"
+    assert echo.func(text="again", **{echo.context_arg: CallContext()}) == "echo: again"
     assert [status.state for status in manager.status()] == ["ready"]
 
 
@@ -51,9 +51,9 @@ def test_an_invalid_tool_listing_fails_the_server_with_one_clear_line(managers: 
 def test_bytes_that_are_not_utf8_on_stdout_do_not_lose_the_replies_after_them(managers: Managers) -> None:
     manager = managers({"h": hostile("stray-bytes", tool_timeout=5)})
     [echo] = manager.tools()
-    assert echo.cancel_arg is not None
+    assert echo.context_arg is not None
     for text in ("one", "two"):
-        assert echo.func(text=text, **{echo.cancel_arg: CancelToken()}) == f"echo: {text}"
+        assert echo.func(text=text, **{echo.context_arg: CallContext()}) == f"echo: {text}"
     assert [status.state for status in manager.status()] == ["ready"]
 
 
@@ -62,9 +62,9 @@ def test_a_lone_surrogate_in_a_listing_or_a_result_becomes_a_replacement_charact
 ) -> None:
     manager = managers({"h": hostile("surrogates", tool_timeout=5)})
     [echo] = manager.tools()
-    assert echo.cancel_arg is not None
+    assert echo.context_arg is not None
     assert echo.description == "Echo \ufffd"
-    text = echo.func(text="hi", **{echo.cancel_arg: CancelToken()})
+    text = echo.func(text="hi", **{echo.context_arg: CallContext()})
     assert text == "echo: hi\ufffd"
     text.encode("utf-8")  # what goes to the model and the session file must encode
     assert managers.notices == []
@@ -79,7 +79,7 @@ def test_descriptions_are_cut_and_a_tool_with_a_huge_schema_is_left_out_with_one
     assert len(echo.description) == MAX_DESCRIPTION_CHARS
     assert echo.description.endswith("d…")
     [status] = manager.status()
-    assert [tool.remote for tool in status.tools] == ["echo"]
+    assert [tool.name for tool in status.tools] == ["mcp__h__echo"]
     assert len(status.tools[0].description) == MAX_DESCRIPTION_CHARS
     expected = f"left out 1 tool (input schema over {MAX_SCHEMA_CHARS:,} characters): huge"
     assert status.last_error == expected  # what `mcp list` shows: it hears no notices

@@ -11,9 +11,8 @@ import pytest
 from mcp_helpers import DEMO, Managers
 
 from nanohermes.config.mcp_config import McpServerConfig
-from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import ToolError
-from nanohermes.tools.base import Tool
+from nanohermes.tools.base import CallContext, Tool
 
 pytestmark = pytest.mark.timeout(60)
 HOSTILE = Path(__file__).with_name("hostile_server.py")
@@ -24,8 +23,8 @@ def hostile(mode: str, tool_timeout: float = 30) -> McpServerConfig:
 
 
 def call(tool: Tool, text: str) -> str:
-    assert tool.cancel_arg is not None
-    result = tool.func(text=text, **{tool.cancel_arg: CancelToken()})
+    assert tool.context_arg is not None
+    result = tool.func(text=text, **{tool.context_arg: CallContext()})
     assert isinstance(result, str)
     return result
 

@@ -15,7 +15,7 @@ from mcp_helpers import DEMO, Managers, demo_stdio, process_gone, wait_for
 from nanohermes.config.mcp_config import McpServerConfig
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled, ToolError
-from nanohermes.tools.base import Tool
+from nanohermes.tools.base import CallContext, Tool
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -25,8 +25,8 @@ def tools_by_name(tools: list[Tool]) -> dict[str, Tool]:
 
 
 def call(tool: Tool, cancel: CancelToken | None = None, **arguments: object) -> str:
-    assert tool.cancel_arg is not None
-    return str(tool.func(**arguments, **{tool.cancel_arg: cancel or CancelToken()}))
+    assert tool.context_arg is not None
+    return str(tool.func(**arguments, **{tool.context_arg: CallContext(cancel or CancelToken())}))
 
 
 def test_tools_offered_with_names_schemas_and_access(managers: Managers) -> None:
@@ -44,7 +44,7 @@ def test_tools_offered_with_names_schemas_and_access(managers: Managers) -> None
     assert not tools["mcp__demo__write_note"].preapproved
     [status] = manager.status()
     assert (status.name, status.state, status.transport, status.last_error) == ("demo", "ready", "stdio", "")
-    assert {info.remote for info in status.tools} >= {"echo", "write_note"}
+    assert {info.name for info in status.tools} >= {"mcp__demo__echo", "mcp__demo__write_note"}
 
 
 def test_results_text_structured_image_and_error(managers: Managers) -> None:
@@ -128,7 +128,7 @@ def test_a_changed_tool_list_is_listed_again(managers: Managers) -> None:
     assert wait_for(lambda: "mcp__demo__fresh" in tools_by_name(manager.tools()))  # list_changed heard
     assert call(tools_by_name(manager.tools())["mcp__demo__fresh"]) == "fresh is new"
     [status] = manager.status()
-    assert "fresh" in {info.remote for info in status.tools}
+    assert "mcp__demo__fresh" in {info.name for info in status.tools}
     assert managers.notices == []
 
 
@@ -154,7 +154,7 @@ def test_only_the_tools_the_config_lets_through_are_offered(managers: Managers) 
     config = demo_stdio(enabled_tools=("echo", "add", "write_note"), disabled_tools=("write_note",))
     manager = managers({"demo": config})
     assert set(tools_by_name(manager.tools())) == {"mcp__demo__echo", "mcp__demo__add"}
-    assert [info.remote for info in manager.status()[0].tools] == ["echo", "add"]
+    assert [info.name for info in manager.status()[0].tools] == ["mcp__demo__echo", "mcp__demo__add"]
 
 
 def test_tool_timeout(managers: Managers, markers: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from mcp_helpers import Managers
 
 from nanohermes.config.mcp_config import McpServerConfig
-from nanohermes.core.cancel import CancelToken
+from nanohermes.tools.base import CallContext
 
 pytestmark = [pytest.mark.mcp_published, pytest.mark.timeout(600)]
 
@@ -36,7 +36,7 @@ def test_published_time_server(managers: Managers, time_server: Path) -> None:
     assert {"mcp__time__get_current_time", "mcp__time__convert_time"} <= set(tools)
     current = tools["mcp__time__get_current_time"]
     assert "timezone" in current.parameters["properties"]
-    assert current.cancel_arg is not None
-    text = current.func(timezone="Asia/Tokyo", **{current.cancel_arg: CancelToken()})
+    assert current.context_arg is not None
+    text = current.func(timezone="Asia/Tokyo", **{current.context_arg: CallContext()})
     assert "Asia/Tokyo" in text
     assert '"datetime"' in text

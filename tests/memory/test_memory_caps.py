@@ -34,7 +34,7 @@ def test_the_cli_store_honours_the_setting(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from nanohermes.app.args import MemoryArgs
+    from nanohermes.config.options import MemoryArgs
 
     settings = load_settings({"memory_dir": tmp_path}, environ={"NANOHERMES_MEMORY_MAX_ENTRIES": "1234"})
     out = StringIO()

@@ -6,7 +6,6 @@ from typing import Literal
 
 import pytest
 
-from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import ToolError
 from nanohermes.tools.base import CallContext, parse_docstring, tool_from_function
 
@@ -20,7 +19,6 @@ def sample(
     mode: Literal["fast", "slow"] = "fast",
     *,
     ctx: CallContext,
-    cancel: CancelToken,
 ) -> str:
     """Do a sample thing.
 
@@ -45,7 +43,7 @@ def test_schema_from_signature_and_docstring() -> None:
     assert tool.description == "Do a sample thing.\n\nSecond paragraph of the description."
     assert tool.mutating
     assert tool.context_arg == "ctx"
-    assert tool.cancel_arg == "cancel"
+    assert tool.path_arg is None  # only an argument named `path` is a workspace path
     assert tool.summary_arg == "name"
     assert tool.parameters == {
         "type": "object",

@@ -15,7 +15,7 @@ from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import Cancelled
 from nanohermes.core.events import ToolFinished, ToolStarted
 from nanohermes.core.protocols import ApprovalRequest, Decision
-from nanohermes.tools import INTERRUPTED, ToolRunner, cap_output, tool_from_function
+from nanohermes.tools import INTERRUPTED, CallContext, ToolRunner, cap_output, tool_from_function
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell")
 READING = {"read_file", "list_files", "grep"}
@@ -307,13 +307,13 @@ def test_cancellation_interrupts_unfinished_calls_and_kills_shells(workspace: Pa
 def test_registered_tools_get_the_cancel_token_and_read_only_keeps_non_mutating_ones(workspace: Path) -> None:
     seen: list[CancelToken] = []
 
-    def task(agent: str, cancel: CancelToken) -> str:
+    def task(agent: str, ctx: CallContext) -> str:
         """Run a sub-agent.
 
         Args:
             agent: which one
         """
-        seen.append(cancel)
+        seen.append(ctx.cancel)
         return f"ran {agent}"
 
     runner = ToolRunner(workspace, permission="read-only", approver=None, store=None)

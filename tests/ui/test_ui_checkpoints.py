@@ -103,7 +103,9 @@ def test_undo_over_a_later_user_edit_shows_it_and_asks(tmp_path: Path, isolated_
 def test_checkpoints_off_says_so(tmp_path: Path) -> None:
     console, out = plain_console(120)
     runtime = fake_runtime()
-    ctx = CommandContext(lambda: runtime, console, lambda source: None, permission="ask")
+    ctx = CommandContext(
+        lambda: runtime, console, lambda source: None, permission="ask", approver=Asker(Decision.NO)
+    )
     dispatch(ctx, "/undo")
     assert "checkpoints are off" in out.getvalue()
 
@@ -112,7 +114,9 @@ def test_permission_and_the_bottom_bar_show_the_sandbox(tmp_path: Path) -> None:
     console, out = plain_console(120)
     runtime = fake_runtime()
     runtime.sandbox = Sandbox("auto", active=True, network=False)
-    ctx = CommandContext(lambda: runtime, console, lambda source: None, permission="ask")
+    ctx = CommandContext(
+        lambda: runtime, console, lambda source: None, permission="ask", approver=Asker(Decision.NO)
+    )
     dispatch(ctx, "/permission")
     assert "shell sandbox: bwrap, network off (setting: sandbox = auto)" in out.getvalue()
     bar = "".join(

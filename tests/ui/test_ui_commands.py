@@ -12,6 +12,7 @@ from nanohermes.agent.compaction import total_chars
 from nanohermes.core.cancel import CancelToken
 from nanohermes.memory import MemoryStore
 from nanohermes.sessions.store import SessionData, SessionFile
+from nanohermes.ui.approve import TerminalApprover
 from nanohermes.ui.command_context import CommandContext
 from nanohermes.ui.commands import COMMANDS, dispatch, is_command, resume_hint
 from nanohermes.ui.render import Renderer
@@ -25,7 +26,13 @@ class Harness:
         self.console, self.out = plain_console(120)
         self.runtime: FakeRuntime = fake_runtime(store)
         self.renderer = Renderer(self.console)
-        self.ctx = CommandContext(lambda: self.runtime, self.console, self._run_events, permission="ask")
+        self.ctx = CommandContext(
+            lambda: self.runtime,
+            self.console,
+            self._run_events,
+            permission="ask",
+            approver=TerminalApprover(self.console),
+        )
         self.operations = 0
 
     def _run_events(self, source: EventSource) -> None:
@@ -250,12 +257,12 @@ def test_memory_ids_with_markup_are_shown_literally(tmp_path: Path) -> None:
 
 
 def test_mcp_shows_each_server_state_tools_and_last_error() -> None:
-    from nanohermes.mcp.status import ServerStatus, ToolInfo
+    from nanohermes.mcp.manager import ServerStatus, ToolInfo
 
     class FakeMcp:
         def status(self) -> list[ServerStatus]:
-            echo = ToolInfo("mcp__demo__echo", "echo", "Echo the text back.", True)
-            write = ToolInfo("mcp__demo__write_note", "write_note", "Write a note.", False)
+            echo = ToolInfo("mcp__demo__echo", "Echo the text back.", True)
+            write = ToolInfo("mcp__demo__write_note", "Write a note.", False)
             return [
                 ServerStatus("demo", "stdio", "python demo.py", "ready", False, (echo, write), ""),
                 ServerStatus("web", "http", "http://h/mcp", "failed", False, (), "cannot connect: refused"),

@@ -18,6 +18,7 @@ from ui_fakes import FakeRuntime, fake_runtime, plain_console
 from nanohermes.core.errors import SessionError
 from nanohermes.core.events import Note
 from nanohermes.core.types import Message
+from nanohermes.ui.approve import TerminalApprover
 from nanohermes.ui.repl import Repl, exchange_lines
 from nanohermes.ui.seams import ResumePreview, RuntimeLike, RuntimeLoader
 
@@ -30,7 +31,7 @@ def pipe() -> Iterator[PipeInput]:
 
 def make_repl(pipe: PipeInput, loader: RuntimeLoader, runtime: FakeRuntime) -> tuple[Repl, StringIO]:
     console, out = plain_console()
-    repl = Repl(loader, runtime.settings, console, None, terminal=(pipe, DummyOutput()))
+    repl = Repl(loader, runtime.settings, console, TerminalApprover(console), terminal=(pipe, DummyOutput()))
     return repl, out
 
 

@@ -38,7 +38,7 @@ def test_events_are_rendered_and_main_thread_answers_approvals() -> None:
 
 def test_text_still_queued_when_the_turn_is_cancelled_is_not_rendered() -> None:
     console, out = plain_console()
-    driver = TurnDriver(Renderer(console), None)
+    driver = TurnDriver(Renderer(console), TerminalApprover(console))
 
     def source(cancel: CancelToken) -> Iterator[Event]:
         yield TextDelta("shown before the stop\n\n")
@@ -57,7 +57,7 @@ def test_text_still_queued_when_the_turn_is_cancelled_is_not_rendered() -> None:
 
 def test_errors_in_the_worker_become_one_red_line() -> None:
     console, out = plain_console()
-    driver = TurnDriver(Renderer(console), None)
+    driver = TurnDriver(Renderer(console), TerminalApprover(console))
 
     def failing(cancel: CancelToken) -> Iterator[Event]:
         yield TextDelta("partial")
@@ -79,7 +79,7 @@ def test_errors_in_the_worker_become_one_red_line() -> None:
 
 def test_sigint_cancels_the_turn_at_once_and_drains_its_last_events() -> None:
     console, out = plain_console()
-    driver = TurnDriver(Renderer(console), None)
+    driver = TurnDriver(Renderer(console), TerminalApprover(console))
     started = threading.Event()
     seen: list[CancelToken] = []
 
