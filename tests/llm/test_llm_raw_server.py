@@ -3,6 +3,7 @@ credentials in the base URL, and proxies from the environment."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -58,13 +59,19 @@ def raw_server() -> Iterator[Callable[[Reply], str]]:
                 return
             threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
-    threading.Thread(target=accept, daemon=True).start()
+    accepting = threading.Thread(target=accept, daemon=True)
+    accepting.start()
 
     def start(reply: Reply) -> str:
         replies.append(reply)
         return f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
 
     yield start
+    # close() alone leaves a thread blocked in accept() on a socket that keeps listening, whose
+    # descriptor number the next sockets reuse: a later test's server once got this one's reply
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept
+    accepting.join(timeout=5)
     listener.close()
 
 

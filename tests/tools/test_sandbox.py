@@ -110,18 +110,25 @@ def test_no_process_in_the_sandbox_holds_the_keys(
     assert "visible-outside" not in result
 
 
-def _listener() -> tuple[socket.socket, int]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(5)
+@contextlib.contextmanager
+def _listener() -> Iterator[int]:
+    """A loopback port that accepts connections; on exit its accept thread is woken and joined before
+    the socket closes (closed under a blocked accept, it would keep listening)."""
+    server = socket.create_server(("127.0.0.1", 0))
 
     def serve() -> None:
-        with contextlib.suppress(OSError):  # the test closes the socket when done
+        with contextlib.suppress(OSError):  # shutdown ends the accept
             while True:
                 server.accept()[0].close()
 
-    threading.Thread(target=serve, daemon=True).start()
-    return server, server.getsockname()[1]
+    accepting = threading.Thread(target=serve, daemon=True)
+    accepting.start()
+    with server:
+        try:
+            yield server.getsockname()[1]
+        finally:
+            server.shutdown(socket.SHUT_RDWR)
+            accepting.join(timeout=5)
 
 
 CONNECT = (
@@ -131,8 +138,7 @@ CONNECT = (
 
 
 def test_the_network_is_off_unless_allowed(workspace: Path, isolated_home: Path, sandboxed: Sandbox) -> None:
-    server, port = _listener()
-    with server:
+    with _listener() as port:
         blocked = shell(workspace, sandboxed, CONNECT.format(port=port))
         assert "connected" not in blocked
         assert not blocked.startswith("exit code: 0")
