@@ -25,22 +25,28 @@ class ActiveTurns:
         try:
             self.directory.mkdir(exist_ok=True, mode=0o700)
             self._flag(self.key).unlink(missing_ok=True)  # set during an earlier turn
-            shared = False
-            for path in self.directory.glob("*.lock"):
-                if path.stem == self.key:
-                    continue
-                try:
-                    with FileLock(str(path), timeout=0):  # free: that session's turn has ended
-                        pass
-                except Timeout:  # held: that session's turn is running
-                    shared = True
-                    self._flag(path.stem).touch()
+            others = self.others_running()
+            for key in others:
+                self._flag(key).touch()
             held = FileLock(str(self.directory / f"{self.key}.lock"), timeout=0)
             held.acquire()
         except (OSError, Timeout) as err:
             raise CheckpointError(f"cannot mark the turn as running in {self.directory}: {err}") from None
         self._held = held
-        return shared
+        return bool(others)
+
+    def others_running(self) -> list[str]:
+        """The keys of the other sessions whose turn is running now."""
+        others: list[str] = []
+        for path in self.directory.glob("*.lock"):
+            if path.stem == self.key:
+                continue
+            try:
+                with FileLock(str(path), timeout=0):  # free: that session's turn has ended
+                    pass
+            except Timeout:  # held: that session's turn is running
+                others.append(path.stem)
+        return others
 
     def shared(self) -> bool:
         """Whether another session's turn ran while this one did (`release` ends it)."""

@@ -319,9 +319,10 @@ class Checkpoints:
             path.unlink(missing_ok=True)
         if not unreadable:
             prune_copies(self.copies, keep)
-        if dropped and self._repo is not None:
+        if dropped and self._repo is not None and not self._active.others_running():
             # gc.auto is off, so without this a deleted session's snapshots would fill the disk for
-            # good; objects younger than the grace may belong to a turn another session is recording
+            # good. Not while another session's turn runs: its "before" snapshot has no ref until the
+            # turn ends, and a turn can outlast the grace; the grace covers one that starts meanwhile.
             with contextlib.suppress(CheckpointError):  # housekeeping: failing leaves the disk as it was
                 self._repo.run("prune", f"--expire={int(PRUNE_GRACE)}.seconds.ago")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from cp_helpers import EVERY_CHANGE, git_state, init_git, make, picture, runner_for, turn
+from filelock import FileLock
 
 from nanohermes.checkpoints import CheckpointError, Checkpoints, History, manager
 from nanohermes.core.cancel import CancelToken
@@ -273,6 +274,26 @@ def test_checkpoints_of_a_deleted_session_are_pruned(workspace: Path, isolated_h
     assert running.journal_path.exists()  # a fresh journal of a session not saved yet stays
     History(running).undo(History(running).plan())
     assert not (workspace / "r.txt").exists()
+
+
+def test_no_snapshot_is_pruned_while_another_sessions_turn_runs(workspace: Path, isolated_home: Path) -> None:
+    """That turn's "before" snapshot has no ref until it ends, and a turn can outlast the grace."""
+    sessions = isolated_home / "sessions"
+    sessions.mkdir()
+    gone = Checkpoints(workspace, isolated_home / ".nanohermes", sessions / "gone.json")
+    turn(gone, runner_for(workspace, gone), ("write_file", {"path": "g.txt", "content": "g"}))
+    _age(gone.journal_path)
+    repo = gone.repo()
+    for folder, _, names in os.walk(repo.git_dir / "objects"):
+        for name in names:
+            _age(Path(folder) / name)
+    snapshot = repo.run("hash-object", "-w", "--stdin", stdin=b"a long turn's snapshot").decode().strip()
+    _age(repo.git_dir / "objects" / snapshot[:2] / snapshot[2:])
+    with FileLock(str(gone._active.directory / "long-turn.lock")):  # another session's turn, running
+        kept = make(workspace, isolated_home)
+        turn(kept, runner_for(workspace, kept), ("write_file", {"path": "k.txt", "content": "k"}))
+    assert not gone.journal_path.exists()  # its refs are dropped all the same
+    assert (repo.git_dir / "objects" / snapshot[:2] / snapshot[2:]).exists()
 
 
 def test_a_failed_prune_is_a_note_and_the_turn_can_still_be_undone(
