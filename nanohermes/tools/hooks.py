@@ -44,15 +44,17 @@ class HookRunner:
     ) -> HookOutcome:
         """Run `event`'s hooks (those matching `call`'s tool) in turn until one blocks."""
         hooks: tuple[Hook, ...] = getattr(self.hooks, event)
+        if call is not None:
+            hooks = tuple(hook for hook in hooks if hook.matcher is None or hook.matcher.fullmatch(call.name))
+        if not hooks:  # every tool call asks: no payload (a whole tool result) is built for nothing
+            return HookOutcome()
         payload = {
             "hook_event_name": event,
             "session_id": self.session.stem,
             "transcript_path": str(self.session),
             "cwd": str(self.workspace),
         }
-        if call is not None:
-            hooks = tuple(hook for hook in hooks if hook.matcher is None or hook.matcher.fullmatch(call.name))
-            # the runner parsed these arguments before any hook runs
+        if call is not None:  # the runner parsed these arguments before any hook runs
             payload |= {"tool_name": call.name, "tool_input": json.loads(call.arguments.strip() or "{}")}
         data = json.dumps(payload | fields).encode()  # ASCII: lone surrogates cannot break it
         notes: list[Note] = []

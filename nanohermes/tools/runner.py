@@ -102,6 +102,8 @@ class ToolRunner:
         self._sources.append(source)
 
     def _all_tools(self) -> dict[str, Tool]:
+        if not self._sources:  # asked at every call: no copy when no MCP server is configured
+            return self._tools
         return {tool.name: tool for source in self._sources for tool in source()} | self._tools
 
     def set_permission(self, mode: str) -> None:
@@ -265,7 +267,7 @@ class ToolRunner:
         assert self._approver is not None
         with self._asking:
             decision = self._approver(ApprovalRequest(call.name, title, detail, call))
-        if decision is Decision.NO:
+        if decision not in (Decision.YES, Decision.ALWAYS):  # anything but a yes is a no
             raise _Refused(refusal)
         return decision is Decision.ALWAYS
 
