@@ -115,9 +115,16 @@ class McpManager:
     def _run_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         asyncio.set_event_loop(loop)
         loop.set_exception_handler(lambda _loop, _context: None)  # stray task errors: not the terminal's
-        # Leaving the runner cancels the calls still running (so their callers hear) and closes the loop.
-        with asyncio.Runner(loop_factory=lambda: loop) as runner:
-            runner.get_loop().run_forever()
+        try:
+            loop.run_forever()
+        finally:  # as asyncio.run ends, but without its unbounded wait for the default executor
+            # (3.11): a host-name lookup of an HTTP server that hangs there must not hang the exit
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:  # the calls still running: their callers hear they were cancelled
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
 
     def close(self) -> None:
         with self._lock:
