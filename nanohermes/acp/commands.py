@@ -16,6 +16,7 @@ from nanohermes.agent.custom_commands import CustomCommand, expand_command, load
 from nanohermes.core.cancel import CancelToken
 from nanohermes.core.errors import NanoHermesError
 from nanohermes.core.events import Event, TextDelta, TurnFinished
+from nanohermes.memory import resolve_id
 
 if TYPE_CHECKING:
     from nanohermes.agent.loop import Agent
@@ -85,12 +86,8 @@ def memory_command(store: MemoryStore | None, arg: str) -> str:
             lines = [f"- {score:.2f} `{e.id}` {e.kind.value}: {e.text}" for score, e in hits]
             return "\n".join(lines) or "No matching memories."
         if action == "forget" and rest:
-            matches = store.matching_ids(rest)
-            if len(matches) > 1:
-                return f"id prefix {rest!r} matches {len(matches)} memories; give more characters"
-            if matches and store.forget(matches[0]):
-                return f"Forgot {matches[0]}."
-            return f"No memory with id {rest} (/memory list shows the ids)."
+            memory_id = resolve_id(store, rest, "/memory list shows the ids")
+            return f"Forgot {memory_id}." if store.forget(memory_id) else f"No memory with id {memory_id}."
         if action == "stats":
             stats = store.stats()
             counts = ", ".join(f"{k.value} {n}" for k, n in sorted(stats.per_kind.items(), key=str) if n)
