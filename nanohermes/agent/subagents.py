@@ -20,6 +20,7 @@ from nanohermes.core.types import Message, ToolCall, ToolResult, Usage, shorten
 from nanohermes.llm import ChatClient
 from nanohermes.memory import set_block
 from nanohermes.tools import CallContext, Tool, ToolRunner, tool_from_function
+from nanohermes.tools.outcomes import finish_summary
 
 if TYPE_CHECKING:
     from nanohermes.config.settings import Settings
@@ -165,7 +166,8 @@ class _AllowedTools:
         for call in calls:
             if call.name not in self.allowed:
                 text = f"ERROR: tool '{shorten(call.name, 80)}' is not available to sub-agent '{self.agent}'"
-                yield ToolFinished(ToolResult(call.id, call.name, text, ok=False))
+                refused = ToolResult(call.id, call.name, text, ok=False)
+                yield ToolFinished(refused, finish_summary(refused))
                 continue
             for event in events:  # up to this call's result: results come in call order
                 yield event

@@ -229,9 +229,7 @@ class Renderer:
         self._flush()
         result = event.result
         argument = terminal_safe(self._running.pop(result.call_id, ("", ""))[1])
-        # no summary: a sub-agent's refusal, whose first line says why
-        shown = event.summary or next((ln for ln in result.content.splitlines() if ln.strip()), "")
-        outcome = terminal_safe(shown.removeprefix("ok · "))
+        outcome = terminal_safe(event.summary.removeprefix("ok · "))  # every producer sums the result up
         interrupted = outcome == "interrupted"
         line = Text("  ")
         mark, style = ("✓ ", "green") if result.ok else ("⏹ ", "yellow") if interrupted else ("✗ ", "red")

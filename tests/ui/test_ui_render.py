@@ -18,6 +18,7 @@ from nanohermes.core.events import (
     TurnFinished,
 )
 from nanohermes.core.types import ToolCall, ToolResult
+from nanohermes.tools.outcomes import finish_summary
 from nanohermes.ui.markdown_stream import MarkdownSplitter, visible_tail
 from nanohermes.ui.render import Renderer, key_argument
 
@@ -80,6 +81,11 @@ def test_streamed_answer_renders_as_markdown_once() -> None:
     assert text.index("Plan") < text.index("First") < text.index("def f") < text.index("Done.")
 
 
+def finished(result: ToolResult) -> ToolFinished:
+    """As the tool runner reports a result."""
+    return ToolFinished(result, finish_summary(result))
+
+
 def test_tool_lines_are_compact_with_name_argument_outcome_and_size() -> None:
     read = ToolCall("c1", "read_file", '{"path": "src/app.py"}')
     shell = ToolCall("c2", "run_shell", '{"command": "make test"}')
@@ -88,21 +94,21 @@ def test_tool_lines_are_compact_with_name_argument_outcome_and_size() -> None:
         ToolStarted(read, "src/app.py"),
         ToolStarted(shell),  # no summary: the key argument is taken from the call
         ToolFinished(ToolResult("c1", "read_file", "a\nb\nc\n"), "ok · 3 lines, 6 chars", 0.25),
-        ToolFinished(ToolResult("c2", "run_shell", "ERROR: exit 2\ntrace", ok=False)),
+        finished(ToolResult("c2", "run_shell", "ERROR: exit 2\ntrace", ok=False)),
         ToolFinished(
             ToolResult("c3", "write_file", "refused: the user declined", ok=False),
             "refused · the user declined",
         ),
         ToolFinished(ToolResult("c4", "grep", "interrupted by user", ok=False), "interrupted"),
-        ToolFinished(ToolResult("c5", "list_files", "x\ny")),
+        finished(ToolResult("c5", "list_files", "x\ny")),
     ).splitlines()
     assert lines[0].startswith("Let me look.")  # text before the tools is flushed first
     assert lines[1:] == [
         "  ✓ read_file src/app.py · 3 lines, 6 chars · 0.2s",
-        "  ✗ run_shell make test · ERROR: exit 2",
+        "  ✗ run_shell make test · error · exit 2",
         "  ✗ write_file · refused · the user declined",
         "  ⏹ grep · interrupted",
-        "  ✓ list_files · x",
+        "  ✓ list_files · 2 lines, 3 chars",
     ]
 
 
@@ -153,7 +159,7 @@ def test_terminal_controls_from_the_model_or_a_tool_are_shown_not_obeyed() -> No
         ReasoningDelta("think\x1b]0;title\x07\n"),
         TextDelta("Done \x1b]52;c;ZXZpbA==\x1b\\ here\n\n```\nx\x9b2J\n```\n"),
         ToolStarted(call),
-        ToolFinished(ToolResult("c1", "run_shell", "ERROR: bad\x1b[31m", ok=False)),
+        finished(ToolResult("c1", "run_shell", "ERROR: bad\x1b[31m", ok=False)),
         Note("note\x1b[1A"),
         PlanUpdated((PlanStep("plan\x1b[2J step", "in_progress"),)),
         TurnFinished(True, "done"),
@@ -163,7 +169,7 @@ def test_terminal_controls_from_the_model_or_a_tool_are_shown_not_obeyed() -> No
     assert "\\x1b]52;c;ZXZpbA==\\x1b" in text
     assert "x\\x9b2J" in text
     assert "ls\\x1b[2K" in text
-    assert "ERROR: bad\\x1b[31m" in text
+    assert "error · bad\\x1b[31m" in text
     assert "note\\x1b[1A" in text
     assert "◐ plan\\x1b[2J step" in text
 
