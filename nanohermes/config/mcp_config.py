@@ -152,8 +152,11 @@ def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f'{path}: no "mcpServers" object', 'the form is {"mcpServers": {"NAME": {...}}}')
-    # the names are checked with the config file's, by load_settings
-    return {name: _json_server(name, entry, path, text) for name, entry in servers.items()}
+    configs = {name: _json_server(name, entry, path, text) for name, entry in servers.items()}
+    problem = check_server_names(list(configs))  # (load_settings checks them with the config file's)
+    if problem:
+        raise ConfigError(f"{path}: {problem}", "rename one of them")
+    return configs
 
 
 def _json_server(name: str, entry: Any, path: Path, text: str) -> McpServerConfig:

@@ -145,6 +145,7 @@ def test_json_form_joins_and_overrides_the_toml_servers(tmp_path: Path) -> None:
         ('{"mcpServers": {"a": {"command": "x", "disabled": "false"}}}', "disabled must be true or false"),
         ('{"mcpServers": ' + "[" * 100_000 + "]" * 100_000 + "}", "not valid JSON"),
         ('{"mcpServers": {"a": {"command": "x", "tool_timeout": 1' + "0" * 5000 + "}}}", "not valid JSON"),
+        ('{"mcpServers": {"a.b": {"command": "x"}, "a_b": {"command": "y"}}}', "same tool prefix mcp__a_b__"),
     ],
     ids=[
         "trailing-comma",
@@ -157,6 +158,7 @@ def test_json_form_joins_and_overrides_the_toml_servers(tmp_path: Path) -> None:
         "disabled-string",
         "nested-deep",
         "huge-number",
+        "names-clash",
     ],
 )
 def test_bad_json_files(tmp_path: Path, text: str, message: str) -> None:
