@@ -175,11 +175,13 @@ class ServerProcess:
         """Return once this server answers GET /v1/models; raise with its log tail if it dies or hangs."""
         deadline = time.monotonic() + timeout
         delay, foreign = 0.05, False
-        while (code := self._proc.poll()) is None and time.monotonic() < deadline:
+        while (code := self._proc.poll()) is None:
             if _answers(self.port):
                 if listens(self.pid, self.port):
                     return
                 foreign = True  # another process took the port: ours fails to bind, then is retried
+            if time.monotonic() >= deadline:  # (after a last look: it may have come up while we slept)
+                break
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
         if code is not None:
