@@ -34,11 +34,12 @@ def split_content(content: Any) -> tuple[str, str]:
     text: list[str] = []
     thinking: list[str] = []
     for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind in _THINKING_TYPES:
+        if isinstance(part, str):
+            text.append(part)
+        elif isinstance(part, dict) and (kind := part.get("type")) in _THINKING_TYPES:
             thinking.append(_texts(part.get(kind) or part.get("text")))
-        elif kind in (None, "text", "output_text"):
-            text.append(_texts([part]))  # a string, or a part's text
+        elif isinstance(part, dict) and kind in (None, "text", "output_text"):
+            text.append(_texts(part.get("text")))
     return "".join(text), "".join(thinking)
 
 

@@ -51,7 +51,7 @@ def stream(server: FakeServer) -> tuple[list[Any], ChatResult]:
 
 def failing(server: FakeServer, kind: type[LLMError]) -> LLMError:
     err = stream_error(ChatClient(base_url=server.url, model="m", sleep=FakeSleep()))
-    assert isinstance(err, kind), type(err).__name__
+    assert type(err) is kind, type(err).__name__  # raised as such, not wrapped in another error
     return err
 
 
