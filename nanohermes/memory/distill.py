@@ -6,16 +6,19 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nanohermes.core.errors import JSON_ERRORS, MemoryRejected
 from nanohermes.core.types import Message, message_text
 from nanohermes.memory.constants import EXCERPT_CHARS, EXCERPT_MESSAGE_CHARS, MAX_KEYS
-from nanohermes.memory.entry import Entry, clean_keys
+from nanohermes.memory.entry import clean_keys
 from nanohermes.memory.kinds import Kind
 from nanohermes.memory.security import checked_part
-from nanohermes.memory.store import MemoryStore
 from nanohermes.memory.writing import NewMemory, parse_scope, target_project
+
+if TYPE_CHECKING:  # (annotations only: the store is not loaded for the prompt and parser)
+    from nanohermes.memory.entry import Entry
+    from nanohermes.memory.store import MemoryStore
 
 DISTILL_SYSTEM_PROMPT = """\
 You extract durable long-term memories for a coding assistant from a finished conversation turn.
